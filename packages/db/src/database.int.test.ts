@@ -1,0 +1,53 @@
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { migrate, openDatabase, type Database } from './index.ts';
+
+const migrationsDir = fileURLToPath(new URL('./test-migrations', import.meta.url));
+const serverUrl = testPostgresUrl();
+const testDatabases: TestDatabase[] = [];
+afterAll(async () => { await Promise.all(testDatabases.map((d) => d.drop())); });
+
+const backends: Array<[string, () => Promise<Database>]> = [
+  ['pglite', () => openDatabase({ schema: 'svc' })],
+  ['postgres', async () => {
+    const testDatabase = await createTestDatabase(serverUrl!);
+    testDatabases.push(testDatabase);
+    return openDatabase({ url: testDatabase.url, schema: 'svc', poolSize: 4 });
+  }],
+];
+
+describe.each(backends)('database over %s', (kind, open) => {
+  const skip = kind === 'postgres' && !serverUrl;
+
+  it.skipIf(skip)('migrates once, records versions, and returns int8 as bigint', async () => {
+    const db = await open();
+    try {
+      expect(await migrate(db, migrationsDir)).toEqual({ applied: ['0001_things', '0002_more'] });
+      expect(await migrate(db, migrationsDir)).toEqual({ applied: [] });
+      const big = 9_007_199_254_740_993n; // 2^53 + 1: a float would lose it
+      await db.query('INSERT INTO things (id, amount_micros, note) VALUES ($1, $2, $3)', ['a', big, 'n']);
+      const { rows } = await db.query<{ amount_micros: bigint }>('SELECT amount_micros FROM things WHERE id = $1', ['a']);
+      expect(rows[0]!.amount_micros).toBe(big);
+      const versions = await db.query<{ version: number }>('SELECT version FROM svc.schema_migrations ORDER BY version');
+      expect(versions.rows.map((r) => r.version)).toEqual([1, 2]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it.skipIf(skip)('rolls a failed transaction back completely', async () => {
+    const db = await open();
+    try {
+      await migrate(db, migrationsDir);
+      await expect(db.transaction(async (tx) => {
+        await tx.query('INSERT INTO things (id, amount_micros) VALUES ($1, $2)', ['b', 5n]);
+        await tx.query('INSERT INTO things (id, amount_micros) VALUES ($1, $2)', ['c', -1n]); // violates CHECK
+      })).rejects.toThrow();
+      const { rowCount } = await db.query('SELECT 1 FROM things WHERE id = $1', ['b']);
+      expect(rowCount).toBe(0);
+    } finally {
+      await db.close();
+    }
+  });
+});

@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+
+/** The run's PostgreSQL server URL, or undefined when the run has none (tests then skip). */
+export function testPostgresUrl(): string | undefined {
+  return inject('postgresUrl');
+}
+
+/** The run's Redis URL, or undefined when the run has none (tests then skip). */
+export function testRedisUrl(): string | undefined {
+  return inject('redisUrl');
+}
+
+/** A database made for one test file, so tests never see each other's rows. */
+export interface TestDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database on the run's PostgreSQL server. */
+export async function createTestDatabase(serverUrl: string): Promise<TestDatabase> {
+  const name = `gw_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: serverUrl });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+/** A Redis key prefix unique to one test, so parallel tests share a server without colliding. */
+export function uniqueRedisPrefix(label: string): string {
+  return `test:${label}:${randomBytes(4).toString('hex')}:`;
+}
