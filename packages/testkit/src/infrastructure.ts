@@ -43,9 +43,14 @@ async function redisAnswers(url: string): Promise<string | undefined> {
   }
 }
 
+/** Where a developer's machine usually runs them; tried last, and only when they answer. */
+const conventionalPostgresUrl = 'postgres://postgres@127.0.0.1:5432/postgres';
+const conventionalRedisUrl = 'redis://127.0.0.1:6379';
+
 /**
  * Finds the tests' PostgreSQL and Redis: TEST_DATABASE_URL / DATABASE_URL and TEST_REDIS_URL /
- * REDIS_URL first; where unset and a Docker engine is reachable, containers from testcontainers.
+ * REDIS_URL first; where unset and a Docker engine is reachable, containers from testcontainers;
+ * otherwise servers answering at the conventional local addresses.
  */
 export async function resolveTestInfrastructure(env: NodeJS.ProcessEnv = process.env): Promise<TestInfrastructure> {
   const problems: string[] = [];
@@ -68,17 +73,20 @@ export async function resolveTestInfrastructure(env: NodeJS.ProcessEnv = process
     }
   }
 
+  if (!postgresUrl && !(await postgresAnswers(conventionalPostgresUrl))) postgresUrl = conventionalPostgresUrl;
+  if (!redisUrl && !(await redisAnswers(conventionalRedisUrl))) redisUrl = conventionalRedisUrl;
+
   if (postgresUrl) {
     const problem = await postgresAnswers(postgresUrl);
     if (problem) { problems.push(problem); postgresUrl = undefined; }
   } else {
-    problems.push('no PostgreSQL: set TEST_DATABASE_URL or DATABASE_URL (or make a Docker engine reachable)');
+    problems.push(`no PostgreSQL: set TEST_DATABASE_URL or DATABASE_URL, make a Docker engine reachable, or run one at ${new URL(conventionalPostgresUrl).host}`);
   }
   if (redisUrl) {
     const problem = await redisAnswers(redisUrl);
     if (problem) { problems.push(problem); redisUrl = undefined; }
   } else {
-    problems.push('no Redis: set TEST_REDIS_URL or REDIS_URL (or make a Docker engine reachable)');
+    problems.push(`no Redis: set TEST_REDIS_URL or REDIS_URL, make a Docker engine reachable, or run one at ${new URL(conventionalRedisUrl).host}`);
   }
 
   return {
