@@ -71,7 +71,13 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
   });
   // An idle client that loses its server emits here; without a listener the process would crash.
   pool.on('error', () => undefined);
-  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
+  try {
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`);
+  } catch (error) {
+    // A service that cannot start must not leave a pool (and its sockets) behind.
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
 
   const run = async <Row>(client: pg.Pool | pg.PoolClient, text: string, params?: readonly unknown[]) => {
     const result = await client.query(text, params as unknown[] | undefined);
@@ -115,7 +121,8 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
   await db.exec(`CREATE SCHEMA IF NOT EXISTS ${options.schema}; SET search_path TO ${options.schema}, public;`);
   const run = async <Row>(target: Pick<PGlite, 'query'>, text: string, params?: readonly unknown[]) => {
     const result = await target.query<Row>(text, params as unknown[] | undefined);
-    return { rows: result.rows, rowCount: result.affectedRows ?? result.rows.length };
+    // PGlite reports affectedRows 0 for a SELECT; the rows returned are the count there.
+    return { rows: result.rows, rowCount: result.affectedRows || result.rows.length };
   };
   return {
     kind: 'pglite',
