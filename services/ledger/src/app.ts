@@ -1,0 +1,119 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ledgerV1 } from '@gateway/contracts';
+import { migrate, openDatabase, type Database } from '@gateway/db';
+import { Server, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import { createLogger, type Logger } from '@gateway/logger';
+import type { LedgerConfig } from './config.ts';
+import { startExpirySweeper, type ExpirySweeper } from './expiry-sweeper.ts';
+import { startHealthServer } from './transport/health-server.ts';
+import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
+
+/** A running ledger: its bound ports, whether it can serve, and how to stop it. */
+export interface LedgerApp {
+  ports: { grpc: number; http: number };
+  /** True once migrations ran, while the database answers and until close() begins. */
+  isReady(): boolean;
+  /** Stops taking calls, lets in-flight ones finish (up to SHUTDOWN_GRACE_MS), then releases everything it opened. */
+  close(): Promise<void>;
+}
+
+/** What createLedgerApp may be given instead of building it from config. */
+export interface LedgerAppDeps {
+  logger?: Logger;
+  /** A database to use (and migrate); the caller keeps ownership and closes it. */
+  database?: Database;
+}
+
+/** The ledger's SQL migrations, applied at every start. */
+const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
+
+/** How long a readiness probe waits for the database, ms. */
+const readinessQueryTimeoutMs = 2_000;
+
+/** Resolves with whether the database answered a trivial query in time. */
+async function databaseAnswers(database: Database): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), readinessQueryTimeoutMs); });
+  try {
+    return await Promise.race([database.query('SELECT 1').then(() => true, () => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Wires the ledger: opens (or takes) its database and migrates it, serves LedgerService over
+ * gRPC, answers health probes over HTTP, and runs the expiry sweeper. Ports of 0 bind free
+ * ports (tests); the handle reports the bound ones.
+ */
+export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps = {}): Promise<LedgerApp> {
+  const logger = deps.logger ?? createLogger('ledger', config.LOG_LEVEL);
+  const ownsDatabase = deps.database === undefined;
+  const database = deps.database ?? await openDatabase({
+    url: config.DATABASE_URL,
+    dataDir: config.DATABASE_URL ? undefined : join(config.DATA_DIR, 'ledger'),
+    schema: 'ledger',
+    poolSize: config.LEDGER_DB_POOL_SIZE,
+  });
+
+  // Whatever started is stopped again if a later step fails, so a failed start leaks nothing.
+  const cleanups: Array<() => Promise<void>> = [];
+  const cleanUp = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => logger.warn({ err: error }, 'cleanup failed'));
+  };
+  if (ownsDatabase) cleanups.push(() => database.close());
+
+  let started = false;
+  let closing = false;
+  let databaseAnswered = true;
+  try {
+    const { applied } = await migrate(database, migrationsDir);
+    logger.info({ applied, database: database.kind }, 'ledger database migrated');
+
+    // The health server starts first and stops last, so probes see 503 (not a refused
+    // connection) while gRPC calls drain.
+    const health = await startHealthServer({
+      host: config.BIND_HOST,
+      port: config.LEDGER_HTTP_PORT,
+      logger,
+      checkReady: async () => {
+        if (!started || closing) return false;
+        databaseAnswered = await databaseAnswers(database);
+        return databaseAnswered && !closing;
+      },
+    });
+    cleanups.push(() => health.close());
+
+    const grpcServer = new Server();
+    grpcServer.addService(ledgerV1.LedgerServiceService, createLedgerGrpcService(database, logger));
+    const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT);
+    cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
+
+    const sweeper: ExpirySweeper = startExpirySweeper({
+      database, logger, intervalMs: config.LEDGER_SWEEP_INTERVAL_MS,
+      onPass: (answered) => { databaseAnswered = answered; },
+    });
+    cleanups.push(() => sweeper.stop());
+    started = true;
+
+    const ports = { grpc: grpcPort, http: health.port };
+    logger.info({ ports }, 'ledger listening');
+
+    let closed: Promise<void> | undefined;
+    return {
+      ports,
+      isReady: () => started && !closing && databaseAnswered,
+      close() {
+        closing = true;
+        // Reverse of start: sweeper, gRPC drain, health server, then the database they used.
+        closed ??= cleanUp().then(() => logger.info('ledger stopped'));
+        return closed;
+      },
+    };
+  } catch (error) {
+    closing = true;
+    await cleanUp();
+    throw error;
+  }
+}

@@ -1,0 +1,41 @@
+import { ConfigError } from '@gateway/config';
+import { describe, expect, it } from 'vitest';
+import { loadLedgerConfig } from './config.ts';
+
+describe('loadLedgerConfig', () => {
+  it('applies the documented defaults', () => {
+    expect(loadLedgerConfig({})).toEqual({
+      BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', DATA_DIR: '.data', SHUTDOWN_GRACE_MS: 10_000,
+      LEDGER_GRPC_PORT: 50051, LEDGER_HTTP_PORT: 8082, LEDGER_SWEEP_INTERVAL_MS: 5_000, LEDGER_DB_POOL_SIZE: 10,
+    });
+  });
+
+  it('reads every variable', () => {
+    const config = loadLedgerConfig({
+      BIND_HOST: '0.0.0.0', LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@db:5432/ledger', DATA_DIR: '/var/lib/gw',
+      SHUTDOWN_GRACE_MS: '2500', LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '9090', LEDGER_SWEEP_INTERVAL_MS: '250',
+      LEDGER_DB_POOL_SIZE: '25',
+    });
+    expect(config).toMatchObject({
+      BIND_HOST: '0.0.0.0', DATABASE_URL: 'postgres://u@db:5432/ledger', SHUTDOWN_GRACE_MS: 2500,
+      LEDGER_GRPC_PORT: 0, LEDGER_HTTP_PORT: 9090, LEDGER_SWEEP_INTERVAL_MS: 250, LEDGER_DB_POOL_SIZE: 25,
+    });
+  });
+
+  it('reports every problem at once without echoing a value', () => {
+    let caught: unknown;
+    try {
+      loadLedgerConfig({
+        DATABASE_URL: 'mysql://root:hunter2@db', LEDGER_GRPC_PORT: '70000', LEDGER_SWEEP_INTERVAL_MS: '-5', LEDGER_DB_POOL_SIZE: '0',
+      });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    const problems = (caught as ConfigError).problems.join('\n');
+    for (const variable of ['DATABASE_URL', 'LEDGER_GRPC_PORT', 'LEDGER_SWEEP_INTERVAL_MS', 'LEDGER_DB_POOL_SIZE']) {
+      expect(problems).toContain(variable);
+    }
+    expect((caught as ConfigError).message).not.toContain('hunter2');
+  });
+});

@@ -1,0 +1,30 @@
+import { commonEnv, loadConfig, z } from '@gateway/config';
+
+/** The ledger's environment: the shared variables plus its own ports, sweep interval and pool size. */
+export const ledgerConfigSchema = z.object({
+  /** Address the gRPC and health servers listen on. */
+  BIND_HOST: z.string().min(1).default('127.0.0.1'),
+  LOG_LEVEL: commonEnv.logLevel,
+  /** PostgreSQL URL; unset means embedded PGlite under DATA_DIR/ledger. */
+  DATABASE_URL: commonEnv.postgresUrl.optional(),
+  /** Where embedded PGlite keeps its data. */
+  DATA_DIR: z.string().min(1).default('.data'),
+  /** How long in-flight calls may take after SIGTERM, ms. */
+  SHUTDOWN_GRACE_MS: commonEnv.durationMs(10_000),
+  /** gRPC port of LedgerService (0: any free port). */
+  LEDGER_GRPC_PORT: commonEnv.port(50051),
+  /** HTTP port of /healthz and /readyz (0: any free port). */
+  LEDGER_HTTP_PORT: commonEnv.port(8082),
+  /** How often the sweeper looks for reservations past their deadline, ms. */
+  LEDGER_SWEEP_INTERVAL_MS: commonEnv.durationMs(5_000),
+  /** Connections in the PostgreSQL pool (ignored with PGlite). */
+  LEDGER_DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+});
+
+/** The ledger's validated configuration, keyed by environment variable name. */
+export type LedgerConfig = z.infer<typeof ledgerConfigSchema>;
+
+/** Reads the ledger's configuration from an environment; throws ConfigError listing every problem. */
+export function loadLedgerConfig(env: Record<string, string | undefined> = process.env): LedgerConfig {
+  return loadConfig('ledger', ledgerConfigSchema, env);
+}

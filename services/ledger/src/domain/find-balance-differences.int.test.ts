@@ -1,0 +1,75 @@
+import { fileURLToPath } from 'node:url';
+import { migrate, openDatabase, type Database } from '@gateway/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { credit } from './credit.ts';
+import { findBalanceDifferences, recomputeBalances } from './find-balance-differences.ts';
+import { openAccount } from './open-account.ts';
+import { reserve } from './reserve.ts';
+import { settle } from './settle.ts';
+
+const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
+
+/** The balance check must be able to fail: tampered rows are found, and the schema refuses the worst. */
+describe('findBalanceDifferences over embedded PGlite', () => {
+  let db: Database;
+  beforeAll(async () => {
+    db = await openDatabase({ schema: 'ledger' });
+    await migrate(db, migrationsDir);
+    await openAccount(db, 'org-a');
+    await credit(db, { creditId: 'c-1', organisationId: 'org-a', amountMicros: 5_000_000n, reason: '' });
+    await reserve(db, {
+      reservationId: 'r-1', organisationId: 'org-a', projectId: 'p', billingMode: 'commercial', amountMicros: 2_000_000n,
+      ttlMs: 60_000n, modelSlug: 'm',
+    });
+    await reserve(db, {
+      reservationId: 'r-2', organisationId: 'org-a', projectId: 'p', billingMode: 'commercial', amountMicros: 1_000_000n,
+      ttlMs: 60_000n, modelSlug: 'm',
+    });
+    await settle(db, {
+      reservationId: 'r-1', inputTokens: 1n, outputTokens: 1n, costMicros: 2_000_005n, providerCostMicros: 0n, modelSlug: 'm',
+      usageSource: 'upstream', requestId: '',
+    });
+  });
+  afterAll(async () => { await db?.close(); });
+
+  it('recomputes the balances from the movements and finds no difference in an honest ledger', async () => {
+    expect(await recomputeBalances(db)).toEqual(new Map([['org-a', {
+      creditedMicros: 5_000_000n, availableMicros: 1_999_995n, heldMicros: 1_000_000n, debitedMicros: 2_000_005n,
+    }]]));
+    expect(await findBalanceDifferences(db)).toEqual([]);
+  });
+
+  it('finds money that appeared in an account without a movement', async () => {
+    await db.query("UPDATE accounts SET credited_micros = credited_micros + 7, available_micros = available_micros + 7 WHERE organisation_id = 'org-a'");
+    try {
+      expect(await findBalanceDifferences(db)).toEqual([
+        { organisationId: 'org-a', check: 'movements', balance: 'credited', accountMicros: 5_000_007n, recomputedMicros: 5_000_000n },
+        { organisationId: 'org-a', check: 'movements', balance: 'available', accountMicros: 2_000_002n, recomputedMicros: 1_999_995n },
+        { organisationId: 'org-a', check: 'credits', balance: 'credited', accountMicros: 5_000_007n, recomputedMicros: 5_000_000n },
+      ]);
+    } finally {
+      await db.query("UPDATE accounts SET credited_micros = credited_micros - 7, available_micros = available_micros - 7 WHERE organisation_id = 'org-a'");
+    }
+  });
+
+  it('finds a hold that no held reservation explains', async () => {
+    await db.query("UPDATE reservations SET status = 'released', resolved_at = now(), release_reason = 'x' WHERE id = 'r-2'");
+    const differences = await findBalanceDifferences(db);
+    expect(differences).toEqual([
+      { organisationId: 'org-a', check: 'holds', balance: 'held', accountMicros: 1_000_000n, recomputedMicros: 0n },
+    ]);
+  });
+
+  it('refuses, in the schema, an account row that breaks conservation and any change to history', async () => {
+    await expect(db.query("UPDATE accounts SET available_micros = available_micros + 1 WHERE organisation_id = 'org-a'"))
+      .rejects.toThrow(/accounts_conservation/);
+    await expect(db.query('UPDATE movements SET amount_micros = amount_micros + 1')).rejects.toThrow(/append-only/);
+    await expect(db.query('DELETE FROM usage_records')).rejects.toThrow(/append-only/);
+    await expect(db.query('DELETE FROM credits')).rejects.toThrow(/append-only/);
+    // A movement whose deltas do not have its kind's shape is refused too.
+    await expect(db.query(
+      `INSERT INTO movements (organisation_id, kind, amount_micros, credited_delta_micros, available_delta_micros, held_delta_micros, debited_delta_micros, credit_id)
+       VALUES ('org-a', 'credit', 5, 5, 4, 1, 0, 'c-1')`,
+    )).rejects.toThrow(/movements_shape/);
+  });
+});

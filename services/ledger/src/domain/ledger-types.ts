@@ -1,0 +1,16 @@
+/** How an organisation pays: from its prepaid wallet, or sponsored with no wallet movement (law 8). */
+export type BillingMode = 'commercial' | 'internal';
+
+/** Where a usage record's token counts came from: the upstream's report or the gateway's own count. */
+export type UsageSource = 'upstream' | 'gateway_estimate';
+
+/** Lifecycle of a reservation: it leaves `held` exactly once (law 3). */
+export type ReservationStatus = 'held' | 'settled' | 'released' | 'expired';
+
+/** The four balances of one wallet, µ₹; credited = available + held + debited always. */
+export interface Balances {
+  creditedMicros: bigint;
+  availableMicros: bigint;
+  heldMicros: bigint;
+  debitedMicros: bigint;
+}

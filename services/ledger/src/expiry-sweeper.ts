@@ -1,0 +1,81 @@
+import type { Database } from '@gateway/db';
+import type { Logger } from '@gateway/logger';
+import { expireDueReservations } from './domain/expire-due-reservations.ts';
+
+/** How the sweeper runs. */
+export interface ExpirySweeperOptions {
+  database: Database;
+  logger: Logger;
+  /** Pause between passes, ms. */
+  intervalMs: number;
+  /** Reservations expired per transaction. */
+  batchSize?: number;
+  /** Batches per pass at most, so one pass cannot run unbounded after a long outage. */
+  maxBatchesPerPass?: number;
+  /** Told after every pass whether the database answered (feeds readiness). */
+  onPass?(databaseAnswered: boolean): void;
+}
+
+/** A running sweeper. */
+export interface ExpirySweeper {
+  /** Runs one pass now (waiting for a running one first); resolves with how many reservations expired. */
+  sweepNow(): Promise<number>;
+  /** Stops the timer and waits for a pass in progress to finish. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the expiry sweeper: every `intervalMs` (and once at start) it expires held
+ * reservations past their database-clock deadline (law 7). Passes never overlap within a
+ * process; across replicas, SKIP LOCKED keeps them out of each other's way.
+ */
+export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper {
+  const batchSize = options.batchSize ?? 500;
+  const maxBatchesPerPass = options.maxBatchesPerPass ?? 20;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<number> | undefined;
+
+  const pass = async (): Promise<number> => {
+    let expired = 0;
+    try {
+      for (let batch = 0; batch < maxBatchesPerPass && !stopped; batch++) {
+        const result = await expireDueReservations(options.database, batchSize);
+        expired += result.expiredCount;
+        if (result.expiredCount > 0) {
+          options.logger.info({ expiredCount: result.expiredCount, releasedMicros: result.releasedMicros.toString() }, 'expired reservations');
+        }
+        if (result.expiredCount < batchSize) break;
+      }
+      options.onPass?.(true);
+    } catch (error) {
+      options.logger.warn({ err: error }, 'expiry sweep failed; will retry');
+      options.onPass?.(false);
+    }
+    return expired;
+  };
+
+  const runPass = (): Promise<number> => {
+    const previous = running ?? Promise.resolve(0);
+    const current = previous.then(pass);
+    running = current;
+    void current.finally(() => { if (running === current) running = undefined; });
+    return current;
+  };
+
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => { void runPass().finally(schedule); }, options.intervalMs);
+  };
+
+  void runPass().finally(schedule);
+
+  return {
+    sweepNow: runPass,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { ledgerV1 } from '@gateway/contracts';
+import { openDatabase, type Database } from '@gateway/db';
+import { callUnary, insecureChannel } from '@gateway/grpc';
+import { createLogger } from '@gateway/logger';
+import { createTestDatabase, type TestDatabase } from '@gateway/testkit';
+import { createLedgerApp, type LedgerApp } from '../app.ts';
+import { loadLedgerConfig } from '../config.ts';
+
+/** Which database a test ledger runs over. */
+export type TestBackend = 'postgres' | 'pglite';
+
+/** Deadline of every test call, ms. */
+const callDeadlineMs = 10_000;
+
+/** A ledger started for a test, a real gRPC client to it, and a handle on its database for checks. */
+export interface TestLedger {
+  app: LedgerApp;
+  /** The ledger's database (schema `ledger`), for assertions on rows. */
+  database: Database;
+  client: ledgerV1.LedgerServiceClient;
+  openAccount(organisationId: string): Promise<ledgerV1.OpenAccountResponse>;
+  reserve(request: Partial<ledgerV1.ReserveRequest>): Promise<ledgerV1.ReserveResponse>;
+  settle(request: Partial<ledgerV1.SettleRequest>): Promise<ledgerV1.SettleResponse>;
+  release(request: Partial<ledgerV1.ReleaseRequest>): Promise<ledgerV1.ReleaseResponse>;
+  credit(request: Partial<ledgerV1.CreditRequest>): Promise<ledgerV1.CreditResponse>;
+  getBalance(organisationId: string): Promise<ledgerV1.GetBalanceResponse>;
+  listUsage(request: Partial<ledgerV1.ListUsageRequest>): Promise<ledgerV1.ListUsageResponse>;
+  /** Rows in each ledger table: "nothing written" is these counts not moving. */
+  countRows(): Promise<Record<string, bigint>>;
+  close(): Promise<void>;
+}
+
+/** Options of a test ledger. */
+export interface TestLedgerOptions {
+  /** PostgreSQL server URL (required for the postgres backend). */
+  serverUrl?: string;
+  /** Sweeper interval, ms; short so expiry tests finish quickly. */
+  sweepIntervalMs?: number;
+}
+
+/** A fresh id with a readable prefix, so concurrent tests never share rows. */
+export function uniqueId(prefix: string): string {
+  return `${prefix}-${randomUUID()}`;
+}
+
+/**
+ * Starts a ledger on ports 0 over a fresh database: a new PostgreSQL database that the app
+ * opens from DATABASE_URL itself, or an in-memory PGlite handed to it as a dependency.
+ */
+export async function startTestLedger(backend: TestBackend, options: TestLedgerOptions = {}): Promise<TestLedger> {
+  let testDatabase: TestDatabase | undefined;
+  let database: Database;
+  const env: Record<string, string> = {
+    LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'silent',
+    LEDGER_SWEEP_INTERVAL_MS: String(options.sweepIntervalMs ?? 100), SHUTDOWN_GRACE_MS: '2000',
+  };
+  let app: LedgerApp;
+  const logger = createLogger('ledger', 'silent');
+  if (backend === 'postgres') {
+    if (!options.serverUrl) throw new Error('the postgres backend needs a server URL');
+    testDatabase = await createTestDatabase(options.serverUrl);
+    app = await createLedgerApp(loadLedgerConfig({ ...env, DATABASE_URL: testDatabase.url, LEDGER_DB_POOL_SIZE: '20' }), { logger });
+    database = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 4 });
+  } else {
+    database = await openDatabase({ schema: 'ledger' });
+    app = await createLedgerApp(loadLedgerConfig(env), { logger, database });
+  }
+  const client = new ledgerV1.LedgerServiceClient(`127.0.0.1:${app.ports.grpc}`, insecureChannel());
+
+  return {
+    app, database, client,
+    openAccount: (organisationId) =>
+      callUnary(client.openAccount, client, ledgerV1.OpenAccountRequest.fromPartial({ organisationId }), callDeadlineMs),
+    reserve: (request) => callUnary(client.reserve, client, {
+      reservationId: uniqueId('res'), organisationId: '', projectId: 'project-1',
+      billingMode: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL, amountMicros: 0n, ttlMs: 60_000n, modelSlug: 'model-a',
+      ...request,
+    }, callDeadlineMs),
+    settle: (request) => callUnary(client.settle, client, {
+      reservationId: '', inputTokens: 0n, outputTokens: 0n, costMicros: 0n, providerCostMicros: 0n, modelSlug: 'model-a',
+      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'req-1',
+      ...request,
+    }, callDeadlineMs),
+    release: (request) => callUnary(client.release, client, { reservationId: '', reason: 'upstream_not_called', ...request }, callDeadlineMs),
+    credit: (request) => callUnary(client.credit, client, {
+      creditId: uniqueId('credit'), organisationId: '', amountMicros: 0n, reason: 'test top-up', ...request,
+    }, callDeadlineMs),
+    getBalance: (organisationId) =>
+      callUnary(client.getBalance, client, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }), callDeadlineMs),
+    listUsage: (request) => callUnary(client.listUsage, client, {
+      organisationId: '', projectId: '', modelSlug: '', fromMs: 0n, toMs: 0n, pageSize: 0, pageToken: '', ...request,
+    }, callDeadlineMs),
+    async countRows() {
+      const counts: Record<string, bigint> = {};
+      for (const table of ['accounts', 'credits', 'reservations', 'movements', 'usage_records']) {
+        const { rows } = await database.query<{ count: bigint }>(`SELECT count(*) AS count FROM ${table}`);
+        counts[table] = rows[0]!.count;
+      }
+      // Balances too (weighted, so money moving between columns shows): a refusal must not move money.
+      // numeric, since a test may fill an account up to the int64 limit.
+      const { rows } = await database.query<{ total: string }>(
+        `SELECT coalesce(sum(credited_micros::numeric + available_micros::numeric * 3 + held_micros::numeric * 5
+           + debited_micros::numeric * 7), 0)::text AS total FROM accounts`,
+      );
+      counts.balanceTotal = BigInt(rows[0]!.total);
+      const statuses = await database.query<{ status: string; count: bigint }>('SELECT status, count(*) AS count FROM reservations GROUP BY status');
+      for (const row of statuses.rows) counts[`status:${row.status}`] = row.count;
+      return counts;
+    },
+    async close() {
+      client.close();
+      await app.close();
+      await database.close();
+      await testDatabase?.drop();
+    },
+  };
+}
+
+/** Opens an account and credits it, returning the organisation id. */
+export async function fundedOrganisation(ledger: TestLedger, amountMicros: bigint): Promise<string> {
+  const organisationId = uniqueId('org');
+  await ledger.openAccount(organisationId);
+  if (amountMicros > 0n) await ledger.credit({ organisationId, amountMicros });
+  return organisationId;
+}
+
+/** The balances of an organisation as a plain object, for one-line assertions. */
+export async function balancesOf(ledger: TestLedger, organisationId: string) {
+  const { creditedMicros, availableMicros, heldMicros, debitedMicros } = await ledger.getBalance(organisationId);
+  return { creditedMicros, availableMicros, heldMicros, debitedMicros };
+}
+
+/** Waits (polling) until a reservation has left `held`; fails after timeoutMs. Not a timing assertion: it only bounds the wait. */
+export async function waitForStatus(database: Database, reservationId: string, status: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await database.query<{ status: string }>('SELECT status FROM reservations WHERE id = $1', [reservationId]);
+    if (rows[0]?.status === status) return;
+    if (Date.now() > deadline) throw new Error(`reservation ${reservationId} did not become ${status} (is ${rows[0]?.status})`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
