@@ -1,1 +1,3 @@
-export {};
+/** The admin's public entry: the app factory and its configuration (see docs/admin-api.md). */
+export { createAdminApp, type AdminApp, type AdminAppDeps } from './app.ts';
+export { adminConfigSchema, loadAdminConfig, type AdminConfig } from './config.ts';

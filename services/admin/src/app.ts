@@ -1,0 +1,146 @@
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Server as HttpServer } from 'node:http';
+import { configV1 } from '@gateway/contracts';
+import { migrate, openDatabase, type Database } from '@gateway/db';
+import { Server as GrpcServer, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import { createLogger, type Logger } from '@gateway/logger';
+import type { AdminConfig } from './config.ts';
+import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
+import { createAdminService } from './domain/admin-service.ts';
+import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
+import { createCredentialCipher } from './domain/credential-cipher.ts';
+import { bootstrapPlatformAdminToken, isPlatformAdminToken } from './domain/platform-admin-tokens.ts';
+import { createAdminHttpApp } from './http/admin-http-app.ts';
+import { createAdminRoutes } from './http/admin-routes.ts';
+import { startHttpServer, stopHttpServer } from './http/http-server.ts';
+import { buildOpenApiDocument } from './http/openapi-document.ts';
+import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
+
+/** A running admin: its bound ports, its readiness, and how to stop it completely. */
+export interface AdminApp {
+  ports: { http: number; grpc: number };
+  /** true once the database is migrated and both servers listen; false again once closing. */
+  isReady(): boolean;
+  /** Stops taking work, drains for up to SHUTDOWN_GRACE_MS, and releases every timer, socket and pool. */
+  close(): Promise<void>;
+}
+
+/** What a caller may hand the admin instead of letting it create its own. */
+export interface AdminAppDeps {
+  logger?: Logger;
+  /** A database to use (its owner closes it); by default one is opened from DATABASE_URL / DATA_DIR. */
+  database?: Database;
+  /**
+   * Receives a freshly issued platform-admin token, once, to show to the operator. Without it
+   * no token is issued (one nobody saw would lock everyone out); set ADMIN_BOOTSTRAP_TOKEN then.
+   */
+  onBootstrapToken?: (secret: string) => void;
+}
+
+/** The folder of the admin's SQL migrations. */
+export const adminMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
+
+/**
+ * Starts the admin: migrates its schema, makes sure a platform admin can log in, seeds the demo
+ * model, then serves the config stream (gRPC) and the admin REST API (HTTP).
+ */
+export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {}): Promise<AdminApp> {
+  const logger = deps.logger ?? createLogger('admin', config.LOG_LEVEL);
+  const ownsDatabase = deps.database === undefined;
+  const cleanups: Array<() => Promise<void> | void> = [];
+  const cleanUp = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  };
+
+  let ready = false;
+  try {
+    const db = deps.database ?? await openDatabase({
+      url: config.DATABASE_URL,
+      dataDir: config.DATABASE_URL ? undefined : join(config.DATA_DIR, 'admin'),
+      schema: 'admin',
+    });
+    if (ownsDatabase) cleanups.push(() => db.close());
+    const { applied } = await migrate(db, adminMigrationsDir);
+    if (applied.length > 0) logger.info({ applied }, 'admin migrations applied');
+
+    const cipher = createCredentialCipher(config.ADMIN_ENCRYPTION_KEY);
+    const bootstrap = await bootstrapPlatformAdminToken(db, {
+      bootstrapToken: config.ADMIN_BOOTSTRAP_TOKEN,
+      handOver: deps.onBootstrapToken,
+    });
+    switch (bootstrap.kind) {
+      case 'issued':
+        logger.info('no platform-admin token existed: one was issued and handed to the operator (not logged)');
+        break;
+      case 'stored_from_env':
+        logger.info('platform-admin token stored from ADMIN_BOOTSTRAP_TOKEN (hash only)');
+        break;
+      case 'existing':
+        if (bootstrap.bootstrapTokenIgnored) logger.info('ADMIN_BOOTSTRAP_TOKEN ignored: a platform-admin token already exists');
+        break;
+      case 'none':
+        logger.warn('no platform-admin token exists and none was issued: set ADMIN_BOOTSTRAP_TOKEN, or start with main.ts to have one printed');
+        break;
+    }
+
+    const ledger: GrpcLedger = createGrpcLedger({ target: config.LEDGER_GRPC_URL, callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS });
+    cleanups.push(() => ledger.close());
+
+    const snapshots = createConfigSnapshotSource(db, cipher);
+    const hub: ConfigStreamHub = createConfigStreamHub({
+      snapshots, logger, ackTimeoutMs: config.SNAPSHOT_ACK_TIMEOUT_MS, heartbeatIntervalMs: config.ADMIN_HEARTBEAT_INTERVAL_MS,
+    });
+    cleanups.push(() => hub.close());
+    const service = createAdminService({ db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS });
+
+    if (config.DEMO_UPSTREAM_URL !== undefined && await service.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
+      logger.info({ slug: 'demo' }, 'demo gateway model created');
+    }
+    // Building the first snapshot proves every stored credential still opens with this key.
+    const firstSnapshot = await snapshots.load();
+    logger.info({ version: firstSnapshot.version.toString() }, 'config snapshot ready');
+
+    const grpcServer = new GrpcServer();
+    grpcServer.addService(configV1.ConfigServiceService, hub.service);
+    const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.ADMIN_GRPC_PORT);
+    cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
+
+    const routes = createAdminRoutes({ allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS });
+    const openApiDocument = buildOpenApiDocument(routes);
+    const httpApp = createAdminHttpApp({
+      routes,
+      context: { service, isReady: () => ready, openApiDocument: () => openApiDocument },
+      isPlatformAdminToken: (token) => isPlatformAdminToken(db, token),
+      logger,
+    });
+    const { server: httpServer, port: httpPort }: { server: HttpServer; port: number } =
+      await startHttpServer(httpApp, config.BIND_HOST, config.ADMIN_HTTP_PORT);
+    cleanups.push(() => stopHttpServer(httpServer, config.SHUTDOWN_GRACE_MS));
+
+    ready = true;
+    logger.info({ httpPort, grpcPort, ledger: config.LEDGER_GRPC_URL }, 'admin ready');
+
+    let closing: Promise<void> | undefined;
+    return {
+      ports: { http: httpPort, grpc: grpcPort },
+      isReady: () => ready,
+      close() {
+        closing ??= (async () => {
+          ready = false;
+          // Ending the config streams first releases calls waiting for acks, so in-flight
+          // requests finish quickly; then servers drain; then the ledger channel and database go.
+          hub.close();
+          await Promise.all([stopHttpServer(httpServer, config.SHUTDOWN_GRACE_MS), stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS)]);
+          ledger.close();
+          if (ownsDatabase) await db.close();
+          logger.info('admin stopped');
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await cleanUp().catch((cleanupError: unknown) => logger.error({ err: cleanupError }, 'cleanup after a failed start failed'));
+    throw error;
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * The config stream (docs/config-stream.md) over real PostgreSQL and a real grpc-js client:
+ * full snapshot on hello, acks, wait-for-ack on changes, the pending header after the timeout,
+ * heartbeats, resend on an error ack, and versions that keep growing across restarts.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { configV1 } from '@gateway/contracts';
+import { hashSecret } from '@gateway/secrets';
+import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
+import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';
+
+const serverUrl = testPostgresUrl();
+const itPg = it.skipIf(!serverUrl);
+const ackTimeoutMs = 400;
+const upstreamCredential = `sk-vendor-${randomBytes(8).toString('hex')}`;
+
+const testDatabases: TestDatabase[] = [];
+let admin: AdminHarness;
+let logs: CapturedLogs;
+const proxies: FakeProxy[] = [];
+
+function connect(proxyId: string, options: { autoAck: boolean; ackDelayMs?: number }, target = admin.grpcTarget): FakeProxy {
+  const proxy = connectFakeProxy(target, proxyId, options);
+  proxies.push(proxy);
+  return proxy;
+}
+
+beforeAll(async () => {
+  if (!serverUrl) return;
+  const database = await createTestDatabase(serverUrl);
+  testDatabases.push(database);
+  logs = captureLogs();
+  admin = await startAdminHarness({
+    databaseUrl: database.url,
+    logger: logs.logger,
+    env: { SNAPSHOT_ACK_TIMEOUT_MS: String(ackTimeoutMs), ADMIN_HEARTBEAT_INTERVAL_MS: '100', ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true' },
+  });
+});
+
+afterEach(() => {
+  // A proxy left connected would make every later change wait for its acks.
+  for (const proxy of proxies.splice(0)) proxy.close();
+});
+
+afterAll(async () => {
+  await admin?.close();
+  await Promise.all(testDatabases.map((database) => database.drop()));
+});
+
+describe('the config stream', () => {
+  itPg('answers a hello with a full snapshot of everything proxies serve, credential decrypted', async () => {
+    const model = await admin.request('POST', '/admin/v1/gateway-models', {
+      slug: 'stream-model', display_name: 'Stream', default_max_tokens: 32, max_context_tokens: 2048,
+      input_price_micros_per_mtok: '1250000', output_price_micros_per_mtok: '3000001', provider_output_cost_micros_per_mtok: '7',
+      upstream: { provider_kind: 'openai_compatible', base_url: 'http://127.0.0.1:9/v1', model: 'vendor-m', api_key: upstreamCredential },
+    });
+    expect(model.status, model.text).toBe(201);
+    const organisation = (await admin.request('POST', '/admin/v1/organisations', {
+      name: 'Streamed', billing_mode: 'internal', rpm_limit: 77, allowed_gateway_models: ['stream-model'],
+    })).json;
+    const created = (await admin.request('POST', `/admin/v1/organisations/${organisation.id}/projects`, { name: 'p' })).json;
+
+    const proxy = connect('proxy-snapshot', { autoAck: true });
+    const snapshot = await proxy.next((update) => update.full);
+    expect(snapshot.version).toBeGreaterThan(1n);
+    expect(snapshot.producedAtMs).toBeGreaterThan(0n);
+    expect(snapshot.organisations).toContainEqual({
+      id: organisation.id, status: configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE,
+      billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 77, allowedGatewayModelSlugs: ['stream-model'],
+    });
+    expect(snapshot.projects).toContainEqual({ id: created.project.id, organisationId: organisation.id, disabled: false });
+    expect(snapshot.apiKeys).toContainEqual({ keyHash: hashSecret(created.api_key), keyId: created.project.api_key.id, projectId: created.project.id });
+    expect(JSON.stringify(snapshot, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))).not.toContain(created.api_key);
+    const streamed = snapshot.gatewayModels.find((candidate) => candidate.slug === 'stream-model')!;
+    expect(streamed).toEqual({
+      slug: 'stream-model', displayName: 'Stream', defaultMaxTokens: 32, maxContextTokens: 2048,
+      inputPriceMicrosPerMtok: 1_250_000n, outputPriceMicrosPerMtok: 3_000_001n,
+      providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 7n,
+      upstream: { providerKind: 'openai_compatible', baseUrl: 'http://127.0.0.1:9/v1', model: 'vendor-m', apiKey: upstreamCredential },
+      createdAtS: BigInt(Math.floor(Date.parse(model.json.created_at) / 1000)),
+    });
+    expect(logs.text()).not.toContain(upstreamCredential);
+  });
+
+  itPg('returns a new project only after the connected proxy acknowledged the version holding its key', async () => {
+    const organisation = (await admin.request('POST', '/admin/v1/organisations', { name: 'Cutover' })).json;
+    // A proxy that takes a while to apply each update before acknowledging it.
+    const proxy = connect('proxy-slow', { autoAck: true, ackDelayMs: 150 });
+    await proxy.next((update) => update.full);
+
+    const response = await admin.request('POST', `/admin/v1/organisations/${organisation.id}/projects`, { name: 'hot' });
+    expect(response.status, response.text).toBe(201);
+    expect(response.headers.get('x-config-propagation')).toBeNull();
+    const keyHash = hashSecret(response.json.api_key);
+    const holding = proxy.updates.find((update) => update.apiKeys.some((key) => key.keyHash === keyHash));
+    expect(holding).toBeDefined();
+    expect(proxy.acknowledgedVersions.some((version) => version >= holding!.version)).toBe(true);
+  });
+
+  itPg('answers a suspension only after the proxy holds the suspended status', async () => {
+    const organisation = (await admin.request('POST', '/admin/v1/organisations', { name: 'To suspend' })).json;
+    const proxy = connect('proxy-suspend', { autoAck: true, ackDelayMs: 150 });
+    await proxy.next((update) => update.full);
+    const response = await admin.request('PATCH', `/admin/v1/organisations/${organisation.id}`, { status: 'suspended' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-config-propagation')).toBeNull();
+    const suspended = proxy.updates.find((update) => update.organisations.some(
+      (candidate) => candidate.id === organisation.id && candidate.status === configV1.OrganisationStatus.ORGANISATION_STATUS_SUSPENDED,
+    ));
+    expect(suspended).toBeDefined();
+    expect(proxy.acknowledgedVersions.some((version) => version >= suspended!.version)).toBe(true);
+  });
+
+  itPg('returns after the timeout with x-config-propagation: pending when a proxy stays silent', async () => {
+    const organisation = (await admin.request('POST', '/admin/v1/organisations', { name: 'Silent' })).json;
+    const proxy = connect('proxy-silent', { autoAck: false });
+    await proxy.next((update) => update.full);
+    const response = await admin.request('POST', `/admin/v1/organisations/${organisation.id}/projects`, { name: 'pending' });
+    expect(response.status, response.text).toBe(201);
+    expect(response.headers.get('x-config-propagation')).toBe('pending');
+    expect(response.json.api_key).toMatch(/^gwsk_/);
+    // The change was committed and sent all the same.
+    await proxy.next((update) => update.apiKeys.some((key) => key.keyHash === hashSecret(response.json.api_key)));
+    expect(logs.text()).toMatch(/"pendingProxyIds":\["proxy-silent"\]/);
+  });
+
+  itPg('sends heartbeats: the held version, no changes, the admin clock', async () => {
+    const proxy = connect('proxy-heartbeat', { autoAck: true });
+    const snapshot = await proxy.next((update) => update.full);
+    const heartbeat = await proxy.next((update) => !update.full);
+    expect(heartbeat).toMatchObject({
+      version: snapshot.version, full: false, organisations: [], projects: [], apiKeys: [], gatewayModels: [],
+      removedOrganisationIds: [], removedProjectIds: [], removedKeyHashes: [], removedGatewayModelSlugs: [],
+    });
+    expect(heartbeat.producedAtMs).toBeGreaterThanOrEqual(snapshot.producedAtMs);
+  });
+
+  itPg('resends a full snapshot when a proxy reports it could not apply an update', async () => {
+    const proxy = connect('proxy-error', { autoAck: false });
+    const snapshot = await proxy.next((update) => update.full);
+    proxy.ack(0n, 'could not parse upstream of model x');
+    const resent = await proxy.next((update) => update.full && update !== snapshot);
+    expect(resent.version).toBe(snapshot.version);
+    expect(resent.gatewayModels).toEqual(snapshot.gatewayModels);
+    expect(logs.text()).toContain('proxy-error');
+  });
+
+  itPg('keeps versions increasing across an admin restart on the same database', async () => {
+    const database = await createTestDatabase(serverUrl!);
+    testDatabases.push(database);
+    const token = admin.token;
+    const encryptionKey = randomBytes(32).toString('base64');
+    const first = await startAdminHarness({ databaseUrl: database.url, token, encryptionKey, env: { SNAPSHOT_ACK_TIMEOUT_MS: String(ackTimeoutMs) } });
+    let versionBeforeRestart: bigint;
+    try {
+      const organisation = (await first.request('POST', '/admin/v1/organisations', { name: 'Restart' })).json;
+      await first.request('POST', `/admin/v1/organisations/${organisation.id}/projects`, { name: 'p' });
+      const proxy = connect('proxy-restart-1', { autoAck: true }, first.grpcTarget);
+      versionBeforeRestart = (await proxy.next((update) => update.full)).version;
+      expect(versionBeforeRestart).toBeGreaterThanOrEqual(3n);
+    } finally {
+      await first.close();
+    }
+
+    const second = await startAdminHarness({ databaseUrl: database.url, token, encryptionKey, env: { SNAPSHOT_ACK_TIMEOUT_MS: String(ackTimeoutMs) } });
+    try {
+      const proxy = connect('proxy-restart-2', { autoAck: true }, second.grpcTarget);
+      const afterRestart = await proxy.next((update) => update.full);
+      expect(afterRestart.version).toBe(versionBeforeRestart);
+      const created = await second.request('POST', '/admin/v1/organisations', { name: 'After restart' });
+      expect(created.status).toBe(201);
+      const next = await proxy.next((update) => update.full && update.organisations.some((candidate) => candidate.id === created.json.id));
+      expect(next.version).toBe(versionBeforeRestart + 1n);
+    } finally {
+      await second.close();
+    }
+  });
+});

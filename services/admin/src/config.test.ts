@@ -1,0 +1,56 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '@gateway/config';
+import { issueSecret } from '@gateway/secrets';
+import { loadAdminConfig } from './config.ts';
+
+const encryptionKey = randomBytes(32).toString('base64');
+
+describe('loadAdminConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadAdminConfig({ ADMIN_ENCRYPTION_KEY: encryptionKey });
+    expect(config).toEqual({
+      BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', DATA_DIR: '.data', SHUTDOWN_GRACE_MS: 10_000,
+      ADMIN_HTTP_PORT: 8081, ADMIN_GRPC_PORT: 50052, LEDGER_GRPC_URL: '127.0.0.1:50051',
+      ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_ALLOW_PRIVATE_UPSTREAMS: false,
+      SNAPSHOT_ACK_TIMEOUT_MS: 5_000, ADMIN_HEARTBEAT_INTERVAL_MS: 5_000, LEDGER_CALL_TIMEOUT_MS: 5_000,
+    });
+  });
+
+  it('reads every variable', () => {
+    const token = issueSecret('adminToken').secret;
+    const config = loadAdminConfig({
+      ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_BOOTSTRAP_TOKEN: token, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
+      DEMO_UPSTREAM_URL: 'http://127.0.0.1:8788/v1', DATABASE_URL: 'postgres://u@h:5432/d', ADMIN_HTTP_PORT: '0',
+    });
+    expect(config.ADMIN_BOOTSTRAP_TOKEN).toBe(token);
+    expect(config.ADMIN_ALLOW_PRIVATE_UPSTREAMS).toBe(true);
+    expect(config.DEMO_UPSTREAM_URL).toBe('http://127.0.0.1:8788/v1');
+    expect(config.ADMIN_HTTP_PORT).toBe(0);
+  });
+
+  it('reports every problem at once and never echoes a secret value', () => {
+    const badToken = 'gwadm_not-a-real-token-but-secret-looking';
+    const badKey = 'c2hvcnQ='; // base64 of 5 bytes
+    let error: unknown;
+    try {
+      loadAdminConfig({
+        ADMIN_ENCRYPTION_KEY: badKey, ADMIN_BOOTSTRAP_TOKEN: badToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'perhaps',
+        DEMO_UPSTREAM_URL: 'http://user:pw@127.0.0.1/', SNAPSHOT_ACK_TIMEOUT_MS: '-1',
+      });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    for (const variable of ['ADMIN_ENCRYPTION_KEY', 'ADMIN_BOOTSTRAP_TOKEN', 'ADMIN_ALLOW_PRIVATE_UPSTREAMS', 'DEMO_UPSTREAM_URL', 'SNAPSHOT_ACK_TIMEOUT_MS']) {
+      expect(problems).toContain(variable);
+    }
+    expect((error as Error).message).not.toContain(badToken);
+    expect((error as Error).message).not.toContain(badKey);
+  });
+
+  it('requires the encryption key', () => {
+    expect(() => loadAdminConfig({})).toThrow(/ADMIN_ENCRYPTION_KEY: is required/);
+  });
+});

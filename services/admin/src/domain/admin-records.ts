@@ -1,0 +1,109 @@
+/** The admin's records as the domain sees them (camelCase, money as bigint µ₹). */
+
+/** Whether an organisation may use the gateway. */
+export type OrganisationStatus = 'active' | 'suspended';
+/** commercial: prepaid wallet, debited; internal: sponsored, usage recorded but not debited. */
+export type BillingMode = 'commercial' | 'internal';
+/** Whether a project's key may be used. */
+export type ProjectStatus = 'active' | 'disabled';
+
+/** A billing entity created by a platform admin. */
+export interface Organisation {
+  id: string;
+  name: string;
+  status: OrganisationStatus;
+  billingMode: BillingMode;
+  /** Requests per minute shared by all of its projects and keys. */
+  rpmLimit: number;
+  /** Slugs of the gateway models it may use, sorted. */
+  allowedGatewayModels: string[];
+  createdAt: Date;
+}
+
+/** What is safe to show about a project's API key: never the secret, never its hash. */
+export interface ApiKeyInfo {
+  id: string;
+  /** e.g. `gwsk_…x7Qa`. */
+  hint: string;
+  createdAt: Date;
+}
+
+/** A cost centre of an organisation, with its one active API key. */
+export interface Project {
+  id: string;
+  organisationId: string;
+  name: string;
+  status: ProjectStatus;
+  /** The active key; null only if a project has none (not reachable through the API today). */
+  apiKey: ApiKeyInfo | null;
+  createdAt: Date;
+}
+
+/** Where a gateway model's requests go. The credential is never part of this record. */
+export interface UpstreamInfo {
+  providerKind: 'openai_compatible';
+  baseUrl: string;
+  model: string;
+  hasApiKey: boolean;
+}
+
+/** A customer-facing model name with its prices and (concealed) upstream target. */
+export interface GatewayModel {
+  slug: string;
+  displayName: string;
+  defaultMaxTokens: number;
+  maxContextTokens: number;
+  inputPriceMicrosPerMtok: bigint;
+  outputPriceMicrosPerMtok: bigint;
+  providerInputCostMicrosPerMtok: bigint;
+  providerOutputCostMicrosPerMtok: bigint;
+  upstream: UpstreamInfo;
+  createdAt: Date;
+}
+
+/** An organisation's wallet as the ledger reports it. credited = available + held + debited. */
+export interface Balance {
+  organisationId: string;
+  creditedMicros: bigint;
+  availableMicros: bigint;
+  heldMicros: bigint;
+  debitedMicros: bigint;
+}
+
+/** Where a usage record's token counts came from. */
+export type UsageSource = 'upstream' | 'gateway_estimate';
+
+/** One settled request as the ledger recorded it. */
+export interface UsageRecord {
+  id: string;
+  projectId: string;
+  modelSlug: string;
+  inputTokens: bigint;
+  outputTokens: bigint;
+  costMicros: bigint;
+  providerCostMicros: bigint;
+  debitedMicros: bigint;
+  usageSource: UsageSource;
+  requestId: string;
+  createdAt: Date;
+}
+
+/** One page of a list walked by cursor. */
+export interface Page<Item> {
+  items: Item[];
+  hasMore: boolean;
+}
+
+/** Paging of a list: at most `limit` items after the item `after` (exclusive). */
+export interface PageRequest {
+  limit: number;
+  after?: string | undefined;
+}
+
+/** Whether connected proxies acknowledged a change before its call returned. */
+export interface Propagation {
+  /** false: the wait timed out; the change is committed and reaches proxies when they resync. */
+  acknowledged: boolean;
+  /** Proxies that had not acknowledged when the wait ended. */
+  pendingProxyIds: string[];
+}

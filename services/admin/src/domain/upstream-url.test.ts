@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { normaliseUpstreamUrl, upstreamUrlProblem } from './upstream-url.ts';
+
+const strict = { allowPrivate: false };
+const lenient = { allowPrivate: true };
+
+describe('upstreamUrlProblem', () => {
+  it.each([
+    'https://api.openai.com/v1',
+    'https://api.example.com',
+    'https://8.8.8.8/v1',
+    'https://[2001:4860:4860::8888]/v1',
+    'https://172.32.0.1/', // just outside 172.16/12
+  ])('accepts the public https URL %s', (url) => {
+    expect(upstreamUrlProblem(url, strict)).toBeUndefined();
+  });
+
+  it.each([
+    ['http://api.example.com/v1', /https/],
+    ['ftp://api.example.com/', /https/],
+    ['not a url', /absolute URL/],
+    ['https://user:pass@api.example.com/', /credentials/],
+    ['https://user@api.example.com/', /credentials/],
+    ['https://api.example.com/v1?key=x', /query/],
+    ['https://api.example.com/v1#frag', /fragment/],
+    ['https://localhost/v1', /localhost/],
+    ['https://LOCALHOST./v1', /localhost/],
+    ['https://svc.localhost/v1', /localhost/],
+    ['https://127.0.0.1/', /private/],
+    ['https://127.8.9.10/', /private/],
+    ['https://2130706433/', /private/], // 127.0.0.1 written as a number
+    ['https://0x7f.1/', /private/],
+    ['https://10.1.2.3/', /private/],
+    ['https://172.16.0.1/', /private/],
+    ['https://172.31.255.255/', /private/],
+    ['https://192.168.1.1/', /private/],
+    ['https://169.254.169.254/latest/meta-data', /private/],
+    ['https://0.0.0.0/', /private/],
+    ['https://[::1]/', /private/],
+    ['https://[::]/', /private/],
+    ['https://[fc00::1]/', /private/],
+    ['https://[fd12:3456::1]/', /private/],
+    ['https://[fe80::1]/', /private/],
+    ['https://[::ffff:127.0.0.1]/', /private/], // IPv4-mapped loopback
+    ['https://[::ffff:10.0.0.1]/', /private/],
+  ])('refuses %s', (url, reason) => {
+    expect(upstreamUrlProblem(url, strict)).toMatch(reason);
+  });
+
+  it('allows http and local addresses only when private upstreams are allowed', () => {
+    expect(upstreamUrlProblem('http://127.0.0.1:8788/v1', lenient)).toBeUndefined();
+    expect(upstreamUrlProblem('http://localhost:8788/v1', lenient)).toBeUndefined();
+    expect(upstreamUrlProblem('https://[::1]/v1', lenient)).toBeUndefined();
+  });
+
+  it('still refuses credentials and other schemes when private upstreams are allowed', () => {
+    expect(upstreamUrlProblem('http://user:pw@127.0.0.1/', lenient)).toMatch(/credentials/);
+    expect(upstreamUrlProblem('file:///etc/passwd', lenient)).toMatch(/https/);
+  });
+});
+
+describe('normaliseUpstreamUrl', () => {
+  it('lowercases the host, drops the default port and trailing slashes', () => {
+    expect(normaliseUpstreamUrl('https://API.Example.com:443/v1/')).toBe('https://api.example.com/v1');
+    expect(normaliseUpstreamUrl('https://api.example.com')).toBe('https://api.example.com');
+  });
+});

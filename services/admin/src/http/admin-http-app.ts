@@ -1,0 +1,157 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { GatewayError, toGatewayError, toHttpError } from '@gateway/errors';
+import { requestIdFrom, type Logger } from '@gateway/logger';
+import { bearerTokenOf } from '@gateway/secrets';
+import type { AdminRoute, RouteContext } from './admin-routes.ts';
+import { idempotencyKeyHeader } from './request-schemas.ts';
+import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
+
+/** What the HTTP app needs besides its routes. */
+export interface AdminHttpAppDeps {
+  routes: readonly AdminRoute[];
+  context: RouteContext;
+  /** Whether a presented bearer value is an active platform-admin token. */
+  isPlatformAdminToken(token: string): Promise<boolean>;
+  logger: Logger;
+}
+
+/** The largest request body accepted, as express.json understands it. */
+export const bodyLimit = '1mb';
+
+/** Express path of a route: `{param}` becomes `:param` unless the route gives its own. */
+export function expressPathOf(route: AdminRoute): string {
+  return route.expressPath ?? route.path.replace(/\{([^}]+)\}/g, ':$1');
+}
+
+/** A body-parser failure as a catalogue error; anything else unchanged. */
+function fromBodyParserError(error: unknown): unknown {
+  const type = (error as { type?: unknown }).type;
+  switch (type) {
+    case 'entity.parse.failed':
+      return new GatewayError('invalid_json', { cause: error });
+    case 'entity.too.large':
+      return new GatewayError('request_too_large', { publicMessage: 'The request body is larger than 1 MB.', cause: error });
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new GatewayError('invalid_request', { publicMessage: 'The request body must be JSON in UTF-8 (gzip, deflate or br encoding allowed).', cause: error });
+    case 'request.aborted':
+    case 'request.size.invalid':
+    case 'stream.encoding.set':
+      return new GatewayError('invalid_request', { publicMessage: 'The request body could not be read.', cause: error });
+    default:
+      return error;
+  }
+}
+
+/** Answers with the catalogue mapping of `error`; a 5xx keeps `original` for the request's log line. */
+function sendError(response: Response, error: GatewayError, original: unknown): void {
+  const { status, body, headers } = toHttpError(error);
+  response.locals.errorCode = body.error.code;
+  if (status >= 500) response.locals.error = original;
+  response.status(status).set(headers).json(body);
+}
+
+/**
+ * The admin's express app: request ids and one log line per request, platform-admin auth
+ * before the body is even read, JSON bodies up to 1 MB, validated routes, and every error
+ * answered through the one catalogue mapping (`toHttpError`).
+ */
+export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
+  const { routes, context, logger } = deps;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+
+  app.use((request: Request, response: Response, next: NextFunction) => {
+    const startedAt = process.hrtime.bigint();
+    const requestId = requestIdFrom(request.headers['x-request-id']);
+    response.locals.requestId = requestId;
+    response.setHeader('x-request-id', requestId);
+    let logged = false;
+    const logOnce = () => {
+      if (logged) return;
+      logged = true;
+      const durationMs = Number((process.hrtime.bigint() - startedAt) / 1000n) / 1000;
+      const line = {
+        requestId,
+        method: request.method,
+        path: request.originalUrl.split('?')[0],
+        status: response.headersSent ? response.statusCode : 499,
+        durationMs,
+        ...(response.locals.errorCode ? { code: response.locals.errorCode } : {}),
+        ...(response.locals.error ? { err: response.locals.error } : {}),
+      };
+      if (line.status >= 500) logger.error(line, 'request failed');
+      else logger.info(line, 'request');
+    };
+    response.on('finish', logOnce);
+    response.on('close', logOnce);
+    next();
+  });
+
+  // Public paths under /admin/v1 (the OpenAPI document); everything else there needs a token.
+  const publicPaths = new Set(routes.filter((route) => !route.authenticated).map((route) => route.path));
+  app.use('/admin/v1', async (request: Request, _response: Response, next: NextFunction) => {
+    if (publicPaths.has(request.originalUrl.split('?')[0]!)) return next();
+    const token = bearerTokenOf(request.headers.authorization);
+    if (token === undefined || !(await deps.isPlatformAdminToken(token))) {
+      throw new GatewayError('unauthenticated', {
+        publicMessage: 'Missing or invalid platform-admin token. Send Authorization: Bearer gwadm_….',
+        headers: { 'www-authenticate': 'Bearer realm="admin"' },
+      });
+    }
+    next();
+  });
+
+  // Every body is read as JSON whatever its content type, so a wrong type is a clear error.
+  app.use(express.json({ limit: bodyLimit, type: () => true, strict: true }));
+
+  for (const route of routes) {
+    app[route.method](expressPathOf(route), async (request: Request, response: Response) => {
+      // Header, query and body are all checked before failing, so one answer names every bad field.
+      const problems: FieldProblem[] = [];
+      let idempotencyKey = '';
+      if (route.idempotencyKey) {
+        const header = validateInput(idempotencyKeyHeader, { 'Idempotency-Key': request.headers['idempotency-key'] }, 'header');
+        if (header.ok) idempotencyKey = header.value['Idempotency-Key'];
+        else problems.push(...header.problems);
+      }
+      let query: unknown;
+      if (route.query) {
+        const parsed = validateInput(route.query, { ...(request.query as object) }, 'query');
+        if (parsed.ok) query = parsed.value;
+        else problems.push(...parsed.problems);
+      }
+      let body: unknown;
+      if (route.body) {
+        const parsed = validateInput(route.body, request.body, 'body');
+        if (parsed.ok) body = parsed.value;
+        else problems.push(...parsed.problems);
+      }
+      if (problems.length > 0) throw invalidRequest(problems);
+
+      const params = Object.fromEntries(Object.entries(request.params).map(([name, value]) => [
+        name, Array.isArray(value) ? value.join('/') : String(value),
+      ]));
+      const result = await route.handle(context, { params, query, body, idempotencyKey });
+      if (result.propagation && !result.propagation.acknowledged) response.setHeader('x-config-propagation', 'pending');
+      response.status(result.status).set(result.headers ?? {}).json(result.body);
+    });
+  }
+
+  app.use((request: Request) => {
+    // The path is not echoed: whatever a caller pasted into it stays out of the response.
+    throw new GatewayError('not_found', { publicMessage: `No ${request.method} route matches this path. See /admin/v1/openapi.json.` });
+  });
+
+  app.use((error: unknown, _request: Request, response: Response, _next: NextFunction) => {
+    if (response.headersSent) {
+      response.locals.error = error;
+      response.end();
+      return;
+    }
+    sendError(response, toGatewayError(fromBodyParserError(error)), error);
+  });
+
+  return app;
+}

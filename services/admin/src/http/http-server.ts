@@ -1,0 +1,30 @@
+import { createServer, type RequestListener, type Server } from 'node:http';
+
+/** Starts an HTTP server on host:port (0 for a free port) and resolves with it and its bound port. */
+export function startHttpServer(listener: RequestListener, host: string, port: number): Promise<{ server: Server; port: number }> {
+  return new Promise((resolve, reject) => {
+    const server = createServer(listener);
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const address = server.address();
+      resolve({ server, port: typeof address === 'object' && address ? address.port : port });
+    });
+  });
+}
+
+/**
+ * Stops an HTTP server: no new connections, idle keep-alive connections closed now, in-flight
+ * requests given up to graceMs, then every remaining connection is cut.
+ */
+export function stopHttpServer(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}

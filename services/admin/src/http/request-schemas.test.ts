@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { GatewayError } from '@gateway/errors';
+import { createCreditBody, createGatewayModelBody, createOrganisationBody, updateOrganisationBody } from './request-schemas.ts';
+import { parseInput } from './validation.ts';
+
+function problemOf(run: () => unknown): { message: string; param: string | null } {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(GatewayError);
+    return { message: (error as GatewayError).publicMessage, param: (error as GatewayError).param };
+  }
+  throw new Error('expected the input to be refused');
+}
+
+const validModel = {
+  slug: 'acme-chat', default_max_tokens: 64, max_context_tokens: 4096,
+  input_price_micros_per_mtok: '2000000', output_price_micros_per_mtok: 5_000_000,
+  upstream: { provider_kind: 'openai_compatible', base_url: 'https://api.example.com/v1', model: 'm', api_key: 'sk-x' },
+};
+
+describe('money in request bodies', () => {
+  it('accepts a decimal string or a safe JSON integer, exactly, as bigint', () => {
+    expect(parseInput(createCreditBody, { amount_micros: '999999999999999', reason: 'r' }, 'body').amount_micros).toBe(999_999_999_999_999n);
+    expect(parseInput(createCreditBody, { amount_micros: '1000000000000000', reason: 'r' }, 'body').amount_micros).toBe(1_000_000_000_000_000n);
+    expect(parseInput(createCreditBody, { amount_micros: 1_500_000, reason: 'r' }, 'body').amount_micros).toBe(1_500_000n);
+  });
+
+  it.each([
+    [0, /at least 1/],
+    ['0', /at least 1/],
+    [-5, /at least 1/],
+    ['-5', /decimal string/],
+    ['1.5', /decimal string/],
+    [1.5, /decimal string/],
+    [2 ** 60, /safe integer/],
+    ['1e6', /decimal string/],
+    [true, /decimal string/],
+    ['1000000000000001', /at most 1000000000000000/],
+    ['123456789012345678901234567890', /at most 1000000000000000/],
+  ])('refuses amount_micros %j', (amount, reason) => {
+    const problem = problemOf(() => parseInput(createCreditBody, { amount_micros: amount, reason: 'r' }, 'body'));
+    expect(problem.param).toBe('amount_micros');
+    expect(problem.message).toMatch(reason);
+  });
+});
+
+describe('request validation messages', () => {
+  it('names every bad field, with param the first', () => {
+    const problem = problemOf(() => parseInput(createOrganisationBody, { name: '', rpm_limit: 0, billing_mode: 'free', extra: 1 }, 'body'));
+    expect(problem.param).toBe('name');
+    expect(problem.message).toContain('name: must not be empty');
+    expect(problem.message).toContain('rpm_limit: must be an integer between 1 and 1000000');
+    expect(problem.message).toContain('billing_mode: must be "commercial" or "internal"');
+    expect(problem.message).toContain('extra: is not a known field');
+  });
+
+  it('says which required fields are missing and that a body must be an object', () => {
+    expect(problemOf(() => parseInput(createCreditBody, {}, 'body')).message).toBe('Invalid request: amount_micros: is required; reason: is required.');
+    expect(problemOf(() => parseInput(createCreditBody, undefined, 'body')).message).toBe('Invalid request: body: must be a JSON object.');
+    expect(problemOf(() => parseInput(createCreditBody, [1], 'body')).message).toBe('Invalid request: body: must be a JSON object.');
+  });
+
+  it('refuses an empty PATCH', () => {
+    expect(problemOf(() => parseInput(updateOrganisationBody, {}, 'body')).message).toMatch(/at least one of name, status/);
+  });
+
+  it('applies the SSRF rule and the context rule to gateway models, naming nested fields', () => {
+    const strict = createGatewayModelBody({ allowPrivate: false });
+    expect(parseInput(strict, validModel, 'body').input_price_micros_per_mtok).toBe(2_000_000n);
+    const problem = problemOf(() => parseInput(strict, {
+      ...validModel, slug: 'Bad Slug', max_context_tokens: 10,
+      upstream: { ...validModel.upstream, base_url: 'http://10.0.0.1/v1', provider_kind: 'anthropic' },
+    }, 'body'));
+    expect(problem.param).toBe('slug');
+    expect(problem.message).toContain('upstream.base_url: must use https');
+    expect(problem.message).toContain('upstream.provider_kind: must be "openai_compatible"');
+    expect(problemOf(() => parseInput(strict, { ...validModel, max_context_tokens: 10 }, 'body')).message)
+      .toBe('Invalid request: max_context_tokens: must be at least default_max_tokens.');
+    const lenient = createGatewayModelBody({ allowPrivate: true });
+    expect(parseInput(lenient, { ...validModel, upstream: { ...validModel.upstream, base_url: 'http://10.0.0.1/v1' } }, 'body').upstream.base_url)
+      .toBe('http://10.0.0.1/v1');
+  });
+
+  it('never echoes a refused credential', () => {
+    const credential = 'sk secret with spaces';
+    const problem = problemOf(() => parseInput(createGatewayModelBody({ allowPrivate: false }), {
+      ...validModel, upstream: { ...validModel.upstream, api_key: credential },
+    }, 'body'));
+    expect(problem.message).toBe('Invalid request: upstream.api_key: must not contain whitespace.');
+  });
+});

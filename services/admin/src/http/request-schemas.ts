@@ -1,0 +1,161 @@
+import { z } from 'zod';
+import { gatewayModelSlugPattern } from '../domain/admin-service.ts';
+import { upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
+
+/** The largest single manual credit, µ₹ (₹1,000,000,000): a guard against a slipped finger. */
+export const maxCreditMicros = 1_000_000_000_000_000n;
+/** The largest price or cost per million tokens, µ₹ (₹1,000,000,000 per million tokens). */
+export const maxPriceMicrosPerMtok = 1_000_000_000_000_000n;
+
+const moneyFormatMessage = 'must be a whole number of micro-rupees as a decimal string, e.g. "1500000" (a JSON number is accepted only if it is a safe integer)';
+
+/**
+ * A money amount in µ₹: a decimal string of digits, or a JSON integer within the safe range
+ * (a larger JSON number has already lost precision when it was parsed). Becomes a bigint.
+ */
+export function moneyMicros(range: { min: bigint; max: bigint }, description: string) {
+  return z.union([
+    z.string().regex(/^\d{1,30}$/, { error: moneyFormatMessage }),
+    z.number().int({ error: moneyFormatMessage }),
+  ], { error: (issue) => (issue.input === undefined ? 'is required' : moneyFormatMessage) })
+    .transform((value) => BigInt(value))
+    .pipe(z.bigint()
+      .min(range.min, { error: `must be at least ${range.min}` })
+      .max(range.max, { error: `must be at most ${range.max}` }))
+    .meta({ description: `${description} Micro-rupees (1 INR = 1,000,000), as a decimal string.` });
+}
+
+/** A bounded integer with one message naming its range. */
+function integerIn(min: number, max: number, description: string) {
+  const message = `must be an integer between ${min} and ${max}`;
+  return z.number({ error: (issue) => (issue.input === undefined ? 'is required' : message) })
+    .int({ error: message }).min(min, { error: message }).max(max, { error: message })
+    .meta({ description });
+}
+
+/** A display name: trimmed, 1..200 characters. */
+function displayText(description: string, maxLength = 200) {
+  return z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .trim()
+    .min(1, { error: 'must not be empty' })
+    .max(maxLength, { error: `must be at most ${maxLength} characters` })
+    .meta({ description });
+}
+
+/** A gateway model slug, e.g. `acme-chat` or `openai/gpt-4o-mini`. */
+export const gatewayModelSlug = z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+  .regex(gatewayModelSlugPattern, { error: 'must be 1 to 128 characters of a-z, 0-9 and . _ : / -, starting with a letter or digit' })
+  .meta({ description: 'Customer-facing model name.', examples: ['acme-chat'] });
+
+const billingMode = z.enum(['commercial', 'internal'], { error: 'must be "commercial" or "internal"' })
+  .meta({ description: 'commercial: prepaid wallet, debited by usage. internal: sponsored; usage and provider cost recorded, no debit.' });
+const organisationStatus = z.enum(['active', 'suspended'], { error: 'must be "active" or "suspended"' })
+  .meta({ description: 'A suspended organisation is refused with 403 on inference.' });
+const rpmLimit = integerIn(1, 1_000_000, 'Requests per minute shared by all projects and keys of the organisation.');
+const allowedGatewayModels = z.array(gatewayModelSlug, { error: 'must be an array of gateway model slugs' })
+  .max(1000, { error: 'must list at most 1000 slugs' })
+  .meta({ description: 'Slugs of existing gateway models the organisation may use.' });
+
+/** Body of POST /admin/v1/organisations. */
+export const createOrganisationBody = z.strictObject({
+  name: displayText('Name of the organisation, 1..200 characters.'),
+  billing_mode: billingMode.optional(),
+  rpm_limit: rpmLimit.optional(),
+  allowed_gateway_models: allowedGatewayModels.optional(),
+});
+
+/** Body of PATCH /admin/v1/organisations/{id}: at least one field. */
+export const updateOrganisationBody = z.strictObject({
+  name: displayText('Name of the organisation, 1..200 characters.').optional(),
+  status: organisationStatus.optional(),
+  billing_mode: billingMode.optional(),
+  rpm_limit: rpmLimit.optional(),
+  allowed_gateway_models: allowedGatewayModels.optional(),
+}).refine((body) => Object.keys(body).length > 0, {
+  error: 'must change at least one of name, status, billing_mode, rpm_limit, allowed_gateway_models',
+});
+
+/** Body of POST /admin/v1/organisations/{id}/credits. */
+export const createCreditBody = z.strictObject({
+  amount_micros: moneyMicros({ min: 1n, max: maxCreditMicros }, 'Amount to credit, positive.'),
+  reason: displayText('Why the credit is made; kept on the ledger movement. 1..500 characters.', 500),
+});
+
+/** The Idempotency-Key header of a credit: 1..128 characters of A-Z a-z 0-9 _ - : . */
+export const idempotencyKeyHeader = z.object({
+  'Idempotency-Key': z.string({ error: (issue) => (issue.input === undefined ? 'header is required' : 'must be a single header value') })
+    .regex(/^[A-Za-z0-9_\-:.]{1,128}$/, { error: 'must be 1 to 128 characters of A-Z, a-z, 0-9 and _ - : .' }),
+});
+
+/** Body of POST /admin/v1/organisations/{id}/projects. */
+export const createProjectBody = z.strictObject({
+  name: displayText('Name of the project, 1..200 characters.'),
+});
+
+/** Body of POST /admin/v1/gateway-models; base URLs are judged by the given SSRF policy. */
+export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
+  const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`);
+  return z.strictObject({
+    slug: gatewayModelSlug,
+    display_name: displayText('Shown to customers; defaults to the slug. 1..200 characters.').optional(),
+    default_max_tokens: integerIn(1, 1_000_000, 'max_tokens used to size the Reserve when a request gives none.'),
+    max_context_tokens: integerIn(1, 10_000_000, 'Largest prompt + completion the upstream accepts, tokens; at least default_max_tokens.'),
+    input_price_micros_per_mtok: price('Customer price of input tokens.'),
+    output_price_micros_per_mtok: price('Customer price of output tokens.'),
+    provider_input_cost_micros_per_mtok: price('What the provider charges for input tokens (recorded, never billed). Default "0".').optional(),
+    provider_output_cost_micros_per_mtok: price('What the provider charges for output tokens (recorded, never billed). Default "0".').optional(),
+    upstream: z.strictObject({
+      provider_kind: z.literal('openai_compatible', { error: 'must be "openai_compatible"' }),
+      base_url: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+        .max(2048, { error: 'must be at most 2048 characters' })
+        .superRefine((value, context) => {
+          const problem = upstreamUrlProblem(value, policy);
+          if (problem) context.addIssue({ code: 'custom', message: problem });
+        })
+        .meta({ description: 'https URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1. Private and loopback addresses are refused (SSRF) unless ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.' }),
+      model: displayText("The provider's model name; never shown to customers."),
+      api_key: z.string({ error: 'must be a string' })
+        .min(1, { error: 'must not be empty' })
+        .max(4096, { error: 'must be at most 4096 characters' })
+        .regex(/^\S+$/, { error: 'must not contain whitespace' })
+        .optional()
+        .meta({ description: 'The provider credential. Stored encrypted (AES-256-GCM); never returned.', writeOnly: true }),
+    }, { error: (issue) => (issue.input === undefined ? 'is required' : 'must be a JSON object') }),
+  }).superRefine((body, context) => {
+    if (body.max_context_tokens < body.default_max_tokens) {
+      context.addIssue({ code: 'custom', path: ['max_context_tokens'], message: 'must be at least default_max_tokens' });
+    }
+  });
+}
+
+/** A positive page size given as a query parameter. */
+function pageSize(max: number, fallback: number) {
+  const message = `must be an integer between 1 and ${max}`;
+  return z.string({ error: 'must be given once' })
+    .regex(/^\d{1,7}$/, { error: message })
+    .transform(Number)
+    .pipe(z.number().int().min(1, { error: message }).max(max, { error: message }))
+    .optional()
+    .meta({ description: `Items per page, 1..${max}; default ${fallback}.` });
+}
+
+/** The default and largest page sizes of the lists. */
+export const pageSizes = { default: 20, max: 100, usageDefault: 50, usageMax: 500 } as const;
+
+/** Query of the cursor-paged lists (organisations, projects, gateway models). */
+export const listQuery = z.strictObject({
+  limit: pageSize(pageSizes.max, pageSizes.default),
+  after: z.string({ error: 'must be given once' }).min(1).max(200)
+    .optional()
+    .meta({ description: 'Return the items after this one (its id, or its slug for gateway models).' }),
+});
+
+/** Query of GET /admin/v1/organisations/{id}/usage. */
+export const usageQuery = z.strictObject({
+  project_id: z.string({ error: 'must be given once' }).max(100).optional().meta({ description: 'Only this project.' }),
+  model: gatewayModelSlug.optional().meta({ description: 'Only this gateway model slug.' }),
+  limit: pageSize(pageSizes.usageMax, pageSizes.usageDefault),
+  cursor: z.string({ error: 'must be given once' }).min(1).max(1024, { error: 'must be at most 1024 characters' })
+    .optional()
+    .meta({ description: 'next_cursor of the previous page.' }),
+});

@@ -1,0 +1,141 @@
+import { z } from 'zod';
+
+/**
+ * The shapes of the admin API's responses. They document the API (OpenAPI) and tests parse
+ * real responses with them, so the document cannot drift from what the service sends.
+ */
+
+const money = (description: string) => z.string().regex(/^-?\d+$/)
+  .meta({ description: `${description} Micro-rupees (1 INR = 1,000,000) as a decimal string.`, examples: ['1500000'] });
+const timestamp = z.iso.datetime().meta({ description: 'ISO-8601 timestamp (UTC).' });
+const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-f]{24}$`))
+  .meta({ description: `Id of the ${what}: "${prefix}_" and 24 lowercase hex characters.` });
+
+/** An organisation. */
+export const organisationResponse = z.strictObject({
+  id: id('org', 'organisation'),
+  name: z.string(),
+  status: z.enum(['active', 'suspended']),
+  billing_mode: z.enum(['commercial', 'internal']),
+  rpm_limit: z.int(),
+  allowed_gateway_models: z.array(z.string()).meta({ description: 'Slugs, sorted.' }),
+  created_at: timestamp,
+});
+
+/** What may be shown about a project's API key (never the secret). */
+export const apiKeyInfoResponse = z.strictObject({
+  id: id('key', 'API key'),
+  hint: z.string().meta({ description: 'Prefix and last four characters, e.g. "gwsk_…x7Qa".' }),
+  created_at: timestamp,
+});
+
+/** A project with its active key's public details. */
+export const projectResponse = z.strictObject({
+  id: id('proj', 'project'),
+  organisation_id: id('org', 'organisation'),
+  name: z.string(),
+  status: z.enum(['active', 'disabled']),
+  api_key: apiKeyInfoResponse.nullable(),
+  created_at: timestamp,
+});
+
+/** The answer to a project creation: the only time the key's secret is shown. */
+export const projectCreatedResponse = z.strictObject({
+  project: projectResponse,
+  api_key: z.string().regex(/^gwsk_/).meta({ description: 'The API key secret, shown once; only its hash is stored.' }),
+});
+
+/** A gateway model; its upstream shows whether a credential is set, never the credential. */
+export const gatewayModelResponse = z.strictObject({
+  slug: z.string(),
+  display_name: z.string(),
+  default_max_tokens: z.int(),
+  max_context_tokens: z.int(),
+  input_price_micros_per_mtok: money('Customer price of input tokens per million.'),
+  output_price_micros_per_mtok: money('Customer price of output tokens per million.'),
+  provider_input_cost_micros_per_mtok: money('Provider cost of input tokens per million.'),
+  provider_output_cost_micros_per_mtok: money('Provider cost of output tokens per million.'),
+  upstream: z.strictObject({
+    provider_kind: z.literal('openai_compatible'),
+    base_url: z.string(),
+    model: z.string(),
+    has_api_key: z.boolean(),
+  }),
+  created_at: timestamp,
+});
+
+/** An organisation's balance. credited = available + held + debited. */
+export const balanceResponse = z.strictObject({
+  organisation_id: id('org', 'organisation'),
+  currency: z.literal('INR'),
+  credited_micros: money('Everything ever credited.'),
+  available_micros: money('What new Reserves can hold.'),
+  held_micros: money('Held by open Reserves.'),
+  debited_micros: money('Debited by settled usage.'),
+});
+
+/** The result of a manual credit. */
+export const creditResponse = z.strictObject({
+  credit_id: z.string().meta({ description: 'The ledger credit id: "manual:<organisation id>:<Idempotency-Key>".' }),
+  organisation_id: id('org', 'organisation'),
+  amount_micros: money('The amount credited.'),
+  reason: z.string(),
+  balance: balanceResponse.meta({ description: 'The balance right after this credit (the same on a replay).' }),
+});
+
+/** One usage record. */
+export const usageRecordResponse = z.strictObject({
+  id: z.string(),
+  project_id: z.string(),
+  model: z.string().meta({ description: 'Gateway model slug.' }),
+  input_tokens: z.int(),
+  output_tokens: z.int(),
+  cost_micros: money('Customer-price cost.'),
+  provider_cost_micros: money('What the provider charges (analytics only).'),
+  debited_micros: money('Debited from the wallet ("0" in internal billing mode).'),
+  usage_source: z.enum(['upstream', 'gateway_estimate']).meta({ description: 'upstream: the provider reported the tokens; gateway_estimate: the gateway counted them.' }),
+  request_id: z.string(),
+  created_at: timestamp,
+});
+
+/** A cursor-paged list of items. */
+export function listResponse<Item extends z.ZodType>(item: Item) {
+  return z.strictObject({
+    object: z.literal('list'),
+    data: z.array(item),
+    has_more: z.boolean().meta({ description: 'Whether more items follow; pass the last id (slug) as `after`.' }),
+  });
+}
+
+/** A page of usage records, newest first. */
+export const usageListResponse = z.strictObject({
+  object: z.literal('list'),
+  data: z.array(usageRecordResponse),
+  next_cursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+});
+
+/** The OpenAI-shaped error body every error carries. */
+export const errorResponse = z.strictObject({
+  error: z.strictObject({
+    message: z.string(),
+    type: z.string(),
+    param: z.string().nullable(),
+    code: z.string(),
+  }),
+});
+
+/** The body of /healthz and /readyz. */
+export const healthResponse = z.strictObject({ status: z.enum(['ok', 'ready', 'not_ready']) });
+
+/** Response schemas the OpenAPI document names under components/schemas (and references by $ref). */
+export const namedResponseSchemas = new Map<z.ZodType, string>([
+  [organisationResponse, 'Organisation'],
+  [projectResponse, 'Project'],
+  [projectCreatedResponse, 'ProjectCreated'],
+  [gatewayModelResponse, 'GatewayModel'],
+  [balanceResponse, 'Balance'],
+  [creditResponse, 'Credit'],
+  [usageListResponse, 'UsageList'],
+  [errorResponse, 'Error'],
+  [healthResponse, 'Health'],
+]);

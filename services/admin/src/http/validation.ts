@@ -1,0 +1,83 @@
+import { GatewayError } from '@gateway/errors';
+import type { z } from 'zod';
+
+/** Where a validated value came from; names the whole value when an issue has no field path. */
+export type InputLocation = 'body' | 'query' | 'header';
+
+const expectedNames: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'true or false',
+  object: 'a JSON object',
+  array: 'an array',
+  bigint: 'a whole number',
+};
+
+/**
+ * Messages for issues a schema did not word itself. Schema-level messages take precedence,
+ * so this only fills in the generic cases (missing, wrong type, out of range).
+ */
+function fallbackMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.input === undefined ? 'is required' : `must be ${expectedNames[issue.expected] ?? issue.expected}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((value) => JSON.stringify(value)).join(', ')}`;
+    case 'too_small':
+      return issue.origin === 'string' ? `must be at least ${issue.minimum} characters` : `must be at least ${issue.minimum}`;
+    case 'too_big':
+      return issue.origin === 'string' ? `must be at most ${issue.maximum} characters` : `must be at most ${issue.maximum}`;
+    default:
+      return undefined;
+  }
+}
+
+function fieldName(path: readonly PropertyKey[], location: InputLocation): string {
+  if (path.length === 0) return location;
+  return path.reduce<string>((name, key) => (typeof key === 'number' ? `${name}[${key}]` : name === '' ? String(key) : `${name}.${String(key)}`), '');
+}
+
+/** One problem with one field, as shown to the caller. */
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+/** Turns zod issues into field problems: one per field, unknown keys each named. */
+export function fieldProblems(issues: readonly z.core.$ZodIssue[], location: InputLocation): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  for (const issue of issues) {
+    if (issue.code === 'unrecognized_keys') {
+      const what = location === 'query' ? 'is not a known query parameter' : 'is not a known field';
+      for (const key of issue.keys) problems.push({ field: fieldName([...issue.path, key], location), message: what });
+    } else if (issue.code === 'invalid_type' && issue.path.length === 0 && location === 'body') {
+      problems.push({ field: 'body', message: 'must be a JSON object' });
+    } else {
+      problems.push({ field: fieldName(issue.path, location), message: issue.message });
+    }
+  }
+  return problems;
+}
+
+/** The `invalid_request` error for a list of problems: the message names every field, `param` the first. */
+export function invalidRequest(problems: readonly FieldProblem[]): GatewayError {
+  const listed = problems.map((problem) => `${problem.field}: ${problem.message}`).join('; ');
+  return new GatewayError('invalid_request', { publicMessage: `Invalid request: ${listed}.`, param: problems[0]?.field });
+}
+
+/** The outcome of validating one input: its parsed value, or the problems with its fields. */
+export type Validation<Value> = { ok: true; value: Value } | { ok: false; problems: FieldProblem[] };
+
+/** Validates input with a schema, wording generic issues with the API's messages. */
+export function validateInput<Schema extends z.ZodType>(schema: Schema, value: unknown, location: InputLocation): Validation<z.output<Schema>> {
+  const result = schema.safeParse(value, { error: fallbackMessage });
+  return result.success ? { ok: true, value: result.data } : { ok: false, problems: fieldProblems(result.error.issues, location) };
+}
+
+/** Validates input with a schema; throws `invalid_request` naming every bad field. */
+export function parseInput<Schema extends z.ZodType>(schema: Schema, value: unknown, location: InputLocation): z.output<Schema> {
+  const result = validateInput(schema, value, location);
+  if (result.ok) return result.value;
+  throw invalidRequest(result.problems);
+}

@@ -1,0 +1,123 @@
+import { ledgerV1 } from '@gateway/contracts';
+import { GatewayError, fromGrpcError } from '@gateway/errors';
+import { callUnary, insecureChannel } from '@gateway/grpc';
+import type { UsageRecord } from '../domain/admin-records.ts';
+import type { LedgerPort } from '../domain/ledger-port.ts';
+
+/** The ledger reached over gRPC; `close()` releases its channel. */
+export interface GrpcLedger extends LedgerPort {
+  close(): void;
+}
+
+/** The ledger answered with a result this build does not know: a contract mismatch, not the caller's fault. */
+function unexpectedResult(method: string, result: number): GatewayError {
+  return new GatewayError('internal_error', { internalMessage: `ledger ${method} returned unexpected result ${result}` });
+}
+
+function invalidArgument(method: string, detail: string): GatewayError {
+  return new GatewayError('invalid_request', {
+    publicMessage: 'The ledger refused the request as invalid.',
+    internalMessage: `ledger ${method}: INVALID_ARGUMENT: ${detail}`,
+  });
+}
+
+function organisationUnknown(organisationId: string): GatewayError {
+  return new GatewayError('not_found', { publicMessage: `The ledger has no account for organisation "${organisationId}".`, param: 'id' });
+}
+
+function toUsageRecord(record: ledgerV1.UsageRecord): UsageRecord {
+  return {
+    id: record.id,
+    projectId: record.projectId,
+    modelSlug: record.modelSlug,
+    inputTokens: record.inputTokens,
+    outputTokens: record.outputTokens,
+    costMicros: record.costMicros,
+    providerCostMicros: record.providerCostMicros,
+    debitedMicros: record.debitedMicros,
+    // Only the ledger's explicit "upstream" claims upstream-reported tokens.
+    usageSource: record.usageSource === ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM ? 'upstream' : 'gateway_estimate',
+    requestId: record.requestId,
+    createdAt: new Date(Number(record.createdAtMs)),
+  };
+}
+
+/**
+ * Connects to the ledger at a gRPC target. Every call has a deadline of `callTimeoutMs`; a
+ * failed call becomes a catalogue error through `fromGrpcError` (a peer that is down becomes
+ * `service_unavailable`), and a non-OK result becomes the matching catalogue error.
+ */
+export function createGrpcLedger(options: { target: string; callTimeoutMs: number }): GrpcLedger {
+  const client = new ledgerV1.LedgerServiceClient(options.target, insecureChannel());
+  const call = async <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[0], request: Req): Promise<Res> => {
+    try {
+      return await callUnary(method, client, request, options.callTimeoutMs);
+    } catch (error) {
+      const mapped = fromGrpcError(error);
+      if (mapped.code !== 'service_unavailable') throw mapped;
+      // Every mutating ledger call is idempotent, so telling the caller to retry is safe advice.
+      throw new GatewayError('service_unavailable', {
+        publicMessage: 'The ledger did not answer. Try again shortly; retrying is safe.',
+        internalMessage: mapped.message,
+        cause: error,
+      });
+    }
+  };
+
+  return {
+    async openAccount(organisationId) {
+      const response = await call(client.openAccount, ledgerV1.OpenAccountRequest.fromPartial({ organisationId }));
+      switch (response.result) {
+        case ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_OK: return;
+        case ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_INVALID_ARGUMENT: throw invalidArgument('OpenAccount', response.detail);
+        default: throw unexpectedResult('OpenAccount', response.result);
+      }
+    },
+
+    async credit(request) {
+      const response = await call(client.credit, ledgerV1.CreditRequest.fromPartial(request));
+      switch (response.result) {
+        case ledgerV1.CreditResult.CREDIT_RESULT_OK: return { availableMicros: response.availableMicros };
+        case ledgerV1.CreditResult.CREDIT_RESULT_IDEMPOTENCY_CONFLICT:
+          throw new GatewayError('idempotency_conflict', {
+            publicMessage: 'The ledger already holds a credit under this Idempotency-Key with a different amount or reason.',
+            param: 'Idempotency-Key',
+          });
+        case ledgerV1.CreditResult.CREDIT_RESULT_INVALID_ARGUMENT: throw invalidArgument('Credit', response.detail);
+        case ledgerV1.CreditResult.CREDIT_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(request.organisationId);
+        default: throw unexpectedResult('Credit', response.result);
+      }
+    },
+
+    async getBalance(organisationId) {
+      const response = await call(client.getBalance, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }));
+      switch (response.result) {
+        case ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_OK:
+          return {
+            organisationId,
+            creditedMicros: response.creditedMicros,
+            availableMicros: response.availableMicros,
+            heldMicros: response.heldMicros,
+            debitedMicros: response.debitedMicros,
+          };
+        case ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(organisationId);
+        default: throw unexpectedResult('GetBalance', response.result);
+      }
+    },
+
+    async listUsage(request) {
+      const response = await call(client.listUsage, ledgerV1.ListUsageRequest.fromPartial({
+        organisationId: request.organisationId,
+        projectId: request.projectId ?? '',
+        modelSlug: request.modelSlug ?? '',
+        pageSize: request.pageSize,
+        pageToken: request.pageToken ?? '',
+      }));
+      return { records: response.records.map(toUsageRecord), nextPageToken: response.nextPageToken === '' ? null : response.nextPageToken };
+    },
+
+    close() {
+      client.close();
+    },
+  };
+}
