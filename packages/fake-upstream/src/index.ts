@@ -1,1 +1,6 @@
-export {};
+/** An OpenAI-compatible upstream on node:http: the demo upstream of `pnpm start` and the steerable fake of tests. */
+export {
+  startFakeUpstream, leakMarkers, countWords, fakePromptTokens, fakeReplyText,
+  type FakeUpstream, type FakeUpstreamOptions, type RecordedRequest,
+} from './fake-upstream.ts';
+export { parseDirectives, withoutDirectives, type Directives } from './directives.ts';

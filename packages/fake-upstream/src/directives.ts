@@ -1,0 +1,60 @@
+/**
+ * Steering directives a test (or a curious demo user) writes into the LAST user message to
+ * make the fake upstream misbehave on purpose:
+ *
+ * | directive               | effect                                                            |
+ * |-------------------------|-------------------------------------------------------------------|
+ * | `[[fake:status=503]]`   | answer that HTTP status with a vendor error body (leaks text)     |
+ * | `[[fake:reply_words=N]]`| reply with exactly N words `w1 w2 … wN`                           |
+ * | `[[fake:no_usage]]`     | leave `usage` out of the response (and out of the stream)         |
+ * | `[[fake:delay_ms=N]]`   | wait N ms before answering                                        |
+ * | `[[fake:hang]]`         | never answer (for timeout tests); the socket stays open           |
+ *
+ * Unknown or malformed directives are ignored, so a typo shows up as a normal reply.
+ */
+export interface Directives {
+  /** HTTP status to answer with instead of a completion. */
+  status?: number;
+  /** Exact number of words of the reply. */
+  replyWords?: number;
+  /** Whether to omit usage. */
+  noUsage: boolean;
+  /** Wait before answering, milliseconds. */
+  delayMs?: number;
+  /** Never answer. */
+  hang: boolean;
+}
+
+const directivePattern = /\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]/g;
+
+/** Parses a non-negative integer directive value; undefined when it is not one. */
+function nonNegativeInteger(value: string | undefined): number | undefined {
+  if (value === undefined || !/^\d{1,9}$/.test(value)) return undefined;
+  return Number(value);
+}
+
+/** Reads the directives out of a message text. */
+export function parseDirectives(text: string): Directives {
+  const directives: Directives = { noUsage: false, hang: false };
+  for (const match of text.matchAll(directivePattern)) {
+    const [, name, value] = match;
+    switch (name) {
+      case 'status': {
+        const status = nonNegativeInteger(value);
+        if (status !== undefined && status >= 100 && status <= 599) directives.status = status;
+        break;
+      }
+      case 'reply_words': directives.replyWords = nonNegativeInteger(value); break;
+      case 'delay_ms': directives.delayMs = nonNegativeInteger(value); break;
+      case 'no_usage': directives.noUsage = true; break;
+      case 'hang': directives.hang = true; break;
+      default: break;
+    }
+  }
+  return directives;
+}
+
+/** The text with every directive removed, so the echoed reply reads naturally. */
+export function withoutDirectives(text: string): string {
+  return text.replace(directivePattern, '').replace(/\s+/g, ' ').trim();
+}

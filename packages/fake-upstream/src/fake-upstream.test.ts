@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { leakMarkers, parseDirectives, startFakeUpstream, type FakeUpstream } from './index.ts';
+
+/** The parts of a completion these tests read. */
+interface Completion {
+  choices: Array<{ message: { content: string }; finish_reason: string }>;
+  usage?: { completion_tokens: number };
+}
+
+let upstream: FakeUpstream;
+beforeAll(async () => { upstream = await startFakeUpstream({ requiredApiKey: 'sk-test-upstream' }); });
+afterAll(async () => { await upstream.close(); });
+
+function post(body: unknown, apiKey = 'sk-test-upstream'): Promise<Response> {
+  return fetch(`${upstream.baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify(body),
+  });
+}
+
+describe('fake upstream completions', () => {
+  it('replies deterministically with the documented usage formula and leaks vendor details', async () => {
+    const response = await post({
+      model: 'tiny',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: [{ type: 'text', text: 'hello there' }, { type: 'text', text: 'friend' }] },
+      ],
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get(leakMarkers.organisationHeaderName)).toBe(leakMarkers.organisationHeaderValue);
+    expect(response.headers.get('server')).toBe(leakMarkers.serverHeaderValue);
+    expect(response.headers.get(leakMarkers.requestIdHeaderName)).toMatch(/^vreq_secret_\d+$/);
+    const body = await response.json() as Record<string, any>;
+    const reply = 'Hello from the demo upstream! You said: hello there friend';
+    expect(body.model).toBe('tiny-vendor-internal-2024');
+    expect(body.system_fingerprint).toBe(leakMarkers.systemFingerprint);
+    expect(body.choices[0].message).toEqual({ role: 'assistant', content: reply, refusal: null });
+    // prompt: "Be brief." = 2 words + 3, "hello there friend" = 3 words + 3
+    expect(body.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 10, total_tokens: 21 });
+    expect(upstream.requests.at(-1)).toMatchObject({ method: 'POST', path: '/v1/chat/completions', body: { model: 'tiny' } });
+  });
+
+  it('refuses a wrong key with vendor text', async () => {
+    const response = await post({ model: 'tiny', messages: [] }, 'sk-wrong');
+    expect(response.status).toBe(401);
+    expect(await response.text()).toContain(leakMarkers.errorText);
+  });
+
+  it('follows directives: status, reply_words, no_usage, and max_tokens cuts with finish_reason length', async () => {
+    const failing = await post({ model: 'm', messages: [{ role: 'user', content: 'x [[fake:status=503]]' }] });
+    expect(failing.status).toBe(503);
+    expect(await failing.text()).toContain(leakMarkers.errorText);
+
+    const words = await (await post({ model: 'm', messages: [{ role: 'user', content: '[[fake:reply_words=5]] [[fake:no_usage]]' }] })).json() as Completion;
+    expect(words.choices[0]!.message.content).toBe('w1 w2 w3 w4 w5');
+    expect(words.usage).toBeUndefined();
+
+    const cut = await (await post({ model: 'm', max_tokens: 2, messages: [{ role: 'user', content: '[[fake:reply_words=5]]' }] })).json() as Completion;
+    expect(cut.choices[0]).toMatchObject({ message: { content: 'w1 w2' }, finish_reason: 'length' });
+    expect(cut.usage?.completion_tokens).toBe(2);
+  });
+
+  it('parses directives and ignores malformed ones', () => {
+    expect(parseDirectives('[[fake:status=99]] [[fake:delay_ms=abc]] [[fake:hang]]')).toEqual({ noUsage: false, hang: true });
+    expect(parseDirectives('[[fake:delay_ms=20]][[fake:status=429]]')).toEqual({ noUsage: false, hang: false, delayMs: 20, status: 429 });
+  });
+});
+
+describe('fake upstream streaming', () => {
+  it('sends one chunk per word, a stop chunk, a usage chunk when asked, then [DONE]', async () => {
+    const response = await post({
+      model: 'm', stream: true, stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: '[[fake:reply_words=3]]' }],
+    });
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const frames = (await response.text()).split('\n\n').filter((f) => f.length > 0).map((f) => f.replace(/^data: /, ''));
+    expect(frames.at(-1)).toBe('[DONE]');
+    const chunks = frames.slice(0, -1).map((f) => JSON.parse(f));
+    expect(chunks.every((c) => c.model === 'm-vendor-internal-2024')).toBe(true);
+    const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+    expect(text).toBe('w1 w2 w3');
+    expect(chunks.at(-2).choices[0].finish_reason).toBe('stop');
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 } });
+  });
+
+  it('lists models under the vendor name', async () => {
+    const response = await fetch(`${upstream.baseUrl}/models`, { headers: { authorization: 'Bearer sk-test-upstream' } });
+    const body = await response.json() as { data: Array<{ id: string }> };
+    expect(body.data[0]!.id).toBe('fake-model-vendor-internal-2024');
+  });
+});

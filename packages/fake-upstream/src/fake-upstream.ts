@@ -1,0 +1,290 @@
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { parseDirectives, withoutDirectives, type Directives } from './directives.ts';
+
+/** Each string the fake upstream deliberately leaks, by where it appears. */
+const namedLeakMarkers = {
+  /** Appended to the requested model: the vendor's internal model name. */
+  vendorModelSuffix: '-vendor-internal-2024',
+  /** `system_fingerprint` of every completion and chunk. */
+  systemFingerprint: 'fp_vendor_secret',
+  /** Value of the `openai-organization` response header. */
+  organisationHeaderValue: 'vendor-org-secret',
+  /** Name of a vendor-only response header. */
+  organisationHeaderName: 'openai-organization',
+  /** Name of the vendor's request-id response header. */
+  requestIdHeaderName: 'x-vendor-request-id',
+  /** Prefix of the vendor's request ids. */
+  requestIdPrefix: 'vreq_secret_',
+  /** Value of the `server` response header. */
+  serverHeaderValue: 'vendor-upstream/1.0',
+  /** In every error body the fake sends. */
+  errorText: 'VENDOR-SECRET-ERROR-TEXT',
+  /** Prefix of the vendor's completion ids. */
+  completionIdPrefix: 'chatcmpl-vendorsecret-',
+  /** Value of an extra, non-OpenAI body field. */
+  vendorTrace: 'vendor-trace-secret',
+} as const;
+
+/**
+ * Strings the fake upstream deliberately leaks in its bodies and headers, the way real vendors
+ * do: by name, and as `all` for a test that asserts none of them reaches a client, byte for byte.
+ */
+export const leakMarkers: typeof namedLeakMarkers & { readonly all: readonly string[] } = {
+  ...namedLeakMarkers,
+  all: Object.values(namedLeakMarkers),
+};
+
+/** Options of startFakeUpstream. */
+export interface FakeUpstreamOptions {
+  /** Interface to listen on; default 127.0.0.1. */
+  host?: string;
+  /** Port; default 0 (any free port). */
+  port?: number;
+  /** When set, requests must carry `Authorization: Bearer <requiredApiKey>` or get a vendor 401. */
+  requiredApiKey?: string;
+  /** Name of this upstream, used in the model list; default `fake`. */
+  name?: string;
+}
+
+/** One request the fake upstream received, as tests inspect it. */
+export interface RecordedRequest {
+  method: string;
+  /** Path with query, e.g. `/v1/chat/completions`. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The parsed JSON body; undefined when there was none or it was not JSON. */
+  body: unknown;
+}
+
+/** A running fake upstream. */
+export interface FakeUpstream {
+  /** OpenAI-style base URL, e.g. `http://127.0.0.1:PORT/v1`. */
+  baseUrl: string;
+  port: number;
+  /** Every request received, oldest first (tests may clear it with `requests.length = 0`). */
+  requests: RecordedRequest[];
+  /** Stops listening and cuts every open socket, including hung requests. */
+  close(): Promise<void>;
+}
+
+/** The parts of an OpenAI chat message the fake reads. */
+interface ChatMessageLike {
+  role?: unknown;
+  content?: unknown;
+}
+
+const maxBodyBytes = 16 * 1024 * 1024;
+const echoedChars = 200;
+
+/** Text of a message content: a string, or the text parts of an array. */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part: unknown) => (typeof part === 'object' && part !== null && 'text' in part && typeof part.text === 'string' ? part.text : ''))
+      .join(' ');
+  }
+  return '';
+}
+
+/** Number of whitespace-separated words of a text. */
+export function countWords(text: string): number {
+  return text.split(/\s+/).filter((word) => word.length > 0).length;
+}
+
+/** The fake's prompt token count: words across all message contents plus 3 per message. */
+export function fakePromptTokens(messages: readonly ChatMessageLike[]): number {
+  return messages.reduce((sum, message) => sum + countWords(textOf(message.content)) + 3, 0);
+}
+
+/** The reply the fake gives to a conversation, before any max_tokens cut. */
+export function fakeReplyText(messages: readonly ChatMessageLike[], directives: Directives): string {
+  if (directives.replyWords !== undefined) {
+    return Array.from({ length: directives.replyWords }, (_, i) => `w${i + 1}`).join(' ');
+  }
+  const lastUser = lastUserText(messages);
+  return `Hello from the demo upstream! You said: ${withoutDirectives(lastUser).slice(0, echoedChars)}`;
+}
+
+function lastUserText(messages: readonly ChatMessageLike[]): string {
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const message = messages[i];
+    if (message?.role === 'user') return textOf(message.content);
+  }
+  return '';
+}
+
+function vendorHeaders(requestNumber: number): Record<string, string> {
+  return {
+    [leakMarkers.requestIdHeaderName]: `${leakMarkers.requestIdPrefix}${requestNumber}`,
+    [leakMarkers.organisationHeaderName]: leakMarkers.organisationHeaderValue,
+    'x-ratelimit-remaining-requests': '4999',
+    server: leakMarkers.serverHeaderValue,
+  };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string>): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function vendorError(status: number, message: string, code: string): unknown {
+  return { error: { message: `${message} (${leakMarkers.errorText})`, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code } };
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBodyBytes) { reject(new Error('body too large')); req.destroy(); return; }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => { setTimeout(resolve, ms).unref(); });
+}
+
+/** Whether a value is a positive safe integer. */
+function isPositiveInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
+}
+
+/**
+ * Starts an OpenAI-compatible upstream on node:http: the built-in demo upstream of `pnpm start`
+ * and the steerable fake of tests. Replies are deterministic; usage is prompt_tokens = words
+ * across all message contents + 3 per message, completion_tokens = words of the reply. Every
+ * response leaks vendor details (see `leakMarkers`) so tests can prove the gateway hides them.
+ * Steer it with directives in the last user message (see `parseDirectives`).
+ */
+export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
+  const host = options.host ?? '127.0.0.1';
+  const name = options.name ?? 'fake';
+  const requests: RecordedRequest[] = [];
+  const sockets = new Set<Socket>();
+  let requestCount = 0;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    requestCount += 1;
+    const requestNumber = requestCount;
+    const headers = vendorHeaders(requestNumber);
+    const raw = await readBody(req);
+    let body: unknown;
+    let bodyIsJson = true;
+    if (raw.length > 0) {
+      try { body = JSON.parse(raw.toString('utf8')); } catch { bodyIsJson = false; }
+    }
+    const path = req.url ?? '/';
+    requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body });
+
+    if (options.requiredApiKey !== undefined && req.headers.authorization !== `Bearer ${options.requiredApiKey}`) {
+      sendJson(res, 401, vendorError(401, 'Incorrect API key provided for vendor account acct_vendor', 'invalid_api_key'), headers);
+      return;
+    }
+    const route = `${req.method} ${path.split('?')[0]}`;
+    if (route === 'GET /v1/models') {
+      sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: `${name}-model${leakMarkers.vendorModelSuffix}`, object: 'model', created: 1_700_000_000, owned_by: leakMarkers.organisationHeaderValue }],
+      }, headers);
+      return;
+    }
+    if (route !== 'POST /v1/chat/completions') {
+      sendJson(res, 404, vendorError(404, `Unknown vendor route ${route}`, 'unknown_url'), headers);
+      return;
+    }
+    if (!bodyIsJson || typeof body !== 'object' || body === null || !Array.isArray((body as { messages?: unknown }).messages)) {
+      sendJson(res, 400, vendorError(400, 'Vendor could not parse the request', 'invalid_body'), headers);
+      return;
+    }
+    await completeChat(body as Record<string, unknown>, res, headers, requestNumber);
+  }
+
+  async function completeChat(body: Record<string, unknown>, res: ServerResponse, headers: Record<string, string>, requestNumber: number): Promise<void> {
+    const messages = body.messages as ChatMessageLike[];
+    const directives = parseDirectives(lastUserText(messages));
+    if (directives.hang) return; // the socket stays open until the client gives up or close() cuts it
+    if (directives.delayMs !== undefined) await delay(directives.delayMs);
+    if (directives.status !== undefined) {
+      sendJson(res, directives.status, vendorError(directives.status, 'Vendor backend overloaded in cluster vendor-east-7', 'vendor_internal'), headers);
+      return;
+    }
+
+    const requestedModel = typeof body.model === 'string' ? body.model : 'unknown';
+    const vendorModel = `${requestedModel}${leakMarkers.vendorModelSuffix}`;
+    const maxTokens = isPositiveInteger(body.max_tokens) ? body.max_tokens
+      : isPositiveInteger(body.max_completion_tokens) ? body.max_completion_tokens : undefined;
+    let words = fakeReplyText(messages, directives).split(' ').filter((w) => w.length > 0);
+    let finishReason = 'stop';
+    if (maxTokens !== undefined && words.length > maxTokens) {
+      words = words.slice(0, maxTokens);
+      finishReason = 'length';
+    }
+    const reply = words.join(' ');
+    const promptTokens = fakePromptTokens(messages);
+    const usage = { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length, prompt_tokens_details: { cached_tokens: 0 } };
+    const id = `${leakMarkers.completionIdPrefix}${requestNumber}`;
+    const created = Math.floor(Date.now() / 1000);
+
+    if (body.stream === true) {
+      const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
+      const includeUsage = streamOptions?.include_usage === true && !directives.noUsage;
+      res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      const chunk = (delta: object, finish: string | null, extra: object = {}) => ({
+        id, object: 'chat.completion.chunk', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint,
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(includeUsage ? { usage: null } : {}), ...extra,
+      });
+      const frames: object[] = [chunk({ role: 'assistant', content: '' }, null)];
+      words.forEach((word, i) => frames.push(chunk({ content: i === 0 ? word : ` ${word}` }, null)));
+      frames.push(chunk({}, finishReason));
+      if (includeUsage) {
+        frames.push({ id, object: 'chat.completion.chunk', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint, choices: [], usage });
+      }
+      for (const frame of frames) res.write(`data: ${JSON.stringify(frame)}\n\n`);
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+
+    sendJson(res, 200, {
+      id, object: 'chat.completion', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint,
+      choices: [{ index: 0, message: { role: 'assistant', content: reply, refusal: null }, logprobs: null, finish_reason: finishReason }],
+      ...(directives.noUsage ? {} : { usage }),
+      service_tier: 'default',
+      vendor_trace: leakMarkers.vendorTrace,
+    }, headers);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) sendJson(res, 500, vendorError(500, 'Vendor crashed', 'vendor_crash'), vendorHeaders(0));
+      else res.destroy();
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => { server.off('error', reject); resolve(); });
+  });
+  const { port } = server.address() as AddressInfo;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+
+  return {
+    baseUrl: `http://${urlHost}:${port}/v1`,
+    port,
+    requests,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const socket of sockets) socket.destroy();
+    }),
+  };
+}

@@ -1,0 +1,129 @@
+import { createServer, type Server } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Response } from 'express';
+import type { AddressInfo } from 'node:net';
+import { createLogger, type Logger } from '@gateway/logger';
+import type { ProxyConfig } from './config.ts';
+import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
+import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
+import { createHttpApp } from './http/http-app.ts';
+import { LedgerClient } from './ledger/ledger-client.ts';
+import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
+import { TaskTracker } from './task-tracker.ts';
+import { supportsProviderKind } from './upstreams/upstream-adapters.ts';
+import { UpstreamTransport } from './upstreams/upstream-transport.ts';
+
+/** A running proxy: its bound port, readiness, and a close that leaves nothing running. */
+export interface ProxyApp {
+  ports: { http: number };
+  /** True while the proxy holds a fresh config snapshot and is not shutting down. */
+  isReady(): boolean;
+  /** Stops taking requests, lets in-flight ones finish (up to SHUTDOWN_GRACE_MS), then closes everything. */
+  close(): Promise<void>;
+}
+
+/** Optional collaborators of createProxyApp. */
+export interface ProxyAppDeps {
+  logger?: Logger;
+  /** Waits before the 2nd, 3rd, … attempt of a Settle or Release, ms (tests shorten them). */
+  ledgerRetryDelaysMs?: readonly number[];
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/**
+ * Wires the proxy: config stream client (admin), ledger client, RPM limiter (Redis when
+ * REDIS_URL is set, else in process), upstream transport, and the HTTP server. Resolves once
+ * the HTTP server listens, whether or not the admin is reachable yet: the proxy answers 503
+ * and is not ready until its first snapshot arrives.
+ */
+export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {}): Promise<ProxyApp> {
+  const logger = deps.logger ?? createLogger('proxy', config.LOG_LEVEL);
+  const tasks = new TaskTracker();
+  let shuttingDown = false;
+
+  const configStream = new ConfigStreamClient({
+    address: config.ADMIN_GRPC_URL,
+    proxyId: config.PROXY_ID,
+    stalenessMs: config.PROXY_CONFIG_STALENESS_MS,
+    logger,
+    supportsProviderKind,
+  });
+  const ledger = new LedgerClient({
+    address: config.LEDGER_GRPC_URL,
+    callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS,
+    logger,
+    ...(deps.ledgerRetryDelaysMs === undefined ? {} : { retryDelaysMs: deps.ledgerRetryDelaysMs }),
+  });
+  const rateLimiter: RateLimiter = config.REDIS_URL === undefined
+    ? new InProcessRateLimiter()
+    : new RedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.PROXY_REDIS_PREFIX, logger });
+  const upstream = new UpstreamTransport({
+    connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
+    firstByteTimeoutMs: config.UPSTREAM_FIRST_BYTE_TIMEOUT_MS,
+    totalTimeoutMs: config.UPSTREAM_TOTAL_TIMEOUT_MS,
+  });
+  const isReady = () => !shuttingDown && configStream.isFresh();
+  const activeResponses = new Set<Response>();
+
+  const server = createServer(createHttpApp({
+    logger,
+    freshSnapshot: () => configStream.freshSnapshot(),
+    isReady,
+    isShuttingDown: () => shuttingDown,
+    rateLimiter,
+    ledger,
+    upstream,
+    track: (work) => tasks.track(work),
+    maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
+    reserveTtlMs: config.RESERVE_TTL_MS,
+    activeResponses,
+  }));
+
+  const closeClients = async () => {
+    configStream.close();
+    ledger.close();
+    await Promise.allSettled([rateLimiter.close(), upstream.close()]);
+  };
+
+  let port: number;
+  try {
+    port = await listen(server, config.PROXY_HTTP_PORT, config.BIND_HOST);
+  } catch (error) {
+    await closeClients();
+    throw error;
+  }
+  configStream.start();
+  logger.info({ port, host: config.BIND_HOST, rateLimiter: config.REDIS_URL === undefined ? 'in-process' : 'redis' }, 'proxy listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      shuttingDown = true;
+      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      // Responses still to be written end their keep-alive connection, so the server can close.
+      for (const res of activeResponses) if (!res.headersSent) res.setHeader('connection', 'close');
+      // In-flight requests settle or release their Reserve before they end, so wait for them.
+      const drained = await tasks.drain(config.SHUTDOWN_GRACE_MS);
+      if (!drained) logger.warn({ pending: tasks.size }, 'shutdown grace ran out; cutting remaining requests');
+      // Bounded wait for the last responses to flush and their connections to close, then cut.
+      await Promise.race([serverClosed, sleep(drained ? 1000 : 0)]);
+      server.closeAllConnections();
+      await serverClosed;
+      await closeClients();
+      logger.info('proxy stopped');
+    })();
+    return closing;
+  };
+
+  return { ports: { http: port }, isReady, close };
+}

@@ -1,0 +1,198 @@
+import type { ClientDuplexStream } from '@grpc/grpc-js';
+import { configV1 } from '@gateway/contracts';
+import { insecureChannel } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import { applyConfigUpdate, type ConfigSnapshot } from '../domain/config-snapshot.ts';
+
+/** Options of the config stream client. */
+export interface ConfigStreamClientOptions {
+  /** host:port of the admin's gRPC server. */
+  address: string;
+  /** This proxy's id, sent in every ack. */
+  proxyId: string;
+  /** After this long without an applied update (heartbeats included) the snapshot is stale, ms. */
+  stalenessMs: number;
+  logger: Logger;
+  supportsProviderKind(kind: string): boolean;
+  /** First reconnect delay, doubling up to maxBackoffMs, ms. */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  now?: () => number;
+}
+
+/**
+ * The proxy's side of `gateway.config.v1.ConfigService/StreamConfig` (docs/config-stream.md):
+ * sends a hello, applies every full snapshot or delta atomically (one reference swap), acks
+ * every version it applied (heartbeats too), and reconnects with exponential backoff and
+ * jitter. It serves a snapshot only while fresh: once nothing has been applied for
+ * `stalenessMs`, it refuses to serve, drops the stream and resyncs, and becomes fresh again
+ * only with a new full snapshot. A partitioned proxy therefore stops honouring keys that may
+ * have been rotated since.
+ */
+export class ConfigStreamClient {
+  readonly #options: Required<Omit<ConfigStreamClientOptions, 'supportsProviderKind' | 'logger'>>;
+  readonly #logger: Logger;
+  readonly #supportsProviderKind: (kind: string) => boolean;
+  readonly #client: configV1.ConfigServiceClient;
+  #snapshot: ConfigSnapshot | undefined;
+  /** When the last update was applied (or the current stream opened, before any), ms. */
+  #lastAppliedAtMs = 0;
+  /** When the current stream was opened, ms: a stream that never speaks is redialled too. */
+  #streamOpenedAtMs = 0;
+  /** Set when the snapshot went stale; cleared only by a full snapshot. */
+  #awaitingFull = false;
+  #call: ClientDuplexStream<configV1.ConfigAck, configV1.ConfigUpdate> | undefined;
+  /** Increments per stream, so events of a stream we abandoned are ignored. */
+  #generation = 0;
+  #failedAttempts = 0;
+  #reconnectTimer: NodeJS.Timeout | undefined;
+  #watchdogTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  /** Creates the client; call start() to connect. */
+  constructor(options: ConfigStreamClientOptions) {
+    this.#options = {
+      address: options.address,
+      proxyId: options.proxyId,
+      stalenessMs: options.stalenessMs,
+      initialBackoffMs: options.initialBackoffMs ?? 100,
+      maxBackoffMs: options.maxBackoffMs ?? 5000,
+      now: options.now ?? Date.now,
+    };
+    this.#logger = options.logger;
+    this.#supportsProviderKind = options.supportsProviderKind;
+    this.#client = new configV1.ConfigServiceClient(options.address, insecureChannel());
+  }
+
+  /** Opens the stream and starts the staleness watchdog. */
+  start(): void {
+    const checkEveryMs = Math.max(10, Math.min(1000, Math.floor(this.#options.stalenessMs / 4)));
+    this.#watchdogTimer = setInterval(() => this.#checkStaleness(), checkEveryMs);
+    this.#watchdogTimer.unref();
+    this.#connect();
+  }
+
+  /** The snapshot to serve from, or undefined when there is none or it is stale. */
+  freshSnapshot(): ConfigSnapshot | undefined {
+    return this.isFresh() ? this.#snapshot : undefined;
+  }
+
+  /** Whether the proxy holds a snapshot it may serve from. */
+  isFresh(): boolean {
+    return this.#snapshot !== undefined && !this.#awaitingFull
+      && this.#options.now() - this.#lastAppliedAtMs <= this.#options.stalenessMs;
+  }
+
+  /** The version of the snapshot held (fresh or not); 0 before the first. */
+  appliedVersion(): bigint {
+    return this.#snapshot?.version ?? 0n;
+  }
+
+  /** Stops reconnecting, cancels the stream and closes the channel. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#reconnectTimer);
+    clearInterval(this.#watchdogTimer);
+    this.#abandonCall();
+    this.#client.close();
+  }
+
+  #connect(): void {
+    if (this.#closed) return;
+    this.#generation += 1;
+    const generation = this.#generation;
+    const call = this.#client.streamConfig();
+    this.#call = call;
+    this.#streamOpenedAtMs = this.#options.now();
+    let receivedAny = false;
+
+    call.on('data', (update: configV1.ConfigUpdate) => {
+      if (generation !== this.#generation) return;
+      receivedAny = true;
+      this.#failedAttempts = 0;
+      this.#onUpdate(call, update);
+    });
+    const onGone = (error?: Error) => {
+      if (generation !== this.#generation || this.#closed) return;
+      this.#abandonCall();
+      this.#failedAttempts = receivedAny ? 1 : this.#failedAttempts + 1;
+      // One warning when a working stream breaks or the first dial fails; retries log at debug.
+      const level = this.#failedAttempts === 1 ? 'warn' : 'debug';
+      this.#logger[level]({ err: error === undefined ? undefined : { message: error.message }, attempt: this.#failedAttempts }, 'config stream unavailable; reconnecting');
+      this.#scheduleReconnect();
+    };
+    call.on('error', onGone);
+    call.on('end', () => onGone());
+    call.write({ proxyId: this.#options.proxyId, appliedVersion: 0n, error: '' });
+  }
+
+  #onUpdate(call: ClientDuplexStream<configV1.ConfigAck, configV1.ConfigUpdate>, update: configV1.ConfigUpdate): void {
+    this.#markStaleIfDue();
+    if (this.#awaitingFull && !update.full) {
+      // Whatever was missed while stale is unknown; only a full snapshot makes the proxy current.
+      call.write({ proxyId: this.#options.proxyId, appliedVersion: this.appliedVersion(), error: 'snapshot went stale; full snapshot needed' });
+      return;
+    }
+    const result = applyConfigUpdate(this.#snapshot, update, { supportsProviderKind: this.#supportsProviderKind });
+    if (!result.ok) {
+      this.#logger.warn({ version: update.version.toString(), reason: result.reason }, 'config update not applied; asking for a full snapshot');
+      call.write({ proxyId: this.#options.proxyId, appliedVersion: this.appliedVersion(), error: result.reason });
+      return;
+    }
+    this.#snapshot = result.snapshot;
+    this.#lastAppliedAtMs = this.#options.now();
+    if (update.full) {
+      if (this.#awaitingFull) this.#logger.info({ version: update.version.toString() }, 'config resynced; serving again');
+      this.#awaitingFull = false;
+    }
+    for (const problem of result.problems) this.#logger.error({ version: update.version.toString(), problem }, 'config entry left out');
+    if (result.changed) {
+      this.#logger.info({
+        version: update.version.toString(), full: update.full,
+        organisations: result.snapshot.organisationsById.size, projects: result.snapshot.projectsById.size,
+        keys: result.snapshot.keysByHash.size, models: result.snapshot.modelsBySlug.size,
+      }, 'config applied');
+    }
+    call.write({ proxyId: this.#options.proxyId, appliedVersion: update.version, error: '' });
+  }
+
+  /** Once the snapshot is older than the bound, only a full snapshot may make it fresh again. */
+  #markStaleIfDue(): void {
+    if (this.#snapshot === undefined || this.#awaitingFull) return;
+    if (this.#options.now() - this.#lastAppliedAtMs <= this.#options.stalenessMs) return;
+    this.#awaitingFull = true;
+    this.#logger.warn({ stalenessMs: this.#options.stalenessMs }, 'config stale: refusing inference until a new full snapshot arrives');
+  }
+
+  #checkStaleness(): void {
+    if (this.#closed) return;
+    this.#markStaleIfDue();
+    const now = this.#options.now();
+    const heardAtMs = Math.max(this.#lastAppliedAtMs, this.#streamOpenedAtMs);
+    if (this.#call !== undefined && now - heardAtMs > this.#options.stalenessMs) {
+      // The stream is open but silent (a half-dead connection or a hung admin): redial.
+      this.#abandonCall();
+      this.#connect();
+    }
+  }
+
+  #scheduleReconnect(): void {
+    const exponent = Math.min(this.#failedAttempts - 1, 16);
+    const ceilingMs = Math.min(this.#options.maxBackoffMs, this.#options.initialBackoffMs * 2 ** Math.max(0, exponent));
+    // Jitter spreads the reconnects of many proxies after an admin restart.
+    const delayMs = ceilingMs / 2 + Math.random() * (ceilingMs / 2);
+    clearTimeout(this.#reconnectTimer);
+    this.#reconnectTimer = setTimeout(() => this.#connect(), delayMs);
+    this.#reconnectTimer.unref();
+  }
+
+  #abandonCall(): void {
+    const call = this.#call;
+    this.#call = undefined;
+    this.#generation += 1;
+    if (call !== undefined) {
+      call.on('error', () => undefined); // the CANCELLED error of our own cancel
+      call.cancel();
+    }
+  }
+}

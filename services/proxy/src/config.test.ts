@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '@gateway/config';
+import { loadProxyConfig } from './config.ts';
+
+describe('loadProxyConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadProxyConfig({});
+    expect(config).toMatchObject({
+      BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: 10_000, PROXY_HTTP_PORT: 8080,
+      ADMIN_GRPC_URL: '127.0.0.1:50052', LEDGER_GRPC_URL: '127.0.0.1:50051', PROXY_REDIS_PREFIX: 'gw:rpm:',
+      PROXY_CONFIG_STALENESS_MS: 30_000, RESERVE_TTL_MS: 600_000, PROXY_MAX_BODY_BYTES: 1_048_576,
+      UPSTREAM_CONNECT_TIMEOUT_MS: 10_000, UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 60_000, UPSTREAM_TOTAL_TIMEOUT_MS: 300_000,
+      LEDGER_CALL_TIMEOUT_MS: 5_000,
+    });
+    expect(config.REDIS_URL).toBeUndefined();
+    expect(config.PROXY_ID).toContain(String(process.pid));
+  });
+
+  it('reports every problem at once without echoing values', () => {
+    let error: unknown;
+    try {
+      loadProxyConfig({ PROXY_HTTP_PORT: '99999', REDIS_URL: 'http://user:hunter2@cache', RESERVE_TTL_MS: '-5', ADMIN_GRPC_URL: 'no port' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['ADMIN_GRPC_URL', 'PROXY_HTTP_PORT', 'REDIS_URL', 'RESERVE_TTL_MS']);
+    expect((error as ConfigError).message).not.toContain('hunter2');
+  });
+});

@@ -1,0 +1,39 @@
+import { hostname } from 'node:os';
+import { commonEnv, loadConfig, z } from '@gateway/config';
+
+const grpcAddress = z.string().regex(/^\S+:\d+$/, 'must be host:port');
+
+/**
+ * The proxy's environment. Shared variables (docs/development.md) plus its own; it has no
+ * DATABASE_URL or DATA_DIR because it keeps no data: everything it serves arrives over the
+ * config stream, and every rupee lives in the ledger.
+ */
+export const proxyConfigSchema = z.object({
+  BIND_HOST: z.string().min(1).default('127.0.0.1'),
+  LOG_LEVEL: commonEnv.logLevel,
+  SHUTDOWN_GRACE_MS: commonEnv.durationMs(10_000),
+  PROXY_HTTP_PORT: commonEnv.port(8080),
+  /** Stable id of this process in the admin's view of connected proxies. */
+  PROXY_ID: z.string().min(1).max(200).default(() => `${hostname()}-${process.pid}`),
+  ADMIN_GRPC_URL: grpcAddress.default('127.0.0.1:50052'),
+  LEDGER_GRPC_URL: grpcAddress.default('127.0.0.1:50051'),
+  /** Shared RPM pools when set; an in-process limiter (one replica only) when unset. */
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  PROXY_REDIS_PREFIX: z.string().min(1).default('gw:rpm:'),
+  PROXY_CONFIG_STALENESS_MS: commonEnv.durationMs(30_000),
+  /** The ledger accepts 1 s – 24 h; checked here so a bad value fails at start, not on every Reserve. */
+  RESERVE_TTL_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(600_000),
+  PROXY_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  UPSTREAM_CONNECT_TIMEOUT_MS: commonEnv.durationMs(10_000),
+  UPSTREAM_FIRST_BYTE_TIMEOUT_MS: commonEnv.durationMs(60_000),
+  UPSTREAM_TOTAL_TIMEOUT_MS: commonEnv.durationMs(300_000),
+  LEDGER_CALL_TIMEOUT_MS: commonEnv.durationMs(5_000),
+});
+
+/** The proxy's validated configuration; keys are the environment variable names. */
+export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
+
+/** Reads the proxy's configuration from an environment, reporting every problem at once (ConfigError). */
+export function loadProxyConfig(env: Record<string, string | undefined> = process.env): ProxyConfig {
+  return loadConfig('proxy', proxyConfigSchema, env);
+}

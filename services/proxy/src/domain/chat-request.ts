@@ -1,0 +1,147 @@
+import { GatewayError } from '@gateway/errors';
+import { z } from 'zod';
+
+/** Most messages one request may carry. */
+export const maxMessages = 2048;
+
+const textPartSchema = z.object({
+  type: z.literal('text', { error: 'only text content parts are supported' }),
+  text: z.string({ error: 'a text part needs a string "text"' }),
+});
+
+const contentSchema = z.union([z.string(), z.array(textPartSchema).min(1, 'content parts must not be empty')], {
+  error: 'content must be a string or a non-empty array of text parts',
+});
+
+const toolCallSchema = z.object({
+  id: z.string().min(1),
+  type: z.literal('function'),
+  function: z.object({ name: z.string().min(1), arguments: z.string() }),
+});
+
+const messageSchema = z.object({
+  role: z.enum(['system', 'user', 'assistant', 'tool', 'developer'], {
+    error: 'role must be one of system, user, assistant, tool, developer',
+  }),
+  content: contentSchema.nullish(),
+  name: z.string().min(1).max(256).optional(),
+  tool_calls: z.array(toolCallSchema).min(1).max(128).optional(),
+  tool_call_id: z.string().min(1).max(256).optional(),
+}).superRefine((message, context) => {
+  const contentMissing = message.content === undefined || message.content === null;
+  if (contentMissing && !(message.role === 'assistant' && message.tool_calls !== undefined)) {
+    context.addIssue({ code: 'custom', path: ['content'], message: 'content is required (it may be null only on an assistant message with tool_calls)' });
+  }
+  if (message.tool_calls !== undefined && message.role !== 'assistant') {
+    context.addIssue({ code: 'custom', path: ['tool_calls'], message: 'tool_calls are allowed only on assistant messages' });
+  }
+  if (message.role === 'tool' && message.tool_call_id === undefined) {
+    context.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'a tool message needs tool_call_id' });
+  }
+});
+
+const positiveTokensSchema = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
+const penaltySchema = z.number().min(-2).max(2);
+
+/**
+ * The chat completion body the gateway accepts. Fields outside this schema are dropped, never
+ * forwarded; fields inside it are forwarded only in their validated form. `null` counts as absent,
+ * as OpenAI's API treats it.
+ */
+const chatRequestSchema = z.object({
+  model: z.string({ error: 'model is required and must be a string' }).min(1, 'model must not be empty').max(256),
+  messages: z.array(messageSchema, { error: 'messages is required and must be an array' })
+    .min(1, 'messages must not be empty')
+    .max(maxMessages, `at most ${maxMessages} messages are allowed`),
+  max_tokens: positiveTokensSchema.nullish(),
+  max_completion_tokens: positiveTokensSchema.nullish(),
+  stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)], { error: 'stop must be a string or an array of at most 4 strings' }).nullish(),
+  seed: z.number().int().nullish(),
+  presence_penalty: penaltySchema.nullish(),
+  frequency_penalty: penaltySchema.nullish(),
+  user: z.string().max(256).nullish(),
+  n: z.number().int().nullish().refine((n) => n === undefined || n === null || n === 1, 'only n = 1 is supported'),
+  response_format: z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) }).nullish(),
+  tools: z.array(z.object({
+    type: z.literal('function'),
+    function: z.looseObject({ name: z.string().min(1).max(64) }),
+  })).max(128).nullish(),
+  tool_choice: z.union([
+    z.enum(['none', 'auto', 'required']),
+    z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
+  ], { error: 'tool_choice must be none, auto, required or {type: "function", function: {name}}' }).nullish(),
+  logit_bias: z.record(z.string().regex(/^\d+$/, 'logit_bias keys are token ids'), z.number().min(-100).max(100)).nullish(),
+});
+
+/** A message as validated (and as forwarded). */
+export type ChatMessage = z.infer<typeof messageSchema>;
+
+/** The optional OpenAI parameters the gateway forwards when present (see docs/proxy.md). */
+export const forwardedParams = [
+  'temperature', 'top_p', 'stop', 'seed', 'presence_penalty', 'frequency_penalty', 'user', 'n',
+  'response_format', 'tools', 'tool_choice', 'logit_bias',
+] as const;
+
+/** Name of a forwarded optional parameter. */
+export type ForwardedParam = (typeof forwardedParams)[number];
+
+/** A validated chat completion request. */
+export interface ChatRequest {
+  /** The Gateway Model slug asked for. */
+  model: string;
+  messages: ChatMessage[];
+  /** max_tokens (or its newer alias max_completion_tokens) when the caller gave one. */
+  maxTokens: number | undefined;
+  /** Forwarded optional parameters, only those present. */
+  params: Partial<Record<ForwardedParam, unknown>>;
+}
+
+/** Formats a zod issue path the way OpenAI names parameters, e.g. `messages[0].content`. */
+export function paramOf(path: readonly PropertyKey[]): string | undefined {
+  let param = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') param += `[${segment}]`;
+    else param += param === '' ? String(segment) : `.${String(segment)}`;
+  }
+  return param === '' ? undefined : param;
+}
+
+/**
+ * Validates a parsed JSON body as a chat completion request. Throws `invalid_request` with
+ * OpenAI's `param` naming the first field at fault; streaming is refused until the gateway
+ * relays SSE.
+ */
+export function parseChatRequest(body: unknown): ChatRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new GatewayError('invalid_request', { publicMessage: 'The request body must be a JSON object.' });
+  }
+  const result = chatRequestSchema.safeParse(body);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const param = paramOf(issue.path);
+    throw new GatewayError('invalid_request', {
+      publicMessage: param === undefined ? issue.message : `Invalid ${param}: ${issue.message}`,
+      ...(param === undefined ? {} : { param }),
+    });
+  }
+  const request = result.data;
+  if (request.stream === true) {
+    throw new GatewayError('invalid_request', { param: 'stream', publicMessage: 'Streaming is not supported by this gateway yet.' });
+  }
+  const maxTokens = request.max_tokens ?? request.max_completion_tokens ?? undefined;
+  if (request.max_tokens != null && request.max_completion_tokens != null && request.max_tokens !== request.max_completion_tokens) {
+    throw new GatewayError('invalid_request', {
+      param: 'max_completion_tokens',
+      publicMessage: 'max_tokens and max_completion_tokens disagree; send one of them.',
+    });
+  }
+  const params: ChatRequest['params'] = {};
+  for (const name of forwardedParams) {
+    const value = request[name];
+    if (value !== undefined && value !== null) params[name] = value;
+  }
+  return { model: request.model, messages: request.messages, maxTokens, params };
+}

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { configV1 } from '@gateway/contracts';
+import { applyConfigUpdate, type ConfigSnapshot } from './config-snapshot.ts';
+
+const options = { supportsProviderKind: (kind: string) => kind === 'openai_compatible' };
+const hashA = 'a'.repeat(64);
+const hashB = 'b'.repeat(64);
+
+function model(slug: string, overrides: Partial<configV1.GatewayModel> = {}): configV1.GatewayModel {
+  return configV1.GatewayModel.fromPartial({
+    slug, defaultMaxTokens: 16, maxContextTokens: 1024, inputPriceMicrosPerMtok: 1n, outputPriceMicrosPerMtok: 2n, createdAtS: 5n,
+    upstream: { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-x', apiKey: 'k' },
+    ...overrides,
+  });
+}
+
+function full(version: bigint, parts: Partial<configV1.ConfigUpdate> = {}): configV1.ConfigUpdate {
+  return configV1.ConfigUpdate.fromPartial({
+    version, full: true,
+    organisations: [{ id: 'o1', status: configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE, billingMode: configV1.BillingMode.BILLING_MODE_COMMERCIAL, rpmLimit: 5, allowedGatewayModelSlugs: ['m1'] }],
+    projects: [{ id: 'p1', organisationId: 'o1' }],
+    apiKeys: [{ keyHash: hashA.toUpperCase(), keyId: 'k1', projectId: 'p1' }],
+    gatewayModels: [model('m1')],
+    ...parts,
+  });
+}
+
+function applied(current: ConfigSnapshot | undefined, update: configV1.ConfigUpdate) {
+  const result = applyConfigUpdate(current, update, options);
+  if (!result.ok) throw new Error(result.reason);
+  return result;
+}
+
+describe('applyConfigUpdate', () => {
+  it('builds a snapshot from a full update, keyed for lookups, with key hashes lower-cased', () => {
+    const { snapshot, problems } = applied(undefined, full(3n));
+    expect(problems).toEqual([]);
+    expect(snapshot.version).toBe(3n);
+    expect(snapshot.keysByHash.get(hashA)).toEqual({ keyHash: hashA, keyId: 'k1', projectId: 'p1' });
+    expect(snapshot.organisationsById.get('o1')).toMatchObject({ status: 'active', billingMode: 'commercial', rpmLimit: 5 });
+    expect(snapshot.organisationsById.get('o1')!.allowedModelSlugs.has('m1')).toBe(true);
+    expect(snapshot.modelsBySlug.get('m1')).toMatchObject({ createdAtS: 5, outputPriceMicrosPerMtok: 2n });
+  });
+
+  it('applies a delta without touching the snapshot it started from', () => {
+    const first = applied(undefined, full(1n)).snapshot;
+    const { snapshot } = applied(first, configV1.ConfigUpdate.fromPartial({
+      version: 2n, removedKeyHashes: [hashA], apiKeys: [{ keyHash: hashB, keyId: 'k2', projectId: 'p1' }], removedGatewayModelSlugs: ['m1'],
+    }));
+    expect([...snapshot.keysByHash.keys()]).toEqual([hashB]);
+    expect(snapshot.modelsBySlug.size).toBe(0);
+    expect([...first.keysByHash.keys()]).toEqual([hashA]);
+    expect(first.modelsBySlug.size).toBe(1);
+  });
+
+  it('replaces everything on a full update', () => {
+    const first = applied(undefined, full(1n)).snapshot;
+    const { snapshot } = applied(first, full(2n, { apiKeys: [], gatewayModels: [] }));
+    expect(snapshot.keysByHash.size).toBe(0);
+    expect(snapshot.modelsBySlug.size).toBe(0);
+  });
+
+  it('treats a heartbeat as no change, and refuses deltas with no base or an older version', () => {
+    const first = applied(undefined, full(4n)).snapshot;
+    const heartbeat = applied(first, configV1.ConfigUpdate.fromPartial({ version: 4n }));
+    expect(heartbeat).toMatchObject({ changed: false });
+    expect(heartbeat.snapshot).toBe(first);
+    expect(applyConfigUpdate(undefined, configV1.ConfigUpdate.fromPartial({ version: 1n }), options)).toMatchObject({ ok: false });
+    expect(applyConfigUpdate(first, configV1.ConfigUpdate.fromPartial({ version: 3n, removedKeyHashes: [hashA] }), options)).toMatchObject({ ok: false });
+  });
+
+  it('leaves out invalid entries (and the older entry they meant to replace), reporting each', () => {
+    const first = applied(undefined, full(1n)).snapshot;
+    const result = applied(first, configV1.ConfigUpdate.fromPartial({
+      version: 2n,
+      gatewayModels: [model('m1', { upstream: undefined }), model('m2', { upstream: { providerKind: 'carrier_pigeon', baseUrl: 'https://x', model: 'y', apiKey: '' } })],
+      organisations: [{ id: 'o2', billingMode: configV1.BillingMode.BILLING_MODE_UNSPECIFIED }],
+      apiKeys: [{ keyHash: 'not-a-hash', keyId: 'k9', projectId: 'p1' }],
+    }));
+    expect(result.problems).toHaveLength(4);
+    expect(result.snapshot.modelsBySlug.size).toBe(0);
+    expect(result.snapshot.organisationsById.has('o2')).toBe(false);
+    expect(result.snapshot.keysByHash.size).toBe(1);
+  });
+
+  it('counts any status other than ACTIVE as suspended', () => {
+    const { snapshot } = applied(undefined, full(1n, {
+      organisations: [{ id: 'o1', status: configV1.OrganisationStatus.ORGANISATION_STATUS_UNSPECIFIED, billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 0, allowedGatewayModelSlugs: [] }],
+    }));
+    expect(snapshot.organisationsById.get('o1')).toMatchObject({ status: 'suspended', billingMode: 'internal' });
+  });
+});

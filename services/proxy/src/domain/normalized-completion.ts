@@ -1,0 +1,37 @@
+/** A tool call of a completion choice, as clients see it. */
+export interface NormalizedToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** One token's log probability, as clients see it. */
+export interface NormalizedTokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[] | null;
+  top_logprobs: Array<{ token: string; logprob: number; bytes: number[] | null }>;
+}
+
+/** One choice of a completion, in the gateway's allowlisted form. */
+export interface NormalizedChoice {
+  index: number;
+  content: string | null;
+  refusal: string | null;
+  toolCalls: NormalizedToolCall[];
+  /** One of stop, length, tool_calls, content_filter, function_call. */
+  finishReason: string;
+  logprobs: { content: NormalizedTokenLogprob[] | null; refusal: NormalizedTokenLogprob[] | null } | null;
+}
+
+/** Token counts the upstream reported. */
+export interface NormalizedUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** What the gateway takes from an upstream completion: choices, and usage when reported. */
+export interface NormalizedCompletion {
+  choices: NormalizedChoice[];
+  usage: NormalizedUsage | undefined;
+}

@@ -1,0 +1,52 @@
+import { GatewayError } from '@gateway/errors';
+import type { GatewayModelEntry } from './config-snapshot.ts';
+
+const tokensPerMillion = 1_000_000n;
+
+/** Cost of some tokens at a price in µ₹ per million tokens, rounded up to the whole µ₹. */
+export function costMicros(tokens: number | bigint, priceMicrosPerMtok: bigint): bigint {
+  const numerator = BigInt(tokens) * priceMicrosPerMtok;
+  // ceil for non-negative values; prices and token counts are never negative here.
+  return (numerator + tokensPerMillion - 1n) / tokensPerMillion;
+}
+
+/**
+ * The completion budget of a request: what the caller asked for (or the model's default),
+ * clamped to what the context window leaves after the prompt. A prompt that fills the window
+ * by itself is refused before anything is reserved.
+ */
+export function effectiveMaxTokens(requestedMaxTokens: number | undefined, model: GatewayModelEntry, promptTokens: number): number {
+  const room = model.maxContextTokens - promptTokens;
+  if (room <= 0) {
+    throw new GatewayError('invalid_request', {
+      param: 'messages',
+      publicMessage: `The messages are about ${promptTokens} tokens, which leaves no room for a reply in this model's context of ${model.maxContextTokens} tokens.`,
+    });
+  }
+  return Math.min(requestedMaxTokens ?? model.defaultMaxTokens, room);
+}
+
+/**
+ * The Reserve of a request, µ₹: ceil(promptTokens × inputPrice / 1e6) + ceil(maxTokens ×
+ * outputPrice / 1e6), and at least 1 µ₹ (the ledger holds only positive amounts, and a
+ * free-priced model still goes through the same reserve/settle path).
+ */
+export function reserveMicros(promptTokens: number, maxTokens: number, model: GatewayModelEntry): bigint {
+  const amount = costMicros(promptTokens, model.inputPriceMicrosPerMtok) + costMicros(maxTokens, model.outputPriceMicrosPerMtok);
+  return amount > 0n ? amount : 1n;
+}
+
+/** Token counts of one request's usage. */
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** Customer cost and provider cost of a usage, µ₹, each side rounded up on its own. */
+export function usageCostMicros(usage: TokenUsage, model: GatewayModelEntry): { costMicros: bigint; providerCostMicros: bigint } {
+  return {
+    costMicros: costMicros(usage.promptTokens, model.inputPriceMicrosPerMtok) + costMicros(usage.completionTokens, model.outputPriceMicrosPerMtok),
+    providerCostMicros: costMicros(usage.promptTokens, model.providerInputCostMicrosPerMtok)
+      + costMicros(usage.completionTokens, model.providerOutputCostMicrosPerMtok),
+  };
+}

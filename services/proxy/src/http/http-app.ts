@@ -1,0 +1,175 @@
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { GatewayError } from '@gateway/errors';
+import type { Logger } from '@gateway/logger';
+import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
+import { parseChatRequest } from '../domain/chat-request.ts';
+import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../domain/config-snapshot.ts';
+import { rateLimitHeaders, retryAfterSeconds, type RateLimiter } from '../domain/rate-limit.ts';
+import { completeChat, type LedgerPort, type UpstreamPort } from '../inference/complete-chat.ts';
+import { adapterFor } from '../upstreams/upstream-adapters.ts';
+import { contextOf, requestContext, sendError, type RequestContext } from './request-context.ts';
+
+/** Everything the HTTP layer uses, wired by createProxyApp. */
+export interface HttpAppServices {
+  logger: Logger;
+  /** The snapshot to serve from; undefined while there is none or it is stale. */
+  freshSnapshot(): ConfigSnapshot | undefined;
+  isReady(): boolean;
+  isShuttingDown(): boolean;
+  rateLimiter: RateLimiter;
+  ledger: LedgerPort;
+  upstream: UpstreamPort;
+  /** Tracks work that must end before the process stops. */
+  track<T>(work: Promise<T>): Promise<T>;
+  maxBodyBytes: number;
+  reserveTtlMs: number;
+  /** Responses not yet closed; filled by the request middleware. */
+  activeResponses: Set<Response>;
+}
+
+/** A handler of an inference route: gets the request's context; whatever it throws becomes the error response. */
+type InferenceHandler = (req: Request, res: Response, context: RequestContext) => Promise<void>;
+
+/** Maps body-parser's failures to the catalogue. */
+function bodyError(error: unknown, maxBodyBytes: number): GatewayError {
+  const type = (error as { type?: unknown }).type;
+  if (type === 'entity.too.large') {
+    return new GatewayError('request_too_large', { publicMessage: `The request body is larger than ${maxBodyBytes} bytes.` });
+  }
+  if (type === 'entity.parse.failed') return new GatewayError('invalid_json');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return new GatewayError('invalid_request', { publicMessage: 'The request body uses an unsupported encoding or charset.' });
+  }
+  return new GatewayError('invalid_request', { publicMessage: 'The request body could not be read.', internalMessage: `body: ${String(type)}` });
+}
+
+function sameAnswerForMissingModel(slug: string): GatewayError {
+  return new GatewayError('model_not_found', {
+    param: 'model',
+    publicMessage: `The model '${slug.slice(0, 256)}' does not exist or you do not have access to it.`,
+  });
+}
+
+/** The model a caller asked for, when it exists and the organisation may use it; one 404 otherwise. */
+function resolveModel(snapshot: ConfigSnapshot, organisation: OrganisationEntry, slug: string): GatewayModelEntry {
+  const model = snapshot.modelsBySlug.get(slug);
+  if (model === undefined || !organisation.allowedModelSlugs.has(slug)) throw sameAnswerForMissingModel(slug);
+  return model;
+}
+
+/** The OpenAI model object of a gateway model: the slug and nothing upstream. */
+function modelObject(model: GatewayModelEntry): { id: string; object: 'model'; created: number; owned_by: 'gateway' } {
+  return { id: model.slug, object: 'model', created: model.createdAtS, owned_by: 'gateway' };
+}
+
+/**
+ * The proxy's express app: `/healthz`, `/readyz`, and the OpenAI-compatible `/v1` routes.
+ * Every inference route runs, in order: fresh snapshot (else 503), API key (401/403), the
+ * organisation's RPM pool (429), then its own work (docs/proxy.md).
+ */
+export function createHttpApp(services: HttpAppServices): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.set('query parser', 'simple');
+
+  const parseJson = express.json({ limit: services.maxBodyBytes, type: () => true });
+
+  /** Reads the JSON body only once auth and RPM have passed. */
+  function readJsonBody(req: Request, res: Response): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      parseJson(req, res, (error?: unknown) => {
+        if (error !== undefined && error !== null) reject(bodyError(error, services.maxBodyBytes));
+        else resolve(req.body);
+      });
+    });
+  }
+
+  function requireSnapshot(): ConfigSnapshot {
+    const snapshot = services.freshSnapshot();
+    if (snapshot === undefined) {
+      throw new GatewayError('service_unavailable', { internalMessage: 'no fresh config snapshot' });
+    }
+    return snapshot;
+  }
+
+  /** Counts the request against its organisation's pool; sets the x-ratelimit-* headers either way. */
+  async function applyRateLimit(organisation: OrganisationEntry, res: Response, context: RequestContext): Promise<void> {
+    if (organisation.rpmLimit === 0) return; // 0: the organisation has no RPM limit
+    const decision = await services.rateLimiter.consume(organisation.id, organisation.rpmLimit, context.requestUuid);
+    res.set(rateLimitHeaders(decision));
+    if (!decision.allowed) {
+      throw new GatewayError('rate_limit_exceeded', { headers: { 'retry-after': String(retryAfterSeconds(decision)) } });
+    }
+  }
+
+  /** Snapshot, key and RPM: the common start of every inference route. */
+  async function admit(req: Request, res: Response, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }> {
+    const snapshot = requireSnapshot();
+    const caller = authenticate(snapshot, req.headers.authorization);
+    context.log.organisationId = caller.organisation.id;
+    context.log.projectId = caller.project.id;
+    await applyRateLimit(caller.organisation, res, context);
+    return { snapshot, caller };
+  }
+
+  /** Runs an inference handler as tracked work, answering with the error of anything it throws. */
+  function inference(handler: InferenceHandler): RequestHandler {
+    return (req, res) => {
+      const context = contextOf(res);
+      const work = handler(req, res, context).catch((error: unknown) => sendError(res, error));
+      context.work = work;
+      return services.track(work);
+    };
+  }
+
+  app.use(requestContext(services.logger, services.isShuttingDown, services.activeResponses));
+
+  app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
+  app.get('/readyz', (_req, res) => {
+    if (services.isReady()) res.json({ status: 'ready' });
+    else res.status(503).json({ status: 'not_ready' });
+  });
+
+  app.post('/v1/chat/completions', inference(async (req, res, context) => {
+    const { snapshot, caller } = await admit(req, res, context);
+    const request = parseChatRequest(await readJsonBody(req, res));
+    context.log.model = request.model;
+    const model = resolveModel(snapshot, caller.organisation, request.model);
+    const adapter = adapterFor(model.upstream.providerKind);
+    if (adapter === undefined) {
+      throw new GatewayError('service_unavailable', { internalMessage: `no adapter for ${model.upstream.providerKind}` });
+    }
+    const body = await completeChat(
+      {
+        ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
+        background: (work) => { void services.track(work); },
+      },
+      { requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter, request, log: context.log },
+    );
+    res.status(200).json(body);
+  }));
+
+  app.get('/v1/models', inference(async (req, res, context) => {
+    const { snapshot, caller } = await admit(req, res, context);
+    const data = [...caller.organisation.allowedModelSlugs]
+      .map((slug) => snapshot.modelsBySlug.get(slug))
+      .filter((model): model is GatewayModelEntry => model !== undefined)
+      .sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0))
+      .map(modelObject);
+    res.json({ object: 'list', data });
+  }));
+
+  app.get('/v1/models/*slug', inference(async (req, res, context) => {
+    const { snapshot, caller } = await admit(req, res, context);
+    const segments = (req.params as { slug?: string[] }).slug ?? [];
+    res.json(modelObject(resolveModel(snapshot, caller.organisation, segments.join('/'))));
+  }));
+
+  // Anything else, any method: OpenAI's answer to an unknown route is a 404 in its error shape.
+  app.use((req, res) => {
+    sendError(res, new GatewayError('not_found', { publicMessage: `Unknown route: ${req.method} ${req.path.slice(0, 200)}` }));
+  });
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => { sendError(res, error); });
+  return app;
+}

@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { toGatewayError, toHttpError, type ErrorCode } from '@gateway/errors';
+import { requestIdFrom, type Logger } from '@gateway/logger';
+import type { BillingLogFields } from '../inference/complete-chat.ts';
+
+/** What one request's log line says beyond method, path, status and duration. */
+export interface RequestLogFields extends BillingLogFields {
+  organisationId?: string;
+  projectId?: string;
+  model?: string;
+  errorCode?: ErrorCode;
+  /** Why the error happened, for operators; never shown to the client. */
+  errorDetail?: string;
+}
+
+/** Per-request state shared by the middleware and the handlers. */
+export interface RequestContext {
+  /** The caller's sane `x-request-id`, or requestUuid; echoed in `x-request-id`. */
+  requestId: string;
+  /**
+   * A UUID of ours, unique to this request even when a client reuses its request id: the
+   * reservation id derives from it, so a repeated `x-request-id` can never turn a second
+   * request into an idempotent replay of the first one's Reserve.
+   */
+  requestUuid: string;
+  log: RequestLogFields;
+  /** The handler's work; the log line waits for it even when the client hung up early. */
+  work: Promise<void> | undefined;
+}
+
+/** The context of a request (set by requestContext()). */
+export function contextOf(res: Response): RequestContext {
+  return res.locals.context as RequestContext;
+}
+
+const quietPaths = new Set(['/healthz', '/readyz']);
+
+function bigintText(value: bigint | undefined): string | undefined {
+  return value === undefined ? undefined : value.toString();
+}
+
+/**
+ * Gives each request its id (echoed as `x-request-id`) and writes exactly one log line per
+ * request once both the response and the handler's work are done. Headers and bodies are
+ * never logged, so neither the API key nor the upstream credential can reach a log. Open
+ * responses are kept in `activeResponses` so shutdown can ask them to close their connection.
+ */
+export function requestContext(logger: Logger, isShuttingDown: () => boolean, activeResponses: Set<Response>): RequestHandler {
+  return (req: Request, res: Response, next: NextFunction) => {
+    activeResponses.add(res);
+    const startedAtMs = performance.now();
+    const header = req.headers['x-request-id'];
+    const requestId = requestIdFrom(header);
+    const requestUuid = typeof header === 'string' && header === requestId ? randomUUID() : requestId;
+    const context: RequestContext = { requestId, requestUuid, log: {}, work: undefined };
+    res.locals.context = context;
+    res.setHeader('x-request-id', requestId);
+    // Keep-alive connections are not reused once shutdown starts, so the drain can finish.
+    if (isShuttingDown()) res.setHeader('connection', 'close');
+
+    res.once('close', () => {
+      activeResponses.delete(res);
+      const responseFinished = res.writableFinished;
+      void (context.work ?? Promise.resolve()).then(() => {
+        const { log } = context;
+        const line = {
+          requestId, method: req.method, path: req.path, status: res.statusCode,
+          durationMs: Math.round(performance.now() - startedAtMs),
+          organisationId: log.organisationId, projectId: log.projectId, model: log.model,
+          reservedMicros: bigintText(log.reservedMicros), debitedMicros: bigintText(log.debitedMicros),
+          usageSource: log.usageSource, promptTokens: log.promptTokens, completionTokens: log.completionTokens,
+          upstreamOutcome: log.upstreamOutcome, upstreamStatus: log.upstreamStatus,
+          errorCode: log.errorCode, errorDetail: log.errorDetail,
+          clientClosedEarly: responseFinished ? undefined : true,
+        };
+        if (quietPaths.has(req.path)) logger.debug(line, 'request');
+        else if (log.errorCode === 'internal_error') logger.error(line, 'request');
+        else if (res.statusCode >= 500) logger.warn(line, 'request');
+        else logger.info(line, 'request');
+      });
+    });
+    next();
+  };
+}
+
+/**
+ * Answers a request with the OpenAI-shaped error of anything thrown, through the one mapping
+ * of @gateway/errors, and notes the code and internal detail for the log line.
+ */
+export function sendError(res: Response, error: unknown): void {
+  const gatewayError = toGatewayError(error);
+  const context = res.locals.context as RequestContext | undefined;
+  if (context !== undefined) {
+    context.log.errorCode = gatewayError.code;
+    if (gatewayError.message !== gatewayError.publicMessage) context.log.errorDetail = gatewayError.message;
+  }
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const response = toHttpError(gatewayError);
+  res.set(response.headers);
+  res.status(response.status).json(response.body);
+}

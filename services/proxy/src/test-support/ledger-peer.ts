@@ -1,0 +1,165 @@
+import { Server, status as GrpcStatus, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { ledgerV1 } from '@gateway/contracts';
+import { startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+
+/** One organisation's wallet in the ledger peer, µ₹. credited = available + held + debited. */
+export interface PeerAccount {
+  creditedMicros: bigint;
+  availableMicros: bigint;
+  heldMicros: bigint;
+  debitedMicros: bigint;
+}
+
+interface PeerReservation {
+  request: ledgerV1.ReserveRequest;
+  /** What was taken from available (0 in internal billing mode). */
+  heldMicros: bigint;
+  state: 'held' | 'settled' | 'released';
+  settle?: { request: ledgerV1.SettleRequest; response: ledgerV1.SettleResponse };
+}
+
+/** Ledger methods whose next calls a test can make fail. */
+export type PeerMethod = 'reserve' | 'settle' | 'release';
+
+/**
+ * A small in-memory ledger for proxy tests: a real grpc-js server implementing LedgerService
+ * with wallets, reservations, settle and release (idempotent on the reservation id, balances
+ * conserved), recording every call. A test can make the next calls of a method fail with
+ * UNAVAILABLE, as a ledger that is down would.
+ */
+export interface LedgerPeer {
+  /** host:port for LEDGER_GRPC_URL. */
+  address: string;
+  calls: { reserve: ledgerV1.ReserveRequest[]; settle: ledgerV1.SettleRequest[]; release: ledgerV1.ReleaseRequest[] };
+  /** Opens (or tops up) an organisation's account. */
+  credit(organisationId: string, amountMicros: bigint): void;
+  account(organisationId: string): PeerAccount | undefined;
+  /** The state of a reservation, by id. */
+  reservationState(reservationId: string): PeerReservation['state'] | undefined;
+  /** Makes the next `count` calls of a method fail with UNAVAILABLE (they are still recorded). */
+  failNext(method: PeerMethod, count: number): void;
+  close(): Promise<void>;
+}
+
+const ok = ledgerV1.ReserveResult.RESERVE_RESULT_OK;
+
+function samePayload<T>(encode: { encode(message: T): { finish(): Uint8Array } }, a: T, b: T): boolean {
+  return Buffer.from(encode.encode(a).finish()).equals(Buffer.from(encode.encode(b).finish()));
+}
+
+/** Starts a ledger peer on 127.0.0.1, port 0. */
+export async function startLedgerPeer(): Promise<LedgerPeer> {
+  const accounts = new Map<string, PeerAccount>();
+  const reservations = new Map<string, PeerReservation>();
+  const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [] };
+  const failures: Record<PeerMethod, number> = { reserve: 0, settle: 0, release: 0 };
+
+  function handler<Req, Res>(method: PeerMethod, run: (request: Req) => Res) {
+    return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+      (calls[method] as Req[]).push(call.request);
+      if (failures[method] > 0) {
+        failures[method] -= 1;
+        callback({ code: GrpcStatus.UNAVAILABLE, details: 'injected failure' });
+        return;
+      }
+      callback(null, run(call.request));
+    };
+  }
+
+  const reserve = (request: ledgerV1.ReserveRequest): ledgerV1.ReserveResponse => {
+    const base = ledgerV1.ReserveResponse.fromPartial({});
+    const existing = reservations.get(request.reservationId);
+    const account = accounts.get(request.organisationId);
+    if (existing !== undefined) {
+      if (!samePayload(ledgerV1.ReserveRequest, existing.request, request)) return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT };
+      return { ...base, result: ok, availableMicros: account?.availableMicros ?? 0n };
+    }
+    if (request.reservationId === '' || request.amountMicros <= 0n || request.ttlMs <= 0n) {
+      return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT };
+    }
+    if (account === undefined) return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN };
+    const internal = request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL;
+    if (!internal && account.availableMicros < request.amountMicros) {
+      return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros };
+    }
+    const heldMicros = internal ? 0n : request.amountMicros;
+    account.availableMicros -= heldMicros;
+    account.heldMicros += heldMicros;
+    reservations.set(request.reservationId, { request, heldMicros, state: 'held' });
+    return { ...base, result: ok, availableMicros: account.availableMicros, expiresAtMs: BigInt(Date.now()) + request.ttlMs };
+  };
+
+  const settle = (request: ledgerV1.SettleRequest): ledgerV1.SettleResponse => {
+    const base = ledgerV1.SettleResponse.fromPartial({});
+    const reservation = reservations.get(request.reservationId);
+    if (reservation === undefined) return { ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN };
+    if (reservation.state === 'settled') {
+      return samePayload(ledgerV1.SettleRequest, reservation.settle!.request, request)
+        ? reservation.settle!.response
+        : { ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT };
+    }
+    if (reservation.state === 'released') return { ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_ALREADY_RESOLVED };
+    if (request.costMicros < 0n || request.inputTokens < 0n || request.outputTokens < 0n) {
+      return { ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_INVALID_ARGUMENT };
+    }
+    const account = accounts.get(reservation.request.organisationId)!;
+    const internal = reservation.request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL;
+    const debitedMicros = internal ? 0n : request.costMicros;
+    const overrunMicros = debitedMicros > reservation.heldMicros ? debitedMicros - reservation.heldMicros : 0n;
+    const releasedMicros = reservation.heldMicros - (debitedMicros - overrunMicros);
+    account.heldMicros -= reservation.heldMicros;
+    account.availableMicros += releasedMicros - overrunMicros;
+    account.debitedMicros += debitedMicros;
+    const response: ledgerV1.SettleResponse = {
+      ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_OK, debitedMicros, releasedMicros, overrunMicros, availableMicros: account.availableMicros,
+    };
+    reservation.state = 'settled';
+    reservation.settle = { request, response };
+    return response;
+  };
+
+  const release = (request: ledgerV1.ReleaseRequest): ledgerV1.ReleaseResponse => {
+    const base = ledgerV1.ReleaseResponse.fromPartial({});
+    const reservation = reservations.get(request.reservationId);
+    if (reservation === undefined) return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN };
+    if (reservation.state === 'settled') return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED };
+    const account = accounts.get(reservation.request.organisationId)!;
+    if (reservation.state === 'held') {
+      account.heldMicros -= reservation.heldMicros;
+      account.availableMicros += reservation.heldMicros;
+      reservation.state = 'released';
+    }
+    return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_OK, releasedMicros: reservation.heldMicros, availableMicros: account.availableMicros };
+  };
+
+  const unimplemented = (_call: unknown, callback: sendUnaryData<never>) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
+  const server = new Server();
+  server.addService(ledgerV1.LedgerServiceService, {
+    reserve: handler('reserve', reserve),
+    settle: handler('settle', settle),
+    release: handler('release', release),
+    openAccount: unimplemented,
+    credit: unimplemented,
+    getBalance: unimplemented,
+    listUsage: unimplemented,
+  });
+  const port = await startGrpcServer(server, '127.0.0.1', 0);
+
+  return {
+    address: `127.0.0.1:${port}`,
+    calls,
+    credit(organisationId, amountMicros) {
+      const account = accounts.get(organisationId) ?? { creditedMicros: 0n, availableMicros: 0n, heldMicros: 0n, debitedMicros: 0n };
+      account.creditedMicros += amountMicros;
+      account.availableMicros += amountMicros;
+      accounts.set(organisationId, account);
+    },
+    account: (organisationId) => {
+      const account = accounts.get(organisationId);
+      return account === undefined ? undefined : { ...account };
+    },
+    reservationState: (reservationId) => reservations.get(reservationId)?.state,
+    failNext(method, count) { failures[method] = count; },
+    close: () => stopGrpcServer(server, 100),
+  };
+}

@@ -1,0 +1,125 @@
+import { Agent } from 'undici';
+import type { UpstreamRequest } from './upstream-adapter.ts';
+
+/**
+ * What became of one upstream call. The distinction that matters for money: `unreachable`
+ * means the request never left (the Reserve is released); every other outcome means it may
+ * have reached the provider (the Reserve is settled).
+ */
+export type UpstreamOutcome =
+  /** A 2xx answer whose body parsed as JSON. */
+  | { kind: 'response'; statusCode: number; json: unknown }
+  /** A non-2xx answer; its body is discarded unread (vendor text never travels further). */
+  | { kind: 'http_error'; statusCode: number }
+  /** The connection could not be made; nothing was sent. */
+  | { kind: 'unreachable'; reason: string }
+  /** No first byte, a stalled body, or the total time ran out, after the request was sent. */
+  | { kind: 'timeout'; reason: string }
+  /** Sent, but the answer was broken (reset, not JSON, too large). */
+  | { kind: 'failed'; reason: string };
+
+/** Timeouts and limits of the upstream transport. */
+export interface UpstreamTransportOptions {
+  connectTimeoutMs: number;
+  /** Longest wait for the response headers after sending, and longest gap inside the body, ms. */
+  firstByteTimeoutMs: number;
+  /** Longest a whole call may take, ms. */
+  totalTimeoutMs: number;
+  /** Largest response body read, bytes. */
+  maxResponseBytes?: number;
+}
+
+// Errors raised while connecting (DNS, TCP, TLS): the request was never written.
+const connectErrorCodes = new Set([
+  'UND_ERR_CONNECT_TIMEOUT', 'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
+  'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'ERR_SSL_WRONG_VERSION_NUMBER',
+]);
+const timeoutErrorCodes = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+function errorCodeOf(error: unknown): string | undefined {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+/** Text of an error for logs: its code and class, never a URL with credentials or a body. */
+function reasonOf(error: unknown): string {
+  const code = errorCodeOf(error);
+  const name = error instanceof Error ? error.name : typeof error;
+  return code === undefined ? name : `${name} ${code}`;
+}
+
+class ResponseTooLargeError extends Error {
+  override name = 'ResponseTooLargeError';
+}
+
+/**
+ * The one HTTP transport all adapters share: an undici Agent, which keeps a keep-alive pool
+ * per upstream origin, with connect, first-byte and total timeouts. It never follows redirects.
+ */
+export class UpstreamTransport {
+  readonly #agent: Agent;
+  readonly #totalTimeoutMs: number;
+  readonly #maxResponseBytes: number;
+
+  /** Creates the shared agent; connections open on first use. */
+  constructor(options: UpstreamTransportOptions) {
+    this.#agent = new Agent({
+      connect: { timeout: options.connectTimeoutMs },
+      headersTimeout: options.firstByteTimeoutMs,
+      bodyTimeout: options.firstByteTimeoutMs,
+      keepAliveTimeout: 30_000,
+    });
+    this.#totalTimeoutMs = options.totalTimeoutMs;
+    this.#maxResponseBytes = options.maxResponseBytes ?? 16 * 1024 * 1024;
+  }
+
+  /** Sends one request to an upstream whose base URL is e.g. `https://api.example.com/v1`. */
+  async send(baseUrl: string, request: UpstreamRequest): Promise<UpstreamOutcome> {
+    const base = new URL(baseUrl);
+    const path = `${base.pathname.replace(/\/+$/, '')}${request.path}`;
+    const abort = new AbortController();
+    let totalTimedOut = false;
+    const timer = setTimeout(() => { totalTimedOut = true; abort.abort(); }, this.#totalTimeoutMs);
+    try {
+      const response = await this.#agent.request({
+        origin: base.origin, path, method: 'POST', headers: request.headers, body: request.body, signal: abort.signal,
+      });
+      if (response.statusCode < 200 || response.statusCode >= 300) {
+        await response.body.dump().catch(() => undefined);
+        return { kind: 'http_error', statusCode: response.statusCode };
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body) {
+        size += (chunk as Buffer).length;
+        if (size > this.#maxResponseBytes) {
+          response.body.destroy();
+          throw new ResponseTooLargeError(`response larger than ${this.#maxResponseBytes} bytes`);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      try {
+        return { kind: 'response', statusCode: response.statusCode, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+      } catch {
+        return { kind: 'failed', reason: 'response body is not JSON' };
+      }
+    } catch (error) {
+      if (totalTimedOut) return { kind: 'timeout', reason: `no complete answer within ${this.#totalTimeoutMs} ms` };
+      const code = errorCodeOf(error);
+      if (code !== undefined && timeoutErrorCodes.has(code)) return { kind: 'timeout', reason: reasonOf(error) };
+      if (code !== undefined && connectErrorCodes.has(code)) return { kind: 'unreachable', reason: reasonOf(error) };
+      return { kind: 'failed', reason: reasonOf(error) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Closes every pooled connection; in-flight calls fail. */
+  async close(): Promise<void> {
+    await this.#agent.destroy();
+  }
+}
