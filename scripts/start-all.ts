@@ -1,1 +1,155 @@
-export {};
+/**
+ * `pnpm start`: the whole gateway on one machine, in one process. Ledger, admin and proxy run
+ * as in production (each its own servers, talking over gRPC on loopback), over embedded PGlite
+ * under DATA_DIR unless DATABASE_URL is set, with an in-process rate limiter unless REDIS_URL is
+ * set, plus the built-in demo upstream so a first completion needs no provider account.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createLogger } from '@gateway/logger';
+import { startFakeUpstream } from '@gateway/fake-upstream';
+import { createLedgerApp, loadLedgerConfig } from '@gateway/ledger';
+import { createAdminApp, loadAdminConfig } from '@gateway/admin';
+import { createProxyApp, loadProxyConfig } from '@gateway/proxy';
+import { ConfigError } from '@gateway/config';
+
+type Env = Record<string, string | undefined>;
+
+const env: Env = { ...process.env };
+const dataDir = resolve(env.DATA_DIR || '.data');
+const bindHost = env.BIND_HOST || '127.0.0.1';
+const demoUpstreamPort = Number(env.DEMO_UPSTREAM_PORT || 8788);
+
+/**
+ * The admin's encryption key for upstream credentials. In production it comes from a secret
+ * store; for the single-machine default it is generated once and kept beside the data it
+ * protects, readable by its owner only.
+ */
+function developmentEncryptionKey(): string {
+  if (env.ADMIN_ENCRYPTION_KEY) return env.ADMIN_ENCRYPTION_KEY;
+  mkdirSync(dataDir, { recursive: true });
+  const path = join(dataDir, 'admin-encryption.key');
+  if (!existsSync(path)) writeFileSync(path, randomBytes(32).toString('base64'), { mode: 0o600 });
+  return readFileSync(path, 'utf8').trim();
+}
+
+/** An env var's value if the operator set it, else the value this launcher picks. */
+function orDefault(name: string, fallback: string): string {
+  return env[name] || fallback;
+}
+
+function printBanner(lines: string[]): void {
+  const rule = '─'.repeat(78);
+  process.stdout.write(`\n${rule}\n${lines.join('\n')}\n${rule}\n\n`);
+}
+
+/** What has started so far, stopped in reverse order (proxy first) on a signal or a failed start. */
+const running: Array<{ name: string; close(): Promise<void> }> = [];
+let stopping = false;
+
+async function stopAll(exitCode: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    // Proxy first so every reservation is settled or released while the ledger still runs.
+    for (const part of [...running].reverse()) {
+      await part.close().catch((error: unknown) => process.stderr.write(`${part.name} did not stop cleanly: ${String(error)}\n`));
+    }
+  }
+  process.exit(exitCode);
+}
+
+// Installed before anything starts, so a signal during start-up also stops what has started.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    process.stdout.write(`\n${signal}: stopping (in-flight requests finish first)...\n`);
+    void stopAll(0);
+  });
+}
+
+async function main(): Promise<void> {
+  const logLevel = orDefault('LOG_LEVEL', 'info');
+  const shared: Env = { ...env, DATA_DIR: dataDir, BIND_HOST: bindHost, LOG_LEVEL: logLevel };
+
+  const demoUpstream = await startFakeUpstream({ host: '127.0.0.1', port: demoUpstreamPort, name: 'demo' });
+  running.push({ name: 'demo upstream', close: () => demoUpstream.close() });
+
+  const ledger = await createLedgerApp(
+    loadLedgerConfig({ ...shared, LEDGER_GRPC_PORT: orDefault('LEDGER_GRPC_PORT', '0'), LEDGER_HTTP_PORT: orDefault('LEDGER_HTTP_PORT', '0') }),
+    { logger: createLogger('ledger', logLevel as 'info') },
+  );
+  running.push({ name: 'ledger', close: () => ledger.close() });
+  const ledgerUrl = `127.0.0.1:${ledger.ports.grpc}`;
+
+  let bootstrapToken: string | undefined;
+  const admin = await createAdminApp(
+    loadAdminConfig({
+      ...shared,
+      ADMIN_GRPC_PORT: orDefault('ADMIN_GRPC_PORT', '0'),
+      LEDGER_GRPC_URL: ledgerUrl,
+      ADMIN_ENCRYPTION_KEY: developmentEncryptionKey(),
+      DEMO_UPSTREAM_URL: demoUpstream.baseUrl,
+      // The demo upstream lives on loopback; a production admin keeps this false (SSRF guard).
+      ADMIN_ALLOW_PRIVATE_UPSTREAMS: orDefault('ADMIN_ALLOW_PRIVATE_UPSTREAMS', 'true'),
+    }),
+    { logger: createLogger('admin', logLevel as 'info'), onBootstrapToken: (secret) => { bootstrapToken = secret; } },
+  );
+
+  running.push({ name: 'admin', close: () => admin.close() });
+
+  const proxy = await createProxyApp(
+    loadProxyConfig({ ...shared, ADMIN_GRPC_URL: `127.0.0.1:${admin.ports.grpc}`, LEDGER_GRPC_URL: ledgerUrl }),
+    { logger: createLogger('proxy', logLevel as 'info') },
+  );
+  running.push({ name: 'proxy', close: () => proxy.close() });
+
+  // The proxy serves nothing until its first snapshot; wait for it so "ready" means ready.
+  const readyBy = Date.now() + 15_000;
+  while (!proxy.isReady()) {
+    if (Date.now() > readyBy) throw new Error('the proxy did not receive its configuration from the admin within 15 s');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  const proxyUrl = `http://${bindHost}:${proxy.ports.http}/v1`;
+  const adminUrl = `http://${bindHost}:${admin.ports.http}/admin/v1`;
+  const lines = [
+    'The gateway is running.',
+    `  OpenAI-compatible API:  ${proxyUrl}`,
+    `  Admin API:              ${adminUrl}   (OpenAPI: ${adminUrl}/openapi.json)`,
+    `  Demo upstream:          ${demoUpstream.baseUrl}   (built-in demo; gateway model "demo")`,
+    `  Data:                   ${env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : `embedded PGlite in ${dataDir}`}`,
+    `  Rate limiter:           ${env.REDIS_URL ? 'Redis at REDIS_URL' : 'in-process (set REDIS_URL to share it between replicas)'}`,
+  ];
+  if (bootstrapToken) {
+    lines.push(
+      '',
+      'First start: this is your platform-admin token. It is shown ONCE and stored only as a hash:',
+      '',
+      `  export GATEWAY_ADMIN_TOKEN=${bootstrapToken}`,
+      '',
+      'Next: create an organisation, credit it and create a project (README, "Walkthrough"):',
+      `  curl -s ${adminUrl}/organisations -H "Authorization: Bearer $GATEWAY_ADMIN_TOKEN" \\`,
+      `    -H 'content-type: application/json' -d '{"name":"Acme","allowed_gateway_models":["demo"]}'`,
+    );
+  } else {
+    lines.push('', 'Use the platform-admin token printed at first start (README, "Walkthrough").');
+  }
+  lines.push('', 'Stop with Ctrl-C.');
+  printBanner(lines);
+}
+
+main().catch(async (error: unknown) => {
+  const code = (error as { code?: string }).code;
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+  } else if (code === 'EADDRINUSE') {
+    const port = (error as { port?: number }).port;
+    process.stderr.write(
+      `The gateway could not start: port ${port} is already in use (is another gateway running?). ` +
+      'Stop it, or choose other ports with PROXY_HTTP_PORT, ADMIN_HTTP_PORT and DEMO_UPSTREAM_PORT.\n',
+    );
+  } else {
+    process.stderr.write(`The gateway could not start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  }
+  await stopAll(1);
+});
