@@ -86,9 +86,12 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     cleanups.push(() => health.close());
 
     const grpcServer = new Server();
-    grpcServer.addService(ledgerV1.LedgerServiceService, createLedgerGrpcService(database, logger));
+    const service = createLedgerGrpcService(database, logger, { pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS });
+    grpcServer.addService(ledgerV1.LedgerServiceService, service.implementation);
     const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT);
     cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
+    // Watches never finish on their own: end them first so the drain waits only for unary calls.
+    cleanups.push(async () => { service.endWatches(); });
 
     const sweeper: ExpirySweeper = startExpirySweeper({
       database, logger, intervalMs: config.LEDGER_SWEEP_INTERVAL_MS,

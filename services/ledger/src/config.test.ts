@@ -7,6 +7,7 @@ describe('loadLedgerConfig', () => {
     expect(loadLedgerConfig({})).toEqual({
       BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', DATA_DIR: '.data', SHUTDOWN_GRACE_MS: 10_000,
       LEDGER_GRPC_PORT: 50051, LEDGER_HTTP_PORT: 8082, LEDGER_SWEEP_INTERVAL_MS: 5_000, LEDGER_DB_POOL_SIZE: 10,
+      LEDGER_ALERT_POLL_INTERVAL_MS: 1_000,
     });
   });
 

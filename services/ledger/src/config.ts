@@ -17,6 +17,8 @@ export const ledgerConfigSchema = z.object({
   LEDGER_HTTP_PORT: commonEnv.port(8082),
   /** How often the sweeper looks for reservations past their deadline, ms. */
   LEDGER_SWEEP_INTERVAL_MS: commonEnv.durationMs(5_000),
+  /** How often a WatchBudgetAlerts stream looks for new alerts, ms. */
+  LEDGER_ALERT_POLL_INTERVAL_MS: commonEnv.durationMs(1_000),
   /** Connections in the PostgreSQL pool (ignored with PGlite). */
   LEDGER_DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
 });

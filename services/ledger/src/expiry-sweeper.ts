@@ -43,7 +43,10 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
         const result = await expireDueReservations(options.database, batchSize);
         expired += result.expiredCount;
         if (result.expiredCount > 0) {
-          options.logger.info({ expiredCount: result.expiredCount, releasedMicros: result.releasedMicros.toString() }, 'expired reservations');
+          options.logger.info({
+            expiredCount: result.expiredCount, releasedMicros: result.releasedMicros.toString(),
+            chargedMicros: result.chargedMicros.toString(),
+          }, 'expired reservations');
         }
         if (result.expiredCount < batchSize) break;
       }

@@ -6,7 +6,8 @@ export { createLedgerApp, type LedgerApp, type LedgerAppDeps } from './app.ts';
 export { ledgerConfigSchema, loadLedgerConfig, type LedgerConfig } from './config.ts';
 /** The conservation check: recomputes balances from the rows and lists every disagreement. */
 export {
-  findBalanceDifferences, recomputeBalances, type BalanceCheck, type BalanceDifference, type BalanceName,
+  findBalanceDifferences, recomputeBalances, verifyLedger, type BalanceCheck, type BalanceDifference, type BalanceName,
+  type LedgerVerification,
 } from './domain/find-balance-differences.ts';
 /** Vocabulary of the ledger's balances and reservations. */
 export type { Balances, BillingMode, ReservationStatus, UsageSource } from './domain/ledger-types.ts';

@@ -18,11 +18,22 @@ export interface FakeLedger {
   credits: Map<string, { organisationId: string; amountMicros: bigint; reason: string }>;
   /** Usage records the tests seed; ListUsage serves them. */
   usage: ledgerV1.UsageRecord[];
+  /** Project budgets by project id (cap µ₹, soft-alert percent); SetProjectBudget with cap 0 deletes. */
+  budgets: Map<string, { organisationId: string; monthlyCapMicros: bigint; softAlertPercent: number }>;
+  /** Project spend this month by project id, µ₹, as the tests seed it; GetProjectSpend serves it. */
+  spend: Map<string, { settledMicros: bigint; heldMicros: bigint; softAlertRaised: boolean }>;
+  /** SetProjectBudget requests by request id (idempotency). */
+  budgetRequests: Map<string, ledgerV1.SetProjectBudgetRequest>;
   /** Names of the methods called, in order. */
   calls: string[];
   /** Makes the next call of a method fail with UNAVAILABLE, as a ledger that is down would. */
-  failNext(method: 'openAccount' | 'credit' | 'getBalance' | 'listUsage'): void;
+  failNext(method: 'openAccount' | 'credit' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'summarizeUsage'): void;
   close(): Promise<void>;
+}
+
+/** The calendar day of an instant in Asia/Kolkata (UTC+05:30, no daylight saving), e.g. `2026-11-21`. */
+function kolkataDay(epochMs: number): string {
+  return new Date(epochMs + 330 * 60_000).toISOString().slice(0, 10);
 }
 
 /** Starts the fake ledger on 127.0.0.1 and a free port. */
@@ -30,6 +41,9 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const accounts: FakeLedger['accounts'] = new Map();
   const credits: FakeLedger['credits'] = new Map();
   const usage: ledgerV1.UsageRecord[] = [];
+  const budgets: FakeLedger['budgets'] = new Map();
+  const spend: FakeLedger['spend'] = new Map();
+  const budgetRequests: FakeLedger['budgetRequests'] = new Map();
   const calls: string[] = [];
   const failing = new Set<string>();
 
@@ -90,9 +104,66 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       const nextPageToken = offset + pageSize < matching.length ? String(offset + pageSize) : '';
       return ledgerV1.ListUsageResponse.fromPartial({ records, nextPageToken });
     }),
+    setProjectBudget: unary('setProjectBudget', (request: ledgerV1.SetProjectBudgetRequest) => {
+      const result = ledgerV1.SetProjectBudgetResult;
+      const previous = budgetRequests.get(request.requestId);
+      if (previous) {
+        const same = previous.organisationId === request.organisationId && previous.projectId === request.projectId
+          && previous.monthlyCapMicros === request.monthlyCapMicros && previous.softAlertPercent === request.softAlertPercent;
+        return ledgerV1.SetProjectBudgetResponse.fromPartial({ result: same ? result.SET_PROJECT_BUDGET_RESULT_OK : result.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT });
+      }
+      const clearing = request.monthlyCapMicros === 0n;
+      if (request.requestId === '' || request.projectId === '' || request.monthlyCapMicros < 0n
+        || (!clearing && (request.softAlertPercent < 1 || request.softAlertPercent > 100))) {
+        return ledgerV1.SetProjectBudgetResponse.fromPartial({ result: result.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT, detail: 'bad budget' });
+      }
+      if (!accounts.has(request.organisationId)) return ledgerV1.SetProjectBudgetResponse.fromPartial({ result: result.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN });
+      budgetRequests.set(request.requestId, request);
+      if (clearing) budgets.delete(request.projectId);
+      else budgets.set(request.projectId, { organisationId: request.organisationId, monthlyCapMicros: request.monthlyCapMicros, softAlertPercent: request.softAlertPercent });
+      return ledgerV1.SetProjectBudgetResponse.fromPartial({ result: result.SET_PROJECT_BUDGET_RESULT_OK });
+    }),
+    getProjectSpend: unary('getProjectSpend', (request: ledgerV1.GetProjectSpendRequest) => {
+      const budget = budgets.get(request.projectId);
+      const spent = spend.get(request.projectId);
+      return ledgerV1.GetProjectSpendResponse.fromPartial({
+        month: kolkataDay(Date.now()).slice(0, 7),
+        settledMicros: spent?.settledMicros ?? 0n,
+        heldMicros: spent?.heldMicros ?? 0n,
+        monthlyCapMicros: budget?.monthlyCapMicros ?? 0n,
+        softAlertPercent: budget?.softAlertPercent ?? 0,
+        softAlertRaised: spent?.softAlertRaised ?? false,
+      });
+    }),
+    summarizeUsage: unary('summarizeUsage', (request: ledgerV1.SummarizeUsageRequest) => {
+      const rows = new Map<string, ledgerV1.UsageSummaryRow>();
+      for (const record of usage) {
+        if (record.organisationId !== request.organisationId) continue;
+        if (request.projectId !== '' && record.projectId !== request.projectId) continue;
+        if (request.fromMs !== 0n && record.createdAtMs < request.fromMs) continue;
+        if (request.toMs !== 0n && record.createdAtMs >= request.toMs) continue;
+        const day = kolkataDay(Number(record.createdAtMs));
+        const key = `${day} ${record.modelSlug}`;
+        const row = rows.get(key) ?? ledgerV1.UsageSummaryRow.fromPartial({ day, modelSlug: record.modelSlug });
+        row.requests += 1n;
+        row.inputTokens += record.inputTokens;
+        row.outputTokens += record.outputTokens;
+        row.costMicros += record.costMicros;
+        row.providerCostMicros += record.providerCostMicros;
+        row.debitedMicros += record.debitedMicros;
+        rows.set(key, row);
+      }
+      return ledgerV1.SummarizeUsageResponse.fromPartial({ rows: [...rows.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, row]) => row) });
+    }),
     reserve: unimplemented,
     settle: unimplemented,
     release: unimplemented,
+    checkpoint: unimplemented,
+    listBudgetAlerts: unimplemented,
+    verify: unimplemented,
+    watchBudgetAlerts: (call) => {
+      call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });
+    },
   };
 
   const server = new Server();
@@ -100,7 +171,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const port = await startGrpcServer(server, '127.0.0.1', 0);
   return {
     target: `127.0.0.1:${port}`,
-    accounts, credits, usage, calls,
+    accounts, credits, usage, budgets, spend, budgetRequests, calls,
     failNext: (method) => { failing.add(method); },
     close: () => stopGrpcServer(server, 1_000),
   };

@@ -1,6 +1,8 @@
 import type { Database } from '@gateway/db';
 import type { BillingMode } from './ledger-types.ts';
 import { appendMovement } from './append-movement.ts';
+import { addProjectSpend, raiseSoftAlertIfDue } from './project-budget.ts';
+import { splitSettlement } from './settlement-split.ts';
 
 /** What one expiry batch resolved. */
 export interface ExpiryBatchResult {
@@ -8,22 +10,43 @@ export interface ExpiryBatchResult {
   expiredCount: number;
   /** Hold returned to available across them, µ₹. */
   releasedMicros: bigint;
+  /** Charged from checkpoints across them, µ₹ (commercial debits; internal usage is recorded, not debited). */
+  chargedMicros: bigint;
 }
 
-/** A reservation the batch expired. */
+/** A reservation the batch expired, with its last checkpoint. */
 interface ExpiredRow {
   id: string;
   organisation_id: string;
+  project_id: string;
   billing_mode: BillingMode;
   amount_micros: bigint;
+  model_slug: string;
+  checkpoint_sequence: bigint;
+  checkpoint_input_tokens: bigint;
+  checkpoint_output_tokens: bigint;
+  checkpoint_cost_micros: bigint;
+  checkpoint_provider_cost_micros: bigint;
+}
+
+/** How one expiry moves money: charged from the checkpoint (from hold, then beyond it) and returned, µ₹. */
+interface ExpiryMoney {
+  row: ExpiredRow;
+  chargedMicros: bigint;
+  fromHoldMicros: bigint;
+  overrunMicros: bigint;
+  releasedMicros: bigint;
 }
 
 /**
  * Expires up to `batchSize` held reservations whose deadline has passed by the database clock
- * (law 7): status becomes `expired`, each commercial hold returns to available with one
- * `expire` movement, all in one transaction. `FOR UPDATE SKIP LOCKED` lets several ledger
- * replicas sweep at once without waiting on each other or on a settle holding a row; the
- * status re-check under the lock means a reservation settled or released meanwhile is left alone.
+ * (law 7), all in one transaction. Without a checkpoint the hold returns to available (one
+ * `expire` movement). With one, the checkpointed cost is charged like a settlement (a `settle`
+ * movement, then `expire` for the rest of the hold) and one provisional usage record is written
+ * from the checkpoint, so a stream whose proxy died is charged what it delivered, not zero; a
+ * late settle may finalise that record. `FOR UPDATE SKIP LOCKED` lets several ledger replicas
+ * sweep at once without waiting on each other or on a settle holding a row; the status
+ * re-check under the lock leaves alone a reservation settled or released meanwhile.
  */
 export async function expireDueReservations(db: Database, batchSize: number): Promise<ExpiryBatchResult> {
   return db.transaction(async (tx) => {
@@ -35,35 +58,80 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
          LIMIT $1
          FOR UPDATE SKIP LOCKED
        )
-       UPDATE reservations AS r SET status = 'expired', resolved_at = now()
+       UPDATE reservations AS r SET status = 'expired', resolved_at = now(),
+         expiry_charged_micros = CASE WHEN r.checkpoint_sequence > 0 THEN r.checkpoint_cost_micros END
        FROM due WHERE r.id = due.id
-       RETURNING r.id, r.organisation_id, r.billing_mode, r.amount_micros`,
+       RETURNING r.id, r.organisation_id, r.project_id, r.billing_mode, r.amount_micros, r.model_slug,
+         r.checkpoint_sequence, r.checkpoint_input_tokens, r.checkpoint_output_tokens, r.checkpoint_cost_micros,
+         r.checkpoint_provider_cost_micros`,
       [batchSize],
     );
-    const heldByOrganisation = new Map<string, bigint>();
-    for (const row of rows) {
-      if (row.billing_mode !== 'commercial') continue;
-      heldByOrganisation.set(row.organisation_id, (heldByOrganisation.get(row.organisation_id) ?? 0n) + row.amount_micros);
+    const moneys: ExpiryMoney[] = rows.map((row) => {
+      if (row.billing_mode !== 'commercial') {
+        return { row, chargedMicros: 0n, fromHoldMicros: 0n, overrunMicros: 0n, releasedMicros: 0n };
+      }
+      const split = splitSettlement(row.amount_micros, row.checkpoint_cost_micros);
+      return { row, chargedMicros: split.debitedMicros, fromHoldMicros: split.fromHoldMicros, overrunMicros: split.overrunMicros, releasedMicros: split.releasedMicros };
+    });
+
+    const byOrganisation = new Map<string, { held: bigint; available: bigint; debited: bigint }>();
+    for (const money of moneys) {
+      if (money.row.billing_mode !== 'commercial') continue;
+      const sums = byOrganisation.get(money.row.organisation_id) ?? { held: 0n, available: 0n, debited: 0n };
+      sums.held += money.row.amount_micros;
+      sums.available += money.releasedMicros - money.overrunMicros;
+      sums.debited += money.chargedMicros;
+      byOrganisation.set(money.row.organisation_id, sums);
     }
     // Accounts in a fixed order, so two sweepers (or a sweeper and a settle) never deadlock.
-    const organisations = [...heldByOrganisation.keys()].sort();
     let releasedMicros = 0n;
-    for (const organisationId of organisations) {
-      const amountMicros = heldByOrganisation.get(organisationId)!;
+    let chargedMicros = 0n;
+    for (const organisationId of [...byOrganisation.keys()].sort()) {
+      const sums = byOrganisation.get(organisationId)!;
       await tx.query(
-        `UPDATE accounts SET held_micros = held_micros - $2, available_micros = available_micros + $2
+        `UPDATE accounts SET held_micros = held_micros - $2, available_micros = available_micros + $3,
+           debited_micros = debited_micros + $4
          WHERE organisation_id = $1`,
-        [organisationId, amountMicros],
+        [organisationId, sums.held, sums.available, sums.debited],
       );
-      releasedMicros += amountMicros;
     }
-    for (const row of rows) {
-      if (row.billing_mode !== 'commercial') continue;
-      await appendMovement(tx, {
-        organisationId: row.organisation_id, kind: 'expire', amountMicros: row.amount_micros,
-        reservationId: row.id, detail: { reason: 'deadline passed' },
+    for (const money of moneys) {
+      const { row } = money;
+      releasedMicros += money.releasedMicros;
+      chargedMicros += money.chargedMicros;
+      if (row.billing_mode === 'commercial') {
+        await appendMovement(tx, {
+          organisationId: row.organisation_id, kind: 'settle', amountMicros: money.chargedMicros,
+          overrunMicros: money.overrunMicros, reservationId: row.id,
+          detail: { reason: 'charged from checkpoint at expiry', checkpointSequence: String(row.checkpoint_sequence) },
+        });
+        await appendMovement(tx, {
+          organisationId: row.organisation_id, kind: 'expire', amountMicros: money.releasedMicros,
+          reservationId: row.id, detail: { reason: 'deadline passed' },
+        });
+      }
+    }
+    // Usage records and project spend, projects in a fixed order (spend rows are locked by the upsert).
+    const checkpointed = moneys.filter((money) => money.row.checkpoint_sequence > 0n)
+      .sort((a, b) => (a.row.project_id < b.row.project_id ? -1 : a.row.project_id > b.row.project_id ? 1 : 0));
+    for (const money of checkpointed) {
+      const { row } = money;
+      const inserted = await tx.query<{ month: string }>(
+        `INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
+           cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, provisional)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'gateway_estimate', '', true)
+         RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month`,
+        [row.id, row.organisation_id, row.project_id, row.model_slug, row.checkpoint_input_tokens, row.checkpoint_output_tokens,
+          row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, money.chargedMicros, row.billing_mode],
+      );
+      await addProjectSpend(tx, {
+        projectId: row.project_id, organisationId: row.organisation_id, month: inserted.rows[0]!.month,
+        costMicros: row.checkpoint_cost_micros,
       });
     }
-    return { expiredCount: rows.length, releasedMicros };
+    for (const projectId of new Set(checkpointed.map((money) => money.row.project_id))) {
+      await raiseSoftAlertIfDue(tx, projectId);
+    }
+    return { expiredCount: rows.length, releasedMicros, chargedMicros };
   });
 }

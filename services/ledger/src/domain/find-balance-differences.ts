@@ -2,7 +2,7 @@ import type { Database, Queryable } from '@gateway/db';
 import type { Balances } from './ledger-types.ts';
 
 /** Which balance column a difference is about. */
-export type BalanceName = 'credited' | 'available' | 'held' | 'debited';
+export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'project_settled';
 
 /**
  * Which check found a difference:
@@ -10,9 +10,10 @@ export type BalanceName = 'credited' | 'available' | 'held' | 'debited';
  * - `movements`: a balance differs from the sum of its movement deltas;
  * - `credits`: credited differs from the sum of the credits table;
  * - `holds`: held differs from the Reserves of commercial reservations still held;
- * - `usage`: debited differs from the sum debited on usage records.
+ * - `usage`: debited differs from the sum debited on usage records;
+ * - `project_spend`: a project's settled spend of a month differs from its usage records' cost.
  */
-export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage';
+export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage' | 'project_spend';
 
 /** One disagreement between an account's stored balance and what the rows say it must be, µ₹. */
 export interface BalanceDifference {
@@ -23,6 +24,8 @@ export interface BalanceDifference {
   accountMicros: bigint;
   /** What the rows add up to (for conservation: available + held + debited). */
   recomputedMicros: bigint;
+  /** For `project_spend`: which project and month (Asia/Kolkata). */
+  projectMonth?: { projectId: string; month: string };
 }
 
 /** A sum per organisation, as SQL returns it. */
@@ -64,7 +67,18 @@ export async function recomputeBalances(db: Queryable): Promise<Map<string, Bala
  * debits. Returns every difference found; an empty list means the ledger agrees to the µ₹.
  */
 export async function findBalanceDifferences(db: Database): Promise<BalanceDifference[]> {
-  return db.transaction(async (tx) => {
+  return (await verifyLedger(db)).differences;
+}
+
+/** What a verification found: how many accounts it checked, and every difference. */
+export interface LedgerVerification {
+  accountsChecked: bigint;
+  differences: BalanceDifference[];
+}
+
+/** Runs every check of findBalanceDifferences in one snapshot and also reports how many accounts it checked. */
+export async function verifyLedger(db: Database): Promise<LedgerVerification> {
+  return db.transaction(async (tx): Promise<LedgerVerification> => {
     const accounts = await tx.query<{ organisation_id: string } & Record<'credited_micros' | 'available_micros' | 'held_micros' | 'debited_micros', bigint>>(
       'SELECT organisation_id, credited_micros, available_micros, held_micros, debited_micros FROM accounts',
     );
@@ -101,7 +115,8 @@ export async function findBalanceDifferences(db: Database): Promise<BalanceDiffe
       note(id, 'movements', 'held', 0n, moved.heldMicros);
       note(id, 'movements', 'debited', 0n, moved.debitedMicros);
     }
-    return differences;
+    differences.push(...await projectSpendDifferences(tx));
+    return { accountsChecked: BigInt(accounts.rows.length), differences };
   }, { isolation: 'repeatable read' });
 }
 
@@ -109,4 +124,34 @@ export async function findBalanceDifferences(db: Database): Promise<BalanceDiffe
 async function sumsBy(tx: Queryable, sql: string): Promise<Map<string, bigint>> {
   const { rows } = await tx.query<SumRow>(sql);
   return new Map(rows.map((row) => [row.organisation_id, row.total]));
+}
+
+/** A project month's settled spend, as the counter holds it and as its usage records add up. */
+interface ProjectSpendRow {
+  organisation_id: string;
+  project_id: string;
+  month: string;
+  counter: bigint | null;
+  recomputed: string | null;
+}
+
+/** Compares every project_month_spend counter with the cost of the usage records of that project and month. */
+async function projectSpendDifferences(tx: Queryable): Promise<BalanceDifference[]> {
+  const { rows } = await tx.query<ProjectSpendRow>(
+    // Project ids are global (the admin issues them), so spend is keyed by project and month.
+    `WITH recomputed AS (
+       SELECT min(organisation_id) AS organisation_id, project_id,
+         to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month, sum(cost_micros) AS total
+       FROM usage_records GROUP BY 2, 3 HAVING sum(cost_micros) > 0
+     )
+     SELECT coalesce(s.organisation_id, r.organisation_id) AS organisation_id, coalesce(s.project_id, r.project_id) AS project_id,
+       coalesce(s.month, r.month) AS month, s.settled_micros AS counter, r.total::text AS recomputed
+     FROM project_month_spend s FULL JOIN recomputed r ON r.project_id = s.project_id AND r.month = s.month
+     WHERE s.settled_micros IS DISTINCT FROM r.total`,
+  );
+  return rows.map((row) => ({
+    organisationId: row.organisation_id, check: 'project_spend', balance: 'project_settled',
+    accountMicros: row.counter ?? 0n, recomputedMicros: row.recomputed === null ? 0n : BigInt(row.recomputed),
+    projectMonth: { projectId: row.project_id, month: row.month },
+  }));
 }

@@ -78,7 +78,7 @@ interface UsageRow {
 }
 
 /** Checks a window bound in ms: 0 (unbounded) up to the year 9999. */
-function windowProblem(field: string, valueMs: bigint): string | undefined {
+export function windowProblem(field: string, valueMs: bigint): string | undefined {
   if (valueMs < 0n) return `${field} must not be negative`;
   if (valueMs > maxWindowMs) return `${field} must be at most ${maxWindowMs}`;
   return undefined;

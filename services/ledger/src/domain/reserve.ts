@@ -4,6 +4,7 @@ import { fingerprintOf } from './fingerprint.ts';
 import type { BillingMode } from './ledger-types.ts';
 import { appendMovement } from './append-movement.ts';
 import { IdempotencyKeyRace, runIdempotentTransaction } from './run-idempotent-transaction.ts';
+import { lockProjectBudget, raiseSoftAlertIfDue, readProjectSpendNow, type ProjectBudget } from './project-budget.ts';
 import { idProblem, positiveAmountProblem, problemsOf, reserveTtlProblem } from './validation.ts';
 
 /** A Reserve to hold before an upstream call. */
@@ -23,7 +24,8 @@ export interface ReserveInput {
 
 /** Results of Reserve, in precedence order: the first that applies is returned. */
 export type ReserveResultName =
-  | 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'organisation_unknown' | 'insufficient_balance';
+  | 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'organisation_unknown' | 'insufficient_balance'
+  | 'project_budget_exceeded';
 
 /** The answer to Reserve. */
 export interface ReserveOutcome {
@@ -85,8 +87,13 @@ export async function reserve(db: Database, input: ReserveInput): Promise<Reserv
     if (problems.length > 0) return refusal('invalid_argument', problems.join('; '));
     const commercial = input.billingMode === 'commercial';
 
+    // Law 9: the project's budget row is locked first (budget, then account: the lock order every
+    // path follows), so Reserves of one project check the cap one after another on any replica.
+    const budget = await lockProjectBudget(tx, input.projectId);
+    const budgetProblem = budget ? await budgetShortfall(tx, input.projectId, budget, input.amountMicros) : undefined;
+
     let availableMicros: bigint;
-    if (commercial) {
+    if (commercial && !budgetProblem) {
       // The whole of law 1 is this WHERE: concurrent Reserves serialise on the account row and
       // each re-checks the balance the previous one left.
       const held = await tx.query<{ available_micros: bigint }>(
@@ -95,8 +102,11 @@ export async function reserve(db: Database, input: ReserveInput): Promise<Reserv
         [input.organisationId, input.amountMicros],
       );
       const account = held.rows[0];
-      if (!account) return refuseUnheld(tx, input.organisationId);
+      if (!account) return refuseUnheld(tx, input.organisationId, input.amountMicros, undefined);
       availableMicros = account.available_micros;
+    } else if (budgetProblem) {
+      // Nothing is held: answer in precedence order (no account, balance, then budget).
+      return refuseUnheld(tx, input.organisationId, commercial ? input.amountMicros : undefined, budgetProblem);
     } else {
       const { rows } = await tx.query<{ available_micros: bigint }>(
         'SELECT available_micros FROM accounts WHERE organisation_id = $1', [input.organisationId],
@@ -124,6 +134,7 @@ export async function reserve(db: Database, input: ReserveInput): Promise<Reserv
         detail: { projectId: input.projectId, modelSlug: input.modelSlug },
       });
     }
+    if (budget) await raiseSoftAlertIfDue(tx, input.projectId, budget);
     return { result: 'ok', availableMicros, expiresAtMs: reservation.expires_at_ms, detail: '' };
   });
 }
@@ -138,12 +149,32 @@ async function findEarlier(tx: Queryable, reservationId: string): Promise<Earlie
   return rows[0];
 }
 
-/** Tells why a commercial hold did not happen: no account, or not enough available. */
-async function refuseUnheld(tx: Queryable, organisationId: string): Promise<ReserveOutcome> {
+/**
+ * Why a Reserve of `amountMicros` would pass the project's cap, or undefined when it fits:
+ * settled this month + held by the project's open reservations + amount <= cap.
+ */
+async function budgetShortfall(tx: Queryable, projectId: string, budget: ProjectBudget, amountMicros: bigint): Promise<string | undefined> {
+  const spend = await readProjectSpendNow(tx, projectId);
+  if (spend.settledMicros + spend.heldMicros + amountMicros <= budget.monthlyCapMicros) return undefined;
+  return `project ${spend.month} spend ${spend.settledMicros} + held ${spend.heldMicros} + amount ${amountMicros} µ₹ would pass its monthly cap of ${budget.monthlyCapMicros} µ₹`;
+}
+
+/**
+ * Tells why a Reserve holds nothing, in precedence order: no account, then (commercial, when
+ * `commercialAmountMicros` is given) not enough available, then the project budget.
+ */
+async function refuseUnheld(
+  tx: Queryable, organisationId: string, commercialAmountMicros: bigint | undefined, budgetProblem: string | undefined,
+): Promise<ReserveOutcome> {
   const { rows } = await tx.query<{ available_micros: bigint }>(
     'SELECT available_micros FROM accounts WHERE organisation_id = $1', [organisationId],
   );
   const account = rows[0];
   if (!account) return refusal('organisation_unknown', 'organisation has no account');
+  if (commercialAmountMicros !== undefined && account.available_micros < commercialAmountMicros) {
+    return refusal('insufficient_balance', 'available balance is below amount_micros', account.available_micros);
+  }
+  if (budgetProblem) return refusal('project_budget_exceeded', budgetProblem, account.available_micros);
+  // The conditional UPDATE found too little, but a concurrent credit has landed since: retry later.
   return refusal('insufficient_balance', 'available balance is below amount_micros', account.available_micros);
 }

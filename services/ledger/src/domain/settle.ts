@@ -4,6 +4,7 @@ import { fingerprintOf } from './fingerprint.ts';
 import type { BillingMode, ReservationStatus, UsageSource } from './ledger-types.ts';
 import { appendMovement } from './append-movement.ts';
 import { splitSettlement, type SettlementSplit } from './settlement-split.ts';
+import { addProjectSpend, raiseSoftAlertIfDue } from './project-budget.ts';
 import { idProblem, nonNegativeAmountProblem, optionalIdProblem, problemsOf } from './validation.ts';
 
 /** The actual usage of a reserved request, to debit and record. */
@@ -56,6 +57,8 @@ interface ReservationRow {
   settle_released_micros: bigint | null;
   settle_overrun_micros: bigint | null;
   settle_detail: string | null;
+  /** What the expiry charged from the last checkpoint, µ₹; null unless expired with a checkpoint. */
+  expiry_charged_micros: bigint | null;
 }
 
 /** Builds an answer that moved nothing. */
@@ -95,7 +98,7 @@ export async function settle(db: Database, input: SettleInput): Promise<SettleOu
   return db.transaction(async (tx): Promise<SettleOutcome> => {
     const { rows } = await tx.query<ReservationRow>(
       `SELECT organisation_id, project_id, billing_mode, amount_micros, status, settle_fingerprint,
-         settle_debited_micros, settle_released_micros, settle_overrun_micros, settle_detail
+         settle_debited_micros, settle_released_micros, settle_overrun_micros, settle_detail, expiry_charged_micros
        FROM reservations WHERE id = $1 FOR UPDATE`,
       [input.reservationId],
     );
@@ -123,15 +126,32 @@ export async function settle(db: Database, input: SettleInput): Promise<SettleOu
   });
 }
 
-/** Moves the money, resolves the reservation and writes the usage record; the row is locked. */
+/** SQL of a usage record's month (Asia/Kolkata), the month its cost counts against a Project Budget. */
+const recordMonthSql = "to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM')";
+
+/**
+ * Moves the money, resolves the reservation and writes (or finalises) the usage record; the
+ * reservation row is locked. Three cases:
+ * - held: the Reserve covers the cost first; the rest is released, any excess is overrun;
+ * - expired without a checkpoint: the hold is already back in available, the whole cost is overrun;
+ * - expired with a checkpoint: the expiry already charged `k` and wrote a provisional record;
+ *   this settle debits only `max(0, cost − k)` (as overrun) and finalises the record with the
+ *   actual totals. An actual cost below `k` keeps the checkpointed charge and figures.
+ */
 async function applySettlement(
   tx: Queryable, input: SettleInput, reservation: ReservationRow, fingerprint: string,
 ): Promise<SettleOutcome> {
   const expired = reservation.status === 'expired';
   const commercial = reservation.billing_mode === 'commercial';
   const detail = expired ? settledAfterExpiryDetail : '';
-  // Once expired, the hold is already back in available: the whole cost is overrun.
-  const split = commercial ? splitSettlement(expired ? 0n : reservation.amount_micros, input.costMicros) : noMoney;
+  const chargedAtExpiryMicros = reservation.expiry_charged_micros;
+  const finalising = expired && chargedAtExpiryMicros !== null;
+  // What this settle adds to the project's spend and (commercial) to the wallet's debits.
+  const extraCostMicros = finalising
+    ? (input.costMicros > chargedAtExpiryMicros ? input.costMicros - chargedAtExpiryMicros : 0n)
+    : input.costMicros;
+  // Once expired, the hold is already back in available: whatever is charged now is overrun.
+  const split = commercial ? splitSettlement(expired ? 0n : reservation.amount_micros, extraCostMicros) : noMoney;
 
   let availableMicros: bigint;
   if (commercial) {
@@ -146,7 +166,10 @@ async function applySettlement(
     await appendMovement(tx, {
       organisationId: reservation.organisation_id, kind: 'settle', amountMicros: split.debitedMicros,
       overrunMicros: split.overrunMicros, reservationId: input.reservationId,
-      detail: { usageSource: input.usageSource, requestId: input.requestId, ...(expired ? { afterExpiry: true } : {}) },
+      detail: {
+        usageSource: input.usageSource, requestId: input.requestId, ...(expired ? { afterExpiry: true } : {}),
+        ...(finalising ? { chargedAtExpiryMicros: String(chargedAtExpiryMicros) } : {}),
+      },
     });
     await appendMovement(tx, {
       organisationId: reservation.organisation_id, kind: 'release', amountMicros: split.releasedMicros,
@@ -164,14 +187,44 @@ async function applySettlement(
      WHERE id = $1`,
     [input.reservationId, fingerprint, split.debitedMicros, split.releasedMicros, split.overrunMicros, detail],
   );
-  await tx.query(
-    `INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
-       cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [input.reservationId, reservation.organisation_id, reservation.project_id, input.modelSlug, input.inputTokens,
-      input.outputTokens, input.costMicros, input.providerCostMicros, split.debitedMicros, reservation.billing_mode,
-      input.usageSource, input.requestId],
-  );
+  let month: string;
+  if (finalising) {
+    // The one usage record exists (provisional, from the checkpoint): it becomes final, with the
+    // actual totals when they are at least what was charged, else with the charged figures kept.
+    const actualCounts = input.costMicros >= chargedAtExpiryMicros;
+    const { rows } = await tx.query<{ month: string }>(
+      `UPDATE usage_records SET provisional = false,
+         input_tokens = CASE WHEN $2::boolean THEN $3::bigint ELSE input_tokens END,
+         output_tokens = CASE WHEN $2::boolean THEN $4::bigint ELSE output_tokens END,
+         cost_micros = CASE WHEN $2::boolean THEN $5::bigint ELSE cost_micros END,
+         provider_cost_micros = CASE WHEN $2::boolean THEN $6::bigint ELSE provider_cost_micros END,
+         debited_micros = debited_micros + $7::bigint,
+         model_slug = CASE WHEN $2::boolean THEN $8::text ELSE model_slug END,
+         usage_source = CASE WHEN $2::boolean THEN $9::text ELSE usage_source END,
+         request_id = CASE WHEN $2::boolean THEN $10::text ELSE request_id END
+       WHERE reservation_id = $1 AND provisional
+       RETURNING ${recordMonthSql} AS month`,
+      [input.reservationId, actualCounts, input.inputTokens, input.outputTokens, input.costMicros, input.providerCostMicros,
+        split.debitedMicros, input.modelSlug, input.usageSource, input.requestId],
+    );
+    if (!rows[0]) throw new Error(`reservation ${input.reservationId} expired with a checkpoint but has no provisional usage record`);
+    month = rows[0].month;
+  } else {
+    const { rows } = await tx.query<{ month: string }>(
+      `INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
+         cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       RETURNING ${recordMonthSql} AS month`,
+      [input.reservationId, reservation.organisation_id, reservation.project_id, input.modelSlug, input.inputTokens,
+        input.outputTokens, input.costMicros, input.providerCostMicros, split.debitedMicros, reservation.billing_mode,
+        input.usageSource, input.requestId],
+    );
+    month = rows[0]!.month;
+  }
+  await addProjectSpend(tx, {
+    projectId: reservation.project_id, organisationId: reservation.organisation_id, month, costMicros: extraCostMicros,
+  });
+  await raiseSoftAlertIfDue(tx, reservation.project_id);
   return {
     result: 'ok',
     debitedMicros: split.debitedMicros,

@@ -26,6 +26,12 @@ export interface TestLedger {
   credit(request: Partial<ledgerV1.CreditRequest>): Promise<ledgerV1.CreditResponse>;
   getBalance(organisationId: string): Promise<ledgerV1.GetBalanceResponse>;
   listUsage(request: Partial<ledgerV1.ListUsageRequest>): Promise<ledgerV1.ListUsageResponse>;
+  checkpoint(request: Partial<ledgerV1.CheckpointRequest>): Promise<ledgerV1.CheckpointResponse>;
+  setProjectBudget(request: Partial<ledgerV1.SetProjectBudgetRequest>): Promise<ledgerV1.SetProjectBudgetResponse>;
+  getProjectSpend(projectId: string): Promise<ledgerV1.GetProjectSpendResponse>;
+  summarizeUsage(request: Partial<ledgerV1.SummarizeUsageRequest>): Promise<ledgerV1.SummarizeUsageResponse>;
+  listBudgetAlerts(request: Partial<ledgerV1.ListBudgetAlertsRequest>): Promise<ledgerV1.ListBudgetAlertsResponse>;
+  verify(): Promise<ledgerV1.VerifyResponse>;
   /** Rows in each ledger table: "nothing written" is these counts not moving. */
   countRows(): Promise<Record<string, bigint>>;
   close(): Promise<void>;
@@ -91,9 +97,26 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     listUsage: (request) => callUnary(client.listUsage, client, {
       organisationId: '', projectId: '', modelSlug: '', fromMs: 0n, toMs: 0n, pageSize: 0, pageToken: '', ...request,
     }, callDeadlineMs),
+    checkpoint: (request) => callUnary(client.checkpoint, client, {
+      reservationId: '', sequence: 1n, inputTokens: 0n, outputTokens: 0n, costMicros: 0n, providerCostMicros: 0n, extendTtlMs: 0n,
+      ...request,
+    }, callDeadlineMs),
+    setProjectBudget: (request) => callUnary(client.setProjectBudget, client, {
+      requestId: uniqueId('budget'), organisationId: '', projectId: '', monthlyCapMicros: 0n, softAlertPercent: 80, ...request,
+    }, callDeadlineMs),
+    getProjectSpend: (projectId) =>
+      callUnary(client.getProjectSpend, client, ledgerV1.GetProjectSpendRequest.fromPartial({ projectId }), callDeadlineMs),
+    summarizeUsage: (request) => callUnary(client.summarizeUsage, client, {
+      organisationId: '', projectId: '', fromMs: 0n, toMs: 0n, ...request,
+    }, callDeadlineMs),
+    listBudgetAlerts: (request) => callUnary(client.listBudgetAlerts, client, {
+      afterId: '', organisationId: '', limit: 0, ...request,
+    }, callDeadlineMs),
+    verify: () => callUnary(client.verify, client, {}, callDeadlineMs),
     async countRows() {
       const counts: Record<string, bigint> = {};
-      for (const table of ['accounts', 'credits', 'reservations', 'movements', 'usage_records']) {
+      for (const table of ['accounts', 'credits', 'reservations', 'movements', 'usage_records', 'project_budgets',
+        'project_budget_changes', 'project_month_spend', 'budget_alerts']) {
         const { rows } = await database.query<{ count: bigint }>(`SELECT count(*) AS count FROM ${table}`);
         counts[table] = rows[0]!.count;
       }
@@ -106,6 +129,14 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
       counts.balanceTotal = BigInt(rows[0]!.total);
       const statuses = await database.query<{ status: string; count: bigint }>('SELECT status, count(*) AS count FROM reservations GROUP BY status');
       for (const row of statuses.rows) counts[`status:${row.status}`] = row.count;
+      // Checkpoints and spend change columns, not row counts: a refusal must not move them either.
+      const columns = await database.query<{ total: string }>(
+        `SELECT (coalesce((SELECT sum(checkpoint_sequence::numeric + checkpoint_cost_micros::numeric * 3
+             + floor(extract(epoch FROM expires_at) * 1000000)::numeric) FROM reservations), 0)
+           + coalesce((SELECT sum(settled_micros::numeric) FROM project_month_spend), 0)
+           + coalesce((SELECT sum(monthly_cap_micros::numeric + soft_alert_percent) FROM project_budgets), 0))::text AS total`,
+      );
+      counts.columnTotal = BigInt(columns.rows[0]!.total.split('.')[0]!);
       return counts;
     },
     async close() {

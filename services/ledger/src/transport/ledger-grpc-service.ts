@@ -1,9 +1,16 @@
 import { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
-import { GatewayError } from '@gateway/errors';
+import { GatewayError, toGrpcError } from '@gateway/errors';
 import { unaryHandler, type Metadata } from '@gateway/grpc';
+import type { ServerWritableStream } from '@grpc/grpc-js';
 import { requestIdFrom, type Logger } from '@gateway/logger';
+import { checkpoint, type CheckpointResultName } from '../domain/checkpoint.ts';
 import { credit, type CreditResultName } from '../domain/credit.ts';
+import { verifyLedger, type BalanceDifference } from '../domain/find-balance-differences.ts';
+import { getProjectSpend } from '../domain/get-project-spend.ts';
+import { listBudgetAlerts, parseAlertCursor, type BudgetAlertView } from '../domain/list-budget-alerts.ts';
+import { setProjectBudget, type SetProjectBudgetResultName } from '../domain/set-project-budget.ts';
+import { summarizeUsage } from '../domain/summarize-usage.ts';
 import { getBalance } from '../domain/get-balance.ts';
 import { InvalidQueryError } from '../domain/invalid-query-error.ts';
 import type { BillingMode, UsageSource } from '../domain/ledger-types.ts';
@@ -24,6 +31,21 @@ const reserveResults: Record<ReserveResultName, ledgerV1.ReserveResult> = {
   invalid_argument: ledgerV1.ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT,
   organisation_unknown: ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN,
   insufficient_balance: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE,
+  project_budget_exceeded: ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED,
+};
+
+const checkpointResults: Record<CheckpointResultName, ledgerV1.CheckpointResult> = {
+  ok: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK,
+  invalid_argument: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT,
+  reservation_unknown: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN,
+  already_resolved: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED,
+};
+
+const setProjectBudgetResults: Record<SetProjectBudgetResultName, ledgerV1.SetProjectBudgetResult> = {
+  ok: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK,
+  idempotency_conflict: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT,
+  invalid_argument: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT,
+  organisation_unknown: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN,
 };
 
 const settleResults: Record<SettleResultName, ledgerV1.SettleResult> = {
@@ -77,6 +99,30 @@ function usageRecordToProto(record: UsageRecordView): ledgerV1.UsageRecord {
   return { ...record, billingMode: billingModesToProto[record.billingMode], usageSource: usageSourcesToProto[record.usageSource] };
 }
 
+/** A balance difference as the proto carries it; a project's month names itself in `balance`. */
+export function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.BalanceDifference {
+  const balance = difference.projectMonth
+    ? `${difference.balance}:${difference.projectMonth.projectId}:${difference.projectMonth.month}`
+    : difference.balance;
+  return {
+    organisationId: difference.organisationId, check: difference.check, balance,
+    accountMicros: difference.accountMicros, recomputedMicros: difference.recomputedMicros,
+  };
+}
+
+/** How a budget alert watch behaves. */
+export interface BudgetAlertWatchOptions {
+  /** How often a watch looks for new alerts, ms. Polling the table works with any number of replicas. */
+  pollIntervalMs: number;
+}
+
+/** The extra handle of the service: ending open watches at shutdown, so the gRPC drain is not held up by them. */
+export interface LedgerGrpcService {
+  implementation: ledgerV1.LedgerServiceServer;
+  /** Ends every open WatchBudgetAlerts stream (OK status) and refuses new ones. */
+  endWatches(): void;
+}
+
 /** The caller's request id from gRPC metadata (`x-request-id`), or a fresh one. */
 function requestIdOf(metadata: Metadata): string {
   const [value] = metadata.get('x-request-id');
@@ -96,7 +142,7 @@ interface Handled<Res> {
  * the caller's request id. Business outcomes are results; only a malformed read or an
  * unexpected failure becomes a gRPC error (the latter as INTERNAL with no detail).
  */
-export function createLedgerGrpcService(db: Database, logger: Logger): ledgerV1.LedgerServiceServer {
+export function createLedgerGrpcService(db: Database, logger: Logger, watchOptions: BudgetAlertWatchOptions): LedgerGrpcService {
   const handle = <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>) =>
     unaryHandler<Req, Res>(logger, method, async (request, metadata) => {
       const requestId = requestIdOf(metadata);
@@ -113,7 +159,56 @@ export function createLedgerGrpcService(db: Database, logger: Logger): ledgerV1.
       }
     });
 
-  return {
+  const watches = new Set<() => void>();
+  let watchesEnded = false;
+
+  /** Streams alerts after the cursor: the backlog first, then new ones as polling finds them. */
+  const watchBudgetAlerts = (call: ServerWritableStream<ledgerV1.WatchBudgetAlertsRequest, ledgerV1.BudgetAlert>) => {
+    const requestId = requestIdOf(call.metadata);
+    let cursor: bigint;
+    try {
+      cursor = parseAlertCursor(call.request.afterId);
+    } catch (error) {
+      // grpc-js sends an emitted error object as the stream's status.
+      call.emit('error', toGrpcError(new GatewayError('invalid_request', { publicMessage: (error as Error).message })));
+      return;
+    }
+    if (watchesEnded) { call.end(); return; }
+    let ended = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      watches.delete(finish);
+      if (!call.cancelled && !call.destroyed) call.end();
+      logger.info({ method: 'WatchBudgetAlerts', requestId, cursor: cursor.toString() }, 'ledger watch ended');
+    };
+    watches.add(finish);
+    call.on('cancelled', finish);
+    call.on('error', finish);
+    logger.info({ method: 'WatchBudgetAlerts', requestId, cursor: cursor.toString() }, 'ledger watch started');
+    const poll = async () => {
+      try {
+        for (;;) {
+          const alerts = await listBudgetAlerts(db, { afterId: cursor === 0n ? '' : cursor.toString(), organisationId: '', limit: 500 });
+          for (const alert of alerts) {
+            if (ended) return;
+            call.write(budgetAlertToProto(alert));
+            cursor = BigInt(alert.id);
+          }
+          if (alerts.length < 500) break;
+        }
+      } catch (error) {
+        // A failed poll is retried at the next tick; the watcher keeps its cursor.
+        logger.warn({ err: error, method: 'WatchBudgetAlerts', requestId }, 'budget alert poll failed; will retry');
+      }
+      if (!ended) timer = setTimeout(() => { void poll(); }, watchOptions.pollIntervalMs);
+    };
+    void poll();
+  };
+
+  const implementation: ledgerV1.LedgerServiceServer = {
     openAccount: handle<ledgerV1.OpenAccountRequest, ledgerV1.OpenAccountResponse>('OpenAccount', async (request) => {
       const outcome = await openAccount(db, request.organisationId);
       return {
@@ -182,5 +277,59 @@ export function createLedgerGrpcService(db: Database, logger: Logger): ledgerV1.
         outcome: 'ok', subject: { organisationId: request.organisationId },
       };
     }),
+
+    checkpoint: handle<ledgerV1.CheckpointRequest, ledgerV1.CheckpointResponse>('Checkpoint', async (request) => {
+      const outcome = await checkpoint(db, request);
+      return {
+        response: { ...outcome, result: checkpointResults[outcome.result] },
+        outcome: outcome.result, subject: { reservationId: request.reservationId, sequence: request.sequence.toString() },
+      };
+    }),
+
+    setProjectBudget: handle<ledgerV1.SetProjectBudgetRequest, ledgerV1.SetProjectBudgetResponse>('SetProjectBudget', async (request) => {
+      const outcome = await setProjectBudget(db, request);
+      return {
+        response: { ...outcome, result: setProjectBudgetResults[outcome.result] },
+        outcome: outcome.result, subject: { organisationId: request.organisationId, projectId: request.projectId },
+      };
+    }),
+
+    getProjectSpend: handle<ledgerV1.GetProjectSpendRequest, ledgerV1.GetProjectSpendResponse>('GetProjectSpend', async (request) => {
+      const spend = await getProjectSpend(db, request.projectId);
+      return { response: spend, outcome: 'ok', subject: { projectId: request.projectId } };
+    }),
+
+    summarizeUsage: handle<ledgerV1.SummarizeUsageRequest, ledgerV1.SummarizeUsageResponse>('SummarizeUsage', async (request) => {
+      const rows = await summarizeUsage(db, request);
+      return { response: { rows }, outcome: 'ok', subject: { organisationId: request.organisationId } };
+    }),
+
+    listBudgetAlerts: handle<ledgerV1.ListBudgetAlertsRequest, ledgerV1.ListBudgetAlertsResponse>('ListBudgetAlerts', async (request) => {
+      const alerts = await listBudgetAlerts(db, request);
+      return { response: { alerts: alerts.map(budgetAlertToProto) }, outcome: 'ok', subject: { afterId: request.afterId } };
+    }),
+
+    watchBudgetAlerts,
+
+    verify: handle<ledgerV1.VerifyRequest, ledgerV1.VerifyResponse>('Verify', async () => {
+      const { accountsChecked, differences } = await verifyLedger(db);
+      return {
+        response: { accountsChecked, differences: differences.map(balanceDifferenceToProto) },
+        outcome: differences.length === 0 ? 'clean' : 'differences', subject: { differences: String(differences.length) },
+      };
+    }),
   };
+
+  return {
+    implementation,
+    endWatches() {
+      watchesEnded = true;
+      for (const finish of [...watches]) finish();
+    },
+  };
+}
+
+/** A budget alert as the proto carries it. */
+function budgetAlertToProto(alert: BudgetAlertView): ledgerV1.BudgetAlert {
+  return alert;
 }

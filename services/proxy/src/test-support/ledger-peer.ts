@@ -1,4 +1,4 @@
-import { Server, status as GrpcStatus, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { Server, status as GrpcStatus, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 
@@ -16,28 +16,41 @@ interface PeerReservation {
   heldMicros: bigint;
   state: 'held' | 'settled' | 'released';
   settle?: { request: ledgerV1.SettleRequest; response: ledgerV1.SettleResponse };
+  /** The last checkpoint recorded (highest sequence). */
+  checkpoint?: ledgerV1.CheckpointRequest;
+  /** Deadline, ms since the epoch (the peer's clock). */
+  expiresAtMs: bigint;
 }
 
 /** Ledger methods whose next calls a test can make fail. */
-export type PeerMethod = 'reserve' | 'settle' | 'release';
+export type PeerMethod = 'reserve' | 'settle' | 'release' | 'checkpoint';
 
 /**
  * A small in-memory ledger for proxy tests: a real grpc-js server implementing LedgerService
- * with wallets, reservations, settle and release (idempotent on the reservation id, balances
- * conserved), recording every call. A test can make the next calls of a method fail with
+ * with wallets, reservations, settle, release and checkpoint (idempotent on the reservation id,
+ * balances conserved) and a per-project cap, recording every call. A test can make the next calls of a method fail with
  * UNAVAILABLE, as a ledger that is down would.
  */
 export interface LedgerPeer {
   /** host:port for LEDGER_GRPC_URL. */
   address: string;
-  calls: { reserve: ledgerV1.ReserveRequest[]; settle: ledgerV1.SettleRequest[]; release: ledgerV1.ReleaseRequest[] };
+  calls: {
+    reserve: ledgerV1.ReserveRequest[]; settle: ledgerV1.SettleRequest[]; release: ledgerV1.ReleaseRequest[];
+    checkpoint: ledgerV1.CheckpointRequest[];
+  };
   /** Opens (or tops up) an organisation's account. */
   credit(organisationId: string, amountMicros: bigint): void;
   account(organisationId: string): PeerAccount | undefined;
   /** The state of a reservation, by id. */
   reservationState(reservationId: string): PeerReservation['state'] | undefined;
+  /** The last checkpoint recorded for a reservation and its deadline (ms since the epoch). */
+  reservationCheckpoint(reservationId: string): { checkpoint: ledgerV1.CheckpointRequest | undefined; expiresAtMs: bigint } | undefined;
+  /** Sets a project's cap, µ₹, on settled + held cost (0 clears it); a Reserve past it is PROJECT_BUDGET_EXCEEDED. */
+  setProjectCap(projectId: string, capMicros: bigint): void;
   /** Makes the next `count` calls of a method fail with UNAVAILABLE (they are still recorded). */
   failNext(method: PeerMethod, count: number): void;
+  /** Makes Checkpoint answer UNIMPLEMENTED, as a ledger without it does (the calls are still recorded). */
+  setCheckpointImplemented(implemented: boolean): void;
   close(): Promise<void>;
 }
 
@@ -51,8 +64,21 @@ function samePayload<T>(encode: { encode(message: T): { finish(): Uint8Array } }
 export async function startLedgerPeer(): Promise<LedgerPeer> {
   const accounts = new Map<string, PeerAccount>();
   const reservations = new Map<string, PeerReservation>();
-  const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [] };
-  const failures: Record<PeerMethod, number> = { reserve: 0, settle: 0, release: 0 };
+  const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [], checkpoint: [] };
+  const failures: Record<PeerMethod, number> = { reserve: 0, settle: 0, release: 0, checkpoint: 0 };
+  const projectCaps = new Map<string, bigint>();
+  let checkpointImplemented = true;
+
+  /** Customer cost settled plus held by a project's reservations, µ₹ (both billing modes). */
+  const projectSpendMicros = (projectId: string): bigint => {
+    let total = 0n;
+    for (const reservation of reservations.values()) {
+      if (reservation.request.projectId !== projectId) continue;
+      if (reservation.state === 'held') total += reservation.request.amountMicros;
+      else if (reservation.state === 'settled') total += reservation.settle!.request.costMicros;
+    }
+    return total;
+  };
 
   function handler<Req, Res>(method: PeerMethod, run: (request: Req) => Res) {
     return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
@@ -82,11 +108,16 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     if (!internal && account.availableMicros < request.amountMicros) {
       return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros };
     }
+    const capMicros = projectCaps.get(request.projectId) ?? 0n;
+    if (capMicros > 0n && projectSpendMicros(request.projectId) + request.amountMicros > capMicros) {
+      return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, availableMicros: account.availableMicros };
+    }
     const heldMicros = internal ? 0n : request.amountMicros;
     account.availableMicros -= heldMicros;
     account.heldMicros += heldMicros;
-    reservations.set(request.reservationId, { request, heldMicros, state: 'held' });
-    return { ...base, result: ok, availableMicros: account.availableMicros, expiresAtMs: BigInt(Date.now()) + request.ttlMs };
+    const expiresAtMs = BigInt(Date.now()) + request.ttlMs;
+    reservations.set(request.reservationId, { request, heldMicros, state: 'held', expiresAtMs });
+    return { ...base, result: ok, availableMicros: account.availableMicros, expiresAtMs };
   };
 
   const settle = (request: ledgerV1.SettleRequest): ledgerV1.SettleResponse => {
@@ -132,17 +163,48 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_OK, releasedMicros: reservation.heldMicros, availableMicros: account.availableMicros };
   };
 
+  const checkpoint = (request: ledgerV1.CheckpointRequest): ledgerV1.CheckpointResponse => {
+    const base = ledgerV1.CheckpointResponse.fromPartial({});
+    const reservation = reservations.get(request.reservationId);
+    if (reservation === undefined) return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN };
+    if (request.sequence <= 0n || request.costMicros < 0n || request.inputTokens < 0n || request.outputTokens < 0n || request.extendTtlMs < 0n) {
+      return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT };
+    }
+    if (reservation.state !== 'held') return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED, expiresAtMs: reservation.expiresAtMs };
+    if (reservation.checkpoint !== undefined && request.sequence <= reservation.checkpoint.sequence) {
+      return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK, expiresAtMs: reservation.expiresAtMs, detail: 'replay or out of order' };
+    }
+    reservation.checkpoint = request;
+    if (request.extendTtlMs > 0n) reservation.expiresAtMs = BigInt(Date.now()) + request.extendTtlMs;
+    return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK, expiresAtMs: reservation.expiresAtMs };
+  };
+
   const unimplemented = (_call: unknown, callback: sendUnaryData<never>) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
-  const server = new Server();
-  server.addService(ledgerV1.LedgerServiceService, {
+  const checkpointHandler = handler('checkpoint', checkpoint);
+  const implementation: ledgerV1.LedgerServiceServer = {
     reserve: handler('reserve', reserve),
     settle: handler('settle', settle),
     release: handler('release', release),
+    checkpoint: (call, callback) => {
+      if (checkpointImplemented) { checkpointHandler(call, callback); return; }
+      calls.checkpoint.push(call.request);
+      unimplemented(call, callback);
+    },
     openAccount: unimplemented,
     credit: unimplemented,
     getBalance: unimplemented,
     listUsage: unimplemented,
-  });
+    setProjectBudget: unimplemented,
+    getProjectSpend: unimplemented,
+    summarizeUsage: unimplemented,
+    listBudgetAlerts: unimplemented,
+    watchBudgetAlerts: (call: ServerWritableStream<ledgerV1.WatchBudgetAlertsRequest, ledgerV1.BudgetAlert>) => {
+      call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
+    },
+    verify: unimplemented,
+  };
+  const server = new Server();
+  server.addService(ledgerV1.LedgerServiceService, implementation);
   const port = await startGrpcServer(server, '127.0.0.1', 0);
 
   return {
@@ -159,7 +221,16 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
       return account === undefined ? undefined : { ...account };
     },
     reservationState: (reservationId) => reservations.get(reservationId)?.state,
+    reservationCheckpoint: (reservationId) => {
+      const reservation = reservations.get(reservationId);
+      return reservation === undefined ? undefined : { checkpoint: reservation.checkpoint, expiresAtMs: reservation.expiresAtMs };
+    },
+    setProjectCap(projectId, capMicros) {
+      if (capMicros === 0n) projectCaps.delete(projectId);
+      else projectCaps.set(projectId, capMicros);
+    },
     failNext(method, count) { failures[method] = count; },
+    setCheckpointImplemented(implemented) { checkpointImplemented = implemented; },
     close: () => stopGrpcServer(server, 100),
   };
 }

@@ -11,7 +11,9 @@ import {
   type ChannelCredentials,
   Client,
   type ClientOptions,
+  type ClientReadableStream,
   type ClientUnaryCall,
+  type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
@@ -79,7 +81,7 @@ export namespace OpenAccountResult {
   export type UNRECOGNIZED = typeof OpenAccountResult.UNRECOGNIZED;
 }
 
-/** Results of Reserve, in precedence order: the first that applies is returned. */
+/** Results of Reserve, in precedence order (the enum's order): the first that applies is returned. */
 export const ReserveResult = {
   RESERVE_RESULT_UNSPECIFIED: 0,
   RESERVE_RESULT_OK: 1,
@@ -91,6 +93,11 @@ export const ReserveResult = {
   RESERVE_RESULT_ORGANISATION_UNKNOWN: 4,
   /** RESERVE_RESULT_INSUFFICIENT_BALANCE - Retryable after a credit: available balance is below the amount. */
   RESERVE_RESULT_INSUFFICIENT_BALANCE: 5,
+  /**
+   * RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED - Retryable after the budget is raised or a new month begins: the project's spend this month
+   * plus what it holds plus the amount would pass its monthly cap. Applies in both billing modes.
+   */
+  RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED: 6,
   UNRECOGNIZED: -1,
 } as const;
 
@@ -103,6 +110,7 @@ export namespace ReserveResult {
   export type RESERVE_RESULT_INVALID_ARGUMENT = typeof ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT;
   export type RESERVE_RESULT_ORGANISATION_UNKNOWN = typeof ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN;
   export type RESERVE_RESULT_INSUFFICIENT_BALANCE = typeof ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE;
+  export type RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED = typeof ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED;
   export type UNRECOGNIZED = typeof ReserveResult.UNRECOGNIZED;
 }
 
@@ -192,6 +200,53 @@ export namespace GetBalanceResult {
   export type GET_BALANCE_RESULT_OK = typeof GetBalanceResult.GET_BALANCE_RESULT_OK;
   export type GET_BALANCE_RESULT_ORGANISATION_UNKNOWN = typeof GetBalanceResult.GET_BALANCE_RESULT_ORGANISATION_UNKNOWN;
   export type UNRECOGNIZED = typeof GetBalanceResult.UNRECOGNIZED;
+}
+
+/** Results of Checkpoint, in precedence order. */
+export const CheckpointResult = {
+  CHECKPOINT_RESULT_UNSPECIFIED: 0,
+  CHECKPOINT_RESULT_OK: 1,
+  CHECKPOINT_RESULT_INVALID_ARGUMENT: 2,
+  CHECKPOINT_RESULT_RESERVATION_UNKNOWN: 3,
+  /** CHECKPOINT_RESULT_ALREADY_RESOLVED - The reservation was settled, released or expired; nothing changed. */
+  CHECKPOINT_RESULT_ALREADY_RESOLVED: 4,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type CheckpointResult = typeof CheckpointResult[keyof typeof CheckpointResult];
+
+export namespace CheckpointResult {
+  export type CHECKPOINT_RESULT_UNSPECIFIED = typeof CheckpointResult.CHECKPOINT_RESULT_UNSPECIFIED;
+  export type CHECKPOINT_RESULT_OK = typeof CheckpointResult.CHECKPOINT_RESULT_OK;
+  export type CHECKPOINT_RESULT_INVALID_ARGUMENT = typeof CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT;
+  export type CHECKPOINT_RESULT_RESERVATION_UNKNOWN = typeof CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN;
+  export type CHECKPOINT_RESULT_ALREADY_RESOLVED = typeof CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED;
+  export type UNRECOGNIZED = typeof CheckpointResult.UNRECOGNIZED;
+}
+
+/** Results of SetProjectBudget, in precedence order. */
+export const SetProjectBudgetResult = {
+  SET_PROJECT_BUDGET_RESULT_UNSPECIFIED: 0,
+  SET_PROJECT_BUDGET_RESULT_OK: 1,
+  SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT: 2,
+  SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT: 3,
+  SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN: 4,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type SetProjectBudgetResult = typeof SetProjectBudgetResult[keyof typeof SetProjectBudgetResult];
+
+export namespace SetProjectBudgetResult {
+  export type SET_PROJECT_BUDGET_RESULT_UNSPECIFIED =
+    typeof SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_UNSPECIFIED;
+  export type SET_PROJECT_BUDGET_RESULT_OK = typeof SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK;
+  export type SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT =
+    typeof SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT;
+  export type SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT =
+    typeof SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT;
+  export type SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN =
+    typeof SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN;
+  export type UNRECOGNIZED = typeof SetProjectBudgetResult.UNRECOGNIZED;
 }
 
 export interface OpenAccountRequest {
@@ -330,6 +385,139 @@ export interface ListUsageResponse {
   records: UsageRecord[];
   /** Empty when there are no more pages. */
   nextPageToken: string;
+}
+
+export interface CheckpointRequest {
+  reservationId: string;
+  /**
+   * Increases with every checkpoint of a reservation; one at or below the last recorded is a
+   * replay or arrived out of order, and changes nothing (result OK, detail says so).
+   */
+  sequence: bigint;
+  /** Running totals of the stream so far (not increments). */
+  inputTokens: bigint;
+  outputTokens: bigint;
+  costMicros: bigint;
+  providerCostMicros: bigint;
+  /** When positive, the reservation's deadline becomes the database's now() plus this, ms. */
+  extendTtlMs: bigint;
+}
+
+export interface CheckpointResponse {
+  result: CheckpointResult;
+  /** The reservation's deadline after the call, ms since the Unix epoch (database clock). */
+  expiresAtMs: bigint;
+  detail: string;
+}
+
+export interface SetProjectBudgetRequest {
+  /** Caller-generated idempotency id. */
+  requestId: string;
+  organisationId: string;
+  projectId: string;
+  /** Monthly cap on the project's customer-price cost, µ₹; 0 clears the budget. */
+  monthlyCapMicros: bigint;
+  /** A soft alert is raised once a month when spend reaches this percentage of the cap (1..100). */
+  softAlertPercent: number;
+}
+
+export interface SetProjectBudgetResponse {
+  result: SetProjectBudgetResult;
+  detail: string;
+}
+
+export interface GetProjectSpendRequest {
+  projectId: string;
+}
+
+export interface GetProjectSpendResponse {
+  /** The current calendar month in Asia/Kolkata, e.g. "2026-11". */
+  month: string;
+  /** Customer-price cost settled this month, µ₹ (both billing modes). */
+  settledMicros: bigint;
+  /** Held by open reservations of the project, µ₹. */
+  heldMicros: bigint;
+  /** 0 when the project has no budget. */
+  monthlyCapMicros: bigint;
+  softAlertPercent: number;
+  /** Whether this month's soft alert has been raised. */
+  softAlertRaised: boolean;
+}
+
+export interface SummarizeUsageRequest {
+  organisationId: string;
+  /** Optional filter; empty means all projects. */
+  projectId: string;
+  /** Window, ms since the Unix epoch; 0 means unbounded. */
+  fromMs: bigint;
+  toMs: bigint;
+}
+
+export interface UsageSummaryRow {
+  /** Calendar day in Asia/Kolkata, e.g. "2026-11-21". */
+  day: string;
+  modelSlug: string;
+  requests: bigint;
+  inputTokens: bigint;
+  outputTokens: bigint;
+  costMicros: bigint;
+  providerCostMicros: bigint;
+  debitedMicros: bigint;
+}
+
+export interface SummarizeUsageResponse {
+  /** Ordered by day, then model slug. */
+  rows: UsageSummaryRow[];
+}
+
+export interface BudgetAlert {
+  /** Increasing; the cursor for ListBudgetAlerts and WatchBudgetAlerts. */
+  id: string;
+  organisationId: string;
+  projectId: string;
+  /** e.g. "2026-11" (Asia/Kolkata). */
+  month: string;
+  /** Spend (settled + held) when the alert was raised, µ₹. */
+  spentMicros: bigint;
+  monthlyCapMicros: bigint;
+  softAlertPercent: number;
+  raisedAtMs: bigint;
+}
+
+export interface ListBudgetAlertsRequest {
+  /** Empty for the first alert. */
+  afterId: string;
+  /** Optional filter; empty means every organisation. */
+  organisationId: string;
+  /** 1..500; 0 means 100. */
+  limit: number;
+}
+
+export interface ListBudgetAlertsResponse {
+  alerts: BudgetAlert[];
+}
+
+export interface WatchBudgetAlertsRequest {
+  afterId: string;
+}
+
+export interface VerifyRequest {
+}
+
+export interface BalanceDifference {
+  organisationId: string;
+  /** Which check disagreed, e.g. "conservation" or "movements". */
+  check: string;
+  /** Which balance, e.g. "available". */
+  balance: string;
+  accountMicros: bigint;
+  recomputedMicros: bigint;
+}
+
+export interface VerifyResponse {
+  accountsChecked: bigint;
+  /** Empty when every balance agrees with its rows to the micro-rupee. */
+  differences: BalanceDifference[];
 }
 
 function createBaseOpenAccountRequest(): OpenAccountRequest {
@@ -1983,6 +2171,1528 @@ export const ListUsageResponse: MessageFns<ListUsageResponse> = {
   },
 };
 
+function createBaseCheckpointRequest(): CheckpointRequest {
+  return {
+    reservationId: "",
+    sequence: 0n,
+    inputTokens: 0n,
+    outputTokens: 0n,
+    costMicros: 0n,
+    providerCostMicros: 0n,
+    extendTtlMs: 0n,
+  };
+}
+
+export const CheckpointRequest: MessageFns<CheckpointRequest> = {
+  encode(message: CheckpointRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reservationId !== "") {
+      writer.uint32(10).string(message.reservationId);
+    }
+    if (message.sequence !== 0n) {
+      if (BigInt.asIntN(64, message.sequence) !== message.sequence) {
+        throw new globalThis.Error("value provided for field message.sequence of type int64 too large");
+      }
+      writer.uint32(16).int64(message.sequence);
+    }
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
+      writer.uint32(24).int64(message.inputTokens);
+    }
+    if (message.outputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.outputTokens) !== message.outputTokens) {
+        throw new globalThis.Error("value provided for field message.outputTokens of type int64 too large");
+      }
+      writer.uint32(32).int64(message.outputTokens);
+    }
+    if (message.costMicros !== 0n) {
+      if (BigInt.asIntN(64, message.costMicros) !== message.costMicros) {
+        throw new globalThis.Error("value provided for field message.costMicros of type int64 too large");
+      }
+      writer.uint32(40).int64(message.costMicros);
+    }
+    if (message.providerCostMicros !== 0n) {
+      if (BigInt.asIntN(64, message.providerCostMicros) !== message.providerCostMicros) {
+        throw new globalThis.Error("value provided for field message.providerCostMicros of type int64 too large");
+      }
+      writer.uint32(48).int64(message.providerCostMicros);
+    }
+    if (message.extendTtlMs !== 0n) {
+      if (BigInt.asIntN(64, message.extendTtlMs) !== message.extendTtlMs) {
+        throw new globalThis.Error("value provided for field message.extendTtlMs of type int64 too large");
+      }
+      writer.uint32(56).int64(message.extendTtlMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckpointRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckpointRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reservationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sequence = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.inputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.outputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.costMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.providerCostMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.extendTtlMs = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CheckpointRequest>, I>>(base?: I): CheckpointRequest {
+    return CheckpointRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CheckpointRequest>, I>>(object: I): CheckpointRequest {
+    const message = createBaseCheckpointRequest();
+    message.reservationId = object.reservationId ?? "";
+    message.sequence = (object.sequence !== undefined && object.sequence !== null) ? BigInt(object.sequence) : 0n;
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    message.outputTokens = (object.outputTokens !== undefined && object.outputTokens !== null)
+      ? BigInt(object.outputTokens)
+      : 0n;
+    message.costMicros = (object.costMicros !== undefined && object.costMicros !== null)
+      ? BigInt(object.costMicros)
+      : 0n;
+    message.providerCostMicros = (object.providerCostMicros !== undefined && object.providerCostMicros !== null)
+      ? BigInt(object.providerCostMicros)
+      : 0n;
+    message.extendTtlMs = (object.extendTtlMs !== undefined && object.extendTtlMs !== null)
+      ? BigInt(object.extendTtlMs)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseCheckpointResponse(): CheckpointResponse {
+  return { result: 0, expiresAtMs: 0n, detail: "" };
+}
+
+export const CheckpointResponse: MessageFns<CheckpointResponse> = {
+  encode(message: CheckpointResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.result !== 0) {
+      writer.uint32(8).int32(message.result);
+    }
+    if (message.expiresAtMs !== 0n) {
+      if (BigInt.asIntN(64, message.expiresAtMs) !== message.expiresAtMs) {
+        throw new globalThis.Error("value provided for field message.expiresAtMs of type int64 too large");
+      }
+      writer.uint32(16).int64(message.expiresAtMs);
+    }
+    if (message.detail !== "") {
+      writer.uint32(26).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CheckpointResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCheckpointResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.result = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.expiresAtMs = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CheckpointResponse>, I>>(base?: I): CheckpointResponse {
+    return CheckpointResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CheckpointResponse>, I>>(object: I): CheckpointResponse {
+    const message = createBaseCheckpointResponse();
+    message.result = object.result ?? 0;
+    message.expiresAtMs = (object.expiresAtMs !== undefined && object.expiresAtMs !== null)
+      ? BigInt(object.expiresAtMs)
+      : 0n;
+    message.detail = object.detail ?? "";
+    return message;
+  },
+};
+
+function createBaseSetProjectBudgetRequest(): SetProjectBudgetRequest {
+  return { requestId: "", organisationId: "", projectId: "", monthlyCapMicros: 0n, softAlertPercent: 0 };
+}
+
+export const SetProjectBudgetRequest: MessageFns<SetProjectBudgetRequest> = {
+  encode(message: SetProjectBudgetRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(18).string(message.organisationId);
+    }
+    if (message.projectId !== "") {
+      writer.uint32(26).string(message.projectId);
+    }
+    if (message.monthlyCapMicros !== 0n) {
+      if (BigInt.asIntN(64, message.monthlyCapMicros) !== message.monthlyCapMicros) {
+        throw new globalThis.Error("value provided for field message.monthlyCapMicros of type int64 too large");
+      }
+      writer.uint32(32).int64(message.monthlyCapMicros);
+    }
+    if (message.softAlertPercent !== 0) {
+      writer.uint32(40).int32(message.softAlertPercent);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetProjectBudgetRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetProjectBudgetRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.monthlyCapMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.softAlertPercent = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SetProjectBudgetRequest>, I>>(base?: I): SetProjectBudgetRequest {
+    return SetProjectBudgetRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetProjectBudgetRequest>, I>>(object: I): SetProjectBudgetRequest {
+    const message = createBaseSetProjectBudgetRequest();
+    message.requestId = object.requestId ?? "";
+    message.organisationId = object.organisationId ?? "";
+    message.projectId = object.projectId ?? "";
+    message.monthlyCapMicros = (object.monthlyCapMicros !== undefined && object.monthlyCapMicros !== null)
+      ? BigInt(object.monthlyCapMicros)
+      : 0n;
+    message.softAlertPercent = object.softAlertPercent ?? 0;
+    return message;
+  },
+};
+
+function createBaseSetProjectBudgetResponse(): SetProjectBudgetResponse {
+  return { result: 0, detail: "" };
+}
+
+export const SetProjectBudgetResponse: MessageFns<SetProjectBudgetResponse> = {
+  encode(message: SetProjectBudgetResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.result !== 0) {
+      writer.uint32(8).int32(message.result);
+    }
+    if (message.detail !== "") {
+      writer.uint32(18).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SetProjectBudgetResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSetProjectBudgetResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.result = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SetProjectBudgetResponse>, I>>(base?: I): SetProjectBudgetResponse {
+    return SetProjectBudgetResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SetProjectBudgetResponse>, I>>(object: I): SetProjectBudgetResponse {
+    const message = createBaseSetProjectBudgetResponse();
+    message.result = object.result ?? 0;
+    message.detail = object.detail ?? "";
+    return message;
+  },
+};
+
+function createBaseGetProjectSpendRequest(): GetProjectSpendRequest {
+  return { projectId: "" };
+}
+
+export const GetProjectSpendRequest: MessageFns<GetProjectSpendRequest> = {
+  encode(message: GetProjectSpendRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.projectId !== "") {
+      writer.uint32(10).string(message.projectId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetProjectSpendRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetProjectSpendRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GetProjectSpendRequest>, I>>(base?: I): GetProjectSpendRequest {
+    return GetProjectSpendRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetProjectSpendRequest>, I>>(object: I): GetProjectSpendRequest {
+    const message = createBaseGetProjectSpendRequest();
+    message.projectId = object.projectId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetProjectSpendResponse(): GetProjectSpendResponse {
+  return {
+    month: "",
+    settledMicros: 0n,
+    heldMicros: 0n,
+    monthlyCapMicros: 0n,
+    softAlertPercent: 0,
+    softAlertRaised: false,
+  };
+}
+
+export const GetProjectSpendResponse: MessageFns<GetProjectSpendResponse> = {
+  encode(message: GetProjectSpendResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.month !== "") {
+      writer.uint32(10).string(message.month);
+    }
+    if (message.settledMicros !== 0n) {
+      if (BigInt.asIntN(64, message.settledMicros) !== message.settledMicros) {
+        throw new globalThis.Error("value provided for field message.settledMicros of type int64 too large");
+      }
+      writer.uint32(16).int64(message.settledMicros);
+    }
+    if (message.heldMicros !== 0n) {
+      if (BigInt.asIntN(64, message.heldMicros) !== message.heldMicros) {
+        throw new globalThis.Error("value provided for field message.heldMicros of type int64 too large");
+      }
+      writer.uint32(24).int64(message.heldMicros);
+    }
+    if (message.monthlyCapMicros !== 0n) {
+      if (BigInt.asIntN(64, message.monthlyCapMicros) !== message.monthlyCapMicros) {
+        throw new globalThis.Error("value provided for field message.monthlyCapMicros of type int64 too large");
+      }
+      writer.uint32(32).int64(message.monthlyCapMicros);
+    }
+    if (message.softAlertPercent !== 0) {
+      writer.uint32(40).int32(message.softAlertPercent);
+    }
+    if (message.softAlertRaised !== false) {
+      writer.uint32(48).bool(message.softAlertRaised);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetProjectSpendResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetProjectSpendResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.month = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.settledMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.heldMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.monthlyCapMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.softAlertPercent = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.softAlertRaised = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GetProjectSpendResponse>, I>>(base?: I): GetProjectSpendResponse {
+    return GetProjectSpendResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetProjectSpendResponse>, I>>(object: I): GetProjectSpendResponse {
+    const message = createBaseGetProjectSpendResponse();
+    message.month = object.month ?? "";
+    message.settledMicros = (object.settledMicros !== undefined && object.settledMicros !== null)
+      ? BigInt(object.settledMicros)
+      : 0n;
+    message.heldMicros = (object.heldMicros !== undefined && object.heldMicros !== null)
+      ? BigInt(object.heldMicros)
+      : 0n;
+    message.monthlyCapMicros = (object.monthlyCapMicros !== undefined && object.monthlyCapMicros !== null)
+      ? BigInt(object.monthlyCapMicros)
+      : 0n;
+    message.softAlertPercent = object.softAlertPercent ?? 0;
+    message.softAlertRaised = object.softAlertRaised ?? false;
+    return message;
+  },
+};
+
+function createBaseSummarizeUsageRequest(): SummarizeUsageRequest {
+  return { organisationId: "", projectId: "", fromMs: 0n, toMs: 0n };
+}
+
+export const SummarizeUsageRequest: MessageFns<SummarizeUsageRequest> = {
+  encode(message: SummarizeUsageRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organisationId !== "") {
+      writer.uint32(10).string(message.organisationId);
+    }
+    if (message.projectId !== "") {
+      writer.uint32(18).string(message.projectId);
+    }
+    if (message.fromMs !== 0n) {
+      if (BigInt.asIntN(64, message.fromMs) !== message.fromMs) {
+        throw new globalThis.Error("value provided for field message.fromMs of type int64 too large");
+      }
+      writer.uint32(24).int64(message.fromMs);
+    }
+    if (message.toMs !== 0n) {
+      if (BigInt.asIntN(64, message.toMs) !== message.toMs) {
+        throw new globalThis.Error("value provided for field message.toMs of type int64 too large");
+      }
+      writer.uint32(32).int64(message.toMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SummarizeUsageRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSummarizeUsageRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.fromMs = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.toMs = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SummarizeUsageRequest>, I>>(base?: I): SummarizeUsageRequest {
+    return SummarizeUsageRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SummarizeUsageRequest>, I>>(object: I): SummarizeUsageRequest {
+    const message = createBaseSummarizeUsageRequest();
+    message.organisationId = object.organisationId ?? "";
+    message.projectId = object.projectId ?? "";
+    message.fromMs = (object.fromMs !== undefined && object.fromMs !== null) ? BigInt(object.fromMs) : 0n;
+    message.toMs = (object.toMs !== undefined && object.toMs !== null) ? BigInt(object.toMs) : 0n;
+    return message;
+  },
+};
+
+function createBaseUsageSummaryRow(): UsageSummaryRow {
+  return {
+    day: "",
+    modelSlug: "",
+    requests: 0n,
+    inputTokens: 0n,
+    outputTokens: 0n,
+    costMicros: 0n,
+    providerCostMicros: 0n,
+    debitedMicros: 0n,
+  };
+}
+
+export const UsageSummaryRow: MessageFns<UsageSummaryRow> = {
+  encode(message: UsageSummaryRow, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.day !== "") {
+      writer.uint32(10).string(message.day);
+    }
+    if (message.modelSlug !== "") {
+      writer.uint32(18).string(message.modelSlug);
+    }
+    if (message.requests !== 0n) {
+      if (BigInt.asIntN(64, message.requests) !== message.requests) {
+        throw new globalThis.Error("value provided for field message.requests of type int64 too large");
+      }
+      writer.uint32(24).int64(message.requests);
+    }
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
+      writer.uint32(32).int64(message.inputTokens);
+    }
+    if (message.outputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.outputTokens) !== message.outputTokens) {
+        throw new globalThis.Error("value provided for field message.outputTokens of type int64 too large");
+      }
+      writer.uint32(40).int64(message.outputTokens);
+    }
+    if (message.costMicros !== 0n) {
+      if (BigInt.asIntN(64, message.costMicros) !== message.costMicros) {
+        throw new globalThis.Error("value provided for field message.costMicros of type int64 too large");
+      }
+      writer.uint32(48).int64(message.costMicros);
+    }
+    if (message.providerCostMicros !== 0n) {
+      if (BigInt.asIntN(64, message.providerCostMicros) !== message.providerCostMicros) {
+        throw new globalThis.Error("value provided for field message.providerCostMicros of type int64 too large");
+      }
+      writer.uint32(56).int64(message.providerCostMicros);
+    }
+    if (message.debitedMicros !== 0n) {
+      if (BigInt.asIntN(64, message.debitedMicros) !== message.debitedMicros) {
+        throw new globalThis.Error("value provided for field message.debitedMicros of type int64 too large");
+      }
+      writer.uint32(64).int64(message.debitedMicros);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UsageSummaryRow {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUsageSummaryRow();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.day = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.modelSlug = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.requests = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.inputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.outputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.costMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.providerCostMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.debitedMicros = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UsageSummaryRow>, I>>(base?: I): UsageSummaryRow {
+    return UsageSummaryRow.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UsageSummaryRow>, I>>(object: I): UsageSummaryRow {
+    const message = createBaseUsageSummaryRow();
+    message.day = object.day ?? "";
+    message.modelSlug = object.modelSlug ?? "";
+    message.requests = (object.requests !== undefined && object.requests !== null) ? BigInt(object.requests) : 0n;
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    message.outputTokens = (object.outputTokens !== undefined && object.outputTokens !== null)
+      ? BigInt(object.outputTokens)
+      : 0n;
+    message.costMicros = (object.costMicros !== undefined && object.costMicros !== null)
+      ? BigInt(object.costMicros)
+      : 0n;
+    message.providerCostMicros = (object.providerCostMicros !== undefined && object.providerCostMicros !== null)
+      ? BigInt(object.providerCostMicros)
+      : 0n;
+    message.debitedMicros = (object.debitedMicros !== undefined && object.debitedMicros !== null)
+      ? BigInt(object.debitedMicros)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseSummarizeUsageResponse(): SummarizeUsageResponse {
+  return { rows: [] };
+}
+
+export const SummarizeUsageResponse: MessageFns<SummarizeUsageResponse> = {
+  encode(message: SummarizeUsageResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.rows) {
+      UsageSummaryRow.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SummarizeUsageResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSummarizeUsageResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rows.push(UsageSummaryRow.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SummarizeUsageResponse>, I>>(base?: I): SummarizeUsageResponse {
+    return SummarizeUsageResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SummarizeUsageResponse>, I>>(object: I): SummarizeUsageResponse {
+    const message = createBaseSummarizeUsageResponse();
+    message.rows = object.rows?.map((e) => UsageSummaryRow.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseBudgetAlert(): BudgetAlert {
+  return {
+    id: "",
+    organisationId: "",
+    projectId: "",
+    month: "",
+    spentMicros: 0n,
+    monthlyCapMicros: 0n,
+    softAlertPercent: 0,
+    raisedAtMs: 0n,
+  };
+}
+
+export const BudgetAlert: MessageFns<BudgetAlert> = {
+  encode(message: BudgetAlert, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(18).string(message.organisationId);
+    }
+    if (message.projectId !== "") {
+      writer.uint32(26).string(message.projectId);
+    }
+    if (message.month !== "") {
+      writer.uint32(34).string(message.month);
+    }
+    if (message.spentMicros !== 0n) {
+      if (BigInt.asIntN(64, message.spentMicros) !== message.spentMicros) {
+        throw new globalThis.Error("value provided for field message.spentMicros of type int64 too large");
+      }
+      writer.uint32(40).int64(message.spentMicros);
+    }
+    if (message.monthlyCapMicros !== 0n) {
+      if (BigInt.asIntN(64, message.monthlyCapMicros) !== message.monthlyCapMicros) {
+        throw new globalThis.Error("value provided for field message.monthlyCapMicros of type int64 too large");
+      }
+      writer.uint32(48).int64(message.monthlyCapMicros);
+    }
+    if (message.softAlertPercent !== 0) {
+      writer.uint32(56).int32(message.softAlertPercent);
+    }
+    if (message.raisedAtMs !== 0n) {
+      if (BigInt.asIntN(64, message.raisedAtMs) !== message.raisedAtMs) {
+        throw new globalThis.Error("value provided for field message.raisedAtMs of type int64 too large");
+      }
+      writer.uint32(64).int64(message.raisedAtMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BudgetAlert {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBudgetAlert();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.month = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.spentMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.monthlyCapMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.softAlertPercent = reader.int32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.raisedAtMs = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<BudgetAlert>, I>>(base?: I): BudgetAlert {
+    return BudgetAlert.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BudgetAlert>, I>>(object: I): BudgetAlert {
+    const message = createBaseBudgetAlert();
+    message.id = object.id ?? "";
+    message.organisationId = object.organisationId ?? "";
+    message.projectId = object.projectId ?? "";
+    message.month = object.month ?? "";
+    message.spentMicros = (object.spentMicros !== undefined && object.spentMicros !== null)
+      ? BigInt(object.spentMicros)
+      : 0n;
+    message.monthlyCapMicros = (object.monthlyCapMicros !== undefined && object.monthlyCapMicros !== null)
+      ? BigInt(object.monthlyCapMicros)
+      : 0n;
+    message.softAlertPercent = object.softAlertPercent ?? 0;
+    message.raisedAtMs = (object.raisedAtMs !== undefined && object.raisedAtMs !== null)
+      ? BigInt(object.raisedAtMs)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseListBudgetAlertsRequest(): ListBudgetAlertsRequest {
+  return { afterId: "", organisationId: "", limit: 0 };
+}
+
+export const ListBudgetAlertsRequest: MessageFns<ListBudgetAlertsRequest> = {
+  encode(message: ListBudgetAlertsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.afterId !== "") {
+      writer.uint32(10).string(message.afterId);
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(18).string(message.organisationId);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(24).int32(message.limit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListBudgetAlertsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListBudgetAlertsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.afterId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListBudgetAlertsRequest>, I>>(base?: I): ListBudgetAlertsRequest {
+    return ListBudgetAlertsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListBudgetAlertsRequest>, I>>(object: I): ListBudgetAlertsRequest {
+    const message = createBaseListBudgetAlertsRequest();
+    message.afterId = object.afterId ?? "";
+    message.organisationId = object.organisationId ?? "";
+    message.limit = object.limit ?? 0;
+    return message;
+  },
+};
+
+function createBaseListBudgetAlertsResponse(): ListBudgetAlertsResponse {
+  return { alerts: [] };
+}
+
+export const ListBudgetAlertsResponse: MessageFns<ListBudgetAlertsResponse> = {
+  encode(message: ListBudgetAlertsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.alerts) {
+      BudgetAlert.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListBudgetAlertsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListBudgetAlertsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.alerts.push(BudgetAlert.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListBudgetAlertsResponse>, I>>(base?: I): ListBudgetAlertsResponse {
+    return ListBudgetAlertsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListBudgetAlertsResponse>, I>>(object: I): ListBudgetAlertsResponse {
+    const message = createBaseListBudgetAlertsResponse();
+    message.alerts = object.alerts?.map((e) => BudgetAlert.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseWatchBudgetAlertsRequest(): WatchBudgetAlertsRequest {
+  return { afterId: "" };
+}
+
+export const WatchBudgetAlertsRequest: MessageFns<WatchBudgetAlertsRequest> = {
+  encode(message: WatchBudgetAlertsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.afterId !== "") {
+      writer.uint32(10).string(message.afterId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchBudgetAlertsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchBudgetAlertsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.afterId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WatchBudgetAlertsRequest>, I>>(base?: I): WatchBudgetAlertsRequest {
+    return WatchBudgetAlertsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WatchBudgetAlertsRequest>, I>>(object: I): WatchBudgetAlertsRequest {
+    const message = createBaseWatchBudgetAlertsRequest();
+    message.afterId = object.afterId ?? "";
+    return message;
+  },
+};
+
+function createBaseVerifyRequest(): VerifyRequest {
+  return {};
+}
+
+export const VerifyRequest: MessageFns<VerifyRequest> = {
+  encode(_: VerifyRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VerifyRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVerifyRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<VerifyRequest>, I>>(base?: I): VerifyRequest {
+    return VerifyRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VerifyRequest>, I>>(_: I): VerifyRequest {
+    const message = createBaseVerifyRequest();
+    return message;
+  },
+};
+
+function createBaseBalanceDifference(): BalanceDifference {
+  return { organisationId: "", check: "", balance: "", accountMicros: 0n, recomputedMicros: 0n };
+}
+
+export const BalanceDifference: MessageFns<BalanceDifference> = {
+  encode(message: BalanceDifference, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organisationId !== "") {
+      writer.uint32(10).string(message.organisationId);
+    }
+    if (message.check !== "") {
+      writer.uint32(18).string(message.check);
+    }
+    if (message.balance !== "") {
+      writer.uint32(26).string(message.balance);
+    }
+    if (message.accountMicros !== 0n) {
+      if (BigInt.asIntN(64, message.accountMicros) !== message.accountMicros) {
+        throw new globalThis.Error("value provided for field message.accountMicros of type int64 too large");
+      }
+      writer.uint32(32).int64(message.accountMicros);
+    }
+    if (message.recomputedMicros !== 0n) {
+      if (BigInt.asIntN(64, message.recomputedMicros) !== message.recomputedMicros) {
+        throw new globalThis.Error("value provided for field message.recomputedMicros of type int64 too large");
+      }
+      writer.uint32(40).int64(message.recomputedMicros);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): BalanceDifference {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseBalanceDifference();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.check = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.balance = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.accountMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.recomputedMicros = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<BalanceDifference>, I>>(base?: I): BalanceDifference {
+    return BalanceDifference.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<BalanceDifference>, I>>(object: I): BalanceDifference {
+    const message = createBaseBalanceDifference();
+    message.organisationId = object.organisationId ?? "";
+    message.check = object.check ?? "";
+    message.balance = object.balance ?? "";
+    message.accountMicros = (object.accountMicros !== undefined && object.accountMicros !== null)
+      ? BigInt(object.accountMicros)
+      : 0n;
+    message.recomputedMicros = (object.recomputedMicros !== undefined && object.recomputedMicros !== null)
+      ? BigInt(object.recomputedMicros)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseVerifyResponse(): VerifyResponse {
+  return { accountsChecked: 0n, differences: [] };
+}
+
+export const VerifyResponse: MessageFns<VerifyResponse> = {
+  encode(message: VerifyResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.accountsChecked !== 0n) {
+      if (BigInt.asIntN(64, message.accountsChecked) !== message.accountsChecked) {
+        throw new globalThis.Error("value provided for field message.accountsChecked of type int64 too large");
+      }
+      writer.uint32(8).int64(message.accountsChecked);
+    }
+    for (const v of message.differences) {
+      BalanceDifference.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VerifyResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVerifyResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.accountsChecked = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.differences.push(BalanceDifference.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<VerifyResponse>, I>>(base?: I): VerifyResponse {
+    return VerifyResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VerifyResponse>, I>>(object: I): VerifyResponse {
+    const message = createBaseVerifyResponse();
+    message.accountsChecked = (object.accountsChecked !== undefined && object.accountsChecked !== null)
+      ? BigInt(object.accountsChecked)
+      : 0n;
+    message.differences = object.differences?.map((e) => BalanceDifference.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 export type LedgerServiceService = typeof LedgerServiceService;
 export const LedgerServiceService = {
   /** Opens the wallet account of an organisation. Idempotent on organisation_id. */
@@ -2055,6 +3765,88 @@ export const LedgerServiceService = {
     responseSerialize: (value: ListUsageResponse): Buffer => Buffer.from(ListUsageResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListUsageResponse => ListUsageResponse.decode(value),
   },
+  /**
+   * Records the running usage of a long stream, so that an expiry charges what was delivered up
+   * to the last checkpoint instead of nothing; may also push the reservation's deadline out.
+   */
+  checkpoint: {
+    path: "/gateway.ledger.v1.LedgerService/Checkpoint" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CheckpointRequest): Buffer => Buffer.from(CheckpointRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CheckpointRequest => CheckpointRequest.decode(value),
+    responseSerialize: (value: CheckpointResponse): Buffer => Buffer.from(CheckpointResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CheckpointResponse => CheckpointResponse.decode(value),
+  },
+  /** Sets or clears the monthly budget of a project (calendar month, Asia/Kolkata). */
+  setProjectBudget: {
+    path: "/gateway.ledger.v1.LedgerService/SetProjectBudget" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SetProjectBudgetRequest): Buffer =>
+      Buffer.from(SetProjectBudgetRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SetProjectBudgetRequest => SetProjectBudgetRequest.decode(value),
+    responseSerialize: (value: SetProjectBudgetResponse): Buffer =>
+      Buffer.from(SetProjectBudgetResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SetProjectBudgetResponse => SetProjectBudgetResponse.decode(value),
+  },
+  /** Reads a project's spend this month against its budget. */
+  getProjectSpend: {
+    path: "/gateway.ledger.v1.LedgerService/GetProjectSpend" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetProjectSpendRequest): Buffer =>
+      Buffer.from(GetProjectSpendRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetProjectSpendRequest => GetProjectSpendRequest.decode(value),
+    responseSerialize: (value: GetProjectSpendResponse): Buffer =>
+      Buffer.from(GetProjectSpendResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetProjectSpendResponse => GetProjectSpendResponse.decode(value),
+  },
+  /** Aggregates usage by day (Asia/Kolkata) and model, for reports. */
+  summarizeUsage: {
+    path: "/gateway.ledger.v1.LedgerService/SummarizeUsage" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SummarizeUsageRequest): Buffer =>
+      Buffer.from(SummarizeUsageRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SummarizeUsageRequest => SummarizeUsageRequest.decode(value),
+    responseSerialize: (value: SummarizeUsageResponse): Buffer =>
+      Buffer.from(SummarizeUsageResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SummarizeUsageResponse => SummarizeUsageResponse.decode(value),
+  },
+  /** Lists budget alerts raised after a cursor, oldest first (poll). */
+  listBudgetAlerts: {
+    path: "/gateway.ledger.v1.LedgerService/ListBudgetAlerts" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListBudgetAlertsRequest): Buffer =>
+      Buffer.from(ListBudgetAlertsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListBudgetAlertsRequest => ListBudgetAlertsRequest.decode(value),
+    responseSerialize: (value: ListBudgetAlertsResponse): Buffer =>
+      Buffer.from(ListBudgetAlertsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListBudgetAlertsResponse => ListBudgetAlertsResponse.decode(value),
+  },
+  /** Streams budget alerts raised after a cursor: first the backlog, then each as it is raised. */
+  watchBudgetAlerts: {
+    path: "/gateway.ledger.v1.LedgerService/WatchBudgetAlerts" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: WatchBudgetAlertsRequest): Buffer =>
+      Buffer.from(WatchBudgetAlertsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WatchBudgetAlertsRequest => WatchBudgetAlertsRequest.decode(value),
+    responseSerialize: (value: BudgetAlert): Buffer => Buffer.from(BudgetAlert.encode(value).finish()),
+    responseDeserialize: (value: Buffer): BudgetAlert => BudgetAlert.decode(value),
+  },
+  /** Recomputes every balance from the movement rows and reports each difference. */
+  verify: {
+    path: "/gateway.ledger.v1.LedgerService/Verify" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: VerifyRequest): Buffer => Buffer.from(VerifyRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): VerifyRequest => VerifyRequest.decode(value),
+    responseSerialize: (value: VerifyResponse): Buffer => Buffer.from(VerifyResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): VerifyResponse => VerifyResponse.decode(value),
+  },
 } as const;
 
 export interface LedgerServiceServer extends UntypedServiceImplementation {
@@ -2072,6 +3864,23 @@ export interface LedgerServiceServer extends UntypedServiceImplementation {
   getBalance: handleUnaryCall<GetBalanceRequest, GetBalanceResponse>;
   /** Lists usage records, newest first, paged. */
   listUsage: handleUnaryCall<ListUsageRequest, ListUsageResponse>;
+  /**
+   * Records the running usage of a long stream, so that an expiry charges what was delivered up
+   * to the last checkpoint instead of nothing; may also push the reservation's deadline out.
+   */
+  checkpoint: handleUnaryCall<CheckpointRequest, CheckpointResponse>;
+  /** Sets or clears the monthly budget of a project (calendar month, Asia/Kolkata). */
+  setProjectBudget: handleUnaryCall<SetProjectBudgetRequest, SetProjectBudgetResponse>;
+  /** Reads a project's spend this month against its budget. */
+  getProjectSpend: handleUnaryCall<GetProjectSpendRequest, GetProjectSpendResponse>;
+  /** Aggregates usage by day (Asia/Kolkata) and model, for reports. */
+  summarizeUsage: handleUnaryCall<SummarizeUsageRequest, SummarizeUsageResponse>;
+  /** Lists budget alerts raised after a cursor, oldest first (poll). */
+  listBudgetAlerts: handleUnaryCall<ListBudgetAlertsRequest, ListBudgetAlertsResponse>;
+  /** Streams budget alerts raised after a cursor: first the backlog, then each as it is raised. */
+  watchBudgetAlerts: handleServerStreamingCall<WatchBudgetAlertsRequest, BudgetAlert>;
+  /** Recomputes every balance from the movement rows and reports each difference. */
+  verify: handleUnaryCall<VerifyRequest, VerifyResponse>;
 }
 
 export interface LedgerServiceClient extends Client {
@@ -2186,6 +3995,115 @@ export interface LedgerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListUsageResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Records the running usage of a long stream, so that an expiry charges what was delivered up
+   * to the last checkpoint instead of nothing; may also push the reservation's deadline out.
+   */
+  checkpoint(
+    request: CheckpointRequest,
+    callback: (error: ServiceError | null, response: CheckpointResponse) => void,
+  ): ClientUnaryCall;
+  checkpoint(
+    request: CheckpointRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CheckpointResponse) => void,
+  ): ClientUnaryCall;
+  checkpoint(
+    request: CheckpointRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CheckpointResponse) => void,
+  ): ClientUnaryCall;
+  /** Sets or clears the monthly budget of a project (calendar month, Asia/Kolkata). */
+  setProjectBudget(
+    request: SetProjectBudgetRequest,
+    callback: (error: ServiceError | null, response: SetProjectBudgetResponse) => void,
+  ): ClientUnaryCall;
+  setProjectBudget(
+    request: SetProjectBudgetRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SetProjectBudgetResponse) => void,
+  ): ClientUnaryCall;
+  setProjectBudget(
+    request: SetProjectBudgetRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SetProjectBudgetResponse) => void,
+  ): ClientUnaryCall;
+  /** Reads a project's spend this month against its budget. */
+  getProjectSpend(
+    request: GetProjectSpendRequest,
+    callback: (error: ServiceError | null, response: GetProjectSpendResponse) => void,
+  ): ClientUnaryCall;
+  getProjectSpend(
+    request: GetProjectSpendRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetProjectSpendResponse) => void,
+  ): ClientUnaryCall;
+  getProjectSpend(
+    request: GetProjectSpendRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetProjectSpendResponse) => void,
+  ): ClientUnaryCall;
+  /** Aggregates usage by day (Asia/Kolkata) and model, for reports. */
+  summarizeUsage(
+    request: SummarizeUsageRequest,
+    callback: (error: ServiceError | null, response: SummarizeUsageResponse) => void,
+  ): ClientUnaryCall;
+  summarizeUsage(
+    request: SummarizeUsageRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SummarizeUsageResponse) => void,
+  ): ClientUnaryCall;
+  summarizeUsage(
+    request: SummarizeUsageRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SummarizeUsageResponse) => void,
+  ): ClientUnaryCall;
+  /** Lists budget alerts raised after a cursor, oldest first (poll). */
+  listBudgetAlerts(
+    request: ListBudgetAlertsRequest,
+    callback: (error: ServiceError | null, response: ListBudgetAlertsResponse) => void,
+  ): ClientUnaryCall;
+  listBudgetAlerts(
+    request: ListBudgetAlertsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListBudgetAlertsResponse) => void,
+  ): ClientUnaryCall;
+  listBudgetAlerts(
+    request: ListBudgetAlertsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListBudgetAlertsResponse) => void,
+  ): ClientUnaryCall;
+  /** Streams budget alerts raised after a cursor: first the backlog, then each as it is raised. */
+  watchBudgetAlerts(
+    request: WatchBudgetAlertsRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<BudgetAlert>;
+  watchBudgetAlerts(
+    request: WatchBudgetAlertsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<BudgetAlert>;
+  /** Recomputes every balance from the movement rows and reports each difference. */
+  verify(
+    request: VerifyRequest,
+    callback: (error: ServiceError | null, response: VerifyResponse) => void,
+  ): ClientUnaryCall;
+  verify(
+    request: VerifyRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: VerifyResponse) => void,
+  ): ClientUnaryCall;
+  verify(
+    request: VerifyRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: VerifyResponse) => void,
   ): ClientUnaryCall;
 }
 

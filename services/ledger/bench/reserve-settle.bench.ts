@@ -1,0 +1,165 @@
+/**
+ * `pnpm bench reserve-settle`: Reserve+Settle pairs per second through the ledger's domain
+ * functions over PostgreSQL, on one hot organisation and spread over 1,000 organisations, at
+ * concurrency 1 and 64. The baseline, measured in the same run and at the same concurrency, is
+ * PostgreSQL's raw rate of single-statement autocommit UPDATEs (one hot row, or 1,000 rows).
+ * Each Reserve and each Settle is one transaction (no group commit yet; see docs/ledger.md).
+ * Afterwards every balance is verified from the rows; the process exits 1 if the ledger does
+ * not agree to the micro-rupee or if the money does not add up. Run time is bounded (< 3 min).
+ *
+ * Environment: TEST_DATABASE_URL or DATABASE_URL (a server URL; a fresh database is created and
+ * dropped), BENCH_SECONDS (per measurement, default 4).
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { migrate, openDatabase, type Database } from '@gateway/db';
+import { credit } from '../src/domain/credit.ts';
+import { verifyLedger } from '../src/domain/find-balance-differences.ts';
+import { openAccount } from '../src/domain/open-account.ts';
+import { reserve, type ReserveInput } from '../src/domain/reserve.ts';
+import { settle, type SettleInput } from '../src/domain/settle.ts';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
+const serverUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const secondsPerMeasurement = Number(process.env.BENCH_SECONDS ?? '4');
+if (!Number.isFinite(secondsPerMeasurement) || secondsPerMeasurement <= 0 || secondsPerMeasurement > 15) {
+  process.stderr.write('BENCH_SECONDS must be a number in (0, 15]\n');
+  process.exit(2);
+}
+const spreadOrganisations = 1_000;
+const reserveMicros = 1_000n;
+const costMicros = 400n;
+
+/** One measured row of the table. */
+interface Measurement {
+  scenario: string;
+  concurrency: number;
+  pairsPerSecond: number;
+  baselineUpdatesPerSecond: number;
+  ratio: number;
+  pairs: number;
+}
+
+/** Runs `worker` on `concurrency` loops until the deadline; resolves with how many iterations completed. */
+async function runFor(concurrency: number, seconds: number, worker: (loop: number, iteration: number) => Promise<void>): Promise<{ count: number; elapsedS: number }> {
+  const startedAt = performance.now();
+  const deadline = startedAt + seconds * 1000;
+  let count = 0;
+  await Promise.all(Array.from({ length: concurrency }, async (_, loop) => {
+    for (let iteration = 0; performance.now() < deadline; iteration++) {
+      await worker(loop, iteration);
+      count++;
+    }
+  }));
+  return { count, elapsedS: (performance.now() - startedAt) / 1000 };
+}
+
+/** Creates a fresh database on the server; returns its URL and how to drop it. */
+async function createBenchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `gw_bench_${randomBytes(5).toString('hex')}`;
+  const admin = await openDatabase({ url: serverUrl, schema: 'public', poolSize: 1 });
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await admin.close();
+      }
+    },
+  };
+}
+
+const benchDatabase = await createBenchDatabase();
+let failed = false;
+let database: Database | undefined;
+const measurements: Measurement[] = [];
+try {
+  database = await openDatabase({ url: benchDatabase.url, schema: 'ledger', poolSize: 16 });
+  await migrate(database, migrationsDir);
+  const db = database;
+  const hot = 'bench-hot';
+  const spread = Array.from({ length: spreadOrganisations }, (_, index) => `bench-org-${index}`);
+  for (const organisationId of [hot, ...spread]) {
+    await openAccount(db, organisationId);
+    await credit(db, { creditId: `fund-${organisationId}`, organisationId, amountMicros: 1_000_000_000_000n, reason: 'bench funding' });
+  }
+  await db.exec(`CREATE TABLE bench_counter (id integer PRIMARY KEY, n bigint NOT NULL);
+    INSERT INTO bench_counter SELECT g, 0 FROM generate_series(0, ${spreadOrganisations - 1}) g;`);
+
+  let pairSerial = 0;
+  const pair = async (organisationId: string) => {
+    const reservationId = `bench-${process.pid}-${pairSerial++}`;
+    const reserveInput: ReserveInput = {
+      reservationId, organisationId, projectId: `${organisationId}-project`, billingMode: 'commercial',
+      amountMicros: reserveMicros, ttlMs: 600_000n, modelSlug: 'bench-model',
+    };
+    const settleInput: SettleInput = {
+      reservationId, inputTokens: 100n, outputTokens: 20n, costMicros, providerCostMicros: 100n, modelSlug: 'bench-model',
+      usageSource: 'upstream', requestId: reservationId,
+    };
+    const reserved = await reserve(db, reserveInput);
+    if (reserved.result !== 'ok') throw new Error(`bench reserve refused: ${reserved.result} ${reserved.detail}`);
+    const settled = await settle(db, settleInput);
+    if (settled.result !== 'ok' || settled.debitedMicros !== costMicros) throw new Error(`bench settle failed: ${settled.result} ${settled.detail}`);
+  };
+
+  for (const [scenario, pick] of [
+    ['one hot organisation', () => hot],
+    [`${spreadOrganisations} organisations`, () => spread[Math.floor(Math.random() * spread.length)]!],
+  ] as const) {
+    for (const concurrency of [1, 64]) {
+      const hotRow = scenario.startsWith('one');
+      const baseline = await runFor(concurrency, secondsPerMeasurement, async () => {
+        const id = hotRow ? 0 : Math.floor(Math.random() * spreadOrganisations);
+        await db.query('UPDATE bench_counter SET n = n + 1 WHERE id = $1', [id]);
+      });
+      const baselineRate = baseline.count / baseline.elapsedS;
+      const run = await runFor(concurrency, secondsPerMeasurement, () => pair(pick()));
+      const rate = run.count / run.elapsedS;
+      measurements.push({
+        scenario, concurrency, pairsPerSecond: Math.round(rate), baselineUpdatesPerSecond: Math.round(baselineRate),
+        ratio: Number((rate / baselineRate).toFixed(3)), pairs: run.count,
+      });
+    }
+  }
+
+  console.table(measurements.map((m) => ({
+    scenario: m.scenario, concurrency: m.concurrency, 'pairs/s': m.pairsPerSecond,
+    'baseline UPDATE/s': m.baselineUpdatesPerSecond, 'pairs/s ÷ baseline': m.ratio,
+  })));
+
+  // Correctness owned by this benchmark: every pair debited exactly its cost, nothing stays held,
+  // and every balance agrees with the rows.
+  const totalPairs = BigInt(measurements.reduce((sum, m) => sum + m.pairs, 0));
+  const sums = await db.query<{ debited: string; held: string }>(
+    'SELECT sum(debited_micros)::text AS debited, sum(held_micros)::text AS held FROM accounts');
+  const { accountsChecked, differences } = await verifyLedger(db);
+  const debitedOk = BigInt(sums.rows[0]!.debited) === totalPairs * costMicros;
+  const heldOk = BigInt(sums.rows[0]!.held) === 0n;
+  console.log(`verify: ${accountsChecked} accounts, ${differences.length} difference(s); debited ${sums.rows[0]!.debited} µ₹ for ${totalPairs} pairs (${debitedOk ? 'exact' : 'WRONG'}); held ${sums.rows[0]!.held} µ₹`);
+  for (const difference of differences) console.log('DIFFERENCE', difference);
+  failed = differences.length > 0 || !debitedOk || !heldOk;
+
+  const hot64 = measurements.find((m) => m.scenario === 'one hot organisation' && m.concurrency === 64);
+  console.log(`target: 5000 pairs/s on one hot organisation at concurrency 64; measured ${hot64?.pairsPerSecond ?? '?'} (one transaction per call, no group commit)`);
+  mkdirSync(join(repoRoot, 'bench-results'), { recursive: true });
+  writeFileSync(join(repoRoot, 'bench-results', 'reserve-settle.json'), JSON.stringify({
+    measuredAt: new Date().toISOString(), secondsPerMeasurement, measurements,
+    targetHotConcurrency64PairsPerSecond: 5_000, hotConcurrency64PairsPerSecond: hot64?.pairsPerSecond ?? null,
+    verify: { accountsChecked: accountsChecked.toString(), differences: differences.length, debitedExact: debitedOk, heldZero: heldOk },
+  }, null, 2));
+} catch (error) {
+  failed = true;
+  console.error('benchmark failed:', error);
+} finally {
+  await database?.close();
+  await benchDatabase.drop();
+}
+process.exit(failed ? 1 : 0);
