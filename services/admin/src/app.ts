@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Server as HttpServer } from 'node:http';
-import { configV1 } from '@gateway/contracts';
 import { migrate, openDatabase, type Database } from '@gateway/db';
 import { Server as GrpcServer, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
@@ -10,7 +9,7 @@ import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/con
 import { createAdminService } from './domain/admin-service.ts';
 import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
 import { createCredentialCipher } from './domain/credential-cipher.ts';
-import { bootstrapPlatformAdminToken, isPlatformAdminToken } from './domain/platform-admin-tokens.ts';
+import { authenticateAdminToken, bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
 import { createAdminHttpApp } from './http/admin-http-app.ts';
 import { createAdminRoutes } from './http/admin-routes.ts';
 import { startHttpServer, stopHttpServer } from './http/http-server.ts';
@@ -36,6 +35,8 @@ export interface AdminAppDeps {
    * no token is issued (one nobody saw would lock everyone out); set ADMIN_BOOTSTRAP_TOKEN then.
    */
   onBootstrapToken?: (secret: string) => void;
+  /** Largest config update sent in one message, bytes (tests make it small to exercise splitting). */
+  maxConfigUpdateBytes?: number;
 }
 
 /** The folder of the admin's SQL migrations. */
@@ -90,6 +91,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const snapshots = createConfigSnapshotSource(db, cipher);
     const hub: ConfigStreamHub = createConfigStreamHub({
       snapshots, logger, ackTimeoutMs: config.SNAPSHOT_ACK_TIMEOUT_MS, heartbeatIntervalMs: config.ADMIN_HEARTBEAT_INTERVAL_MS,
+      ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
     cleanups.push(() => hub.close());
     const service = createAdminService({ db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS });
@@ -102,7 +104,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     logger.info({ version: firstSnapshot.version.toString() }, 'config snapshot ready');
 
     const grpcServer = new GrpcServer();
-    grpcServer.addService(configV1.ConfigServiceService, hub.service);
+    grpcServer.addService(hub.definition, hub.service);
     const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.ADMIN_GRPC_PORT);
     cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
 
@@ -111,7 +113,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const httpApp = createAdminHttpApp({
       routes,
       context: { service, isReady: () => ready, openApiDocument: () => openApiDocument },
-      isPlatformAdminToken: (token) => isPlatformAdminToken(db, token),
+      authenticate: (token) => authenticateAdminToken(db, token),
       logger,
     });
     const { server: httpServer, port: httpPort }: { server: HttpServer; port: number } =

@@ -7,7 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { configV1 } from '@gateway/contracts';
 import { hashSecret } from '@gateway/secrets';
+import { migrate, openDatabase } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { adminMigrationsDir } from './app.ts';
+import { bumpConfigVersion, createConfigSnapshotSource, currentConfigVersion } from './domain/config-snapshot.ts';
+import { createCredentialCipher } from './domain/credential-cipher.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';
@@ -172,10 +176,120 @@ describe('the config stream', () => {
       expect(afterRestart.version).toBe(versionBeforeRestart);
       const created = await second.request('POST', '/admin/v1/organisations', { name: 'After restart' });
       expect(created.status).toBe(201);
-      const next = await proxy.next((update) => update.full && update.organisations.some((candidate) => candidate.id === created.json.id));
-      expect(next.version).toBe(versionBeforeRestart + 1n);
+      const next = await proxy.next((update) => update.organisations.some((candidate) => candidate.id === created.json.id));
+      expect(next).toMatchObject({ version: versionBeforeRestart + 1n, full: false });
     } finally {
       await second.close();
+    }
+  });
+  itPg('sends a key rotation to several proxies as one delta: the old hash removed, the new one added, nothing else', async () => {
+    const organisation = (await admin.request('POST', '/admin/v1/organisations', { name: 'Rotating' })).json;
+    const created = (await admin.request('POST', `/admin/v1/organisations/${organisation.id}/projects`, { name: 'rot' })).json;
+    const fleet = ['proxy-a', 'proxy-b', 'proxy-c'].map((id, index) => connect(id, { autoAck: true, ackDelayMs: 40 * index }));
+    await Promise.all(fleet.map((proxy) => proxy.next((update) => update.full)));
+
+    const rotated = await admin.request('POST', `/admin/v1/projects/${created.project.id}/api-key-rotations`);
+    expect(rotated.status, rotated.text).toBe(201);
+    expect(rotated.headers.get('x-config-propagation')).toBeNull();
+    const oldHash = hashSecret(created.api_key);
+    const newHash = hashSecret(rotated.json.api_key);
+    for (const proxy of fleet) {
+      const delta = proxy.updates.find((update) => update.removedKeyHashes.includes(oldHash))!;
+      expect(delta).toMatchObject({
+        full: false, organisations: [], projects: [], gatewayModels: [], removedKeyHashes: [oldHash],
+        apiKeys: [{ keyHash: newHash, keyId: rotated.json.project.api_key.id, projectId: created.project.id }],
+      });
+      // Acknowledged before the call returned.
+      expect(proxy.acknowledgedVersions).toContain(delta.version);
+    }
+  });
+
+  itPg('answers a proxy that reconnects (a proxy restart) with a full snapshot holding the latest changes', async () => {
+    const first = connect('proxy-restarting', { autoAck: true });
+    await first.next((update) => update.full);
+    first.close();
+    const organisation = (await admin.request('POST', '/admin/v1/organisations', { name: 'While away' })).json;
+    const second = connect('proxy-restarting', { autoAck: true });
+    const snapshot = await second.next((update) => update.full);
+    expect(snapshot.organisations.map((candidate) => candidate.id)).toContain(organisation.id);
+  });
+
+  itPg('disconnects a proxy that does not acknowledge a change in time, so it resyncs', async () => {
+    const organisation = (await admin.request('POST', '/admin/v1/organisations', { name: 'Laggard' })).json;
+    const proxy = connect('proxy-laggard', { autoAck: false });
+    const snapshot = await proxy.next((update) => update.full);
+    proxy.ack(snapshot.version);
+    const response = await admin.request('PATCH', `/admin/v1/organisations/${organisation.id}`, { rpm_limit: 5 });
+    expect(response.headers.get('x-config-propagation')).toBe('pending');
+    expect((await proxy.ended).code).toBe(14); // UNAVAILABLE: reconnect and resync
+  });
+});
+
+describe('the change log', () => {
+  itPg('builds deltas from it, and answers a stream behind what was pruned with "full needed"', async () => {
+    const database = await createTestDatabase(serverUrl!);
+    testDatabases.push(database);
+    const db = await openDatabase({ url: database.url, schema: 'admin', poolSize: 2 });
+    try {
+      await migrate(db, adminMigrationsDir);
+      const source = createConfigSnapshotSource(db, createCredentialCipher(randomBytes(32).toString('base64')));
+      const before = await currentConfigVersion(db);
+      expect(await source.deltaSince(before - 1n)).toBe('full_needed'); // older than the log itself
+      const version = await db.transaction((tx) => bumpConfigVersion(tx, [{ kind: 'organisation', ref: 'org_000000000000000000000abc' }]));
+      expect(await source.deltaSince(before)).toMatchObject({ version, organisations: [], removedOrganisationIds: ['org_000000000000000000000abc'] });
+      expect(await source.deltaSince(version)).toMatchObject({ version, removedOrganisationIds: [] });
+      expect(await source.prune(0)).toBe(1);
+      expect(await source.deltaSince(before)).toBe('full_needed');
+      expect(await source.deltaSince(version)).toMatchObject({ version });
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('the config stream with a small message limit', () => {
+  itPg('splits a large snapshot into parts of one version, and only the last part\'s ack completes it', async () => {
+    const database = await createTestDatabase(serverUrl!);
+    testDatabases.push(database);
+    const small = await startAdminHarness({ databaseUrl: database.url, maxConfigUpdateBytes: 150, env: { SNAPSHOT_ACK_TIMEOUT_MS: '3000' } });
+    try {
+      const organisation = (await small.request('POST', '/admin/v1/organisations', { name: 'Many projects' })).json;
+      const keys: string[] = [];
+      for (let index = 0; index < 30; index += 1) {
+        keys.push((await small.request('POST', `/admin/v1/organisations/${organisation.id}/projects`, { name: `p${index}` })).json.api_key);
+      }
+      const proxy = connect('proxy-parts', { autoAck: false }, small.grpcTarget);
+      const first = await proxy.next((update) => update.full);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const parts = proxy.updates.filter((update) => update.version === first.version);
+      expect(parts.length).toBeGreaterThan(1);
+      expect(parts.slice(1).every((part) => !part.full)).toBe(true);
+      const hashes = parts.flatMap((part) => part.apiKeys.map((key) => key.keyHash));
+      expect(new Set(hashes)).toEqual(new Set(keys.map(hashSecret)));
+      // Keys come last: the first part (which replaces everything) holds the organisations.
+      expect(parts[0]!.organisations.map((candidate) => candidate.id)).toEqual([organisation.id]);
+
+      for (const _part of parts) proxy.ack(first.version);
+
+      // A rotation is two entries (the old hash removed, the new key added): two parts here.
+      const projectId = (await small.request('GET', `/admin/v1/organisations/${organisation.id}/projects?limit=1`)).json.data[0].id;
+      const pendingCall = small.request('POST', `/admin/v1/projects/${projectId}/api-key-rotations`);
+      const delta = await proxy.next((update) => update.version > first.version && update.removedKeyHashes.length > 0);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const deltaParts = proxy.updates.filter((update) => update.version === delta.version);
+      expect(deltaParts.length).toBe(2);
+      // Even claiming the new version, the ack of the first part completes nothing.
+      let returned = false;
+      void pendingCall.then(() => { returned = true; });
+      proxy.ack(delta.version);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(returned).toBe(false);
+      proxy.ack(delta.version);
+      const response = await pendingCall;
+      expect(response.status).toBe(201);
+      expect(response.headers.get('x-config-propagation')).toBeNull();
+    } finally {
+      await small.close();
     }
   });
 });

@@ -1,5 +1,6 @@
 import { configV1 } from '@gateway/contracts';
-import type { ConfigSnapshot } from '../domain/config-snapshot.ts';
+import type { Organisation } from '../domain/admin-records.ts';
+import type { ConfigDelta, ConfigSnapshot, SnapshotApiKey, SnapshotGatewayModel, SnapshotProject } from '../domain/config-snapshot.ts';
 
 const organisationStatus = {
   active: configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE,
@@ -11,37 +12,77 @@ const billingMode = {
   internal: configV1.BillingMode.BILLING_MODE_INTERNAL,
 } as const;
 
+/**
+ * The largest ConfigUpdate the admin sends, bytes (estimated). grpc-js clients refuse messages
+ * above 4 MiB unless told otherwise, so a larger snapshot or delta is split into several
+ * updates of the same version (see splitConfigUpdate).
+ */
+export const maxConfigUpdateBytes = 3 * 1024 * 1024;
+
+function organisationMessage(organisation: Organisation): configV1.Organisation {
+  return {
+    id: organisation.id,
+    status: organisationStatus[organisation.status],
+    billingMode: billingMode[organisation.billingMode],
+    rpmLimit: organisation.rpmLimit,
+    allowedGatewayModelSlugs: organisation.allowedGatewayModels,
+  };
+}
+
+function projectMessage(project: SnapshotProject): configV1.Project {
+  return { id: project.id, organisationId: project.organisationId, disabled: project.disabled };
+}
+
+function apiKeyMessage(key: SnapshotApiKey): configV1.ApiKey {
+  return { keyHash: key.keyHash, keyId: key.keyId, projectId: key.projectId };
+}
+
+function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel {
+  return {
+    slug: model.slug,
+    displayName: model.displayName,
+    defaultMaxTokens: model.defaultMaxTokens,
+    maxContextTokens: model.maxContextTokens,
+    inputPriceMicrosPerMtok: model.inputPriceMicrosPerMtok,
+    outputPriceMicrosPerMtok: model.outputPriceMicrosPerMtok,
+    providerInputCostMicrosPerMtok: model.providerInputCostMicrosPerMtok,
+    providerOutputCostMicrosPerMtok: model.providerOutputCostMicrosPerMtok,
+    upstream: {
+      providerKind: model.upstream.providerKind,
+      baseUrl: model.upstream.baseUrl,
+      model: model.upstream.model,
+      apiKey: model.upstreamApiKey,
+    },
+    createdAtS: BigInt(Math.floor(model.createdAt.getTime() / 1000)),
+  };
+}
+
 /** A full ConfigUpdate holding the whole snapshot (with decrypted credentials: never log it). */
 export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number): configV1.ConfigUpdate {
   return configV1.ConfigUpdate.fromPartial({
     version: snapshot.version,
     full: true,
-    organisations: snapshot.organisations.map((organisation) => ({
-      id: organisation.id,
-      status: organisationStatus[organisation.status],
-      billingMode: billingMode[organisation.billingMode],
-      rpmLimit: organisation.rpmLimit,
-      allowedGatewayModelSlugs: organisation.allowedGatewayModels,
-    })),
-    projects: snapshot.projects.map((project) => ({ id: project.id, organisationId: project.organisationId, disabled: project.disabled })),
-    apiKeys: snapshot.apiKeys.map((key) => ({ keyHash: key.keyHash, keyId: key.keyId, projectId: key.projectId })),
-    gatewayModels: snapshot.gatewayModels.map((model) => ({
-      slug: model.slug,
-      displayName: model.displayName,
-      defaultMaxTokens: model.defaultMaxTokens,
-      maxContextTokens: model.maxContextTokens,
-      inputPriceMicrosPerMtok: model.inputPriceMicrosPerMtok,
-      outputPriceMicrosPerMtok: model.outputPriceMicrosPerMtok,
-      providerInputCostMicrosPerMtok: model.providerInputCostMicrosPerMtok,
-      providerOutputCostMicrosPerMtok: model.providerOutputCostMicrosPerMtok,
-      upstream: {
-        providerKind: model.upstream.providerKind,
-        baseUrl: model.upstream.baseUrl,
-        model: model.upstream.model,
-        apiKey: model.upstreamApiKey,
-      },
-      createdAtS: BigInt(Math.floor(model.createdAt.getTime() / 1000)),
-    })),
+    organisations: snapshot.organisations.map(organisationMessage),
+    projects: snapshot.projects.map(projectMessage),
+    apiKeys: snapshot.apiKeys.map(apiKeyMessage),
+    gatewayModels: snapshot.gatewayModels.map(gatewayModelMessage),
+    producedAtMs: BigInt(producedAtMs),
+  });
+}
+
+/** A delta ConfigUpdate: upserts of what changed since the proxy's version, and removals. */
+export function deltaConfigUpdate(delta: ConfigDelta, producedAtMs: number): configV1.ConfigUpdate {
+  return configV1.ConfigUpdate.fromPartial({
+    version: delta.version,
+    full: false,
+    organisations: delta.organisations.map(organisationMessage),
+    projects: delta.projects.map(projectMessage),
+    apiKeys: delta.apiKeys.map(apiKeyMessage),
+    gatewayModels: delta.gatewayModels.map(gatewayModelMessage),
+    removedOrganisationIds: delta.removedOrganisationIds,
+    removedProjectIds: delta.removedProjectIds,
+    removedKeyHashes: delta.removedKeyHashes,
+    removedGatewayModelSlugs: delta.removedGatewayModelSlugs,
     producedAtMs: BigInt(producedAtMs),
   });
 }
@@ -49,4 +90,47 @@ export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number)
 /** A heartbeat: the version the proxy already holds, no changes, the admin's clock. */
 export function heartbeatConfigUpdate(version: bigint, producedAtMs: number): configV1.ConfigUpdate {
   return configV1.ConfigUpdate.fromPartial({ version, full: false, producedAtMs: BigInt(producedAtMs) });
+}
+
+/** Upper estimate of one entry's encoded size, bytes: its strings plus tag and length overhead. */
+const stringBytes = (value: string) => Buffer.byteLength(value) + 3;
+const entrySizes = {
+  organisation: (o: configV1.Organisation) => stringBytes(o.id) + o.allowedGatewayModelSlugs.reduce((sum, slug) => sum + stringBytes(slug), 0) + 24,
+  project: (p: configV1.Project) => stringBytes(p.id) + stringBytes(p.organisationId) + 8,
+  apiKey: (k: configV1.ApiKey) => stringBytes(k.keyHash) + stringBytes(k.keyId) + stringBytes(k.projectId) + 6,
+  gatewayModel: (m: configV1.GatewayModel) => stringBytes(m.slug) + stringBytes(m.displayName) + 96
+    + (m.upstream ? stringBytes(m.upstream.providerKind) + stringBytes(m.upstream.baseUrl) + stringBytes(m.upstream.model) + stringBytes(m.upstream.apiKey) : 0),
+};
+
+/**
+ * Splits an update whose estimated size passes `maxBytes` into several updates of the same
+ * version: the first keeps `full` (a full snapshot's first part replaces what the proxy
+ * holds), the rest are deltas that add to it. Removals, organisations and models come first,
+ * keys last, so until the last part is applied a proxy is missing keys (it refuses them)
+ * rather than holding anything it should no longer honour. Only the last part's
+ * acknowledgement means the version is applied. An update that fits is returned as is.
+ */
+export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxConfigUpdateBytes): configV1.ConfigUpdate[] {
+  const parts: configV1.ConfigUpdate[] = [];
+  let current = configV1.ConfigUpdate.fromPartial({ version: update.version, full: update.full, producedAtMs: update.producedAtMs });
+  let currentBytes = 32;
+  const add = <Entry>(field: 'organisations' | 'projects' | 'apiKeys' | 'gatewayModels' | 'removedOrganisationIds' | 'removedProjectIds' | 'removedKeyHashes' | 'removedGatewayModelSlugs', entry: Entry, bytes: number) => {
+    if (currentBytes + bytes > maxBytes && currentBytes > 32) {
+      parts.push(current);
+      current = configV1.ConfigUpdate.fromPartial({ version: update.version, full: false, producedAtMs: update.producedAtMs });
+      currentBytes = 32;
+    }
+    (current[field] as Entry[]).push(entry);
+    currentBytes += bytes;
+  };
+  for (const id of update.removedOrganisationIds) add('removedOrganisationIds', id, stringBytes(id));
+  for (const id of update.removedProjectIds) add('removedProjectIds', id, stringBytes(id));
+  for (const hash of update.removedKeyHashes) add('removedKeyHashes', hash, stringBytes(hash));
+  for (const slug of update.removedGatewayModelSlugs) add('removedGatewayModelSlugs', slug, stringBytes(slug));
+  for (const organisation of update.organisations) add('organisations', organisation, entrySizes.organisation(organisation));
+  for (const model of update.gatewayModels) add('gatewayModels', model, entrySizes.gatewayModel(model));
+  for (const project of update.projects) add('projects', project, entrySizes.project(project));
+  for (const key of update.apiKeys) add('apiKeys', key, entrySizes.apiKey(key));
+  parts.push(current);
+  return parts;
 }

@@ -107,3 +107,31 @@ export interface Propagation {
   /** Proxies that had not acknowledged when the wait ended. */
   pendingProxyIds: string[];
 }
+
+/** A project's monthly budget and its spend this month (calendar month, Asia/Kolkata), from the ledger. */
+export interface ProjectSpend {
+  projectId: string;
+  /** e.g. `2026-11`. */
+  month: string;
+  /** Customer-price cost settled this month, µ₹ (both billing modes). */
+  settledMicros: bigint;
+  /** Held by open reservations of the project, µ₹. */
+  heldMicros: bigint;
+  /** null when the project has no budget. */
+  budget: { monthlyCapMicros: bigint; softAlertPercent: number } | null;
+  /** Whether this month's soft alert has been raised. */
+  softAlertRaised: boolean;
+}
+
+/** Usage of one day (Asia/Kolkata) and gateway model, summed; money in µ₹. */
+export interface UsageSummaryRow {
+  /** e.g. `2026-11-21`. */
+  day: string;
+  modelSlug: string;
+  requests: bigint;
+  inputTokens: bigint;
+  outputTokens: bigint;
+  costMicros: bigint;
+  providerCostMicros: bigint;
+  debitedMicros: bigint;
+}

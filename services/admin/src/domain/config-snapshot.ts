@@ -1,23 +1,72 @@
 import type { Database, Queryable } from '@gateway/db';
 import type { GatewayModel, Organisation } from './admin-records.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
-import { allGatewayModels } from './gateway-model-store.ts';
+import { allGatewayModels, gatewayModelsBySlug, type StoredGatewayModel } from './gateway-model-store.ts';
+
+/** A project as proxies see it. */
+export interface SnapshotProject {
+  id: string;
+  organisationId: string;
+  disabled: boolean;
+}
+
+/** An active API key as proxies see it: its hash only. */
+export interface SnapshotApiKey {
+  keyHash: string;
+  keyId: string;
+  projectId: string;
+}
+
+/** A gateway model with its upstream credential decrypted ('' when the upstream needs none). */
+export type SnapshotGatewayModel = GatewayModel & { upstreamApiKey: string };
 
 /** Everything a proxy serves from, at one config version. Holds decrypted credentials: never log it. */
 export interface ConfigSnapshot {
   /** The config version this snapshot is exactly the state of. */
   version: bigint;
   organisations: Organisation[];
-  projects: Array<{ id: string; organisationId: string; disabled: boolean }>;
+  projects: SnapshotProject[];
   /** Active keys only; a revoked key is simply absent. */
-  apiKeys: Array<{ keyHash: string; keyId: string; projectId: string }>;
-  /** Gateway models with the upstream credential decrypted ('' when the upstream needs none). */
-  gatewayModels: Array<GatewayModel & { upstreamApiKey: string }>;
+  apiKeys: SnapshotApiKey[];
+  gatewayModels: SnapshotGatewayModel[];
 }
 
-/** Produces the current snapshot, reusing the last one while the version has not moved. */
+/**
+ * What changed between two versions: the state at `version` of every entity changed since
+ * `fromVersion` (upserts), and the entities that stopped existing (removals; a revoked key is
+ * a removed key hash). Holds decrypted credentials: never log it.
+ */
+export interface ConfigDelta {
+  fromVersion: bigint;
+  version: bigint;
+  organisations: Organisation[];
+  projects: SnapshotProject[];
+  apiKeys: SnapshotApiKey[];
+  gatewayModels: SnapshotGatewayModel[];
+  removedOrganisationIds: string[];
+  removedProjectIds: string[];
+  removedKeyHashes: string[];
+  removedGatewayModelSlugs: string[];
+}
+
+/** Produces full snapshots and deltas of the configuration proxies serve from. */
 export interface ConfigSnapshotSource {
+  /** The current snapshot, reusing the last one while the version has not moved. */
   load(): Promise<ConfigSnapshot>;
+  /**
+   * The changes from `fromVersion` to the current version, or 'full_needed' when the change log
+   * no longer reaches back that far (pruned, or older than the log itself).
+   */
+  deltaSince(fromVersion: bigint): Promise<ConfigDelta | 'full_needed'>;
+  /** Deletes change-log rows older than `olderThanMs` that no stream can still need; returns how many. */
+  prune(olderThanMs: number): Promise<number>;
+}
+
+/** One entity whose state proxies must learn about: the unit of the change log. */
+export interface ConfigChange {
+  kind: 'organisation' | 'project' | 'api_key' | 'gateway_model';
+  /** Organisation, project or key id, or gateway model slug. */
+  ref: string;
 }
 
 /** The AAD a gateway model's credential is sealed with, binding it to its row. */
@@ -26,12 +75,23 @@ export function credentialContext(slug: string): string {
 }
 
 /**
- * Increments the config version inside the transaction that changes what proxies serve, so the
- * change and its version commit together. Returns the new version.
+ * Increments the config version inside the transaction that changes what proxies serve and
+ * records which entities changed, so the change, its version and its change-log rows commit
+ * together. The row lock on config_state also orders concurrent changes: versions commit in
+ * order. Returns the new version.
  */
-export async function bumpConfigVersion(tx: Queryable): Promise<bigint> {
+export async function bumpConfigVersion(tx: Queryable, changes: readonly ConfigChange[]): Promise<bigint> {
   const { rows } = await tx.query<{ version: bigint }>('UPDATE config_state SET version = version + 1 RETURNING version');
-  return rows[0]!.version;
+  const version = rows[0]!.version;
+  if (changes.length > 0) {
+    await tx.query(
+      `INSERT INTO config_changes (version, kind, ref)
+       SELECT $1, change.kind, change.ref FROM unnest($2::text[], $3::text[]) AS change (kind, ref)
+       ON CONFLICT DO NOTHING`,
+      [version, changes.map((change) => change.kind), changes.map((change) => change.ref)],
+    );
+  }
+  return version;
 }
 
 /** The config version as last committed. */
@@ -40,25 +100,101 @@ export async function currentConfigVersion(db: Queryable): Promise<bigint> {
   return rows[0]!.version;
 }
 
+interface OrganisationSnapshotRow {
+  id: string;
+  name: string;
+  status: Organisation['status'];
+  billing_mode: Organisation['billingMode'];
+  rpm_limit: number;
+  created_at: Date;
+  allowed: string[];
+}
+
+const selectSnapshotOrganisations = `
+  SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.created_at,
+         ARRAY(SELECT m.gateway_model_slug FROM organisation_allowed_models m
+               WHERE m.organisation_id = o.id ORDER BY m.gateway_model_slug) AS allowed
+  FROM organisations o`;
+
+function toOrganisation(row: OrganisationSnapshotRow): Organisation {
+  return {
+    id: row.id, name: row.name, status: row.status, billingMode: row.billing_mode,
+    rpmLimit: row.rpm_limit, allowedGatewayModels: row.allowed, createdAt: row.created_at,
+  };
+}
+
 /**
- * Reads snapshots from the database. The version and the rows are read in one repeatable-read
- * transaction, so a snapshot labelled V holds exactly the state committed as V.
+ * Reads snapshots and deltas from the database. The version and the rows are read in one
+ * repeatable-read transaction, so what is labelled V holds exactly the state committed as V.
  */
 export function createConfigSnapshotSource(db: Database, cipher: CredentialCipher): ConfigSnapshotSource {
   let cached: ConfigSnapshot | undefined;
+  /** Deltas being built, by their starting version: streams at the same version share one read. */
+  const deltasInFlight = new Map<bigint, Promise<ConfigDelta | 'full_needed'>>();
+
+  const openModel = ({ upstreamApiKeyEncrypted, ...model }: StoredGatewayModel): SnapshotGatewayModel => ({
+    ...model,
+    upstreamApiKey: upstreamApiKeyEncrypted === null ? '' : cipher.decrypt(upstreamApiKeyEncrypted, credentialContext(model.slug)),
+  });
+
+  async function readDelta(fromVersion: bigint): Promise<ConfigDelta | 'full_needed'> {
+    return db.transaction(async (tx) => {
+      const state = await tx.query<{ version: bigint; pruned_through: bigint }>('SELECT version, pruned_through FROM config_state');
+      const { version, pruned_through: prunedThrough } = state.rows[0]!;
+      if (fromVersion < prunedThrough || fromVersion > version) return 'full_needed';
+      const delta: ConfigDelta = {
+        fromVersion, version, organisations: [], projects: [], apiKeys: [], gatewayModels: [],
+        removedOrganisationIds: [], removedProjectIds: [], removedKeyHashes: [], removedGatewayModelSlugs: [],
+      };
+      if (version === fromVersion) return delta;
+      const changes = await tx.query<ConfigChange>(
+        'SELECT DISTINCT kind, ref FROM config_changes WHERE version > $1 AND version <= $2', [fromVersion, version],
+      );
+      const refsOf = (kind: ConfigChange['kind']) => changes.rows.filter((change) => change.kind === kind).map((change) => change.ref);
+      const organisationIds = refsOf('organisation');
+      const projectIds = refsOf('project');
+      const keyIds = refsOf('api_key');
+      const slugs = refsOf('gateway_model');
+
+      if (organisationIds.length > 0) {
+        const { rows } = await tx.query<OrganisationSnapshotRow>(`${selectSnapshotOrganisations} WHERE o.id = ANY($1::text[])`, [organisationIds]);
+        delta.organisations = rows.map(toOrganisation);
+        const found = new Set(rows.map((row) => row.id));
+        delta.removedOrganisationIds = organisationIds.filter((id) => !found.has(id));
+      }
+      if (projectIds.length > 0) {
+        const { rows } = await tx.query<{ id: string; organisation_id: string; status: string }>(
+          'SELECT id, organisation_id, status FROM projects WHERE id = ANY($1::text[])', [projectIds],
+        );
+        delta.projects = rows.map((row) => ({ id: row.id, organisationId: row.organisation_id, disabled: row.status !== 'active' }));
+        const found = new Set(rows.map((row) => row.id));
+        delta.removedProjectIds = projectIds.filter((id) => !found.has(id));
+      }
+      if (keyIds.length > 0) {
+        const { rows } = await tx.query<{ id: string; key_hash: string; project_id: string; revoked_at: Date | null }>(
+          'SELECT id, key_hash, project_id, revoked_at FROM api_keys WHERE id = ANY($1::text[])', [keyIds],
+        );
+        for (const row of rows) {
+          if (row.revoked_at === null) delta.apiKeys.push({ keyHash: row.key_hash, keyId: row.id, projectId: row.project_id });
+          else delta.removedKeyHashes.push(row.key_hash);
+        }
+      }
+      if (slugs.length > 0) {
+        const models = await gatewayModelsBySlug(tx, slugs);
+        delta.gatewayModels = models.map(openModel);
+        const found = new Set(models.map((model) => model.slug));
+        delta.removedGatewayModelSlugs = slugs.filter((slug) => !found.has(slug));
+      }
+      return delta;
+    }, { isolation: 'repeatable read' });
+  }
 
   return {
     async load() {
       const snapshot = await db.transaction(async (tx) => {
         const version = await currentConfigVersion(tx);
         if (cached?.version === version) return cached;
-        const organisations = await tx.query<{
-          id: string; name: string; status: Organisation['status']; billing_mode: Organisation['billingMode'];
-          rpm_limit: number; created_at: Date; allowed: string[];
-        }>(`SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.created_at,
-                   ARRAY(SELECT m.gateway_model_slug FROM organisation_allowed_models m
-                         WHERE m.organisation_id = o.id ORDER BY m.gateway_model_slug) AS allowed
-            FROM organisations o ORDER BY o.id`);
+        const organisations = await tx.query<OrganisationSnapshotRow>(`${selectSnapshotOrganisations} ORDER BY o.id`);
         const projects = await tx.query<{ id: string; organisation_id: string; status: string }>(
           'SELECT id, organisation_id, status FROM projects ORDER BY id',
         );
@@ -68,21 +204,38 @@ export function createConfigSnapshotSource(db: Database, cipher: CredentialCiphe
         const models = await allGatewayModels(tx);
         return {
           version,
-          organisations: organisations.rows.map((row) => ({
-            id: row.id, name: row.name, status: row.status, billingMode: row.billing_mode,
-            rpmLimit: row.rpm_limit, allowedGatewayModels: row.allowed, createdAt: row.created_at,
-          })),
+          organisations: organisations.rows.map(toOrganisation),
           projects: projects.rows.map((row) => ({ id: row.id, organisationId: row.organisation_id, disabled: row.status !== 'active' })),
           apiKeys: apiKeys.rows.map((row) => ({ keyHash: row.key_hash, keyId: row.id, projectId: row.project_id })),
-          gatewayModels: models.map(({ upstreamApiKeyEncrypted, ...model }) => ({
-            ...model,
-            upstreamApiKey: upstreamApiKeyEncrypted === null ? '' : cipher.decrypt(upstreamApiKeyEncrypted, credentialContext(model.slug)),
-          })),
+          gatewayModels: models.map(openModel),
         } satisfies ConfigSnapshot;
       }, { isolation: 'repeatable read' });
       // Versions only grow, so a newer snapshot always replaces the cached one.
       if (!cached || snapshot.version > cached.version) cached = snapshot;
       return snapshot;
+    },
+
+    deltaSince(fromVersion) {
+      let delta = deltasInFlight.get(fromVersion);
+      if (!delta) {
+        delta = readDelta(fromVersion).finally(() => deltasInFlight.delete(fromVersion));
+        deltasInFlight.set(fromVersion, delta);
+      }
+      return delta;
+    },
+
+    async prune(olderThanMs) {
+      return db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ version: bigint }>(
+          `DELETE FROM config_changes WHERE recorded_at < clock_timestamp() - make_interval(secs => $1::double precision / 1000)
+           RETURNING version`,
+          [olderThanMs],
+        );
+        if (rows.length === 0) return 0;
+        const highest = rows.reduce((max, row) => (row.version > max ? row.version : max), 0n);
+        await tx.query('UPDATE config_state SET pruned_through = GREATEST(pruned_through, $1)', [highest]);
+        return rows.length;
+      });
     },
   };
 }

@@ -78,9 +78,9 @@ export async function insertGatewayModel(tx: Queryable, model: Omit<StoredGatewa
   return rowCount === 1;
 }
 
-/** The gateway model with this slug, or undefined. */
-export async function findGatewayModel(db: Queryable, slug: string): Promise<StoredGatewayModel | undefined> {
-  const { rows } = await db.query<GatewayModelRow>(`${selectGatewayModel} WHERE slug = $1`, [slug]);
+/** The gateway model with this slug, or undefined. `forUpdate` locks its row until the transaction ends. */
+export async function findGatewayModel(db: Queryable, slug: string, options: { forUpdate?: boolean } = {}): Promise<StoredGatewayModel | undefined> {
+  const { rows } = await db.query<GatewayModelRow>(`${selectGatewayModel} WHERE slug = $1${options.forUpdate ? ' FOR UPDATE' : ''}`, [slug]);
   return rows[0] ? toStoredGatewayModel(rows[0]) : undefined;
 }
 
@@ -105,4 +105,49 @@ export async function unknownGatewayModelSlugs(db: Queryable, slugs: readonly st
   const { rows } = await db.query<{ slug: string }>('SELECT slug FROM gateway_models WHERE slug = ANY($1::text[])', [[...slugs]]);
   const known = new Set(rows.map((row) => row.slug));
   return [...new Set(slugs)].filter((slug) => !known.has(slug));
+}
+
+/** The gateway models with these slugs (those that exist), by slug. */
+export async function gatewayModelsBySlug(db: Queryable, slugs: readonly string[]): Promise<StoredGatewayModel[]> {
+  const { rows } = await db.query<GatewayModelRow>(`${selectGatewayModel} WHERE slug = ANY($1::text[]) ORDER BY slug`, [[...slugs]]);
+  return rows.map(toStoredGatewayModel);
+}
+
+/** Changes to a gateway model; absent fields stay. `upstreamApiKeyEncrypted` null removes the credential. */
+export interface GatewayModelChanges {
+  displayName?: string | undefined;
+  defaultMaxTokens?: number | undefined;
+  maxContextTokens?: number | undefined;
+  inputPriceMicrosPerMtok?: bigint | undefined;
+  outputPriceMicrosPerMtok?: bigint | undefined;
+  providerInputCostMicrosPerMtok?: bigint | undefined;
+  providerOutputCostMicrosPerMtok?: bigint | undefined;
+  upstreamBaseUrl?: string | undefined;
+  upstreamModel?: string | undefined;
+  upstreamApiKeyEncrypted?: string | null | undefined;
+}
+
+/** Writes the changed fields of a gateway model (the CHECK constraints guard the combination). */
+export async function updateGatewayModelFields(tx: Queryable, slug: string, changes: GatewayModelChanges): Promise<void> {
+  await tx.query(
+    `UPDATE gateway_models SET
+       display_name = COALESCE($2, display_name),
+       default_max_tokens = COALESCE($3::integer, default_max_tokens),
+       max_context_tokens = COALESCE($4::integer, max_context_tokens),
+       input_price_micros_per_mtok = COALESCE($5::bigint, input_price_micros_per_mtok),
+       output_price_micros_per_mtok = COALESCE($6::bigint, output_price_micros_per_mtok),
+       provider_input_cost_micros_per_mtok = COALESCE($7::bigint, provider_input_cost_micros_per_mtok),
+       provider_output_cost_micros_per_mtok = COALESCE($8::bigint, provider_output_cost_micros_per_mtok),
+       upstream_base_url = COALESCE($9, upstream_base_url),
+       upstream_model = COALESCE($10, upstream_model),
+       upstream_api_key_encrypted = CASE WHEN $11::boolean THEN $12 ELSE upstream_api_key_encrypted END
+     WHERE slug = $1`,
+    [
+      slug, changes.displayName ?? null, changes.defaultMaxTokens ?? null, changes.maxContextTokens ?? null,
+      changes.inputPriceMicrosPerMtok ?? null, changes.outputPriceMicrosPerMtok ?? null,
+      changes.providerInputCostMicrosPerMtok ?? null, changes.providerOutputCostMicrosPerMtok ?? null,
+      changes.upstreamBaseUrl ?? null, changes.upstreamModel ?? null,
+      changes.upstreamApiKeyEncrypted !== undefined, changes.upstreamApiKeyEncrypted ?? null,
+    ],
+  );
 }

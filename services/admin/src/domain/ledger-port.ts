@@ -1,4 +1,4 @@
-import type { Balance, UsageRecord } from './admin-records.ts';
+import type { Balance, ProjectSpend, UsageRecord, UsageSummaryRow } from './admin-records.ts';
 
 /**
  * What the admin needs from the ledger. Implementations turn every non-OK result into a
@@ -21,4 +21,17 @@ export interface LedgerPort {
     /** Opaque token from the previous page. */
     pageToken?: string | undefined;
   }): Promise<{ records: UsageRecord[]; nextPageToken: string | null }>;
+  /**
+   * Sets a project's monthly budget (cap in µ₹ and soft-alert percent 1..100), or clears it with
+   * a cap of 0; idempotent on requestId.
+   */
+  setProjectBudget(request: {
+    requestId: string; organisationId: string; projectId: string; monthlyCapMicros: bigint; softAlertPercent: number;
+  }): Promise<void>;
+  /** A project's spend this month against its budget. */
+  getProjectSpend(projectId: string): Promise<ProjectSpend>;
+  /** Usage summed by day (Asia/Kolkata) and model; window bounds in ms since the epoch, undefined = unbounded. */
+  summarizeUsage(request: {
+    organisationId: string; projectId?: string | undefined; fromMs?: number | undefined; toMs?: number | undefined;
+  }): Promise<UsageSummaryRow[]>;
 }

@@ -47,9 +47,9 @@ export async function insertApiKey(tx: Queryable, key: { id: string; projectId: 
   );
 }
 
-/** The project with this id, with its active key's public details, or undefined. */
-export async function findProject(db: Queryable, id: string): Promise<Project | undefined> {
-  const { rows } = await db.query<ProjectRow>(`${selectProject} WHERE p.id = $1`, [id]);
+/** The project with this id, with its active key's public details, or undefined. `forUpdate` locks the project row. */
+export async function findProject(db: Queryable, id: string, options: { forUpdate?: boolean } = {}): Promise<Project | undefined> {
+  const { rows } = await db.query<ProjectRow>(`${selectProject} WHERE p.id = $1${options.forUpdate ? ' FOR UPDATE OF p' : ''}`, [id]);
   return rows[0] ? toProject(rows[0]) : undefined;
 }
 
@@ -64,4 +64,20 @@ export async function listProjects(db: Queryable, organisationId: string, page: 
     [organisationId, page.after ?? null, page.limit + 1],
   );
   return { items: rows.slice(0, page.limit).map(toProject), hasMore: rows.length > page.limit };
+}
+
+/** Writes a project's changed name or status (absent fields stay). */
+export async function updateProjectFields(tx: Queryable, id: string, changes: { name?: string | undefined; status?: ProjectStatus | undefined }): Promise<void> {
+  await tx.query(
+    'UPDATE projects SET name = COALESCE($2, name), status = COALESCE($3, status) WHERE id = $1',
+    [id, changes.name ?? null, changes.status ?? null],
+  );
+}
+
+/** Revokes a project's active key (at most one); resolves the revoked keys' ids. */
+export async function revokeActiveKeys(tx: Queryable, projectId: string): Promise<string[]> {
+  const { rows } = await tx.query<{ id: string }>(
+    'UPDATE api_keys SET revoked_at = clock_timestamp() WHERE project_id = $1 AND revoked_at IS NULL RETURNING id', [projectId],
+  );
+  return rows.map((row) => row.id);
 }

@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { GatewayError, toGatewayError, toHttpError } from '@gateway/errors';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import { bearerTokenOf } from '@gateway/secrets';
+import { systemActor, type Actor } from '../domain/actor.ts';
 import type { AdminRoute, RouteContext } from './admin-routes.ts';
 import { idempotencyKeyHeader } from './request-schemas.ts';
 import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
@@ -10,8 +11,8 @@ import { invalidRequest, validateInput, type FieldProblem } from './validation.t
 export interface AdminHttpAppDeps {
   routes: readonly AdminRoute[];
   context: RouteContext;
-  /** Whether a presented bearer value is an active platform-admin token. */
-  isPlatformAdminToken(token: string): Promise<boolean>;
+  /** Who a presented bearer value authenticates (a platform admin or an organisation token), or undefined. */
+  authenticate(token: string): Promise<Actor | undefined>;
   logger: Logger;
 }
 
@@ -21,6 +22,11 @@ export const bodyLimit = '1mb';
 /** Express path of a route: `{param}` becomes `:param` unless the route gives its own. */
 export function expressPathOf(route: AdminRoute): string {
   return route.expressPath ?? route.path.replace(/\{([^}]+)\}/g, ':$1');
+}
+
+/** Who made a request, for its log line: the kind and token id, never the token. */
+function actorForLog(actor: Actor): Record<string, string> {
+  return actor.kind === 'platform_admin' || actor.kind === 'organisation_token' ? { kind: actor.kind, tokenId: actor.tokenId } : { kind: actor.kind };
 }
 
 /** A body-parser failure as a catalogue error; anything else unchanged. */
@@ -78,6 +84,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
         path: request.originalUrl.split('?')[0],
         status: response.headersSent ? response.statusCode : 499,
         durationMs,
+        ...(response.locals.actor ? { actor: actorForLog(response.locals.actor as Actor) } : {}),
         ...(response.locals.errorCode ? { code: response.locals.errorCode } : {}),
         ...(response.locals.error ? { err: response.locals.error } : {}),
       };
@@ -91,15 +98,17 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
 
   // Public paths under /admin/v1 (the OpenAPI document); everything else there needs a token.
   const publicPaths = new Set(routes.filter((route) => !route.authenticated).map((route) => route.path));
-  app.use('/admin/v1', async (request: Request, _response: Response, next: NextFunction) => {
+  app.use('/admin/v1', async (request: Request, response: Response, next: NextFunction) => {
     if (publicPaths.has(request.originalUrl.split('?')[0]!)) return next();
     const token = bearerTokenOf(request.headers.authorization);
-    if (token === undefined || !(await deps.isPlatformAdminToken(token))) {
+    const actor = token === undefined ? undefined : await deps.authenticate(token);
+    if (actor === undefined) {
       throw new GatewayError('unauthenticated', {
-        publicMessage: 'Missing or invalid platform-admin token. Send Authorization: Bearer gwadm_….',
+        publicMessage: 'Missing or invalid admin token. Send Authorization: Bearer gwadm_….',
         headers: { 'www-authenticate': 'Bearer realm="admin"' },
       });
     }
+    response.locals.actor = actor;
     next();
   });
 
@@ -133,7 +142,8 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       const params = Object.fromEntries(Object.entries(request.params).map(([name, value]) => [
         name, Array.isArray(value) ? value.join('/') : String(value),
       ]));
-      const result = await route.handle(context, { params, query, body, idempotencyKey });
+      const actor = (response.locals.actor as Actor | undefined) ?? systemActor;
+      const result = await route.handle(context, { actor, params, query, body, idempotencyKey });
       if (result.propagation && !result.propagation.acknowledged) response.setHeader('x-config-propagation', 'pending');
       response.status(result.status).set(result.headers ?? {}).json(result.body);
     });

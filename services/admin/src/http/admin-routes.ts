@@ -1,18 +1,21 @@
 import type { ErrorCode } from '@gateway/errors';
 import { z } from 'zod';
+import type { Actor } from '../domain/actor.ts';
 import type { Propagation } from '../domain/admin-records.ts';
 import type { AdminService } from '../domain/admin-service.ts';
 import type { UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 import {
-  balanceJson, creditJson, gatewayModelJson, listJson, organisationJson, projectJson, usageRecordJson,
+  adminTokenJson, auditEventJson, balanceJson, creditJson, gatewayModelJson, listJson, organisationJson, projectBudgetJson, projectJson,
+  usageRecordJson, usageSummaryRowJson,
 } from './json-views.ts';
 import {
-  createCreditBody, createGatewayModelBody, createOrganisationBody, createProjectBody, idempotencyKeyHeader, listQuery,
-  pageSizes, updateOrganisationBody, usageQuery,
+  auditEventsQuery, createCreditBody, createGatewayModelBody, createOrganisationBody, createProjectBody, createTokenBody, listQuery,
+  pageSizes, projectBudgetBody, updateGatewayModelBody, updateOrganisationBody, updateProjectBody, usageQuery, usageSummaryQuery,
 } from './request-schemas.ts';
 import {
-  balanceResponse, creditResponse, gatewayModelResponse, healthResponse, listResponse, organisationResponse,
-  projectCreatedResponse, projectResponse, usageListResponse,
+  adminTokenCreatedResponse, adminTokenResponse, auditEventResponse, balanceResponse, creditResponse, gatewayModelResponse,
+  healthResponse, listResponse, organisationResponse, projectBudgetResponse, projectCreatedResponse, projectResponse,
+  usageListResponse, usageSummaryResponse,
 } from './response-schemas.ts';
 
 /** What a route handler may use besides its request. */
@@ -23,8 +26,10 @@ export interface RouteContext {
   openApiDocument(): object;
 }
 
-/** A request after validation: path parameters, parsed query and body, the Idempotency-Key. */
+/** A request after validation: who is calling, path parameters, parsed query and body, the Idempotency-Key. */
 export interface RouteRequest<Query, Body> {
+  /** The caller its bearer token authenticated; the system actor on public routes. */
+  actor: Actor;
   params: Record<string, string>;
   query: Query;
   body: Body;
@@ -43,7 +48,7 @@ export interface RouteResult {
 
 /** One route of the admin HTTP API: everything the server and the OpenAPI document need. */
 export interface AdminRoute {
-  method: 'get' | 'post' | 'patch';
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
   /** OpenAPI path template, e.g. /admin/v1/organisations/{id}. */
   path: string;
   /** Express path when it differs from the template (a slug may contain slashes). */
@@ -52,8 +57,14 @@ export interface AdminRoute {
   summary: string;
   description?: string;
   tag: string;
-  /** Whether a platform-admin bearer token is required. */
+  /** Whether an admin-API bearer token is required. */
   authenticated: boolean;
+  /**
+   * Who may call it: 'platform' (platform-admin tokens; an organisation token gets 403, or 404
+   * for an id that is not its own) or 'organisation' (also organisation tokens, for their own
+   * organisation only: any other id answers 404). Public routes: 'public'.
+   */
+  access: 'public' | 'platform' | 'organisation';
   query?: z.ZodType;
   body?: z.ZodType;
   /** Whether the route requires an Idempotency-Key header. */
@@ -80,6 +91,7 @@ function defineRoute<Query extends z.ZodType = z.ZodUndefined, Body extends z.Zo
 }
 
 const readErrors: ErrorCode[] = ['unauthenticated', 'not_found', 'invalid_request'];
+const platformErrors: ErrorCode[] = ['permission_denied'];
 const writeErrors: ErrorCode[] = ['unauthenticated', 'invalid_request', 'invalid_json', 'request_too_large'];
 const ledgerErrors: ErrorCode[] = ['service_unavailable'];
 
@@ -87,14 +99,14 @@ const ledgerErrors: ErrorCode[] = ['service_unavailable'];
 export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
   return [
     defineRoute({
-      method: 'get', path: '/healthz', operationId: 'getHealth', tag: 'system', authenticated: false,
+      method: 'get', path: '/healthz', operationId: 'getHealth', tag: 'system', authenticated: false, access: 'public',
       summary: 'Liveness: the process is running.',
       success: { status: 200, description: 'Always {"status":"ok"} while the process runs.', schema: healthResponse },
       errors: [],
       handle: async () => ({ status: 200, body: { status: 'ok' } }),
     }),
     defineRoute({
-      method: 'get', path: '/readyz', operationId: 'getReadiness', tag: 'system', authenticated: false,
+      method: 'get', path: '/readyz', operationId: 'getReadiness', tag: 'system', authenticated: false, access: 'public',
       summary: 'Readiness: the database is migrated and the config stream is listening.',
       success: { status: 200, description: '{"status":"ready"}; 503 with {"status":"not_ready"} otherwise.', schema: healthResponse },
       alsoSucceeds: [{ status: 503, description: 'Not ready (starting or shutting down).' }],
@@ -104,7 +116,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
         : { status: 503, body: { status: 'not_ready' } }),
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/openapi.json', operationId: 'getOpenApiDocument', tag: 'system', authenticated: false,
+      method: 'get', path: '/admin/v1/openapi.json', operationId: 'getOpenApiDocument', tag: 'system', authenticated: false, access: 'public',
       summary: 'This OpenAPI 3.1 document (no token needed: it is public in the repository too).',
       success: { status: 200, description: 'The OpenAPI document.', schema: z.object({}).loose() },
       errors: [],
@@ -112,13 +124,13 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     }),
 
     defineRoute({
-      method: 'post', path: '/admin/v1/organisations', operationId: 'createOrganisation', tag: 'organisations', authenticated: true,
+      method: 'post', path: '/admin/v1/organisations', operationId: 'createOrganisation', tag: 'organisations', authenticated: true, access: 'platform',
       summary: 'Create an organisation (and open its ledger account).',
       body: createOrganisationBody, changesConfig: true,
       success: { status: 201, description: 'The organisation.', schema: organisationResponse },
-      errors: [...writeErrors, ...ledgerErrors],
-      async handle({ service }, { body }) {
-        const { organisation, propagation } = await service.createOrganisation({
+      errors: [...writeErrors, ...ledgerErrors, ...platformErrors],
+      async handle({ service }, { actor, body }) {
+        const { organisation, propagation } = await service.createOrganisation(actor, {
           name: body.name,
           billingMode: body.billing_mode ?? 'commercial',
           rpmLimit: body.rpm_limit ?? 600,
@@ -128,34 +140,34 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations', operationId: 'listOrganisations', tag: 'organisations', authenticated: true,
+      method: 'get', path: '/admin/v1/organisations', operationId: 'listOrganisations', tag: 'organisations', authenticated: true, access: 'organisation',
       summary: 'List organisations in creation order (cursor paging).',
       query: listQuery,
       success: { status: 200, description: 'A page of organisations.', schema: listResponse(organisationResponse) },
       errors: ['unauthenticated', 'invalid_request'],
-      async handle({ service }, { query }) {
-        const page = await service.listOrganisations({ limit: query.limit ?? pageSizes.default, after: query.after });
+      async handle({ service }, { actor, query }) {
+        const page = await service.listOrganisations(actor, { limit: query.limit ?? pageSizes.default, after: query.after });
         return { status: 200, body: listJson(page, organisationJson) };
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}', operationId: 'getOrganisation', tag: 'organisations', authenticated: true,
+      method: 'get', path: '/admin/v1/organisations/{id}', operationId: 'getOrganisation', tag: 'organisations', authenticated: true, access: 'organisation',
       summary: 'Get an organisation.',
       success: { status: 200, description: 'The organisation.', schema: organisationResponse },
       errors: ['unauthenticated', 'not_found'],
-      async handle({ service }, { params }) {
-        return { status: 200, body: organisationJson(await service.getOrganisation(params.id!)) };
+      async handle({ service }, { actor, params }) {
+        return { status: 200, body: organisationJson(await service.getOrganisation(actor, params.id!)) };
       },
     }),
     defineRoute({
-      method: 'patch', path: '/admin/v1/organisations/{id}', operationId: 'updateOrganisation', tag: 'organisations', authenticated: true,
+      method: 'patch', path: '/admin/v1/organisations/{id}', operationId: 'updateOrganisation', tag: 'organisations', authenticated: true, access: 'platform',
       summary: 'Change an organisation (suspend, billing mode, RPM, allowed models).',
       description: 'Returns after every connected proxy acknowledged the change (a suspension is a hard cutover), or after SNAPSHOT_ACK_TIMEOUT_MS with `x-config-propagation: pending`.',
       body: updateOrganisationBody, changesConfig: true,
       success: { status: 200, description: 'The organisation after the change.', schema: organisationResponse },
-      errors: [...writeErrors, 'not_found'],
-      async handle({ service }, { params, body }) {
-        const { organisation, propagation } = await service.updateOrganisation(params.id!, {
+      errors: [...writeErrors, 'not_found', ...platformErrors],
+      async handle({ service }, { actor, params, body }) {
+        const { organisation, propagation } = await service.updateOrganisation(actor, params.id!, {
           name: body.name,
           status: body.status,
           billingMode: body.billing_mode,
@@ -166,15 +178,15 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'post', path: '/admin/v1/organisations/{id}/credits', operationId: 'creditOrganisation', tag: 'balance', authenticated: true,
+      method: 'post', path: '/admin/v1/organisations/{id}/credits', operationId: 'creditOrganisation', tag: 'balance', authenticated: true, access: 'platform',
       summary: 'Credit the organisation balance (idempotent per Idempotency-Key).',
       description: 'The ledger credit id is `manual:<organisation id>:<Idempotency-Key>`. The first successful call answers 201; a replay with the same key and body answers 200 with the same body and `Idempotent-Replayed: true`; the same key with a different body answers 409 idempotency_conflict.',
       body: createCreditBody, idempotencyKey: true,
       success: { status: 201, description: 'Credited.', schema: creditResponse },
       alsoSucceeds: [{ status: 200, description: 'A replay: the first call\'s result, unchanged.' }],
-      errors: [...writeErrors, 'not_found', 'idempotency_conflict', ...ledgerErrors],
-      async handle({ service }, { params, body, idempotencyKey }) {
-        const outcome = await service.creditOrganisation(params.id!, {
+      errors: [...writeErrors, 'not_found', 'idempotency_conflict', ...ledgerErrors, ...platformErrors],
+      async handle({ service }, { actor, params, body, idempotencyKey }) {
+        const outcome = await service.creditOrganisation(actor, params.id!, {
           idempotencyKey, amountMicros: body.amount_micros, reason: body.reason,
         });
         return outcome.replayed
@@ -183,67 +195,67 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}/balance', operationId: 'getBalance', tag: 'balance', authenticated: true,
+      method: 'get', path: '/admin/v1/organisations/{id}/balance', operationId: 'getBalance', tag: 'balance', authenticated: true, access: 'organisation',
       summary: 'Get the organisation balance from the ledger.',
       success: { status: 200, description: 'The balance.', schema: balanceResponse },
       errors: ['unauthenticated', 'not_found', ...ledgerErrors],
-      async handle({ service }, { params }) {
-        return { status: 200, body: balanceJson(await service.getBalance(params.id!)) };
+      async handle({ service }, { actor, params }) {
+        return { status: 200, body: balanceJson(await service.getBalance(actor, params.id!)) };
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}/usage', operationId: 'listUsage', tag: 'balance', authenticated: true,
+      method: 'get', path: '/admin/v1/organisations/{id}/usage', operationId: 'listUsage', tag: 'balance', authenticated: true, access: 'organisation',
       summary: 'List usage records, newest first (cursor paging).',
       query: usageQuery,
       success: { status: 200, description: 'A page of usage records.', schema: usageListResponse },
       errors: [...readErrors, ...ledgerErrors],
-      async handle({ service }, { params, query }) {
-        const page = await service.listUsage(params.id!, {
+      async handle({ service }, { actor, params, query }) {
+        const page = await service.listUsage(actor, params.id!, {
           projectId: query.project_id, modelSlug: query.model, limit: query.limit ?? pageSizes.usageDefault, cursor: query.cursor,
         });
         return { status: 200, body: { object: 'list', data: page.records.map(usageRecordJson), next_cursor: page.nextCursor } };
       },
     }),
     defineRoute({
-      method: 'post', path: '/admin/v1/organisations/{id}/projects', operationId: 'createProject', tag: 'projects', authenticated: true,
+      method: 'post', path: '/admin/v1/organisations/{id}/projects', operationId: 'createProject', tag: 'projects', authenticated: true, access: 'organisation',
       summary: 'Create a project and its API key (the secret is in the response, once).',
       description: 'Returns after every connected proxy acknowledged the version holding the new key, so the key works at once; after SNAPSHOT_ACK_TIMEOUT_MS it returns anyway with `x-config-propagation: pending`.',
       body: createProjectBody, changesConfig: true,
       success: { status: 201, description: 'The project and, in `api_key`, its secret.', schema: projectCreatedResponse },
       errors: [...writeErrors, 'not_found'],
-      async handle({ service }, { params, body }) {
-        const { project, apiKey, propagation } = await service.createProject(params.id!, { name: body.name });
+      async handle({ service }, { actor, params, body }) {
+        const { project, apiKey, propagation } = await service.createProject(actor, params.id!, { name: body.name });
         return { status: 201, body: { project: projectJson(project), api_key: apiKey }, propagation };
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}/projects', operationId: 'listProjects', tag: 'projects', authenticated: true,
+      method: 'get', path: '/admin/v1/organisations/{id}/projects', operationId: 'listProjects', tag: 'projects', authenticated: true, access: 'organisation',
       summary: 'List the projects of an organisation in creation order (cursor paging).',
       query: listQuery,
       success: { status: 200, description: 'A page of projects.', schema: listResponse(projectResponse) },
       errors: readErrors,
-      async handle({ service }, { params, query }) {
-        const page = await service.listProjects(params.id!, { limit: query.limit ?? pageSizes.default, after: query.after });
+      async handle({ service }, { actor, params, query }) {
+        const page = await service.listProjects(actor, params.id!, { limit: query.limit ?? pageSizes.default, after: query.after });
         return { status: 200, body: listJson(page, projectJson) };
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/projects/{id}', operationId: 'getProject', tag: 'projects', authenticated: true,
+      method: 'get', path: '/admin/v1/projects/{id}', operationId: 'getProject', tag: 'projects', authenticated: true, access: 'organisation',
       summary: 'Get a project (never its key secret).',
       success: { status: 200, description: 'The project.', schema: projectResponse },
       errors: ['unauthenticated', 'not_found'],
-      async handle({ service }, { params }) {
-        return { status: 200, body: projectJson(await service.getProject(params.id!)) };
+      async handle({ service }, { actor, params }) {
+        return { status: 200, body: projectJson(await service.getProject(actor, params.id!)) };
       },
     }),
     defineRoute({
-      method: 'post', path: '/admin/v1/gateway-models', operationId: 'createGatewayModel', tag: 'gateway models', authenticated: true,
+      method: 'post', path: '/admin/v1/gateway-models', operationId: 'createGatewayModel', tag: 'gateway models', authenticated: true, access: 'platform',
       summary: 'Create a gateway model (the upstream credential is encrypted at rest and never returned).',
       body: createGatewayModelBody(policy), changesConfig: true,
       success: { status: 201, description: 'The gateway model.', schema: gatewayModelResponse },
-      errors: [...writeErrors, 'conflict'],
-      async handle({ service }, { body }) {
-        const { gatewayModel, propagation } = await service.createGatewayModel({
+      errors: [...writeErrors, 'conflict', ...platformErrors],
+      async handle({ service }, { actor, body }) {
+        const { gatewayModel, propagation } = await service.createGatewayModel(actor, {
           slug: body.slug,
           displayName: body.display_name,
           defaultMaxTokens: body.default_max_tokens,
@@ -263,24 +275,189 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/gateway-models', operationId: 'listGatewayModels', tag: 'gateway models', authenticated: true,
+      method: 'get', path: '/admin/v1/gateway-models', operationId: 'listGatewayModels', tag: 'gateway models', authenticated: true, access: 'platform',
       summary: 'List gateway models by slug (cursor paging: `after` is a slug).',
       query: listQuery,
       success: { status: 200, description: 'A page of gateway models.', schema: listResponse(gatewayModelResponse) },
-      errors: ['unauthenticated', 'invalid_request'],
-      async handle({ service }, { query }) {
-        const page = await service.listGatewayModels({ limit: query.limit ?? pageSizes.default, after: query.after });
+      errors: ['unauthenticated', 'invalid_request', ...platformErrors],
+      async handle({ service }, { actor, query }) {
+        const page = await service.listGatewayModels(actor, { limit: query.limit ?? pageSizes.default, after: query.after });
         return { status: 200, body: listJson(page, gatewayModelJson) };
       },
     }),
     defineRoute({
       method: 'get', path: '/admin/v1/gateway-models/{slug}', expressPath: '/admin/v1/gateway-models/*slug',
-      operationId: 'getGatewayModel', tag: 'gateway models', authenticated: true,
+      operationId: 'getGatewayModel', tag: 'gateway models', authenticated: true, access: 'platform',
       summary: 'Get a gateway model. A slug containing "/" may be sent as is or percent-encoded.',
       success: { status: 200, description: 'The gateway model.', schema: gatewayModelResponse },
+      errors: ['unauthenticated', 'not_found', ...platformErrors],
+      async handle({ service }, { actor, params }) {
+        return { status: 200, body: gatewayModelJson(await service.getGatewayModel(actor, params.slug!)) };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/admin/v1/organisations/{id}/usage/summary', operationId: 'summarizeUsage', tag: 'balance',
+      authenticated: true, access: 'organisation',
+      summary: 'Usage summed by day (Asia/Kolkata) and gateway model, from the ledger.',
+      query: usageSummaryQuery,
+      success: { status: 200, description: 'The summary rows, by day then model.', schema: usageSummaryResponse },
+      errors: [...readErrors, ...ledgerErrors],
+      async handle({ service }, { actor, params, query }) {
+        const rows = await service.summarizeUsage(actor, params.id!, { projectId: query.project_id, fromMs: query.from, toMs: query.to });
+        return { status: 200, body: { object: 'list', data: rows.map(usageSummaryRowJson) } };
+      },
+    }),
+    defineRoute({
+      method: 'patch', path: '/admin/v1/projects/{id}', operationId: 'updateProject', tag: 'projects', authenticated: true, access: 'organisation',
+      summary: 'Rename, disable or re-enable a project.',
+      description: 'Disabling is a hard cutover: the call returns once every connected proxy refuses the project\'s key (or after SNAPSHOT_ACK_TIMEOUT_MS with `x-config-propagation: pending`).',
+      body: updateProjectBody, changesConfig: true,
+      success: { status: 200, description: 'The project after the change.', schema: projectResponse },
+      errors: [...writeErrors, 'not_found'],
+      async handle({ service }, { actor, params, body }) {
+        const { project, propagation } = await service.updateProject(actor, params.id!, { name: body.name, status: body.status });
+        return { status: 200, body: projectJson(project), propagation };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: '/admin/v1/projects/{id}/api-key-rotations', operationId: 'rotateProjectApiKey', tag: 'projects',
+      authenticated: true, access: 'organisation',
+      summary: 'Rotate the project\'s API key (hard cutover; the new secret is in the response, once).',
+      description: 'The old key is revoked and a new one issued in one transaction. The call returns only after every connected proxy has acknowledged the config version without the old key, so from then on the old key gets 401 on every proxy and the new one works. A proxy that does not acknowledge within SNAPSHOT_ACK_TIMEOUT_MS is disconnected (it must resync before serving past its staleness bound) and the answer carries `x-config-propagation: pending`.',
+      changesConfig: true,
+      success: { status: 201, description: 'The project with its new key and, in `api_key`, the new secret.', schema: projectCreatedResponse },
       errors: ['unauthenticated', 'not_found'],
-      async handle({ service }, { params }) {
-        return { status: 200, body: gatewayModelJson(await service.getGatewayModel(params.slug!)) };
+      async handle({ service }, { actor, params }) {
+        const { project, apiKey, propagation } = await service.rotateProjectKey(actor, params.id!);
+        return { status: 201, body: { project: projectJson(project), api_key: apiKey }, propagation };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/admin/v1/projects/{id}/budget', operationId: 'getProjectBudget', tag: 'projects', authenticated: true, access: 'organisation',
+      summary: 'The project\'s monthly budget and its spend this month (from the ledger).',
+      success: { status: 200, description: 'Budget and spend.', schema: projectBudgetResponse },
+      errors: ['unauthenticated', 'not_found', ...ledgerErrors],
+      async handle({ service }, { actor, params }) {
+        return { status: 200, body: projectBudgetJson(await service.getProjectBudget(actor, params.id!)) };
+      },
+    }),
+    defineRoute({
+      method: 'put', path: '/admin/v1/projects/{id}/budget', operationId: 'setProjectBudget', tag: 'projects', authenticated: true, access: 'organisation',
+      summary: 'Set the project\'s monthly budget: a cap in micro-rupees and a soft-alert threshold (percent, default 80).',
+      description: 'Kept by the ledger, which refuses a Reserve (402) that would take the project\'s spend this month (settled + held) past the cap, and raises one soft alert per month at the threshold.',
+      body: projectBudgetBody,
+      success: { status: 200, description: 'Budget and spend after the change.', schema: projectBudgetResponse },
+      errors: [...writeErrors, 'not_found', ...ledgerErrors],
+      async handle({ service }, { actor, params, body }) {
+        const spend = await service.setProjectBudget(actor, params.id!, { monthlyCapMicros: body.monthly_cap_micros, softAlertPercent: body.soft_alert_percent ?? 80 });
+        return { status: 200, body: projectBudgetJson(spend) };
+      },
+    }),
+    defineRoute({
+      method: 'delete', path: '/admin/v1/projects/{id}/budget', operationId: 'clearProjectBudget', tag: 'projects', authenticated: true, access: 'organisation',
+      summary: 'Clear the project\'s monthly budget (no cap).',
+      success: { status: 200, description: 'Budget (none) and spend after the change.', schema: projectBudgetResponse },
+      errors: ['unauthenticated', 'not_found', ...ledgerErrors],
+      async handle({ service }, { actor, params }) {
+        return { status: 200, body: projectBudgetJson(await service.setProjectBudget(actor, params.id!, null)) };
+      },
+    }),
+    defineRoute({
+      method: 'patch', path: '/admin/v1/gateway-models/{slug}', expressPath: '/admin/v1/gateway-models/*slug',
+      operationId: 'updateGatewayModel', tag: 'gateway models', authenticated: true, access: 'platform',
+      summary: 'Change a gateway model: display name, limits, prices, upstream target or credential.',
+      description: 'Returns after every connected proxy acknowledged the change (or with `x-config-propagation: pending`). `upstream.api_key` replaces the credential (encrypted at rest, never returned); null removes it.',
+      body: updateGatewayModelBody(policy), changesConfig: true,
+      success: { status: 200, description: 'The gateway model after the change.', schema: gatewayModelResponse },
+      errors: [...writeErrors, 'not_found', ...platformErrors],
+      async handle({ service }, { actor, params, body }) {
+        const { gatewayModel, propagation } = await service.updateGatewayModel(actor, params.slug!, {
+          displayName: body.display_name,
+          defaultMaxTokens: body.default_max_tokens,
+          maxContextTokens: body.max_context_tokens,
+          inputPriceMicrosPerMtok: body.input_price_micros_per_mtok,
+          outputPriceMicrosPerMtok: body.output_price_micros_per_mtok,
+          providerInputCostMicrosPerMtok: body.provider_input_cost_micros_per_mtok,
+          providerOutputCostMicrosPerMtok: body.provider_output_cost_micros_per_mtok,
+          upstream: body.upstream === undefined ? undefined : { baseUrl: body.upstream.base_url, model: body.upstream.model, apiKey: body.upstream.api_key },
+        });
+        return { status: 200, body: gatewayModelJson(gatewayModel), propagation };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: '/admin/v1/platform-admin-tokens', operationId: 'createPlatformAdminToken', tag: 'tokens', authenticated: true, access: 'platform',
+      summary: 'Issue another platform-admin token (the secret is in the response, once).',
+      body: createTokenBody,
+      success: { status: 201, description: 'The token and, in `secret`, its secret.', schema: adminTokenCreatedResponse },
+      errors: [...writeErrors, ...platformErrors],
+      async handle({ service }, { actor, body }) {
+        const { token, secret } = await service.createPlatformAdminToken(actor, { name: body.name });
+        return { status: 201, body: { token: adminTokenJson(token), secret } };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/admin/v1/platform-admin-tokens', operationId: 'listPlatformAdminTokens', tag: 'tokens', authenticated: true, access: 'platform',
+      summary: 'List platform-admin tokens in creation order, revoked ones included (cursor paging).',
+      query: listQuery,
+      success: { status: 200, description: 'A page of tokens.', schema: listResponse(adminTokenResponse) },
+      errors: ['unauthenticated', 'invalid_request', ...platformErrors],
+      async handle({ service }, { actor, query }) {
+        const page = await service.listPlatformAdminTokens(actor, { limit: query.limit ?? pageSizes.default, after: query.after });
+        return { status: 200, body: listJson(page, adminTokenJson) };
+      },
+    }),
+    defineRoute({
+      method: 'delete', path: '/admin/v1/platform-admin-tokens/{id}', operationId: 'revokePlatformAdminToken', tag: 'tokens', authenticated: true, access: 'platform',
+      summary: 'Revoke a platform-admin token (idempotent; the last active one cannot be revoked).',
+      success: { status: 200, description: 'The token, revoked.', schema: adminTokenResponse },
+      errors: ['unauthenticated', 'not_found', 'conflict'],
+      async handle({ service }, { actor, params }) {
+        return { status: 200, body: adminTokenJson(await service.revokePlatformAdminToken(actor, params.id!)) };
+      },
+    }),
+    defineRoute({
+      method: 'post', path: '/admin/v1/organisations/{id}/tokens', operationId: 'createOrganisationToken', tag: 'tokens', authenticated: true, access: 'platform',
+      summary: 'Issue a token that sees and changes only this organisation (the secret is in the response, once).',
+      description: 'For the organisation\'s own automation: it may read the organisation, its balance and usage, and manage its projects, keys and budgets. Any other organisation\'s ids answer 404.',
+      body: createTokenBody,
+      success: { status: 201, description: 'The token and, in `secret`, its secret.', schema: adminTokenCreatedResponse },
+      errors: [...writeErrors, 'not_found', ...platformErrors],
+      async handle({ service }, { actor, params, body }) {
+        const { token, secret } = await service.createOrganisationToken(actor, params.id!, { name: body.name });
+        return { status: 201, body: { token: adminTokenJson(token), secret } };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/admin/v1/organisations/{id}/tokens', operationId: 'listOrganisationTokens', tag: 'tokens', authenticated: true, access: 'organisation',
+      summary: 'List the organisation\'s tokens in creation order, revoked ones included (cursor paging).',
+      query: listQuery,
+      success: { status: 200, description: 'A page of tokens.', schema: listResponse(adminTokenResponse) },
+      errors: readErrors,
+      async handle({ service }, { actor, params, query }) {
+        const page = await service.listOrganisationTokens(actor, params.id!, { limit: query.limit ?? pageSizes.default, after: query.after });
+        return { status: 200, body: listJson(page, adminTokenJson) };
+      },
+    }),
+    defineRoute({
+      method: 'delete', path: '/admin/v1/organisations/{id}/tokens/{token_id}', operationId: 'revokeOrganisationToken', tag: 'tokens',
+      authenticated: true, access: 'organisation',
+      summary: 'Revoke one of the organisation\'s tokens (idempotent).',
+      success: { status: 200, description: 'The token, revoked.', schema: adminTokenResponse },
+      errors: ['unauthenticated', 'not_found'],
+      async handle({ service }, { actor, params }) {
+        return { status: 200, body: adminTokenJson(await service.revokeOrganisationToken(actor, params.id!, params.token_id!)) };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/admin/v1/audit-events', operationId: 'listAuditEvents', tag: 'audit', authenticated: true, access: 'organisation',
+      summary: 'The audit log, oldest first (cursor paging): who changed what, when, with before/after values.',
+      description: 'A platform admin reads every event, or one organisation\'s with `organisation_id`; an organisation token reads only its organisation\'s events.',
+      query: auditEventsQuery,
+      success: { status: 200, description: 'A page of audit events.', schema: listResponse(auditEventResponse) },
+      errors: readErrors,
+      async handle({ service }, { actor, query }) {
+        const page = await service.listAuditEvents(actor, { organisationId: query.organisation_id, afterId: query.after, limit: query.limit ?? pageSizes.default });
+        return { status: 200, body: listJson(page, auditEventJson) };
       },
     }),
   ];

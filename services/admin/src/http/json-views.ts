@@ -1,5 +1,7 @@
-import type { Balance, GatewayModel, Organisation, Page, Project, UsageRecord } from '../domain/admin-records.ts';
+import type { Balance, GatewayModel, Organisation, Page, Project, ProjectSpend, UsageRecord, UsageSummaryRow } from '../domain/admin-records.ts';
 import type { CreditOutcome } from '../domain/admin-service.ts';
+import type { AdminTokenInfo } from '../domain/admin-tokens.ts';
+import type { AuditEvent } from '../domain/audit-log.ts';
 
 /** The JSON of an organisation (snake_case, ISO timestamps). */
 export function organisationJson(organisation: Organisation) {
@@ -92,4 +94,59 @@ export function usageRecordJson(record: UsageRecord) {
 /** The JSON of one page of a cursor-paged list. */
 export function listJson<Item, Json>(page: Page<Item>, view: (item: Item) => Json) {
   return { object: 'list' as const, data: page.items.map(view), has_more: page.hasMore };
+}
+
+/** The JSON of an admin-API token (never its secret or hash). */
+export function adminTokenJson(token: AdminTokenInfo) {
+  return {
+    id: token.id,
+    name: token.name,
+    organisation_id: token.organisationId,
+    hint: token.hint,
+    origin: token.origin,
+    created_at: token.createdAt.toISOString(),
+    revoked_at: token.revokedAt === null ? null : token.revokedAt.toISOString(),
+  };
+}
+
+/** The JSON of a project's budget and spend this month; money as decimal strings. */
+export function projectBudgetJson(spend: ProjectSpend) {
+  return {
+    project_id: spend.projectId,
+    month: spend.month,
+    monthly_cap_micros: spend.budget === null ? null : spend.budget.monthlyCapMicros.toString(),
+    soft_alert_percent: spend.budget === null ? null : spend.budget.softAlertPercent,
+    settled_micros: spend.settledMicros.toString(),
+    held_micros: spend.heldMicros.toString(),
+    spent_micros: (spend.settledMicros + spend.heldMicros).toString(),
+    soft_alert_raised: spend.softAlertRaised,
+  };
+}
+
+/** The JSON of one usage summary row. */
+export function usageSummaryRowJson(row: UsageSummaryRow) {
+  return {
+    day: row.day,
+    model: row.modelSlug,
+    requests: Number(row.requests),
+    input_tokens: Number(row.inputTokens),
+    output_tokens: Number(row.outputTokens),
+    cost_micros: row.costMicros.toString(),
+    provider_cost_micros: row.providerCostMicros.toString(),
+    debited_micros: row.debitedMicros.toString(),
+  };
+}
+
+/** The JSON of an audit event. */
+export function auditEventJson(event: AuditEvent) {
+  return {
+    id: event.id.toString(),
+    occurred_at: event.occurredAt.toISOString(),
+    actor: { kind: event.actorKind, token_id: event.actorTokenId },
+    organisation_id: event.organisationId,
+    action: event.action,
+    resource_type: event.resourceType,
+    resource_id: event.resourceId,
+    changes: event.changes,
+  };
 }

@@ -13,7 +13,7 @@ function servedOperations(): string[] {
   const app = createAdminHttpApp({
     routes,
     context: { service: {} as AdminService, isReady: () => true, openApiDocument: () => ({}) },
-    isPlatformAdminToken: async () => false,
+    authenticate: async () => undefined,
     logger: createLogger('admin', 'silent'),
   });
   const stack = (app as unknown as { router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> } }).router.stack;
@@ -36,7 +36,7 @@ describe('the OpenAPI document', () => {
 
   it('describes exactly the routes the server serves', () => {
     const served = servedOperations();
-    expect(served.length).toBeGreaterThanOrEqual(16);
+    expect(served.length).toBeGreaterThanOrEqual(28);
     expect(documentedOperations(document)).toEqual(served);
   });
 
@@ -46,7 +46,7 @@ describe('the OpenAPI document', () => {
     for (const [path, operations] of Object.entries(paths)) {
       for (const [method, operation] of Object.entries(operations)) {
         const isPublic = ['/healthz', '/readyz', '/admin/v1/openapi.json'].includes(path);
-        expect(operation.security, `${method} ${path}`).toEqual(isPublic ? [] : [{ platformAdminToken: [] }]);
+        expect(operation.security, `${method} ${path}`).toEqual(isPublic ? [] : [{ adminToken: [] }]);
         if (!isPublic) expect(Object.keys(operation.responses), `${method} ${path}`).toContain('401');
       }
     }

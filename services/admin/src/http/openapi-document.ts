@@ -15,7 +15,7 @@ function pathParameters(path: string) {
   return [...path.matchAll(/\{([^}]+)\}/g)].map(([, name]) => ({
     name, in: 'path', required: true,
     schema: { type: 'string' },
-    description: name === 'slug' ? 'Gateway model slug.' : 'Resource id.',
+    description: name === 'slug' ? 'Gateway model slug.' : name === 'token_id' ? 'Token id.' : 'Resource id.',
   }));
 }
 
@@ -34,6 +34,8 @@ function queryParameters(query: z.ZodType | undefined) {
 function errorResponses(codes: readonly ErrorCode[], authenticated: boolean) {
   const all = new Set<ErrorCode>([...codes, 'internal_error']);
   if (authenticated) all.add('unauthenticated');
+  // Ids an organisation token may not see answer 404, exactly like unknown ones.
+  if (authenticated) all.add('not_found');
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of all) {
     const status = errorCatalogue[code].httpStatus;
@@ -98,7 +100,8 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[]): Record<stri
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: [route.tag],
-      security: route.authenticated ? [{ platformAdminToken: [] }] : [],
+      security: route.authenticated ? [{ adminToken: [] }] : [],
+      'x-access': route.access,
       ...(parameters.length > 0 ? { parameters } : {}),
       ...(route.body ? {
         requestBody: { required: true, content: { 'application/json': { schema: jsonSchemaOf(route.body, 'input') } } },
@@ -112,17 +115,18 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[]): Record<stri
     info: {
       title: 'Inference gateway admin API',
       version: '1.0.0',
-      description: 'Control plane of the gateway: organisations, projects and API keys, gateway models, credits, balances and usage. '
+      description: 'Control plane of the gateway: organisations, projects and API keys, gateway models, credits, balances, usage, budgets, tokens and the audit log. '
         + 'JSON is snake_case; money is a decimal string of micro-rupees (1 INR = 1,000,000); errors are OpenAI-shaped. See docs/admin-api.md.',
     },
     tags: [
-      { name: 'organisations' }, { name: 'projects' }, { name: 'gateway models' }, { name: 'balance' }, { name: 'system' },
+      { name: 'organisations' }, { name: 'projects' }, { name: 'gateway models' }, { name: 'balance' }, { name: 'tokens' },
+      { name: 'audit' }, { name: 'system' },
     ],
     components: {
       securitySchemes: {
-        platformAdminToken: {
+        adminToken: {
           type: 'http', scheme: 'bearer',
-          description: 'A platform-admin token (gwadm_…), issued at first start or set with ADMIN_BOOTSTRAP_TOKEN.',
+          description: 'An admin token (gwadm_…). A platform-admin token (first one from the command line, `pnpm --filter @gateway/admin cli create-platform-admin-token`, or printed at first start) may do everything; an organisation token (POST /admin/v1/organisations/{id}/tokens) sees and changes only its organisation. Operations marked `x-access: platform` refuse organisation tokens (403, or 404 for ids that are not their own).',
         },
       },
       schemas: Object.fromEntries(Object.entries(componentSchemas).sort(([a], [b]) => a.localeCompare(b))),

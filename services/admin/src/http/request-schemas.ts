@@ -92,6 +92,23 @@ export const createProjectBody = z.strictObject({
   name: displayText('Name of the project, 1..200 characters.'),
 });
 
+/** An upstream base URL, judged by the SSRF policy. */
+function upstreamBaseUrl(policy: UpstreamUrlPolicy) {
+  return z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .max(2048, { error: 'must be at most 2048 characters' })
+    .superRefine((value, context) => {
+      const problem = upstreamUrlProblem(value, policy);
+      if (problem) context.addIssue({ code: 'custom', message: problem });
+    })
+    .meta({ description: 'https URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1. Private and loopback addresses are refused (SSRF) unless ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.' });
+}
+
+/** A provider credential: no whitespace, at most 4096 characters. */
+const upstreamApiKey = z.string({ error: 'must be a string' })
+  .min(1, { error: 'must not be empty' })
+  .max(4096, { error: 'must be at most 4096 characters' })
+  .regex(/^\S+$/, { error: 'must not contain whitespace' });
+
 /** Body of POST /admin/v1/gateway-models; base URLs are judged by the given SSRF policy. */
 export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
   const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`);
@@ -106,19 +123,9 @@ export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
     provider_output_cost_micros_per_mtok: price('What the provider charges for output tokens (recorded, never billed). Default "0".').optional(),
     upstream: z.strictObject({
       provider_kind: z.literal('openai_compatible', { error: 'must be "openai_compatible"' }),
-      base_url: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
-        .max(2048, { error: 'must be at most 2048 characters' })
-        .superRefine((value, context) => {
-          const problem = upstreamUrlProblem(value, policy);
-          if (problem) context.addIssue({ code: 'custom', message: problem });
-        })
-        .meta({ description: 'https URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1. Private and loopback addresses are refused (SSRF) unless ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.' }),
+      base_url: upstreamBaseUrl(policy),
       model: displayText("The provider's model name; never shown to customers."),
-      api_key: z.string({ error: 'must be a string' })
-        .min(1, { error: 'must not be empty' })
-        .max(4096, { error: 'must be at most 4096 characters' })
-        .regex(/^\S+$/, { error: 'must not contain whitespace' })
-        .optional()
+      api_key: upstreamApiKey.optional()
         .meta({ description: 'The provider credential. Stored encrypted (AES-256-GCM); never returned.', writeOnly: true }),
     }, { error: (issue) => (issue.input === undefined ? 'is required' : 'must be a JSON object') }),
   }).superRefine((body, context) => {
@@ -158,4 +165,77 @@ export const usageQuery = z.strictObject({
   cursor: z.string({ error: 'must be given once' }).min(1).max(1024, { error: 'must be at most 1024 characters' })
     .optional()
     .meta({ description: 'next_cursor of the previous page.' }),
+});
+
+/** Body of PATCH /admin/v1/projects/{id}: a new name and/or status (disabled: its key is refused). */
+export const updateProjectBody = z.strictObject({
+  name: displayText('Name of the project, 1..200 characters.').optional(),
+  status: z.enum(['active', 'disabled'], { error: 'must be "active" or "disabled"' })
+    .optional()
+    .meta({ description: 'disabled: every proxy refuses the project\'s key (401) until it is active again.' }),
+}).refine((body) => Object.keys(body).length > 0, { error: 'must change at least one of name, status' });
+
+/** The largest monthly project budget, µ₹ (₹1,000,000,000). */
+export const maxBudgetMicros = 1_000_000_000_000_000n;
+
+/** Body of PUT /admin/v1/projects/{id}/budget. */
+export const projectBudgetBody = z.strictObject({
+  monthly_cap_micros: moneyMicros({ min: 1n, max: maxBudgetMicros }, 'Monthly cap on the project\'s cost (calendar month, Asia/Kolkata), positive.'),
+  soft_alert_percent: integerIn(1, 100, 'A soft alert is raised once a month when spend reaches this percentage of the cap. Default 80.').optional(),
+});
+
+/** Body of PATCH /admin/v1/gateway-models/{slug}: any field but the slug and provider kind; at least one. */
+export function updateGatewayModelBody(policy: UpstreamUrlPolicy) {
+  const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`).optional();
+  return z.strictObject({
+    display_name: displayText('Shown to customers. 1..200 characters.').optional(),
+    default_max_tokens: integerIn(1, 1_000_000, 'max_tokens used to size the Reserve when a request gives none.').optional(),
+    max_context_tokens: integerIn(1, 10_000_000, 'Largest prompt + completion the upstream accepts, tokens; at least default_max_tokens.').optional(),
+    input_price_micros_per_mtok: price('Customer price of input tokens.'),
+    output_price_micros_per_mtok: price('Customer price of output tokens.'),
+    provider_input_cost_micros_per_mtok: price('What the provider charges for input tokens (recorded, never billed).'),
+    provider_output_cost_micros_per_mtok: price('What the provider charges for output tokens (recorded, never billed).'),
+    upstream: z.strictObject({
+      base_url: upstreamBaseUrl(policy).optional(),
+      model: displayText("The provider's model name; never shown to customers.").optional(),
+      api_key: upstreamApiKey.nullable().optional()
+        .meta({ description: 'A new provider credential (stored encrypted, never returned), or null to remove it.', writeOnly: true }),
+    }, { error: 'must be a JSON object' }).refine((upstream) => Object.keys(upstream).length > 0, { error: 'must change at least one of base_url, model, api_key' })
+      .optional(),
+  }).refine((body) => Object.keys(body).length > 0, { error: 'must change at least one field' });
+}
+
+/** Body of the token-issuing routes. */
+export const createTokenBody = z.strictObject({
+  name: displayText('What the token is for, e.g. "billing automation". 1..200 characters.'),
+});
+
+/** Query of GET /admin/v1/audit-events. */
+export const auditEventsQuery = z.strictObject({
+  organisation_id: z.string({ error: 'must be given once' }).max(100).optional().meta({ description: 'Only this organisation\'s events.' }),
+  limit: pageSize(pageSizes.max, pageSizes.default),
+  after: z.string({ error: 'must be given once' }).regex(/^\d{1,19}$/, { error: 'must be the id of an audit event' })
+    .transform((value) => BigInt(value))
+    .optional()
+    .meta({ description: 'Return the events after this one (its id).' }),
+});
+
+/** An ISO-8601 instant given as a query parameter, as ms since the epoch. */
+function instantMs(description: string) {
+  return z.string({ error: 'must be given once' })
+    .refine((value) => z.iso.datetime({ offset: true }).safeParse(value).success, { error: 'must be an ISO-8601 date-time such as 2026-11-01T00:00:00+05:30' })
+    .transform((value) => Date.parse(value))
+    .optional()
+    .meta({ description });
+}
+
+/** Query of GET /admin/v1/organisations/{id}/usage/summary. */
+export const usageSummaryQuery = z.strictObject({
+  project_id: z.string({ error: 'must be given once' }).max(100).optional().meta({ description: 'Only this project.' }),
+  from: instantMs('Start of the window (inclusive), ISO-8601; default: unbounded.'),
+  to: instantMs('End of the window (exclusive), ISO-8601; default: unbounded.'),
+}).superRefine((query, context) => {
+  if (query.from !== undefined && query.to !== undefined && query.from >= query.to) {
+    context.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
+  }
 });

@@ -98,6 +98,66 @@ export const usageRecordResponse = z.strictObject({
   created_at: timestamp,
 });
 
+/** An admin-API token: never its secret or hash. */
+export const adminTokenResponse = z.strictObject({
+  id: id('adm', 'token'),
+  name: z.string(),
+  organisation_id: id('org', 'organisation').nullable().meta({ description: 'null: a platform-admin token; else the only organisation the token sees.' }),
+  hint: z.string().meta({ description: 'Prefix and last four characters, e.g. "gwadm_…x7Qa".' }),
+  origin: z.enum(['bootstrap_env', 'bootstrap_issued', 'cli', 'api']),
+  created_at: timestamp,
+  revoked_at: timestamp.nullable(),
+});
+
+/** The answer to issuing a token: the only time its secret is shown. */
+export const adminTokenCreatedResponse = z.strictObject({
+  token: adminTokenResponse,
+  secret: z.string().regex(/^gwadm_/).meta({ description: 'The token secret, shown once; only its hash is stored.' }),
+});
+
+/** A project's budget and spend this month (calendar month, Asia/Kolkata), from the ledger. */
+export const projectBudgetResponse = z.strictObject({
+  project_id: id('proj', 'project'),
+  month: z.string().meta({ description: 'The current month in Asia/Kolkata, e.g. "2026-11".' }),
+  monthly_cap_micros: money('The monthly cap; null when the project has no budget.').nullable(),
+  soft_alert_percent: z.int().nullable().meta({ description: 'Soft alert threshold, percent of the cap; null without a budget.' }),
+  settled_micros: money('Cost settled this month.'),
+  held_micros: money('Held by open reservations.'),
+  spent_micros: money('settled + held: what counts against the cap.'),
+  soft_alert_raised: z.boolean().meta({ description: 'Whether this month\'s soft alert has been raised.' }),
+});
+
+/** Usage summed by day (Asia/Kolkata) and gateway model. */
+export const usageSummaryResponse = z.strictObject({
+  object: z.literal('list'),
+  data: z.array(z.strictObject({
+    day: z.string().meta({ description: 'Calendar day in Asia/Kolkata, e.g. "2026-11-21".' }),
+    model: z.string().meta({ description: 'Gateway model slug.' }),
+    requests: z.int(),
+    input_tokens: z.int(),
+    output_tokens: z.int(),
+    cost_micros: money('Customer-price cost.'),
+    provider_cost_micros: money('Provider cost (analytics only).'),
+    debited_micros: money('Debited from the wallet.'),
+  })).meta({ description: 'Ordered by day, then model.' }),
+});
+
+/** One audit event: who changed what, when, with the before/after of each changed field (never a secret). */
+export const auditEventResponse = z.strictObject({
+  id: z.string().regex(/^\d+$/).meta({ description: 'Increasing; pass the last one as `after` for the next page.' }),
+  occurred_at: timestamp,
+  actor: z.strictObject({
+    kind: z.enum(['platform_admin', 'organisation_token', 'cli', 'system']),
+    token_id: z.string().nullable().meta({ description: 'The admin token that made the call; null for the command line and the system.' }),
+  }),
+  organisation_id: z.string().nullable(),
+  action: z.string().meta({ description: 'e.g. "organisation.update", "project.rotate_key".' }),
+  resource_type: z.string(),
+  resource_id: z.string(),
+  changes: z.record(z.string(), z.strictObject({ before: z.unknown(), after: z.unknown() }))
+    .meta({ description: 'The before/after of each changed field. Credentials appear only as "(set)" / "(replaced)", keys as id and hint.' }),
+});
+
 /** A cursor-paged list of items. */
 export function listResponse<Item extends z.ZodType>(item: Item) {
   return z.strictObject({
@@ -138,4 +198,9 @@ export const namedResponseSchemas = new Map<z.ZodType, string>([
   [usageListResponse, 'UsageList'],
   [errorResponse, 'Error'],
   [healthResponse, 'Health'],
+  [adminTokenResponse, 'AdminToken'],
+  [adminTokenCreatedResponse, 'AdminTokenCreated'],
+  [projectBudgetResponse, 'ProjectBudget'],
+  [usageSummaryResponse, 'UsageSummary'],
+  [auditEventResponse, 'AuditEvent'],
 ]);

@@ -116,6 +116,43 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
       return { records: response.records.map(toUsageRecord), nextPageToken: response.nextPageToken === '' ? null : response.nextPageToken };
     },
 
+    async setProjectBudget(request) {
+      const response = await call(client.setProjectBudget, ledgerV1.SetProjectBudgetRequest.fromPartial(request));
+      switch (response.result) {
+        case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK: return;
+        case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT:
+          throw new GatewayError('idempotency_conflict', { internalMessage: `ledger SetProjectBudget: request id ${request.requestId} reused` });
+        case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT: throw invalidArgument('SetProjectBudget', response.detail);
+        case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(request.organisationId);
+        default: throw unexpectedResult('SetProjectBudget', response.result);
+      }
+    },
+
+    async getProjectSpend(projectId) {
+      const response = await call(client.getProjectSpend, ledgerV1.GetProjectSpendRequest.fromPartial({ projectId }));
+      return {
+        projectId,
+        month: response.month,
+        settledMicros: response.settledMicros,
+        heldMicros: response.heldMicros,
+        budget: response.monthlyCapMicros > 0n ? { monthlyCapMicros: response.monthlyCapMicros, softAlertPercent: response.softAlertPercent } : null,
+        softAlertRaised: response.softAlertRaised,
+      };
+    },
+
+    async summarizeUsage(request) {
+      const response = await call(client.summarizeUsage, ledgerV1.SummarizeUsageRequest.fromPartial({
+        organisationId: request.organisationId,
+        projectId: request.projectId ?? '',
+        fromMs: BigInt(request.fromMs ?? 0),
+        toMs: BigInt(request.toMs ?? 0),
+      }));
+      return response.rows.map((row) => ({
+        day: row.day, modelSlug: row.modelSlug, requests: row.requests, inputTokens: row.inputTokens, outputTokens: row.outputTokens,
+        costMicros: row.costMicros, providerCostMicros: row.providerCostMicros, debitedMicros: row.debitedMicros,
+      }));
+    },
+
     close() {
       client.close();
     },

@@ -44,6 +44,8 @@ export interface AdminHarnessOptions {
   token?: string;
   encryptionKey?: string;
   logger?: Logger;
+  /** Largest config update in one message, bytes. */
+  maxConfigUpdateBytes?: number;
 }
 
 /** Starts an admin on free ports against a fake ledger. */
@@ -65,6 +67,7 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
   const app = await createAdminApp(config, {
     logger: options.logger ?? createLogger('admin', 'silent'),
     ...(options.database ? { database: options.database } : {}),
+    ...(options.maxConfigUpdateBytes === undefined ? {} : { maxConfigUpdateBytes: options.maxConfigUpdateBytes }),
   });
   const baseUrl = `http://127.0.0.1:${app.ports.http}`;
   return {

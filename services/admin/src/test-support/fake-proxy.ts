@@ -7,6 +7,8 @@ export interface FakeProxy {
   updates: configV1.ConfigUpdate[];
   /** Every version acknowledged so far, recorded just before its ack is sent. */
   acknowledgedVersions: bigint[];
+  /** Resolves with the status the admin ended the stream with (never rejects). */
+  ended: Promise<{ code: number | undefined }>;
   /** Resolves with the first update (already received or future) that satisfies `predicate`. */
   next(predicate: (update: configV1.ConfigUpdate) => boolean, timeoutMs?: number): Promise<configV1.ConfigUpdate>;
   /** Sends an ack of `version`, with an error text when it could not be applied. */
@@ -50,13 +52,17 @@ export function connectFakeProxy(target: string, proxyId: string, options: { aut
     }, options.ackDelayMs);
     timers.add(timer);
   });
-  // The admin ends streams when it stops; tests see that through missing updates, not errors.
-  stream.on('error', () => undefined);
+  // The admin ends streams when it stops; tests see that through `ended`, not thrown errors.
+  let markEnded: (status: { code: number | undefined }) => void = () => undefined;
+  const ended = new Promise<{ code: number | undefined }>((resolve) => { markEnded = resolve; });
+  stream.on('error', (error: { code?: number }) => markEnded({ code: error.code }));
+  stream.on('end', () => markEnded({ code: 0 }));
   ack(0n);
 
   return {
     updates,
     acknowledgedVersions,
+    ended,
     ack,
     next(predicate, timeoutMs = 5_000) {
       const seen = updates.find(predicate);

@@ -1,0 +1,134 @@
+/**
+ * The admin's command line, for what must work before anyone holds a token:
+ *
+ *   node services/admin/src/cli.ts create-platform-admin-token --name "Asha (ops)"
+ *   node services/admin/src/cli.ts list-platform-admin-tokens
+ *   node services/admin/src/cli.ts revoke-platform-admin-token adm_…
+ *
+ * It reads DATABASE_URL / DATA_DIR like the service (and migrates the schema, so it works on a
+ * fresh database). A new token's secret goes to stdout once; only its hash is stored. With the
+ * embedded database (no DATABASE_URL), stop the admin first: PGlite allows one process at a time.
+ */
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { commonEnv, loadConfig, z } from '@gateway/config';
+import { migrate, openDatabase, type Database } from '@gateway/db';
+import { GatewayError } from '@gateway/errors';
+import type { Actor } from './domain/actor.ts';
+import { findAdminToken, issueAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenInfo } from './domain/admin-tokens.ts';
+import { changedFields, recordAuditEvent } from './domain/audit-log.ts';
+import { isId } from './domain/ids.ts';
+
+/** The environment the command line reads: where the admin's data is. */
+export const adminCliConfigSchema = z.object({
+  DATABASE_URL: commonEnv.postgresUrl.optional(),
+  DATA_DIR: z.string().min(1).default('.data'),
+});
+
+const cliActor: Actor = { kind: 'cli' };
+const tokenAuditFields = { name: 'name', organisationId: 'organisation_id', hint: 'hint', revokedAt: 'revoked_at' };
+const usage = `usage:
+  node services/admin/src/cli.ts create-platform-admin-token --name <what it is for>
+  node services/admin/src/cli.ts list-platform-admin-tokens
+  node services/admin/src/cli.ts revoke-platform-admin-token <token id>
+`;
+
+/** What a command printed and its exit code. */
+export interface CliOutcome {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+function tokenLine(token: AdminTokenInfo): string {
+  const state = token.revokedAt === null ? 'active' : `revoked ${token.revokedAt.toISOString()}`;
+  return `${token.id}  ${token.hint}  ${token.origin.padEnd(16)}  ${token.createdAt.toISOString()}  ${state}  ${token.name}`;
+}
+
+/** Runs one command against an open database (what the process and the tests call). */
+export async function runAdminCli(db: Database, argv: readonly string[]): Promise<CliOutcome> {
+  const [command, ...rest] = argv;
+  const fail = (message: string, exitCode = 2): CliOutcome => ({ exitCode, stdout: '', stderr: `${message}\n` });
+  try {
+    switch (command) {
+      case 'create-platform-admin-token': {
+        const { values } = parseArgs({ args: [...rest], options: { name: { type: 'string' } }, strict: true });
+        const name = values.name?.trim() ?? '';
+        if (name.length < 1 || name.length > 200) return fail(`--name is required: 1..200 characters saying what the token is for\n${usage}`);
+        const issued = await db.transaction(async (tx) => {
+          const created = await issueAdminToken(tx, { name, organisationId: null, origin: 'cli' });
+          await recordAuditEvent(tx, {
+            actor: cliActor, organisationId: null, action: 'admin_token.create', resourceType: 'admin_token', resourceId: created.token.id,
+            changes: changedFields(undefined, created.token, tokenAuditFields),
+          });
+          return created;
+        });
+        return {
+          exitCode: 0,
+          stdout: [
+            `Platform-admin token ${issued.token.id} ("${name}"). It is shown ONCE and stored only as a hash:`,
+            '', `  ${issued.secret}`, '',
+            `  export GATEWAY_ADMIN_TOKEN='${issued.secret}'`, '',
+          ].join('\n'),
+          stderr: '',
+        };
+      }
+      case 'list-platform-admin-tokens': {
+        if (rest.length > 0) return fail(usage);
+        const lines: string[] = [];
+        let after: string | undefined;
+        for (;;) {
+          const page = await listAdminTokens(db, null, { limit: 100, after });
+          lines.push(...page.items.map(tokenLine));
+          if (!page.hasMore) break;
+          after = page.items.at(-1)!.id;
+        }
+        return { exitCode: 0, stdout: lines.length > 0 ? `${lines.join('\n')}\n` : 'no platform-admin tokens\n', stderr: '' };
+      }
+      case 'revoke-platform-admin-token': {
+        const [id, ...extra] = rest;
+        if (id === undefined || extra.length > 0) return fail(usage);
+        const token = isId('adminToken', id) ? await findAdminToken(db, id) : undefined;
+        if (!token || token.organisationId !== null) return fail('no platform-admin token has this id', 1);
+        const revoked = await db.transaction(async (tx) => {
+          const { before, after } = await revokeAdminToken(tx, id);
+          if (before.revokedAt === null) {
+            await recordAuditEvent(tx, {
+              actor: cliActor, organisationId: null, action: 'admin_token.revoke', resourceType: 'admin_token', resourceId: id,
+              changes: changedFields(before, after, tokenAuditFields),
+            });
+          }
+          return after;
+        });
+        return { exitCode: 0, stdout: `${tokenLine(revoked)}\n`, stderr: '' };
+      }
+      default:
+        return fail(command === undefined ? usage : `unknown command ${JSON.stringify(command)}\n${usage}`);
+    }
+  } catch (error) {
+    if (error instanceof GatewayError) return fail(error.publicMessage, 1);
+    if (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS')) return fail(`${error.message}\n${usage}`);
+    throw error;
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const config = loadConfig('admin', adminCliConfigSchema, process.env);
+  const db = await openDatabase({
+    url: config.DATABASE_URL,
+    // Through `pnpm --filter … cli` the cwd is the package; DATA_DIR means where the caller stood.
+    dataDir: config.DATABASE_URL ? undefined : join(resolve(process.env.INIT_CWD ?? process.cwd(), config.DATA_DIR), 'admin'),
+    schema: 'admin',
+    poolSize: 1,
+  });
+  try {
+    await migrate(db, fileURLToPath(new URL('../migrations', import.meta.url)));
+    const outcome = await runAdminCli(db, process.argv.slice(2));
+    process.stdout.write(outcome.stdout);
+    process.stderr.write(outcome.stderr);
+    process.exitCode = outcome.exitCode;
+  } finally {
+    await db.close();
+  }
+}
