@@ -9,6 +9,10 @@
  * | `[[fake:no_usage]]`     | leave `usage` out of the response (and out of the stream)         |
  * | `[[fake:delay_ms=N]]`   | wait N ms before answering                                        |
  * | `[[fake:hang]]`         | never answer (for timeout tests); the socket stays open           |
+ * | `[[fake:ignore_max_tokens]]` | reply in full whatever max_tokens says (a runaway upstream)  |
+ * | `[[fake:chunk_delay_ms=N]]` | when streaming, wait N ms before each word chunk              |
+ * | `[[fake:fail_after=N]]` | when streaming, cut the connection after N word chunks            |
+ * | `[[fake:error_after=N]]`| when streaming, send an in-stream error event (vendor text) after N word chunks, then end |
  *
  * Unknown or malformed directives are ignored, so a typo shows up as a normal reply.
  */
@@ -23,6 +27,14 @@ export interface Directives {
   delayMs?: number;
   /** Never answer. */
   hang: boolean;
+  /** Reply in full whatever max_tokens says. */
+  ignoreMaxTokens: boolean;
+  /** Streaming: wait before each word chunk, milliseconds. */
+  chunkDelayMs?: number;
+  /** Streaming: cut the connection after this many word chunks. */
+  failAfter?: number;
+  /** Streaming: send an error event after this many word chunks. */
+  errorAfter?: number;
 }
 
 const directivePattern = /\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]/g;
@@ -35,7 +47,7 @@ function nonNegativeInteger(value: string | undefined): number | undefined {
 
 /** Reads the directives out of a message text. */
 export function parseDirectives(text: string): Directives {
-  const directives: Directives = { noUsage: false, hang: false };
+  const directives: Directives = { noUsage: false, hang: false, ignoreMaxTokens: false };
   for (const match of text.matchAll(directivePattern)) {
     const [, name, value] = match;
     switch (name) {
@@ -48,6 +60,10 @@ export function parseDirectives(text: string): Directives {
       case 'delay_ms': directives.delayMs = nonNegativeInteger(value); break;
       case 'no_usage': directives.noUsage = true; break;
       case 'hang': directives.hang = true; break;
+      case 'ignore_max_tokens': directives.ignoreMaxTokens = true; break;
+      case 'chunk_delay_ms': directives.chunkDelayMs = nonNegativeInteger(value); break;
+      case 'fail_after': directives.failAfter = nonNegativeInteger(value); break;
+      case 'error_after': directives.errorAfter = nonNegativeInteger(value); break;
       default: break;
     }
   }

@@ -63,8 +63,11 @@ describe('fake upstream completions', () => {
   });
 
   it('parses directives and ignores malformed ones', () => {
-    expect(parseDirectives('[[fake:status=99]] [[fake:delay_ms=abc]] [[fake:hang]]')).toEqual({ noUsage: false, hang: true });
-    expect(parseDirectives('[[fake:delay_ms=20]][[fake:status=429]]')).toEqual({ noUsage: false, hang: false, delayMs: 20, status: 429 });
+    expect(parseDirectives('[[fake:status=99]] [[fake:delay_ms=abc]] [[fake:hang]]')).toEqual({ noUsage: false, hang: true, ignoreMaxTokens: false });
+    expect(parseDirectives('[[fake:delay_ms=20]][[fake:status=429]]')).toEqual({ noUsage: false, hang: false, ignoreMaxTokens: false, delayMs: 20, status: 429 });
+    expect(parseDirectives('[[fake:ignore_max_tokens]] [[fake:chunk_delay_ms=5]] [[fake:fail_after=2]] [[fake:error_after=3]]')).toEqual({
+      noUsage: false, hang: false, ignoreMaxTokens: true, chunkDelayMs: 5, failAfter: 2, errorAfter: 3,
+    });
   });
 });
 
@@ -89,5 +92,63 @@ describe('fake upstream streaming', () => {
     const response = await fetch(`${upstream.baseUrl}/models`, { headers: { authorization: 'Bearer sk-test-upstream' } });
     const body = await response.json() as { data: Array<{ id: string }> };
     expect(body.data[0]!.id).toBe('fake-model-vendor-internal-2024');
+  });
+});
+
+/** The data payloads of an SSE body. */
+function dataOf(text: string): string[] {
+  return text.split('\n\n').filter((f) => f.length > 0).map((f) => f.split('\n').find((line) => line.startsWith('data: '))!.slice(6));
+}
+
+describe('fake upstream streaming directives', () => {
+  it('ignores max_tokens on request, and sends a vendor error event after N words', async () => {
+    const runaway = await post({ model: 'm', stream: true, max_tokens: 2, messages: [{ role: 'user', content: '[[fake:reply_words=4]] [[fake:ignore_max_tokens]]' }] });
+    const chunks = dataOf(await runaway.text()).slice(0, -1).map((f) => JSON.parse(f));
+    expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('w1 w2 w3 w4');
+
+    const failing = await post({ model: 'm', stream: true, messages: [{ role: 'user', content: '[[fake:reply_words=4]] [[fake:error_after=2]]' }] });
+    const frames = dataOf(await failing.text());
+    expect(frames).toHaveLength(4); // role chunk, w1, w2, error
+    expect(frames.at(-1)).toContain(leakMarkers.errorText);
+  });
+
+  it('cuts the connection after N words', async () => {
+    const body = async () => (await post({ model: 'm', stream: true, messages: [{ role: 'user', content: '[[fake:reply_words=4]] [[fake:fail_after=1]]' }] })).text();
+    await expect(body()).rejects.toThrow();
+  });
+});
+
+describe('fake upstream Anthropic Messages', () => {
+  function postMessages(body: unknown, apiKey = 'sk-test-upstream'): Promise<Response> {
+    return fetch(`${upstream.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey, 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify(body),
+    });
+  }
+
+  it('answers a message with text content, a stop reason, usage and leaks', async () => {
+    const response = await postMessages({ model: 'claude', max_tokens: 3, system: 'Be brief.', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi [[fake:reply_words=5]]' }] }] });
+    expect(response.status).toBe(200);
+    expect(response.headers.get(leakMarkers.organisationHeaderName)).toBe(leakMarkers.organisationHeaderValue);
+    const body = await response.json() as Record<string, any>;
+    expect(body).toMatchObject({
+      type: 'message', model: 'claude-vendor-internal-2024', content: [{ type: 'text', text: 'w1 w2 w3' }], stop_reason: 'max_tokens',
+      usage: { input_tokens: 2 + 3 + 2 + 3, output_tokens: 3 }, vendor_trace: leakMarkers.vendorTrace,
+    });
+  });
+
+  it('streams Anthropic events word by word and refuses a wrong key with vendor text', async () => {
+    const response = await postMessages({ model: 'claude', max_tokens: 50, stream: true, messages: [{ role: 'user', content: '[[fake:reply_words=2]]' }] });
+    const events = dataOf(await response.text()).map((f) => JSON.parse(f));
+    expect(events.map((e) => e.type)).toEqual([
+      'message_start', 'content_block_start', 'ping', 'content_block_delta', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop',
+    ]);
+    expect(events[3].delta.text + events[4].delta.text).toBe('w1 w2');
+    expect(events[6]).toMatchObject({ delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } });
+
+    const refused = await postMessages({ model: 'claude', max_tokens: 5, messages: [] }, 'sk-wrong');
+    expect(refused.status).toBe(401);
+    expect(await refused.text()).toContain(leakMarkers.errorText);
   });
 });

@@ -24,6 +24,8 @@ const namedLeakMarkers = {
   completionIdPrefix: 'chatcmpl-vendorsecret-',
   /** Value of an extra, non-OpenAI body field. */
   vendorTrace: 'vendor-trace-secret',
+  /** Prefix of the vendor's Anthropic-style message ids. */
+  messageIdPrefix: 'msg_vendorsecret_',
 } as const;
 
 /**
@@ -41,7 +43,10 @@ export interface FakeUpstreamOptions {
   host?: string;
   /** Port; default 0 (any free port). */
   port?: number;
-  /** When set, requests must carry `Authorization: Bearer <requiredApiKey>` or get a vendor 401. */
+  /**
+   * When set, requests must carry the key or get a vendor 401: `Authorization: Bearer <key>` on
+   * the OpenAI routes, `x-api-key: <key>` on the Anthropic route.
+   */
   requiredApiKey?: string;
   /** Name of this upstream, used in the model list; default `fake`. */
   name?: string;
@@ -152,14 +157,57 @@ function delay(ms: number): Promise<void> {
   return new Promise((resolve) => { setTimeout(resolve, ms).unref(); });
 }
 
+/** An Anthropic-shaped vendor error body. */
+function anthropicError(type: string, message: string): unknown {
+  return { type: 'error', error: { type, message: `${message} (${leakMarkers.errorText})` } };
+}
+
+/** The reply's words after the max_tokens cut (unless the directives say to ignore it). */
+function replyWords(messages: readonly ChatMessageLike[], directives: Directives, maxTokens: number | undefined): { words: string[]; cut: boolean } {
+  const words = fakeReplyText(messages, directives).split(' ').filter((w) => w.length > 0);
+  if (maxTokens !== undefined && words.length > maxTokens && !directives.ignoreMaxTokens) return { words: words.slice(0, maxTokens), cut: true };
+  return { words, cut: false };
+}
+
+/** The frames of one streamed reply, in the upstream's own format. */
+interface StreamFrames {
+  head: string[];
+  word(word: string, index: number): string;
+  /** The in-stream error event `error_after` sends. */
+  error: string;
+  tail: string[];
+}
+
+/**
+ * Streams a reply word by word, obeying the streaming directives: a delay before each word, a
+ * cut connection or an in-stream error after N words. Stops early when the client goes away.
+ */
+async function streamWords(res: ServerResponse, headers: Record<string, string>, directives: Directives, frames: StreamFrames, words: readonly string[]): Promise<void> {
+  res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  for (const frame of frames.head) res.write(frame);
+  // A cut comes after what was written has left, as when a vendor node dies mid-answer.
+  const cut = async () => { await new Promise<void>((resolve) => { res.write('', () => resolve()); }); res.destroy(); };
+  for (let i = 0; i < words.length; i += 1) {
+    if (directives.failAfter === i) { await cut(); return; }
+    if (directives.errorAfter === i) { res.end(frames.error); return; }
+    if (directives.chunkDelayMs !== undefined) await delay(directives.chunkDelayMs);
+    if (res.destroyed) return;
+    res.write(frames.word(words[i]!, i));
+  }
+  if (directives.failAfter === words.length) { await cut(); return; }
+  if (directives.errorAfter === words.length) { res.end(frames.error); return; }
+  for (const frame of frames.tail.slice(0, -1)) res.write(frame);
+  res.end(frames.tail.at(-1));
+}
+
 /** Whether a value is a positive safe integer. */
 function isPositiveInteger(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 }
 
 /**
- * Starts an OpenAI-compatible upstream on node:http: the built-in demo upstream of `pnpm start`
- * and the steerable fake of tests. Replies are deterministic; usage is prompt_tokens = words
+ * Starts an OpenAI-compatible upstream on node:http (with an Anthropic Messages route at
+ * `POST /v1/messages`): the built-in demo upstream of `pnpm start` and the steerable fake of tests. Replies are deterministic; usage is prompt_tokens = words
  * across all message contents + 3 per message, completion_tokens = words of the reply. Every
  * response leaks vendor details (see `leakMarkers`) so tests can prove the gateway hides them.
  * Steer it with directives in the last user message (see `parseDirectives`).
@@ -184,11 +232,15 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const path = req.url ?? '/';
     requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body });
 
+    const route = `${req.method} ${path.split('?')[0]}`;
+    if (route === 'POST /v1/messages') {
+      await anthropicMessages(req, body, bodyIsJson, res, headers, requestNumber);
+      return;
+    }
     if (options.requiredApiKey !== undefined && req.headers.authorization !== `Bearer ${options.requiredApiKey}`) {
       sendJson(res, 401, vendorError(401, 'Incorrect API key provided for vendor account acct_vendor', 'invalid_api_key'), headers);
       return;
     }
-    const route = `${req.method} ${path.split('?')[0]}`;
     if (route === 'GET /v1/models') {
       sendJson(res, 200, {
         object: 'list',
@@ -221,12 +273,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const vendorModel = `${requestedModel}${leakMarkers.vendorModelSuffix}`;
     const maxTokens = isPositiveInteger(body.max_tokens) ? body.max_tokens
       : isPositiveInteger(body.max_completion_tokens) ? body.max_completion_tokens : undefined;
-    let words = fakeReplyText(messages, directives).split(' ').filter((w) => w.length > 0);
-    let finishReason = 'stop';
-    if (maxTokens !== undefined && words.length > maxTokens) {
-      words = words.slice(0, maxTokens);
-      finishReason = 'length';
-    }
+    const { words, cut } = replyWords(messages, directives, maxTokens);
+    const finishReason = cut ? 'length' : 'stop';
     const reply = words.join(' ');
     const promptTokens = fakePromptTokens(messages);
     const usage = { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length, prompt_tokens_details: { cached_tokens: 0 } };
@@ -236,19 +284,21 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     if (body.stream === true) {
       const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;
       const includeUsage = streamOptions?.include_usage === true && !directives.noUsage;
-      res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       const chunk = (delta: object, finish: string | null, extra: object = {}) => ({
         id, object: 'chat.completion.chunk', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint,
         choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...(includeUsage ? { usage: null } : {}), ...extra,
       });
-      const frames: object[] = [chunk({ role: 'assistant', content: '' }, null)];
-      words.forEach((word, i) => frames.push(chunk({ content: i === 0 ? word : ` ${word}` }, null)));
-      frames.push(chunk({}, finishReason));
+      const tailFrames: string[] = [`data: ${JSON.stringify(chunk({}, finishReason))}\n\n`];
       if (includeUsage) {
-        frames.push({ id, object: 'chat.completion.chunk', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint, choices: [], usage });
+        tailFrames.push(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint, choices: [], usage })}\n\n`);
       }
-      for (const frame of frames) res.write(`data: ${JSON.stringify(frame)}\n\n`);
-      res.end('data: [DONE]\n\n');
+      tailFrames.push('data: [DONE]\n\n');
+      await streamWords(res, headers, directives, {
+        head: [`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }, null))}\n\n`],
+        word: (word, i) => `data: ${JSON.stringify(chunk({ content: i === 0 ? word : ` ${word}` }, null))}\n\n`,
+        error: `data: ${JSON.stringify(vendorError(500, 'Vendor stream interrupted on node vendor-east-7', 'vendor_stream'))}\n\n`,
+        tail: tailFrames,
+      }, words);
       return;
     }
 
@@ -257,6 +307,68 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       choices: [{ index: 0, message: { role: 'assistant', content: reply, refusal: null }, logprobs: null, finish_reason: finishReason }],
       ...(directives.noUsage ? {} : { usage }),
       service_tier: 'default',
+      vendor_trace: leakMarkers.vendorTrace,
+    }, headers);
+  }
+
+  /** `POST /v1/messages`: Anthropic's Messages API, streamed or not, with the same directives and leaks. */
+  async function anthropicMessages(
+    req: IncomingMessage, body: unknown, bodyIsJson: boolean, res: ServerResponse, headers: Record<string, string>, requestNumber: number,
+  ): Promise<void> {
+    if (options.requiredApiKey !== undefined && req.headers['x-api-key'] !== options.requiredApiKey) {
+      sendJson(res, 401, anthropicError('authentication_error', 'invalid x-api-key for vendor account acct_vendor'), headers);
+      return;
+    }
+    const request = body as Record<string, unknown> | undefined;
+    if (!bodyIsJson || typeof request !== 'object' || request === null || !Array.isArray(request.messages)
+      || !isPositiveInteger(request.max_tokens) || typeof req.headers['anthropic-version'] !== 'string') {
+      sendJson(res, 400, anthropicError('invalid_request_error', 'Vendor could not parse the request'), headers);
+      return;
+    }
+    const messages = request.messages as ChatMessageLike[];
+    const directives = parseDirectives(lastUserText(messages));
+    if (directives.hang) return;
+    if (directives.delayMs !== undefined) await delay(directives.delayMs);
+    if (directives.status !== undefined) {
+      sendJson(res, directives.status, anthropicError('overloaded_error', 'Vendor backend overloaded in cluster vendor-east-7'), headers);
+      return;
+    }
+    const vendorModel = `${typeof request.model === 'string' ? request.model : 'unknown'}${leakMarkers.vendorModelSuffix}`;
+    const { words, cut } = replyWords(messages, directives, request.max_tokens);
+    const stopReason = cut ? 'max_tokens' : 'end_turn';
+    const systemTokens = typeof request.system === 'string' ? countWords(request.system) + 3 : 0;
+    const inputTokens = fakePromptTokens(messages) + systemTokens;
+    const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
+
+    if (request.stream === true) {
+      const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+      const usageOf = (output: number) => (directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: output } });
+      await streamWords(res, headers, directives, {
+        head: [
+          event('message_start', {
+            message: {
+              id, type: 'message', role: 'assistant', model: vendorModel, content: [], stop_reason: null, stop_sequence: null,
+              vendor_trace: leakMarkers.vendorTrace, ...usageOf(1),
+            },
+          }),
+          event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+          event('ping', {}),
+        ],
+        word: (word, i) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } }),
+        error: event('error', { error: { type: 'overloaded_error', message: `Vendor stream interrupted (${leakMarkers.errorText})` } }),
+        tail: [
+          event('content_block_stop', { index: 0 }),
+          event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, ...usageOf(words.length) }),
+          event('message_stop', {}),
+        ],
+      }, words);
+      return;
+    }
+    sendJson(res, 200, {
+      id, type: 'message', role: 'assistant', model: vendorModel,
+      content: [{ type: 'text', text: words.join(' ') }],
+      stop_reason: stopReason, stop_sequence: null,
+      ...(directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: words.length, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }),
       vendor_trace: leakMarkers.vendorTrace,
     }, headers);
   }

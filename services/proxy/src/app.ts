@@ -69,10 +69,12 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const upstream = new UpstreamTransport({
     connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
     firstByteTimeoutMs: config.UPSTREAM_FIRST_BYTE_TIMEOUT_MS,
+    idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
     totalTimeoutMs: config.UPSTREAM_TOTAL_TIMEOUT_MS,
   });
   const isReady = () => !shuttingDown && configStream.isFresh();
   const activeResponses = new Set<Response>();
+  const activeStreams = new Set<AbortController>();
 
   const server = createServer(createHttpApp({
     logger,
@@ -84,8 +86,11 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     upstream,
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
+    maxMessageChars: config.PROXY_MAX_MESSAGE_CHARS,
     reserveTtlMs: config.RESERVE_TTL_MS,
+    checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
     activeResponses,
+    activeStreams,
   }));
 
   const closeClients = async () => {
@@ -104,6 +109,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   configStream.start();
   logger.info({ port, host: config.BIND_HOST, rateLimiter: config.REDIS_URL === undefined ? 'in-process' : 'redis' }, 'proxy listening');
 
+  // After the grace, cut streams still get time for their settle with its retries (3 calls + waits).
+  const settleBoundMs = config.LEDGER_CALL_TIMEOUT_MS * 3 + 1000;
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
@@ -112,9 +119,15 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
       server.closeIdleConnections();
       // Responses still to be written end their keep-alive connection, so the server can close.
       for (const res of activeResponses) if (!res.headersSent) res.setHeader('connection', 'close');
-      // In-flight requests settle or release their Reserve before they end, so wait for them.
-      const drained = await tasks.drain(config.SHUTDOWN_GRACE_MS);
-      if (!drained) logger.warn({ pending: tasks.size }, 'shutdown grace ran out; cutting remaining requests');
+      // In-flight requests (streams included) settle or release their Reserve before they end, so wait for them.
+      let drained = await tasks.drain(config.SHUTDOWN_GRACE_MS);
+      if (!drained) {
+        logger.warn({ pending: tasks.size, streams: activeStreams.size }, 'shutdown grace ran out; cutting remaining streams');
+        // Each cut stream ends with an error event, aborts its upstream and settles what it delivered.
+        for (const stream of activeStreams) stream.abort('shutdown');
+        drained = await tasks.drain(settleBoundMs);
+        if (!drained) logger.error({ pending: tasks.size }, 'requests still pending after the cut; the ledger expiry sweeper will resolve their reservations');
+      }
       // Bounded wait for the last responses to flush and their connections to close, then cut.
       await Promise.race([serverClosed, sleep(drained ? 1000 : 0)]);
       server.closeAllConnections();

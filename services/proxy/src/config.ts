@@ -24,8 +24,14 @@ export const proxyConfigSchema = z.object({
   /** The ledger accepts 1 s – 24 h; checked here so a bad value fails at start, not on every Reserve. */
   RESERVE_TTL_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(600_000),
   PROXY_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  /** Most characters of text (content parts, name, tool call arguments) one message may carry. */
+  PROXY_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(524_288),
+  /** A stream checkpoints its running usage to the ledger at most this often (law 7). */
+  PROXY_CHECKPOINT_INTERVAL_MS: commonEnv.durationMs(30_000),
   UPSTREAM_CONNECT_TIMEOUT_MS: commonEnv.durationMs(10_000),
   UPSTREAM_FIRST_BYTE_TIMEOUT_MS: commonEnv.durationMs(60_000),
+  /** Longest gap between two chunks of an upstream body (streamed or not). */
+  UPSTREAM_IDLE_TIMEOUT_MS: commonEnv.durationMs(60_000),
   UPSTREAM_TOTAL_TIMEOUT_MS: commonEnv.durationMs(300_000),
   LEDGER_CALL_TIMEOUT_MS: commonEnv.durationMs(5_000),
 });

@@ -19,12 +19,14 @@ describe('parseChatRequest', () => {
     const request = parseChatRequest({
       model: 'chat', messages: [{ role: 'system', content: 'be brief', extra: 1 }, { role: 'user', content: [{ type: 'text', text: 'hi', cache: true }] }],
       max_tokens: 20, temperature: 0.2, stop: ['\n'], n: 1, tool_choice: 'auto', logit_bias: { '50256': -100 },
-      stream: false, stream_options: { include_usage: true }, metadata: { a: 'b' }, top_p: null,
+      stream: false, metadata: { a: 'b' }, top_p: null, store: true,
     });
     expect(request).toEqual({
       model: 'chat',
       messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'hi' }] }],
       maxTokens: 20,
+      stream: false,
+      includeUsage: false,
       params: { temperature: 0.2, stop: ['\n'], n: 1, tool_choice: 'auto', logit_bias: { '50256': -100 } },
     });
   });
@@ -67,10 +69,33 @@ describe('parseChatRequest', () => {
     expect(refusal({ model: 'm', messages, logit_bias: { abc: 1 } })).toMatchObject({ param: 'logit_bias.abc' });
   });
 
-  it('refuses streaming for now, with the documented message', () => {
-    expect(refusal({ model: 'm', messages, stream: true })).toEqual({
-      code: 'invalid_request', param: 'stream', message: 'Streaming is not supported by this gateway yet.',
-    });
+  it('accepts streaming, with the usage chunk only when asked, and stream_options only with stream', () => {
+    expect(parseChatRequest({ model: 'm', messages, stream: true })).toMatchObject({ stream: true, includeUsage: false });
+    expect(parseChatRequest({ model: 'm', messages, stream: true, stream_options: { include_usage: true } })).toMatchObject({ stream: true, includeUsage: true });
+    expect(parseChatRequest({ model: 'm', messages, stream: true, stream_options: null })).toMatchObject({ includeUsage: false });
+    expect(refusal({ model: 'm', messages, stream_options: { include_usage: true } })).toMatchObject({ code: 'invalid_request', param: 'stream_options' });
+    expect(refusal({ model: 'm', messages, stream: true, stream_options: { include_usage: 'yes' } })).toMatchObject({ param: 'stream_options.include_usage' });
+    // stream_options never reaches the upstream as such: the adapter decides what to ask for.
+    expect(parseChatRequest({ model: 'm', messages, stream: true, stream_options: { include_usage: true } }).params).toEqual({});
+  });
+
+  it('forwards logprobs, top_logprobs and parallel_tool_calls, and refuses what it cannot honour by name', () => {
+    expect(parseChatRequest({ model: 'm', messages, logprobs: true, top_logprobs: 3, parallel_tool_calls: false }).params)
+      .toEqual({ logprobs: true, top_logprobs: 3, parallel_tool_calls: false });
+    expect(refusal({ model: 'm', messages, top_logprobs: 3 })).toMatchObject({ param: 'top_logprobs' });
+    expect(refusal({ model: 'm', messages, logprobs: true, top_logprobs: 21 })).toMatchObject({ param: 'top_logprobs' });
+    for (const field of ['audio', 'prediction', 'functions', 'function_call', 'web_search_options']) {
+      expect(refusal({ model: 'm', messages, [field]: {} }), field).toMatchObject({ code: 'invalid_request', param: field });
+    }
+    expect(refusal({ model: 'm', messages, modalities: ['text', 'audio'] })).toMatchObject({ param: 'modalities' });
+    expect(parseChatRequest({ model: 'm', messages, modalities: ['text'], audio: null }).params).toEqual({});
+  });
+
+  it('limits the text of one message', () => {
+    const limits = { maxMessageChars: 10 };
+    expect(parseChatRequest({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(10) }] }, limits).messages).toHaveLength(1);
+    expect(() => parseChatRequest({ model: 'm', messages: [messages[0], { role: 'user', content: [{ type: 'text', text: 'x'.repeat(6) }, { type: 'text', text: 'y'.repeat(5) }] }] }, limits))
+      .toThrow(expect.objectContaining({ code: 'invalid_request', param: 'messages[1]' }));
   });
 
   it('names params the way OpenAI does', () => {

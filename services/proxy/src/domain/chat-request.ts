@@ -4,6 +4,21 @@ import { z } from 'zod';
 /** Most messages one request may carry. */
 export const maxMessages = 2048;
 
+/** Default for the most characters of text (content parts, name, tool call arguments) one message may carry. */
+export const defaultMaxMessageChars = 524_288;
+
+/**
+ * OpenAI request fields the gateway knows but cannot honour: sending one is a 400 naming it,
+ * rather than a silent drop that would change what the caller gets.
+ */
+const unsupportedFields: Readonly<Record<string, string>> = {
+  audio: 'Audio output is not supported by this gateway.',
+  prediction: 'Predicted outputs are not supported by this gateway.',
+  functions: 'The deprecated "functions" parameter is not supported; use "tools".',
+  function_call: 'The deprecated "function_call" parameter is not supported; use "tool_choice".',
+  web_search_options: 'Web search is not supported by this gateway.',
+};
+
 const textPartSchema = z.object({
   type: z.literal('text', { error: 'only text content parts are supported' }),
   text: z.string({ error: 'a text part needs a string "text"' }),
@@ -56,6 +71,14 @@ const chatRequestSchema = z.object({
   max_tokens: positiveTokensSchema.nullish(),
   max_completion_tokens: positiveTokensSchema.nullish(),
   stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
+  stream_options: z.object({ include_usage: z.boolean({ error: 'include_usage must be a boolean' }).nullish() }, {
+    error: 'stream_options must be an object',
+  }).nullish(),
+  logprobs: z.boolean().nullish(),
+  top_logprobs: z.number().int().min(0).max(20).nullish(),
+  parallel_tool_calls: z.boolean().nullish(),
+  modalities: z.array(z.string()).nullish()
+    .refine((modalities) => modalities === undefined || modalities === null || modalities.every((m) => m === 'text'), 'only the "text" modality is supported'),
   temperature: z.number().min(0).max(2).nullish(),
   top_p: z.number().min(0).max(1).nullish(),
   stop: z.union([z.string(), z.array(z.string()).max(4)], { error: 'stop must be a string or an array of at most 4 strings' }).nullish(),
@@ -82,7 +105,7 @@ export type ChatMessage = z.infer<typeof messageSchema>;
 /** The optional OpenAI parameters the gateway forwards when present (see docs/proxy.md). */
 export const forwardedParams = [
   'temperature', 'top_p', 'stop', 'seed', 'presence_penalty', 'frequency_penalty', 'user', 'n',
-  'response_format', 'tools', 'tool_choice', 'logit_bias',
+  'response_format', 'tools', 'tool_choice', 'logit_bias', 'logprobs', 'top_logprobs', 'parallel_tool_calls',
 ] as const;
 
 /** Name of a forwarded optional parameter. */
@@ -95,6 +118,10 @@ export interface ChatRequest {
   messages: ChatMessage[];
   /** max_tokens (or its newer alias max_completion_tokens) when the caller gave one. */
   maxTokens: number | undefined;
+  /** Whether the caller asked for an SSE stream. */
+  stream: boolean;
+  /** Whether a streaming caller asked for the final usage chunk (`stream_options.include_usage`). */
+  includeUsage: boolean;
   /** Forwarded optional parameters, only those present. */
   params: Partial<Record<ForwardedParam, unknown>>;
 }
@@ -109,14 +136,36 @@ export function paramOf(path: readonly PropertyKey[]): string | undefined {
   return param === '' ? undefined : param;
 }
 
+/** Characters of text a message carries (content parts, name, tool call names and arguments). */
+function messageChars(message: ChatMessage): number {
+  let chars = message.name?.length ?? 0;
+  if (typeof message.content === 'string') chars += message.content.length;
+  else if (Array.isArray(message.content)) for (const part of message.content) chars += part.text.length;
+  for (const call of message.tool_calls ?? []) chars += call.function.name.length + call.function.arguments.length;
+  return chars;
+}
+
+/** Limits of parseChatRequest. */
+export interface ChatRequestLimits {
+  /** Most characters of text one message may carry. */
+  maxMessageChars: number;
+}
+
+function invalid(param: string, publicMessage: string): GatewayError {
+  return new GatewayError('invalid_request', { param, publicMessage });
+}
+
 /**
  * Validates a parsed JSON body as a chat completion request. Throws `invalid_request` with
- * OpenAI's `param` naming the first field at fault; streaming is refused until the gateway
- * relays SSE.
+ * OpenAI's `param` naming the first field at fault, including fields the gateway cannot honour.
  */
-export function parseChatRequest(body: unknown): ChatRequest {
+export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { maxMessageChars: defaultMaxMessageChars }): ChatRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new GatewayError('invalid_request', { publicMessage: 'The request body must be a JSON object.' });
+  }
+  for (const field in unsupportedFields) {
+    const value = (body as Record<string, unknown>)[field];
+    if (value !== undefined && value !== null) throw invalid(field, unsupportedFields[field]!);
   }
   const result = chatRequestSchema.safeParse(body);
   if (!result.success) {
@@ -128,8 +177,17 @@ export function parseChatRequest(body: unknown): ChatRequest {
     });
   }
   const request = result.data;
-  if (request.stream === true) {
-    throw new GatewayError('invalid_request', { param: 'stream', publicMessage: 'Streaming is not supported by this gateway yet.' });
+  const stream = request.stream === true;
+  if (!stream && request.stream_options !== undefined && request.stream_options !== null) {
+    throw invalid('stream_options', 'stream_options is only allowed when stream is true.');
+  }
+  if (request.top_logprobs !== undefined && request.top_logprobs !== null && request.logprobs !== true) {
+    throw invalid('top_logprobs', 'top_logprobs needs logprobs set to true.');
+  }
+  for (let index = 0; index < request.messages.length; index += 1) {
+    if (messageChars(request.messages[index]!) > limits.maxMessageChars) {
+      throw invalid(`messages[${index}]`, `A message may carry at most ${limits.maxMessageChars} characters of text.`);
+    }
   }
   const maxTokens = request.max_tokens ?? request.max_completion_tokens ?? undefined;
   if (request.max_tokens != null && request.max_completion_tokens != null && request.max_tokens !== request.max_completion_tokens) {
@@ -143,5 +201,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     const value = request[name];
     if (value !== undefined && value !== null) params[name] = value;
   }
-  return { model: request.model, messages: request.messages, maxTokens, params };
+  return {
+    model: request.model, messages: request.messages, maxTokens, stream,
+    includeUsage: stream && request.stream_options?.include_usage === true, params,
+  };
 }

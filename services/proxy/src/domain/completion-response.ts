@@ -1,6 +1,6 @@
 import type { NormalizedCompletion } from './normalized-completion.ts';
 import type { TokenUsage } from './pricing.ts';
-import { countTextTokens } from './token-estimate.ts';
+import { countTextTokens, type TokenizerName } from './token-estimate.ts';
 
 /** The body of a successful non-streaming chat completion, exactly as clients receive it. */
 export interface ChatCompletionBody {
@@ -61,11 +61,13 @@ export function buildChatCompletionBody(input: {
 }
 
 /** The gateway's own count of completion tokens, for when the upstream reported no usage. */
-export function estimateCompletionTokens(completion: NormalizedCompletion): number {
+export function estimateCompletionTokens(completion: NormalizedCompletion, tokenizer: TokenizerName): number {
   let tokens = 0;
   for (const choice of completion.choices) {
-    tokens += countTextTokens(choice.content ?? '') + countTextTokens(choice.refusal ?? '');
-    for (const call of choice.toolCalls) tokens += countTextTokens(call.function.name) + countTextTokens(call.function.arguments);
+    tokens += countTextTokens(choice.content ?? '', tokenizer) + countTextTokens(choice.refusal ?? '', tokenizer);
+    for (const call of choice.toolCalls) {
+      tokens += countTextTokens(call.function.name, tokenizer) + countTextTokens(call.function.arguments, tokenizer);
+    }
   }
   return tokens;
 }

@@ -1,4 +1,5 @@
 import { configV1 } from '@gateway/contracts';
+import { tokenizerForModel, type TokenizerName } from './token-estimate.ts';
 
 /** An API key as the proxy knows it: only its hash, and whom it belongs to. */
 export interface KeyEntry {
@@ -50,6 +51,8 @@ export interface GatewayModelEntry {
   /** Unix seconds, shown as `created` in /v1/models. */
   createdAtS: number;
   upstream: UpstreamTarget;
+  /** The BPE encoding its tokens are counted with, chosen from the upstream model name. */
+  tokenizer: TokenizerName;
 }
 
 /**
@@ -137,6 +140,7 @@ function modelFrom(message: configV1.GatewayModel, options: ApplyConfigOptions):
     providerOutputCostMicrosPerMtok: message.providerOutputCostMicrosPerMtok,
     createdAtS: Number(message.createdAtS),
     upstream: { providerKind: upstream.providerKind, baseUrl: upstream.baseUrl, model: upstream.model, apiKey: upstream.apiKey },
+    tokenizer: tokenizerForModel(upstream.model),
   };
 }
 

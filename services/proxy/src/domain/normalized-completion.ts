@@ -35,3 +35,14 @@ export interface NormalizedCompletion {
   choices: NormalizedChoice[];
   usage: NormalizedUsage | undefined;
 }
+
+const standardFinishReasons = new Set(['stop', 'length', 'tool_calls', 'content_filter', 'function_call']);
+
+/**
+ * A finish reason clients understand: the upstream's when it is a standard one, otherwise the
+ * nearest standard one (a vendor-specific reason says something about the vendor).
+ */
+export function standardFinishReason(reason: unknown, hasToolCalls: boolean): string {
+  if (typeof reason === 'string' && standardFinishReasons.has(reason)) return reason;
+  return hasToolCalls ? 'tool_calls' : 'stop';
+}

@@ -1,15 +1,17 @@
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
 import type { GatewayModelEntry } from './config-snapshot.ts';
 import { costMicros, effectiveMaxTokens, reserveMicros, usageCostMicros } from './pricing.ts';
-import { countTextTokens, estimatePromptTokens } from './token-estimate.ts';
+import { countTextTokens, estimatePromptTokens, tokenizerForModel } from './token-estimate.ts';
 
 const model: GatewayModelEntry = {
   slug: 'm', displayName: 'M', defaultMaxTokens: 100, maxContextTokens: 1000,
   inputPriceMicrosPerMtok: 1_500_000n, outputPriceMicrosPerMtok: 6_000_001n,
   providerInputCostMicrosPerMtok: 999_999n, providerOutputCostMicrosPerMtok: 3n,
   createdAtS: 0, upstream: { providerKind: 'openai_compatible', baseUrl: 'https://x/v1', model: 'v', apiKey: '' },
+  tokenizer: 'cl100k_base',
 };
 
 describe('costMicros', () => {
@@ -53,14 +55,25 @@ describe('reserve estimate', () => {
     };
     const expected = encode('You are terse.').length + 3
       + encode('Hello').length + encode(' world <|endoftext|>', { disallowedSpecial: new Set() }).length + 3 + 3;
-    expect(estimatePromptTokens(request)).toBe(expected);
-    expect(countTextTokens('')).toBe(0);
+    expect(estimatePromptTokens(request, 'o200k_base')).toBe(expected);
+    expect(countTextTokens('', 'o200k_base')).toBe(0);
+  });
+
+  it('chooses the encoding per upstream model: o200k_base for GPT-4o and later, cl100k_base otherwise', () => {
+    for (const name of ['gpt-4o-mini', 'gpt-4.1', 'o3-mini', 'gpt-5', 'openai/gpt-oss-20b', 'GPT-4o']) expect(tokenizerForModel(name), name).toBe('o200k_base');
+    for (const name of ['gpt-4-turbo', 'gpt-3.5-turbo', 'meta-llama/Llama-3-8b', 'claude-sonnet-4', 'o1x', 'chat-upstream-name']) {
+      expect(tokenizerForModel(name), name).toBe('cl100k_base');
+    }
+    const text = 'Namaste, gateway! 🙏 Tokens differ per encoding.';
+    expect(countTextTokens(text, 'cl100k_base')).toBe(encodeCl100k(text).length);
+    expect(countTextTokens(text, 'o200k_base')).toBe(encode(text).length);
+    expect(countTextTokens(text, 'cl100k_base')).not.toBe(countTextTokens(text, 'o200k_base'));
   });
 
   it('adds the tool definitions to the prompt estimate', () => {
     const messages = [{ role: 'user' as const, content: 'hi' }];
     const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }];
-    expect(estimatePromptTokens({ messages, params: { tools } }) - estimatePromptTokens({ messages, params: {} }))
+    expect(estimatePromptTokens({ messages, params: { tools } }, 'o200k_base') - estimatePromptTokens({ messages, params: {} }, 'o200k_base'))
       .toBe(encode(JSON.stringify(tools)).length);
   });
 });

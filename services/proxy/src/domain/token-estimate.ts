@@ -1,4 +1,5 @@
-import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
+import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import type { ChatMessage, ChatRequest } from './chat-request.ts';
 
 /** Tokens OpenAI's chat format adds per message (role and separators). */
@@ -6,13 +7,35 @@ export const tokensPerMessage = 3;
 /** Tokens OpenAI's chat format adds once per request (the assistant reply primer). */
 export const tokensPerRequest = 3;
 
+/** The BPE encodings the gateway counts tokens with. */
+export type TokenizerName = 'o200k_base' | 'cl100k_base';
+
 // Special-token text such as "<|endoftext|>" in user content is counted as ordinary text;
 // the tokenizer's default would throw on it.
 const plainText = { disallowedSpecial: new Set<string>() };
 
-/** Tokens of a text in the o200k_base encoding (GPT-4o family). */
-export function countTextTokens(text: string): number {
-  return text.length === 0 ? 0 : encode(text, plainText).length;
+const encoders: Record<TokenizerName, (text: string, options: typeof plainText) => number[]> = {
+  o200k_base: encodeO200k,
+  cl100k_base: encodeCl100k,
+};
+
+// OpenAI's GPT-4o generation and later (and their open-weight gpt-oss) use o200k_base.
+const o200kModelPattern = /^(?:gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|chatgpt-4o|gpt-oss|o1|o3|o4)(?:\b|[-_.:])/i;
+
+/**
+ * The encoding that counts tokens for an upstream model. OpenAI's newer models use o200k_base;
+ * everything else (GPT-4/3.5, Llama, Mistral, Claude, …) is counted with cl100k_base: exact for
+ * the older OpenAI models, and for other families a close estimate that errs on the high side
+ * (their vocabularies are at least as large), which keeps the Reserve on the safe side.
+ */
+export function tokenizerForModel(upstreamModel: string): TokenizerName {
+  const name = upstreamModel.includes('/') ? upstreamModel.slice(upstreamModel.lastIndexOf('/') + 1) : upstreamModel;
+  return o200kModelPattern.test(name) ? 'o200k_base' : 'cl100k_base';
+}
+
+/** Tokens of a text in an encoding. */
+export function countTextTokens(text: string, tokenizer: TokenizerName): number {
+  return text.length === 0 ? 0 : encoders[tokenizer](text, plainText).length;
 }
 
 /** The texts a message carries: its content (each part), name and tool calls. */
@@ -30,12 +53,12 @@ function messageTexts(message: ChatMessage): string[] {
  * Σ (tokens of each message's texts + 3) + 3, plus the tokens of the tool definitions when
  * there are any (the upstream bills them as prompt too).
  */
-export function estimatePromptTokens(request: Pick<ChatRequest, 'messages' | 'params'>): number {
+export function estimatePromptTokens(request: Pick<ChatRequest, 'messages' | 'params'>, tokenizer: TokenizerName): number {
   let tokens = tokensPerRequest;
   for (const message of request.messages) {
     tokens += tokensPerMessage;
-    for (const text of messageTexts(message)) tokens += countTextTokens(text);
+    for (const text of messageTexts(message)) tokens += countTextTokens(text, tokenizer);
   }
-  if (request.params.tools !== undefined) tokens += countTextTokens(JSON.stringify(request.params.tools));
+  if (request.params.tools !== undefined) tokens += countTextTokens(JSON.stringify(request.params.tools), tokenizer);
   return tokens;
 }

@@ -6,6 +6,7 @@ import { parseChatRequest } from '../domain/chat-request.ts';
 import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../domain/config-snapshot.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimiter } from '../domain/rate-limit.ts';
 import { completeChat, type LedgerPort, type UpstreamPort } from '../inference/complete-chat.ts';
+import { streamChat, type StreamSink, type StreamStopReason } from '../inference/stream-chat.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
 import { contextOf, requestContext, sendError, type RequestContext } from './request-context.ts';
 
@@ -22,9 +23,13 @@ export interface HttpAppServices {
   /** Tracks work that must end before the process stops. */
   track<T>(work: Promise<T>): Promise<T>;
   maxBodyBytes: number;
+  maxMessageChars: number;
   reserveTtlMs: number;
+  checkpointIntervalMs: number;
   /** Responses not yet closed; filled by the request middleware. */
   activeResponses: Set<Response>;
+  /** Stop controllers of the streams being relayed; shutdown aborts them with 'shutdown' once the grace runs out. */
+  activeStreams: Set<AbortController>;
 }
 
 /** A handler of an inference route: gets the request's context; whatever it throws becomes the error response. */
@@ -86,6 +91,8 @@ export function createHttpApp(services: HttpAppServices): Express {
   }
 
   function requireSnapshot(): ConfigSnapshot {
+    // A request that reaches us on a kept-alive connection after SIGTERM is refused, not started.
+    if (services.isShuttingDown()) throw new GatewayError('service_unavailable', { internalMessage: 'shutting down' });
     const snapshot = services.freshSnapshot();
     if (snapshot === undefined) {
       throw new GatewayError('service_unavailable', { internalMessage: 'no fresh config snapshot' });
@@ -131,23 +138,60 @@ export function createHttpApp(services: HttpAppServices): Express {
     else res.status(503).json({ status: 'not_ready' });
   });
 
+  const inferenceDeps = {
+    ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
+    background: (work: Promise<unknown>) => { void services.track(work); },
+    checkpointIntervalMs: services.checkpointIntervalMs,
+    checkpointNotes: { unimplementedReported: false },
+  };
+
+  /** The SSE response of a streaming completion, with backpressure: a slow client slows the relay, nothing piles up. */
+  function sseSink(res: Response): StreamSink {
+    return {
+      open() {
+        res.status(200);
+        res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+        res.setHeader('cache-control', 'no-cache');
+      },
+      write(frame) {
+        if (res.destroyed || res.writableEnded) return false;
+        if (res.write(frame)) return true;
+        return new Promise<boolean>((resolve) => {
+          const settle = (open: boolean) => { res.off('drain', onDrain); res.off('close', onClose); resolve(open); };
+          const onDrain = () => settle(true);
+          const onClose = () => settle(false);
+          res.on('drain', onDrain);
+          res.on('close', onClose);
+        });
+      },
+      end() { res.end(); },
+    };
+  }
+
   app.post('/v1/chat/completions', inference(async (req, res, context) => {
     const { snapshot, caller } = await admit(req, res, context);
-    const request = parseChatRequest(await readJsonBody(req, res));
+    const request = parseChatRequest(await readJsonBody(req, res), { maxMessageChars: services.maxMessageChars });
     context.log.model = request.model;
     const model = resolveModel(snapshot, caller.organisation, request.model);
     const adapter = adapterFor(model.upstream.providerKind);
     if (adapter === undefined) {
       throw new GatewayError('service_unavailable', { internalMessage: `no adapter for ${model.upstream.providerKind}` });
     }
-    const body = await completeChat(
-      {
-        ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
-        background: (work) => { void services.track(work); },
-      },
-      { requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter, request, log: context.log },
-    );
-    res.status(200).json(body);
+    const input = { requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter, request, log: context.log };
+    if (!request.stream) {
+      res.status(200).json(await completeChat(inferenceDeps, input));
+      return;
+    }
+    const stop = new AbortController();
+    const onClose = () => { if (!res.writableFinished) stop.abort('client_closed' satisfies StreamStopReason); };
+    res.once('close', onClose);
+    services.activeStreams.add(stop);
+    try {
+      await streamChat(inferenceDeps, { ...input, sink: sseSink(res), stop: stop.signal });
+    } finally {
+      services.activeStreams.delete(stop);
+      res.off('close', onClose);
+    }
   }));
 
   app.get('/v1/models', inference(async (req, res, context) => {

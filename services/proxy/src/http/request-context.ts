@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { toGatewayError, toHttpError, type ErrorCode } from '@gateway/errors';
+import { toGatewayError, toHttpError } from '@gateway/errors';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { BillingLogFields } from '../inference/complete-chat.ts';
 
@@ -9,9 +9,6 @@ export interface RequestLogFields extends BillingLogFields {
   organisationId?: string;
   projectId?: string;
   model?: string;
-  errorCode?: ErrorCode;
-  /** Why the error happened, for operators; never shown to the client. */
-  errorDetail?: string;
 }
 
 /** Per-request state shared by the middleware and the handlers. */
@@ -71,6 +68,7 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, ac
           reservedMicros: bigintText(log.reservedMicros), debitedMicros: bigintText(log.debitedMicros),
           usageSource: log.usageSource, promptTokens: log.promptTokens, completionTokens: log.completionTokens,
           upstreamOutcome: log.upstreamOutcome, upstreamStatus: log.upstreamStatus,
+          streamOutcome: log.streamOutcome, checkpoints: log.checkpoints,
           errorCode: log.errorCode, errorDetail: log.errorDetail,
           clientClosedEarly: responseFinished ? undefined : true,
         };

@@ -56,6 +56,14 @@ export class LedgerClient {
     }
   }
 
+  /**
+   * Records a stream's running usage, once (a checkpoint is superseded by the next one, so a
+   * retry is not worth its delay). Throws the gRPC error of a failed call, UNIMPLEMENTED included.
+   */
+  checkpoint(request: ledgerV1.CheckpointRequest): Promise<ledgerV1.CheckpointResponse> {
+    return callUnary(this.#client.checkpoint, this.#client, request, this.#callTimeoutMs);
+  }
+
   /** Settles a reservation, retrying failed calls; undefined when no attempt got an answer. */
   async settle(request: ledgerV1.SettleRequest): Promise<ledgerV1.SettleResponse | undefined> {
     return this.#withRetries('Settle', request.reservationId, async () => {

@@ -1,6 +1,6 @@
 import type { ChatRequest } from '../domain/chat-request.ts';
 import type { UpstreamTarget } from '../domain/config-snapshot.ts';
-import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
+import type { NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage } from '../domain/normalized-completion.ts';
 
 export type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedToolCall, NormalizedUsage,
@@ -8,7 +8,7 @@ export type {
 
 /** The HTTP request an adapter wants sent to its upstream. */
 export interface UpstreamRequest {
-  /** Path appended to the path of the upstream's base URL, e.g. `/chat/completions`. */
+  /** Path (and query) appended to the path of the upstream's base URL, e.g. `/chat/completions`. */
   path: string;
   headers: Record<string, string>;
   /** JSON text. */
@@ -22,15 +22,57 @@ export interface UpstreamChatRequest {
   maxTokens: number;
 }
 
+/** A tool call fragment of a streamed choice, in OpenAI's chunk form. */
+export interface StreamToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+/** One choice of a chunk, in the gateway's allowlisted OpenAI chunk form (serialised as is). */
+export interface StreamChoice {
+  index: number;
+  delta: { role?: 'assistant'; content?: string; refusal?: string; tool_calls?: StreamToolCallDelta[] };
+  logprobs: { content: NormalizedTokenLogprob[] | null; refusal: NormalizedTokenLogprob[] | null } | null;
+  /** One of stop, length, tool_calls, content_filter, function_call; null until the choice ends. */
+  finish_reason: string | null;
+}
+
+/** What a stream decoder makes of the upstream's events. */
+export type StreamEvent =
+  /** Choices to relay; `text` is everything in them that counts as completion tokens. */
+  | { kind: 'chunk'; choices: StreamChoice[]; text: string }
+  /** The usage the upstream reports for the whole request. */
+  | { kind: 'usage'; usage: NormalizedUsage }
+  /** The upstream ended the stream normally. */
+  | { kind: 'done' }
+  /** The upstream reported an error inside the stream, or sent something unusable; the reason is for logs only. */
+  | { kind: 'error'; reason: string };
+
+/** Turns one upstream's SSE events into the gateway's stream events; holds the state of one stream. */
+export interface StreamDecoder {
+  /** Decodes one SSE event (name and data), appending what it yields to `out`. */
+  decode(event: string | undefined, data: string, out: StreamEvent[]): void;
+}
+
 /**
  * One provider's translation, as pure transforms: the gateway's request to the provider's
- * HTTP request, and the provider's JSON answer to the gateway's normalized completion.
- * Transport (pools, timeouts) is shared and lives elsewhere. `parseResponse` throws when the
- * answer is not a usable completion.
+ * HTTP request (streaming or not), the provider's JSON answer to the gateway's normalized
+ * completion, and its SSE events to the gateway's stream events. Transport (pools, timeouts)
+ * is shared and lives elsewhere.
  */
 export interface UpstreamAdapter {
   /** The `provider_kind` of gateway models this adapter serves. */
   readonly providerKind: string;
+  /**
+   * The upstream HTTP request. Throws `invalid_request` (naming the param) for what this
+   * provider cannot honour; it runs before the Reserve, so such a request moves no money.
+   * When streaming, it always asks the upstream for usage.
+   */
   buildRequest(target: UpstreamTarget, chat: UpstreamChatRequest): UpstreamRequest;
+  /** The normalized completion of a JSON answer; throws when it is not a usable completion. */
   parseResponse(json: unknown): NormalizedCompletion;
+  /** A decoder for one streamed answer. */
+  createStreamDecoder(): StreamDecoder;
 }

@@ -18,11 +18,27 @@ export type UpstreamOutcome =
   /** Sent, but the answer was broken (reset, not JSON, too large). */
   | { kind: 'failed'; reason: string };
 
+/** A 2xx streamed answer being read: its body chunks as they arrive, and how to classify a failure. */
+export interface UpstreamStream {
+  statusCode: number;
+  /** The body, chunk by chunk as the upstream sends it; throws when the body fails or is aborted. */
+  body: AsyncIterable<Uint8Array>;
+  /** What a body failure means: a timeout (idle gap or total time) or a broken stream. */
+  failureOf(error: unknown): { kind: 'timeout' | 'failed'; reason: string };
+  /** Stops the total-time timer and frees the connection; call once the body is done with. */
+  close(): void;
+}
+
+/** What became of opening a streamed call: the stream, or the outcome of a call that produced none. */
+export type UpstreamStreamOutcome = { kind: 'stream'; stream: UpstreamStream } | Exclude<UpstreamOutcome, { kind: 'response' }>;
+
 /** Timeouts and limits of the upstream transport. */
 export interface UpstreamTransportOptions {
   connectTimeoutMs: number;
-  /** Longest wait for the response headers after sending, and longest gap inside the body, ms. */
+  /** Longest wait for the response headers after sending, ms. */
   firstByteTimeoutMs: number;
+  /** Longest gap between two chunks of the body, ms. */
+  idleTimeoutMs: number;
   /** Longest a whole call may take, ms. */
   totalTimeoutMs: number;
   /** Largest response body read, bytes. */
@@ -52,13 +68,22 @@ function reasonOf(error: unknown): string {
   return code === undefined ? name : `${name} ${code}`;
 }
 
+/** Origin and path (with the base URL's query, e.g. Azure's api-version, kept) of a request. */
+function targetOf(baseUrl: string, request: UpstreamRequest): { origin: string; path: string } {
+  const base = new URL(baseUrl);
+  let path = `${base.pathname.replace(/\/+$/, '')}${request.path}`;
+  if (base.search !== '') path += path.includes('?') ? `&${base.search.slice(1)}` : base.search;
+  return { origin: base.origin, path };
+}
+
 class ResponseTooLargeError extends Error {
   override name = 'ResponseTooLargeError';
 }
 
 /**
  * The one HTTP transport all adapters share: an undici Agent, which keeps a keep-alive pool
- * per upstream origin, with connect, first-byte and total timeouts. It never follows redirects.
+ * per upstream origin, with connect, first-byte, idle (between body chunks) and total timeouts.
+ * It never follows redirects.
  */
 export class UpstreamTransport {
   readonly #agent: Agent;
@@ -70,7 +95,7 @@ export class UpstreamTransport {
     this.#agent = new Agent({
       connect: { timeout: options.connectTimeoutMs },
       headersTimeout: options.firstByteTimeoutMs,
-      bodyTimeout: options.firstByteTimeoutMs,
+      bodyTimeout: options.idleTimeoutMs,
       keepAliveTimeout: 30_000,
     });
     this.#totalTimeoutMs = options.totalTimeoutMs;
@@ -79,14 +104,13 @@ export class UpstreamTransport {
 
   /** Sends one request to an upstream whose base URL is e.g. `https://api.example.com/v1`. */
   async send(baseUrl: string, request: UpstreamRequest): Promise<UpstreamOutcome> {
-    const base = new URL(baseUrl);
-    const path = `${base.pathname.replace(/\/+$/, '')}${request.path}`;
+    const { origin, path } = targetOf(baseUrl, request);
     const abort = new AbortController();
     let totalTimedOut = false;
     const timer = setTimeout(() => { totalTimedOut = true; abort.abort(); }, this.#totalTimeoutMs);
     try {
       const response = await this.#agent.request({
-        origin: base.origin, path, method: 'POST', headers: request.headers, body: request.body, signal: abort.signal,
+        origin, path, method: 'POST', headers: request.headers, body: request.body, signal: abort.signal,
       });
       if (response.statusCode < 200 || response.statusCode >= 300) {
         await response.body.dump().catch(() => undefined);
@@ -115,6 +139,58 @@ export class UpstreamTransport {
       return { kind: 'failed', reason: reasonOf(error) };
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Opens a streamed call and hands back its body to read chunk by chunk (nothing is buffered
+   * here). `signal` aborts the call at any point (client gone, cost stop, shutdown); the total
+   * timeout keeps running until the stream is closed.
+   */
+  async openStream(baseUrl: string, request: UpstreamRequest, signal: AbortSignal): Promise<UpstreamStreamOutcome> {
+    const { origin, path } = targetOf(baseUrl, request);
+    const abort = new AbortController();
+    let totalTimedOut = false;
+    const timer = setTimeout(() => { totalTimedOut = true; abort.abort(); }, this.#totalTimeoutMs);
+    const onAbort = () => abort.abort();
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    const close = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    const classify = (error: unknown): { kind: 'timeout' | 'failed'; reason: string } => {
+      if (totalTimedOut) return { kind: 'timeout', reason: `no complete answer within ${this.#totalTimeoutMs} ms` };
+      const code = errorCodeOf(error);
+      if (code !== undefined && timeoutErrorCodes.has(code)) return { kind: 'timeout', reason: reasonOf(error) };
+      return { kind: 'failed', reason: signal.aborted ? 'aborted by the gateway' : reasonOf(error) };
+    };
+    try {
+      const response = await this.#agent.request({
+        origin, path, method: 'POST', headers: request.headers, body: request.body, signal: abort.signal,
+      });
+      if (response.statusCode < 200 || response.statusCode >= 300) {
+        await response.body.dump().catch(() => undefined);
+        close();
+        return { kind: 'http_error', statusCode: response.statusCode };
+      }
+      return {
+        kind: 'stream',
+        stream: {
+          statusCode: response.statusCode,
+          body: response.body,
+          failureOf: classify,
+          close: () => {
+            close();
+            if (!response.body.destroyed) response.body.destroy();
+          },
+        },
+      };
+    } catch (error) {
+      close();
+      const code = errorCodeOf(error);
+      if (!totalTimedOut && code !== undefined && connectErrorCodes.has(code)) return { kind: 'unreachable', reason: reasonOf(error) };
+      return classify(error);
     }
   }
 

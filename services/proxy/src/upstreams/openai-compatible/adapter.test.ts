@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { adapterFor, supportedProviderKinds } from '../upstream-adapters.ts';
+import type { StreamEvent } from '../upstream-adapter.ts';
 import { openAiCompatibleAdapter } from './adapter.ts';
 
 const target = { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-model-7', apiKey: 'sk-vendor' };
@@ -6,6 +8,8 @@ const request = {
   model: 'chat',
   messages: [{ role: 'user' as const, content: 'hi' }],
   maxTokens: undefined,
+  stream: false,
+  includeUsage: false,
   params: { temperature: 0, tools: [{ type: 'function', function: { name: 'f' } }] },
 };
 
@@ -58,5 +62,47 @@ describe('openAiCompatibleAdapter.parseResponse', () => {
     expect(() => openAiCompatibleAdapter.parseResponse({ error: 'nope' })).toThrow();
     expect(() => openAiCompatibleAdapter.parseResponse({ choices: [] })).toThrow();
     expect(() => openAiCompatibleAdapter.parseResponse(null)).toThrow();
+  });
+});
+
+describe('OpenAI-compatible streaming and providers', () => {
+  it('always asks the upstream for the usage chunk when streaming, whatever the client asked', () => {
+    const built = openAiCompatibleAdapter.buildRequest(target, { request: { ...request, stream: true, includeUsage: false }, maxTokens: 9 });
+    expect(built.headers.accept).toBe('text/event-stream');
+    expect(JSON.parse(built.body)).toMatchObject({ stream: true, stream_options: { include_usage: true }, max_tokens: 9 });
+  });
+
+  it('configures each provider over the one base: Azure api-key and api-version, OpenAI max_completion_tokens, refused params', () => {
+    const azure = adapterFor('azure_openai')!;
+    const built = azure.buildRequest({ ...target, providerKind: 'azure_openai', baseUrl: 'https://r.openai.azure.com/openai/deployments/d1' }, { request, maxTokens: 7 });
+    expect(built.path).toBe('/chat/completions?api-version=2024-10-21');
+    expect(built.headers['api-key']).toBe('sk-vendor');
+    expect(built.headers.authorization).toBeUndefined();
+    expect(JSON.parse(built.body)).toMatchObject({ max_completion_tokens: 7 });
+    expect(JSON.parse(adapterFor('openai')!.buildRequest(target, { request, maxTokens: 7 }).body)).toMatchObject({ max_completion_tokens: 7 });
+    expect(JSON.parse(adapterFor('vllm')!.buildRequest(target, { request, maxTokens: 7 }).body)).toMatchObject({ max_tokens: 7 });
+    expect(() => adapterFor('groq')!.buildRequest(target, { request: { ...request, params: { logprobs: true } }, maxTokens: 7 }))
+      .toThrow(expect.objectContaining({ code: 'invalid_request', param: 'logprobs' }));
+    expect(supportedProviderKinds()).toEqual(['anthropic', 'azure_openai', 'groq', 'ollama', 'openai', 'openai_compatible', 'together', 'vllm']);
+  });
+
+  it('rebuilds every chunk from the allowlist, maps finish reasons, and reads usage, [DONE] and errors', () => {
+    const decoder = openAiCompatibleAdapter.createStreamDecoder();
+    const out: StreamEvent[] = [];
+    decoder.decode(undefined, JSON.stringify({
+      id: 'vendor-id', model: 'vendor-model', system_fingerprint: 'fp_secret', vendor: 1,
+      choices: [{ index: 0, delta: { role: 'assistant', content: 'Hi', audio: { id: 'x' }, tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '{' }, vendor: 2 }] }, finish_reason: null, vendor_score: 3 }],
+    }), out);
+    decoder.decode(undefined, JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'eos_vendor' }], usage: null }), out);
+    decoder.decode(undefined, JSON.stringify({ choices: [], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6, vendor_cached: 1 } }), out);
+    decoder.decode(undefined, '[DONE]', out);
+    decoder.decode(undefined, JSON.stringify({ error: { message: 'vendor secret' } }), out);
+    expect(out).toEqual([
+      { kind: 'chunk', text: 'Hif{', choices: [{ index: 0, logprobs: null, finish_reason: null, delta: { role: 'assistant', content: 'Hi', tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '{' } }] } }] },
+      { kind: 'chunk', text: '', choices: [{ index: 0, logprobs: null, finish_reason: 'stop', delta: {} }] },
+      { kind: 'usage', usage: { promptTokens: 4, completionTokens: 2 } },
+      { kind: 'done' },
+      { kind: 'error', reason: 'upstream sent an error event' },
+    ]);
   });
 });

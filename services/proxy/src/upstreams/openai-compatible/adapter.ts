@@ -1,8 +1,12 @@
+import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
+import type { ForwardedParam } from '../../domain/chat-request.ts';
 import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
+import { standardFinishReason } from '../../domain/normalized-completion.ts';
 import type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest,
 } from '../upstream-adapter.ts';
+import { OpenAiStreamDecoder } from './stream-decoder.ts';
 
 const bytesSchema = z.array(z.number().int()).nullish();
 
@@ -39,8 +43,6 @@ const usageSchema = z.object({
   completion_tokens: z.number().int().nonnegative(),
 });
 
-const knownFinishReasons = new Set(['stop', 'length', 'tool_calls', 'content_filter', 'function_call']);
-
 function logprobsOf(entries: Array<z.infer<typeof tokenLogprobSchema>> | null | undefined): NormalizedTokenLogprob[] | null {
   if (entries === undefined || entries === null) return null;
   return entries.map((entry) => ({
@@ -55,48 +57,85 @@ function choiceOf(choice: z.infer<typeof choiceSchema>, position: number): Norma
   const toolCalls = (choice.message.tool_calls ?? []).map((call) => ({
     id: call.id, type: 'function' as const, function: { name: call.function.name, arguments: call.function.arguments },
   }));
-  const finishReason = choice.finish_reason ?? '';
   return {
     index: choice.index ?? position,
     content: choice.message.content ?? null,
     refusal: choice.message.refusal ?? null,
     toolCalls,
-    // A vendor-specific reason says something about the vendor; clients get the nearest standard one.
-    finishReason: knownFinishReasons.has(finishReason) ? finishReason : toolCalls.length > 0 ? 'tool_calls' : 'stop',
+    finishReason: standardFinishReason(choice.finish_reason, toolCalls.length > 0),
     logprobs: choice.logprobs === undefined || choice.logprobs === null
       ? null
       : { content: logprobsOf(choice.logprobs.content), refusal: logprobsOf(choice.logprobs.refusal) },
   };
 }
 
+/** What distinguishes one OpenAI-compatible provider from another: a short configuration. */
+export interface OpenAiCompatibleProvider {
+  /** The `provider_kind` of its gateway models. */
+  providerKind: string;
+  /** How the credential travels: `Authorization: Bearer` (most) or Azure's `api-key` header. */
+  credentialHeader: 'bearer' | 'api-key';
+  /** The field that carries the completion budget: OpenAI's reasoning models only take `max_completion_tokens`. */
+  maxTokensField: 'max_tokens' | 'max_completion_tokens';
+  /** Query string the provider requires on every call when the base URL has none (Azure's api-version). */
+  defaultQuery?: string;
+  /** Forwarded params the provider does not support: sending one is a 400 naming it. */
+  unsupportedParams?: readonly ForwardedParam[];
+}
+
 /**
- * The adapter for upstreams that speak OpenAI's chat completions API (OpenAI itself, and the
- * many providers and servers compatible with it). The request carries the upstream's model
- * name, the validated messages, the gateway's max_tokens and the forwarded optional params —
- * nothing else the client sent. The credential goes in `Authorization: Bearer` only when the
- * gateway model has one.
+ * The adapter for an upstream that speaks OpenAI's chat completions API. The request carries
+ * the upstream's model name, the validated messages, the gateway's max_tokens and the forwarded
+ * optional params — nothing else the client sent. When streaming it always asks for the usage
+ * chunk (`stream_options.include_usage`), whatever the client asked. The credential goes in
+ * the provider's header only when the gateway model has one.
  */
-export const openAiCompatibleAdapter: UpstreamAdapter = {
-  providerKind: 'openai_compatible',
+export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider): UpstreamAdapter {
+  const unsupported = provider.unsupportedParams ?? [];
+  return {
+    providerKind: provider.providerKind,
 
-  buildRequest(target: UpstreamTarget, chat: UpstreamChatRequest): UpstreamRequest {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-    if (target.apiKey !== '') headers.authorization = `Bearer ${target.apiKey}`;
-    const body = {
-      model: target.model,
-      messages: chat.request.messages,
-      max_tokens: chat.maxTokens,
-      ...chat.request.params,
-    };
-    return { path: '/chat/completions', headers, body: JSON.stringify(body) };
-  },
+    buildRequest(target: UpstreamTarget, chat: UpstreamChatRequest): UpstreamRequest {
+      for (const param of unsupported) {
+        if (chat.request.params[param] !== undefined) {
+          throw new GatewayError('invalid_request', { param, publicMessage: `The parameter '${param}' is not supported by this model.` });
+        }
+      }
+      const headers: Record<string, string> = {
+        'content-type': 'application/json', accept: chat.request.stream ? 'text/event-stream' : 'application/json',
+      };
+      if (target.apiKey !== '') {
+        if (provider.credentialHeader === 'api-key') headers['api-key'] = target.apiKey;
+        else headers.authorization = `Bearer ${target.apiKey}`;
+      }
+      const body: Record<string, unknown> = {
+        model: target.model,
+        messages: chat.request.messages,
+        [provider.maxTokensField]: chat.maxTokens,
+        ...chat.request.params,
+      };
+      if (chat.request.stream) {
+        body.stream = true;
+        body.stream_options = { include_usage: true };
+      }
+      const query = provider.defaultQuery !== undefined && !target.baseUrl.includes('?') ? `?${provider.defaultQuery}` : '';
+      return { path: `/chat/completions${query}`, headers, body: JSON.stringify(body) };
+    },
 
-  parseResponse(json: unknown): NormalizedCompletion {
-    const completion = completionSchema.parse(json);
-    const reportedUsage = usageSchema.safeParse((json as { usage?: unknown }).usage);
-    const usage: NormalizedUsage | undefined = reportedUsage.success
-      ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens }
-      : undefined;
-    return { choices: completion.choices.map(choiceOf), usage };
-  },
-};
+    parseResponse(json: unknown): NormalizedCompletion {
+      const completion = completionSchema.parse(json);
+      const reportedUsage = usageSchema.safeParse((json as { usage?: unknown }).usage);
+      const usage: NormalizedUsage | undefined = reportedUsage.success
+        ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens }
+        : undefined;
+      return { choices: completion.choices.map(choiceOf), usage };
+    },
+
+    createStreamDecoder: () => new OpenAiStreamDecoder(),
+  };
+}
+
+/** The generic OpenAI-compatible adapter (`openai_compatible`): any server that speaks the API with a bearer key. */
+export const openAiCompatibleAdapter: UpstreamAdapter = createOpenAiCompatibleAdapter({
+  providerKind: 'openai_compatible', credentialHeader: 'bearer', maxTokensField: 'max_tokens',
+});

@@ -1,0 +1,182 @@
+import { GatewayError } from '@gateway/errors';
+import { z } from 'zod';
+import type { ChatMessage, ForwardedParam } from '../../domain/chat-request.ts';
+import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
+import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest } from '../upstream-adapter.ts';
+import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
+
+/** The Messages API version the adapter speaks. */
+export const anthropicVersion = '2023-06-01';
+
+/** Params Anthropic's Messages API has no equivalent for: sending one is a 400 naming it. */
+const unsupportedParams: readonly ForwardedParam[] = ['logprobs', 'top_logprobs', 'logit_bias', 'seed', 'presence_penalty', 'frequency_penalty'];
+
+type ContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; tool_use_id: string; content: string };
+
+interface AnthropicMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+}
+
+function refuse(param: string, publicMessage: string): GatewayError {
+  return new GatewayError('invalid_request', { param, publicMessage });
+}
+
+function textOf(content: ChatMessage['content']): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((part) => part.text).join('');
+  return '';
+}
+
+/** The OpenAI messages as Anthropic's `system` text and alternating user/assistant messages. */
+function translateMessages(messages: readonly ChatMessage[]): { system: string | undefined; messages: AnthropicMessage[] } {
+  const systemTexts: string[] = [];
+  const translated: AnthropicMessage[] = [];
+  const append = (role: AnthropicMessage['role'], blocks: ContentBlock[]) => {
+    const last = translated.at(-1);
+    // Anthropic wants user and assistant turns to alternate: consecutive turns of one role merge.
+    if (last !== undefined && last.role === role) last.content.push(...blocks);
+    else translated.push({ role, content: blocks });
+  };
+  messages.forEach((message, index) => {
+    switch (message.role) {
+      case 'system':
+      case 'developer':
+        systemTexts.push(textOf(message.content));
+        break;
+      case 'user':
+        append('user', [{ type: 'text', text: textOf(message.content) }]);
+        break;
+      case 'tool':
+        append('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id!, content: textOf(message.content) }]);
+        break;
+      case 'assistant': {
+        const blocks: ContentBlock[] = [];
+        const text = textOf(message.content);
+        if (text !== '') blocks.push({ type: 'text', text });
+        (message.tool_calls ?? []).forEach((call, callIndex) => {
+          let input: unknown;
+          try {
+            input = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
+          } catch {
+            throw refuse(`messages[${index}].tool_calls[${callIndex}].function.arguments`, 'Tool call arguments must be a JSON object for this model.');
+          }
+          blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input });
+        });
+        if (blocks.length > 0) append('assistant', blocks);
+        break;
+      }
+    }
+  });
+  return { system: systemTexts.length > 0 ? systemTexts.join('\n\n') : undefined, messages: translated };
+}
+
+function toolChoiceOf(choice: unknown, parallel: unknown): Record<string, unknown> | undefined {
+  let translated: Record<string, unknown> | undefined;
+  if (choice === 'auto') translated = { type: 'auto' };
+  else if (choice === 'required') translated = { type: 'any' };
+  else if (choice === 'none') translated = { type: 'none' };
+  else if (typeof choice === 'object' && choice !== null) translated = { type: 'tool', name: (choice as { function: { name: string } }).function.name };
+  if (parallel === false) translated = { ...(translated ?? { type: 'auto' }), disable_parallel_tool_use: true };
+  return translated;
+}
+
+const anthropicUsageSchema = z.object({
+  input_tokens: z.number().int().nonnegative(),
+  output_tokens: z.number().int().nonnegative(),
+  cache_creation_input_tokens: z.number().int().nonnegative().nullish(),
+  cache_read_input_tokens: z.number().int().nonnegative().nullish(),
+});
+
+// The allowlist of what an Anthropic answer may contribute: text and tool_use blocks, the stop reason and usage.
+const messageSchema = z.object({
+  content: z.array(z.union([
+    z.object({ type: z.literal('text'), text: z.string() }),
+    z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() }),
+    z.object({ type: z.string() }),
+  ])),
+  stop_reason: z.string().nullish(),
+});
+
+/** Prompt tokens of an Anthropic usage: fresh input plus cache writes and reads (all are billed input). */
+export function anthropicPromptTokens(usage: z.infer<typeof anthropicUsageSchema>): number {
+  return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
+}
+
+/**
+ * The adapter for Anthropic's Messages API (`provider_kind` `anthropic`), translated both ways:
+ * OpenAI messages become `system` plus alternating turns (tool calls as tool_use blocks, tool
+ * results as tool_result blocks), and the answer, streamed or not, becomes an OpenAI completion.
+ * Temperature above 1 and params Anthropic has no equivalent for are refused with a 400.
+ */
+export const anthropicAdapter: UpstreamAdapter = {
+  providerKind: 'anthropic',
+
+  buildRequest(target: UpstreamTarget, chat: UpstreamChatRequest): UpstreamRequest {
+    const { params } = chat.request;
+    for (const param of unsupportedParams) {
+      if (params[param] !== undefined) throw refuse(param, `The parameter '${param}' is not supported by this model.`);
+    }
+    const format = params.response_format as { type: string } | undefined;
+    if (format !== undefined && format.type !== 'text') throw refuse('response_format', 'Only the "text" response format is supported by this model.');
+    if (typeof params.temperature === 'number' && params.temperature > 1) throw refuse('temperature', 'This model accepts a temperature between 0 and 1.');
+
+    const { system, messages } = translateMessages(chat.request.messages);
+    if (messages.length === 0) throw refuse('messages', 'This model needs at least one user or assistant message besides system messages.');
+    const body: Record<string, unknown> = { model: target.model, max_tokens: chat.maxTokens, messages };
+    if (system !== undefined) body.system = system;
+    if (params.temperature !== undefined) body.temperature = params.temperature;
+    if (params.top_p !== undefined) body.top_p = params.top_p;
+    if (params.stop !== undefined) body.stop_sequences = typeof params.stop === 'string' ? [params.stop] : params.stop;
+    if (params.user !== undefined) body.metadata = { user_id: params.user };
+    if (params.tools !== undefined) {
+      body.tools = (params.tools as Array<{ function: { name: string; description?: unknown; parameters?: unknown } }>).map((tool) => ({
+        name: tool.function.name,
+        ...(typeof tool.function.description === 'string' ? { description: tool.function.description } : {}),
+        input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
+      }));
+    }
+    const toolChoice = toolChoiceOf(params.tool_choice, params.parallel_tool_calls);
+    if (toolChoice !== undefined) body.tool_choice = toolChoice;
+    if (chat.request.stream) body.stream = true; // Anthropic always streams its usage
+
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: chat.request.stream ? 'text/event-stream' : 'application/json',
+      'anthropic-version': anthropicVersion,
+    };
+    if (target.apiKey !== '') headers['x-api-key'] = target.apiKey;
+    return { path: '/messages', headers, body: JSON.stringify(body) };
+  },
+
+  parseResponse(json: unknown): NormalizedCompletion {
+    const message = messageSchema.parse(json);
+    let content = '';
+    const toolCalls: NormalizedCompletion['choices'][number]['toolCalls'] = [];
+    for (const block of message.content) {
+      if (block.type === 'text' && 'text' in block) content += block.text;
+      else if (block.type === 'tool_use' && 'id' in block) {
+        toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
+      }
+    }
+    const reportedUsage = anthropicUsageSchema.safeParse((json as { usage?: unknown }).usage);
+    return {
+      choices: [{
+        index: 0,
+        content: content === '' && toolCalls.length > 0 ? null : content,
+        refusal: null,
+        toolCalls,
+        finishReason: finishReasonOf(message.stop_reason, toolCalls.length > 0),
+        logprobs: null,
+      }],
+      usage: reportedUsage.success
+        ? { promptTokens: anthropicPromptTokens(reportedUsage.data), completionTokens: reportedUsage.data.output_tokens }
+        : undefined,
+    };
+  },
+
+  createStreamDecoder: () => new AnthropicStreamDecoder(),
+};

@@ -1,0 +1,107 @@
+import { standardFinishReason } from '../../domain/normalized-completion.ts';
+import type { NormalizedTokenLogprob } from '../../domain/normalized-completion.ts';
+import type { StreamChoice, StreamDecoder, StreamEvent, StreamToolCallDelta } from '../upstream-adapter.ts';
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+function bytesOf(value: unknown): number[] | null {
+  return Array.isArray(value) && value.every((b) => Number.isInteger(b)) ? value as number[] : null;
+}
+
+/** Allowlisted token logprobs; anything malformed is dropped rather than relayed. */
+function logprobEntries(value: unknown): NormalizedTokenLogprob[] | null {
+  if (!Array.isArray(value)) return null;
+  const entries: NormalizedTokenLogprob[] = [];
+  for (const entry of value) {
+    if (!isObject(entry) || typeof entry.token !== 'string' || typeof entry.logprob !== 'number') continue;
+    const tops = Array.isArray(entry.top_logprobs) ? entry.top_logprobs : [];
+    entries.push({
+      token: entry.token,
+      logprob: entry.logprob,
+      bytes: bytesOf(entry.bytes),
+      top_logprobs: tops
+        .filter((top): top is Json => isObject(top) && typeof top.token === 'string' && typeof top.logprob === 'number')
+        .map((top) => ({ token: top.token as string, logprob: top.logprob as number, bytes: bytesOf(top.bytes) })),
+    });
+  }
+  return entries;
+}
+
+function toolCallDeltas(value: unknown, position: number): { calls: StreamToolCallDelta[]; text: string } {
+  const calls: StreamToolCallDelta[] = [];
+  let text = '';
+  if (!Array.isArray(value)) return { calls, text };
+  for (let i = 0; i < value.length; i += 1) {
+    const call = value[i];
+    if (!isObject(call)) continue;
+    const delta: StreamToolCallDelta = { index: isCount(call.index) ? call.index : position + i };
+    if (typeof call.id === 'string') delta.id = call.id;
+    if (call.type === 'function') delta.type = 'function';
+    if (isObject(call.function)) {
+      const fn: { name?: string; arguments?: string } = {};
+      if (typeof call.function.name === 'string') { fn.name = call.function.name; text += call.function.name; }
+      if (typeof call.function.arguments === 'string') { fn.arguments = call.function.arguments; text += call.function.arguments; }
+      delta.function = fn;
+    }
+    calls.push(delta);
+  }
+  return { calls, text };
+}
+
+/**
+ * Decodes an OpenAI-compatible chunk stream. Every chunk is rebuilt from an allowlist (role,
+ * content, refusal, tool call fragments, logprobs, a standard finish reason), so nothing of the
+ * upstream's id, model, fingerprint or vendor fields can pass; `data: [DONE]` ends the stream,
+ * and a chunk carrying `error` is an upstream failure whose text goes nowhere.
+ */
+export class OpenAiStreamDecoder implements StreamDecoder {
+  /** Decodes one `data:` payload. */
+  decode(_event: string | undefined, data: string, out: StreamEvent[]): void {
+    if (data === '[DONE]') { out.push({ kind: 'done' }); return; }
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      out.push({ kind: 'error', reason: 'chunk is not JSON' });
+      return;
+    }
+    if (!isObject(chunk)) { out.push({ kind: 'error', reason: 'chunk is not an object' }); return; }
+    if (chunk.error !== undefined && chunk.error !== null) { out.push({ kind: 'error', reason: 'upstream sent an error event' }); return; }
+
+    if (Array.isArray(chunk.choices) && chunk.choices.length > 0) {
+      const choices: StreamChoice[] = [];
+      let text = '';
+      for (let position = 0; position < chunk.choices.length; position += 1) {
+        const choice = chunk.choices[position];
+        if (!isObject(choice)) continue;
+        const source = isObject(choice.delta) ? choice.delta : {};
+        const delta: StreamChoice['delta'] = {};
+        if (source.role === 'assistant') delta.role = 'assistant';
+        if (typeof source.content === 'string') { delta.content = source.content; text += source.content; }
+        if (typeof source.refusal === 'string') { delta.refusal = source.refusal; text += source.refusal; }
+        const tools = toolCallDeltas(source.tool_calls, 0);
+        if (tools.calls.length > 0) { delta.tool_calls = tools.calls; text += tools.text; }
+        const finishReason = choice.finish_reason === null || choice.finish_reason === undefined
+          ? null
+          : standardFinishReason(choice.finish_reason, tools.calls.length > 0);
+        const logprobs = isObject(choice.logprobs)
+          ? { content: logprobEntries(choice.logprobs.content), refusal: logprobEntries(choice.logprobs.refusal) }
+          : null;
+        choices.push({ index: isCount(choice.index) ? choice.index : position, delta, logprobs, finish_reason: finishReason });
+      }
+      if (choices.length > 0) out.push({ kind: 'chunk', choices, text });
+    }
+    const usage = chunk.usage;
+    if (isObject(usage) && isCount(usage.prompt_tokens) && isCount(usage.completion_tokens)) {
+      out.push({ kind: 'usage', usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } });
+    }
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * A whole gateway for the proxy's end-to-end tests: ledger, admin and any number of proxies as
+ * processes over a fresh PostgreSQL database, plus a fake upstream, with one organisation set up
+ * through the admin API (model, organisation, credit, project and key). Reuses
+ * service-processes.ts; every process is stopped by `close()`.
+ */
+import { randomBytes } from 'node:crypto';
+import OpenAI from 'openai';
+import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
+import { issueSecret } from '@gateway/secrets';
+import { createTestDatabase, type TestDatabase } from '@gateway/testkit';
+import { freePort, startService, waitUntilReady, type ServiceProcess } from './service-processes.ts';
+
+/** Prices of the e2e model, µ₹ per million tokens (odd, so every rounding shows). */
+export const e2ePrices = { inputPriceMicrosPerMtok: 2_000_003n, outputPriceMicrosPerMtok: 5_000_007n } as const;
+
+/** ceil(tokens × price / 1e6), written out independently of the code under test. */
+export function e2eCostMicros(promptTokens: number, completionTokens: number): bigint {
+  const side = (tokens: number, price: bigint) => (BigInt(tokens) * price + 999_999n) / 1_000_000n;
+  return side(promptTokens, e2ePrices.inputPriceMicrosPerMtok) + side(completionTokens, e2ePrices.outputPriceMicrosPerMtok);
+}
+
+/** Options of startProxyE2eGateway. */
+export interface ProxyE2eOptions {
+  serverUrl: string;
+  /** How many proxy processes to start; default 1. */
+  proxies?: number;
+  /** Extra environment of every proxy (e.g. REDIS_URL and PROXY_REDIS_PREFIX). */
+  proxyEnv?: Record<string, string>;
+  /** The organisation's RPM limit; default 600. */
+  rpmLimit?: number;
+  /** The organisation's opening credit, µ₹; default ₹10. */
+  creditMicros?: bigint;
+}
+
+/** A running gateway with one organisation ready to call. */
+export interface ProxyE2eGateway {
+  upstream: FakeUpstream;
+  services: ServiceProcess[];
+  /** Base URLs of the proxies' `/v1`. */
+  proxyBases: string[];
+  organisationId: string;
+  apiKey: string;
+  /** The gateway model slug the organisation may use. */
+  modelSlug: string;
+  /** Calls the admin API; throws on a non-2xx answer. */
+  admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Record<string, any>>;
+  /** An official client of proxy `index`, retries off. */
+  client(index?: number, apiKey?: string): OpenAI;
+  /** Stops proxies first, then admin and ledger; resolves with the exit codes. */
+  close(): Promise<Array<number | null>>;
+}
+
+/** Starts ledger, admin and proxies, and sets up one organisation through the admin API. */
+export async function startProxyE2eGateway(options: ProxyE2eOptions): Promise<ProxyE2eGateway> {
+  const adminToken = issueSecret('adminToken').secret;
+  const upstreamCredential = `sk-vendor-${randomBytes(8).toString('hex')}`;
+  const database: TestDatabase = await createTestDatabase(options.serverUrl);
+  const upstream = await startFakeUpstream({ requiredApiKey: upstreamCredential });
+  const proxyCount = options.proxies ?? 1;
+  const ports = await Promise.all(Array.from({ length: 4 + proxyCount }, freePort));
+  const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc] = ports as [number, number, number, number];
+  const proxyPorts = ports.slice(4);
+  const common = { DATABASE_URL: database.url, LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1' };
+  const services: ServiceProcess[] = [];
+  let closed: Promise<Array<number | null>> | undefined;
+
+  const close = () => {
+    closed ??= (async () => {
+      const codes: Array<number | null> = [];
+      // Proxies first, as in production: their reservations resolve while the ledger still runs.
+      for (const service of [...services].reverse()) codes.push(await service.stop());
+      await upstream.close();
+      await database.drop();
+      return codes;
+    })();
+    return closed;
+  };
+
+  try {
+    const ledger = startService('ledger', { ...common, LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
+    services.push(ledger);
+    await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
+    const adminService = startService('admin', {
+      ...common,
+      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+      ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
+    });
+    services.push(adminService);
+    await waitUntilReady(adminService, `http://127.0.0.1:${adminHttp}/readyz`);
+    const proxies = proxyPorts.map((port, index) => startService('proxy', {
+      LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `e2e-proxy-${index}`,
+      ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`, ...options.proxyEnv,
+    }));
+    services.push(...proxies);
+    // Every proxy holds a snapshot before the key is made, so the key's version reaches them all.
+    await Promise.all(proxies.map((proxy, index) => waitUntilReady(proxy, `http://127.0.0.1:${proxyPorts[index]}/readyz`)));
+
+    const adminBase = `http://127.0.0.1:${adminHttp}/admin/v1`;
+    const admin = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${adminBase}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const json = await response.json() as Record<string, any>;
+      if (response.status >= 300) throw new Error(`${method} ${path} -> ${response.status}: ${JSON.stringify(json)}`);
+      return json;
+    };
+
+    const modelSlug = 'e2e-chat';
+    await admin('POST', '/gateway-models', {
+      slug: modelSlug, display_name: 'E2E Chat', default_max_tokens: 64, max_context_tokens: 4096,
+      input_price_micros_per_mtok: e2ePrices.inputPriceMicrosPerMtok.toString(),
+      output_price_micros_per_mtok: e2ePrices.outputPriceMicrosPerMtok.toString(),
+      upstream: { provider_kind: 'openai_compatible', base_url: upstream.baseUrl, model: 'upstream-secret-model', api_key: upstreamCredential },
+    });
+    const organisation = await admin('POST', '/organisations', { name: 'E2E', rpm_limit: options.rpmLimit ?? 600, allowed_gateway_models: [modelSlug] });
+    const organisationId = organisation.id as string;
+    await admin('POST', `/organisations/${organisationId}/credits`, {
+      amount_micros: (options.creditMicros ?? 10_000_000n).toString(), reason: 'e2e opening credit',
+    }, { 'idempotency-key': 'e2e-opening-credit' });
+    const project = await admin('POST', `/organisations/${organisationId}/projects`, { name: 'e2e' });
+    const apiKey = project.api_key as string;
+    const proxyBases = proxyPorts.map((port) => `http://127.0.0.1:${port}/v1`);
+
+    return {
+      upstream, services, proxyBases, organisationId, apiKey, modelSlug, admin,
+      client: (index = 0, key = apiKey) => new OpenAI({ apiKey: key, baseURL: proxyBases[index]!, maxRetries: 0 }),
+      close,
+    };
+  } catch (error) {
+    const output = services.map((s) => `--- ${s.name}\n${s.output()}`).join('\n');
+    await close();
+    throw new Error(`${(error as Error).message}\n${output}`, { cause: error });
+  }
+}
