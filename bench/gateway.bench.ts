@@ -1,0 +1,265 @@
+/**
+ * `pnpm bench gateway`: the gateway's cost against a bare proxy, measured in one run.
+ *
+ * Starts the fake upstream, a bare baseline proxy (node:http + undici pool, no auth, no billing)
+ * and the three services as processes over real PostgreSQL and Redis, then drives each target
+ * (upstream direct, baseline, gateway) with autocannon at concurrency 1 and 32, non-streaming
+ * (a fixed small completion) and streaming (64 chunks). Every gateway request is real: key
+ * check, Redis RPM (limit above the load), durable Reserve, upstream call, Settle and usage
+ * record. Afterwards the ledger's balances must verify and the debited total must equal the
+ * priced usage the upstream reported for every request the gateway answered; otherwise the
+ * benchmark fails. Results go to bench-results/gateway.json and the table in docs/benchmarks.md.
+ *
+ * Environment: TEST_DATABASE_URL / TEST_REDIS_URL (or the conventional local servers);
+ * BENCH_DURATION_S (per measurement, default 8); BENCH_TTFB_SAMPLES (default 200).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { request } from 'undici';
+import { issueSecret } from '@gateway/secrets';
+import { createTestDatabase, resolveTestInfrastructure } from '@gateway/testkit/outside-vitest';
+import { findBalanceDifferences } from '@gateway/ledger';
+import { openDatabase } from '@gateway/db';
+import { freePort, startService, waitUntilReady, type ServiceProcess } from '../tests/support/service-processes.ts';
+
+const repoRoot = fileURLToPath(new URL('../', import.meta.url));
+const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
+const ttfbSamples = Number(process.env.BENCH_TTFB_SAMPLES ?? 200);
+const inputPriceMicrosPerMtok = 1_000_000n;
+const outputPriceMicrosPerMtok = 2_000_000n;
+const nonStreamingBody = { model: 'bench', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] };
+const streamingBody = { ...nonStreamingBody, stream: true, messages: [{ role: 'user', content: 'Benchmark stream [[fake:reply_words=64]]' }] };
+
+/** A helper process that prints `{"port":N}` first. */
+async function startHelper(script: string, args: string[] = []): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, [script, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+  const firstLine = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return { child, port: (JSON.parse(firstLine) as { port: number }).port };
+}
+
+/** Peak resident memory of a process so far, MB (VmHWM). */
+function peakRssMb(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Math.round(Number(match[1]) / 1024) : 0;
+}
+
+interface LoadResult { rps: number; p50Ms: number; p99Ms: number; ok: number; failed: number }
+
+async function load(url: string, headers: Record<string, string>, body: unknown, connections: number): Promise<LoadResult> {
+  const options = { url, method: 'POST' as const, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), connections, pipelining: 1 };
+  await autocannon({ ...options, duration: 2 }); // warm-up: pools, JIT, caches
+  const result = await autocannon({ ...options, duration: durationS });
+  return {
+    rps: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    ok: result['2xx'],
+    failed: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+/** Time to the first body byte of sequential streaming requests, ms (p50, p99). */
+async function streamingTtfb(url: string, headers: Record<string, string>): Promise<{ p50Ms: number; p99Ms: number; ok: number }> {
+  const samples: number[] = [];
+  let ok = 0;
+  for (let i = 0; i < ttfbSamples; i++) {
+    const started = performance.now();
+    const response = await request(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(streamingBody) });
+    let first = true;
+    for await (const _chunk of response.body) {
+      if (first) { samples.push(performance.now() - started); first = false; }
+    }
+    if (response.statusCode === 200) ok++;
+  }
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => Number(samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!.toFixed(2));
+  return { p50Ms: at(0.5), p99Ms: at(0.99), ok };
+}
+
+async function main(): Promise<void> {
+  const infrastructure = await resolveTestInfrastructure();
+  if (!infrastructure.postgresUrl || !infrastructure.redisUrl) throw new Error(`benchmark needs PostgreSQL and Redis: ${infrastructure.problems.join('; ')}`);
+  const database = await createTestDatabase(infrastructure.postgresUrl);
+  const services: ServiceProcess[] = [];
+  const helpers: ChildProcess[] = [];
+  try {
+    const upstream = await startHelper('bench/support/fake-upstream-process.ts');
+    helpers.push(upstream.child);
+    const upstreamOrigin = `http://127.0.0.1:${upstream.port}`;
+    const baseline = await startHelper('bench/support/baseline-proxy.ts', [upstreamOrigin]);
+    helpers.push(baseline.child);
+
+    const adminToken = issueSecret('adminToken').secret;
+    const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc, proxyHttp] = await Promise.all(Array.from({ length: 5 }, freePort));
+    const common = { DATABASE_URL: database.url, LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1' };
+    const ledger = startService('ledger', { ...common, LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
+    services.push(ledger);
+    await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
+    const admin = startService('admin', {
+      ...common, ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+      ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
+    });
+    services.push(admin);
+    await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`);
+    const proxy = startService('proxy', {
+      LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(proxyHttp),
+      ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+      REDIS_URL: infrastructure.redisUrl, PROXY_REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`,
+    });
+    services.push(proxy);
+    await waitUntilReady(proxy, `http://127.0.0.1:${proxyHttp}/readyz`);
+
+    const adminCall = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const response = await fetch(`http://127.0.0.1:${adminHttp}/admin/v1${path}`, {
+        method, headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const json = await response.json() as Record<string, any>;
+      if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+    await adminCall('POST', '/gateway-models', {
+      slug: 'bench', default_max_tokens: 128, max_context_tokens: 8192,
+      input_price_micros_per_mtok: inputPriceMicrosPerMtok.toString(), output_price_micros_per_mtok: outputPriceMicrosPerMtok.toString(),
+      upstream: { provider_kind: 'openai_compatible', base_url: `${upstreamOrigin}/v1`, model: 'bench-upstream' },
+    });
+    const organisation = await adminCall('POST', '/organisations', { name: 'Bench', rpm_limit: 1_000_000, allowed_gateway_models: ['bench'] });
+    await adminCall('POST', `/organisations/${organisation.id}/credits`, { amount_micros: '1000000000000', reason: 'benchmark' }, { 'idempotency-key': 'bench' });
+    const { api_key: apiKey } = await adminCall('POST', `/organisations/${organisation.id}/projects`, { name: 'bench' });
+
+    // The usage the upstream reports for each request shape, and its price: what the gateway must debit.
+    const side = (tokens: bigint, price: bigint) => (tokens * price + 999_999n) / 1_000_000n;
+    const reportedUsage = async (body: unknown) => {
+      const probe = await request(`${upstreamOrigin}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...(body as object), stream: false }) });
+      const { usage } = await probe.body.json() as { usage: { prompt_tokens: number; completion_tokens: number } };
+      const inputTokens = BigInt(usage.prompt_tokens);
+      const outputTokens = BigInt(usage.completion_tokens);
+      return { key: `${inputTokens}/${outputTokens}`, costMicros: side(inputTokens, inputPriceMicrosPerMtok) + side(outputTokens, outputPriceMicrosPerMtok) };
+    };
+    const pricedUsage = new Map([await reportedUsage(nonStreamingBody), await reportedUsage(streamingBody)].map((u) => [u.key, u.costMicros]));
+
+    const targets = [
+      { name: 'upstream', url: `${upstreamOrigin}/v1/chat/completions`, headers: {} },
+      { name: 'baseline', url: `http://127.0.0.1:${baseline.port}/v1/chat/completions`, headers: {} },
+      { name: 'gateway', url: `http://127.0.0.1:${proxyHttp}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` } },
+    ] as const;
+    const rows: Array<{ target: string; mode: string; connections: number } & LoadResult> = [];
+    for (const mode of ['non-streaming', 'streaming'] as const) {
+      for (const connections of [1, 32]) {
+        for (const target of targets) {
+          const body = mode === 'streaming' ? streamingBody : nonStreamingBody;
+          const result = await load(target.url, target.headers, body, connections);
+          rows.push({ target: target.name, mode, connections, ...result });
+          process.stdout.write(`${mode.padEnd(14)} c=${String(connections).padEnd(3)} ${target.name.padEnd(9)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms  ok ${result.ok}  failed ${result.failed}\n`);
+        }
+      }
+    }
+    // Warm-ups are billed too; the money check below therefore works from the ledger's usage
+    // records (every request the gateway answered) rather than autocannon's measured counts.
+    const ttfb = {
+      baseline: await streamingTtfb(targets[1].url, {}),
+      gateway: await streamingTtfb(targets[2].url, targets[2].headers),
+    };
+    process.stdout.write(`streaming TTFB p50: baseline ${ttfb.baseline.p50Ms} ms, gateway ${ttfb.gateway.p50Ms} ms\n`);
+
+    const rss = {
+      proxyMb: peakRssMb(proxy.child.pid), ledgerMb: peakRssMb(ledger.child.pid), adminMb: peakRssMb(admin.child.pid),
+      baselineMb: peakRssMb(baseline.child.pid),
+    };
+
+    // Money: every usage record of the run priced at what the upstream reported, and verify clean.
+    const ledgerDb = await openDatabase({ url: database.url, schema: 'ledger', poolSize: 2 });
+    try {
+      const differences = await findBalanceDifferences(ledgerDb);
+      // Every usage record must carry usage the upstream reported for one of the two shapes.
+      const groups = await ledgerDb.query<{ input_tokens: bigint; output_tokens: bigint; usage_source: string; records: bigint; cost: bigint }>(
+        `SELECT input_tokens, output_tokens, usage_source, count(*)::bigint AS records, sum(cost_micros)::bigint AS cost
+         FROM usage_records GROUP BY input_tokens, output_tokens, usage_source`);
+      let expected = 0n;
+      let usageRecords = 0n;
+      const unexplained: string[] = [];
+      for (const group of groups.rows) {
+        const key = `${group.input_tokens}/${group.output_tokens}`;
+        const unitCost = pricedUsage.get(key);
+        usageRecords += group.records;
+        if (unitCost === undefined || group.usage_source !== 'upstream') unexplained.push(`${group.records} × ${key} (${group.usage_source})`);
+        else expected += group.records * unitCost;
+      }
+      const account = await ledgerDb.query<{ debited_micros: bigint; held_micros: bigint }>(
+        'SELECT debited_micros, held_micros FROM accounts WHERE organisation_id = $1', [organisation.id]);
+      const { debited_micros: debited, held_micros: held } = account.rows[0]!;
+      const moneyOk = differences.length === 0 && unexplained.length === 0 && debited === expected && held === 0n;
+      process.stdout.write(`ledger: ${usageRecords} usage records, debited ${debited} µ₹, priced upstream usage ${expected} µ₹, held ${held} µ₹, verify differences ${differences.length}${unexplained.length ? `, unexplained usage: ${unexplained.join(', ')}` : ''}\n`);
+
+      const ratio = (mode: string, connections: number) => {
+        const of = (target: string) => rows.find((r) => r.target === target && r.mode === mode && r.connections === connections)!;
+        return { throughput: Number((of('gateway').rps / of('baseline').rps).toFixed(3)), addedP50Ms: of('gateway').p50Ms - of('baseline').p50Ms, addedP99Ms: of('gateway').p99Ms - of('baseline').p99Ms };
+      };
+      const summary = {
+        date: new Date().toISOString(),
+        machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version },
+        durationS, rows, ttfb, rss,
+        ratios: {
+          nonStreamingC1: ratio('non-streaming', 1), nonStreamingC32: ratio('non-streaming', 32),
+          streamingC1: ratio('streaming', 1), streamingC32: ratio('streaming', 32),
+          streamingTtfbAddedP50Ms: Number((ttfb.gateway.p50Ms - ttfb.baseline.p50Ms).toFixed(2)),
+        },
+        money: { usageRecords: Number(usageRecords), debitedMicros: debited.toString(), expectedMicros: expected.toString(), verifyDifferences: differences.length, ok: moneyOk },
+      };
+      mkdirSync('bench-results', { recursive: true });
+      writeFileSync('bench-results/gateway.json', `${JSON.stringify(summary, null, 2)}\n`);
+      updateBenchmarksDoc(summary);
+      process.stdout.write(`ratios: ${JSON.stringify(summary.ratios)}\nproxy peak RSS ${rss.proxyMb} MB\n`);
+      if (!moneyOk) throw new Error('money check failed: the ledger does not agree with the priced usage');
+    } finally {
+      await ledgerDb.close();
+    }
+  } finally {
+    for (const service of [...services].reverse()) await service.stop();
+    for (const helper of helpers) helper.kill('SIGTERM');
+    await database.drop();
+  }
+}
+
+/** Rewrites the generated table between the markers of docs/benchmarks.md. */
+function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; cpuModel?: string | undefined; node: string }; rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number }>; ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }> }): void {
+  const path = `${repoRoot}docs/benchmarks.md`;
+  const start = '<!-- bench:gateway:start -->';
+  const end = '<!-- bench:gateway:end -->';
+  const lines = [
+    start,
+    `Run ${summary.date.slice(0, 10)} on ${summary.machine.cpus} × ${summary.machine.cpuModel ?? 'CPU'}, Node ${summary.machine.node}, ${durationS} s per measurement.`,
+    '',
+    '| mode | connections | target | req/s | p50 ms | p99 ms |',
+    '|---|---|---|---|---|---|',
+    ...summary.rows.map((r) => `| ${r.mode} | ${r.connections} | ${r.target} | ${r.rps} | ${r.p50Ms} | ${r.p99Ms} |`),
+    '',
+    `Streaming time to first byte, p50 / p99: baseline ${summary.ttfb.baseline!.p50Ms} / ${summary.ttfb.baseline!.p99Ms} ms, gateway ${summary.ttfb.gateway!.p50Ms} / ${summary.ttfb.gateway!.p99Ms} ms.`,
+    `Peak RSS: proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
+    '',
+    `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
+    end,
+  ];
+  const doc = readFileSync(path, 'utf8');
+  const from = doc.indexOf(start);
+  const to = doc.indexOf(end);
+  if (from < 0 || to < 0) throw new Error(`${path} lacks the ${start} / ${end} markers`);
+  writeFileSync(path, doc.slice(0, from) + lines.join('\n') + doc.slice(to + end.length));
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`gateway benchmark failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,6 @@
+/**
+ * The parts of the testkit that do not need a vitest run (benchmarks and scripts import this
+ * entry: `@gateway/testkit/outside-vitest`).
+ */
+export { createTestDatabase, uniqueRedisPrefix, type TestDatabase } from './databases.ts';
+export { resolveTestInfrastructure, type TestInfrastructure } from './infrastructure.ts';
