@@ -504,7 +504,7 @@ describe('gateway models', () => {
     const response = await admin.request('POST', '/admin/v1/gateway-models', {
       slug: '-bad', default_max_tokens: 0, max_context_tokens: 20_000_000,
       input_price_micros_per_mtok: '1.5', output_price_micros_per_mtok: -1,
-      upstream: { provider_kind: 'anthropic', base_url: 'https://api.example.com', api_key: '' },
+      upstream: { provider_kind: 'carrier_pigeon', base_url: 'https://api.example.com', api_key: '' },
     });
     expectError(response, 400, 'invalid_request', 'slug');
     for (const field of ['slug', 'default_max_tokens', 'max_context_tokens', 'input_price_micros_per_mtok', 'output_price_micros_per_mtok',

@@ -1,3 +1,4 @@
 /** The admin's public entry: the app factory and its configuration (see docs/admin-api.md). */
 export { createAdminApp, type AdminApp, type AdminAppDeps } from './app.ts';
 export { adminConfigSchema, loadAdminConfig, type AdminConfig } from './config.ts';
+export { providerKinds, type ProviderKind } from './domain/provider-kinds.ts';

@@ -54,6 +54,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     address: config.ADMIN_GRPC_URL,
     proxyId: config.PROXY_ID,
     stalenessMs: config.PROXY_CONFIG_STALENESS_MS,
+    maxReceiveMessageBytes: config.PROXY_CONFIG_MAX_MESSAGE_BYTES,
     logger,
     supportsProviderKind,
   });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { issueSecret } from '@gateway/secrets';
 import { createLogger } from '@gateway/logger';
 import { createProxyApp } from './app.ts';
 import { loadProxyConfig } from './config.ts';
+import { startConfigPeer } from './test-support/config-peer.ts';
 import { gatewayModel, startProxyWorld, stateOf, tenant, waitFor, type ProxyWorld, type TestProxy } from './test-support/proxy-world.ts';
 
 const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'extra'] });
@@ -140,6 +142,37 @@ describe('updates', () => {
     expect(errorAck.appliedVersion).toBe(current);
     expect(await statusOf(world.client(acme.apiKey, proxy).models.list())).toBe(200);
   });
+});
+
+describe('large snapshots', () => {
+  it('takes a full snapshot over 4 MiB in one message (PROXY_CONFIG_MAX_MESSAGE_BYTES), and refuses it under a 4 MiB limit', async () => {
+    // 60,000 keys of about 110 bytes each: a single ~6.5 MB message, over grpc-js's default 4 MiB.
+    const state = stateOf([acme], [gatewayModel('chat', world.upstream.baseUrl)]);
+    for (let i = 0; i < 60_000; i += 1) {
+      state.apiKeys.push({ keyHash: randomBytes(32).toString('hex'), keyId: `bulk-key-${i}`, projectId: `${acme.project.id}` });
+    }
+    expect(configV1.ConfigUpdate.encode(configV1.ConfigUpdate.fromPartial({ version: 1n, full: true, ...state })).finish().length)
+      .toBeGreaterThan(5 * 1024 * 1024);
+    const bigAdmin = await startConfigPeer(state);
+    const start = (env: Record<string, string>) => createProxyApp(
+      loadProxyConfig({ PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: bigAdmin.address, LEDGER_GRPC_URL: world.ledger.address, ...env }),
+      { logger: createLogger('proxy', 'silent') },
+    );
+    const roomy = await start({ PROXY_ID: 'roomy' });
+    const cramped = await start({ PROXY_ID: 'cramped', PROXY_CONFIG_MAX_MESSAGE_BYTES: String(4 * 1024 * 1024) });
+    try {
+      await waitFor(() => roomy.isReady(), 20_000, 'roomy proxy ready');
+      const models = await fetch(`http://127.0.0.1:${roomy.ports.http}/v1/models`, { headers: { authorization: `Bearer ${acme.apiKey}` } });
+      expect(models.status).toBe(200);
+      // The cramped proxy's stream fails on the message and redials; the peer answers each hello with the snapshot again.
+      await waitFor(() => bigAdmin.acks.filter((ack) => ack.proxyId === 'cramped' && ack.appliedVersion === 0n).length >= 2, 20_000, 'a redial');
+      expect(cramped.isReady()).toBe(false);
+      expect(bigAdmin.acks.some((ack) => ack.proxyId === 'cramped' && ack.appliedVersion > 0n)).toBe(false);
+    } finally {
+      await Promise.all([roomy.close(), cramped.close()]);
+      await bigAdmin.close();
+    }
+  }, 60_000);
 });
 
 describe('staleness', () => {

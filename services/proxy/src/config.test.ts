@@ -11,7 +11,7 @@ describe('loadProxyConfig', () => {
       PROXY_CONFIG_STALENESS_MS: 30_000, RESERVE_TTL_MS: 600_000, PROXY_MAX_BODY_BYTES: 1_048_576,
       UPSTREAM_CONNECT_TIMEOUT_MS: 10_000, UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 60_000, UPSTREAM_TOTAL_TIMEOUT_MS: 300_000,
       LEDGER_CALL_TIMEOUT_MS: 5_000, UPSTREAM_IDLE_TIMEOUT_MS: 60_000, PROXY_CHECKPOINT_INTERVAL_MS: 30_000,
-      PROXY_MAX_MESSAGE_CHARS: 524_288,
+      PROXY_MAX_MESSAGE_CHARS: 524_288, PROXY_CONFIG_MAX_MESSAGE_BYTES: 67_108_864,
     });
     expect(config.REDIS_URL).toBeUndefined();
     expect(config.PROXY_ID).toContain(String(process.pid));
@@ -20,13 +20,13 @@ describe('loadProxyConfig', () => {
   it('reports every problem at once without echoing values', () => {
     let error: unknown;
     try {
-      loadProxyConfig({ PROXY_HTTP_PORT: '99999', REDIS_URL: 'http://user:hunter2@cache', RESERVE_TTL_MS: '-5', ADMIN_GRPC_URL: 'no port' });
+      loadProxyConfig({ PROXY_HTTP_PORT: '99999', REDIS_URL: 'http://user:hunter2@cache', RESERVE_TTL_MS: '-5', ADMIN_GRPC_URL: 'no port', PROXY_CONFIG_MAX_MESSAGE_BYTES: '1000' });
     } catch (caught) {
       error = caught;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['ADMIN_GRPC_URL', 'PROXY_HTTP_PORT', 'REDIS_URL', 'RESERVE_TTL_MS']);
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['ADMIN_GRPC_URL', 'PROXY_CONFIG_MAX_MESSAGE_BYTES', 'PROXY_HTTP_PORT', 'REDIS_URL', 'RESERVE_TTL_MS']);
     expect((error as ConfigError).message).not.toContain('hunter2');
   });
 });

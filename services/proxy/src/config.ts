@@ -21,6 +21,12 @@ export const proxyConfigSchema = z.object({
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
   PROXY_REDIS_PREFIX: z.string().min(1).default('gw:rpm:'),
   PROXY_CONFIG_STALENESS_MS: commonEnv.durationMs(30_000),
+  /**
+   * Largest config update the proxy accepts in one gRPC message, bytes (grpc-js's default is
+   * 4 MiB). 64 MiB holds a snapshot of a few hundred thousand keys whole; the admin still splits
+   * updates over about 3 MiB, so this is headroom, not the normal path. At least 4 MiB.
+   */
+  PROXY_CONFIG_MAX_MESSAGE_BYTES: z.coerce.number().int().min(4 * 1024 * 1024).max(1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** The ledger accepts 1 s – 24 h; checked here so a bad value fails at start, not on every Reserve. */
   RESERVE_TTL_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(600_000),
   PROXY_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),

@@ -2,3 +2,4 @@
 export { createProxyApp, type ProxyApp, type ProxyAppDeps } from './app.ts';
 export { loadProxyConfig, proxyConfigSchema, type ProxyConfig } from './config.ts';
 export { countTextTokens, tokenizerForModel, type TokenizerName } from './domain/token-estimate.ts';
+export { supportedProviderKinds } from './upstreams/upstream-adapters.ts';

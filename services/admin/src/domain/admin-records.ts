@@ -1,4 +1,5 @@
 /** The admin's records as the domain sees them (camelCase, money as bigint µ₹). */
+import type { ProviderKind } from './provider-kinds.ts';
 
 /** Whether an organisation may use the gateway. */
 export type OrganisationStatus = 'active' | 'suspended';
@@ -41,7 +42,7 @@ export interface Project {
 
 /** Where a gateway model's requests go. The credential is never part of this record. */
 export interface UpstreamInfo {
-  providerKind: 'openai_compatible';
+  providerKind: ProviderKind;
   baseUrl: string;
   model: string;
   hasApiKey: boolean;

@@ -24,6 +24,7 @@ import {
   findOrganisation, insertOrganisation, listOrganisations, organisationExists, replaceAllowedModels, updateOrganisationFields,
 } from './organisation-store.ts';
 import { findProject, insertApiKey, insertProject, listProjects, revokeActiveKeys, updateProjectFields } from './project-store.ts';
+import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
 import { normaliseUpstreamUrl, upstreamUrlProblem } from './upstream-url.ts';
 
 /** What the admin service is built from. */
@@ -81,7 +82,7 @@ export interface CreateGatewayModelInput {
   outputPriceMicrosPerMtok: bigint;
   providerInputCostMicrosPerMtok: bigint;
   providerOutputCostMicrosPerMtok: bigint;
-  upstream: { providerKind: 'openai_compatible'; baseUrl: string; model: string; apiKey?: string | undefined };
+  upstream: { providerKind: ProviderKind; baseUrl: string; model: string; apiKey?: string | undefined };
 }
 
 /** Changes to a gateway model; absent fields stay. Prices in µ₹ per million tokens. */
@@ -230,6 +231,11 @@ export function createAdminService(deps: AdminServiceDeps) {
     inputPriceMicrosPerMtok: 'input_price_micros_per_mtok', outputPriceMicrosPerMtok: 'output_price_micros_per_mtok',
     providerInputCostMicrosPerMtok: 'provider_input_cost_micros_per_mtok', providerOutputCostMicrosPerMtok: 'provider_output_cost_micros_per_mtok',
     providerKind: 'upstream.provider_kind', baseUrl: 'upstream.base_url', upstreamModel: 'upstream.model', credential: 'upstream.api_key',
+  };
+  /** Refuses a base URL the SSRF rule forbids for this provider kind (400 naming upstream.base_url). */
+  const requireUpstreamUrl = (baseUrl: string, providerKind: ProviderKind) => {
+    const problem = upstreamUrlProblem(baseUrl, { allowPrivate: deps.allowPrivateUpstreams }, { providerKind });
+    if (problem) throw new GatewayError('invalid_request', { publicMessage: `Invalid request: upstream.base_url: ${problem}.`, param: 'upstream.base_url' });
   };
   /** A gateway model flattened for the audit log; the credential only as a marker. */
   const gatewayModelAuditRecord = (model: GatewayModel & { upstreamApiKeyEncrypted: string | null }) => ({
@@ -488,8 +494,7 @@ export function createAdminService(deps: AdminServiceDeps) {
      */
     async createGatewayModel(actor: Actor, input: CreateGatewayModelInput): Promise<{ gatewayModel: GatewayModel; propagation: Propagation }> {
       requirePlatformAdmin(actor);
-      const problem = upstreamUrlProblem(input.upstream.baseUrl, { allowPrivate: deps.allowPrivateUpstreams });
-      if (problem) throw new GatewayError('invalid_request', { publicMessage: `Invalid request: upstream.base_url: ${problem}.`, param: 'upstream.base_url' });
+      requireUpstreamUrl(input.upstream.baseUrl, input.upstream.providerKind);
       const { version, stored } = await db.transaction(async (tx) => {
         const inserted = await insertGatewayModel(tx, {
           slug: input.slug,
@@ -525,13 +530,12 @@ export function createAdminService(deps: AdminServiceDeps) {
     async updateGatewayModel(actor: Actor, slug: string, input: UpdateGatewayModelInput): Promise<{ gatewayModel: GatewayModel; propagation: Propagation }> {
       requirePlatformAdmin(actor);
       const baseUrl = input.upstream?.baseUrl;
-      if (baseUrl !== undefined) {
-        const problem = upstreamUrlProblem(baseUrl, { allowPrivate: deps.allowPrivateUpstreams });
-        if (problem) throw new GatewayError('invalid_request', { publicMessage: `Invalid request: upstream.base_url: ${problem}.`, param: 'upstream.base_url' });
-      }
+      // The form is checked first; whether a query may stay depends on the stored provider kind.
+      if (baseUrl !== undefined) requireUpstreamUrl(baseUrl, apiVersionQueryProviderKind);
       const { version, stored } = await db.transaction(async (tx) => {
         const current = await findGatewayModel(tx, slug, { forUpdate: true });
         if (!current) throw gatewayModelNotFound(slug);
+        if (baseUrl !== undefined) requireUpstreamUrl(baseUrl, current.upstream.providerKind);
         const defaultMaxTokens = input.defaultMaxTokens ?? current.defaultMaxTokens;
         const maxContextTokens = input.maxContextTokens ?? current.maxContextTokens;
         if (maxContextTokens < defaultMaxTokens) {

@@ -1,5 +1,6 @@
 import type { Queryable } from '@gateway/db';
 import type { GatewayModel, Page, PageRequest } from './admin-records.ts';
+import type { ProviderKind } from './provider-kinds.ts';
 
 /** A gateway model row as stored, including its sealed credential (never leaves the domain). */
 export interface StoredGatewayModel extends GatewayModel {
@@ -16,7 +17,7 @@ interface GatewayModelRow {
   output_price_micros_per_mtok: bigint;
   provider_input_cost_micros_per_mtok: bigint;
   provider_output_cost_micros_per_mtok: bigint;
-  provider_kind: 'openai_compatible';
+  provider_kind: ProviderKind;
   upstream_base_url: string;
   upstream_model: string;
   upstream_api_key_encrypted: string | null;

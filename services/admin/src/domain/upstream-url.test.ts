@@ -64,4 +64,31 @@ describe('normaliseUpstreamUrl', () => {
     expect(normaliseUpstreamUrl('https://API.Example.com:443/v1/')).toBe('https://api.example.com/v1');
     expect(normaliseUpstreamUrl('https://api.example.com')).toBe('https://api.example.com');
   });
+
+  it("keeps Azure's api-version query, dropping trailing slashes from the path before it", () => {
+    expect(normaliseUpstreamUrl('https://R.openai.azure.com:443/openai/deployments/d/?api-version=2024-10-21'))
+      .toBe('https://r.openai.azure.com/openai/deployments/d?api-version=2024-10-21');
+  });
+});
+
+describe('upstreamUrlProblem with a provider kind', () => {
+  it.each([
+    'https://r.openai.azure.com/openai/deployments/d?api-version=2024-10-21',
+    'https://r.openai.azure.com/openai/deployments/d?api-version=2025-04-01-preview',
+  ])('lets azure_openai pin %s', (url) => {
+    expect(upstreamUrlProblem(url, strict, { providerKind: 'azure_openai' })).toBeUndefined();
+    expect(upstreamUrlProblem(url, strict, { providerKind: 'openai' })).toMatch(/query/);
+    expect(upstreamUrlProblem(url, strict)).toMatch(/query/);
+  });
+
+  it.each([
+    ['https://r.openai.azure.com/d?api-version=2024-10-21&key=sk-1', /only \?api-version/],
+    ['https://r.openai.azure.com/d?key=sk-1', /only \?api-version/],
+    ['https://r.openai.azure.com/d?', /only \?api-version/],
+    ['https://r.openai.azure.com/d?api-version=2024-10-21#f', /fragment/],
+    ['https://10.0.0.1/d?api-version=2024-10-21', /private/],
+    ['http://r.openai.azure.com/d?api-version=2024-10-21', /https/],
+  ])('still refuses %s for azure_openai', (url, problem) => {
+    expect(upstreamUrlProblem(url, strict, { providerKind: 'azure_openai' })).toMatch(problem);
+  });
 });

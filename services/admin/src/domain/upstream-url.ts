@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
 
 /** How strictly an upstream base URL is checked. */
 export interface UpstreamUrlPolicy {
@@ -40,16 +41,34 @@ function isLocalHostName(hostname: string): boolean {
 }
 
 /**
- * Why a base URL may not be an upstream (undefined when it may). Host names are not resolved
- * here: only literal addresses are judged; see docs/admin-api.md on DNS.
+ * The one query a base URL may carry, and only for Azure OpenAI: its API version, e.g.
+ * `?api-version=2024-10-21` or `2025-04-01-preview`. Nothing else, so a credential cannot hide
+ * in a query string (base URLs are shown in responses and the audit log).
  */
-export function upstreamUrlProblem(value: string, policy: UpstreamUrlPolicy): string | undefined {
+const apiVersionQueryPattern = /^\?api-version=\d{4}-\d{2}-\d{2}(?:-preview)?$/;
+
+/** What a base URL is for, when it matters to the rule. */
+export interface UpstreamUrlContext {
+  /** The model's provider kind: only `azure_openai` may carry `?api-version=…`. Default: no query allowed. */
+  providerKind?: ProviderKind;
+}
+
+/**
+ * Why a base URL may not be an upstream (undefined when it may). Host names are not resolved
+ * here: only literal addresses are judged; see docs/admin-api.md on DNS. The rule is the same
+ * for every provider kind, except that Azure OpenAI's base URL may pin its `api-version`.
+ */
+export function upstreamUrlProblem(value: string, policy: UpstreamUrlPolicy, context: UpstreamUrlContext = {}): string | undefined {
   if (!URL.canParse(value)) return 'must be an absolute URL such as https://api.example.com/v1';
   const url = new URL(value);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must use https';
   if (url.protocol === 'http:' && !policy.allowPrivate) return 'must use https (http is allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
   if (url.username !== '' || url.password !== '') return 'must not contain credentials; give the credential as upstream.api_key';
-  if (url.search !== '' || url.hash !== '') return 'must not contain a query or a fragment';
+  if (url.hash !== '' || value.includes('#')) return 'must not contain a query or a fragment';
+  if (url.search !== '' || value.includes('?')) {
+    if (context.providerKind !== apiVersionQueryProviderKind) return 'must not contain a query or a fragment';
+    if (!apiVersionQueryPattern.test(url.search)) return 'may carry only ?api-version=YYYY-MM-DD (optionally -preview) as its query, and no fragment';
+  }
   if (policy.allowPrivate) return undefined;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (isLocalHostName(host)) return 'must not point at localhost (allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
@@ -62,9 +81,12 @@ export function upstreamUrlProblem(value: string, policy: UpstreamUrlPolicy): st
 
 /**
  * The stored form of an accepted base URL: as the WHATWG parser normalises it (lowercase host,
- * canonical IP literals, default port dropped), without trailing slashes, so the proxy can
- * append `/chat/completions`.
+ * canonical IP literals, default port dropped), without trailing slashes on its path, so the
+ * proxy can append `/chat/completions` (or `/messages`).
  */
 export function normaliseUpstreamUrl(value: string): string {
-  return new URL(value).href.replace(/\/+$/, '');
+  const url = new URL(value);
+  // Azure's `?api-version=…` stays; trailing slashes go from the path before it.
+  if (url.search !== '') return `${url.origin}${url.pathname.replace(/\/+$/, '')}${url.search}`;
+  return url.href.replace(/\/+$/, '');
 }

@@ -70,11 +70,18 @@ describe('request validation messages', () => {
     expect(parseInput(strict, validModel, 'body').input_price_micros_per_mtok).toBe(2_000_000n);
     const problem = problemOf(() => parseInput(strict, {
       ...validModel, slug: 'Bad Slug', max_context_tokens: 10,
-      upstream: { ...validModel.upstream, base_url: 'http://10.0.0.1/v1', provider_kind: 'anthropic' },
+      upstream: { ...validModel.upstream, base_url: 'http://10.0.0.1/v1', provider_kind: 'carrier_pigeon' },
     }, 'body'));
     expect(problem.param).toBe('slug');
     expect(problem.message).toContain('upstream.base_url: must use https');
-    expect(problem.message).toContain('upstream.provider_kind: must be "openai_compatible"');
+    expect(problem.message).toContain('upstream.provider_kind: must be one of "openai_compatible", "openai", "azure_openai", "vllm", "ollama", "groq", "together", "anthropic"');
+    expect(parseInput(strict, { ...validModel, upstream: { ...validModel.upstream, provider_kind: 'anthropic', base_url: 'https://api.anthropic.com/v1' } }, 'body').upstream.provider_kind)
+      .toBe('anthropic');
+    // Only azure_openai may pin ?api-version=…; the rule is judged with the kind.
+    const azure = { ...validModel.upstream, provider_kind: 'azure_openai', base_url: 'https://r.openai.azure.com/openai/deployments/d?api-version=2024-10-21' };
+    expect(parseInput(strict, { ...validModel, upstream: azure }, 'body').upstream.base_url).toBe(azure.base_url);
+    expect(problemOf(() => parseInput(strict, { ...validModel, upstream: { ...azure, provider_kind: 'openai' } }, 'body')))
+      .toEqual({ message: 'Invalid request: upstream.base_url: must not contain a query or a fragment.', param: 'upstream.base_url' });
     expect(problemOf(() => parseInput(strict, { ...validModel, max_context_tokens: 10 }, 'body')).message)
       .toBe('Invalid request: max_context_tokens: must be at least default_max_tokens.');
     const lenient = createGatewayModelBody({ allowPrivate: true });

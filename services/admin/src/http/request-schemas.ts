@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { gatewayModelSlugPattern } from '../domain/admin-service.ts';
+import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
 import { upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 
 /** The largest single manual credit, µ₹ (₹1,000,000,000): a guard against a slipped finger. */
@@ -92,16 +93,27 @@ export const createProjectBody = z.strictObject({
   name: displayText('Name of the project, 1..200 characters.'),
 });
 
-/** An upstream base URL, judged by the SSRF policy. */
+/**
+ * An upstream base URL, judged by the SSRF policy. Its form alone is judged here (an
+ * `?api-version=…` query is let through); whether its provider kind may carry that query is
+ * judged where the kind is known (the create body below, the service for a PATCH).
+ */
 function upstreamBaseUrl(policy: UpstreamUrlPolicy) {
   return z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
     .max(2048, { error: 'must be at most 2048 characters' })
     .superRefine((value, context) => {
-      const problem = upstreamUrlProblem(value, policy);
+      const problem = upstreamUrlProblem(value, policy, { providerKind: apiVersionQueryProviderKind });
       if (problem) context.addIssue({ code: 'custom', message: problem });
     })
-    .meta({ description: 'https URL of the OpenAI-compatible API, e.g. https://api.openai.com/v1. Private and loopback addresses are refused (SSRF) unless ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.' });
+    .meta({
+      description: 'https URL of the provider\'s API, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1 (see docs/admin-api.md for each kind). '
+        + 'No credentials, query or fragment, except azure_openai\'s ?api-version=YYYY-MM-DD[-preview]. Private and loopback addresses are refused (SSRF) unless ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.',
+    });
 }
+
+/** The upstream provider kind of a gateway model. */
+const providerKind = z.enum(providerKinds, { error: `must be one of ${providerKinds.map((kind) => `"${kind}"`).join(', ')}` })
+  .meta({ description: 'How the proxy talks to the upstream: openai_compatible (any OpenAI-compatible server), openai, azure_openai, vllm, ollama, groq, together, or anthropic (Messages API).' });
 
 /** A provider credential: no whitespace, at most 4096 characters. */
 const upstreamApiKey = z.string({ error: 'must be a string' })
@@ -122,12 +134,15 @@ export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
     provider_input_cost_micros_per_mtok: price('What the provider charges for input tokens (recorded, never billed). Default "0".').optional(),
     provider_output_cost_micros_per_mtok: price('What the provider charges for output tokens (recorded, never billed). Default "0".').optional(),
     upstream: z.strictObject({
-      provider_kind: z.literal('openai_compatible', { error: 'must be "openai_compatible"' }),
+      provider_kind: providerKind,
       base_url: upstreamBaseUrl(policy),
       model: displayText("The provider's model name; never shown to customers."),
       api_key: upstreamApiKey.optional()
         .meta({ description: 'The provider credential. Stored encrypted (AES-256-GCM); never returned.', writeOnly: true }),
-    }, { error: (issue) => (issue.input === undefined ? 'is required' : 'must be a JSON object') }),
+    }, { error: (issue) => (issue.input === undefined ? 'is required' : 'must be a JSON object') }).superRefine((upstream, context) => {
+      const problem = upstreamUrlProblem(upstream.base_url, policy, { providerKind: upstream.provider_kind });
+      if (problem) context.addIssue({ code: 'custom', path: ['base_url'], message: problem });
+    }),
   }).superRefine((body, context) => {
     if (body.max_context_tokens < body.default_max_tokens) {
       context.addIssue({ code: 'custom', path: ['max_context_tokens'], message: 'must be at least default_max_tokens' });

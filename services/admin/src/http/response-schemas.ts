@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { providerKinds } from '../domain/provider-kinds.ts';
 
 /**
  * The shapes of the admin API's responses. They document the API (OpenAPI) and tests parse
@@ -56,7 +57,7 @@ export const gatewayModelResponse = z.strictObject({
   provider_input_cost_micros_per_mtok: money('Provider cost of input tokens per million.'),
   provider_output_cost_micros_per_mtok: money('Provider cost of output tokens per million.'),
   upstream: z.strictObject({
-    provider_kind: z.literal('openai_compatible'),
+    provider_kind: z.enum(providerKinds),
     base_url: z.string(),
     model: z.string(),
     has_api_key: z.boolean(),

@@ -2,7 +2,8 @@ import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { configV1 } from '@gateway/contracts';
 import { insecureChannel } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { applyConfigUpdate, type ConfigSnapshot } from '../domain/config-snapshot.ts';
+import { applyConfigUpdate, type ConfigSnapshot, type LiveConfigSnapshot } from '../domain/config-snapshot.ts';
+import { loadTokenizer } from '../domain/token-estimate.ts';
 
 /** Options of the config stream client. */
 export interface ConfigStreamClientOptions {
@@ -14,27 +15,35 @@ export interface ConfigStreamClientOptions {
   stalenessMs: number;
   logger: Logger;
   supportsProviderKind(kind: string): boolean;
+  /**
+   * Largest config update accepted in one gRPC message, bytes (grpc-js refuses larger ones; its
+   * default is 4 MiB). Default 64 MiB, so a large snapshot the admin sends whole is not refused.
+   */
+  maxReceiveMessageBytes?: number;
   /** First reconnect delay, doubling up to maxBackoffMs, ms. */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
   now?: () => number;
 }
 
+/** Default largest config update in one message, bytes: 64 MiB. */
+export const defaultMaxReceiveMessageBytes = 64 * 1024 * 1024;
+
 /**
  * The proxy's side of `gateway.config.v1.ConfigService/StreamConfig` (docs/config-stream.md):
- * sends a hello, applies every full snapshot or delta atomically (one reference swap), acks
- * every version it applied (heartbeats too), and reconnects with exponential backoff and
- * jitter. It serves a snapshot only while fresh: once nothing has been applied for
+ * sends a hello, applies every full snapshot (fresh maps swapped in) or delta (in place, in one
+ * synchronous step) atomically, acks every version it applied (heartbeats too), and reconnects
+ * with exponential backoff and jitter. It serves a snapshot only while fresh: once nothing has been applied for
  * `stalenessMs`, it refuses to serve, drops the stream and resyncs, and becomes fresh again
  * only with a new full snapshot. A partitioned proxy therefore stops honouring keys that may
  * have been rotated since.
  */
 export class ConfigStreamClient {
-  readonly #options: Required<Omit<ConfigStreamClientOptions, 'supportsProviderKind' | 'logger'>>;
+  readonly #options: Required<Omit<ConfigStreamClientOptions, 'supportsProviderKind' | 'logger' | 'maxReceiveMessageBytes'>>;
   readonly #logger: Logger;
   readonly #supportsProviderKind: (kind: string) => boolean;
   readonly #client: configV1.ConfigServiceClient;
-  #snapshot: ConfigSnapshot | undefined;
+  #snapshot: LiveConfigSnapshot | undefined;
   /** When the last update was applied (or the current stream opened, before any), ms. */
   #lastAppliedAtMs = 0;
   /** When the current stream was opened, ms: a stream that never speaks is redialled too. */
@@ -61,7 +70,9 @@ export class ConfigStreamClient {
     };
     this.#logger = options.logger;
     this.#supportsProviderKind = options.supportsProviderKind;
-    this.#client = new configV1.ConfigServiceClient(options.address, insecureChannel());
+    this.#client = new configV1.ConfigServiceClient(options.address, insecureChannel(), {
+      'grpc.max_receive_message_length': options.maxReceiveMessageBytes ?? defaultMaxReceiveMessageBytes,
+    });
   }
 
   /** Opens the stream and starts the staleness watchdog. */
@@ -146,6 +157,13 @@ export class ConfigStreamClient {
       this.#awaitingFull = false;
     }
     for (const problem of result.problems) this.#logger.error({ version: update.version.toString(), problem }, 'config entry left out');
+    // Before the ack: the admin's call returns once the model is servable without a cold tokenizer.
+    if (update.gatewayModels.length > 0) {
+      for (const slug of new Set(update.gatewayModels.map((model) => model.slug))) {
+        const model = result.snapshot.modelsBySlug.get(slug);
+        if (model !== undefined) loadTokenizer(model.tokenizer);
+      }
+    }
     if (result.changed) {
       this.#logger.info({
         version: update.version.toString(), full: update.full,

@@ -56,21 +56,36 @@ export interface GatewayModelEntry {
 }
 
 /**
- * Everything the proxy serves from, as one immutable value: an update builds a new snapshot
- * and the holder swaps one reference, so a request never sees half of an update.
+ * Everything the proxy serves from, as request handling sees it: read-only lookups. The holder
+ * keeps one live value: a delta is applied to its maps in place, inside one synchronous call
+ * (so, in Node's single thread, a request never sees half of an update), and a full snapshot
+ * builds fresh maps and is swapped in as a new value.
  */
 export interface ConfigSnapshot {
   /** The admin's version this snapshot corresponds to. */
-  version: bigint;
-  keysByHash: ReadonlyMap<string, KeyEntry>;
-  projectsById: ReadonlyMap<string, ProjectEntry>;
-  organisationsById: ReadonlyMap<string, OrganisationEntry>;
-  modelsBySlug: ReadonlyMap<string, GatewayModelEntry>;
+  readonly version: bigint;
+  readonly keysByHash: ReadonlyMap<string, KeyEntry>;
+  readonly projectsById: ReadonlyMap<string, ProjectEntry>;
+  readonly organisationsById: ReadonlyMap<string, OrganisationEntry>;
+  readonly modelsBySlug: ReadonlyMap<string, GatewayModelEntry>;
 }
 
-/** What applying an update produced: a new snapshot (plus entries left out), or why it could not apply. */
+/** The snapshot as its holder owns it: the same maps, writable by applyConfigUpdate only. */
+export interface LiveConfigSnapshot extends ConfigSnapshot {
+  version: bigint;
+  readonly keysByHash: Map<string, KeyEntry>;
+  readonly projectsById: Map<string, ProjectEntry>;
+  readonly organisationsById: Map<string, OrganisationEntry>;
+  readonly modelsBySlug: Map<string, GatewayModelEntry>;
+}
+
+/**
+ * What applying an update produced: the snapshot to hold from now on (the same value, changed
+ * in place, for a delta or heartbeat; a new one for a full update) plus entries left out, or
+ * why it could not apply (then nothing was changed).
+ */
 export type ApplyConfigResult =
-  | { ok: true; snapshot: ConfigSnapshot; changed: boolean; problems: string[] }
+  | { ok: true; snapshot: LiveConfigSnapshot; changed: boolean; problems: string[] }
   | { ok: false; reason: string };
 
 /** Options of applyConfigUpdate. */
@@ -97,16 +112,24 @@ function organisationFrom(message: configV1.Organisation): OrganisationEntry | s
   };
 }
 
-function projectFrom(message: configV1.Project): ProjectEntry | string {
+/**
+ * Returns the id string already held for an id, so that 100,000 entries naming the same
+ * organisation (or each key naming its project) share one string instead of each keeping the
+ * copy its decoded message carried.
+ */
+type InternId = (id: string) => string;
+
+function projectFrom(message: configV1.Project, internOrganisationId: InternId): ProjectEntry | string {
   if (message.id === '' || message.organisationId === '') return `project ${message.id || '(no id)'}: missing id or organisation`;
-  return { id: message.id, organisationId: message.organisationId, disabled: message.disabled };
+  return { id: message.id, organisationId: internOrganisationId(message.organisationId), disabled: message.disabled };
 }
 
-function keyFrom(message: configV1.ApiKey): KeyEntry | string {
-  const keyHash = message.keyHash.toLowerCase();
+function keyFrom(message: configV1.ApiKey, internProjectId: InternId): KeyEntry | string {
+  // The admin sends lower-case hashes; lower-casing only when needed keeps one string per hash.
+  const keyHash = hexSha256Pattern.test(message.keyHash) ? message.keyHash : message.keyHash.toLowerCase();
   if (!hexSha256Pattern.test(keyHash)) return `key ${message.keyId || '(no id)'}: hash is not hex SHA-256`;
   if (message.projectId === '') return `key ${message.keyId || '(no id)'}: missing project`;
-  return { keyHash, keyId: message.keyId, projectId: message.projectId };
+  return { keyHash, keyId: message.keyId, projectId: internProjectId(message.projectId) };
 }
 
 function isHttpUrl(value: string): boolean {
@@ -144,27 +167,47 @@ function modelFrom(message: configV1.GatewayModel, options: ApplyConfigOptions):
   };
 }
 
+/** A converted entry and the map key it goes under, or why it was left out (and the key it would have replaced). */
+type Converted<Entry> = { key: string; entry: Entry } | { key: string; problem: string };
+
 /**
- * Upserts converted entries into a map. An entry that fails conversion is reported and left
- * out, and any older entry under its key is dropped too: serving a stale row the admin meant
- * to replace would be worse than not serving it.
+ * Converts the entries of one list. An entry that fails conversion is reported and, when
+ * applied, its key is removed: serving a stale row the admin meant to replace would be worse
+ * than not serving it.
  */
-function upsertAll<Message, Entry>(
-  target: Map<string, Entry>,
+function convertAll<Message, Entry>(
   messages: readonly Message[],
   convert: (message: Message) => Entry | string,
-  keyOf: (message: Message) => string,
-  problems: string[],
-): void {
-  for (const message of messages) {
+  keyOf: (message: Message, entry: Entry | undefined) => string,
+): Array<Converted<Entry>> {
+  return messages.map((message) => {
     const entry = convert(message);
-    if (typeof entry === 'string') {
-      problems.push(entry);
-      target.delete(keyOf(message));
+    return typeof entry === 'string' ? { key: keyOf(message, undefined), problem: entry } : { key: keyOf(message, entry), entry };
+  });
+}
+
+/** Writes converted entries into a map (Map.set/delete only: this part cannot fail half-way). */
+function upsertAll<Entry>(target: Map<string, Entry>, converted: ReadonlyArray<Converted<Entry>>, problems: string[]): void {
+  for (const item of converted) {
+    if ('problem' in item) {
+      problems.push(item.problem);
+      target.delete(item.key);
     } else {
-      target.set(keyOf(message), entry);
+      target.set(item.key, item.entry);
     }
   }
+}
+
+/** An interner that returns the id string already held, else that of an entry this update adds, else the given one. */
+function internFrom<Entry extends { id: string }>(pending: ReadonlyArray<Converted<Entry>>, held: ReadonlyMap<string, Entry>): InternId {
+  let pendingById: Map<string, string> | undefined;
+  return (id) => {
+    const heldId = held.get(id)?.id;
+    if (heldId !== undefined) return heldId;
+    if (pending.length === 0) return id;
+    pendingById ??= new Map(pending.flatMap((item) => ('entry' in item ? [[item.key, item.entry.id] as const] : [])));
+    return pendingById.get(id) ?? id;
+  };
 }
 
 /** Whether an update carries no changes at all (a heartbeat). */
@@ -176,15 +219,18 @@ export function isHeartbeat(update: configV1.ConfigUpdate): boolean {
 }
 
 /**
- * Applies one update of the config stream to the current snapshot and returns the next one,
- * never modifying `current`. A full update replaces everything; a delta applies its removals,
- * then its upserts. A delta needs a snapshot to apply to and must not go back in version;
- * otherwise the update cannot be applied and the admin is asked (by an error ack) for a full
- * snapshot. Entries that are invalid on their own (say, a model with no upstream) are left out
- * and reported, so one bad row cannot keep every other change from being served.
+ * Applies one update of the config stream. A full update builds fresh maps and returns a new
+ * snapshot for the holder to swap in; a delta applies its removals, then its upserts, to the
+ * maps of `current` in place, so its cost follows the size of the delta, not of the snapshot.
+ * Every entry is converted before the first map is touched, and the writes are plain Map
+ * operations in one synchronous call: in Node's single thread a request sees the update whole
+ * or not at all. A delta needs a snapshot to apply to and must not go back in version;
+ * otherwise nothing changes and the admin is asked (by an error ack) for a full snapshot.
+ * Entries that are invalid on their own (say, a model with no upstream) are left out and
+ * reported, so one bad row cannot keep every other change from being served.
  */
 export function applyConfigUpdate(
-  current: ConfigSnapshot | undefined,
+  current: LiveConfigSnapshot | undefined,
   update: configV1.ConfigUpdate,
   options: ApplyConfigOptions,
 ): ApplyConfigResult {
@@ -194,32 +240,34 @@ export function applyConfigUpdate(
       return { ok: false, reason: `delta ${update.version} is older than applied version ${current.version}` };
     }
     if (isHeartbeat(update)) {
-      const snapshot = update.version === current.version ? current : { ...current, version: update.version };
-      return { ok: true, snapshot, changed: false, problems: [] };
+      current.version = update.version;
+      return { ok: true, snapshot: current, changed: false, problems: [] };
     }
   }
 
-  const base = update.full || current === undefined ? undefined : current;
-  const keysByHash = new Map(base?.keysByHash);
-  const projectsById = new Map(base?.projectsById);
-  const organisationsById = new Map(base?.organisationsById);
-  const modelsBySlug = new Map(base?.modelsBySlug);
+  const target: LiveConfigSnapshot = update.full || current === undefined
+    ? { version: update.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map() }
+    : current;
 
-  for (const id of update.removedOrganisationIds) organisationsById.delete(id);
-  for (const id of update.removedProjectIds) projectsById.delete(id);
-  for (const hash of update.removedKeyHashes) keysByHash.delete(hash.toLowerCase());
-  for (const slug of update.removedGatewayModelSlugs) modelsBySlug.delete(slug);
+  // Convert everything first; nothing below the conversions can throw.
+  const organisations = convertAll(update.organisations, organisationFrom, (o) => o.id);
+  const internOrganisationId = internFrom(organisations, target.organisationsById);
+  const projects = convertAll(update.projects, (p) => projectFrom(p, internOrganisationId), (p) => p.id);
+  const internProjectId = internFrom(projects, target.projectsById);
+  const apiKeys = convertAll(update.apiKeys, (k) => keyFrom(k, internProjectId), (k, entry) => entry?.keyHash ?? k.keyHash.toLowerCase());
+  const gatewayModels = convertAll(update.gatewayModels, (m) => modelFrom(m, options), (m) => m.slug);
+
+  for (const id of update.removedOrganisationIds) target.organisationsById.delete(id);
+  for (const id of update.removedProjectIds) target.projectsById.delete(id);
+  for (const hash of update.removedKeyHashes) target.keysByHash.delete(hash.toLowerCase());
+  for (const slug of update.removedGatewayModelSlugs) target.modelsBySlug.delete(slug);
 
   const problems: string[] = [];
-  upsertAll(organisationsById, update.organisations, organisationFrom, (o) => o.id, problems);
-  upsertAll(projectsById, update.projects, projectFrom, (p) => p.id, problems);
-  upsertAll(keysByHash, update.apiKeys, keyFrom, (k) => k.keyHash.toLowerCase(), problems);
-  upsertAll(modelsBySlug, update.gatewayModels, (m) => modelFrom(m, options), (m) => m.slug, problems);
+  upsertAll(target.organisationsById, organisations, problems);
+  upsertAll(target.projectsById, projects, problems);
+  upsertAll(target.keysByHash, apiKeys, problems);
+  upsertAll(target.modelsBySlug, gatewayModels, problems);
+  target.version = update.version;
 
-  return {
-    ok: true,
-    changed: true,
-    problems,
-    snapshot: { version: update.version, keysByHash, projectsById, organisationsById, modelsBySlug },
-  };
+  return { ok: true, changed: true, problems, snapshot: target };
 }

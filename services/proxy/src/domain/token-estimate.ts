@@ -1,5 +1,5 @@
-import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { createRequire } from 'node:module';
+import type { encode as EncodeText } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { ChatMessage, ChatRequest } from './chat-request.ts';
 
 /** Tokens OpenAI's chat format adds per message (role and separators). */
@@ -14,10 +14,31 @@ export type TokenizerName = 'o200k_base' | 'cl100k_base';
 // the tokenizer's default would throw on it.
 const plainText = { disallowedSpecial: new Set<string>() };
 
-const encoders: Record<TokenizerName, (text: string, options: typeof plainText) => number[]> = {
-  o200k_base: encodeO200k,
-  cl100k_base: encodeCl100k,
+// Each encoding's rank tables cost about 35 MB of memory and 100-170 ms to load, so one is
+// loaded only once a model counted with it is served (synchronously: counting is synchronous).
+const requireEncoding = createRequire(import.meta.url);
+const encodingModules: Record<TokenizerName, string> = {
+  o200k_base: 'gpt-tokenizer/encoding/o200k_base',
+  cl100k_base: 'gpt-tokenizer/encoding/cl100k_base',
 };
+const loadedEncoders = new Map<TokenizerName, typeof EncodeText>();
+
+function encoderOf(tokenizer: TokenizerName): typeof EncodeText {
+  let encode = loadedEncoders.get(tokenizer);
+  if (encode === undefined) {
+    encode = (requireEncoding(encodingModules[tokenizer]) as { encode: typeof EncodeText }).encode;
+    loadedEncoders.set(tokenizer, encode);
+  }
+  return encode;
+}
+
+/**
+ * Loads an encoding now if it is not loaded yet, so the first request counted with it does not
+ * pay for the load; called when a model using it arrives in the config snapshot.
+ */
+export function loadTokenizer(tokenizer: TokenizerName): void {
+  encoderOf(tokenizer);
+}
 
 // OpenAI's GPT-4o generation and later (and their open-weight gpt-oss) use o200k_base.
 const o200kModelPattern = /^(?:gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|chatgpt-4o|gpt-oss|o1|o3|o4)(?:\b|[-_.:])/i;
@@ -35,7 +56,7 @@ export function tokenizerForModel(upstreamModel: string): TokenizerName {
 
 /** Tokens of a text in an encoding. */
 export function countTextTokens(text: string, tokenizer: TokenizerName): number {
-  return text.length === 0 ? 0 : encoders[tokenizer](text, plainText).length;
+  return text.length === 0 ? 0 : encoderOf(tokenizer)(text, plainText).length;
 }
 
 /** The texts a message carries: its content (each part), name and tool calls. */
