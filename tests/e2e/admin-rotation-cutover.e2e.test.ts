@@ -5,84 +5,36 @@
  * returned may succeed, and the new key must work on every proxy at that very moment.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
-import { issueSecret } from '@gateway/secrets';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import type { HammerRecord } from '../support/admin-rotation-hammer.ts';
-import { freePort, startService, waitUntilReady, type ServiceProcess } from '../support/service-processes.ts';
+import { startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
-const adminToken = issueSecret('adminToken').secret;
 const nowMs = () => performance.timeOrigin + performance.now();
 
 describe.skipIf(!serverUrl)('key rotation cutover across proxies', () => {
-  let database: TestDatabase;
-  let upstream: FakeUpstream;
-  const services: ServiceProcess[] = [];
-  let adminBase = '';
-  const proxyBases: string[] = [];
-
-  async function admin(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    const response = await fetch(`${adminBase}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = await response.json() as Record<string, any>;
-    if (response.status >= 300) throw new Error(`${method} ${path} -> ${response.status}: ${JSON.stringify(json)}`);
-    return { json, headers: response.headers };
-  }
+  let gateway: E2eGateway;
+  let proxyBases: string[] = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase(serverUrl!);
-    upstream = await startFakeUpstream();
-    const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc, proxyA, proxyB] = await Promise.all(Array.from({ length: 6 }, freePort));
-    const common = { DATABASE_URL: database.url, LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1' };
-    const ledger = startService('ledger', { ...common, LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
-    services.push(ledger);
-    await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
-    const adminService = startService('admin', {
-      ...common,
-      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
-      ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
-    });
-    services.push(adminService);
-    await waitUntilReady(adminService, `http://127.0.0.1:${adminHttp}/readyz`);
-    for (const [index, port] of [proxyA, proxyB].entries()) {
-      const proxy = startService('proxy', {
-        LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `cutover-proxy-${index}`,
-        ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
-      });
-      services.push(proxy);
-      await waitUntilReady(proxy, `http://127.0.0.1:${port}/readyz`);
-      proxyBases.push(`http://127.0.0.1:${port}/v1`);
-    }
-    adminBase = `http://127.0.0.1:${adminHttp}/admin/v1`;
+    gateway = await startE2eGateway({ serverUrl: serverUrl!, proxies: 2, rpmLimit: 1_000_000, creditMicros: 1_000_000_000n, logLevel: 'warn' });
+    proxyBases = gateway.proxyBases;
   }, 90_000);
 
   afterAll(async () => {
-    for (const service of [...services].reverse()) await service.stop();
-    await upstream?.close();
-    await database?.drop();
+    await gateway?.close();
   });
 
   it('refuses the old key on every proxy from the moment the rotate call returns, and accepts the new one there', async () => {
-    await admin('POST', '/gateway-models', {
-      slug: 'cutover-chat', default_max_tokens: 16, max_context_tokens: 4096,
-      input_price_micros_per_mtok: '1000000', output_price_micros_per_mtok: '2000000',
-      upstream: { provider_kind: 'openai_compatible', base_url: upstream.baseUrl, model: 'vendor-cutover' },
-    });
-    const organisation = (await admin('POST', '/organisations', { name: 'Cutover', rpm_limit: 1_000_000, allowed_gateway_models: ['cutover-chat'] })).json;
-    await admin('POST', `/organisations/${organisation.id}/credits`, { amount_micros: '1000000000', reason: 'cutover test' }, { 'idempotency-key': 'cutover' });
-    const created = (await admin('POST', `/organisations/${organisation.id}/projects`, { name: 'hammered' })).json;
+    const model = gateway.modelSlug;
+    const created = await gateway.admin('POST', `/organisations/${gateway.organisationId}/projects`, { name: 'hammered' });
     const oldKey: string = created.api_key;
 
     const hammer = spawn(process.execPath, [fileURLToPath(new URL('../support/admin-rotation-hammer.ts', import.meta.url))], {
-      env: { PATH: process.env.PATH ?? '', PROXY_URLS: proxyBases.join(','), API_KEY: oldKey, MODEL: 'cutover-chat', CONCURRENCY: '2', MAX_DURATION_MS: '60000' },
+      env: { PATH: process.env.PATH ?? '', PROXY_URLS: proxyBases.join(','), API_KEY: oldKey, MODEL: model, CONCURRENCY: '2', MAX_DURATION_MS: '60000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let hammerOutput = '';
@@ -95,7 +47,8 @@ describe.skipIf(!serverUrl)('key rotation cutover across proxies', () => {
       while (!hammerOutput.includes('hammer started') && Date.now() < warmDeadline) await new Promise((resolve) => setTimeout(resolve, 50));
       await new Promise((resolve) => setTimeout(resolve, 700));
 
-      const rotation = await admin('POST', `/projects/${created.project.id}/api-key-rotations`);
+      const rotation = await gateway.adminRequest('POST', `/projects/${created.project.id}/api-key-rotations`);
+      expect(rotation.status).toBe(201);
       const returnedAtMs = nowMs();
       expect(rotation.headers.get('x-config-propagation')).toBeNull();
       const newKey: string = rotation.json.api_key;
@@ -103,15 +56,15 @@ describe.skipIf(!serverUrl)('key rotation cutover across proxies', () => {
       // Right now: the new key works and the old one is refused, on every proxy.
       const outcomes = await Promise.all(proxyBases.map(async (baseURL) => {
         const fresh = await new OpenAI({ apiKey: newKey, baseURL, maxRetries: 0 }).chat.completions.create({
-          model: 'cutover-chat', messages: [{ role: 'user', content: 'new key [[fake:reply_words=3]]' }],
+          model, messages: [{ role: 'user', content: 'new key [[fake:reply_words=3]]' }],
         });
         const stale = await new OpenAI({ apiKey: oldKey, baseURL, maxRetries: 0 }).chat.completions.create({
-          model: 'cutover-chat', messages: [{ role: 'user', content: 'old key' }],
+          model, messages: [{ role: 'user', content: 'old key' }],
         }).then(() => 'accepted', (error: unknown) => error);
         return { model: fresh.model, stale };
       }));
       for (const outcome of outcomes) {
-        expect(outcome.model).toBe('cutover-chat');
+        expect(outcome.model).toBe(model);
         expect(outcome.stale).toBeInstanceOf(OpenAI.AuthenticationError);
       }
       await new Promise((resolve) => setTimeout(resolve, 700));

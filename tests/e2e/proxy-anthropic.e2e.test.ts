@@ -10,7 +10,7 @@ import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, fakePromptTokens, leakMarkers, startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
 import { testPostgresUrl } from '@gateway/testkit';
-import { e2eCostMicros, e2ePrices, startProxyE2eGateway, type ProxyE2eGateway } from '../support/proxy-e2e-gateway.ts';
+import { e2eCostMicros, e2ePrices, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
 const slug = 'e2e-claude';
@@ -32,12 +32,12 @@ function headerText(headers: Headers): string {
 }
 
 describe.skipIf(!serverUrl)('an anthropic gateway model end to end', () => {
-  let gateway: ProxyE2eGateway;
+  let gateway: E2eGateway;
   let anthropic: FakeUpstream;
   const anthropicCredential = `sk-ant-${randomBytes(12).toString('hex')}`;
 
   beforeAll(async () => {
-    gateway = await startProxyE2eGateway({ serverUrl: serverUrl! });
+    gateway = await startE2eGateway({ serverUrl: serverUrl! });
     anthropic = await startFakeUpstream({ requiredApiKey: anthropicCredential, name: 'anthropic' });
     const created = await gateway.admin('POST', '/gateway-models', {
       slug, display_name: 'E2E Claude', default_max_tokens: 64, max_context_tokens: 8192,

@@ -5,17 +5,17 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testPostgresUrl, testRedisUrl, uniqueRedisPrefix } from '@gateway/testkit';
-import { e2eCostMicros, startProxyE2eGateway, type ProxyE2eGateway } from '../support/proxy-e2e-gateway.ts';
+import { e2eCostMicros, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
 const redisUrl = testRedisUrl();
 const rpmLimit = 5;
 
 describe.skipIf(!serverUrl || !redisUrl)('two proxies, one RPM pool', () => {
-  let gateway: ProxyE2eGateway;
+  let gateway: E2eGateway;
 
   beforeAll(async () => {
-    gateway = await startProxyE2eGateway({
+    gateway = await startE2eGateway({
       serverUrl: serverUrl!, proxies: 2, rpmLimit,
       proxyEnv: { REDIS_URL: redisUrl!, PROXY_REDIS_PREFIX: uniqueRedisPrefix('proxy-rpm-e2e') },
     });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTextTokens } from '@gateway/proxy';
 import { issueSecret } from '@gateway/secrets';
 import { testPostgresUrl } from '@gateway/testkit';
-import { e2eCostMicros, startProxyE2eGateway, type ProxyE2eGateway } from '../support/proxy-e2e-gateway.ts';
+import { e2eCostMicros, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
 const creditMicros = 10_000_000n;
@@ -23,10 +23,10 @@ function words(count: number): string {
 }
 
 describe.skipIf(!serverUrl)('proxy streaming end to end', () => {
-  let gateway: ProxyE2eGateway;
+  let gateway: E2eGateway;
 
   beforeAll(async () => {
-    gateway = await startProxyE2eGateway({ serverUrl: serverUrl!, creditMicros });
+    gateway = await startE2eGateway({ serverUrl: serverUrl!, creditMicros });
   }, 120_000);
   afterAll(async () => { await gateway?.close(); });
 

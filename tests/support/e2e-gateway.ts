@@ -1,5 +1,5 @@
 /**
- * A whole gateway for the proxy's end-to-end tests: ledger, admin and any number of proxies as
+ * A whole gateway for end-to-end tests: ledger, admin and any number of proxies as
  * processes over a fresh PostgreSQL database, plus a fake upstream, with one organisation set up
  * through the admin API (model, organisation, credit, project and key). Reuses
  * service-processes.ts; every process is stopped by `close()`.
@@ -20,8 +20,8 @@ export function e2eCostMicros(promptTokens: number, completionTokens: number): b
   return side(promptTokens, e2ePrices.inputPriceMicrosPerMtok) + side(completionTokens, e2ePrices.outputPriceMicrosPerMtok);
 }
 
-/** Options of startProxyE2eGateway. */
-export interface ProxyE2eOptions {
+/** Options of startE2eGateway. */
+export interface E2eGatewayOptions {
   serverUrl: string;
   /** How many proxy processes to start; default 1. */
   proxies?: number;
@@ -31,10 +31,19 @@ export interface ProxyE2eOptions {
   rpmLimit?: number;
   /** The organisation's opening credit, µ₹; default ₹10. */
   creditMicros?: bigint;
+  /** LOG_LEVEL of every service; default `info` (tests read the logs for secrets). */
+  logLevel?: string;
+}
+
+/** An admin API answer: status, headers and the parsed body. */
+export interface AdminAnswer {
+  status: number;
+  headers: Headers;
+  json: Record<string, any>;
 }
 
 /** A running gateway with one organisation ready to call. */
-export interface ProxyE2eGateway {
+export interface E2eGateway {
   upstream: FakeUpstream;
   services: ServiceProcess[];
   /** Base URLs of the proxies' `/v1`. */
@@ -43,8 +52,14 @@ export interface ProxyE2eGateway {
   apiKey: string;
   /** The gateway model slug the organisation may use. */
   modelSlug: string;
+  /** The platform-admin token the admin was started with. */
+  adminToken: string;
+  /** The credential the fake upstream requires; the gateway model carries it. */
+  upstreamCredential: string;
   /** Calls the admin API; throws on a non-2xx answer. */
   admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Record<string, any>>;
+  /** Calls the admin API and returns the whole answer, whatever its status. */
+  adminRequest(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<AdminAnswer>;
   /** An official client of proxy `index`, retries off. */
   client(index?: number, apiKey?: string): OpenAI;
   /** Stops proxies first, then admin and ledger; resolves with the exit codes. */
@@ -52,7 +67,7 @@ export interface ProxyE2eGateway {
 }
 
 /** Starts ledger, admin and proxies, and sets up one organisation through the admin API. */
-export async function startProxyE2eGateway(options: ProxyE2eOptions): Promise<ProxyE2eGateway> {
+export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGateway> {
   const adminToken = issueSecret('adminToken').secret;
   const upstreamCredential = `sk-vendor-${randomBytes(8).toString('hex')}`;
   const database: TestDatabase = await createTestDatabase(options.serverUrl);
@@ -61,7 +76,8 @@ export async function startProxyE2eGateway(options: ProxyE2eOptions): Promise<Pr
   const ports = await Promise.all(Array.from({ length: 4 + proxyCount }, freePort));
   const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc] = ports as [number, number, number, number];
   const proxyPorts = ports.slice(4);
-  const common = { DATABASE_URL: database.url, LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1' };
+  const logLevel = options.logLevel ?? 'info';
+  const common = { DATABASE_URL: database.url, LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1' };
   const services: ServiceProcess[] = [];
   let closed: Promise<Array<number | null>> | undefined;
 
@@ -89,7 +105,7 @@ export async function startProxyE2eGateway(options: ProxyE2eOptions): Promise<Pr
     services.push(adminService);
     await waitUntilReady(adminService, `http://127.0.0.1:${adminHttp}/readyz`);
     const proxies = proxyPorts.map((port, index) => startService('proxy', {
-      LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `e2e-proxy-${index}`,
+      LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `e2e-proxy-${index}`,
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`, ...options.proxyEnv,
     }));
     services.push(...proxies);
@@ -97,15 +113,18 @@ export async function startProxyE2eGateway(options: ProxyE2eOptions): Promise<Pr
     await Promise.all(proxies.map((proxy, index) => waitUntilReady(proxy, `http://127.0.0.1:${proxyPorts[index]}/readyz`)));
 
     const adminBase = `http://127.0.0.1:${adminHttp}/admin/v1`;
-    const admin = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const adminRequest = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<AdminAnswer> => {
       const response = await fetch(`${adminBase}${path}`, {
         method,
         headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json', ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
-      const json = await response.json() as Record<string, any>;
-      if (response.status >= 300) throw new Error(`${method} ${path} -> ${response.status}: ${JSON.stringify(json)}`);
-      return json;
+      return { status: response.status, headers: response.headers, json: await response.json() as Record<string, any> };
+    };
+    const admin = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const answer = await adminRequest(method, path, body, headers);
+      if (answer.status >= 300) throw new Error(`${method} ${path} -> ${answer.status}: ${JSON.stringify(answer.json)}`);
+      return answer.json;
     };
 
     const modelSlug = 'e2e-chat';
@@ -125,7 +144,7 @@ export async function startProxyE2eGateway(options: ProxyE2eOptions): Promise<Pr
     const proxyBases = proxyPorts.map((port) => `http://127.0.0.1:${port}/v1`);
 
     return {
-      upstream, services, proxyBases, organisationId, apiKey, modelSlug, admin,
+      upstream, services, proxyBases, organisationId, apiKey, modelSlug, adminToken, upstreamCredential, admin, adminRequest,
       client: (index = 0, key = apiKey) => new OpenAI({ apiKey: key, baseURL: proxyBases[index]!, maxRetries: 0 }),
       close,
     };
