@@ -54,7 +54,7 @@ describe('ledger app', () => {
       const app = await createLedgerApp(loadLedgerConfig(testEnv), { database, logger: createLogger('ledger', 'silent') });
       await app.close();
       const { rows } = await database.query<{ count: bigint }>('SELECT count(*) AS count FROM schema_migrations');
-      expect(rows[0]!.count).toBe(2n);
+      expect(rows[0]!.count).toBe(3n);
     } finally {
       await database.close();
     }

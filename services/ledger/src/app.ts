@@ -5,6 +5,7 @@ import { migrate, openDatabase, type Database } from '@gateway/db';
 import { Server, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import type { LedgerConfig } from './config.ts';
+import { createLedgerBatcher } from './domain/ledger-batcher.ts';
 import { startExpirySweeper, type ExpirySweeper } from './expiry-sweeper.ts';
 import { startHealthServer } from './transport/health-server.ts';
 import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
@@ -85,8 +86,12 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     });
     cleanups.push(() => health.close());
 
+    // Group commit for Reserve and Settle: closed after the gRPC drain (cleanups run in reverse),
+    // so every call that was let in gets its answer.
+    const batcher = createLedgerBatcher(database);
+    cleanups.push(() => batcher.close());
     const grpcServer = new Server();
-    const service = createLedgerGrpcService(database, logger, { pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS });
+    const service = createLedgerGrpcService(database, logger, { pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS }, batcher);
     grpcServer.addService(ledgerV1.LedgerServiceService, service.implementation);
     const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT);
     cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));

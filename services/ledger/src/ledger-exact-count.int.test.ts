@@ -55,9 +55,14 @@ describe.skipIf(!serverUrl)('exact count across two ledger processes', () => {
     const ok = responses.filter((response) => response.result === ReserveResult.RESERVE_RESULT_OK);
     expect(ok).toHaveLength(100);
     expect(responses.filter((response) => response.result === ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE)).toHaveLength(400);
-    // Both replicas did part of the work.
-    const okIndexes = responses.flatMap((response, index) => (response.result === ReserveResult.RESERVE_RESULT_OK ? [index % 2] : []));
-    expect(new Set(okIndexes).size).toBe(2);
+    // Each replica decided all 250 of its requests against the shared database. Which replica
+    // wins the balance is the database's call: with group commit, one replica's batch may take
+    // all of it before the other's commits, so the split between them is not asserted.
+    for (const replica of [0, 1]) {
+      const decided = responses.filter((response, index) => index % 2 === replica && (
+        response.result === ReserveResult.RESERVE_RESULT_OK || response.result === ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE));
+      expect(decided, `replica ${replica}`).toHaveLength(250);
+    }
 
     const balance = await callUnary(first.getBalance, first, { organisationId }, deadlineMs);
     expect(balance).toMatchObject({ creditedMicros: 123_456_700n, availableMicros: 0n, heldMicros: 123_456_700n, debitedMicros: 0n });

@@ -37,20 +37,6 @@ function toBudget(row: BudgetRow | undefined): ProjectBudget | undefined {
   return { organisationId: row.organisation_id, monthlyCapMicros: row.monthly_cap_micros, softAlertPercent: row.soft_alert_percent };
 }
 
-/**
- * Locks and reads a project's budget inside a Reserve. The row lock is what serialises the
- * cap check across concurrent Reserves and ledger replicas; a project without a budget takes
- * no lock (there is nothing to protect).
- */
-export async function lockProjectBudget(tx: Queryable, projectId: string): Promise<ProjectBudget | undefined> {
-  const { rows } = await tx.query<BudgetRow>(
-    `SELECT organisation_id, monthly_cap_micros, soft_alert_percent FROM project_budgets
-     WHERE project_id = $1 AND monthly_cap_micros > 0 FOR UPDATE`,
-    [projectId],
-  );
-  return toBudget(rows[0]);
-}
-
 /** Reads a project's budget without locking it (alerts, reports). */
 export async function readProjectBudget(tx: Queryable, projectId: string): Promise<ProjectBudget | undefined> {
   const { rows } = await tx.query<BudgetRow>(

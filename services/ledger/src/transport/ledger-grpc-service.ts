@@ -4,6 +4,7 @@ import { GatewayError, toGrpcError } from '@gateway/errors';
 import { unaryHandler, type Metadata } from '@gateway/grpc';
 import type { ServerWritableStream } from '@grpc/grpc-js';
 import { requestIdFrom, type Logger } from '@gateway/logger';
+import { runAlone, type LedgerOperationRunner } from '../domain/apply-ledger-operations.ts';
 import { checkpoint, type CheckpointResultName } from '../domain/checkpoint.ts';
 import { credit, type CreditResultName } from '../domain/credit.ts';
 import { verifyLedger, type BalanceDifference } from '../domain/find-balance-differences.ts';
@@ -140,9 +141,12 @@ interface Handled<Res> {
  * The LedgerService implementation over the domain functions: decodes proto values, calls the
  * domain, encodes the outcome as the contract's result enum, and logs one line per call with
  * the caller's request id. Business outcomes are results; only a malformed read or an
- * unexpected failure becomes a gRPC error (the latter as INTERNAL with no detail).
+ * unexpected failure becomes a gRPC error (the latter as INTERNAL with no detail). Reserve and
+ * Settle go through `batcher` (group commit); the other methods run their own transactions.
  */
-export function createLedgerGrpcService(db: Database, logger: Logger, watchOptions: BudgetAlertWatchOptions): LedgerGrpcService {
+export function createLedgerGrpcService(
+  db: Database, logger: Logger, watchOptions: BudgetAlertWatchOptions, batcher: LedgerOperationRunner = runAlone(db),
+): LedgerGrpcService {
   const handle = <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>) =>
     unaryHandler<Req, Res>(logger, method, async (request, metadata) => {
       const requestId = requestIdOf(metadata);
@@ -218,7 +222,7 @@ export function createLedgerGrpcService(db: Database, logger: Logger, watchOptio
     }),
 
     reserve: handle<ledgerV1.ReserveRequest, ledgerV1.ReserveResponse>('Reserve', async (request) => {
-      const outcome = await reserve(db, {
+      const outcome = await reserve(batcher, {
         reservationId: request.reservationId, organisationId: request.organisationId, projectId: request.projectId,
         billingMode: billingModeFromProto(request.billingMode), amountMicros: request.amountMicros,
         ttlMs: request.ttlMs, modelSlug: request.modelSlug,
@@ -230,7 +234,7 @@ export function createLedgerGrpcService(db: Database, logger: Logger, watchOptio
     }),
 
     settle: handle<ledgerV1.SettleRequest, ledgerV1.SettleResponse>('Settle', async (request) => {
-      const outcome = await settle(db, {
+      const outcome = await settle(batcher, {
         reservationId: request.reservationId, inputTokens: request.inputTokens, outputTokens: request.outputTokens,
         costMicros: request.costMicros, providerCostMicros: request.providerCostMicros, modelSlug: request.modelSlug,
         usageSource: usageSourceFromProto(request.usageSource), requestId: request.requestId,
