@@ -4,3 +4,4 @@
  */
 export { createTestDatabase, uniqueRedisPrefix, type TestDatabase } from './databases.ts';
 export { resolveTestInfrastructure, type TestInfrastructure } from './infrastructure.ts';
+export { freePort, startServiceProcess, waitUntilReady, type ServiceProcess } from './service-processes.ts';
