@@ -11,7 +11,12 @@
  * benchmark fails. Results go to bench-results/gateway.json and the table in docs/benchmarks.md.
  *
  * Environment: TEST_DATABASE_URL / TEST_REDIS_URL (or the conventional local servers);
- * BENCH_DURATION_S (per measurement, default 8); BENCH_TTFB_SAMPLES (default 200).
+ * BENCH_DURATION_S (per measurement, default 8); BENCH_TTFB_SAMPLES (default 200);
+ * BENCH_PROXY_CPU_PROF=1 runs the proxy with `--cpu-prof` into bench-results/profiles (summarise
+ * with `node bench/support/cpu-profile-summary.ts <file>`); BENCH_PROXY_NODE_OPTIONS adds Node
+ * flags to the proxy process (e.g. `--max-semi-space-size=4`) to try heap settings;
+ * BENCH_PROXY_LOG_LEVEL (default warn, like the other services) e.g. `info` to include the
+ * per-request log line. Runs with any of these leave docs/benchmarks.md unchanged.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -30,6 +35,15 @@ import { freePort, startService, waitUntilReady, type ServiceProcess } from '../
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
 const ttfbSamples = Number(process.env.BENCH_TTFB_SAMPLES ?? 200);
+const profileDir = `${repoRoot}bench-results/profiles`;
+/** Node flags of the proxy process: opt-in CPU profile and heap experiments, nothing by default. */
+const proxyNodeOptions = [
+  ...(process.env.BENCH_PROXY_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+  ...(process.env.BENCH_PROXY_NODE_OPTIONS ?? '').split(' ').filter((flag) => flag !== ''),
+].join(' ');
+const proxyLogLevel = process.env.BENCH_PROXY_LOG_LEVEL ?? 'warn';
+/** What makes this run's proxy differ from the one the published table measures. */
+const proxyVariant = [proxyNodeOptions === '' ? '' : `NODE_OPTIONS="${proxyNodeOptions}"`, proxyLogLevel === 'warn' ? '' : `LOG_LEVEL=${proxyLogLevel}`].filter((v) => v !== '').join(' ');
 const inputPriceMicrosPerMtok = 1_000_000n;
 const outputPriceMicrosPerMtok = 2_000_000n;
 const nonStreamingBody = { model: 'bench', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] };
@@ -52,18 +66,34 @@ function peakRssMb(pid: number | undefined): number {
   return match ? Math.round(Number(match[1]) / 1024) : 0;
 }
 
-interface LoadResult { rps: number; p50Ms: number; p99Ms: number; ok: number; failed: number }
+/** CPU time (user + system) a process has used so far, ms; /proc counts in clock ticks of 10 ms. */
+function cpuTimeMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  // Fields after the command name (which may hold spaces, hence the last ')'): utime is the 12th, stime the 13th.
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
-async function load(url: string, headers: Record<string, string>, body: unknown, connections: number): Promise<LoadResult> {
+interface LoadResult {
+  rps: number; p50Ms: number; p99Ms: number; ok: number; failed: number;
+  /** CPU the measured process (the proxy, for the gateway) used per answered request during the measurement, ms. */
+  cpuMsPerRequest?: number;
+}
+
+async function load(url: string, headers: Record<string, string>, body: unknown, connections: number, measuredPid?: number): Promise<LoadResult> {
   const options = { url, method: 'POST' as const, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), connections, pipelining: 1 };
   await autocannon({ ...options, duration: 2 }); // warm-up: pools, JIT, caches
+  const cpuBeforeMs = cpuTimeMs(measuredPid);
   const result = await autocannon({ ...options, duration: durationS });
+  const answered = result['2xx'] + result.non2xx;
   return {
     rps: Math.round(result.requests.average),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     ok: result['2xx'],
     failed: result.non2xx + result.errors + result.timeouts,
+    ...(measuredPid === undefined || answered === 0 ? {} : { cpuMsPerRequest: Number(((cpuTimeMs(measuredPid) - cpuBeforeMs) / answered).toFixed(3)) }),
   };
 }
 
@@ -111,10 +141,12 @@ async function main(): Promise<void> {
     services.push(admin);
     await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`);
     const proxy = startService('proxy', {
-      LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(proxyHttp),
+      LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(proxyHttp),
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       REDIS_URL: infrastructure.redisUrl, PROXY_REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`,
+      ...(proxyNodeOptions === '' ? {} : { NODE_OPTIONS: proxyNodeOptions }),
     });
+    if (proxyNodeOptions !== '') mkdirSync(profileDir, { recursive: true });
     services.push(proxy);
     await waitUntilReady(proxy, `http://127.0.0.1:${proxyHttp}/readyz`);
 
@@ -148,18 +180,18 @@ async function main(): Promise<void> {
     const pricedUsage = new Map([await reportedUsage(nonStreamingBody), await reportedUsage(streamingBody)].map((u) => [u.key, u.costMicros]));
 
     const targets = [
-      { name: 'upstream', url: `${upstreamOrigin}/v1/chat/completions`, headers: {} },
-      { name: 'baseline', url: `http://127.0.0.1:${baseline.port}/v1/chat/completions`, headers: {} },
-      { name: 'gateway', url: `http://127.0.0.1:${proxyHttp}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` } },
+      { name: 'upstream', url: `${upstreamOrigin}/v1/chat/completions`, headers: {}, pid: upstream.child.pid },
+      { name: 'baseline', url: `http://127.0.0.1:${baseline.port}/v1/chat/completions`, headers: {}, pid: baseline.child.pid },
+      { name: 'gateway', url: `http://127.0.0.1:${proxyHttp}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` }, pid: proxy.child.pid },
     ] as const;
     const rows: Array<{ target: string; mode: string; connections: number } & LoadResult> = [];
     for (const mode of ['non-streaming', 'streaming'] as const) {
       for (const connections of [1, 32]) {
         for (const target of targets) {
           const body = mode === 'streaming' ? streamingBody : nonStreamingBody;
-          const result = await load(target.url, target.headers, body, connections);
+          const result = await load(target.url, target.headers, body, connections, target.pid);
           rows.push({ target: target.name, mode, connections, ...result });
-          process.stdout.write(`${mode.padEnd(14)} c=${String(connections).padEnd(3)} ${target.name.padEnd(9)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms  ok ${result.ok}  failed ${result.failed}\n`);
+          process.stdout.write(`${mode.padEnd(14)} c=${String(connections).padEnd(3)} ${target.name.padEnd(9)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms  ok ${result.ok}  failed ${result.failed}  cpu ${result.cpuMsPerRequest ?? '-'} ms/req\n`);
         }
       }
     }
@@ -219,7 +251,7 @@ async function main(): Promise<void> {
       const summary = {
         date: new Date().toISOString(),
         machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version },
-        durationS, rows, ttfb, rss,
+        durationS, proxyVariant, rows, ttfb, rss,
         ratios: {
           nonStreamingC1: ratio('non-streaming', 1), nonStreamingC32: ratio('non-streaming', 32),
           streamingC1: ratio('streaming', 1), streamingC32: ratio('streaming', 32),
@@ -232,7 +264,9 @@ async function main(): Promise<void> {
       process.stdout.write(`ratios: ${JSON.stringify(summary.ratios)}\nproxy peak RSS ${rss.proxyMb} MB\n`);
       // Only a run whose money checks out may publish its figures.
       if (!moneyOk) throw new Error('money check failed: the ledger does not agree with the priced usage');
-      updateBenchmarksDoc(summary);
+      // A profiled or re-flagged proxy is not the product: its figures stay out of the docs.
+      if (proxyVariant === '') updateBenchmarksDoc(summary);
+      else process.stdout.write(`proxy ran with ${proxyVariant}: docs/benchmarks.md left unchanged\n`);
     } finally {
       await ledgerDb.close();
     }
@@ -244,7 +278,7 @@ async function main(): Promise<void> {
 }
 
 /** Rewrites the generated table between the markers of docs/benchmarks.md. */
-function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; cpuModel?: string | undefined; node: string }; rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number }>; ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }> }): void {
+function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; cpuModel?: string | undefined; node: string }; rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number; cpuMsPerRequest?: number }>; ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }> }): void {
   const path = `${repoRoot}docs/benchmarks.md`;
   const start = '<!-- bench:gateway:start -->';
   const end = '<!-- bench:gateway:end -->';
@@ -252,11 +286,12 @@ function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; c
     start,
     `Run ${summary.date.slice(0, 10)} on ${summary.machine.cpus} × ${summary.machine.cpuModel ?? 'CPU'}, Node ${summary.machine.node}, ${durationS} s per measurement.`,
     '',
-    '| mode | connections | target | req/s | p50 ms | p99 ms |',
-    '|---|---|---|---|---|---|',
-    ...summary.rows.map((r) => `| ${r.mode} | ${r.connections} | ${r.target} | ${r.rps} | ${r.p50Ms} | ${r.p99Ms} |`),
+    '| mode | connections | target | req/s | p50 ms | p99 ms | CPU ms / request |',
+    '|---|---|---|---|---|---|---|',
+    ...summary.rows.map((r) => `| ${r.mode} | ${r.connections} | ${r.target} | ${r.rps} | ${r.p50Ms} | ${r.p99Ms} | ${r.cpuMsPerRequest ?? ''} |`),
     '',
     `Streaming time to first byte, p50 / p99: baseline ${summary.ttfb.baseline!.p50Ms} / ${summary.ttfb.baseline!.p99Ms} ms, gateway ${summary.ttfb.gateway!.p50Ms} / ${summary.ttfb.gateway!.p99Ms} ms.`,
+    'CPU ms / request: CPU time of the target\'s own process per answered request (for the gateway the proxy alone; ledger, admin, Redis and PostgreSQL not included), 10 ms clock ticks over the measurement.',
     `Peak RSS: proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,

@@ -70,6 +70,23 @@ describe('reserve estimate', () => {
     expect(countTextTokens(text, 'cl100k_base')).not.toBe(countTextTokens(text, 'o200k_base'));
   });
 
+  it('counts remembered short texts exactly, per encoding, also after the memory fills and is forgotten', () => {
+    // The same short texts in both encodings (a shared memory would answer one with the other's
+    // count), then more distinct texts than are remembered, then the first ones again.
+    const texts = Array.from({ length: 20_000 }, (_, i) => ` word${i % 7 === 0 ? ' 🙏' : ''}${i}`);
+    for (const round of [0, 1]) {
+      for (const [index, text] of texts.entries()) {
+        if (index % 97 !== round) continue;
+        expect(countTextTokens(text, 'cl100k_base'), text).toBe(encodeCl100k(text).length);
+        expect(countTextTokens(text, 'o200k_base'), text).toBe(encode(text).length);
+      }
+      for (const text of texts) countTextTokens(text, 'cl100k_base');
+    }
+    const long = 'a longer text than the remembered ones, '.repeat(4);
+    expect(countTextTokens(long, 'cl100k_base')).toBe(encodeCl100k(long).length);
+    expect(countTextTokens('🙏', 'o200k_base')).not.toBe(countTextTokens('🙏', 'cl100k_base'));
+  });
+
   it('adds the tool definitions to the prompt estimate', () => {
     const messages = [{ role: 'user' as const, content: 'hi' }];
     const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }];

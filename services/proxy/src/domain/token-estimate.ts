@@ -54,9 +54,26 @@ export function tokenizerForModel(upstreamModel: string): TokenizerName {
   return o200kModelPattern.test(name) ? 'o200k_base' : 'cl100k_base';
 }
 
+// A stream counts every chunk it relays (the running-cost stop), and chunks are short and
+// repeat (words, punctuation): their counts are remembered. A count depends only on the text and
+// the encoding, so a remembered count is exact. Bounded: texts up to 64 characters, at most
+// 16,384 per encoding (about 1-2 MB), forgotten all at once when full.
+const cachedTextMaxChars = 64;
+const cachedTextsMax = 16_384;
+const cachedCounts: Record<TokenizerName, Map<string, number>> = { o200k_base: new Map(), cl100k_base: new Map() };
+
 /** Tokens of a text in an encoding. */
 export function countTextTokens(text: string, tokenizer: TokenizerName): number {
-  return text.length === 0 ? 0 : encoderOf(tokenizer)(text, plainText).length;
+  if (text.length === 0) return 0;
+  if (text.length > cachedTextMaxChars) return encoderOf(tokenizer)(text, plainText).length;
+  const cache = cachedCounts[tokenizer];
+  let tokens = cache.get(text);
+  if (tokens === undefined) {
+    tokens = encoderOf(tokenizer)(text, plainText).length;
+    if (cache.size >= cachedTextsMax) cache.clear();
+    cache.set(text, tokens);
+  }
+  return tokens;
 }
 
 /** The texts a message carries: its content (each part), name and tool calls. */
