@@ -38,9 +38,6 @@ export interface SettleOutcome {
   detail: string;
 }
 
-/** Detail of a settle that arrived after the sweeper had expired its reservation. */
-export const settledAfterExpiryDetail = 'settled after expiry';
-
 /** Builds an answer that moved nothing. */
 function refusal(result: Exclude<SettleResultName, 'ok'>, detail: string): SettleOutcome {
   return { result, debitedMicros: 0n, releasedMicros: 0n, overrunMicros: 0n, availableMicros: 0n, detail };
