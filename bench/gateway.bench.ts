@@ -13,14 +13,15 @@
  * Environment: TEST_DATABASE_URL / TEST_REDIS_URL (or the conventional local servers);
  * BENCH_DURATION_S (per measurement, default 8); BENCH_TTFB_SAMPLES (default 200);
  * BENCH_PROXY_CPU_PROF=1 runs the proxy with `--cpu-prof` into bench-results/profiles (summarise
- * with `node bench/support/cpu-profile-summary.ts <file>`); BENCH_PROXY_NODE_OPTIONS adds Node
- * flags to the proxy process (e.g. `--max-semi-space-size=4`) to try heap settings;
+ * with `node bench/support/cpu-profile-summary.ts <file>`). The proxy runs with the NODE_OPTIONS
+ * of deploy/kubernetes/proxy.yaml (its heap sizing in production); BENCH_PROXY_NODE_OPTIONS
+ * replaces them to try other heap settings (an empty value: Node's defaults);
  * BENCH_PROXY_LOG_LEVEL (default warn, like the other services) e.g. `info` to include the
  * per-request log line. Runs with any of these leave docs/benchmarks.md unchanged.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -36,14 +37,26 @@ const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
 const ttfbSamples = Number(process.env.BENCH_TTFB_SAMPLES ?? 200);
 const profileDir = `${repoRoot}bench-results/profiles`;
-/** Node flags of the proxy process: opt-in CPU profile and heap experiments, nothing by default. */
-const proxyNodeOptions = [
-  ...(process.env.BENCH_PROXY_CPU_PROF === '1' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-  ...(process.env.BENCH_PROXY_NODE_OPTIONS ?? '').split(' ').filter((flag) => flag !== ''),
-].join(' ');
+/**
+ * The Node flags the proxy is deployed with (its heap sizing), read from its Kubernetes manifest
+ * so that the benchmark measures the proxy as it runs in production and the two cannot drift.
+ */
+function deployedProxyNodeOptions(): string {
+  const manifest = readFileSync(`${repoRoot}deploy/kubernetes/proxy.yaml`, 'utf8');
+  const match = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(manifest);
+  if (!match) throw new Error('deploy/kubernetes/proxy.yaml sets no NODE_OPTIONS for the proxy');
+  return match[1]!;
+}
+const deployedNodeOptions = deployedProxyNodeOptions();
+/** Node flags of the proxy process: the deployed ones unless an experiment replaces them, plus an opt-in CPU profile. */
+const proxyProfileOptions = process.env.BENCH_PROXY_CPU_PROF === '1' ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '';
+const proxyHeapOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? deployedNodeOptions;
+const proxyNodeOptions = [proxyProfileOptions, proxyHeapOptions].filter((flags) => flags !== '').join(' ');
+/** The proxy's flags when they are not the deployed ones (an experiment). */
+const proxyExperimentOptions = proxyNodeOptions === deployedNodeOptions ? '' : proxyNodeOptions;
 const proxyLogLevel = process.env.BENCH_PROXY_LOG_LEVEL ?? 'warn';
 /** What makes this run's proxy differ from the one the published table measures. */
-const proxyVariant = [proxyNodeOptions === '' ? '' : `NODE_OPTIONS="${proxyNodeOptions}"`, proxyLogLevel === 'warn' ? '' : `LOG_LEVEL=${proxyLogLevel}`].filter((v) => v !== '').join(' ');
+const proxyVariant = [proxyExperimentOptions === '' ? '' : `NODE_OPTIONS="${proxyExperimentOptions}"`, proxyLogLevel === 'warn' ? '' : `LOG_LEVEL=${proxyLogLevel}`].filter((v) => v !== '').join(' ');
 const inputPriceMicrosPerMtok = 1_000_000n;
 const outputPriceMicrosPerMtok = 2_000_000n;
 const nonStreamingBody = { model: 'bench', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] };
@@ -75,25 +88,79 @@ function cpuTimeMs(pid: number | undefined): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** CPU time (user + system) all processes whose command name is `name` have used so far, ms (e.g. every postgres backend). */
+function cpuTimeOfCommandMs(name: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const command = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (command !== name) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return total;
+}
+
+/** Busy CPU time of the whole machine so far (all cores, everything but idle and iowait), ms. */
+function machineBusyMs(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, _idle, _iowait, irq, softirq, steal] = fields as [number, number, number, number, number, number, number, number];
+  return (user + nice + system + irq + softirq + steal) * 10;
+}
+
+/** Where a gateway request's CPU goes, ms per answered request, by component. */
+interface CpuBreakdown { proxy: number; ledger: number; admin: number; postgres: number; redis: number }
+
 interface LoadResult {
   rps: number; p50Ms: number; p99Ms: number; ok: number; failed: number;
   /** CPU the measured process (the proxy, for the gateway) used per answered request during the measurement, ms. */
   cpuMsPerRequest?: number;
+  /** Busy CPU of the whole machine (load generator included) per answered request, ms. */
+  machineCpuMsPerRequest?: number;
+  /** The gateway's components' CPU per answered request, ms. */
+  breakdown?: CpuBreakdown;
 }
 
-async function load(url: string, headers: Record<string, string>, body: unknown, connections: number, measuredPid?: number): Promise<LoadResult> {
+/** What load() samples before and after a measurement for the CPU figures. */
+interface CpuSampling { measuredPid?: number; componentPids?: { proxy?: number; ledger?: number; admin?: number } }
+
+function sampleCpu(sampling: CpuSampling): { measured: number; machine: number; components: CpuBreakdown } {
+  const pids = sampling.componentPids ?? {};
+  return {
+    measured: cpuTimeMs(sampling.measuredPid),
+    machine: machineBusyMs(),
+    components: {
+      proxy: cpuTimeMs(pids.proxy), ledger: cpuTimeMs(pids.ledger), admin: cpuTimeMs(pids.admin),
+      postgres: sampling.componentPids ? cpuTimeOfCommandMs('postgres') : 0, redis: sampling.componentPids ? cpuTimeOfCommandMs('redis-server') : 0,
+    },
+  };
+}
+
+async function load(url: string, headers: Record<string, string>, body: unknown, connections: number, sampling: CpuSampling): Promise<LoadResult> {
   const options = { url, method: 'POST' as const, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), connections, pipelining: 1 };
   await autocannon({ ...options, duration: 2 }); // warm-up: pools, JIT, caches
-  const cpuBeforeMs = cpuTimeMs(measuredPid);
+  const before = sampleCpu(sampling);
   const result = await autocannon({ ...options, duration: durationS });
+  const after = sampleCpu(sampling);
   const answered = result['2xx'] + result.non2xx;
+  const perRequest = (ms: number) => Number((ms / Math.max(1, answered)).toFixed(3));
+  const measuredPid = sampling.measuredPid;
   return {
     rps: Math.round(result.requests.average),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     ok: result['2xx'],
     failed: result.non2xx + result.errors + result.timeouts,
-    ...(measuredPid === undefined || answered === 0 ? {} : { cpuMsPerRequest: Number(((cpuTimeMs(measuredPid) - cpuBeforeMs) / answered).toFixed(3)) }),
+    ...(measuredPid === undefined || answered === 0 ? {} : { cpuMsPerRequest: perRequest(after.measured - before.measured) }),
+    ...(answered === 0 ? {} : { machineCpuMsPerRequest: perRequest(after.machine - before.machine) }),
+    ...(sampling.componentPids === undefined || answered === 0 ? {} : {
+      breakdown: Object.fromEntries(Object.keys(after.components).map((key) => [key, perRequest(after.components[key as keyof CpuBreakdown] - before.components[key as keyof CpuBreakdown])])) as unknown as CpuBreakdown,
+    }),
   };
 }
 
@@ -144,9 +211,9 @@ async function main(): Promise<void> {
       LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(proxyHttp),
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       REDIS_URL: infrastructure.redisUrl, PROXY_REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`,
-      ...(proxyNodeOptions === '' ? {} : { NODE_OPTIONS: proxyNodeOptions }),
+      NODE_OPTIONS: proxyNodeOptions,
     });
-    if (proxyNodeOptions !== '') mkdirSync(profileDir, { recursive: true });
+    if (proxyExperimentOptions !== '') mkdirSync(profileDir, { recursive: true });
     services.push(proxy);
     await waitUntilReady(proxy, `http://127.0.0.1:${proxyHttp}/readyz`);
 
@@ -189,9 +256,12 @@ async function main(): Promise<void> {
       for (const connections of [1, 32]) {
         for (const target of targets) {
           const body = mode === 'streaming' ? streamingBody : nonStreamingBody;
-          const result = await load(target.url, target.headers, body, connections, target.pid);
+          const result = await load(target.url, target.headers, body, connections, {
+            measuredPid: target.pid,
+            ...(target.name === 'gateway' ? { componentPids: { proxy: proxy.child.pid, ledger: ledger.child.pid, admin: admin.child.pid } } : {}),
+          });
           rows.push({ target: target.name, mode, connections, ...result });
-          process.stdout.write(`${mode.padEnd(14)} c=${String(connections).padEnd(3)} ${target.name.padEnd(9)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms  ok ${result.ok}  failed ${result.failed}  cpu ${result.cpuMsPerRequest ?? '-'} ms/req\n`);
+          process.stdout.write(`${mode.padEnd(14)} c=${String(connections).padEnd(3)} ${target.name.padEnd(9)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms  ok ${result.ok}  failed ${result.failed}  cpu ${result.cpuMsPerRequest ?? '-'} ms/req  machine ${result.machineCpuMsPerRequest ?? '-'} ms/req${result.breakdown ? `  ${JSON.stringify(result.breakdown)}` : ''}\n`);
         }
       }
     }
@@ -278,7 +348,7 @@ async function main(): Promise<void> {
 }
 
 /** Rewrites the generated table between the markers of docs/benchmarks.md. */
-function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; cpuModel?: string | undefined; node: string }; rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number; cpuMsPerRequest?: number }>; ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }> }): void {
+function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; cpuModel?: string | undefined; node: string }; rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number; cpuMsPerRequest?: number; machineCpuMsPerRequest?: number; breakdown?: CpuBreakdown }>; ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }> }): void {
   const path = `${repoRoot}docs/benchmarks.md`;
   const start = '<!-- bench:gateway:start -->';
   const end = '<!-- bench:gateway:end -->';
@@ -286,13 +356,14 @@ function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; c
     start,
     `Run ${summary.date.slice(0, 10)} on ${summary.machine.cpus} × ${summary.machine.cpuModel ?? 'CPU'}, Node ${summary.machine.node}, ${durationS} s per measurement.`,
     '',
-    '| mode | connections | target | req/s | p50 ms | p99 ms | CPU ms / request |',
-    '|---|---|---|---|---|---|---|',
-    ...summary.rows.map((r) => `| ${r.mode} | ${r.connections} | ${r.target} | ${r.rps} | ${r.p50Ms} | ${r.p99Ms} | ${r.cpuMsPerRequest ?? ''} |`),
+    '| mode | connections | target | req/s | p50 ms | p99 ms | CPU ms / request | machine CPU ms / request |',
+    '|---|---|---|---|---|---|---|---|',
+    ...summary.rows.map((r) => `| ${r.mode} | ${r.connections} | ${r.target} | ${r.rps} | ${r.p50Ms} | ${r.p99Ms} | ${r.cpuMsPerRequest ?? ''} | ${r.machineCpuMsPerRequest ?? ''} |`),
     '',
     `Streaming time to first byte, p50 / p99: baseline ${summary.ttfb.baseline!.p50Ms} / ${summary.ttfb.baseline!.p99Ms} ms, gateway ${summary.ttfb.gateway!.p50Ms} / ${summary.ttfb.gateway!.p99Ms} ms.`,
-    'CPU ms / request: CPU time of the target\'s own process per answered request (for the gateway the proxy alone; ledger, admin, Redis and PostgreSQL not included), 10 ms clock ticks over the measurement.',
-    `Peak RSS: proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
+    'CPU ms / request: CPU time of the target\'s own process per answered request (for the gateway the proxy alone), 10 ms clock ticks over the measurement; machine CPU: every process on the machine, the load generator included.',
+    `Gateway CPU by component, ms / request (proxy, ledger, admin, PostgreSQL, Redis): ${summary.rows.filter((r) => r.breakdown).map((r) => `${r.mode} c=${r.connections}: ${Object.values(r.breakdown!).join(' / ')}`).join('; ')}.`,
+    `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
     end,

@@ -53,7 +53,7 @@ describe.skipIf(!serverUrl || !redisUrl)('two proxies, one RPM pool', () => {
     // Only the admitted requests cost anything: each prompt is 2 words + 3, each reply 2 words.
     const expectedDebit = e2eCostMicros(5, 2) * BigInt(rpmLimit);
     for (const attempt of admitted) if (attempt.ok) expect(attempt.usage).toMatchObject({ prompt_tokens: 5, completion_tokens: 2 });
-    const balance = await gateway.admin('GET', `/organisations/${gateway.organisationId}/balance`);
+    const balance = await gateway.settledBalance();
     expect(balance).toMatchObject({ held_micros: '0', debited_micros: expectedDebit.toString() });
     expect((await gateway.admin('GET', `/organisations/${gateway.organisationId}/usage`)).data).toHaveLength(rpmLimit);
   });

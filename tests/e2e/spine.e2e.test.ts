@@ -55,7 +55,7 @@ describe.skipIf(!serverUrl)('the spine end to end', () => {
     expect(seen.headers.authorization).toBe(`Bearer ${gateway.upstreamCredential}`);
 
     const expectedCostMicros = e2eCostMicros(usage.prompt_tokens, usage.completion_tokens);
-    const balance = await admin('GET', `/organisations/${organisationId}/balance`);
+    const balance = await gateway.settledBalance();
     expect(balance).toMatchObject({
       currency: 'INR',
       credited_micros: creditMicros.toString(),
@@ -99,7 +99,7 @@ describe.skipIf(!serverUrl)('the spine end to end', () => {
   it('refuses a model the organisation may not use, and lists only allowed models', async () => {
     const client = new OpenAI({ apiKey, baseURL: proxyBase, maxRetries: 0 });
     const requestsBefore = gateway.upstream.requests.length;
-    const balanceBefore = await admin('GET', `/organisations/${organisationId}/balance`);
+    const balanceBefore = await gateway.settledBalance(); // the earlier tests' Settles have landed
     await expect(client.chat.completions.create({ model: 'not-for-this-org', messages: [{ role: 'user', content: 'hi' }] }))
       .rejects.toBeInstanceOf(OpenAI.NotFoundError);
     expect(gateway.upstream.requests.length).toBe(requestsBefore);

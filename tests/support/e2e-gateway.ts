@@ -60,6 +60,12 @@ export interface E2eGateway {
   admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Record<string, any>>;
   /** Calls the admin API and returns the whole answer, whatever its status. */
   adminRequest(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<AdminAnswer>;
+  /**
+   * The organisation's balance (the admin's JSON) once it holds nothing: Settles run right after
+   * their responses, so a read at once may still show the hold. Gives up after 15 s and returns
+   * what it last read, for the assertion to show.
+   */
+  settledBalance(organisationId?: string): Promise<Record<string, any>>;
   /** An official client of proxy `index`, retries off. */
   client(index?: number, apiKey?: string): OpenAI;
   /** Stops proxies first, then admin and ledger; resolves with the exit codes. */
@@ -145,6 +151,14 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
 
     return {
       upstream, services, proxyBases, organisationId, apiKey, modelSlug, adminToken, upstreamCredential, admin, adminRequest,
+      async settledBalance(id = organisationId) {
+        const deadline = Date.now() + 15_000;
+        for (;;) {
+          const balance = await admin('GET', `/organisations/${id}/balance`);
+          if (balance.held_micros === '0' || Date.now() > deadline) return balance;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      },
       client: (index = 0, key = apiKey) => new OpenAI({ apiKey: key, baseURL: proxyBases[index]!, maxRetries: 0 }),
       close,
     };

@@ -20,6 +20,11 @@ export interface ProxyApp {
   isReady(): boolean;
   /** Stops taking requests, lets in-flight ones finish (up to SHUTDOWN_GRACE_MS), then closes everything. */
   close(): Promise<void>;
+  /**
+   * Resolves true once no request work is pending, including Settles that run after their
+   * response has gone out; false if that takes longer than timeoutMs (tests wait on it).
+   */
+  idle(timeoutMs?: number): Promise<boolean>;
 }
 
 /** Optional collaborators of createProxyApp. */
@@ -139,5 +144,5 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     return closing;
   };
 
-  return { ports: { http: port }, isReady, close };
+  return { ports: { http: port }, isReady, close, idle: (timeoutMs = 10_000) => tasks.drain(timeoutMs) };
 }

@@ -13,6 +13,7 @@ const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'dead', 'ghost'
 const poor = tenant('poor');
 const frozen = tenant('frozen', { status: configV1.OrganisationStatus.ORGANISATION_STATUS_SUSPENDED });
 const sponsored = tenant('sponsored', { billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL });
+const tight = tenant('tight');
 const creditMicros = 10_000_000n;
 const upstreamCredential = 'sk-upstream-credential-123';
 
@@ -40,7 +41,7 @@ let client: OpenAI;
 
 beforeAll(async () => {
   const deadPort = await closedPort();
-  world = await startProxyWorld((baseUrl) => stateOf([acme, poor, frozen, sponsored], [
+  world = await startProxyWorld((baseUrl) => stateOf([acme, poor, frozen, sponsored, tight], [
     gatewayModel('chat', baseUrl),
     gatewayModel('other', baseUrl),
     gatewayModel('dead', `http://127.0.0.1:${deadPort}/v1`),
@@ -79,6 +80,7 @@ describe('a completion', () => {
     const { data, response } = await client.chat.completions
       .create({ model: 'chat', messages: userMessage(content), max_tokens: 50, temperature: 0.5, seed: 7 })
       .withResponse();
+    await proxy.idle(); // the Settle runs right after the response
 
     expect(data.model).toBe('chat');
     expect(data.object).toBe('chat.completion');
@@ -120,6 +122,7 @@ describe('a completion', () => {
   it('falls back to the model default max_tokens and to the gateway estimate when the upstream reports no usage', async () => {
     const content = 'No usage this time [[fake:reply_words=5]] [[fake:no_usage]]';
     const data = await client.chat.completions.create({ model: 'chat', messages: userMessage(content) });
+    await proxy.idle();
 
     const promptTokens = estimatedPromptTokens(content);
     const completionTokens = encode('w1 w2 w3 w4 w5').length;
@@ -137,6 +140,7 @@ describe('a completion', () => {
 
   it('records usage but holds and debits nothing for an internal-billing organisation', async () => {
     await world.client(sponsored.apiKey, proxy).chat.completions.create({ model: 'chat', messages: userMessage('hi [[fake:reply_words=3]]') });
+    await proxy.idle();
     expect(world.ledger.calls.reserve.at(-1)).toMatchObject({ organisationId: 'sponsored', billingMode: ledgerV1.BillingMode.BILLING_MODE_INTERNAL });
     expect(world.ledger.calls.settle.at(-1)!.costMicros).toBe(expectedCostMicros(5, testPrices.inputPriceMicrosPerMtok) + expectedCostMicros(3, testPrices.outputPriceMicrosPerMtok));
     expect(world.ledger.account('sponsored')).toEqual({ creditedMicros: 0n, availableMicros: 0n, heldMicros: 0n, debitedMicros: 0n });
@@ -145,6 +149,7 @@ describe('a completion', () => {
 
 describe('refusals before any money moves', () => {
   it('401 for an unknown, a malformed or a missing key, with no ledger or upstream traffic', async () => {
+    await proxy.idle(); // earlier tests' Settles, which run after their responses
     const before = traffic();
     const unknown = world.client(issueSecret('apiKey').secret);
     await expect(unknown.chat.completions.create({ model: 'chat', messages: userMessage('hi') })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
@@ -291,6 +296,7 @@ describe('settle and release resilience', () => {
     const before = world.ledger.account('acme')!;
     world.ledger.failNext('settle', 2);
     const data = await client.chat.completions.create({ model: 'chat', messages: userMessage('retry me [[fake:reply_words=4]]') });
+    await proxy.idle();
     const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
     const attempts = world.ledger.calls.settle.filter((s) => s.reservationId === reservationId);
     expect(attempts).toHaveLength(3);
@@ -302,9 +308,52 @@ describe('settle and release resilience', () => {
     world.ledger.failNext('settle', 3);
     const data = await client.chat.completions.create({ model: 'chat', messages: userMessage('[[fake:reply_words=2]]') });
     expect(data.choices[0]!.message.content).toBe('w1 w2');
+    await proxy.idle();
     const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
     expect(world.ledger.reservationState(reservationId)).toBe('held');
     await waitFor(() => proxy.logs.some((line) => line.includes('settle failed') && line.includes(reservationId)));
+  });
+
+  it('does not refuse the next request for a hold whose Settle is still in flight (it waits for it and tries again)', async () => {
+    // Room for one Reserve, and for a second only once the first Settle has returned its unused hold.
+    const content = 'one at a time [[fake:reply_words=2]]';
+    const promptTokens = estimatedPromptTokens(content);
+    const reserveMicros = expectedCostMicros(promptTokens, testPrices.inputPriceMicrosPerMtok) + expectedCostMicros(10, testPrices.outputPriceMicrosPerMtok);
+    const costMicros = expectedCostMicros(8, testPrices.inputPriceMicrosPerMtok) + expectedCostMicros(2, testPrices.outputPriceMicrosPerMtok);
+    const credited = reserveMicros + costMicros + 1n;
+    expect(credited).toBeLessThan(2n * reserveMicros);
+    world.ledger.credit('tight', credited);
+    const tightClient = world.client(tight.apiKey);
+
+    world.ledger.delayNext('settle', 300); // the first request's Settle lands well after its response
+    const first = await tightClient.chat.completions.create({ model: 'chat', messages: userMessage(content), max_tokens: 10 });
+    expect(world.ledger.account('tight')!.heldMicros).toBe(reserveMicros); // answered, not yet settled
+    const second = await tightClient.chat.completions.create({ model: 'chat', messages: userMessage(content), max_tokens: 10 });
+    await proxy.idle();
+
+    expect([first.usage, second.usage]).toEqual([
+      { prompt_tokens: 8, completion_tokens: 2, total_tokens: 10 }, { prompt_tokens: 8, completion_tokens: 2, total_tokens: 10 },
+    ]);
+    const reserves = world.ledger.calls.reserve.filter((r) => r.organisationId === 'tight');
+    // The second request's Reserve was refused once, then held under the same id after the Settle.
+    expect(reserves.map((r) => r.reservationId)).toEqual([reserves[0]!.reservationId, reserves[1]!.reservationId, reserves[1]!.reservationId]);
+    expect(world.ledger.account('tight')).toEqual({
+      creditedMicros: credited, heldMicros: 0n, debitedMicros: 2n * costMicros, availableMicros: credited - 2n * costMicros,
+    });
+  });
+
+  it('answers 402 as before when the Settles in flight do not make room', async () => {
+    // Still the tight organisation: after two debits it cannot hold a Reserve of 10^6 output tokens' worth.
+    world.ledger.delayNext('settle', 100);
+    const small = await world.client(tight.apiKey).chat.completions.create({ model: 'chat', messages: userMessage('[[fake:reply_words=1]]'), max_tokens: 1 })
+      .catch((e: unknown) => e);
+    const refused = await world.client(tight.apiKey).chat.completions.create({ model: 'chat', messages: userMessage('hi'), max_tokens: 4000 })
+      .catch((e: unknown) => e);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).code).toBe('insufficient_balance');
+    await proxy.idle();
+    expect(world.ledger.account('tight')!.heldMicros).toBe(0n);
+    expect(small).not.toBeInstanceOf(Error);
   });
 
   it('answers 503 when the ledger cannot take the Reserve, reaches no upstream, and releases in case it was held', async () => {
@@ -345,6 +394,7 @@ describe('models and routes', () => {
       body: JSON.stringify({ model: 'chat', messages: userMessage('[[fake:reply_words=1]]') }),
     });
     expect(response.status).toBe(200);
+    await proxy.idle();
     expect(response.headers.get('x-request-id')).toBe('client-req-42');
     // The reservation id is ours even when the client names the request.
     expect(world.ledger.calls.reserve.at(-1)!.reservationId).not.toContain('client-req-42');

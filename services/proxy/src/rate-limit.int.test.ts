@@ -60,6 +60,14 @@ describe('the in-process limiter (no REDIS_URL)', () => {
     expect(refused.headers.get('x-ratelimit-remaining-requests')).toBe('0');
     expect(refused.headers.get('x-ratelimit-reset-requests')).toMatch(/^(\d+(\.\d+)?s|\d+ms|1m0s)$/);
     expect({ upstream: world.upstream.requests.length, reserve: world.ledger.calls.reserve.length }).toEqual(before);
+
+    // The body is read while the RPM check runs, but admission still answers first: a broken
+    // body from a caller over its limit is a 429, not a 400.
+    const broken = await fetch(`${proxy.baseUrl}/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${limited.apiKey}`, 'content-type': 'application/json' }, body: '{"model": ',
+    });
+    expect(broken.status).toBe(429);
+    expect(((await broken.json()) as { error: { code: string } }).error.code).toBe('rate_limit_exceeded');
   });
 
   it('counts /v1/models against the same organisation pool', async () => {

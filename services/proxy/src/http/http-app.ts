@@ -5,6 +5,7 @@ import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.t
 import { parseChatRequest } from '../domain/chat-request.ts';
 import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../domain/config-snapshot.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimiter } from '../domain/rate-limit.ts';
+import { elapsedMs, SettlesInFlight } from '../inference/chat-billing.ts';
 import { completeChat, type LedgerPort, type UpstreamPort } from '../inference/complete-chat.ts';
 import { streamChat, type StreamSink, type StreamStopReason } from '../inference/stream-chat.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
@@ -80,7 +81,7 @@ export function createHttpApp(services: HttpAppServices): Express {
 
   const parseJson = express.json({ limit: services.maxBodyBytes, type: () => true });
 
-  /** Reads the JSON body only once auth and RPM have passed. */
+  /** Reads the JSON body; only for a caller whose key has passed (see the chat route for why not after RPM). */
   function readJsonBody(req: Request, res: Response): Promise<unknown> {
     return new Promise((resolve, reject) => {
       parseJson(req, res, (error?: unknown) => {
@@ -103,21 +104,29 @@ export function createHttpApp(services: HttpAppServices): Express {
   /** Counts the request against its organisation's pool; sets the x-ratelimit-* headers either way. */
   async function applyRateLimit(organisation: OrganisationEntry, res: Response, context: RequestContext): Promise<void> {
     if (organisation.rpmLimit === 0) return; // 0: the organisation has no RPM limit
+    const startedAtMs = performance.now();
     const decision = await services.rateLimiter.consume(organisation.id, organisation.rpmLimit, context.requestUuid);
+    context.log.rateLimitMs = elapsedMs(startedAtMs);
     res.set(rateLimitHeaders(decision));
     if (!decision.allowed) {
       throw new GatewayError('rate_limit_exceeded', { headers: { 'retry-after': String(retryAfterSeconds(decision)) } });
     }
   }
 
-  /** Snapshot, key and RPM: the common start of every inference route. */
-  async function admit(req: Request, res: Response, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }> {
+  /** Snapshot and key: what every inference route checks first, synchronously. */
+  function identify(req: Request, context: RequestContext): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller } {
     const snapshot = requireSnapshot();
     const caller = authenticate(snapshot, req.headers.authorization);
     context.log.organisationId = caller.organisation.id;
     context.log.projectId = caller.project.id;
-    await applyRateLimit(caller.organisation, res, context);
     return { snapshot, caller };
+  }
+
+  /** Snapshot, key and RPM: the common start of every inference route. */
+  async function admit(req: Request, res: Response, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }> {
+    const identified = identify(req, context);
+    await applyRateLimit(identified.caller.organisation, res, context);
+    return identified;
   }
 
   /** Runs an inference handler as tracked work, answering with the error of anything it throws. */
@@ -143,6 +152,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     background: (work: Promise<unknown>) => { void services.track(work); },
     checkpointIntervalMs: services.checkpointIntervalMs,
     checkpointNotes: { unimplementedReported: false },
+    settlesInFlight: new SettlesInFlight(),
   };
 
   /** The SSE response of a streaming completion, with backpressure: a slow client slows the relay, nothing piles up. */
@@ -169,8 +179,15 @@ export function createHttpApp(services: HttpAppServices): Express {
   }
 
   app.post('/v1/chat/completions', inference(async (req, res, context) => {
-    const { snapshot, caller } = await admit(req, res, context);
-    const request = parseChatRequest(await readJsonBody(req, res), { maxMessageChars: services.maxMessageChars });
+    const { snapshot, caller } = identify(req, context);
+    // The body is read while the RPM check's Redis round trip is in flight rather than after it
+    // (that round trip is on every request's latency). Only callers with a valid key get this
+    // far, the body is bounded by PROXY_MAX_BODY_BYTES, and a refusal still answers 429 first.
+    const body = readJsonBody(req, res).then((json) => ({ json }), (error: unknown) => ({ error }));
+    await applyRateLimit(caller.organisation, res, context);
+    const read = await body;
+    if ('error' in read) throw read.error;
+    const request = parseChatRequest(read.json, { maxMessageChars: services.maxMessageChars });
     context.log.model = request.model;
     const model = resolveModel(snapshot, caller.organisation, request.model);
     const adapter = adapterFor(model.upstream.providerKind);
@@ -179,7 +196,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     }
     const input = { requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter, request, log: context.log };
     if (!request.stream) {
-      res.status(200).json(await completeChat(inferenceDeps, input));
+      await completeChat(inferenceDeps, input, (body) => { res.status(200).json(body); });
       return;
     }
     const stop = new AbortController();

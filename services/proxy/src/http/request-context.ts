@@ -9,6 +9,8 @@ export interface RequestLogFields extends BillingLogFields {
   organisationId?: string;
   projectId?: string;
   model?: string;
+  /** How long the organisation's RPM check took, ms. */
+  rateLimitMs?: number;
 }
 
 /** Per-request state shared by the middleware and the handlers. */
@@ -71,6 +73,7 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, ac
           streamOutcome: log.streamOutcome, checkpoints: log.checkpoints,
           errorCode: log.errorCode, errorDetail: log.errorDetail,
           clientClosedEarly: responseFinished ? undefined : true,
+          rateLimitMs: log.rateLimitMs, reserveMs: log.reserveMs, upstreamMs: log.upstreamMs, settleMs: log.settleMs,
         };
         if (quietPaths.has(req.path)) logger.debug(line, 'request');
         else if (log.errorCode === 'internal_error') logger.error(line, 'request');

@@ -24,6 +24,40 @@ export interface ChatBillingDeps {
   reserveTtlMs: number;
   /** Runs work that must finish before shutdown but not before the response (a release after a failed reserve). */
   background(work: Promise<unknown>): void;
+  /** Settles this process has sent and not yet seen answered, by organisation (see holdReserve). */
+  settlesInFlight: SettlesInFlight;
+}
+
+/**
+ * The Settles a proxy has in flight, by organisation id. Settles run after the response, so a
+ * client that sends its next request at once can meet its previous request's hold still in
+ * place; a Reserve that this would refuse waits for them and is tried once more.
+ */
+export class SettlesInFlight {
+  readonly #byOrganisation = new Map<string, Set<Promise<void>>>();
+
+  /** Registers a settle until it completes (whatever its outcome). */
+  add(organisationId: string, settle: Promise<void>): void {
+    let pending = this.#byOrganisation.get(organisationId);
+    if (pending === undefined) {
+      pending = new Set();
+      this.#byOrganisation.set(organisationId, pending);
+    }
+    pending.add(settle);
+    const done = () => {
+      pending.delete(settle);
+      if (pending.size === 0 && this.#byOrganisation.get(organisationId) === pending) this.#byOrganisation.delete(organisationId);
+    };
+    settle.then(done, done);
+  }
+
+  /** Resolves once every settle of the organisation registered so far has completed; false when there was none. */
+  async waitFor(organisationId: string): Promise<boolean> {
+    const pending = this.#byOrganisation.get(organisationId);
+    if (pending === undefined || pending.size === 0) return false;
+    await Promise.allSettled([...pending]);
+    return true;
+  }
 }
 
 /** Fields of the request's log line that the inference code fills in as it goes. */
@@ -42,6 +76,17 @@ export interface BillingLogFields {
   errorCode?: ErrorCode;
   /** Why the error happened, for operators; never shown to the client. */
   errorDetail?: string;
+  /** How long the Reserve call took, ms (where latency goes: docs/benchmarks.md). */
+  reserveMs?: number;
+  /** How long the Settle call took, ms. */
+  settleMs?: number;
+  /** How long the upstream took to answer (non-streaming) or to open its stream, ms. */
+  upstreamMs?: number;
+}
+
+/** Milliseconds since `startedAtMs` (a performance.now() reading), to 0.01 ms: for log lines. */
+export function elapsedMs(startedAtMs: number): number {
+  return Math.round((performance.now() - startedAtMs) * 100) / 100;
 }
 
 /** One chat completion to run. */
@@ -110,32 +155,68 @@ function reserveCallError(error: unknown): GatewayError {
     : new GatewayError('internal_error', { internalMessage: gatewayError.message, cause: error });
 }
 
-/** Holds the plan's Reserve; throws the client's error (402, 503, …) when it is not held. */
+/** Refusals that a Settle still in flight (which returns unused hold) can turn into a fit. */
+const refusalsASettleCanLift: ReadonlySet<ledgerV1.ReserveResult> = new Set([
+  ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE,
+  ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED,
+]);
+
+/**
+ * Holds the plan's Reserve; throws the client's error (402, 503, …) when it is not held. A
+ * Reserve refused for balance or budget while this proxy still has Settles of the organisation
+ * in flight waits for them and is tried once more: those Settles return their unused holds, and
+ * a client that sent its next request right after a response must not see a 402 because of a
+ * hold the gateway was about to release. (The retry repeats the same reservation id and
+ * payload; a refused Reserve wrote nothing, so it is not a replay.)
+ */
 export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan): Promise<void> {
   const { caller, model } = input;
   let reserved: ledgerV1.ReserveResponse;
+  const startedAtMs = performance.now();
+  const request: ledgerV1.ReserveRequest = {
+    reservationId: plan.reservationId,
+    organisationId: caller.organisation.id,
+    projectId: caller.project.id,
+    billingMode: ledgerBillingMode[caller.organisation.billingMode],
+    amountMicros: plan.amountMicros,
+    ttlMs: BigInt(deps.reserveTtlMs),
+    modelSlug: model.slug,
+  };
   try {
-    reserved = await deps.ledger.reserve({
-      reservationId: plan.reservationId,
-      organisationId: caller.organisation.id,
-      projectId: caller.project.id,
-      billingMode: ledgerBillingMode[caller.organisation.billingMode],
-      amountMicros: plan.amountMicros,
-      ttlMs: BigInt(deps.reserveTtlMs),
-      modelSlug: model.slug,
-    });
+    reserved = await deps.ledger.reserve(request);
+    if (refusalsASettleCanLift.has(reserved.result) && await deps.settlesInFlight.waitFor(caller.organisation.id)) {
+      reserved = await deps.ledger.reserve(request);
+    }
   } catch (error) {
     // The call failed, but the ledger may have held the Reserve anyway; free it rather than
     // leave it held until it expires. Release is idempotent and harmless on an unknown id.
     deps.background(deps.ledger.release({ reservationId: plan.reservationId, reason: 'reserve_outcome_unknown' }));
     throw reserveCallError(error);
+  } finally {
+    input.log.reserveMs = elapsedMs(startedAtMs);
   }
   if (reserved.result !== ledgerV1.ReserveResult.RESERVE_RESULT_OK) throw reserveRefusal(reserved);
   input.log.reservedMicros = plan.amountMicros;
 }
 
-/** Settles a usage at the model's prices; a settle that fails for good is logged for the expiry sweeper. */
-export async function settleUsage(
+/**
+ * Settles a usage at the model's prices; a settle that fails for good is logged for the expiry
+ * sweeper. Never throws (it may run after the response has gone out); registered in
+ * `settlesInFlight` while it runs.
+ */
+export function settleUsage(
+  deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, usage: TokenUsage, source: 'upstream' | 'gateway_estimate',
+): Promise<void> {
+  const settling = settleUsageOnce(deps, input, plan, usage, source).catch((error: unknown) => {
+    deps.logger.error({
+      requestId: input.requestId, reservationId: plan.reservationId, err: { message: (error as Error).message },
+    }, 'settle failed; the ledger expiry sweeper will resolve the reservation');
+  });
+  deps.settlesInFlight.add(input.caller.organisation.id, settling);
+  return settling;
+}
+
+async function settleUsageOnce(
   deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, usage: TokenUsage, source: 'upstream' | 'gateway_estimate',
 ): Promise<void> {
   const { log, model } = input;
@@ -143,6 +224,7 @@ export async function settleUsage(
   log.usageSource = source;
   log.promptTokens = usage.promptTokens;
   log.completionTokens = usage.completionTokens;
+  const startedAtMs = performance.now();
   const settled = await deps.ledger.settle({
     reservationId: plan.reservationId,
     inputTokens: BigInt(usage.promptTokens),
@@ -153,6 +235,7 @@ export async function settleUsage(
     usageSource: source === 'upstream' ? ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM : ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
     requestId: input.requestId,
   });
+  log.settleMs = elapsedMs(startedAtMs);
   if (settled?.result === ledgerV1.SettleResult.SETTLE_RESULT_OK) {
     log.debitedMicros = settled.debitedMicros;
   } else {

@@ -5,7 +5,7 @@ import type { TokenUsage } from '../domain/pricing.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
 import {
-  holdReserve, noUsage, planChat, releaseReserve, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan,
+  elapsedMs, holdReserve, noUsage, planChat, releaseReserve, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan,
 } from './chat-billing.ts';
 
 export type { BillingLogFields, ChatInput as CompleteChatInput, LedgerPort } from './chat-billing.ts';
@@ -50,20 +50,25 @@ export async function failedCallError(
 /**
  * Runs one non-streaming chat completion with its money: estimate, Reserve, upstream call,
  * then exactly one of Settle (the request may have reached the upstream) or Release (it
- * certainly did not). Upstream failures become the gateway's own 502/504; the upstream's
- * status, headers and text go nowhere but the log's status code.
+ * certainly did not). A completion is handed to `respond` first and settled right after, so the
+ * client does not wait for the ledger's second commit (docs/proxy.md, "Settle after the
+ * response"); the promise resolves once the settle has run. Upstream failures become the
+ * gateway's own 502/504 (settled or released before they are thrown); the upstream's status,
+ * headers and text go nowhere but the log's status code.
  */
-export async function completeChat(deps: CompleteChatDeps, input: ChatInput): Promise<ChatCompletionBody> {
+export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (body: ChatCompletionBody) => void): Promise<void> {
   const { model, log } = input;
   const plan = planChat(input);
   await holdReserve(deps, input, plan);
 
   let outcome: UpstreamOutcome;
+  const upstreamStartedAtMs = performance.now();
   try {
     outcome = await deps.upstream.send(model.upstream.baseUrl, plan.upstreamRequest);
   } catch (error) {
     outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
   }
+  log.upstreamMs = elapsedMs(upstreamStartedAtMs);
   log.upstreamOutcome = outcome.kind;
   if (outcome.kind !== 'response') throw await failedCallError(deps, input, plan, outcome);
 
@@ -78,12 +83,16 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput): Pr
 
   const billedUsage: TokenUsage = completion.usage
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };
-  await settleUsage(deps, input, plan, billedUsage, completion.usage === undefined ? 'gateway_estimate' : 'upstream');
-  return buildChatCompletionBody({
+  const body = buildChatCompletionBody({
     id: `chatcmpl-${input.requestUuid}`,
     createdS: Math.floor(Date.now() / 1000),
     modelSlug: model.slug,
     completion,
     billedUsage,
   });
+  // The settle starts before the response is written, so it is registered in settlesInFlight
+  // before the client can possibly send its next request.
+  const settled = settleUsage(deps, input, plan, billedUsage, completion.usage === undefined ? 'gateway_estimate' : 'upstream');
+  respond(body);
+  await settled;
 }

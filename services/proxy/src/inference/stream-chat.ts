@@ -7,7 +7,7 @@ import type { NormalizedUsage } from '../domain/normalized-completion.ts';
 import { SseParser } from '../upstreams/sse/sse-parser.ts';
 import type { StreamEvent } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamStream, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
-import { holdReserve, noUsage, planChat, settleUsage, type ChatInput, type ChatPlan } from './chat-billing.ts';
+import { elapsedMs, holdReserve, noUsage, planChat, settleUsage, type ChatInput, type ChatPlan } from './chat-billing.ts';
 import { failedCallError, type CompleteChatDeps } from './complete-chat.ts';
 
 /** Where a stream's frames go: the HTTP response, behind a port so the relay has no transport in it. */
@@ -65,11 +65,13 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
   else input.stop.addEventListener('abort', onStop, { once: true });
 
   let opened: UpstreamStreamOutcome;
+  const upstreamStartedAtMs = performance.now();
   try {
     opened = await deps.upstream.openStream(model.upstream.baseUrl, plan.upstreamRequest, upstreamAbort.signal);
   } catch (error) {
     opened = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
   }
+  log.upstreamMs = elapsedMs(upstreamStartedAtMs);
   if (opened.kind !== 'stream') {
     input.stop.removeEventListener('abort', onStop);
     log.upstreamOutcome = opened.kind;
@@ -223,9 +225,11 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
         await sink.write(`${head}[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]${tail}`);
       }
       if (request.includeUsage) await sink.write(usageFrame(billed.usage));
-      await settleUsage(deps, input, plan, billed.usage, billed.source);
+      // Settled after the response (as completions are): the client does not wait for the commit.
+      const settled = settleUsage(deps, input, plan, billed.usage, billed.source);
       await sink.write('data: [DONE]\n\n');
       sink.end();
+      await settled;
       return;
     }
     case 'client_closed': {
@@ -240,13 +244,17 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
         ? new GatewayError('service_unavailable', { internalMessage: 'stream cut by shutdown' })
         : new GatewayError(ending === 'upstream_timeout' ? 'upstream_timeout' : 'upstream_error', { internalMessage: `upstream stream failed: ${failureReason}` });
       const billed = deliveredUsage();
-      await settleUsage(deps, input, plan, billed.usage, billed.source);
-      if (!opened) throw error; // nothing sent yet: an ordinary HTTP error
+      const settled = settleUsage(deps, input, plan, billed.usage, billed.source);
+      if (!opened) {
+        await settled;
+        throw error; // nothing sent yet: an ordinary HTTP error
+      }
       // OpenAI's in-stream error form: one data event with an `error` object, then the end.
       await sink.write(`data: ${JSON.stringify(toHttpError(error).body)}\n\n`);
       sink.end();
       log.errorCode = error.code;
       log.errorDetail = error.message;
+      await settled;
       return;
     }
   }

@@ -49,6 +49,8 @@ export interface LedgerPeer {
   setProjectCap(projectId: string, capMicros: bigint): void;
   /** Makes the next `count` calls of a method fail with UNAVAILABLE (they are still recorded). */
   failNext(method: PeerMethod, count: number): void;
+  /** Makes the next call of a method wait `delayMs` before it is applied and answered (a slow commit). */
+  delayNext(method: PeerMethod, delayMs: number): void;
   /** Makes Checkpoint answer UNIMPLEMENTED, as a ledger without it does (the calls are still recorded). */
   setCheckpointImplemented(implemented: boolean): void;
   close(): Promise<void>;
@@ -66,6 +68,7 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
   const reservations = new Map<string, PeerReservation>();
   const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [], checkpoint: [] };
   const failures: Record<PeerMethod, number> = { reserve: 0, settle: 0, release: 0, checkpoint: 0 };
+  const delays: Record<PeerMethod, number[]> = { reserve: [], settle: [], release: [], checkpoint: [] };
   const projectCaps = new Map<string, bigint>();
   let checkpointImplemented = true;
 
@@ -88,7 +91,9 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
         callback({ code: GrpcStatus.UNAVAILABLE, details: 'injected failure' });
         return;
       }
-      callback(null, run(call.request));
+      const delayMs = delays[method].shift();
+      if (delayMs === undefined) callback(null, run(call.request));
+      else setTimeout(() => callback(null, run(call.request)), delayMs);
     };
   }
 
@@ -230,6 +235,7 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
       else projectCaps.set(projectId, capMicros);
     },
     failNext(method, count) { failures[method] = count; },
+    delayNext(method, delayMs) { delays[method].push(delayMs); },
     setCheckpointImplemented(implemented) { checkpointImplemented = implemented; },
     close: () => stopGrpcServer(server, 100),
   };
