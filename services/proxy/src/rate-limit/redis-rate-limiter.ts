@@ -67,6 +67,10 @@ export class RedisRateLimiter implements RateLimiter {
       commandTimeout: options.commandTimeoutMs ?? 1000,
       connectTimeout: 2000,
       retryStrategy: (attempt) => Math.min(100 * 2 ** Math.min(attempt, 5), 2000),
+      // Checks issued in the same event-loop tick go out in one socket write: under load that
+      // is one syscall for many requests (socket writes were the largest item of the proxy's
+      // CPU profile, docs/benchmarks.md); a lone request is sent as before.
+      enableAutoPipelining: true,
     });
     redis.defineCommand('gatewayRpmConsume', { numberOfKeys: 1, lua: slidingWindowScript });
     redis.on('error', (error: Error) => {
