@@ -9,7 +9,8 @@
  * not agree to the micro-rupee or if the money does not add up. Run time is bounded (< 3 min).
  *
  * Environment: TEST_DATABASE_URL or DATABASE_URL (a server URL; a fresh database is created and
- * dropped), BENCH_SECONDS (per measurement, default 4).
+ * dropped), BENCH_SECONDS (per measurement, default 4), BENCH_BATCHES_IN_FLIGHT (the batcher's
+ * maxBatchesInFlight; default: the batcher's default).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -98,7 +99,9 @@ try {
     INSERT INTO bench_counter SELECT g, 0 FROM generate_series(0, ${spreadOrganisations - 1}) g;`);
 
   const batchSizes: number[] = [];
-  const batcher = createLedgerBatcher(db, { onBatch: (operations) => batchSizes.push(operations) });
+  const batchesInFlight = process.env.BENCH_BATCHES_IN_FLIGHT === undefined ? undefined : Number(process.env.BENCH_BATCHES_IN_FLIGHT);
+  const minExtra = process.env.BENCH_MIN_EXTRA_BATCH === undefined ? undefined : Number(process.env.BENCH_MIN_EXTRA_BATCH);
+  const batcher = createLedgerBatcher(db, { maxBatchesInFlight: batchesInFlight, minExtraBatchOperations: minExtra, onBatch: (operations) => batchSizes.push(operations) });
   let pairSerial = 0;
   const pair = async (organisationId: string) => {
     const reservationId = `bench-${process.pid}-${pairSerial++}`;

@@ -54,8 +54,8 @@ describe('ledger app', () => {
       const app = await createLedgerApp(loadLedgerConfig(testEnv), { database, logger: createLogger('ledger', 'silent') });
       await app.close();
       const { rows } = await database.query<{ count: bigint }>('SELECT count(*) AS count FROM schema_migrations');
-      // Every migration in services/ledger/migrations (0001..0004) applied.
-      expect(rows[0]!.count).toBe(4n);
+      // Every migration in services/ledger/migrations (0001..0005) applied.
+      expect(rows[0]!.count).toBe(5n);
     } finally {
       await database.close();
     }

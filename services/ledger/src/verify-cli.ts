@@ -8,7 +8,8 @@ import { verifyLedger } from './domain/find-balance-differences.ts';
 
 /** The line printed for one difference, µ₹. */
 function describe(difference: Awaited<ReturnType<typeof verifyLedger>>['differences'][number]): string {
-  const where = difference.projectMonth ? ` project=${difference.projectMonth.projectId} month=${difference.projectMonth.month}` : '';
+  const where = difference.projectMonth ? ` project=${difference.projectMonth.projectId} month=${difference.projectMonth.month}`
+    : difference.orphan ? ` table=${difference.orphan.table} row=${difference.orphan.rowId} missing=${difference.orphan.missing}` : '';
   return `DIFFERENCE organisation=${difference.organisationId} check=${difference.check} balance=${difference.balance}${where} ` +
     `stored=${difference.accountMicros} recomputed=${difference.recomputedMicros} delta=${difference.recomputedMicros - difference.accountMicros}`;
 }

@@ -56,6 +56,15 @@ const retryableSqlStates = new Set(['40001', '40P01']);
 /** Attempts after the first when a batch hit a deadlock or serialization failure. */
 const maxBatchRetries = 5;
 
+/**
+ * LR002: the set-based batch (migration 0005) decided on a balance that another batch changed
+ * before this one locked the account (only near an empty wallet); it rolled back and left
+ * nothing. It is run again as it was this many times (it then reads the new balance), and after
+ * that isolated, where every operation locks before it decides.
+ */
+const staleBalanceSqlState = 'LR002';
+const maxStaleBalanceRetries = 2;
+
 /** An operation the database rolled back alone; carries its SQLSTATE for the log (never shown to callers). */
 export class LedgerOperationError extends Error {
   readonly code: string;
@@ -84,6 +93,7 @@ function operationJson(operation: LedgerOperation): Record<string, string> {
 export async function applyLedgerOperations(db: Database, operations: readonly LedgerOperation[]): Promise<LedgerOperationAnswer[]> {
   const payload = JSON.stringify(operations.map(operationJson));
   let isolate = false;
+  let staleRetries = 0;
   for (let attempt = 0; ; attempt++) {
     try {
       // One statement is its own transaction: no BEGIN/COMMIT round trips.
@@ -92,6 +102,7 @@ export async function applyLedgerOperations(db: Database, operations: readonly L
       return rows.sort((a, b) => a.ordinal - b.ordinal).map(toAnswer);
     } catch (error) {
       const sqlState = (error as { code?: string }).code;
+      if (sqlState === staleBalanceSqlState && staleRetries < maxStaleBalanceRetries) { staleRetries++; attempt--; continue; }
       if (attempt < maxBatchRetries && sqlState !== undefined && retryableSqlStates.has(sqlState)) continue;
       if (!isolate && sqlState !== undefined) { isolate = true; continue; }
       throw error;

@@ -60,11 +60,33 @@ describe('findBalanceDifferences over embedded PGlite', () => {
     ]);
   });
 
+  it('finds rows whose account, reservation or credit does not exist (the hot tables have no foreign keys)', async () => {
+    // Written behind the ledger functions' back (append-only: they stay; no later test verifies).
+    await db.query(`INSERT INTO reservations (id, organisation_id, project_id, billing_mode, amount_micros, model_slug, expires_at, request_fingerprint)
+      VALUES ('r-ghost', 'org-ghost', 'p', 'internal', 3, 'm', now(), 'f')`);
+    await db.query(`INSERT INTO movements (organisation_id, kind, amount_micros, credited_delta_micros, available_delta_micros, held_delta_micros, debited_delta_micros, reservation_id)
+      VALUES ('org-a', 'release', 4, 0, 4, -4, 0, 'r-missing')`);
+    await db.query(`INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens, cost_micros,
+        provider_cost_micros, debited_micros, billing_mode, usage_source, request_id)
+      VALUES ('r-missing-too', 'org-a', 'p', 'm', 1, 1, 0, 0, 0, 'internal', 'upstream', '')`);
+    const orphans = (await findBalanceDifferences(db)).filter((difference) => difference.check === 'orphans');
+    expect(orphans.map((difference) => ({ ...difference.orphan, organisationId: difference.organisationId, micros: difference.recomputedMicros })))
+      .toEqual([
+        { table: 'reservations', rowId: 'r-ghost', missing: 'account', organisationId: 'org-ghost', micros: 3n },
+        { table: 'movements', rowId: expect.any(String), missing: 'reservation', organisationId: 'org-a', micros: 4n },
+        { table: 'usage_records', rowId: expect.any(String), missing: 'reservation', organisationId: 'org-a', micros: 0n },
+      ]);
+  });
+
   it('refuses, in the schema, an account row that breaks conservation and any change to history', async () => {
     await expect(db.query("UPDATE accounts SET available_micros = available_micros + 1 WHERE organisation_id = 'org-a'"))
       .rejects.toThrow(/accounts_conservation/);
     await expect(db.query('UPDATE movements SET amount_micros = amount_micros + 1')).rejects.toThrow(/append-only/);
     await expect(db.query('DELETE FROM usage_records')).rejects.toThrow(/append-only/);
+    // Parents of rows that have no foreign keys any more (migration 0005) cannot vanish either.
+    await expect(db.query("DELETE FROM accounts WHERE organisation_id = 'org-a'")).rejects.toThrow(/never deleted/);
+    await expect(db.query("DELETE FROM reservations WHERE id = 'r-2'")).rejects.toThrow(/never deleted/);
+    await expect(db.query('TRUNCATE reservations CASCADE')).rejects.toThrow(/never deleted/);
     await expect(db.query('DELETE FROM credits')).rejects.toThrow(/append-only/);
     // A movement whose deltas do not have its kind's shape is refused too.
     await expect(db.query(

@@ -2,7 +2,7 @@ import type { Database, Queryable } from '@gateway/db';
 import type { Balances } from './ledger-types.ts';
 
 /** Which balance column a difference is about. */
-export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'project_settled';
+export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'project_settled' | 'orphan_row';
 
 /**
  * Which check found a difference:
@@ -11,9 +11,12 @@ export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'proje
  * - `credits`: credited differs from the sum of the credits table;
  * - `holds`: held differs from the Reserves of commercial reservations still held;
  * - `usage`: debited differs from the sum debited on usage records;
- * - `project_spend`: a project's settled spend of a month differs from its usage records' cost.
+ * - `project_spend`: a project's settled spend of a month differs from its usage records' cost;
+ * - `orphans`: a reservation, movement or usage record names an account, reservation or credit
+ *   that does not exist (the hot tables have no foreign keys since migration 0005: the ledger
+ *   functions that write them lock the parent first, and this check proves it held).
  */
-export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage' | 'project_spend';
+export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage' | 'project_spend' | 'orphans';
 
 /** One disagreement between an account's stored balance and what the rows say it must be, µ₹. */
 export interface BalanceDifference {
@@ -26,6 +29,16 @@ export interface BalanceDifference {
   recomputedMicros: bigint;
   /** For `project_spend`: which project and month (Asia/Kolkata). */
   projectMonth?: { projectId: string; month: string };
+  /** For `orphans`: the row (its table and id) and which parent it names but does not have. */
+  orphan?: OrphanRow;
+}
+
+/** A row whose parent does not exist; for `orphans` differences, accountMicros is 0 and recomputedMicros the row's amount, µ₹. */
+export interface OrphanRow {
+  table: 'reservations' | 'movements' | 'usage_records';
+  /** The row's id (a reservation id, or a movement / usage record serial as decimal). */
+  rowId: string;
+  missing: 'account' | 'reservation' | 'credit';
 }
 
 /** A sum per organisation, as SQL returns it. */
@@ -116,6 +129,7 @@ export async function verifyLedger(db: Database): Promise<LedgerVerification> {
       note(id, 'movements', 'debited', 0n, moved.debitedMicros);
     }
     differences.push(...await projectSpendDifferences(tx));
+    differences.push(...await orphanDifferences(tx));
     return { accountsChecked: BigInt(accounts.rows.length), differences };
   }, { isolation: 'repeatable read' });
 }
@@ -153,5 +167,49 @@ async function projectSpendDifferences(tx: Queryable): Promise<BalanceDifference
     organisationId: row.organisation_id, check: 'project_spend', balance: 'project_settled',
     accountMicros: row.counter ?? 0n, recomputedMicros: row.recomputed === null ? 0n : BigInt(row.recomputed),
     projectMonth: { projectId: row.project_id, month: row.month },
+  }));
+}
+
+/** An orphan row as SQL returns it. */
+interface OrphanSqlRow {
+  table_name: OrphanRow['table'];
+  row_id: string;
+  missing: OrphanRow['missing'];
+  organisation_id: string;
+  micros: bigint;
+}
+
+/** Most orphan rows reported by one verification (each is a bug; the first ones say enough). */
+const maxOrphansReported = 1_000;
+
+/**
+ * Every reservation, movement and usage record whose account, reservation or credit does not
+ * exist (anti-joins on primary keys; one pass over each table, as the sums above already do).
+ */
+async function orphanDifferences(tx: Queryable): Promise<BalanceDifference[]> {
+  const { rows } = await tx.query<OrphanSqlRow>(
+    `SELECT 'reservations' AS table_name, r.id AS row_id, 'account' AS missing, r.organisation_id, r.amount_micros AS micros
+     FROM reservations r WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.organisation_id = r.organisation_id)
+     UNION ALL
+     SELECT 'movements', m.id::text, 'account', m.organisation_id, m.amount_micros
+     FROM movements m WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.organisation_id = m.organisation_id)
+     UNION ALL
+     SELECT 'movements', m.id::text, 'reservation', m.organisation_id, m.amount_micros
+     FROM movements m WHERE m.reservation_id IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM reservations r WHERE r.id = m.reservation_id)
+     UNION ALL
+     SELECT 'movements', m.id::text, 'credit', m.organisation_id, m.amount_micros
+     FROM movements m WHERE m.credit_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM credits c WHERE c.credit_id = m.credit_id)
+     UNION ALL
+     SELECT 'usage_records', u.id::text, 'account', u.organisation_id, u.cost_micros
+     FROM usage_records u WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.organisation_id = u.organisation_id)
+     UNION ALL
+     SELECT 'usage_records', u.id::text, 'reservation', u.organisation_id, u.cost_micros
+     FROM usage_records u WHERE NOT EXISTS (SELECT 1 FROM reservations r WHERE r.id = u.reservation_id)
+     LIMIT ${maxOrphansReported}`,
+  );
+  return rows.map((row) => ({
+    organisationId: row.organisation_id, check: 'orphans', balance: 'orphan_row', accountMicros: 0n,
+    recomputedMicros: BigInt(row.micros), orphan: { table: row.table_name, rowId: row.row_id, missing: row.missing },
   }));
 }

@@ -7,6 +7,18 @@ import {
 export interface LedgerBatcherOptions {
   /** Most operations in one batch (one transaction, one commit). Default 256. */
   maxBatchOperations?: number;
+  /**
+   * Most batches in flight at once (each one round trip on its own connection). Default 2: a
+   * set-based batch locks its accounts only at its end (migration 0005), so while one batch
+   * holds a hot account and commits, the next writes its rows.
+   */
+  maxBatchesInFlight?: number;
+  /**
+   * A batch beyond the first in flight starts only when at least this many operations are
+   * queued (smaller ones wait for a batch to finish and join the next): tiny batches cost more
+   * per operation. Default 16.
+   */
+  minExtraBatchOperations?: number;
   /** Called after each batch with how many operations it held (tests, metrics). */
   onBatch?: (operations: number) => void;
 }
@@ -25,12 +37,19 @@ interface Pending {
 }
 
 const defaultMaxBatchOperations = 256;
+const defaultMaxBatchesInFlight = 2;
+const defaultMinExtraBatchOperations = 16;
 
 /**
  * Natural batching (group commit): an operation that arrives while no batch is in flight starts
  * one at once (no timer, so a lone caller waits for nothing); operations that arrive while a
  * batch is in flight queue up, and when it completes the next batch takes everything queued
- * (up to the maximum), in arrival order. A batch is one round trip and one commit
+ * (up to the maximum), in arrival order. A second batch (up to `maxBatchesInFlight`) starts
+ * without waiting once `minExtraBatchOperations` are queued: the set-based batch locks its
+ * accounts only at its end (migration 0005), so two batches on one hot organisation overlap
+ * their row writes and serialise only on the account update and the commit. Batches in flight
+ * together are ordered by the database (whichever locks the account first), as concurrent
+ * callers are. A batch is one round trip and one commit
  * (`applyLedgerOperations`); each operation's answer is exactly what it would be alone after
  * the ones before it, and an operation that fails is rolled back alone. If a whole batch fails
  * (e.g. the database went away, or deadlock retries ran out), each of its operations is tried
@@ -41,8 +60,10 @@ const defaultMaxBatchOperations = 256;
  */
 export function createLedgerBatcher(db: Database, options: LedgerBatcherOptions = {}): LedgerBatcher {
   const maxBatchOperations = options.maxBatchOperations ?? defaultMaxBatchOperations;
+  const maxBatchesInFlight = Math.max(1, options.maxBatchesInFlight ?? defaultMaxBatchesInFlight);
+  const minExtraBatchOperations = Math.max(1, options.minExtraBatchOperations ?? defaultMinExtraBatchOperations);
   const queue: Pending[] = [];
-  let inFlight = false;
+  let inFlight = 0;
   let closed = false;
   let idle: Promise<void> = Promise.resolve();
   let markIdle: () => void = () => undefined;
@@ -71,21 +92,22 @@ export function createLedgerBatcher(db: Database, options: LedgerBatcherOptions 
   };
 
   const drain = () => {
-    if (inFlight || queue.length === 0) return;
-    inFlight = true;
-    const batch = queue.splice(0, maxBatchOperations);
-    void runBatch(batch).finally(() => {
-      options.onBatch?.(batch.length);
-      inFlight = false;
-      if (queue.length > 0) drain();
-      else markIdle();
-    });
+    while (queue.length > 0 && (inFlight === 0 || (inFlight < maxBatchesInFlight && queue.length >= minExtraBatchOperations))) {
+      inFlight++;
+      const batch = queue.splice(0, maxBatchOperations);
+      void runBatch(batch).finally(() => {
+        options.onBatch?.(batch.length);
+        inFlight--;
+        if (queue.length > 0) drain();
+        else if (inFlight === 0) markIdle();
+      });
+    }
   };
 
   return {
     run(operation) {
       if (closed) return Promise.reject(new Error('ledger batcher is closed'));
-      if (!inFlight && queue.length === 0) idle = new Promise((resolve) => { markIdle = resolve; });
+      if (inFlight === 0 && queue.length === 0) idle = new Promise((resolve) => { markIdle = resolve; });
       return new Promise((resolve, reject) => {
         queue.push({ operation, resolve, reject });
         drain();

@@ -3,7 +3,7 @@ import { migrate, openDatabase, type Database } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LedgerOperation, LedgerOperationAnswer } from './apply-ledger-operations.ts';
+import { applyLedgerOperations, type LedgerOperation, type LedgerOperationAnswer } from './apply-ledger-operations.ts';
 import { credit } from './credit.ts';
 import { findBalanceDifferences } from './find-balance-differences.ts';
 import { fingerprintOf } from './fingerprint.ts';
@@ -76,7 +76,8 @@ function comparable(answer: LedgerOperationAnswer): unknown {
  * same rows. Two sides of one database run the same generated batches: side "set" through
  * `ledger_apply_batch` (every batch is of the common shape, so it takes the set-based path),
  * side "each" through `ledger_apply_batch_each`; a tripwire fails the test if a "set" batch
- * falls back to the loop or errors. Then answers, balances, movements, usage
+ * falls back to the loop or errors (batches of one take the direct single-operation path of
+ * 0005 and are held to the same comparison). Then answers, balances, movements, usage
  * records, reservations and project spend are compared.
  */
 describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
@@ -118,7 +119,7 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
       }),
       fc.record({ kind: fc.constant('settle' as const), pick: fc.nat(), costMicros: fc.integer({ min: 0, max: 1_200 }) }),
     );
-    await fc.assert(fc.asyncProperty(fc.array(fc.array(plannedOperation, { minLength: 2, maxLength: 12 }), { minLength: 1, maxLength: 6 }), async (batches) => {
+    await fc.assert(fc.asyncProperty(fc.array(fc.array(plannedOperation, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 6 }), async (batches) => {
       run++;
       const organisationOf = (side: string, index: number) => `sb-${run}-${side}-${index}`;
       for (const side of ['set', 'each']) {
@@ -151,7 +152,8 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
             for (const side of ['set', 'each']) sides[side]!.push(settleOperation(`sb-${run}-${side}-${id}`, BigInt(planned.costMicros)));
           }
         }
-        if (sides.set!.length < 2) continue;
+        // A batch of one takes the direct single-operation path (0005), compared just the same.
+        if (sides.set!.length < 1) continue;
         for (const operation of [...sides.set!, ...sides.each!]) sentFingerprints.set(`${operation.kind}:${operation.reservationId}`, operation.fingerprint);
         const setAnswers = await db.transaction(async (tx) => {
           await tx.query("SET LOCAL ledger_test.set_based_only = 'on'");
@@ -197,4 +199,49 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
     }), { numRuns: 25 });
     expect(await findBalanceDifferences(db)).toEqual([]);
   }, 120_000);
+
+  /**
+   * Migration 0005 decides on balances read without a lock and locks the accounts last; law 1
+   * is the second decision, under the lock. Here another transaction spends most of the wallet
+   * while the batch is between its read and its lock: the batch must not commit its stale
+   * decision (SQLSTATE LR002, nothing written), and applyLedgerOperations, running it again,
+   * must answer what the locked balance says.
+   */
+  it('never commits a decision made on a balance that changed before the lock (law 1 under the lock)', async () => {
+    const organisationId = 'sb-stale';
+    await openAccount(db, organisationId);
+    await credit(db, { creditId: `fund-${organisationId}`, organisationId, amountMicros: fundingMicros, reason: '' });
+    const spendMostOfIt = (id: string) => payloadOf([reserveOperation(id, organisationId, false, 1_500n)]).slice(1, -1);
+    const batch = [reserveOperation('sb-stale-a', organisationId, false, 1_000n), reserveOperation('sb-stale-b', organisationId, true, 5n)];
+
+    // While another transaction holds the account (and spends 1,500 of 2,000 µ₹), the batch
+    // reads 2,000 unlocked, decides OK, writes its rows and waits for the lock.
+    const raceWith = async <T>(id: string, run: () => Promise<T>): Promise<T> => {
+      let pending: Promise<T> | undefined;
+      await db.transaction(async (tx) => {
+        await tx.query('SELECT ledger_reserve($1::jsonb)', [spendMostOfIt(id)]);
+        pending = run();
+        pending.catch(() => undefined);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      });
+      return pending!;
+    };
+    await expect(raceWith('sb-stale-x', () => db.query('SELECT * FROM ledger_apply_batch($1::jsonb, false)', [payloadOf(batch)])))
+      .rejects.toMatchObject({ code: 'LR002' });
+    expect((await db.query("SELECT 1 FROM reservations WHERE id IN ('sb-stale-a', 'sb-stale-b')")).rowCount).toBe(0);
+
+    // 500 µ₹ left; once more with a second 1,500 would go below zero: refused, the internal Reserve holds nothing.
+    await db.query("UPDATE accounts SET available_micros = available_micros + 1500, credited_micros = credited_micros + 1500 WHERE organisation_id = $1", [organisationId]);
+    await db.query(`INSERT INTO credits (credit_id, organisation_id, amount_micros, reason, fingerprint) VALUES ('top-up-stale', $1, 1500, '', 'f')`, [organisationId]);
+    await db.query(`INSERT INTO movements (organisation_id, kind, amount_micros, credited_delta_micros, available_delta_micros, held_delta_micros, debited_delta_micros, credit_id)
+      VALUES ($1, 'credit', 1500, 1500, 1500, 0, 0, 'top-up-stale')`, [organisationId]);
+    const answers = await raceWith('sb-stale-y', () => applyLedgerOperations(db, batch));
+    expect(answers.map((answer) => (answer.ok ? [answer.result, answer.availableMicros] : answer.error.message))).toEqual([
+      ['insufficient_balance', 500n], ['ok', 500n],
+    ]);
+    const { rows } = await db.query<{ available_micros: bigint; held_micros: bigint }>(
+      'SELECT available_micros, held_micros FROM accounts WHERE organisation_id = $1', [organisationId]);
+    expect(rows[0]).toEqual({ available_micros: 500n, held_micros: 3_000n });
+    expect(await findBalanceDifferences(db)).toEqual([]);
+  }, 30_000);
 });

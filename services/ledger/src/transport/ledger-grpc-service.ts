@@ -100,11 +100,13 @@ function usageRecordToProto(record: UsageRecordView): ledgerV1.UsageRecord {
   return { ...record, billingMode: billingModesToProto[record.billingMode], usageSource: usageSourcesToProto[record.usageSource] };
 }
 
-/** A balance difference as the proto carries it; a project's month names itself in `balance`. */
+/** A balance difference as the proto carries it; a project's month, or an orphan row, names itself in `balance`. */
 export function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.BalanceDifference {
   const balance = difference.projectMonth
     ? `${difference.balance}:${difference.projectMonth.projectId}:${difference.projectMonth.month}`
-    : difference.balance;
+    : difference.orphan
+      ? `${difference.balance}:${difference.orphan.table}:${difference.orphan.rowId}:missing_${difference.orphan.missing}`
+      : difference.balance;
   return {
     organisationId: difference.organisationId, check: difference.check, balance,
     accountMicros: difference.accountMicros, recomputedMicros: difference.recomputedMicros,
