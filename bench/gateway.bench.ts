@@ -52,11 +52,11 @@ const deployedNodeOptions = deployedProxyNodeOptions();
 const proxyProfileOptions = process.env.BENCH_PROXY_CPU_PROF === '1' ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '';
 const proxyHeapOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? deployedNodeOptions;
 const proxyNodeOptions = [proxyProfileOptions, proxyHeapOptions].filter((flags) => flags !== '').join(' ');
-/** The proxy's flags when they are not the deployed ones (an experiment). */
-const proxyExperimentOptions = proxyNodeOptions === deployedNodeOptions ? '' : proxyNodeOptions;
+/** Whether the proxy runs with other flags than the deployed ones (an experiment, kept out of the docs). */
+const proxyIsExperiment = proxyProfileOptions !== '' || process.env.BENCH_PROXY_NODE_OPTIONS !== undefined;
 const proxyLogLevel = process.env.BENCH_PROXY_LOG_LEVEL ?? 'warn';
 /** What makes this run's proxy differ from the one the published table measures. */
-const proxyVariant = [proxyExperimentOptions === '' ? '' : `NODE_OPTIONS="${proxyExperimentOptions}"`, proxyLogLevel === 'warn' ? '' : `LOG_LEVEL=${proxyLogLevel}`].filter((v) => v !== '').join(' ');
+const proxyVariant = [proxyIsExperiment ? `NODE_OPTIONS="${proxyNodeOptions}"` : '', proxyLogLevel === 'warn' ? '' : `LOG_LEVEL=${proxyLogLevel}`].filter((v) => v !== '').join(' ');
 const inputPriceMicrosPerMtok = 1_000_000n;
 const outputPriceMicrosPerMtok = 2_000_000n;
 const nonStreamingBody = { model: 'bench', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] };
@@ -213,7 +213,7 @@ async function main(): Promise<void> {
       REDIS_URL: infrastructure.redisUrl, PROXY_REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`,
       NODE_OPTIONS: proxyNodeOptions,
     });
-    if (proxyExperimentOptions !== '') mkdirSync(profileDir, { recursive: true });
+    if (proxyProfileOptions !== '') mkdirSync(profileDir, { recursive: true });
     services.push(proxy);
     await waitUntilReady(proxy, `http://127.0.0.1:${proxyHttp}/readyz`);
 
