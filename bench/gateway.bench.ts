@@ -281,6 +281,13 @@ async function main(): Promise<void> {
     // Money: every usage record of the run priced at what the upstream reported, and verify clean.
     const ledgerDb = await openDatabase({ url: database.url, schema: 'ledger', poolSize: 2 });
     try {
+      // Settles follow their responses by a few milliseconds: wait (up to 10 s) until the last
+      // ones have landed, so that the check sees every request's final money.
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+        const held = await ledgerDb.query<{ held_micros: bigint }>('SELECT held_micros FROM accounts WHERE organisation_id = $1', [organisation.id]);
+        if (held.rows[0]?.held_micros === 0n) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       const differences = await findBalanceDifferences(ledgerDb);
       // Every usage record must carry usage the upstream reported for one of the two shapes.
       const groups = await ledgerDb.query<{ input_tokens: bigint; output_tokens: bigint; usage_source: string; records: bigint; cost: bigint }>(
