@@ -95,8 +95,9 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     grpcServer.addService(ledgerV1.LedgerServiceService, service.implementation);
     const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT);
     cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
-    // Watches never finish on their own: end them first so the drain waits only for unary calls.
-    cleanups.push(async () => { service.endWatches(); });
+    // Watches and Operate streams never finish on their own: end them first, so the drain waits
+    // only for unary calls and the answers to operations already received.
+    cleanups.push(async () => { service.endStreams(); });
 
     const sweeper: ExpirySweeper = startExpirySweeper({
       database, logger, intervalMs: config.LEDGER_SWEEP_INTERVAL_MS,

@@ -164,6 +164,9 @@ export async function startFakeLedger(): Promise<FakeLedger> {
     watchBudgetAlerts: (call) => {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });
     },
+    operate: (call) => {
+      call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });
+    },
   };
 
   const server = new Server();

@@ -1,8 +1,8 @@
 import { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
-import { GatewayError, toGrpcError } from '@gateway/errors';
+import { GatewayError, toGatewayError, toGrpcError } from '@gateway/errors';
 import { unaryHandler, type Metadata } from '@gateway/grpc';
-import type { ServerWritableStream } from '@grpc/grpc-js';
+import { status as grpcStatus, type ServerDuplexStream, type ServerWritableStream } from '@grpc/grpc-js';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import { runAlone, type LedgerOperationRunner } from '../domain/apply-ledger-operations.ts';
 import { checkpoint, type CheckpointResultName } from '../domain/checkpoint.ts';
@@ -122,8 +122,12 @@ export interface BudgetAlertWatchOptions {
 /** The extra handle of the service: ending open watches at shutdown, so the gRPC drain is not held up by them. */
 export interface LedgerGrpcService {
   implementation: ledgerV1.LedgerServiceServer;
-  /** Ends every open WatchBudgetAlerts stream (OK status) and refuses new ones. */
-  endWatches(): void;
+  /**
+   * Ends every open WatchBudgetAlerts stream (OK status) and refuses new ones, and ends every
+   * Operate stream once the messages it received are answered (later ones are answered
+   * UNAVAILABLE): the gRPC drain then waits only for unary calls and those answers.
+   */
+  endStreams(): void;
 }
 
 /** The caller's request id from gRPC metadata (`x-request-id`), or a fresh one. */
@@ -149,21 +153,122 @@ interface Handled<Res> {
 export function createLedgerGrpcService(
   db: Database, logger: Logger, watchOptions: BudgetAlertWatchOptions, batcher: LedgerOperationRunner = runAlone(db),
 ): LedgerGrpcService {
-  const handle = <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>) =>
-    unaryHandler<Req, Res>(logger, method, async (request, metadata) => {
-      const requestId = requestIdOf(metadata);
-      const startedAt = performance.now();
-      try {
-        const { response, outcome, subject } = await work(request);
-        logger.info({ method, requestId, outcome, ...subject, durationMs: Math.round(performance.now() - startedAt) }, 'ledger call');
-        return response;
-      } catch (error) {
-        if (error instanceof InvalidQueryError) {
-          throw new GatewayError('invalid_request', { publicMessage: error.message, internalMessage: `${method}: ${error.message}` });
-        }
-        throw error;
+  /** Runs one method's work as one call: its log line; a malformed read becomes invalid_request. */
+  const perform = async <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>, request: Req, requestId: string): Promise<Res> => {
+    const startedAt = performance.now();
+    try {
+      const { response, outcome, subject } = await work(request);
+      logger.info({ method, requestId, outcome, ...subject, durationMs: Math.round(performance.now() - startedAt) }, 'ledger call');
+      return response;
+    } catch (error) {
+      if (error instanceof InvalidQueryError) {
+        throw new GatewayError('invalid_request', { publicMessage: error.message, internalMessage: `${method}: ${error.message}` });
       }
+      throw error;
+    }
+  };
+  const handle = <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>) =>
+    unaryHandler<Req, Res>(logger, method, (request, metadata) => perform(method, work, request, requestIdOf(metadata)));
+
+  // The hot-path methods' work, shared by their unary calls and the Operate stream.
+  const reserveWork = async (request: ledgerV1.ReserveRequest): Promise<Handled<ledgerV1.ReserveResponse>> => {
+    const outcome = await reserve(batcher, {
+      reservationId: request.reservationId, organisationId: request.organisationId, projectId: request.projectId,
+      billingMode: billingModeFromProto(request.billingMode), amountMicros: request.amountMicros,
+      ttlMs: request.ttlMs, modelSlug: request.modelSlug,
     });
+    return {
+      response: { ...outcome, result: reserveResults[outcome.result] },
+      outcome: outcome.result, subject: { reservationId: request.reservationId, organisationId: request.organisationId },
+    };
+  };
+  const settleWork = async (request: ledgerV1.SettleRequest): Promise<Handled<ledgerV1.SettleResponse>> => {
+    const outcome = await settle(batcher, {
+      reservationId: request.reservationId, inputTokens: request.inputTokens, outputTokens: request.outputTokens,
+      costMicros: request.costMicros, providerCostMicros: request.providerCostMicros, modelSlug: request.modelSlug,
+      usageSource: usageSourceFromProto(request.usageSource), requestId: request.requestId,
+    });
+    return {
+      response: { ...outcome, result: settleResults[outcome.result] },
+      outcome: outcome.result, subject: { reservationId: request.reservationId },
+    };
+  };
+  const releaseWork = async (request: ledgerV1.ReleaseRequest): Promise<Handled<ledgerV1.ReleaseResponse>> => {
+    const outcome = await release(db, { reservationId: request.reservationId, reason: request.reason });
+    return {
+      response: { ...outcome, result: releaseResults[outcome.result] },
+      outcome: outcome.result, subject: { reservationId: request.reservationId },
+    };
+  };
+  const checkpointWork = async (request: ledgerV1.CheckpointRequest): Promise<Handled<ledgerV1.CheckpointResponse>> => {
+    const outcome = await checkpoint(db, request);
+    return {
+      response: { ...outcome, result: checkpointResults[outcome.result] },
+      outcome: outcome.result, subject: { reservationId: request.reservationId, sequence: request.sequence.toString() },
+    };
+  };
+
+  const operationStreams = new Set<() => void>();
+  let operationStreamsEnded = false;
+
+  /** Answers one message of an Operate stream exactly as the unary method would, errors included. */
+  const answerOperation = async (message: ledgerV1.OperationRequest): Promise<ledgerV1.OperationResponse> => {
+    const { callId } = message;
+    const requestId = requestIdFrom(message.requestId === '' ? undefined : message.requestId);
+    let method = 'Operate';
+    try {
+      if (message.reserve) { method = 'Reserve'; return { callId, reserve: await perform(method, reserveWork, message.reserve, requestId) }; }
+      if (message.settle) { method = 'Settle'; return { callId, settle: await perform(method, settleWork, message.settle, requestId) }; }
+      if (message.release) { method = 'Release'; return { callId, release: await perform(method, releaseWork, message.release, requestId) }; }
+      if (message.checkpoint) { method = 'Checkpoint'; return { callId, checkpoint: await perform(method, checkpointWork, message.checkpoint, requestId) }; }
+      throw new GatewayError('invalid_request', { publicMessage: 'The operation names no method.' });
+    } catch (error) {
+      const gatewayError = toGatewayError(error);
+      logger[gatewayError.code === 'internal_error' ? 'error' : 'warn']({ err: error, method, requestId, code: gatewayError.code }, 'gRPC call failed');
+      const status = toGrpcError(error);
+      return { callId, error: { code: status.code, message: status.details, errorCode: gatewayError.code } };
+    }
+  };
+
+  /**
+   * Operate: each message is answered on its own (concurrently, through the same batcher as the
+   * unary calls), in whatever order they finish. The stream ends when the caller half-closes it
+   * or at shutdown, once every message received has been answered; a message that arrives after
+   * shutdown began is answered UNAVAILABLE, so its caller retries on a new stream elsewhere.
+   */
+  const operate = (call: ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>) => {
+    let unanswered = 0;
+    let closing = false;
+    let finished = false;
+    const finish = () => {
+      if (finished || unanswered > 0) return;
+      finished = true;
+      operationStreams.delete(close);
+      if (!call.cancelled && !call.destroyed) call.end();
+    };
+    const close = () => { closing = true; finish(); };
+    const abandon = () => { finished = true; operationStreams.delete(close); };
+    operationStreams.add(close);
+    call.on('data', (message: ledgerV1.OperationRequest) => {
+      if (closing) {
+        if (!finished && !call.cancelled && !call.destroyed) {
+          call.write({ callId: message.callId, error: { code: grpcStatus.UNAVAILABLE, message: 'The ledger is shutting down.', errorCode: 'service_unavailable' } });
+        }
+        return;
+      }
+      unanswered += 1;
+      void answerOperation(message).then((response) => {
+        if (!call.cancelled && !call.destroyed) call.write(response);
+      }).finally(() => {
+        unanswered -= 1;
+        if (closing) finish();
+      });
+    });
+    call.on('end', close);
+    call.on('cancelled', abandon);
+    call.on('error', abandon);
+    if (operationStreamsEnded) close();
+  };
 
   const watches = new Set<() => void>();
   let watchesEnded = false;
@@ -223,37 +328,11 @@ export function createLedgerGrpcService(
       };
     }),
 
-    reserve: handle<ledgerV1.ReserveRequest, ledgerV1.ReserveResponse>('Reserve', async (request) => {
-      const outcome = await reserve(batcher, {
-        reservationId: request.reservationId, organisationId: request.organisationId, projectId: request.projectId,
-        billingMode: billingModeFromProto(request.billingMode), amountMicros: request.amountMicros,
-        ttlMs: request.ttlMs, modelSlug: request.modelSlug,
-      });
-      return {
-        response: { ...outcome, result: reserveResults[outcome.result] },
-        outcome: outcome.result, subject: { reservationId: request.reservationId, organisationId: request.organisationId },
-      };
-    }),
+    reserve: handle('Reserve', reserveWork),
 
-    settle: handle<ledgerV1.SettleRequest, ledgerV1.SettleResponse>('Settle', async (request) => {
-      const outcome = await settle(batcher, {
-        reservationId: request.reservationId, inputTokens: request.inputTokens, outputTokens: request.outputTokens,
-        costMicros: request.costMicros, providerCostMicros: request.providerCostMicros, modelSlug: request.modelSlug,
-        usageSource: usageSourceFromProto(request.usageSource), requestId: request.requestId,
-      });
-      return {
-        response: { ...outcome, result: settleResults[outcome.result] },
-        outcome: outcome.result, subject: { reservationId: request.reservationId },
-      };
-    }),
+    settle: handle('Settle', settleWork),
 
-    release: handle<ledgerV1.ReleaseRequest, ledgerV1.ReleaseResponse>('Release', async (request) => {
-      const outcome = await release(db, { reservationId: request.reservationId, reason: request.reason });
-      return {
-        response: { ...outcome, result: releaseResults[outcome.result] },
-        outcome: outcome.result, subject: { reservationId: request.reservationId },
-      };
-    }),
+    release: handle('Release', releaseWork),
 
     credit: handle<ledgerV1.CreditRequest, ledgerV1.CreditResponse>('Credit', async (request) => {
       const outcome = await credit(db, {
@@ -284,13 +363,7 @@ export function createLedgerGrpcService(
       };
     }),
 
-    checkpoint: handle<ledgerV1.CheckpointRequest, ledgerV1.CheckpointResponse>('Checkpoint', async (request) => {
-      const outcome = await checkpoint(db, request);
-      return {
-        response: { ...outcome, result: checkpointResults[outcome.result] },
-        outcome: outcome.result, subject: { reservationId: request.reservationId, sequence: request.sequence.toString() },
-      };
-    }),
+    checkpoint: handle('Checkpoint', checkpointWork),
 
     setProjectBudget: handle<ledgerV1.SetProjectBudgetRequest, ledgerV1.SetProjectBudgetResponse>('SetProjectBudget', async (request) => {
       const outcome = await setProjectBudget(db, request);
@@ -316,6 +389,7 @@ export function createLedgerGrpcService(
     }),
 
     watchBudgetAlerts,
+    operate,
 
     verify: handle<ledgerV1.VerifyRequest, ledgerV1.VerifyResponse>('Verify', async () => {
       const { accountsChecked, differences } = await verifyLedger(db);
@@ -328,9 +402,11 @@ export function createLedgerGrpcService(
 
   return {
     implementation,
-    endWatches() {
+    endStreams() {
       watchesEnded = true;
       for (const finish of [...watches]) finish();
+      operationStreamsEnded = true;
+      for (const close of [...operationStreams]) close();
     },
   };
 }

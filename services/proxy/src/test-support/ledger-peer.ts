@@ -1,4 +1,4 @@
-import { Server, status as GrpcStatus, type sendUnaryData, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
+import { Server, status as GrpcStatus, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 
@@ -63,7 +63,13 @@ function samePayload<T>(encode: { encode(message: T): { finish(): Uint8Array } }
 }
 
 /** Starts a ledger peer on 127.0.0.1, port 0. */
-export async function startLedgerPeer(): Promise<LedgerPeer> {
+/** Options of the peer. */
+export interface LedgerPeerOptions {
+  /** Whether it serves the Operate stream (default true); false is a ledger of before it, answering UNIMPLEMENTED. */
+  operate?: boolean;
+}
+
+export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<LedgerPeer> {
   const accounts = new Map<string, PeerAccount>();
   const reservations = new Map<string, PeerReservation>();
   const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [], checkpoint: [] };
@@ -83,18 +89,21 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     return total;
   };
 
+  /** One call of a method, as a unary call or an Operate message: recorded, then failed, delayed or run. */
+  function answer<Req, Res>(method: PeerMethod, run: (request: Req) => Res, request: Req, callback: sendUnaryData<Res>): void {
+    (calls[method] as Req[]).push(request);
+    if (failures[method] > 0) {
+      failures[method] -= 1;
+      callback({ code: GrpcStatus.UNAVAILABLE, details: 'injected failure' });
+      return;
+    }
+    const delayMs = delays[method].shift();
+    if (delayMs === undefined) callback(null, run(request));
+    else setTimeout(() => callback(null, run(request)), delayMs);
+  }
+
   function handler<Req, Res>(method: PeerMethod, run: (request: Req) => Res) {
-    return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
-      (calls[method] as Req[]).push(call.request);
-      if (failures[method] > 0) {
-        failures[method] -= 1;
-        callback({ code: GrpcStatus.UNAVAILABLE, details: 'injected failure' });
-        return;
-      }
-      const delayMs = delays[method].shift();
-      if (delayMs === undefined) callback(null, run(call.request));
-      else setTimeout(() => callback(null, run(call.request)), delayMs);
-    };
+    return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => answer(method, run, call.request, callback);
   }
 
   const reserve = (request: ledgerV1.ReserveRequest): ledgerV1.ReserveResponse => {
@@ -207,7 +216,36 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
     },
     verify: unimplemented,
+    operate: (call: ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>) => {
+      if (options.operate === false) {
+        call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
+        return;
+      }
+      operateStreams.add(call);
+      call.on('close', () => operateStreams.delete(call));
+      call.on('end', () => call.end());
+      call.on('data', (message: ledgerV1.OperationRequest) => {
+        const { callId } = message;
+        const reply = (key: 'reserve' | 'settle' | 'release' | 'checkpoint') => (error: { code?: number; details?: string } | null, response?: unknown) => {
+          if (call.destroyed) return;
+          call.write(error
+            ? { callId, error: { code: error.code ?? GrpcStatus.INTERNAL, message: error.details ?? '', errorCode: 'service_unavailable' } }
+            : { callId, [key]: response });
+        };
+        if (message.reserve) answer('reserve', reserve, message.reserve, reply('reserve'));
+        else if (message.settle) answer('settle', settle, message.settle, reply('settle'));
+        else if (message.release) answer('release', release, message.release, reply('release'));
+        else if (message.checkpoint) {
+          if (checkpointImplemented) answer('checkpoint', checkpoint, message.checkpoint, reply('checkpoint'));
+          else {
+            calls.checkpoint.push(message.checkpoint);
+            reply('checkpoint')({ code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
+          }
+        }
+      });
+    },
   };
+  const operateStreams = new Set<ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>>();
   const server = new Server();
   server.addService(ledgerV1.LedgerServiceService, implementation);
   const port = await startGrpcServer(server, '127.0.0.1', 0);

@@ -10,9 +10,11 @@ import {
   type CallOptions,
   type ChannelCredentials,
   Client,
+  type ClientDuplexStream,
   type ClientOptions,
   type ClientReadableStream,
   type ClientUnaryCall,
+  type handleBidiStreamingCall,
   type handleServerStreamingCall,
   type handleUnaryCall,
   makeGenericClientConstructor,
@@ -408,6 +410,40 @@ export interface CheckpointResponse {
   /** The reservation's deadline after the call, ms since the Unix epoch (database clock). */
   expiresAtMs: bigint;
   detail: string;
+}
+
+export interface OperationRequest {
+  /** Chosen by the caller, unique among its operations in flight on the stream. */
+  callId: bigint;
+  /** The caller's request id, for the ledger's log line (what a unary call sends as metadata). */
+  requestId: string;
+  reserve?: ReserveRequest | undefined;
+  settle?: SettleRequest | undefined;
+  release?: ReleaseRequest | undefined;
+  checkpoint?: CheckpointRequest | undefined;
+}
+
+/** Why an operation failed as a call (what a unary call would have returned as its status). */
+export interface OperationError {
+  /** The gRPC status code (e.g. 14 UNAVAILABLE, 3 INVALID_ARGUMENT, 13 INTERNAL). */
+  code: number;
+  /** The status message: public text only, as for a unary call. */
+  message: string;
+  /**
+   * The gateway's error code (the catalogue's, e.g. service_unavailable), as a unary call's
+   * status metadata carries it.
+   */
+  errorCode: string;
+}
+
+export interface OperationResponse {
+  /** The call_id of the request answered. */
+  callId: bigint;
+  reserve?: ReserveResponse | undefined;
+  settle?: SettleResponse | undefined;
+  release?: ReleaseResponse | undefined;
+  checkpoint?: CheckpointResponse | undefined;
+  error?: OperationError | undefined;
 }
 
 export interface SetProjectBudgetRequest {
@@ -2418,6 +2454,353 @@ export const CheckpointResponse: MessageFns<CheckpointResponse> = {
   },
 };
 
+function createBaseOperationRequest(): OperationRequest {
+  return {
+    callId: 0n,
+    requestId: "",
+    reserve: undefined,
+    settle: undefined,
+    release: undefined,
+    checkpoint: undefined,
+  };
+}
+
+export const OperationRequest: MessageFns<OperationRequest> = {
+  encode(message: OperationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callId !== 0n) {
+      if (BigInt.asUintN(64, message.callId) !== message.callId) {
+        throw new globalThis.Error("value provided for field message.callId of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.callId);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(18).string(message.requestId);
+    }
+    if (message.reserve !== undefined) {
+      ReserveRequest.encode(message.reserve, writer.uint32(26).fork()).join();
+    }
+    if (message.settle !== undefined) {
+      SettleRequest.encode(message.settle, writer.uint32(34).fork()).join();
+    }
+    if (message.release !== undefined) {
+      ReleaseRequest.encode(message.release, writer.uint32(42).fork()).join();
+    }
+    if (message.checkpoint !== undefined) {
+      CheckpointRequest.encode(message.checkpoint, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OperationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOperationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.callId = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reserve = ReserveRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.settle = SettleRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.release = ReleaseRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.checkpoint = CheckpointRequest.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<OperationRequest>, I>>(base?: I): OperationRequest {
+    return OperationRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OperationRequest>, I>>(object: I): OperationRequest {
+    const message = createBaseOperationRequest();
+    message.callId = (object.callId !== undefined && object.callId !== null) ? BigInt(object.callId) : 0n;
+    message.requestId = object.requestId ?? "";
+    message.reserve = (object.reserve !== undefined && object.reserve !== null)
+      ? ReserveRequest.fromPartial(object.reserve)
+      : undefined;
+    message.settle = (object.settle !== undefined && object.settle !== null)
+      ? SettleRequest.fromPartial(object.settle)
+      : undefined;
+    message.release = (object.release !== undefined && object.release !== null)
+      ? ReleaseRequest.fromPartial(object.release)
+      : undefined;
+    message.checkpoint = (object.checkpoint !== undefined && object.checkpoint !== null)
+      ? CheckpointRequest.fromPartial(object.checkpoint)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseOperationError(): OperationError {
+  return { code: 0, message: "", errorCode: "" };
+}
+
+export const OperationError: MessageFns<OperationError> = {
+  encode(message: OperationError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== 0) {
+      writer.uint32(8).uint32(message.code);
+    }
+    if (message.message !== "") {
+      writer.uint32(18).string(message.message);
+    }
+    if (message.errorCode !== "") {
+      writer.uint32(26).string(message.errorCode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OperationError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOperationError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.code = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.errorCode = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<OperationError>, I>>(base?: I): OperationError {
+    return OperationError.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OperationError>, I>>(object: I): OperationError {
+    const message = createBaseOperationError();
+    message.code = object.code ?? 0;
+    message.message = object.message ?? "";
+    message.errorCode = object.errorCode ?? "";
+    return message;
+  },
+};
+
+function createBaseOperationResponse(): OperationResponse {
+  return {
+    callId: 0n,
+    reserve: undefined,
+    settle: undefined,
+    release: undefined,
+    checkpoint: undefined,
+    error: undefined,
+  };
+}
+
+export const OperationResponse: MessageFns<OperationResponse> = {
+  encode(message: OperationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.callId !== 0n) {
+      if (BigInt.asUintN(64, message.callId) !== message.callId) {
+        throw new globalThis.Error("value provided for field message.callId of type uint64 too large");
+      }
+      writer.uint32(8).uint64(message.callId);
+    }
+    if (message.reserve !== undefined) {
+      ReserveResponse.encode(message.reserve, writer.uint32(18).fork()).join();
+    }
+    if (message.settle !== undefined) {
+      SettleResponse.encode(message.settle, writer.uint32(26).fork()).join();
+    }
+    if (message.release !== undefined) {
+      ReleaseResponse.encode(message.release, writer.uint32(34).fork()).join();
+    }
+    if (message.checkpoint !== undefined) {
+      CheckpointResponse.encode(message.checkpoint, writer.uint32(42).fork()).join();
+    }
+    if (message.error !== undefined) {
+      OperationError.encode(message.error, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OperationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOperationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.callId = reader.uint64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reserve = ReserveResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.settle = SettleResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.release = ReleaseResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.checkpoint = CheckpointResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.error = OperationError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<OperationResponse>, I>>(base?: I): OperationResponse {
+    return OperationResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OperationResponse>, I>>(object: I): OperationResponse {
+    const message = createBaseOperationResponse();
+    message.callId = (object.callId !== undefined && object.callId !== null) ? BigInt(object.callId) : 0n;
+    message.reserve = (object.reserve !== undefined && object.reserve !== null)
+      ? ReserveResponse.fromPartial(object.reserve)
+      : undefined;
+    message.settle = (object.settle !== undefined && object.settle !== null)
+      ? SettleResponse.fromPartial(object.settle)
+      : undefined;
+    message.release = (object.release !== undefined && object.release !== null)
+      ? ReleaseResponse.fromPartial(object.release)
+      : undefined;
+    message.checkpoint = (object.checkpoint !== undefined && object.checkpoint !== null)
+      ? CheckpointResponse.fromPartial(object.checkpoint)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? OperationError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseSetProjectBudgetRequest(): SetProjectBudgetRequest {
   return { requestId: "", organisationId: "", projectId: "", monthlyCapMicros: 0n, softAlertPercent: 0 };
 }
@@ -3847,6 +4230,22 @@ export const LedgerServiceService = {
     responseSerialize: (value: VerifyResponse): Buffer => Buffer.from(VerifyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): VerifyResponse => VerifyResponse.decode(value),
   },
+  /**
+   * Reserve, Settle, Release and Checkpoint as tagged messages on one long-lived stream, with
+   * exactly the semantics of the unary methods (each answered once, in any order, matched by
+   * call_id). A message on an open stream costs a fraction of a unary call's setup, which is
+   * on every inference request's latency (docs/benchmarks.md). The ledger ends the stream when
+   * it shuts down, after answering what it received; the caller opens a new one.
+   */
+  operate: {
+    path: "/gateway.ledger.v1.LedgerService/Operate" as const,
+    requestStream: true as const,
+    responseStream: true as const,
+    requestSerialize: (value: OperationRequest): Buffer => Buffer.from(OperationRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): OperationRequest => OperationRequest.decode(value),
+    responseSerialize: (value: OperationResponse): Buffer => Buffer.from(OperationResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): OperationResponse => OperationResponse.decode(value),
+  },
 } as const;
 
 export interface LedgerServiceServer extends UntypedServiceImplementation {
@@ -3881,6 +4280,14 @@ export interface LedgerServiceServer extends UntypedServiceImplementation {
   watchBudgetAlerts: handleServerStreamingCall<WatchBudgetAlertsRequest, BudgetAlert>;
   /** Recomputes every balance from the movement rows and reports each difference. */
   verify: handleUnaryCall<VerifyRequest, VerifyResponse>;
+  /**
+   * Reserve, Settle, Release and Checkpoint as tagged messages on one long-lived stream, with
+   * exactly the semantics of the unary methods (each answered once, in any order, matched by
+   * call_id). A message on an open stream costs a fraction of a unary call's setup, which is
+   * on every inference request's latency (docs/benchmarks.md). The ledger ends the stream when
+   * it shuts down, after answering what it received; the caller opens a new one.
+   */
+  operate: handleBidiStreamingCall<OperationRequest, OperationResponse>;
 }
 
 export interface LedgerServiceClient extends Client {
@@ -4105,6 +4512,16 @@ export interface LedgerServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: VerifyResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Reserve, Settle, Release and Checkpoint as tagged messages on one long-lived stream, with
+   * exactly the semantics of the unary methods (each answered once, in any order, matched by
+   * call_id). A message on an open stream costs a fraction of a unary call's setup, which is
+   * on every inference request's latency (docs/benchmarks.md). The ledger ends the stream when
+   * it shuts down, after answering what it received; the caller opens a new one.
+   */
+  operate(): ClientDuplexStream<OperationRequest, OperationResponse>;
+  operate(options: Partial<CallOptions>): ClientDuplexStream<OperationRequest, OperationResponse>;
+  operate(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<OperationRequest, OperationResponse>;
 }
 
 export const LedgerServiceClient = makeGenericClientConstructor(
