@@ -2,7 +2,7 @@ import {
   Server, ServerCredentials, credentials, Metadata,
   type CallOptions, type ChannelCredentials, type ClientUnaryCall, type ServerUnaryCall, type ServiceError, type sendUnaryData,
 } from '@grpc/grpc-js';
-import { toGrpcError, toGatewayError } from '@gateway/errors';
+import { toGrpcError, toGatewayError, type ErrorCode, type GrpcErrorPayload } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 
 /** Starts a gRPC server on host:port (0 for a free port) and resolves with the bound port. */
@@ -25,8 +25,23 @@ export function stopGrpcServer(server: Server, graceMs: number): Promise<void> {
 }
 
 /**
+ * The one way a failed call is reported: logs the full error (error level for an internal
+ * error, else warn, with `fields` beside it) and returns its catalogue code and the gRPC status
+ * to answer with, which carries no internal text. Unary calls and stream messages alike.
+ */
+export function reportCallFailure(
+  logger: Logger, method: string, error: unknown, fields: Record<string, unknown> = {},
+): { errorCode: ErrorCode; status: GrpcErrorPayload } {
+  const gatewayError = toGatewayError(error);
+  const level = gatewayError.code === 'internal_error' ? 'error' : 'warn';
+  logger[level]({ err: error, method, ...fields, code: gatewayError.code }, 'gRPC call failed');
+  return { errorCode: gatewayError.code, status: toGrpcError(gatewayError) };
+}
+
+/**
  * Adapts an async handler to grpc-js's callback form. Whatever it throws goes through the one
- * gRPC error mapping, so no internal text reaches the caller; the full error is logged.
+ * gRPC error mapping (reportCallFailure), so no internal text reaches the caller; the full
+ * error is logged.
  */
 export function unaryHandler<Req, Res>(
   logger: Logger,
@@ -36,12 +51,7 @@ export function unaryHandler<Req, Res>(
   return (call, callback) => {
     handler(call.request, call.metadata).then(
       (response) => callback(null, response),
-      (error: unknown) => {
-        const gatewayError = toGatewayError(error);
-        const level = gatewayError.code === 'internal_error' ? 'error' : 'warn';
-        logger[level]({ err: error, method, code: gatewayError.code }, 'gRPC call failed');
-        callback(toGrpcError(error));
-      },
+      (error: unknown) => callback(reportCallFailure(logger, method, error).status),
     );
   };
 }

@@ -1,7 +1,7 @@
 import { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
-import { GatewayError, toGatewayError, toGrpcError } from '@gateway/errors';
-import { unaryHandler, type Metadata } from '@gateway/grpc';
+import { GatewayError, toGrpcError } from '@gateway/errors';
+import { reportCallFailure, unaryHandler, type Metadata } from '@gateway/grpc';
 import { status as grpcStatus, type ServerDuplexStream, type ServerWritableStream } from '@grpc/grpc-js';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import { runAlone, type LedgerOperationRunner } from '../domain/apply-ledger-operations.ts';
@@ -223,10 +223,8 @@ export function createLedgerGrpcService(
       if (message.checkpoint) { method = 'Checkpoint'; return { callId, checkpoint: await perform(method, checkpointWork, message.checkpoint, requestId) }; }
       throw new GatewayError('invalid_request', { publicMessage: 'The operation names no method.' });
     } catch (error) {
-      const gatewayError = toGatewayError(error);
-      logger[gatewayError.code === 'internal_error' ? 'error' : 'warn']({ err: error, method, requestId, code: gatewayError.code }, 'gRPC call failed');
-      const status = toGrpcError(error);
-      return { callId, error: { code: status.code, message: status.details, errorCode: gatewayError.code } };
+      const { errorCode, status } = reportCallFailure(logger, method, error, { requestId });
+      return { callId, error: { code: status.code, message: status.details, errorCode } };
     }
   };
 
