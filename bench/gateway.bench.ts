@@ -79,13 +79,17 @@ function peakRssMb(pid: number | undefined): number {
   return match ? Math.round(Number(match[1]) / 1024) : 0;
 }
 
-/** CPU time (user + system) a process has used so far, ms; /proc counts in clock ticks of 10 ms. */
+/** A process's command name and CPU time (user + system) so far, ms, from its /proc/<pid>/stat text (clock ticks of 10 ms). */
+function parseProcStat(stat: string): { command: string; cpuMs: number } {
+  // Fields after the command name (which may hold spaces, hence the last ')'): utime is the 12th, stime the 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpuMs: (Number(fields[11]) + Number(fields[12])) * 10 };
+}
+
+/** CPU time (user + system) a process has used so far, ms. */
 function cpuTimeMs(pid: number | undefined): number {
   if (pid === undefined) return 0;
-  // Fields after the command name (which may hold spaces, hence the last ')'): utime is the 12th, stime the 13th.
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8')).cpuMs;
 }
 
 /** CPU time (user + system) all processes whose command name is `name` have used so far, ms (e.g. every postgres backend). */
@@ -94,11 +98,8 @@ function cpuTimeOfCommandMs(name: string): number {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const command = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      if (command !== name) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) * 10;
+      const { command, cpuMs } = parseProcStat(readFileSync(`/proc/${entry}/stat`, 'utf8'));
+      if (command === name) total += cpuMs;
     } catch {
       // The process ended between the listing and the read.
     }

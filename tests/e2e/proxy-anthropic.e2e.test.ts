@@ -55,19 +55,10 @@ describe.skipIf(!serverUrl)('an anthropic gateway model end to end', () => {
     await anthropic?.close();
   });
 
-  async function balance(): Promise<{ available: bigint; held: bigint; debited: bigint }> {
-    const body = await gateway.admin('GET', `/organisations/${gateway.organisationId}/balance`);
-    return { available: BigInt(body.available_micros), held: BigInt(body.held_micros), debited: BigInt(body.debited_micros) };
-  }
-
-  /** The balance once no Reserve is held any more (a settle may land just after the response). */
+  /** The balance once no Reserve is held any more (a settle lands just after the response), as µ₹. */
   async function settledBalance(): Promise<{ available: bigint; held: bigint; debited: bigint }> {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      const current = await balance();
-      if (current.held === 0n || Date.now() > deadline) return current;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const body = await gateway.settledBalance();
+    return { available: BigInt(body.available_micros), held: BigInt(body.held_micros), debited: BigInt(body.debited_micros) };
   }
 
   it('answers a completion and a stream in OpenAI shapes, leaks nothing, and bills exactly the reported usage', async () => {
