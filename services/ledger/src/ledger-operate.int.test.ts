@@ -55,7 +55,7 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     stream.write({ callId: 4n, requestId: '', checkpoint: { reservationId: settled, sequence: 1n, inputTokens: 1n, outputTokens: 1n, costMicros: 100n, providerCostMicros: 0n, extendTtlMs: 0n } });
     stream.write({
       callId: 5n, requestId: '',
-      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req' },
+      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n },
     });
     stream.write({ callId: 6n, requestId: '', release: { reservationId: released, reason: 'upstream_not_called' } });
     const [checkpointed, settledAnswer, releasedAnswer] = await Promise.all([answerOf(4n), answerOf(5n), answerOf(6n)]);
@@ -66,7 +66,7 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     // A replay on the stream is a replay: the first answer, nothing moved twice.
     stream.write({
       callId: 7n, requestId: '',
-      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req' },
+      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n },
     });
     expect((await answerOf(7n)).settle).toMatchObject({ result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 300n });
     expect(await ledger.getBalance(organisationId)).toMatchObject({ creditedMicros: 1_000n, availableMicros: 700n, heldMicros: 0n, debitedMicros: 300n });

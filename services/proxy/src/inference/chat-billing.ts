@@ -234,6 +234,7 @@ async function settleUsageOnce(
     modelSlug: model.slug,
     usageSource: source === 'upstream' ? ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM : ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
     requestId: input.requestId,
+    overrunOutputTokens: 0n,
   });
   log.settleMs = elapsedMs(startedAtMs);
   if (settled?.result === ledgerV1.SettleResult.SETTLE_RESULT_OK) {

@@ -100,6 +100,12 @@ export const ReserveResult = {
    * plus what it holds plus the amount would pass its monthly cap. Applies in both billing modes.
    */
   RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED: 6,
+  /**
+   * RESERVE_RESULT_RELEASED - Not retryable: a Release of this reservation_id arrived before this Reserve (the caller
+   * gave up on it, e.g. after a deadline) and left a tombstone; nothing is held. Decided before
+   * every result above except INVALID_ARGUMENT.
+   */
+  RESERVE_RESULT_RELEASED: 7,
   UNRECOGNIZED: -1,
 } as const;
 
@@ -113,6 +119,7 @@ export namespace ReserveResult {
   export type RESERVE_RESULT_ORGANISATION_UNKNOWN = typeof ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN;
   export type RESERVE_RESULT_INSUFFICIENT_BALANCE = typeof ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE;
   export type RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED = typeof ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED;
+  export type RESERVE_RESULT_RELEASED = typeof ReserveResult.RESERVE_RESULT_RELEASED;
   export type UNRECOGNIZED = typeof ReserveResult.UNRECOGNIZED;
 }
 
@@ -149,6 +156,11 @@ export const ReleaseResult = {
   /** RELEASE_RESULT_OK - Released now, or already released (a replay). */
   RELEASE_RESULT_OK: 1,
   RELEASE_RESULT_INVALID_ARGUMENT: 2,
+  /**
+   * RELEASE_RESULT_RESERVATION_UNKNOWN - No reservation had this id: a tombstone is left, so a Reserve with this id that arrives
+   * later (it was queued behind this Release) holds nothing and answers RESERVE_RESULT_RELEASED.
+   * Final: the caller need not repeat the Release.
+   */
   RELEASE_RESULT_RESERVATION_UNKNOWN: 3,
   /** RELEASE_RESULT_ALREADY_RESOLVED - The reservation was settled or expired; nothing changed. */
   RELEASE_RESULT_ALREADY_RESOLVED: 4,
@@ -295,6 +307,12 @@ export interface SettleRequest {
   usageSource: UsageSource;
   /** The gateway's request id, kept on the usage record for support. */
   requestId: string;
+  /**
+   * Output tokens the upstream produced beyond what the Reserve covered (BOUNDED_OVERRUN):
+   * neither delivered to the client nor in cost_micros, but included in provider_cost_micros.
+   * Non-zero flags the usage record as an overrun. Part of the settle's idempotency payload.
+   */
+  overrunOutputTokens: bigint;
 }
 
 export interface SettleResponse {
@@ -381,6 +399,11 @@ export interface UsageRecord {
   usageSource: UsageSource;
   requestId: string;
   createdAtMs: bigint;
+  /**
+   * Output tokens the upstream produced beyond the Reserve, neither delivered nor billed
+   * (BOUNDED_OVERRUN); their provider cost is in provider_cost_micros. Zero: no overrun.
+   */
+  overrunOutputTokens: bigint;
 }
 
 export interface ListUsageResponse {
@@ -932,6 +955,7 @@ function createBaseSettleRequest(): SettleRequest {
     modelSlug: "",
     usageSource: 0,
     requestId: "",
+    overrunOutputTokens: 0n,
   };
 }
 
@@ -972,6 +996,12 @@ export const SettleRequest: MessageFns<SettleRequest> = {
     }
     if (message.requestId !== "") {
       writer.uint32(66).string(message.requestId);
+    }
+    if (message.overrunOutputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.overrunOutputTokens) !== message.overrunOutputTokens) {
+        throw new globalThis.Error("value provided for field message.overrunOutputTokens of type int64 too large");
+      }
+      writer.uint32(72).int64(message.overrunOutputTokens);
     }
     return writer;
   },
@@ -1053,6 +1083,14 @@ export const SettleRequest: MessageFns<SettleRequest> = {
             message.requestId = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.overrunOutputTokens = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1086,6 +1124,9 @@ export const SettleRequest: MessageFns<SettleRequest> = {
     message.modelSlug = object.modelSlug ?? "";
     message.usageSource = object.usageSource ?? 0;
     message.requestId = object.requestId ?? "";
+    message.overrunOutputTokens = (object.overrunOutputTokens !== undefined && object.overrunOutputTokens !== null)
+      ? BigInt(object.overrunOutputTokens)
+      : 0n;
     return message;
   },
 };
@@ -1900,6 +1941,7 @@ function createBaseUsageRecord(): UsageRecord {
     usageSource: 0,
     requestId: "",
     createdAtMs: 0n,
+    overrunOutputTokens: 0n,
   };
 }
 
@@ -1964,6 +2006,12 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         throw new globalThis.Error("value provided for field message.createdAtMs of type int64 too large");
       }
       writer.uint32(112).int64(message.createdAtMs);
+    }
+    if (message.overrunOutputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.overrunOutputTokens) !== message.overrunOutputTokens) {
+        throw new globalThis.Error("value provided for field message.overrunOutputTokens of type int64 too large");
+      }
+      writer.uint32(120).int64(message.overrunOutputTokens);
     }
     return writer;
   },
@@ -2093,6 +2141,14 @@ export const UsageRecord: MessageFns<UsageRecord> = {
             message.createdAtMs = reader.int64() as bigint;
             continue;
           }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.overrunOutputTokens = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2135,6 +2191,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     message.requestId = object.requestId ?? "";
     message.createdAtMs = (object.createdAtMs !== undefined && object.createdAtMs !== null)
       ? BigInt(object.createdAtMs)
+      : 0n;
+    message.overrunOutputTokens = (object.overrunOutputTokens !== undefined && object.overrunOutputTokens !== null)
+      ? BigInt(object.overrunOutputTokens)
       : 0n;
     return message;
   },
