@@ -13,6 +13,7 @@
  * | `[[fake:chunk_delay_ms=N]]` | when streaming, wait N ms before each word chunk              |
  * | `[[fake:fail_after=N]]` | when streaming, cut the connection after N word chunks            |
  * | `[[fake:error_after=N]]`| when streaming, send an in-stream error event (vendor text) after N word chunks, then end |
+ * | `[[fake:tag=ID]]`       | no effect on the reply; recorded as the request's `tag` (the fault suite's request ids) |
  *
  * Unknown or malformed directives are ignored, so a typo shows up as a normal reply.
  */
@@ -35,6 +36,8 @@ export interface Directives {
   failAfter?: number;
   /** Streaming: send an error event after this many word chunks. */
   errorAfter?: number;
+  /** A caller's label for the request (1..128 of `A-Za-z0-9._:-`), kept in the request log. */
+  tag?: string;
 }
 
 const directivePattern = /\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]/g;
@@ -64,6 +67,7 @@ export function parseDirectives(text: string): Directives {
       case 'chunk_delay_ms': directives.chunkDelayMs = nonNegativeInteger(value); break;
       case 'fail_after': directives.failAfter = nonNegativeInteger(value); break;
       case 'error_after': directives.errorAfter = nonNegativeInteger(value); break;
+      case 'tag': if (value !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(value)) directives.tag = value; break;
       default: break;
     }
   }

@@ -62,6 +62,13 @@ describe('fake upstream completions', () => {
     expect(cut.usage?.completion_tokens).toBe(2);
   });
 
+  it('records the tag of a request without changing its reply', async () => {
+    const tagged = await (await post({ model: 'm', messages: [{ role: 'user', content: '[[fake:reply_words=2]] [[fake:tag=fault-1.a:b]]' }] })).json() as Completion;
+    expect(tagged.choices[0]!.message.content).toBe('w1 w2');
+    expect(upstream.requests.at(-1)?.tag).toBe('fault-1.a:b');
+    expect(parseDirectives('[[fake:tag=has space]] [[fake:tag=]]').tag).toBeUndefined();
+  });
+
   it('parses directives and ignores malformed ones', () => {
     expect(parseDirectives('[[fake:status=99]] [[fake:delay_ms=abc]] [[fake:hang]]')).toEqual({ noUsage: false, hang: true, ignoreMaxTokens: false });
     expect(parseDirectives('[[fake:delay_ms=20]][[fake:status=429]]')).toEqual({ noUsage: false, hang: false, ignoreMaxTokens: false, delayMs: 20, status: 429 });

@@ -60,6 +60,10 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** The parsed JSON body; undefined when there was none or it was not JSON. */
   body: unknown;
+  /** The `[[fake:tag=ID]]` of the last user message, when it had one: which request of a test this was. */
+  tag?: string;
+  /** When the request's body had arrived, ms since the epoch. */
+  receivedAtMs: number;
 }
 
 /** A running fake upstream. */
@@ -230,7 +234,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       try { body = JSON.parse(raw.toString('utf8')); } catch { bodyIsJson = false; }
     }
     const path = req.url ?? '/';
-    requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body });
+    const messages = typeof body === 'object' && body !== null && Array.isArray((body as { messages?: unknown }).messages)
+      ? (body as { messages: ChatMessageLike[] }).messages : [];
+    const { tag } = parseDirectives(lastUserText(messages));
+    requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, ...(tag === undefined ? {} : { tag }), receivedAtMs: Date.now() });
 
     const route = `${req.method} ${path.split('?')[0]}`;
     if (route === 'POST /v1/messages') {
