@@ -138,3 +138,11 @@ describe('applyConfigUpdate', () => {
     expect(snapshot.organisationsById.get('o1')).toMatchObject({ status: 'suspended', billingMode: 'internal' });
   });
 });
+
+describe('allow_private_network', () => {
+  it('is carried to the upstream target, false unless the admin set it', () => {
+    const { snapshot } = applied(undefined, full(1n, { gatewayModels: [model('m1'), model('m2', { allowPrivateNetwork: true })] }));
+    expect(snapshot.modelsBySlug.get('m1')?.upstream.allowPrivateNetwork).toBe(false);
+    expect(snapshot.modelsBySlug.get('m2')?.upstream.allowPrivateNetwork).toBe(true);
+  });
+});

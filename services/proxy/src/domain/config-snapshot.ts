@@ -36,6 +36,12 @@ export interface UpstreamTarget {
   model: string;
   /** Provider credential; empty when the upstream needs none. */
   apiKey: string;
+  /**
+   * true: the upstream may be at a private or loopback address (the admin allowed it). false:
+   * every address its host resolves to is checked against the SSRF policy when connecting.
+   * Absent counts as false (fail closed); the snapshot always sets it.
+   */
+  allowPrivateNetwork?: boolean;
 }
 
 /** A gateway model with its prices (µ₹ per million tokens) and upstream target. */
@@ -162,7 +168,10 @@ function modelFrom(message: configV1.GatewayModel, options: ApplyConfigOptions):
     providerInputCostMicrosPerMtok: message.providerInputCostMicrosPerMtok,
     providerOutputCostMicrosPerMtok: message.providerOutputCostMicrosPerMtok,
     createdAtS: Number(message.createdAtS),
-    upstream: { providerKind: upstream.providerKind, baseUrl: upstream.baseUrl, model: upstream.model, apiKey: upstream.apiKey },
+    upstream: {
+      providerKind: upstream.providerKind, baseUrl: upstream.baseUrl, model: upstream.model, apiKey: upstream.apiKey,
+      allowPrivateNetwork: message.allowPrivateNetwork,
+    },
     tokenizer: tokenizerForModel(upstream.model),
   };
 }

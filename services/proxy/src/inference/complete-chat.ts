@@ -3,17 +3,17 @@ import { buildChatCompletionBody, estimateCompletionTokens, type ChatCompletionB
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
 import type { TokenUsage } from '../domain/pricing.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
-import type { UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
+import type { UpstreamEndpoint, UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
 import {
   elapsedMs, holdReserve, noUsage, planChat, releaseReserve, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan,
 } from './chat-billing.ts';
 
 export type { BillingLogFields, ChatInput as CompleteChatInput, LedgerPort } from './chat-billing.ts';
 
-/** The upstream transport inference needs. */
+/** The upstream transport inference needs; the endpoint carries the model's SSRF permission. */
 export interface UpstreamPort {
-  send(baseUrl: string, request: UpstreamRequest): Promise<UpstreamOutcome>;
-  openStream(baseUrl: string, request: UpstreamRequest, signal: AbortSignal): Promise<UpstreamStreamOutcome>;
+  send(endpoint: UpstreamEndpoint, request: UpstreamRequest): Promise<UpstreamOutcome>;
+  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal): Promise<UpstreamStreamOutcome>;
 }
 
 /** What completeChat needs besides the request. */
@@ -64,7 +64,7 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
   let outcome: UpstreamOutcome;
   const upstreamStartedAtMs = performance.now();
   try {
-    outcome = await deps.upstream.send(model.upstream.baseUrl, plan.upstreamRequest);
+    outcome = await deps.upstream.send(model.upstream, plan.upstreamRequest);
   } catch (error) {
     outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
   }

@@ -67,7 +67,7 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
   let opened: UpstreamStreamOutcome;
   const upstreamStartedAtMs = performance.now();
   try {
-    opened = await deps.upstream.openStream(model.upstream.baseUrl, plan.upstreamRequest, upstreamAbort.signal);
+    opened = await deps.upstream.openStream(model.upstream, plan.upstreamRequest, upstreamAbort.signal);
   } catch (error) {
     opened = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
   }

@@ -23,10 +23,14 @@ export function expectedCostMicros(tokens: number, priceMicrosPerMtok: bigint): 
   return product / 1_000_000n + (product % 1_000_000n === 0n ? 0n : 1n);
 }
 
-/** A gateway model routed to an upstream. */
+/**
+ * A gateway model routed to an upstream. Allowed a private network by default, because the
+ * fake upstreams of tests listen on loopback; SSRF tests pass `allowPrivateNetwork: false`.
+ */
 export function gatewayModel(slug: string, baseUrl: string, overrides: Partial<configV1.GatewayModel> = {}): configV1.GatewayModel {
   return configV1.GatewayModel.fromPartial({
     slug, displayName: slug, defaultMaxTokens: 64, maxContextTokens: 4096, ...testPrices, createdAtS: 1_700_000_000n,
+    allowPrivateNetwork: true,
     upstream: { providerKind: 'openai_compatible', baseUrl, model: `${slug}-upstream-name`, apiKey: 'sk-upstream-credential-123' },
     ...overrides,
   });

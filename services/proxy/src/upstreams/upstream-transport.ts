@@ -1,5 +1,20 @@
-import { Agent } from 'undici';
+import { isIP } from 'node:net';
+import { Agent, buildConnector } from 'undici';
+import {
+  AddressRefusedError, addressRefusedCode, checkedLookup, disallowedAddressReason, systemResolver, type HostResolver,
+} from '@gateway/address-policy';
 import type { UpstreamRequest } from './upstream-adapter.ts';
+
+/**
+ * Where one upstream call goes: the model's base URL (e.g. `https://api.example.com/v1`) and
+ * whether the admin allowed it a private address. Without that permission every address the
+ * host is (a literal) or resolves to is checked against the SSRF policy before connecting.
+ */
+export interface UpstreamEndpoint {
+  baseUrl: string;
+  /** Absent or false: private, loopback and other internal addresses are refused at connect time. */
+  allowPrivateNetwork?: boolean | undefined;
+}
 
 /**
  * What became of one upstream call. The distinction that matters for money: `unreachable`
@@ -43,10 +58,13 @@ export interface UpstreamTransportOptions {
   totalTimeoutMs: number;
   /** Largest response body read, bytes. */
   maxResponseBytes?: number;
+  /** How host names are resolved; default the system resolver (tests inject a table). */
+  resolve?: HostResolver;
 }
 
-// Errors raised while connecting (DNS, TCP, TLS): the request was never written.
+// Errors raised while connecting (DNS, TCP, TLS, the SSRF address policy): the request was never written.
 const connectErrorCodes = new Set([
+  addressRefusedCode,
   'UND_ERR_CONNECT_TIMEOUT', 'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
   'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN',
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'ERR_SSL_WRONG_VERSION_NUMBER',
@@ -61,11 +79,45 @@ function errorCodeOf(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Text of an error for logs: its code and class, never a URL with credentials or a body. */
+/** The SSRF refusal in an error's cause chain, if that is what failed the call. */
+function addressRefusalOf(error: unknown): AddressRefusedError | undefined {
+  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth += 1) {
+    if (current instanceof AddressRefusedError) return current;
+  }
+  return undefined;
+}
+
+/**
+ * Text of an error for logs: its code and class, never a URL with credentials or a body. An
+ * SSRF refusal adds its own message (host, address, range: internal detail, no secret).
+ */
 function reasonOf(error: unknown): string {
+  const refusal = addressRefusalOf(error);
+  if (refusal !== undefined) return `${refusal.name} ${refusal.code}: ${refusal.message}`;
   const code = errorCodeOf(error);
   const name = error instanceof Error ? error.name : typeof error;
   return code === undefined ? name : `${name} ${code}`;
+}
+
+/**
+ * undici's connector with the SSRF check in front: a literal IP host (which `net.connect` never
+ * looks up) is judged before the socket is opened, and a host name is resolved by a lookup that
+ * judges every address it returns. A refusal fails the connect with AddressRefusedError, so the
+ * request is never written and the call counts as `unreachable` (the Reserve is released).
+ */
+function guardedConnector(timeoutMs: number, resolve: HostResolver, allowPrivate: boolean): buildConnector.connector {
+  const connect = buildConnector({ timeout: timeoutMs, lookup: checkedLookup(resolve, allowPrivate) });
+  if (allowPrivate) return connect;
+  return (options, callback) => {
+    const host = options.hostname.replace(/^\[|\]$/g, '');
+    const reason = isIP(host) === 0 ? undefined : disallowedAddressReason(host);
+    if (reason !== undefined) {
+      // undici awaits the callback; failing here opens no socket at all.
+      callback(new AddressRefusedError(`${host} is ${reason}: refused before connecting (SSRF guard)`), null);
+      return;
+    }
+    connect(options, callback);
+  };
 }
 
 /** Origin and path (with the base URL's query, e.g. Azure's api-version, kept) of a request. */
@@ -81,35 +133,47 @@ class ResponseTooLargeError extends Error {
 }
 
 /**
- * The one HTTP transport all adapters share: an undici Agent, which keeps a keep-alive pool
- * per upstream origin, with connect, first-byte, idle (between body chunks) and total timeouts.
- * It never follows redirects.
+ * The one HTTP transport all adapters share: undici Agents, which keep a keep-alive pool per
+ * upstream origin, with connect, first-byte, idle (between body chunks) and total timeouts.
+ * It never follows redirects. There are two agents: calls of models the admin did not allow
+ * private go through one whose connector checks every address against the SSRF policy; the
+ * others through one that does not. Their pools are separate, so a checked call never reuses
+ * a connection that was opened without the check.
  */
 export class UpstreamTransport {
-  readonly #agent: Agent;
+  readonly #checkedAgent: Agent;
+  readonly #privateAgent: Agent;
   readonly #totalTimeoutMs: number;
   readonly #maxResponseBytes: number;
 
-  /** Creates the shared agent; connections open on first use. */
+  /** Creates the shared agents; connections open on first use. */
   constructor(options: UpstreamTransportOptions) {
-    this.#agent = new Agent({
-      connect: { timeout: options.connectTimeoutMs },
+    const resolve = options.resolve ?? systemResolver;
+    const agentFor = (allowPrivate: boolean) => new Agent({
+      connect: guardedConnector(options.connectTimeoutMs, resolve, allowPrivate),
       headersTimeout: options.firstByteTimeoutMs,
       bodyTimeout: options.idleTimeoutMs,
       keepAliveTimeout: 30_000,
     });
+    this.#checkedAgent = agentFor(false);
+    this.#privateAgent = agentFor(true);
     this.#totalTimeoutMs = options.totalTimeoutMs;
     this.#maxResponseBytes = options.maxResponseBytes ?? 16 * 1024 * 1024;
   }
 
-  /** Sends one request to an upstream whose base URL is e.g. `https://api.example.com/v1`. */
-  async send(baseUrl: string, request: UpstreamRequest): Promise<UpstreamOutcome> {
-    const { origin, path } = targetOf(baseUrl, request);
+  /** The agent an endpoint's calls go through: checked unless the admin allowed it private. */
+  #agentFor(endpoint: UpstreamEndpoint): Agent {
+    return endpoint.allowPrivateNetwork === true ? this.#privateAgent : this.#checkedAgent;
+  }
+
+  /** Sends one request to an upstream endpoint (base URL e.g. `https://api.example.com/v1`). */
+  async send(endpoint: UpstreamEndpoint, request: UpstreamRequest): Promise<UpstreamOutcome> {
+    const { origin, path } = targetOf(endpoint.baseUrl, request);
     const abort = new AbortController();
     let totalTimedOut = false;
     const timer = setTimeout(() => { totalTimedOut = true; abort.abort(); }, this.#totalTimeoutMs);
     try {
-      const response = await this.#agent.request({
+      const response = await this.#agentFor(endpoint).request({
         origin, path, method: 'POST', headers: request.headers, body: request.body, signal: abort.signal,
       });
       if (response.statusCode < 200 || response.statusCode >= 300) {
@@ -147,8 +211,8 @@ export class UpstreamTransport {
    * here). `signal` aborts the call at any point (client gone, cost stop, shutdown); the total
    * timeout keeps running until the stream is closed.
    */
-  async openStream(baseUrl: string, request: UpstreamRequest, signal: AbortSignal): Promise<UpstreamStreamOutcome> {
-    const { origin, path } = targetOf(baseUrl, request);
+  async openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal): Promise<UpstreamStreamOutcome> {
+    const { origin, path } = targetOf(endpoint.baseUrl, request);
     const abort = new AbortController();
     let totalTimedOut = false;
     const timer = setTimeout(() => { totalTimedOut = true; abort.abort(); }, this.#totalTimeoutMs);
@@ -166,7 +230,7 @@ export class UpstreamTransport {
       return { kind: 'failed', reason: signal.aborted ? 'aborted by the gateway' : reasonOf(error) };
     };
     try {
-      const response = await this.#agent.request({
+      const response = await this.#agentFor(endpoint).request({
         origin, path, method: 'POST', headers: request.headers, body: request.body, signal: abort.signal,
       });
       if (response.statusCode < 200 || response.statusCode >= 300) {
@@ -196,6 +260,6 @@ export class UpstreamTransport {
 
   /** Closes every pooled connection; in-flight calls fail. */
   async close(): Promise<void> {
-    await this.#agent.destroy();
+    await Promise.all([this.#checkedAgent.destroy(), this.#privateAgent.destroy()]);
   }
 }

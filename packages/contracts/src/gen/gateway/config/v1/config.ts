@@ -127,6 +127,13 @@ export interface GatewayModel {
     | undefined;
   /** Unix seconds, shown as `created` in /v1/models. */
   createdAtS: bigint;
+  /**
+   * true: the proxy may connect to this model's upstream at a private, loopback, link-local or
+   * otherwise internal address. false (the default): every address the upstream host resolves
+   * to is checked against the SSRF address policy at connect time, and a refused one fails the
+   * call before anything is sent. The admin sets it only while ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.
+   */
+  allowPrivateNetwork: boolean;
 }
 
 export interface Upstream {
@@ -692,6 +699,7 @@ function createBaseGatewayModel(): GatewayModel {
     providerOutputCostMicrosPerMtok: 0n,
     upstream: undefined,
     createdAtS: 0n,
+    allowPrivateNetwork: false,
   };
 }
 
@@ -745,6 +753,9 @@ export const GatewayModel: MessageFns<GatewayModel> = {
         throw new globalThis.Error("value provided for field message.createdAtS of type int64 too large");
       }
       writer.uint32(80).int64(message.createdAtS);
+    }
+    if (message.allowPrivateNetwork !== false) {
+      writer.uint32(88).bool(message.allowPrivateNetwork);
     }
     return writer;
   },
@@ -842,6 +853,14 @@ export const GatewayModel: MessageFns<GatewayModel> = {
             message.createdAtS = reader.int64() as bigint;
             continue;
           }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.allowPrivateNetwork = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -885,6 +904,7 @@ export const GatewayModel: MessageFns<GatewayModel> = {
     message.createdAtS = (object.createdAtS !== undefined && object.createdAtS !== null)
       ? BigInt(object.createdAtS)
       : 0n;
+    message.allowPrivateNetwork = object.allowPrivateNetwork ?? false;
     return message;
   },
 };

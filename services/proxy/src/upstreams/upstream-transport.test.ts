@@ -1,0 +1,94 @@
+import { createServer, type Server } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
+import type { HostResolver } from '@gateway/address-policy';
+import { UpstreamTransport } from './upstream-transport.ts';
+
+/** A table resolver: names a test controls, so a "public" name can resolve to loopback offline. */
+const names: Record<string, Array<{ address: string; family: 4 | 6 }>> = {
+  'rebound.example.test': [{ address: '127.0.0.1', family: 4 }],
+  'mixed.example.test': [{ address: '127.0.0.1', family: 4 }, { address: '8.8.8.8', family: 4 }],
+};
+const resolve: HostResolver = async (hostname) => {
+  const addresses = names[hostname];
+  if (addresses === undefined) throw Object.assign(new Error(`no such name ${hostname}`), { code: 'ENOTFOUND' });
+  return addresses;
+};
+
+const chatRequest = {
+  path: '/chat/completions',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+};
+
+let upstream: FakeUpstream;
+/** A bare TCP listener counting every connection made to it: the SSRF guard must open none. */
+let listener: Server;
+let listenerPort: number;
+let connections = 0;
+let transport: UpstreamTransport;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  listener = createServer((socket) => { connections += 1; socket.destroy(); });
+  await new Promise<void>((done) => listener.listen(0, '127.0.0.1', done));
+  listenerPort = (listener.address() as AddressInfo).port;
+  transport = new UpstreamTransport({ connectTimeoutMs: 2_000, firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, totalTimeoutMs: 10_000, resolve });
+});
+
+afterAll(async () => {
+  await transport.close();
+  await upstream.close();
+  await new Promise<void>((done) => listener.close(() => done()));
+});
+
+describe('UpstreamTransport SSRF guard at connect time', () => {
+  it.each([
+    ['a name that resolves to loopback', (port: number) => `http://rebound.example.test:${port}/v1`, /rebound\.example\.test resolves to 127\.0\.0\.1, loopback/],
+    ['a name with one loopback address among public ones', (port: number) => `http://mixed.example.test:${port}/v1`, /resolves to 127\.0\.0\.1/],
+    ['a literal loopback address', (port: number) => `http://127.0.0.1:${port}/v1`, /127\.0\.0\.1 is loopback/],
+    ['an IPv4-mapped literal', (port: number) => `http://[::ffff:127.0.0.1]:${port}/v1`, /IPv4-mapped loopback/],
+    ['an IPv4-translated literal', (port: number) => `http://[::ffff:0:7f00:1]:${port}/v1`, /IPv4-translated/],
+    ['a 6to4 literal', (port: number) => `http://[2002:7f00:1::]:${port}/v1`, /6to4/],
+  ])('refuses %s when the model is not allowed private, before any connection', async (_, urlOf, reason) => {
+    const before = connections;
+    const outcome = await transport.send({ baseUrl: urlOf(listenerPort), allowPrivateNetwork: false }, chatRequest);
+    expect(outcome).toMatchObject({ kind: 'unreachable' });
+    expect(outcome.kind === 'unreachable' && outcome.reason).toMatch(reason);
+    expect(outcome.kind === 'unreachable' && outcome.reason).toMatch(/ERR_UPSTREAM_ADDRESS_REFUSED/);
+    expect(connections).toBe(before);
+  });
+
+  it('refuses a streamed call the same way (unreachable: the Reserve is released)', async () => {
+    upstream.requests.length = 0;
+    const port = upstream.port;
+    const outcome = await transport.openStream({ baseUrl: `http://rebound.example.test:${port}/v1` }, chatRequest, new AbortController().signal);
+    expect(outcome).toMatchObject({ kind: 'unreachable' });
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('treats an absent flag as not allowed (fail closed)', async () => {
+    upstream.requests.length = 0;
+    const outcome = await transport.send({ baseUrl: upstream.baseUrl }, chatRequest);
+    expect(outcome).toMatchObject({ kind: 'unreachable' });
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('connects to the same loopback upstream when the admin allowed the model private', async () => {
+    upstream.requests.length = 0;
+    const byName = await transport.send({ baseUrl: `http://rebound.example.test:${upstream.port}/v1`, allowPrivateNetwork: true }, chatRequest);
+    expect(byName).toMatchObject({ kind: 'response', statusCode: 200 });
+    const byLiteral = await transport.send({ baseUrl: upstream.baseUrl, allowPrivateNetwork: true }, chatRequest);
+    expect(byLiteral).toMatchObject({ kind: 'response', statusCode: 200 });
+    expect(upstream.requests).toHaveLength(2);
+  });
+
+  it('does not let a checked call reuse a connection opened for an allowed model', async () => {
+    // The allowed calls above left a pooled keep-alive connection to this origin.
+    upstream.requests.length = 0;
+    const outcome = await transport.send({ baseUrl: upstream.baseUrl, allowPrivateNetwork: false }, chatRequest);
+    expect(outcome).toMatchObject({ kind: 'unreachable' });
+    expect(upstream.requests).toHaveLength(0);
+  });
+});
