@@ -1,14 +1,38 @@
 import {
-  Server, ServerCredentials, credentials, Metadata,
+  Server, Metadata,
   type CallOptions, type ChannelCredentials, type ClientUnaryCall, type ServerUnaryCall, type ServiceError, type sendUnaryData,
 } from '@grpc/grpc-js';
-import { toGrpcError, toGatewayError, type ErrorCode, type GrpcErrorPayload } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
+import { reportCallFailure } from './call-failure.ts';
+import { channelCredentials, serverCredentials, serverOptions, type GrpcTransportSecurity } from './grpc-tls.ts';
 
-/** Starts a gRPC server on host:port (0 for a free port) and resolves with the bound port. */
-export function startGrpcServer(server: Server, host: string, port: number): Promise<number> {
+export { reportCallFailure } from './call-failure.ts';
+export {
+  channelCredentials, checkGrpcTlsEnv, clientChannelOptions, grpcTlsEnv, grpcTransportSecurity, serverCredentials, serverOptions,
+  type GrpcTlsConfig, type GrpcTransportSecurity,
+} from './grpc-tls.ts';
+export {
+  authorizationError, authorizeService, callerRole, identityTrustDomain, identityUri, roleOfCertificate, serviceRoles,
+  type AuthorizationOptions, type MethodRoles, type ServiceRole,
+} from './service-identity.ts';
+export {
+  certificateNotAfter, createCertificateAuthority, ensureLocalPki, issueCertificate,
+  type LeafCertificateRequest, type LocalPki, type LocalPkiOptions, type PemKeyPair, type ServiceTlsFiles,
+} from './local-pki.ts';
+
+/** A gRPC server with the keepalive settings that match every internal client (serverOptions). */
+export function createGrpcServer(): Server {
+  return new Server(serverOptions);
+}
+
+/**
+ * Starts a gRPC server on host:port (0 for a free port) with the service's transport security
+ * (mTLS requiring a client certificate, or plaintext under GRPC_INSECURE) and resolves with the
+ * bound port.
+ */
+export function startGrpcServer(server: Server, host: string, port: number, security: GrpcTransportSecurity = { mode: 'insecure' }): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (error, boundPort) => {
+    server.bindAsync(`${host}:${port}`, serverCredentials(security), (error, boundPort) => {
       if (error) reject(error);
       else resolve(boundPort);
     });
@@ -22,20 +46,6 @@ export function stopGrpcServer(server: Server, graceMs: number): Promise<void> {
     timer.unref();
     server.tryShutdown(() => { clearTimeout(timer); resolve(); });
   });
-}
-
-/**
- * The one way a failed call is reported: logs the full error (error level for an internal
- * error, else warn, with `fields` beside it) and returns its catalogue code and the gRPC status
- * to answer with, which carries no internal text. Unary calls and stream messages alike.
- */
-export function reportCallFailure(
-  logger: Logger, method: string, error: unknown, fields: Record<string, unknown> = {},
-): { errorCode: ErrorCode; status: GrpcErrorPayload } {
-  const gatewayError = toGatewayError(error);
-  const level = gatewayError.code === 'internal_error' ? 'error' : 'warn';
-  logger[level]({ err: error, method, ...fields, code: gatewayError.code }, 'gRPC call failed');
-  return { errorCode: gatewayError.code, status: toGrpcError(gatewayError) };
 }
 
 /**
@@ -78,9 +88,9 @@ export function callUnary<Req, Res>(
   });
 }
 
-/** Plain-text channel credentials for in-cluster calls (TLS is terminated by the mesh; see docs/deploy.md). */
+/** Plain-text channel credentials; TRANSITIONAL, removed once every caller uses channelCredentials(). */
 export function insecureChannel(): ChannelCredentials {
-  return credentials.createInsecure();
+  return channelCredentials({ mode: 'insecure' });
 }
 
 export { Server, Metadata };
