@@ -111,7 +111,7 @@ try {
     };
     const settleInput: SettleInput = {
       reservationId, inputTokens: 100n, outputTokens: 20n, costMicros, providerCostMicros: 100n, modelSlug: 'bench-model',
-      usageSource: 'upstream', requestId: reservationId,
+      usageSource: 'upstream', requestId: reservationId, overrunOutputTokens: 0n,
     };
     const reserved = await reserve(batcher, reserveInput);
     if (reserved.result !== 'ok') throw new Error(`bench reserve refused: ${reserved.result} ${reserved.detail}`);

@@ -1,6 +1,7 @@
 import type { Database } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
+import { pruneReservationTombstones, tombstoneRetentionMs } from './domain/prune-reservation-tombstones.ts';
 
 /** How the sweeper runs. */
 export interface ExpirySweeperOptions {
@@ -12,6 +13,8 @@ export interface ExpirySweeperOptions {
   batchSize?: number;
   /** Batches per pass at most, so one pass cannot run unbounded after a long outage. */
   maxBatchesPerPass?: number;
+  /** How long Release tombstones are kept, ms (default `tombstoneRetentionMs`, 25 h). */
+  tombstoneRetentionMs?: number;
   /** Told after every pass whether the database answered (feeds readiness). */
   onPass?(databaseAnswered: boolean): void;
 }
@@ -26,12 +29,14 @@ export interface ExpirySweeper {
 
 /**
  * Starts the expiry sweeper: every `intervalMs` (and once at start) it expires held
- * reservations past their database-clock deadline (law 7). Passes never overlap within a
+ * reservations past their database-clock deadline (law 7) and prunes Release tombstones past
+ * their retention. Passes never overlap within a
  * process; across replicas, SKIP LOCKED keeps them out of each other's way.
  */
 export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper {
   const batchSize = options.batchSize ?? 500;
   const maxBatchesPerPass = options.maxBatchesPerPass ?? 20;
+  const retentionMs = options.tombstoneRetentionMs ?? tombstoneRetentionMs;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
@@ -50,6 +55,9 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
         }
         if (result.expiredCount < batchSize) break;
       }
+      // Tombstones past their retention, as many per pass as reservations may expire.
+      const pruned = stopped ? 0 : await pruneReservationTombstones(options.database, retentionMs, batchSize * maxBatchesPerPass);
+      if (pruned > 0) options.logger.info({ prunedCount: pruned }, 'pruned release tombstones');
       options.onPass?.(true);
     } catch (error) {
       options.logger.warn({ err: error }, 'expiry sweep failed; will retry');

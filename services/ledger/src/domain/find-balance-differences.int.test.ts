@@ -27,7 +27,7 @@ describe('findBalanceDifferences over embedded PGlite', () => {
     });
     await settle(db, {
       reservationId: 'r-1', inputTokens: 1n, outputTokens: 1n, costMicros: 2_000_005n, providerCostMicros: 0n, modelSlug: 'm',
-      usageSource: 'upstream', requestId: '',
+      usageSource: 'upstream', requestId: '', overrunOutputTokens: 0n,
     });
   });
   afterAll(async () => { await db?.close(); });

@@ -22,7 +22,7 @@ function reserveInput(reservationId: string, organisationId: string, amountMicro
 
 /** A Settle reported by the upstream. */
 function settleInput(reservationId: string, costMicros: bigint): SettleInput {
-  return { reservationId, inputTokens: 10n, outputTokens: 5n, costMicros, providerCostMicros: 1n, modelSlug: 'm', usageSource: 'upstream', requestId: reservationId };
+  return { reservationId, inputTokens: 10n, outputTokens: 5n, costMicros, providerCostMicros: 1n, modelSlug: 'm', usageSource: 'upstream', requestId: reservationId, overrunOutputTokens: 0n };
 }
 
 /** The operation `reserve()` would send for a valid input. */

@@ -41,6 +41,8 @@ export interface UsageRecordView {
   requestId: string;
   /** ms since the Unix epoch. */
   createdAtMs: bigint;
+  /** Output tokens produced beyond the Reserve, neither delivered nor billed (BOUNDED_OVERRUN); 0: none. */
+  overrunOutputTokens: bigint;
 }
 
 /** One page of usage records, newest first. */
@@ -75,6 +77,7 @@ interface UsageRow {
   usage_source: UsageSource;
   request_id: string;
   created_at_micros: bigint;
+  overrun_output_tokens: bigint;
 }
 
 /** Checks a window bound in ms: 0 (unbounded) up to the year 9999. */
@@ -108,7 +111,7 @@ export async function listUsage(db: Queryable, input: ListUsageInput): Promise<U
   // Bounds travel as integers and become timestamps in SQL; µs values stay below 2^53, so exact.
   const { rows } = await db.query<UsageRow>(
     `SELECT id, reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens, cost_micros,
-       provider_cost_micros, debited_micros, billing_mode, usage_source, request_id,
+       provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens,
        (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_micros
      FROM usage_records
      WHERE organisation_id = $1
@@ -148,5 +151,6 @@ function toView(row: UsageRow): UsageRecordView {
     usageSource: row.usage_source,
     requestId: row.request_id,
     createdAtMs: row.created_at_micros / 1000n,
+    overrunOutputTokens: row.overrun_output_tokens,
   };
 }

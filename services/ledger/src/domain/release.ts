@@ -37,6 +37,9 @@ interface ReservationRow {
  * nothing is debited and no usage is recorded. Under a row lock on the reservation, so a
  * racing settle or expiry sees exactly one winner. Releasing a released reservation answers
  * OK again (the reason is not compared); a settled or expired one is ALREADY_RESOLVED.
+ * A Release of an id no reservation has leaves a tombstone (migration 0006) and answers
+ * RESERVATION_UNKNOWN, again on every repeat: the Release overtook its Reserve (ONE_OUTCOME),
+ * so that Reserve, when it arrives, holds nothing and answers RELEASED.
  */
 export async function release(db: Database, input: ReleaseInput): Promise<ReleaseOutcome> {
   const idIssue = idProblem('reservation_id', input.reservationId);
@@ -44,11 +47,24 @@ export async function release(db: Database, input: ReleaseInput): Promise<Releas
   const reasonIssue = reasonProblem('reason', input.reason);
 
   return db.transaction(async (tx): Promise<ReleaseOutcome> => {
-    const { rows } = await tx.query<ReservationRow>(
+    const lockReservation = async () => (await tx.query<ReservationRow>(
       'SELECT organisation_id, billing_mode, amount_micros, status FROM reservations WHERE id = $1 FOR UPDATE',
       [input.reservationId],
-    );
-    const reservation = rows[0];
+    )).rows[0];
+    let reservation = await lockReservation();
+    if (!reservation && !reasonIssue) {
+      // Under the tombstone lock (exclusive), so a Reserve of this id either committed before
+      // (found now, released below) or sees the tombstone after this commits.
+      const tombstoned = await tx.query<{ tombstoned: boolean }>(
+        'SELECT ledger_tombstone_unknown_reservation($1, $2) AS tombstoned', [input.reservationId, input.reason]);
+      if (tombstoned.rows[0]!.tombstoned) {
+        return {
+          result: 'reservation_unknown', releasedMicros: 0n, availableMicros: 0n,
+          detail: 'no reservation has this id; a tombstone makes a later Reserve of it hold nothing',
+        };
+      }
+      reservation = await lockReservation();
+    }
     const heldMicros = reservation?.billing_mode === 'commercial' ? reservation.amount_micros : 0n;
     if (reservation?.status === 'released') {
       return {
@@ -57,7 +73,7 @@ export async function release(db: Database, input: ReleaseInput): Promise<Releas
       };
     }
     if (reasonIssue) return { result: 'invalid_argument', releasedMicros: 0n, availableMicros: 0n, detail: reasonIssue };
-    if (!reservation) return { result: 'reservation_unknown', releasedMicros: 0n, availableMicros: 0n, detail: 'no reservation has this id' };
+    if (!reservation) throw new Error(`reservation ${input.reservationId} vanished under the tombstone lock`);
     if (reservation.status !== 'held') {
       return {
         result: 'already_resolved', releasedMicros: 0n,

@@ -18,10 +18,14 @@ export interface ReserveInput {
   modelSlug: string;
 }
 
-/** Results of Reserve, in precedence order: the first that applies is returned. */
+/**
+ * Results of Reserve, in precedence order: the first that applies is returned, except that
+ * `released` (a Release of this id arrived first and left a tombstone) is decided before every
+ * result but `invalid_argument` (a tombstone and a reservation never share an id).
+ */
 export type ReserveResultName =
   | 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'organisation_unknown' | 'insufficient_balance'
-  | 'project_budget_exceeded';
+  | 'project_budget_exceeded' | 'released';
 
 /** The answer to Reserve. */
 export interface ReserveOutcome {
@@ -42,7 +46,8 @@ function refusal(result: Exclude<ReserveResultName, 'ok'>, detail: string, avail
  * Holds a Reserve. Commercial: one conditional UPDATE moves the amount from available to held
  * only if available covers it (law 1), in the transaction that inserts the reservation and its
  * `reserve` movement. Internal: the reservation is recorded (so it can be settled) but nothing
- * is held. A refused Reserve writes nothing, so replaying a refused id evaluates it afresh.
+ * is held. A refused Reserve writes nothing, so replaying a refused id evaluates it afresh. An id
+ * a Release reached first (a tombstone, migration 0006) holds nothing on every path: RELEASED.
  * Input is checked here; the database work is `ledger_reserve` (migration 0003), one round trip
  * alone (`target` a Database) or one operation of a group-committed batch (a LedgerBatcher).
  */

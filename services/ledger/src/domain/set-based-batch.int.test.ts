@@ -8,14 +8,15 @@ import { credit } from './credit.ts';
 import { findBalanceDifferences } from './find-balance-differences.ts';
 import { fingerprintOf } from './fingerprint.ts';
 import { openAccount } from './open-account.ts';
+import { release } from './release.ts';
 
 const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
 const serverUrl = testPostgresUrl();
 
 /** One operation of a generated batch, before ids are given to it. */
 type PlannedOperation =
-  | { kind: 'reserve'; organisation: number; internal: boolean; amountMicros: number }
-  | { kind: 'settle'; pick: number; costMicros: number };
+  | { kind: 'reserve'; organisation: number; internal: boolean; amountMicros: number; releasedFirst: boolean }
+  | { kind: 'settle'; pick: number; costMicros: number; overrunOutputTokens: number };
 
 /** Organisations per ledger side; index `organisationCount` stands for an organisation without an account. */
 const organisationCount = 2;
@@ -30,13 +31,14 @@ function reserveOperation(reservationId: string, organisationId: string, interna
   return { kind: 'reserve', reservationId, fingerprint: fingerprintOf('reserve', fields), fields };
 }
 
-/** A Settle as `settle()` sends it. */
-function settleOperation(reservationId: string, costMicros: bigint): LedgerOperation {
+/** A Settle as `settle()` sends it (the overrun is in the fingerprint only when non-zero). */
+function settleOperation(reservationId: string, costMicros: bigint, overrunOutputTokens: bigint): LedgerOperation {
   const fields = {
     inputTokens: '7', outputTokens: '3', costMicros: String(costMicros), providerCostMicros: '1', modelSlug: 'm',
     usageSource: 'upstream', requestId: `q-${reservationId}`,
   };
-  return { kind: 'settle', reservationId, fingerprint: fingerprintOf('settle', fields), fields };
+  const fingerprint = fingerprintOf('settle', { ...fields, ...(overrunOutputTokens !== 0n ? { overrunOutputTokens } : {}) });
+  return { kind: 'settle', reservationId, fingerprint, fields: { ...fields, overrunOutputTokens: String(overrunOutputTokens) } };
 }
 
 /** A row of the batch functions. */
@@ -77,8 +79,10 @@ function comparable(answer: LedgerOperationAnswer): unknown {
  * `ledger_apply_batch` (every batch is of the common shape, so it takes the set-based path),
  * side "each" through `ledger_apply_batch_each`; a tripwire fails the test if a "set" batch
  * falls back to the loop or errors (batches of one take the direct single-operation path of
- * 0005 and are held to the same comparison). Then answers, balances, movements, usage
- * records, reservations and project spend are compared.
+ * 0005 and are held to the same comparison). Some Reserves' ids are released (`release()`, the
+ * Release RPC's code) before their batch runs, which leaves a tombstone (0006): both paths must
+ * answer them RELEASED and hold nothing; Settles carry overrun output tokens. Then answers,
+ * balances, movements, usage records, reservations, project spend and tombstones are compared.
  */
 describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
   let testDatabase: TestDatabase;
@@ -112,12 +116,20 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
 
   it('answers and writes exactly what the operation-by-operation loop does, in arrival order', async () => {
     let run = 0;
+    // The generators must reach the new cases, not only allow them.
+    let releasedAnswers = 0;
     const plannedOperation: fc.Arbitrary<PlannedOperation> = fc.oneof(
       fc.record({
         kind: fc.constant('reserve' as const), organisation: fc.integer({ min: 0, max: organisationCount }),
         internal: fc.boolean(), amountMicros: fc.integer({ min: 1, max: 900 }),
+        // Release before Reserve (ONE_OUTCOME): about one Reserve in four.
+        releasedFirst: fc.integer({ min: 0, max: 3 }).map((roll) => roll === 0),
       }),
-      fc.record({ kind: fc.constant('settle' as const), pick: fc.nat(), costMicros: fc.integer({ min: 0, max: 1_200 }) }),
+      fc.record({
+        kind: fc.constant('settle' as const), pick: fc.nat(), costMicros: fc.integer({ min: 0, max: 1_200 }),
+        // BOUNDED_OVERRUN: mostly none, sometimes some.
+        overrunOutputTokens: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5_000 })),
+      }),
     );
     await fc.assert(fc.asyncProperty(fc.array(fc.array(plannedOperation, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 6 }), async (batches) => {
       run++;
@@ -142,6 +154,11 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
             const id = `r${serial++}`;
             reservedNow.push(id);
             for (const side of ['set', 'each']) {
+              if (planned.releasedFirst) {
+                // The Release overtook its Reserve: it finds no reservation and leaves a tombstone.
+                const released = await release(db, { reservationId: `sb-${run}-${side}-${id}`, reason: 'upstream_not_called' });
+                expect(released.result).toBe('reservation_unknown');
+              }
               sides[side]!.push(reserveOperation(`sb-${run}-${side}-${id}`, organisationOf(side, planned.organisation), planned.internal, BigInt(planned.amountMicros)));
             }
           } else {
@@ -149,7 +166,9 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
             if (candidates.length === 0) continue;
             const id = candidates[planned.pick % candidates.length]!;
             settledNow.add(id);
-            for (const side of ['set', 'each']) sides[side]!.push(settleOperation(`sb-${run}-${side}-${id}`, BigInt(planned.costMicros)));
+            for (const side of ['set', 'each']) {
+              sides[side]!.push(settleOperation(`sb-${run}-${side}-${id}`, BigInt(planned.costMicros), BigInt(planned.overrunOutputTokens)));
+            }
           }
         }
         // A batch of one takes the direct single-operation path (0005), compared just the same.
@@ -161,6 +180,7 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
         });
         const eachAnswers = answersOf(await db.query<BatchRow>('SELECT * FROM ledger_apply_batch_each($1::jsonb, false) ORDER BY ordinal', [payloadOf(sides.each!)]));
         expect(setAnswers.map(comparable)).toEqual(eachAnswers.map(comparable));
+        releasedAnswers += setAnswers.filter((answer) => answer.ok && answer.result === 'released').length;
         // Track what is held now, from the answers (equal on both sides).
         for (const id of settledNow) held.splice(held.indexOf(id), 1);
         let reserveIndex = 0;
@@ -191,12 +211,16 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
               settle_fingerprint, settle_debited_micros, settle_released_micros, settle_overrun_micros, settle_detail, resolved_at IS NULL AS open,
               expires_at - created_at AS lifetime FROM reservations WHERE id LIKE $1 ORDER BY id`),
           usage: await read(`SELECT reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens, cost_micros,
-              provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, provisional FROM usage_records WHERE reservation_id LIKE $1 ORDER BY id`),
+              provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, provisional, overrun_output_tokens
+              FROM usage_records WHERE reservation_id LIKE $1 ORDER BY id`),
           spend: await read('SELECT project_id, month, organisation_id, settled_micros FROM project_month_spend WHERE project_id LIKE $1 ORDER BY project_id'),
+          tombstones: await read('SELECT reservation_id, reason FROM reservation_tombstones WHERE reservation_id LIKE $1 ORDER BY reservation_id'),
         };
       };
       expect(await rowsOf('set')).toEqual(await rowsOf('each'));
     }), { numRuns: 25 });
+    expect(releasedAnswers).toBeGreaterThan(0);
+    expect((await db.query("SELECT 1 FROM usage_records WHERE overrun_output_tokens > 0 AND reservation_id LIKE 'sb-%-set-%'")).rowCount).toBeGreaterThan(0);
     expect(await findBalanceDifferences(db)).toEqual([]);
   }, 120_000);
 

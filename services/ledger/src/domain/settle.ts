@@ -18,6 +18,11 @@ export interface SettleInput {
   usageSource: UsageSource | null;
   /** The gateway's request id, kept on the usage record; may be empty. */
   requestId: string;
+  /**
+   * Output tokens the upstream produced beyond what the Reserve covered (BOUNDED_OVERRUN):
+   * neither delivered nor in costMicros, their provider cost inside providerCostMicros; 0: none.
+   */
+  overrunOutputTokens: bigint;
 }
 
 /** Results of Settle, in precedence order. */
@@ -48,9 +53,10 @@ function refusal(result: Exclude<SettleResultName, 'ok'>, detail: string): Settl
  * racing settle, release or expiry sees the outcome of whichever came first (law 3):
  * commercial: held -= Reserve, available += Reserve - cost, debited += cost (a cost above the
  * Reserve is an overrun that may take available below zero); internal: no wallet change.
- * Either way exactly one usage record is written (law 5). A settle after the sweeper expired
- * the reservation still records the usage and debits the cost, all of it as overrun, because
- * usage that happened must never be lost; a settle after an explicit Release is refused.
+ * Either way exactly one usage record is written (law 5), with the overrun output tokens (law 6,
+ * part of the idempotency payload). A settle after the sweeper expired the reservation still
+ * records the usage and debits the cost, all of it as overrun, because usage that happened
+ * must never be lost; a settle after an explicit Release is refused.
  * Input is checked here; the database work is `ledger_settle` (migration 0003), one round trip
  * alone (`target` a Database) or one operation of a group-committed batch (a LedgerBatcher).
  */
@@ -65,11 +71,15 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
     idProblem('model_slug', input.modelSlug),
     input.usageSource === null ? 'usage_source must be USAGE_SOURCE_UPSTREAM or USAGE_SOURCE_GATEWAY_ESTIMATE' : undefined,
     optionalIdProblem('request_id', input.requestId),
+    nonNegativeAmountProblem('overrun_output_tokens', input.overrunOutputTokens),
   );
   const fingerprint = fingerprintOf('settle', {
     inputTokens: input.inputTokens, outputTokens: input.outputTokens, costMicros: input.costMicros,
     providerCostMicros: input.providerCostMicros, modelSlug: input.modelSlug, usageSource: input.usageSource,
     requestId: input.requestId,
+    // Only when non-zero, so a settle without overrun keeps the fingerprint it had before the
+    // field existed (a replay across the upgrade is still a replay, not a conflict).
+    ...(input.overrunOutputTokens !== 0n ? { overrunOutputTokens: input.overrunOutputTokens } : {}),
   });
 
   const answer = problems.length > 0
@@ -81,6 +91,7 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
         inputTokens: input.inputTokens.toString(), outputTokens: input.outputTokens.toString(),
         costMicros: input.costMicros.toString(), providerCostMicros: input.providerCostMicros.toString(),
         modelSlug: input.modelSlug, usageSource: input.usageSource!, requestId: input.requestId,
+        overrunOutputTokens: input.overrunOutputTokens.toString(),
       },
     });
   return {

@@ -33,6 +33,7 @@ const reserveResults: Record<ReserveResultName, ledgerV1.ReserveResult> = {
   organisation_unknown: ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN,
   insufficient_balance: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE,
   project_budget_exceeded: ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED,
+  released: ledgerV1.ReserveResult.RESERVE_RESULT_RELEASED,
 };
 
 const checkpointResults: Record<CheckpointResultName, ledgerV1.CheckpointResult> = {
@@ -97,7 +98,7 @@ const usageSourcesToProto: Record<UsageSource, ledgerV1.UsageSource> = {
 
 /** A usage record as the proto carries it. */
 function usageRecordToProto(record: UsageRecordView): ledgerV1.UsageRecord {
-  return { ...record, billingMode: billingModesToProto[record.billingMode], usageSource: usageSourcesToProto[record.usageSource], overrunOutputTokens: 0n };
+  return { ...record, billingMode: billingModesToProto[record.billingMode], usageSource: usageSourcesToProto[record.usageSource] };
 }
 
 /** A balance difference as the proto carries it; a project's month, or an orphan row, names itself in `balance`. */
@@ -187,6 +188,7 @@ export function createLedgerGrpcService(
       reservationId: request.reservationId, inputTokens: request.inputTokens, outputTokens: request.outputTokens,
       costMicros: request.costMicros, providerCostMicros: request.providerCostMicros, modelSlug: request.modelSlug,
       usageSource: usageSourceFromProto(request.usageSource), requestId: request.requestId,
+      overrunOutputTokens: request.overrunOutputTokens,
     });
     return {
       response: { ...outcome, result: settleResults[outcome.result] },
