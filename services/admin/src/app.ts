@@ -4,11 +4,13 @@ import type { Server as HttpServer } from 'node:http';
 import { migrate, openDatabase, type Database } from '@gateway/db';
 import { Server as GrpcServer, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
+import { systemResolver, type HostResolver } from '@gateway/address-policy';
 import type { AdminConfig } from './config.ts';
 import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
 import { createAdminService } from './domain/admin-service.ts';
 import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
 import { createCredentialCipher } from './domain/credential-cipher.ts';
+import { withholdRefusedUpstreams } from './domain/upstream-recheck.ts';
 import { authenticateAdminToken, bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
 import { createAdminHttpApp } from './http/admin-http-app.ts';
 import { createAdminRoutes } from './http/admin-routes.ts';
@@ -37,6 +39,8 @@ export interface AdminAppDeps {
   onBootstrapToken?: (secret: string) => void;
   /** Largest config update sent in one message, bytes (tests make it small to exercise splitting). */
   maxConfigUpdateBytes?: number;
+  /** Resolves upstream host names for the SSRF check; default the system resolver (tests inject a table). */
+  resolveHost?: HostResolver;
 }
 
 /** The folder of the admin's SQL migrations. */
@@ -88,17 +92,22 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const ledger: GrpcLedger = createGrpcLedger({ target: config.LEDGER_GRPC_URL, callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS });
     cleanups.push(() => ledger.close());
 
-    const snapshots = createConfigSnapshotSource(db, cipher);
+    const resolveHost = deps.resolveHost ?? systemResolver;
+    // Filled by the SSRF re-check below, which commits a new version so no snapshot built before it is sent.
+    const refusedUpstreams = new Map<string, string>();
+    const snapshots = createConfigSnapshotSource(db, cipher, { allowPrivateNetwork: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, refusedUpstreams });
     const hub: ConfigStreamHub = createConfigStreamHub({
       snapshots, logger, ackTimeoutMs: config.SNAPSHOT_ACK_TIMEOUT_MS, heartbeatIntervalMs: config.ADMIN_HEARTBEAT_INTERVAL_MS,
       ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
     cleanups.push(() => hub.close());
-    const service = createAdminService({ db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS });
+    const service = createAdminService({ db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost });
 
     if (config.DEMO_UPSTREAM_URL !== undefined && await service.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
       logger.info({ slug: 'demo' }, 'demo gateway model created');
     }
+    // Models stored under a laxer setting (or whose names moved) are not served: docs/admin-api.md.
+    await withholdRefusedUpstreams(db, refusedUpstreams, { allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS }, resolveHost, logger);
     // Building the first snapshot proves every stored credential still opens with this key.
     const firstSnapshot = await snapshots.load();
     logger.info({ version: firstSnapshot.version.toString() }, 'config snapshot ready');

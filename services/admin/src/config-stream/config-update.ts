@@ -54,6 +54,7 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
       apiKey: model.upstreamApiKey,
     },
     createdAtS: BigInt(Math.floor(model.createdAt.getTime() / 1000)),
+    allowPrivateNetwork: model.allowPrivateNetwork,
   };
 }
 

@@ -25,7 +25,8 @@ import {
 } from './organisation-store.ts';
 import { findProject, insertApiKey, insertProject, listProjects, revokeActiveKeys, updateProjectFields } from './project-store.ts';
 import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
-import { normaliseUpstreamUrl, upstreamUrlProblem } from './upstream-url.ts';
+import { systemResolver, type HostResolver } from '@gateway/address-policy';
+import { normaliseUpstreamUrl, resolvedHostProblem, resolvesToInternalAddressProblem, upstreamUrlProblem } from './upstream-url.ts';
 
 /** What the admin service is built from. */
 export interface AdminServiceDeps {
@@ -35,6 +36,8 @@ export interface AdminServiceDeps {
   publisher: ConfigPublisher;
   /** true: upstream base URLs may be http and private addresses (development, demo). */
   allowPrivateUpstreams: boolean;
+  /** Resolves upstream host names for the SSRF check; default the system resolver (tests inject a table). */
+  resolveHost?: HostResolver;
 }
 
 /** A new organisation as a platform admin describes it. */
@@ -236,6 +239,19 @@ export function createAdminService(deps: AdminServiceDeps) {
   const requireUpstreamUrl = (baseUrl: string, providerKind: ProviderKind) => {
     const problem = upstreamUrlProblem(baseUrl, { allowPrivate: deps.allowPrivateUpstreams }, { providerKind });
     if (problem) throw new GatewayError('invalid_request', { publicMessage: `Invalid request: upstream.base_url: ${problem}.`, param: 'upstream.base_url' });
+  };
+  /**
+   * Refuses a base URL whose host name resolves to an address the SSRF policy refuses (400; the
+   * address stays in the internal message). DNS can change after this: the proxy checks again
+   * at connect time, which is the real guard.
+   */
+  const requireResolvedUpstream = async (baseUrl: string) => {
+    const problem = await resolvedHostProblem(baseUrl, { allowPrivate: deps.allowPrivateUpstreams }, deps.resolveHost ?? systemResolver);
+    if (problem) {
+      throw new GatewayError('invalid_request', {
+        publicMessage: `Invalid request: upstream.base_url: ${resolvesToInternalAddressProblem}.`, param: 'upstream.base_url', internalMessage: problem,
+      });
+    }
   };
   /** A gateway model flattened for the audit log; the credential only as a marker. */
   const gatewayModelAuditRecord = (model: GatewayModel & { upstreamApiKeyEncrypted: string | null }) => ({
@@ -495,6 +511,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     async createGatewayModel(actor: Actor, input: CreateGatewayModelInput): Promise<{ gatewayModel: GatewayModel; propagation: Propagation }> {
       requirePlatformAdmin(actor);
       requireUpstreamUrl(input.upstream.baseUrl, input.upstream.providerKind);
+      await requireResolvedUpstream(input.upstream.baseUrl);
       const { version, stored } = await db.transaction(async (tx) => {
         const inserted = await insertGatewayModel(tx, {
           slug: input.slug,
@@ -532,6 +549,7 @@ export function createAdminService(deps: AdminServiceDeps) {
       const baseUrl = input.upstream?.baseUrl;
       // The form is checked first; whether a query may stay depends on the stored provider kind.
       if (baseUrl !== undefined) requireUpstreamUrl(baseUrl, apiVersionQueryProviderKind);
+      if (baseUrl !== undefined) await requireResolvedUpstream(baseUrl);
       const { version, stored } = await db.transaction(async (tx) => {
         const current = await findGatewayModel(tx, slug, { forUpdate: true });
         if (!current) throw gatewayModelNotFound(slug);

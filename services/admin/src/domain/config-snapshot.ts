@@ -17,8 +17,26 @@ export interface SnapshotApiKey {
   projectId: string;
 }
 
-/** A gateway model with its upstream credential decrypted ('' when the upstream needs none). */
-export type SnapshotGatewayModel = GatewayModel & { upstreamApiKey: string };
+/**
+ * A gateway model with its upstream credential decrypted ('' when the upstream needs none) and
+ * whether the proxy may connect to it at a private address (see ConfigSnapshotOptions).
+ */
+export type SnapshotGatewayModel = GatewayModel & { upstreamApiKey: string; allowPrivateNetwork: boolean };
+
+/** What the admin's SSRF setting and its start-time re-check make of the stored gateway models. */
+export interface ConfigSnapshotOptions {
+  /**
+   * ADMIN_ALLOW_PRIVATE_UPSTREAMS: pushed to proxies as every model's allow_private_network, so
+   * a proxy skips its connect-time address check only while the admin allows private upstreams.
+   */
+  allowPrivateNetwork: boolean;
+  /**
+   * Models the start-time re-check refused, by slug, with the base URL that was refused. Such a
+   * model is left out of snapshots and deltas (a delta names it as removed) until its base URL
+   * changes, since a new base URL passes the create/update check first.
+   */
+  refusedUpstreams?: ReadonlyMap<string, string>;
+}
 
 /** Everything a proxy serves from, at one config version. Holds decrypted credentials: never log it. */
 export interface ConfigSnapshot {
@@ -127,14 +145,20 @@ function toOrganisation(row: OrganisationSnapshotRow): Organisation {
  * Reads snapshots and deltas from the database. The version and the rows are read in one
  * repeatable-read transaction, so what is labelled V holds exactly the state committed as V.
  */
-export function createConfigSnapshotSource(db: Database, cipher: CredentialCipher): ConfigSnapshotSource {
+export function createConfigSnapshotSource(
+  db: Database, cipher: CredentialCipher, options: ConfigSnapshotOptions = { allowPrivateNetwork: false },
+): ConfigSnapshotSource {
   let cached: ConfigSnapshot | undefined;
+  const refusedUpstreams = options.refusedUpstreams ?? new Map<string, string>();
+  /** Whether a stored model is served: not refused by the start-time re-check with this very base URL. */
+  const served = (model: StoredGatewayModel) => refusedUpstreams.get(model.slug) !== model.upstream.baseUrl;
   /** Deltas being built, by their starting version: streams at the same version share one read. */
   const deltasInFlight = new Map<bigint, Promise<ConfigDelta | 'full_needed'>>();
 
   const openModel = ({ upstreamApiKeyEncrypted, ...model }: StoredGatewayModel): SnapshotGatewayModel => ({
     ...model,
     upstreamApiKey: upstreamApiKeyEncrypted === null ? '' : cipher.decrypt(upstreamApiKeyEncrypted, credentialContext(model.slug)),
+    allowPrivateNetwork: options.allowPrivateNetwork,
   });
 
   async function readDelta(fromVersion: bigint): Promise<ConfigDelta | 'full_needed'> {
@@ -180,7 +204,7 @@ export function createConfigSnapshotSource(db: Database, cipher: CredentialCiphe
         }
       }
       if (slugs.length > 0) {
-        const models = await gatewayModelsBySlug(tx, slugs);
+        const models = (await gatewayModelsBySlug(tx, slugs)).filter(served);
         delta.gatewayModels = models.map(openModel);
         const found = new Set(models.map((model) => model.slug));
         delta.removedGatewayModelSlugs = slugs.filter((slug) => !found.has(slug));
@@ -207,7 +231,7 @@ export function createConfigSnapshotSource(db: Database, cipher: CredentialCiphe
           organisations: organisations.rows.map(toOrganisation),
           projects: projects.rows.map((row) => ({ id: row.id, organisationId: row.organisation_id, disabled: row.status !== 'active' })),
           apiKeys: apiKeys.rows.map((row) => ({ keyHash: row.key_hash, keyId: row.id, projectId: row.project_id })),
-          gatewayModels: models.map(openModel),
+          gatewayModels: models.filter(served).map(openModel),
         } satisfies ConfigSnapshot;
       }, { isolation: 'repeatable read' });
       // Versions only grow, so a newer snapshot always replaces the cached one.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { normaliseUpstreamUrl, upstreamUrlProblem } from './upstream-url.ts';
+import type { HostResolver } from '@gateway/address-policy';
+import { normaliseUpstreamUrl, resolvedHostProblem, upstreamUrlProblem } from './upstream-url.ts';
 
 const strict = { allowPrivate: false };
 const lenient = { allowPrivate: true };
@@ -43,6 +44,17 @@ describe('upstreamUrlProblem', () => {
     ['https://[fe80::1]/', /private/],
     ['https://[::ffff:127.0.0.1]/', /private/], // IPv4-mapped loopback
     ['https://[::ffff:10.0.0.1]/', /private/],
+    // Issue 10, finding 4: forms the old list let through.
+    ['https://[::ffff:0:7f00:1]/', /private/], // IPv4-translated loopback
+    ['https://[::ffff:0:a00:1]/v1', /private/], // IPv4-translated 10.0.0.1
+    ['https://[2002:7f00:1::]/', /private/], // 6to4 embedding 127.0.0.1
+    ['https://[2002:a9fe:a9fe::1]/', /private/], // 6to4 embedding 169.254.169.254
+    ['https://[2001::1]/', /private/], // Teredo
+    ['https://[64:ff9b::a9fe:a9fe]/', /private/], // NAT64 of the metadata address
+    ['https://192.0.2.10/', /private/], // documentation
+    ['https://198.18.0.1/', /private/], // benchmarking
+    ['https://255.255.255.255/', /private/], // broadcast
+    ['https://[2001:db8::1]/', /private/], // documentation
   ])('refuses %s', (url, reason) => {
     expect(upstreamUrlProblem(url, strict)).toMatch(reason);
   });
@@ -90,5 +102,30 @@ describe('upstreamUrlProblem with a provider kind', () => {
     ['http://r.openai.azure.com/d?api-version=2024-10-21', /https/],
   ])('still refuses %s for azure_openai', (url, problem) => {
     expect(upstreamUrlProblem(url, strict, { providerKind: 'azure_openai' })).toMatch(problem);
+  });
+});
+
+describe('resolvedHostProblem', () => {
+  const table: Record<string, string[]> = {
+    'rebound.example.test': ['127.0.0.1'],
+    'mixed.example.test': ['8.8.8.8', 'fd00::7'],
+    'public.example.test': ['8.8.8.8', '2001:4860:4860::8888'],
+  };
+  const resolve: HostResolver = async (hostname) => {
+    const addresses = table[hostname];
+    if (addresses === undefined) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+    return addresses.map((address) => ({ address, family: address.includes(':') ? 6 as const : 4 as const }));
+  };
+
+  it('names a host that resolves to an internal address, with the detail for the log', async () => {
+    expect(await resolvedHostProblem('https://rebound.example.test/v1', strict, resolve)).toMatch(/resolves to 127\.0\.0\.1, loopback/);
+    expect(await resolvedHostProblem('https://mixed.example.test/v1', strict, resolve)).toMatch(/fd00::7, unique-local/);
+  });
+
+  it('lets public names, unknown names, literals and everything under the lenient policy through', async () => {
+    expect(await resolvedHostProblem('https://public.example.test/v1', strict, resolve)).toBeUndefined();
+    expect(await resolvedHostProblem('https://unknown.example.test/v1', strict, resolve)).toBeUndefined();
+    expect(await resolvedHostProblem('https://8.8.8.8/v1', strict, resolve)).toBeUndefined();
+    expect(await resolvedHostProblem('https://rebound.example.test/v1', lenient, resolve)).toBeUndefined();
   });
 });

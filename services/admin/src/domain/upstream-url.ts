@@ -1,43 +1,11 @@
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import { disallowedAddressReason, hostAddressProblem, isLocalHostName, unbracketed, type HostResolver } from '@gateway/address-policy';
 import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
 
 /** How strictly an upstream base URL is checked. */
 export interface UpstreamUrlPolicy {
   /** true: http and private, loopback and link-local addresses are allowed (development, demo). */
   allowPrivate: boolean;
-}
-
-/**
- * Addresses an upstream may not point at unless private upstreams are allowed: a gateway that
- * calls whatever URL an admin typed must not become a way into its own network (SSRF).
- * IPv4-mapped IPv6 addresses (::ffff:a.b.c.d) match the IPv4 rules.
- */
-const forbiddenAddresses = (() => {
-  const list = new BlockList();
-  const ipv4: Array<[string, number]> = [
-    ['0.0.0.0', 8], // "this network", including 0.0.0.0
-    ['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], // private
-    ['100.64.0.0', 10], // carrier-grade NAT, private in practice
-    ['127.0.0.0', 8], // loopback
-    ['169.254.0.0', 16], // link-local, including cloud metadata at 169.254.169.254
-    ['224.0.0.0', 4], ['240.0.0.0', 4], // multicast, reserved and broadcast
-  ];
-  const ipv6: Array<[string, number]> = [
-    ['::', 96], // unspecified, loopback (::1) and IPv4-compatible addresses
-    ['fc00::', 7], // unique-local
-    ['fe80::', 10], // link-local
-    ['ff00::', 8], // multicast
-    ['64:ff9b::', 96], ['64:ff9b:1::', 48], // NAT64, which can reach private IPv4 addresses
-  ];
-  for (const [network, prefix] of ipv4) list.addSubnet(network, prefix, 'ipv4');
-  for (const [network, prefix] of ipv6) list.addSubnet(network, prefix, 'ipv6');
-  return list;
-})();
-
-/** Whether a host name names this machine rather than an address (`localhost`, `*.localhost`). */
-function isLocalHostName(hostname: string): boolean {
-  const name = hostname.toLowerCase().replace(/\.+$/, '');
-  return name === 'localhost' || name.endsWith('.localhost');
 }
 
 /**
@@ -54,9 +22,10 @@ export interface UpstreamUrlContext {
 }
 
 /**
- * Why a base URL may not be an upstream (undefined when it may). Host names are not resolved
- * here: only literal addresses are judged; see docs/admin-api.md on DNS. The rule is the same
- * for every provider kind, except that Azure OpenAI's base URL may pin its `api-version`.
+ * Why a base URL may not be an upstream (undefined when it may). Literal addresses are judged
+ * by the shared SSRF address policy (@gateway/address-policy, the one the proxy checks at
+ * connect time); host names are not resolved here (see upstreamHostProblem). The rule is the
+ * same for every provider kind, except that Azure OpenAI's base URL may pin its `api-version`.
  */
 export function upstreamUrlProblem(value: string, policy: UpstreamUrlPolicy, context: UpstreamUrlContext = {}): string | undefined {
   if (!URL.canParse(value)) return 'must be an absolute URL such as https://api.example.com/v1';
@@ -70,14 +39,43 @@ export function upstreamUrlProblem(value: string, policy: UpstreamUrlPolicy, con
     if (!apiVersionQueryPattern.test(url.search)) return 'may carry only ?api-version=YYYY-MM-DD (optionally -preview) as its query, and no fragment';
   }
   if (policy.allowPrivate) return undefined;
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const host = unbracketed(url.hostname);
   if (isLocalHostName(host)) return 'must not point at localhost (allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
-  const family = isIP(host);
-  if (family !== 0 && forbiddenAddresses.check(host, family === 4 ? 'ipv4' : 'ipv6')) {
-    return 'must not point at a private, loopback, link-local or otherwise internal address (allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
-  }
+  if (isIP(host) !== 0 && disallowedAddressReason(host) !== undefined) return internalAddressProblem;
   return undefined;
 }
+
+const internalAddressProblem = 'must not point at a private, loopback, link-local or otherwise internal address (allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
+
+/** Longest the admin waits for a host name to resolve before letting the connect-time check decide, ms. */
+export const hostResolutionTimeoutMs = 5_000;
+
+/**
+ * Why the host name of a base URL may not be an upstream once resolved, in internal detail
+ * (name, address, range: for logs, never for a response): a name any of whose addresses the
+ * SSRF policy refuses. Undefined when private upstreams are allowed, when the host is a literal
+ * (upstreamUrlProblem judges those), when every address is public, and when the name does not
+ * resolve within hostResolutionTimeoutMs: DNS can change either way, so the proxy's check at
+ * connect time is the real guard; this one turns an obvious mistake or probe into a 400 (or an
+ * unserved model at start) instead of a 502 later.
+ */
+export async function resolvedHostProblem(value: string, policy: UpstreamUrlPolicy, resolve: HostResolver): Promise<string | undefined> {
+  if (policy.allowPrivate || !URL.canParse(value)) return undefined;
+  const host = unbracketed(new URL(value).hostname);
+  if (isIP(host) !== 0 || isLocalHostName(host)) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<undefined>((done) => { timer = setTimeout(() => done(undefined), hostResolutionTimeoutMs); });
+  try {
+    return await Promise.race([hostAddressProblem(host, resolve), timedOut]);
+  } catch {
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The public form of a resolvedHostProblem: says that the name resolves to an internal address, not which. */
+export const resolvesToInternalAddressProblem = 'must not name a host that resolves to a private, loopback, link-local or otherwise internal address (allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
 
 /**
  * The stored form of an accepted base URL: as the WHATWG parser normalises it (lowercase host,

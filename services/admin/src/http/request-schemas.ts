@@ -107,7 +107,7 @@ function upstreamBaseUrl(policy: UpstreamUrlPolicy) {
     })
     .meta({
       description: 'https URL of the provider\'s API, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1 (see docs/admin-api.md for each kind). '
-        + 'No credentials, query or fragment, except azure_openai\'s ?api-version=YYYY-MM-DD[-preview]. Private and loopback addresses are refused (SSRF) unless ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.',
+        + 'No credentials, query or fragment, except azure_openai\'s ?api-version=YYYY-MM-DD[-preview]. Private, loopback and other internal addresses, and host names that resolve to one, are refused (SSRF) unless ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.',
     });
 }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { HostResolver } from '@gateway/address-policy';
 import type { Database } from '@gateway/db';
 import { createLogger, type Logger } from '@gateway/logger';
 import { issueSecret } from '@gateway/secrets';
@@ -46,6 +47,8 @@ export interface AdminHarnessOptions {
   logger?: Logger;
   /** Largest config update in one message, bytes. */
   maxConfigUpdateBytes?: number;
+  /** Resolves upstream host names for the SSRF checks (a table in tests); default the system resolver. */
+  resolveHost?: HostResolver;
 }
 
 /** Starts an admin on free ports against a fake ledger. */
@@ -68,6 +71,7 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
     logger: options.logger ?? createLogger('admin', 'silent'),
     ...(options.database ? { database: options.database } : {}),
     ...(options.maxConfigUpdateBytes === undefined ? {} : { maxConfigUpdateBytes: options.maxConfigUpdateBytes }),
+    ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
   });
   const baseUrl = `http://127.0.0.1:${app.ports.http}`;
   return {

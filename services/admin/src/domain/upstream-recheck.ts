@@ -1,0 +1,55 @@
+import type { HostResolver } from '@gateway/address-policy';
+import type { Database, Queryable } from '@gateway/db';
+import type { Logger } from '@gateway/logger';
+import { bumpConfigVersion } from './config-snapshot.ts';
+import { allGatewayModels } from './gateway-model-store.ts';
+import { resolvedHostProblem, upstreamUrlProblem, type UpstreamUrlPolicy } from './upstream-url.ts';
+
+/** One stored gateway model the current SSRF policy refuses, and why (internal detail, no credential). */
+export interface RefusedUpstream {
+  slug: string;
+  /** The stored base URL that was refused; a model whose base URL changes is judged again by the update. */
+  baseUrl: string;
+  reason: string;
+}
+
+/**
+ * Judges every stored gateway model's base URL by the current SSRF policy, as the admin starts:
+ * the URL rule (scheme, literal addresses, localhost) and, unless private upstreams are allowed,
+ * what its host name resolves to now. A model stored while ADMIN_ALLOW_PRIVATE_UPSTREAMS was
+ * true, or whose name has since moved to an internal address, must not be served after the
+ * setting turned false. Each refusal is logged at error level with the model's slug and the
+ * reason (never its credential, which is not even read here). Resolves the refusals.
+ */
+export async function recheckStoredUpstreams(
+  db: Queryable, policy: UpstreamUrlPolicy, resolve: HostResolver, logger: Logger,
+): Promise<RefusedUpstream[]> {
+  const models = await allGatewayModels(db);
+  const judged = await Promise.all(models.map(async (model) => {
+    const { baseUrl, providerKind } = model.upstream;
+    const reason = upstreamUrlProblem(baseUrl, policy, { providerKind }) ?? await resolvedHostProblem(baseUrl, policy, resolve);
+    return reason === undefined ? undefined : { slug: model.slug, baseUrl, reason };
+  }));
+  const refused = judged.filter((entry) => entry !== undefined);
+  for (const { slug, reason } of refused) {
+    logger.error({ slug, reason }, 'gateway model not served: its upstream base URL fails the SSRF rule (ADMIN_ALLOW_PRIVATE_UPSTREAMS=false); change upstream.base_url to serve it again');
+  }
+  return refused;
+}
+
+/**
+ * Runs the start-time re-check and makes its refusals take effect: records each refused model
+ * in `refusedUpstreams` (the map the config snapshot source leaves models out by) and, when
+ * there is any, commits a new config version naming them. The new version matters because
+ * snapshots are cached by version and the stream hub builds one ahead of time: anything built
+ * before the refusals were known belongs to the older version and is never sent again, and
+ * proxies still connected to another admin replica get a delta removing the models.
+ */
+export async function withholdRefusedUpstreams(
+  db: Database, refusedUpstreams: Map<string, string>, policy: UpstreamUrlPolicy, resolve: HostResolver, logger: Logger,
+): Promise<void> {
+  const refused = await recheckStoredUpstreams(db, policy, resolve, logger);
+  if (refused.length === 0) return;
+  for (const { slug, baseUrl } of refused) refusedUpstreams.set(slug, baseUrl);
+  await db.transaction((tx) => bumpConfigVersion(tx, refused.map(({ slug }) => ({ kind: 'gateway_model' as const, ref: slug }))));
+}
