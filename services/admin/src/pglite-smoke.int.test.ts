@@ -26,7 +26,9 @@ describe('the admin on embedded PGlite', () => {
     const encryptionKey = randomBytes(32).toString('base64');
     const env = (demoUrl: string, extra: Record<string, string> = {}) => loadAdminConfig({
       DATA_DIR: dataDir, ADMIN_HTTP_PORT: '0', ADMIN_GRPC_PORT: '0', LEDGER_GRPC_URL: ledger.target,
-      ADMIN_ENCRYPTION_KEY: encryptionKey, DEMO_UPSTREAM_URL: demoUrl, SNAPSHOT_ACK_TIMEOUT_MS: '300', ...extra,
+      ADMIN_ENCRYPTION_KEY: encryptionKey, DEMO_UPSTREAM_URL: demoUrl, SNAPSHOT_ACK_TIMEOUT_MS: '300',
+      // As `pnpm start` runs it: the demo upstream is on loopback, which only this setting serves.
+      ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true', ...extra,
     });
     const issued: string[] = [];
     const call = async (app: AdminApp, token: string, method: string, path: string, body?: unknown) => {
