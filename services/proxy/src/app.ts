@@ -8,6 +8,7 @@ import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
 import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
 import { createHttpApp } from './http/http-app.ts';
 import { LedgerClient } from './ledger/ledger-client.ts';
+import { SettleOutbox } from './ledger/settle-outbox.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { TaskTracker } from './task-tracker.ts';
 import { supportsProviderKind } from './upstreams/upstream-adapters.ts';
@@ -30,8 +31,6 @@ export interface ProxyApp {
 /** Optional collaborators of createProxyApp. */
 export interface ProxyAppDeps {
   logger?: Logger;
-  /** Waits before the 2nd, 3rd, … attempt of a Settle or Release, ms (tests shorten them). */
-  ledgerRetryDelaysMs?: readonly number[];
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
@@ -67,7 +66,10 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     address: config.LEDGER_GRPC_URL,
     callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS,
     logger,
-    ...(deps.ledgerRetryDelaysMs === undefined ? {} : { retryDelaysMs: deps.ledgerRetryDelaysMs }),
+  });
+  const outbox = new SettleOutbox({
+    ledger, logger, maxEntries: config.PROXY_SETTLE_OUTBOX_MAX,
+    retryInitialMs: config.PROXY_SETTLE_RETRY_INITIAL_MS, retryMaxMs: config.PROXY_SETTLE_RETRY_MAX_MS,
   });
   const rateLimiter: RateLimiter = config.REDIS_URL === undefined
     ? new InProcessRateLimiter()
@@ -78,7 +80,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
     totalTimeoutMs: config.UPSTREAM_TOTAL_TIMEOUT_MS,
   });
-  const isReady = () => !shuttingDown && configStream.isFresh();
+  const isReady = () => !shuttingDown && configStream.isFresh() && !outbox.outboxFull();
   const activeResponses = new Set<Response>();
   const activeStreams = new Set<AbortController>();
 
@@ -89,6 +91,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     isShuttingDown: () => shuttingDown,
     rateLimiter,
     ledger,
+    outbox,
     upstream,
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
@@ -115,7 +118,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   configStream.start();
   logger.info({ port, host: config.BIND_HOST, rateLimiter: config.REDIS_URL === undefined ? 'in-process' : 'redis' }, 'proxy listening');
 
-  // After the grace, cut streams still get time for their settle with its retries (3 calls + waits).
+  // After the grace, cut streams still get time for their Settles to leave the outbox (a few attempts).
   const settleBoundMs = config.LEDGER_CALL_TIMEOUT_MS * 3 + 1000;
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -130,10 +133,14 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
       if (!drained) {
         logger.warn({ pending: tasks.size, streams: activeStreams.size }, 'shutdown grace ran out; cutting remaining streams');
         // Each cut stream ends with an error event, aborts its upstream and settles what it delivered.
+        const cutStreams = activeStreams.size;
         for (const stream of activeStreams) stream.abort('shutdown');
-        drained = await tasks.drain(settleBoundMs);
-        if (!drained) logger.error({ pending: tasks.size }, 'requests still pending after the cut; the ledger expiry sweeper will resolve their reservations');
+        if (cutStreams > 0) drained = await tasks.drain(settleBoundMs);
       }
+      // Settles and Releases the ledger has still not answered: each is logged for replay (the
+      // requests waiting on them then finish and write their log lines).
+      if (outbox.abandon() > 0) drained = await tasks.drain(1000);
+      if (!drained) logger.error({ pending: tasks.size }, 'requests still pending after the cut; the ledger expiry sweeper will resolve their reservations');
       // Bounded wait for the last responses to flush and their connections to close, then cut.
       await Promise.race([serverClosed, sleep(drained ? 1000 : 0)]);
       server.closeAllConnections();

@@ -104,7 +104,7 @@ describe('a completion', () => {
     expect(costMicros).toBe(71n); // 8 × 2.500001 = 20.000008 → 21, 7 × 7.000003 = 49.000021 → 50: each side rounded up
     expect(world.ledger.calls.settle.at(-1)).toEqual({
       reservationId: reserve.reservationId, inputTokens: 8n, outputTokens: 7n, costMicros, providerCostMicros,
-      modelSlug: 'chat', usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId,
+      modelSlug: 'chat', usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId, overrunOutputTokens: 0n,
     });
     expect(world.ledger.account('acme')).toEqual({
       creditedMicros: before.creditedMicros, heldMicros: 0n,
@@ -304,14 +304,15 @@ describe('settle and release resilience', () => {
     expect(world.ledger.account('acme')).toMatchObject({ debitedMicros: before.debitedMicros + costMicros, heldMicros: 0n });
   });
 
-  it('returns the completion even when every settle attempt fails, and logs it for the sweeper', async () => {
-    world.ledger.failNext('settle', 3);
+  it('returns the completion at once and keeps sending its settle, past the old three attempts, until the ledger answers', async () => {
+    world.ledger.failNext('settle', 8);
     const data = await client.chat.completions.create({ model: 'chat', messages: userMessage('[[fake:reply_words=2]]') });
     expect(data.choices[0]!.message.content).toBe('w1 w2');
     await proxy.idle();
     const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
-    expect(world.ledger.reservationState(reservationId)).toBe('held');
-    await waitFor(() => proxy.logs.some((line) => line.includes('settle failed') && line.includes(reservationId)));
+    expect(world.ledger.reservationState(reservationId)).toBe('settled');
+    expect(world.ledger.calls.settle.filter((s) => s.reservationId === reservationId)).toHaveLength(9);
+    expect(proxy.logs.filter((line) => line.includes('the outbox sends it again') && line.includes(reservationId))).toHaveLength(8);
   });
 
   it('does not refuse the next request for a hold whose Settle is still in flight (it waits for it and tries again)', async () => {

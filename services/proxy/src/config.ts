@@ -32,8 +32,20 @@ export const proxyConfigSchema = z.object({
   PROXY_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
   /** Most characters of text (content parts, name, tool call arguments) one message may carry. */
   PROXY_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(524_288),
-  /** A stream checkpoints its running usage to the ledger at most this often (law 7). */
-  PROXY_CHECKPOINT_INTERVAL_MS: commonEnv.durationMs(30_000),
+  /**
+   * A stream checkpoints its running usage to the ledger on its first content chunk and then at
+   * most this often (law 7): a SIGKILL of the proxy loses at most this much delivered output.
+   */
+  PROXY_CHECKPOINT_INTERVAL_MS: commonEnv.durationMs(2_000),
+  /**
+   * Most Settles and Releases waiting in the outbox for the ledger's answer; at this depth the
+   * proxy is not ready and refuses new requests with 503 rather than drop a record.
+   */
+  PROXY_SETTLE_OUTBOX_MAX: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  /** Wait before an outbox entry's 2nd attempt, ms; doubled per attempt up to PROXY_SETTLE_RETRY_MAX_MS. */
+  PROXY_SETTLE_RETRY_INITIAL_MS: z.coerce.number().int().min(1).max(60_000).default(100),
+  /** Longest wait between two attempts of an outbox entry, ms (jittered to between half and all of it). */
+  PROXY_SETTLE_RETRY_MAX_MS: z.coerce.number().int().min(1).max(300_000).default(3_000),
   UPSTREAM_CONNECT_TIMEOUT_MS: commonEnv.durationMs(10_000),
   UPSTREAM_FIRST_BYTE_TIMEOUT_MS: commonEnv.durationMs(60_000),
   /** Longest gap between two chunks of an upstream body (streamed or not). */

@@ -1,6 +1,6 @@
-import type { NormalizedCompletion } from './normalized-completion.ts';
+import type { NormalizedChoice, NormalizedCompletion } from './normalized-completion.ts';
 import type { TokenUsage } from './pricing.ts';
-import { countTextTokens, type TokenizerName } from './token-estimate.ts';
+import { countTextTokens, truncateToTokens, type TokenizerName } from './token-estimate.ts';
 
 /** The body of a successful non-streaming chat completion, exactly as clients receive it. */
 export interface ChatCompletionBody {
@@ -70,4 +70,53 @@ export function estimateCompletionTokens(completion: NormalizedCompletion, token
     }
   }
   return tokens;
+}
+
+/**
+ * A completion cut to at most maxTokens completion tokens (counted as estimateCompletionTokens
+ * counts them), for a reply that outgrew its Reserve (law 6). Text is kept in reply order: each
+ * choice's content, then its refusal, then its tool calls; the text that meets the limit is cut
+ * at a token boundary and everything after it is dropped. A tool call is kept only whole: a call
+ * with cut arguments would be half an instruction (unparseable JSON, or worse, parseable with a
+ * different meaning), so a call that does not fit, and every call after it, is dropped. The
+ * choice where the cut falls ends with `finish_reason: "length"` and no logprobs (they would
+ * show the tokens not delivered); choices after it are dropped. `cut` is false, and the
+ * completion returned unchanged, when it already fits.
+ */
+export function cutCompletion(completion: NormalizedCompletion, maxTokens: number, tokenizer: TokenizerName): { completion: NormalizedCompletion; cut: boolean } {
+  let remaining = maxTokens;
+  /** Takes a text whole when it fits what is left, else its start (and nothing is left). */
+  const take = (text: string): { kept: string; whole: boolean } => {
+    const tokens = countTextTokens(text, tokenizer);
+    if (tokens <= remaining) { remaining -= tokens; return { kept: text, whole: true }; }
+    const kept = truncateToTokens(text, remaining, tokenizer);
+    remaining = 0;
+    return { kept, whole: false };
+  };
+  const choices: NormalizedChoice[] = [];
+  for (const choice of completion.choices) {
+    const content = choice.content === null ? undefined : take(choice.content);
+    if (content !== undefined && !content.whole) {
+      choices.push({ ...choice, content: content.kept, refusal: null, toolCalls: [], finishReason: 'length', logprobs: null });
+      return { completion: { ...completion, choices }, cut: true };
+    }
+    const refusal = choice.refusal === null ? undefined : take(choice.refusal);
+    if (refusal !== undefined && !refusal.whole) {
+      choices.push({ ...choice, refusal: refusal.kept, toolCalls: [], finishReason: 'length', logprobs: null });
+      return { completion: { ...completion, choices }, cut: true };
+    }
+    const toolCalls: NormalizedChoice['toolCalls'] = [];
+    for (const call of choice.toolCalls) {
+      const tokens = countTextTokens(call.function.name, tokenizer) + countTextTokens(call.function.arguments, tokenizer);
+      if (tokens > remaining) {
+        remaining = 0;
+        choices.push({ ...choice, toolCalls, finishReason: 'length', logprobs: null });
+        return { completion: { ...completion, choices }, cut: true };
+      }
+      remaining -= tokens;
+      toolCalls.push(call);
+    }
+    choices.push(choice);
+  }
+  return { completion, cut: false };
 }

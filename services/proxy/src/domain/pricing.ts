@@ -36,6 +36,20 @@ export function reserveMicros(promptTokens: number, maxTokens: number, model: Ga
   return amount > 0n ? amount : 1n;
 }
 
+/**
+ * The most output tokens a Reserve covers after a prompt, never more than maxTokens: the largest
+ * n with ceil(promptTokens × inputPrice / 1e6) + ceil(n × outputPrice / 1e6) ≤ reserveMicros
+ * (0 when the prompt alone does not fit). Where a non-streaming reply is cut (law 6).
+ */
+export function outputTokensWithin(reserveMicros: bigint, promptTokens: number, maxTokens: number, model: GatewayModelEntry): number {
+  const budgetMicros = reserveMicros - costMicros(promptTokens, model.inputPriceMicrosPerMtok);
+  if (budgetMicros < 0n) return 0;
+  if (model.outputPriceMicrosPerMtok === 0n) return maxTokens;
+  // ceil(n × p / 1e6) ≤ b  ⇔  n × p ≤ b × 1e6 (integers), so n = floor(b × 1e6 / p).
+  const fits = (budgetMicros * tokensPerMillion) / model.outputPriceMicrosPerMtok;
+  return fits < BigInt(maxTokens) ? Number(fits) : maxTokens;
+}
+
 /** Token counts of one request's usage. */
 export interface TokenUsage {
   promptTokens: number;

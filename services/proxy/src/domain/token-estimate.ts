@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { encode as EncodeText } from 'gpt-tokenizer/encoding/cl100k_base';
+import type { decode as DecodeTokens, encode as EncodeText } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { ChatMessage, ChatRequest } from './chat-request.ts';
 
 /** Tokens OpenAI's chat format adds per message (role and separators). */
@@ -74,6 +74,37 @@ export function countTextTokens(text: string, tokenizer: TokenizerName): number 
     cache.set(text, tokens);
   }
   return tokens;
+}
+
+/**
+ * The longest start of a text that counts at most maxTokens tokens in an encoding: how a reply
+ * is cut at its Reserve. The text of its first maxTokens tokens, when that decodes to a start
+ * of the text (a token prefix can end inside a character, and then a few tokens fewer are
+ * tried); otherwise a bisection on the text, never inside a surrogate pair. Every candidate is
+ * counted, so the result never counts more than maxTokens.
+ */
+export function truncateToTokens(text: string, maxTokens: number, tokenizer: TokenizerName): string {
+  if (maxTokens <= 0) return '';
+  const encode = encoderOf(tokenizer);
+  const tokens = encode(text, plainText);
+  if (tokens.length <= maxTokens) return text;
+  // The module is already loaded by encoderOf; require returns it from its cache.
+  const { decode } = requireEncoding(encodingModules[tokenizer]) as { decode: typeof DecodeTokens };
+  for (let keep = maxTokens; keep > 0 && keep > maxTokens - 8; keep -= 1) {
+    const prefix = decode(tokens.slice(0, keep));
+    if (text.startsWith(prefix) && encode(prefix, plainText).length <= maxTokens) return prefix;
+  }
+  let fits = 0; // a length known to fit
+  let tooLong = text.length; // a length known not to
+  while (tooLong - fits > 1) {
+    let middle = Math.floor((fits + tooLong) / 2);
+    const before = text.charCodeAt(middle - 1);
+    if (before >= 0xd800 && before <= 0xdbff) middle -= 1; // keep a surrogate pair whole
+    if (middle <= fits) break;
+    if (encode(text.slice(0, middle), plainText).length <= maxTokens) fits = middle;
+    else tooLong = middle;
+  }
+  return text.slice(0, fits);
 }
 
 /** The texts a message carries: its content (each part), name and tool calls. */

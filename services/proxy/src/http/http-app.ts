@@ -5,8 +5,8 @@ import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.t
 import { parseChatRequest } from '../domain/chat-request.ts';
 import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../domain/config-snapshot.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimiter } from '../domain/rate-limit.ts';
-import { elapsedMs, SettlesInFlight } from '../inference/chat-billing.ts';
-import { completeChat, type LedgerPort, type UpstreamPort } from '../inference/complete-chat.ts';
+import { elapsedMs } from '../inference/chat-billing.ts';
+import { completeChat, type BillingOutbox, type LedgerPort, type UpstreamPort } from '../inference/complete-chat.ts';
 import { streamChat, type StreamSink, type StreamStopReason } from '../inference/stream-chat.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
 import { contextOf, requestContext, sendError, type RequestContext } from './request-context.ts';
@@ -20,6 +20,8 @@ export interface HttpAppServices {
   isShuttingDown(): boolean;
   rateLimiter: RateLimiter;
   ledger: LedgerPort;
+  /** The settle outbox: every Settle and Release goes through it. */
+  outbox: BillingOutbox;
   upstream: UpstreamPort;
   /** Tracks work that must end before the process stops. */
   track<T>(work: Promise<T>): Promise<T>;
@@ -148,11 +150,10 @@ export function createHttpApp(services: HttpAppServices): Express {
   });
 
   const inferenceDeps = {
-    ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
+    ledger: services.ledger, outbox: services.outbox, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
     background: (work: Promise<unknown>) => { void services.track(work); },
     checkpointIntervalMs: services.checkpointIntervalMs,
     checkpointNotes: { unimplementedReported: false },
-    settlesInFlight: new SettlesInFlight(),
   };
 
   /** The SSE response of a streaming completion, with backpressure: a slow client slows the relay, nothing piles up. */

@@ -1,14 +1,14 @@
 import { GatewayError } from '@gateway/errors';
-import { buildChatCompletionBody, estimateCompletionTokens, type ChatCompletionBody } from '../domain/completion-response.ts';
+import { buildChatCompletionBody, cutCompletion, estimateCompletionTokens, type ChatCompletionBody } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
-import type { TokenUsage } from '../domain/pricing.ts';
+import { outputTokensWithin, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamEndpoint, UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
 import {
-  elapsedMs, holdReserve, noUsage, planChat, releaseReserve, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan,
+  elapsedMs, holdReserve, noUsage, planChat, releaseReserve, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan, type SettleOverrun,
 } from './chat-billing.ts';
 
-export type { BillingLogFields, ChatInput as CompleteChatInput, LedgerPort } from './chat-billing.ts';
+export type { BillingLogFields, BillingOutbox, ChatInput as CompleteChatInput, LedgerPort } from './chat-billing.ts';
 
 /** The upstream transport inference needs; the endpoint carries the model's SSRF permission. */
 export interface UpstreamPort {
@@ -50,7 +50,8 @@ export async function failedCallError(
 /**
  * Runs one non-streaming chat completion with its money: estimate, Reserve, upstream call,
  * then exactly one of Settle (the request may have reached the upstream) or Release (it
- * certainly did not). A completion is handed to `respond` first and settled right after, so the
+ * certainly did not). A reply longer than its Reserve covers is cut to it (withinReserve). A
+ * completion is handed to `respond` first and settled right after, so the
  * client does not wait for the ledger's second commit (docs/proxy.md, "Settle after the
  * response"); the promise resolves once the settle has run. Upstream failures become the
  * gateway's own 502/504 (settled or released before they are thrown); the upstream's status,
@@ -81,18 +82,50 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
     throw new GatewayError('upstream_error', { internalMessage: 'upstream answer is not a usable completion' });
   }
 
-  const billedUsage: TokenUsage = completion.usage
+  const produced: TokenUsage = completion.usage
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };
+  const delivered = withinReserve(completion, produced, plan, input);
   const body = buildChatCompletionBody({
     id: `chatcmpl-${input.requestUuid}`,
     createdS: Math.floor(Date.now() / 1000),
     modelSlug: model.slug,
-    completion,
-    billedUsage,
+    completion: delivered.completion,
+    billedUsage: delivered.usage,
   });
-  // The settle starts before the response is written, so it is registered in settlesInFlight
-  // before the client can possibly send its next request.
-  const settled = settleUsage(deps, input, plan, billedUsage, completion.usage === undefined ? 'gateway_estimate' : 'upstream');
+  // The settle starts before the response is written, so it is in the outbox (a Settle in flight
+  // of the organisation) before the client can possibly send its next request.
+  const settled = settleUsage(deps, input, plan, delivered.usage, delivered.source, delivered.overrun);
   respond(body);
   await settled;
+}
+
+/** What a non-streaming reply delivers and bills once held to its Reserve. */
+interface DeliveredCompletion {
+  completion: NormalizedCompletion;
+  usage: TokenUsage;
+  source: 'upstream' | 'gateway_estimate';
+  overrun: SettleOverrun | undefined;
+}
+
+/**
+ * Holds a non-streaming reply to its Reserve, as the stream's running-cost stop does (law 6):
+ * a reply whose output passes the reserved max_tokens, or whose cost passes the Reserve, is cut
+ * to the output tokens the Reserve covers after the prompt estimate (the gateway's tokenizer
+ * counts them) and ends with `finish_reason: "length"`. It is then billed like a stream's cost
+ * stop, by the prompt estimate and the tokens delivered (GATEWAY_ESTIMATE), which is within the
+ * Reserve by construction; the Settle carries the output tokens produced beyond them
+ * (`overrun_output_tokens`, in the upstream's count when it reported usage) and a provider cost
+ * for everything produced. A reply that fits is billed as before: the upstream's usage, else the
+ * gateway's count.
+ */
+function withinReserve(completion: NormalizedCompletion, produced: TokenUsage, plan: ChatPlan, input: ChatInput): DeliveredCompletion {
+  const { model } = input;
+  const source = completion.usage === undefined ? 'gateway_estimate' : 'upstream';
+  const fits = produced.completionTokens <= plan.maxTokens && usageCostMicros(produced, model).costMicros <= plan.amountMicros;
+  if (fits) return { completion, usage: produced, source, overrun: undefined };
+  const allowedTokens = outputTokensWithin(plan.amountMicros, plan.promptTokens, plan.maxTokens, model);
+  const { completion: cut } = cutCompletion(completion, allowedTokens, model.tokenizer);
+  const usage: TokenUsage = { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(cut, model.tokenizer) };
+  const overrunOutputTokens = Math.max(0, produced.completionTokens - usage.completionTokens);
+  return { completion: cut, usage, source: 'gateway_estimate', overrun: { producedUsage: produced, overrunOutputTokens } };
 }

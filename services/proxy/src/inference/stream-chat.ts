@@ -25,7 +25,7 @@ export type StreamStopReason = 'client_closed' | 'shutdown';
 
 /** What streamChat needs besides the request. */
 export interface StreamChatDeps extends CompleteChatDeps {
-  /** A running stream checkpoints its usage to the ledger at most this often, ms. */
+  /** A running stream checkpoints its usage on its first content chunk and then at most this often, ms. */
   checkpointIntervalMs: number;
   /** Shared across streams, so a ledger without Checkpoint is reported once, not once per stream. */
   checkpointNotes: { unimplementedReported: boolean };
@@ -49,7 +49,8 @@ type StreamEnding = 'completed' | 'cost_stop' | 'client_closed' | 'shutdown' | '
  * - the running cost (prompt estimate + tokens delivered so far) is checked before each chunk;
  *   when the next chunk would take it past the Reserve the stream ends cleanly
  *   (`finish_reason: "length"`, then `[DONE]`) and the upstream is aborted (law 6);
- * - long streams checkpoint their running usage and push the Reserve's deadline out (law 7);
+ * - a stream checkpoints its running usage on its first content chunk and then every
+ *   `checkpointIntervalMs`, pushing the Reserve's deadline out (law 7);
  * - every ending settles exactly once: the upstream's usage when it arrived, otherwise the
  *   prompt estimate plus the tokens delivered; zero when nothing reached the client. A failure
  *   before the first byte is an ordinary 502/504.
@@ -106,10 +107,13 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
   let ending: StreamEnding | undefined;
   let failureReason = '';
 
-  const checkpoints = { sequence: 0n, lastAtMs: Date.now(), inFlight: false };
+  // The first checkpoint goes out with the first content delivered, then one per interval: a
+  // proxy killed mid-stream loses at most one interval of delivered output (docs/decisions.md).
+  const checkpoints = { sequence: 0n, lastAtMs: 0, inFlight: false };
   const maybeCheckpoint = () => {
     const nowMs = Date.now();
-    if (checkpoints.inFlight || nowMs - checkpoints.lastAtMs < deps.checkpointIntervalMs) return;
+    if (checkpoints.inFlight || runningCompletionTokens === 0) return;
+    if (checkpoints.sequence > 0n && nowMs - checkpoints.lastAtMs < deps.checkpointIntervalMs) return;
     checkpoints.lastAtMs = nowMs;
     checkpoints.sequence += 1n;
     checkpoints.inFlight = true;

@@ -27,14 +27,16 @@ describe('LedgerClient over the Operate stream', () => {
     logs.length = 0;
   });
 
-  it('reserves and settles on the stream, and retries a failed settle without debiting twice', async () => {
+  it('reserves and settles on the stream; a failed settle throws (the outbox repeats it) and a repeat debits once', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, callTimeoutMs: 2_000, logger, retryDelaysMs: [10, 20] });
+    client = new LedgerClient({ address: peer.address, callTimeoutMs: 2_000, logger });
     expect((await client.reserve(reserveRequest('r-1'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
     peer.failNext('settle', 1);
-    expect((await client.settle(settleRequest('r-1')))?.result).toBe(SettleResult.SETTLE_RESULT_OK);
-    expect(peer.calls.settle).toHaveLength(2);
+    await expect(client.settle(settleRequest('r-1'))).rejects.toMatchObject({ code: 14 });
+    expect((await client.settle(settleRequest('r-1'))).result).toBe(SettleResult.SETTLE_RESULT_OK);
+    expect((await client.settle(settleRequest('r-1'))).result).toBe(SettleResult.SETTLE_RESULT_OK);
+    expect(peer.calls.settle).toHaveLength(3);
     expect(peer.account('org')).toEqual({ creditedMicros: 1_000n, availableMicros: 960n, heldMicros: 0n, debitedMicros: 40n });
     expect(logs.some((line) => line.includes('using unary calls'))).toBe(false);
   });
@@ -55,7 +57,7 @@ describe('LedgerClient over the Operate stream', () => {
     peer.credit('org', 1_000n);
     client = new LedgerClient({ address: peer.address, callTimeoutMs: 2_000, logger });
     expect((await client.reserve(reserveRequest('r-old'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
-    expect((await client.settle(settleRequest('r-old')))?.result).toBe(SettleResult.SETTLE_RESULT_OK);
+    expect((await client.settle(settleRequest('r-old'))).result).toBe(SettleResult.SETTLE_RESULT_OK);
     expect(peer.account('org')).toMatchObject({ heldMicros: 0n, debitedMicros: 40n });
     expect(logs.filter((line) => line.includes('using unary calls'))).toHaveLength(1);
   });

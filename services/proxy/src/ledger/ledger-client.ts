@@ -1,5 +1,5 @@
 import { ledgerV1 } from '@gateway/contracts';
-import { fromGrpcError, type GatewayError } from '@gateway/errors';
+import { fromGrpcError } from '@gateway/errors';
 import { callUnary, insecureChannel } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { status as GrpcStatus } from '@grpc/grpc-js';
@@ -12,32 +12,16 @@ export interface LedgerClientOptions {
   /** Deadline of each call, ms. */
   callTimeoutMs: number;
   logger: Logger;
-  /** Waits before the 2nd, 3rd, … attempt of a settle or release, ms. */
-  retryDelaysMs?: readonly number[];
 }
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => { setTimeout(resolve, ms); });
-}
-
-/** Settle results after which trying again cannot help (the proto documents them as not retryable). */
-const finalSettleResults: ReadonlySet<ledgerV1.SettleResult> = new Set([
-  ledgerV1.SettleResult.SETTLE_RESULT_OK,
-  ledgerV1.SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT,
-  ledgerV1.SettleResult.SETTLE_RESULT_INVALID_ARGUMENT,
-  ledgerV1.SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN,
-  ledgerV1.SettleResult.SETTLE_RESULT_ALREADY_RESOLVED,
-]);
 
 /** The hot-path operations the Operate stream carries. */
 type OperationKind = 'reserve' | 'settle' | 'release' | 'checkpoint';
 
 /**
- * The proxy's side of the ledger: Reserve once (the caller maps its result), and Settle or
- * Release with retries. Both are idempotent on the reservation id, so a retry after a timeout
- * can never debit twice. If every attempt fails, the reservation is left to the ledger's expiry
- * sweeper, and the caller still answers its client. All four hot-path calls travel as messages
- * on one Operate stream (unary calls for a ledger without it).
+ * The proxy's side of the ledger: one attempt of each hot-path call. Reserve maps a failed call
+ * to `service_unavailable`; Settle and Release throw the call's error, and the settle outbox
+ * (settle-outbox.ts) repeats them until the ledger answers. All four travel as messages on one
+ * Operate stream (unary calls for a ledger without it).
  */
 
 export class LedgerClient {
@@ -45,7 +29,6 @@ export class LedgerClient {
   readonly #operations: LedgerOperationStream;
   readonly #callTimeoutMs: number;
   readonly #logger: Logger;
-  readonly #retryDelaysMs: readonly number[];
 
   /** Creates the channel; it connects on first use and reconnects by itself. */
   constructor(options: LedgerClientOptions) {
@@ -53,7 +36,6 @@ export class LedgerClient {
     this.#operations = new LedgerOperationStream(this.#client);
     this.#callTimeoutMs = options.callTimeoutMs;
     this.#logger = options.logger;
-    this.#retryDelaysMs = options.retryDelaysMs ?? [100, 500];
   }
 
   /**
@@ -98,40 +80,14 @@ export class LedgerClient {
     return this.#operate('checkpoint', request, () => callUnary(this.#client.checkpoint, this.#client, request, this.#callTimeoutMs));
   }
 
-  /** Settles a reservation, retrying failed calls; undefined when no attempt got an answer. */
-  async settle(request: ledgerV1.SettleRequest): Promise<ledgerV1.SettleResponse | undefined> {
-    return this.#withRetries('Settle', request.reservationId, async () => {
-      const response = await this.#operate('settle', request, () => callUnary(this.#client.settle, this.#client, request, this.#callTimeoutMs));
-      return { response, final: finalSettleResults.has(response.result) };
-    });
+  /** Settles a reservation, once; throws the call's error (the outbox sends it again). */
+  settle(request: ledgerV1.SettleRequest): Promise<ledgerV1.SettleResponse> {
+    return this.#operate('settle', request, () => callUnary(this.#client.settle, this.#client, request, this.#callTimeoutMs));
   }
 
-  /** Releases a reservation that reached no upstream, retrying failed calls; undefined when none got an answer. */
-  async release(request: ledgerV1.ReleaseRequest): Promise<ledgerV1.ReleaseResponse | undefined> {
-    return this.#withRetries('Release', request.reservationId, async () => {
-      const response = await this.#operate('release', request, () => callUnary(this.#client.release, this.#client, request, this.#callTimeoutMs));
-      return { response, final: response.result !== ledgerV1.ReleaseResult.RELEASE_RESULT_UNSPECIFIED };
-    });
-  }
-
-  async #withRetries<Response>(
-    method: string,
-    reservationId: string,
-    attempt: () => Promise<{ response: Response; final: boolean }>,
-  ): Promise<Response | undefined> {
-    let last: Response | undefined;
-    for (let attemptIndex = 0; attemptIndex <= this.#retryDelaysMs.length; attemptIndex += 1) {
-      if (attemptIndex > 0) await sleep(this.#retryDelaysMs[attemptIndex - 1]!);
-      try {
-        const { response, final } = await attempt();
-        last = response;
-        if (final) return response;
-      } catch (error) {
-        const gatewayError: GatewayError = fromGrpcError(error);
-        this.#logger.warn({ reservationId, method, attempt: attemptIndex + 1, err: { message: gatewayError.message } }, `ledger ${method} failed`);
-      }
-    }
-    return last;
+  /** Releases a reservation, once; throws the call's error (the outbox sends it again). */
+  release(request: ledgerV1.ReleaseRequest): Promise<ledgerV1.ReleaseResponse> {
+    return this.#operate('release', request, () => callUnary(this.#client.release, this.#client, request, this.#callTimeoutMs));
   }
 
   /** Ends the operation stream and closes the channel. */

@@ -28,8 +28,10 @@ export type PeerMethod = 'reserve' | 'settle' | 'release' | 'checkpoint';
 /**
  * A small in-memory ledger for proxy tests: a real grpc-js server implementing LedgerService
  * with wallets, reservations, settle, release and checkpoint (idempotent on the reservation id,
- * balances conserved) and a per-project cap, recording every call. A test can make the next calls of a method fail with
- * UNAVAILABLE, as a ledger that is down would.
+ * balances conserved), Release tombstones (a Reserve after its Release holds nothing, as the
+ * ledger does) and a per-project cap, recording every call and answer. A test can make the next
+ * calls of a method fail with UNAVAILABLE, or stop the whole peer and restart it on the same
+ * port with its state, as a ledger that is down would be.
  */
 export interface LedgerPeer {
   /** host:port for LEDGER_GRPC_URL. */
@@ -53,6 +55,20 @@ export interface LedgerPeer {
   delayNext(method: PeerMethod, delayMs: number): void;
   /** Makes Checkpoint answer UNIMPLEMENTED, as a ledger without it does (the calls are still recorded). */
   setCheckpointImplemented(implemented: boolean): void;
+  /** True when a Release of an unknown reservation id left a tombstone (a later Reserve of it holds nothing). */
+  tombstoned(reservationId: string): boolean;
+  /** Every answer given, per method, in order (calls failed by failNext have none). */
+  answers: {
+    reserve: ledgerV1.ReserveResponse[]; settle: ledgerV1.SettleResponse[]; release: ledgerV1.ReleaseResponse[];
+    checkpoint: ledgerV1.CheckpointResponse[];
+  };
+  /**
+   * Stops serving, as a killed ledger does (connections cut, calls in flight fail), keeping every
+   * account and reservation, as a ledger's database would.
+   */
+  stop(): Promise<void>;
+  /** Serves again on the same address, with the state it had when stopped. */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -73,6 +89,9 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
   const accounts = new Map<string, PeerAccount>();
   const reservations = new Map<string, PeerReservation>();
   const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [], checkpoint: [] };
+  const answers: LedgerPeer['answers'] = { reserve: [], settle: [], release: [], checkpoint: [] };
+  // Releases that arrived before their Reserve (the ledger's tombstones): the late Reserve holds nothing.
+  const tombstones = new Set<string>();
   const failures: Record<PeerMethod, number> = { reserve: 0, settle: 0, release: 0, checkpoint: 0 };
   const delays: Record<PeerMethod, number[]> = { reserve: [], settle: [], release: [], checkpoint: [] };
   const projectCaps = new Map<string, bigint>();
@@ -98,8 +117,13 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
       return;
     }
     const delayMs = delays[method].shift();
-    if (delayMs === undefined) callback(null, run(request));
-    else setTimeout(() => callback(null, run(request)), delayMs);
+    const respond = () => {
+      const response = run(request);
+      (answers[method] as Res[]).push(response);
+      callback(null, response);
+    };
+    if (delayMs === undefined) respond();
+    else setTimeout(respond, delayMs);
   }
 
   function handler<Req, Res>(method: PeerMethod, run: (request: Req) => Res) {
@@ -117,6 +141,7 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
     if (request.reservationId === '' || request.amountMicros <= 0n || request.ttlMs <= 0n) {
       return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT };
     }
+    if (tombstones.has(request.reservationId)) return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_RELEASED };
     if (account === undefined) return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN };
     const internal = request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL;
     if (!internal && account.availableMicros < request.amountMicros) {
@@ -166,7 +191,10 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
   const release = (request: ledgerV1.ReleaseRequest): ledgerV1.ReleaseResponse => {
     const base = ledgerV1.ReleaseResponse.fromPartial({});
     const reservation = reservations.get(request.reservationId);
-    if (reservation === undefined) return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN };
+    if (reservation === undefined) {
+      tombstones.add(request.reservationId);
+      return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN };
+    }
     if (reservation.state === 'settled') return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED };
     const account = accounts.get(reservation.request.organisationId)!;
     if (reservation.state === 'held') {
@@ -246,9 +274,13 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
     },
   };
   const operateStreams = new Set<ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>>();
-  const server = new Server();
-  server.addService(ledgerV1.LedgerServiceService, implementation);
-  const port = await startGrpcServer(server, '127.0.0.1', 0);
+  const serve = async (onPort: number): Promise<{ server: Server; port: number }> => {
+    const started = new Server();
+    started.addService(ledgerV1.LedgerServiceService, implementation);
+    return { server: started, port: await startGrpcServer(started, '127.0.0.1', onPort) };
+  };
+  let { server, port } = await serve(0);
+  let serving = true;
 
   return {
     address: `127.0.0.1:${port}`,
@@ -275,7 +307,22 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
     failNext(method, count) { failures[method] = count; },
     delayNext(method, delayMs) { delays[method].push(delayMs); },
     setCheckpointImplemented(implemented) { checkpointImplemented = implemented; },
+    tombstoned: (reservationId) => tombstones.has(reservationId),
+    answers,
+    async stop() {
+      if (!serving) return;
+      serving = false;
+      server.forceShutdown();
+      operateStreams.clear();
+    },
+    async restart() {
+      if (serving) return;
+      ({ server, port } = await serve(port));
+      serving = true;
+    },
     async close() {
+      if (!serving) return;
+      serving = false;
       // Ends the Operate streams as a stopping ledger does, so the drain does not wait on them.
       for (const call of operateStreams) call.end();
       await stopGrpcServer(server, 100);

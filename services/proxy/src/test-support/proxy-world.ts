@@ -120,9 +120,11 @@ export async function startProxyWorld(
       const destination = new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } });
       const proxyId = `test-proxy-${proxies.length}`;
       const config = loadProxyConfig({
-        PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, PROXY_ID: proxyId, ...env,
+        PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, PROXY_ID: proxyId,
+        // The outbox repeats Settles quickly in tests (10 ms doubling up to 100 ms).
+        PROXY_SETTLE_RETRY_INITIAL_MS: '10', PROXY_SETTLE_RETRY_MAX_MS: '100', ...env,
       });
-      const app = await createProxyApp(config, { logger: createLogger('proxy', 'debug', destination), ledgerRetryDelaysMs: [10, 20] });
+      const app = await createProxyApp(config, { logger: createLogger('proxy', 'debug', destination) });
       const proxy: TestProxy = { ...app, baseUrl: `http://127.0.0.1:${app.ports.http}/v1`, proxyId, logs };
       proxies.push(proxy);
       return proxy;

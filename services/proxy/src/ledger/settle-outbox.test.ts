@@ -1,0 +1,15 @@
+import { describe, expect, it } from 'vitest';
+import { ledgerV1 } from '@gateway/contracts';
+import { releaseResultRetryable, settleResultRetryable } from './settle-outbox.ts';
+
+describe('which ledger answers end an outbox entry', () => {
+  it('has a decision for every Settle and Release result, and only "no decision" is sent again', () => {
+    expect(Object.keys(settleResultRetryable).map(Number).sort()).toEqual(Object.values(ledgerV1.SettleResult).map(Number).sort());
+    expect(Object.keys(releaseResultRetryable).map(Number).sort()).toEqual(Object.values(ledgerV1.ReleaseResult).map(Number).sort());
+    const retried = (table: Readonly<Record<number, boolean>>) => Object.entries(table).filter(([, retry]) => retry).map(([result]) => Number(result)).sort();
+    expect(retried(settleResultRetryable)).toEqual([ledgerV1.SettleResult.UNRECOGNIZED, ledgerV1.SettleResult.SETTLE_RESULT_UNSPECIFIED]);
+    expect(retried(releaseResultRetryable)).toEqual([ledgerV1.ReleaseResult.UNRECOGNIZED, ledgerV1.ReleaseResult.RELEASE_RESULT_UNSPECIFIED]);
+    // The tombstone makes an unknown id final for Release (the late Reserve holds nothing).
+    expect(releaseResultRetryable[ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN]).toBe(false);
+  });
+});

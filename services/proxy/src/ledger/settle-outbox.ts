@@ -1,0 +1,280 @@
+import { ledgerV1 } from '@gateway/contracts';
+import { fromGrpcError } from '@gateway/errors';
+import type { Logger } from '@gateway/logger';
+
+/** The single-attempt ledger calls the outbox repeats (LedgerClient in production); a failed call throws. */
+export interface OutboxLedger {
+  settle(request: ledgerV1.SettleRequest): Promise<ledgerV1.SettleResponse>;
+  release(request: ledgerV1.ReleaseRequest): Promise<ledgerV1.ReleaseResponse>;
+}
+
+/** Who an outbox entry belongs to: for SettlesInFlight-style waits and for the replay line. */
+export interface OutboxOwner {
+  organisationId: string;
+  /** The request id of the request the entry resolves (echoed to the client, kept on the usage record). */
+  requestId: string;
+}
+
+/**
+ * Whether a Settle answer is worth sending again (true) or is the ledger's final word (false),
+ * per result. Every named result is final (proto: "not retryable"), a late Settle after expiry
+ * included (the ledger accepts it and bills it, docs/ledger.md). UNSPECIFIED (a ledger that
+ * decided nothing) and UNRECOGNIZED (a result newer than this proxy) are sent again: dropping a
+ * usage record is worse than holding an outbox slot, and an entry still unanswered at shutdown
+ * is logged for replay.
+ */
+export const settleResultRetryable: Readonly<Record<ledgerV1.SettleResult, boolean>> = {
+  [ledgerV1.SettleResult.SETTLE_RESULT_UNSPECIFIED]: true,
+  [ledgerV1.SettleResult.SETTLE_RESULT_OK]: false,
+  [ledgerV1.SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT]: false,
+  [ledgerV1.SettleResult.SETTLE_RESULT_INVALID_ARGUMENT]: false,
+  [ledgerV1.SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN]: false,
+  [ledgerV1.SettleResult.SETTLE_RESULT_ALREADY_RESOLVED]: false,
+  [ledgerV1.SettleResult.UNRECOGNIZED]: true,
+};
+
+/**
+ * Whether a Release answer is worth sending again, per result. RESERVATION_UNKNOWN is final: the
+ * ledger leaves a tombstone, so a Reserve of that id still queued behind the Release holds nothing
+ * (RESERVE_RESULT_RELEASED). UNSPECIFIED and UNRECOGNIZED are sent again, as for Settle.
+ */
+export const releaseResultRetryable: Readonly<Record<ledgerV1.ReleaseResult, boolean>> = {
+  [ledgerV1.ReleaseResult.RELEASE_RESULT_UNSPECIFIED]: true,
+  [ledgerV1.ReleaseResult.RELEASE_RESULT_OK]: false,
+  [ledgerV1.ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT]: false,
+  [ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN]: false,
+  [ledgerV1.ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED]: false,
+  [ledgerV1.ReleaseResult.UNRECOGNIZED]: true,
+};
+
+/** Options of the outbox. */
+export interface SettleOutboxOptions {
+  ledger: OutboxLedger;
+  logger: Logger;
+  /** Most entries not yet answered; at this depth the proxy takes no new request (PROXY_SETTLE_OUTBOX_MAX). */
+  maxEntries: number;
+  /** Wait before the 2nd attempt of an entry, ms; doubled per attempt (PROXY_SETTLE_RETRY_INITIAL_MS). */
+  retryInitialMs: number;
+  /** Longest wait between two attempts, ms, before jitter (PROXY_SETTLE_RETRY_MAX_MS). */
+  retryMaxMs: number;
+  /** A number in [0, 1) for the jitter (tests may fix it). */
+  random?: () => number;
+}
+
+/** One Settle or Release waiting for the ledger's final answer. */
+type Entry = {
+  owner: OutboxOwner;
+  /** Date.now() when it was queued. */
+  queuedAtMs: number;
+  attempts: number;
+  /** Why the last attempt did not end it (a call error or a retryable result). */
+  lastFailure: string | undefined;
+  /** Set by abandon(): the entry's loop stops at its next turn. */
+  abandoned: boolean;
+  /** Ends the current backoff wait early (abandon). */
+  wake: (() => void) | undefined;
+  /** Resolves once the entry is answered or abandoned. */
+  done: Promise<void>;
+  markDone: () => void;
+} & ({
+  kind: 'settle';
+  request: ledgerV1.SettleRequest;
+  resolve: (response: ledgerV1.SettleResponse | undefined) => void;
+} | {
+  kind: 'release';
+  request: ledgerV1.ReleaseRequest;
+  resolve: (response: ledgerV1.ReleaseResponse | undefined) => void;
+});
+
+/** Attempts of one entry between two of its warn lines (the first failure always warns). */
+const warnEveryAttempts = 10;
+
+/**
+ * Every Settle and Release of the proxy goes through here: each is sent at once and, until the
+ * ledger gives a final answer (the retryable tables above), sent again with exponential backoff
+ * (`retryInitialMs` doubling up to `retryMaxMs`, equal jitter), through an outage of minutes.
+ * Both are idempotent on the reservation id, so a repeat can never debit twice. The outbox lives
+ * in memory: a SIGKILL loses what is in it (docs/decisions.md, "What a SIGKILL of a proxy can
+ * lose"); a shutdown drains it within the grace and logs what is left, one replayable line per
+ * entry. It is bounded by admission, not by dropping: at `maxEntries` unanswered entries
+ * `outboxFull()` is true, the proxy is not ready and refuses new requests before their Reserve,
+ * while requests already admitted still queue theirs (so the depth can pass the bound by at
+ * most the requests in flight).
+ */
+export class SettleOutbox {
+  readonly #ledger: OutboxLedger;
+  readonly #logger: Logger;
+  readonly #maxEntries: number;
+  readonly #retryInitialMs: number;
+  readonly #retryMaxMs: number;
+  readonly #random: () => number;
+  readonly #entries = new Set<Entry>();
+  readonly #byOrganisation = new Map<string, Set<Entry>>();
+  #abandonedCount = 0;
+
+  /** Creates an empty outbox; nothing runs until the first entry. */
+  constructor(options: SettleOutboxOptions) {
+    this.#ledger = options.ledger;
+    this.#logger = options.logger;
+    this.#maxEntries = options.maxEntries;
+    this.#retryInitialMs = options.retryInitialMs;
+    this.#retryMaxMs = options.retryMaxMs;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** Queues a Settle; resolves with the ledger's final answer, or undefined if it was abandoned at shutdown. */
+  settle(request: ledgerV1.SettleRequest, owner: OutboxOwner): Promise<ledgerV1.SettleResponse | undefined> {
+    return new Promise((resolve) => {
+      this.#start({ kind: 'settle', request, resolve, ...this.#fresh(owner) });
+    });
+  }
+
+  /** Queues a Release; resolves with the ledger's final answer, or undefined if it was abandoned at shutdown. */
+  release(request: ledgerV1.ReleaseRequest, owner: OutboxOwner): Promise<ledgerV1.ReleaseResponse | undefined> {
+    return new Promise((resolve) => {
+      this.#start({ kind: 'release', request, resolve, ...this.#fresh(owner) });
+    });
+  }
+
+  /** True while the unanswered entries are at the bound: the proxy is not ready and takes no new request. */
+  outboxFull(): boolean {
+    return this.#entries.size >= this.#maxEntries;
+  }
+
+  /** Entries not yet answered (in their first attempt or waiting to be sent again). */
+  outboxDepth(): number {
+    return this.#entries.size;
+  }
+
+  /** Entries given up at shutdown since the process started (each logged with what a replay needs). */
+  get abandonedCount(): number {
+    return this.#abandonedCount;
+  }
+
+  /**
+   * Waits until every entry of the organisation queued so far is answered, or timeoutMs passes;
+   * false when it had none. Their answers return unused holds, so a Reserve refused for balance
+   * meanwhile may fit when tried again.
+   */
+  async waitForOrganisation(organisationId: string, timeoutMs: number): Promise<boolean> {
+    const entries = this.#byOrganisation.get(organisationId);
+    if (entries === undefined || entries.size === 0) return false;
+    await withTimeout(Promise.all([...entries].map((entry) => entry.done)), timeoutMs);
+    return true;
+  }
+
+  /** Waits until the outbox is empty (entries queued meanwhile included) or timeoutMs passes; true when empty. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.#entries.size > 0) {
+      const remainingMs = deadline - Date.now();
+      if (remainingMs <= 0) return false;
+      await withTimeout(Promise.all([...this.#entries].map((entry) => entry.done)), remainingMs);
+    }
+    return true;
+  }
+
+  /**
+   * Gives up every entry still unanswered (shutdown, after the drain): logs each at error level,
+   * one line per entry with every field a replay needs (a Settle or Release carries no secret),
+   * resolves its waiter with undefined, and returns how many there were.
+   */
+  abandon(): number {
+    const entries = [...this.#entries];
+    for (const entry of entries) {
+      this.#logger.error({
+        outboxEntry: {
+          kind: entry.kind,
+          organisationId: entry.owner.organisationId,
+          requestId: entry.owner.requestId,
+          queuedAt: new Date(entry.queuedAtMs).toISOString(),
+          attempts: entry.attempts,
+          lastFailure: entry.lastFailure,
+          request: replayable(entry.request),
+        },
+      }, `ledger ${entry.kind} not delivered before shutdown; replay it`);
+      entry.abandoned = true;
+      this.#finish(entry, undefined);
+      entry.wake?.();
+    }
+    this.#abandonedCount += entries.length;
+    if (entries.length > 0) this.#logger.error({ abandoned: entries.length }, 'ledger outbox entries not delivered before shutdown');
+    return entries.length;
+  }
+
+  #fresh(owner: OutboxOwner): Omit<Entry, 'kind' | 'request' | 'resolve'> {
+    let markDone = () => {};
+    const done = new Promise<void>((resolve) => { markDone = resolve; });
+    return { owner, queuedAtMs: Date.now(), attempts: 0, lastFailure: undefined, abandoned: false, wake: undefined, done, markDone };
+  }
+
+  #start(entry: Entry): void {
+    this.#entries.add(entry);
+    let ofOrganisation = this.#byOrganisation.get(entry.owner.organisationId);
+    if (ofOrganisation === undefined) {
+      ofOrganisation = new Set();
+      this.#byOrganisation.set(entry.owner.organisationId, ofOrganisation);
+    }
+    ofOrganisation.add(entry);
+    void this.#run(entry);
+  }
+
+  /** Removes an entry and hands its answer to its waiter, once. */
+  #finish(entry: Entry, response: ledgerV1.SettleResponse | ledgerV1.ReleaseResponse | undefined): void {
+    if (!this.#entries.delete(entry)) return;
+    const ofOrganisation = this.#byOrganisation.get(entry.owner.organisationId);
+    ofOrganisation?.delete(entry);
+    if (ofOrganisation?.size === 0) this.#byOrganisation.delete(entry.owner.organisationId);
+    (entry.resolve as (answer: typeof response) => void)(response);
+    entry.markDone();
+  }
+
+  async #run(entry: Entry): Promise<void> {
+    while (!entry.abandoned) {
+      entry.attempts += 1;
+      try {
+        if (entry.kind === 'settle') {
+          const response = await this.#ledger.settle(entry.request);
+          if (!settleResultRetryable[response.result]) { this.#finish(entry, response); return; }
+          entry.lastFailure = `result ${response.result}${response.detail ? ` (${response.detail})` : ''}`;
+        } else {
+          const response = await this.#ledger.release(entry.request);
+          if (!releaseResultRetryable[response.result]) { this.#finish(entry, response); return; }
+          entry.lastFailure = `result ${response.result}${response.detail ? ` (${response.detail})` : ''}`;
+        }
+      } catch (error) {
+        entry.lastFailure = fromGrpcError(error).message;
+      }
+      if (entry.abandoned) return;
+      const level = entry.attempts === 1 || entry.attempts % warnEveryAttempts === 0 ? 'warn' : 'debug';
+      this.#logger[level]({
+        reservationId: entry.request.reservationId, requestId: entry.owner.requestId, method: entry.kind,
+        attempt: entry.attempts, err: { message: entry.lastFailure },
+      }, `ledger ${entry.kind} failed; the outbox sends it again`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#backoffMs(entry.attempts));
+        entry.wake = () => { clearTimeout(timer); resolve(); };
+      });
+      entry.wake = undefined;
+    }
+  }
+
+  /** Wait after the n-th failed attempt, ms: initial × 2^(n−1), capped, with equal jitter (half fixed, half random). */
+  #backoffMs(attempts: number): number {
+    const capped = Math.min(this.#retryMaxMs, this.#retryInitialMs * 2 ** Math.min(attempts - 1, 30));
+    return capped / 2 + this.#random() * (capped / 2);
+  }
+}
+
+/** A request as a log-safe object: int64 fields as decimal strings (JSON has no bigint). */
+function replayable(request: ledgerV1.SettleRequest | ledgerV1.ReleaseRequest): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(request).map(([field, value]) => [field, typeof value === 'bigint' ? value.toString() : value]));
+}
+
+/** Resolves when the promise settles or timeoutMs passes, whichever comes first. */
+async function withTimeout(promise: Promise<unknown>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => { timer = setTimeout(resolve, timeoutMs); });
+  await Promise.race([promise.then(() => undefined, () => undefined), timeout]);
+  clearTimeout(timer);
+}
