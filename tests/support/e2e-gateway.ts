@@ -48,6 +48,8 @@ export interface E2eGateway {
   services: ServiceProcess[];
   /** Base URLs of the proxies' `/v1`. */
   proxyBases: string[];
+  /** Base URL of the admin's `/admin/v1`. */
+  adminBase: string;
   organisationId: string;
   apiKey: string;
   /** The gateway model slug the organisation may use. */
@@ -150,7 +152,7 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
     const proxyBases = proxyPorts.map((port) => `http://127.0.0.1:${port}/v1`);
 
     return {
-      upstream, services, proxyBases, organisationId, apiKey, modelSlug, adminToken, upstreamCredential, admin, adminRequest,
+      upstream, services, proxyBases, adminBase, organisationId, apiKey, modelSlug, adminToken, upstreamCredential, admin, adminRequest,
       async settledBalance(id = organisationId) {
         const deadline = Date.now() + 15_000;
         for (;;) {

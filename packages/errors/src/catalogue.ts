@@ -31,6 +31,22 @@ export const errorCatalogue = {
     httpStatus: 413, grpcStatus: GrpcStatus.INVALID_ARGUMENT, type: 'invalid_request_error',
     publicMessage: 'The request body is too large.', retryable: false,
   },
+  unsupported_media_type: {
+    httpStatus: 415, grpcStatus: GrpcStatus.INVALID_ARGUMENT, type: 'invalid_request_error',
+    publicMessage: 'The request body uses an encoding or charset the gateway does not accept.', retryable: false,
+  },
+  headers_too_large: {
+    httpStatus: 431, grpcStatus: GrpcStatus.INVALID_ARGUMENT, type: 'invalid_request_error',
+    publicMessage: 'The request headers are too large.', retryable: false,
+  },
+  request_timeout: {
+    httpStatus: 408, grpcStatus: GrpcStatus.DEADLINE_EXCEEDED, type: 'invalid_request_error',
+    publicMessage: 'The request was not received in time.', retryable: true,
+  },
+  expectation_failed: {
+    httpStatus: 417, grpcStatus: GrpcStatus.FAILED_PRECONDITION, type: 'invalid_request_error',
+    publicMessage: 'The Expect header can not be met; only 100-continue is supported.', retryable: false,
+  },
   invalid_api_key: {
     httpStatus: 401, grpcStatus: GrpcStatus.UNAUTHENTICATED, type: 'authentication_error',
     publicMessage: 'Invalid API key.', retryable: false,

@@ -126,7 +126,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       logger,
     });
     const { server: httpServer, port: httpPort }: { server: HttpServer; port: number } =
-      await startHttpServer(httpApp, config.BIND_HOST, config.ADMIN_HTTP_PORT);
+      await startHttpServer(httpApp, config.BIND_HOST, config.ADMIN_HTTP_PORT, logger);
     cleanups.push(() => stopHttpServer(httpServer, config.SHUTDOWN_GRACE_MS));
 
     ready = true;

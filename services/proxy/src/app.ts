@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Response } from 'express';
 import type { AddressInfo } from 'node:net';
+import { createGuardedServer } from '@gateway/http-guard';
 import { createLogger, type Logger } from '@gateway/logger';
 import type { ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
@@ -84,7 +85,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const activeResponses = new Set<Response>();
   const activeStreams = new Set<AbortController>();
 
-  const server = createServer(createHttpApp({
+  const server = createGuardedServer(createHttpApp({
     logger,
     freshSnapshot: () => configStream.freshSnapshot(),
     isReady,
@@ -100,7 +101,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
     activeResponses,
     activeStreams,
-  }));
+  }), { logger });
 
   const closeClients = async () => {
     configStream.close();

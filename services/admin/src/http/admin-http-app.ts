@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { GatewayError, toGatewayError, toHttpError } from '@gateway/errors';
+import { createJsonBodyParser, createRequestGuard, frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import { bearerTokenOf } from '@gateway/secrets';
 import { systemActor, type Actor } from '../domain/actor.ts';
@@ -16,8 +17,8 @@ export interface AdminHttpAppDeps {
   logger: Logger;
 }
 
-/** The largest request body accepted, as express.json understands it. */
-export const bodyLimit = '1mb';
+/** The largest request body accepted, bytes, measured after decoding its Content-Encoding. */
+export const bodyLimitBytes = 1024 * 1024;
 
 /** Express path of a route: `{param}` becomes `:param` unless the route gives its own. */
 export function expressPathOf(route: AdminRoute): string {
@@ -29,26 +30,6 @@ function actorForLog(actor: Actor): Record<string, string> {
   return actor.kind === 'platform_admin' || actor.kind === 'organisation_token' ? { kind: actor.kind, tokenId: actor.tokenId } : { kind: actor.kind };
 }
 
-/** A body-parser failure as a catalogue error; anything else unchanged. */
-function fromBodyParserError(error: unknown): unknown {
-  const type = (error as { type?: unknown }).type;
-  switch (type) {
-    case 'entity.parse.failed':
-      return new GatewayError('invalid_json', { cause: error });
-    case 'entity.too.large':
-      return new GatewayError('request_too_large', { publicMessage: 'The request body is larger than 1 MB.', cause: error });
-    case 'encoding.unsupported':
-    case 'charset.unsupported':
-      return new GatewayError('invalid_request', { publicMessage: 'The request body must be JSON in UTF-8 (gzip, deflate or br encoding allowed).', cause: error });
-    case 'request.aborted':
-    case 'request.size.invalid':
-    case 'stream.encoding.set':
-      return new GatewayError('invalid_request', { publicMessage: 'The request body could not be read.', cause: error });
-    default:
-      return error;
-  }
-}
-
 /** Answers with the catalogue mapping of `error`; a 5xx keeps `original` for the request's log line. */
 function sendError(response: Response, error: GatewayError, original: unknown): void {
   const { status, body, headers } = toHttpError(error);
@@ -58,8 +39,9 @@ function sendError(response: Response, error: GatewayError, original: unknown): 
 }
 
 /**
- * The admin's express app: request ids and one log line per request, platform-admin auth
- * before the body is even read, JSON bodies up to 1 MB, validated routes, and every error
+ * The admin's express app: request ids and one log line per request, malformed paths refused
+ * and platform-admin auth before the body is even read, JSON bodies up to 1 MiB, validated
+ * routes (text PostgreSQL cannot store refused per field), and every error
  * answered through the one catalogue mapping (`toHttpError`).
  */
 export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
@@ -96,6 +78,9 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
     next();
   });
 
+  // A malformed path (bad percent-escape, %00) is a 400 before the token is even looked at.
+  app.use(createRequestGuard());
+
   // Public paths under /admin/v1 (the OpenAPI document); everything else there needs a token.
   const publicPaths = new Set(routes.filter((route) => !route.authenticated).map((route) => route.path));
   app.use('/admin/v1', async (request: Request, response: Response, next: NextFunction) => {
@@ -112,8 +97,10 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
     next();
   });
 
-  // Every body is read as JSON whatever its content type, so a wrong type is a clear error.
-  app.use(express.json({ limit: bodyLimit, type: () => true, strict: true }));
+  // Every body is read as JSON whatever its content type, so a wrong type is a clear error;
+  // gzip, deflate and br bodies are decoded (the limit counts decoded bytes), other codings are 415.
+  // NUL and lone surrogates are refused per field by validateInput, with every other problem.
+  app.use(createJsonBodyParser({ limitBytes: bodyLimitBytes }));
 
   for (const route of routes) {
     app[route.method](expressPathOf(route), async (request: Request, response: Response) => {
@@ -160,7 +147,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       response.end();
       return;
     }
-    sendError(response, toGatewayError(fromBodyParserError(error)), error);
+    sendError(response, toGatewayError(frameworkRequestError(error)), error);
   });
 
   return app;

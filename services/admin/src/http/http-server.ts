@@ -1,9 +1,14 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
+import { createGuardedServer } from '@gateway/http-guard';
+import type { Logger } from '@gateway/logger';
 
-/** Starts an HTTP server on host:port (0 for a free port) and resolves with it and its bound port. */
-export function startHttpServer(listener: RequestListener, host: string, port: number): Promise<{ server: Server; port: number }> {
+/**
+ * Starts an HTTP server on host:port (0 for a free port) and resolves with it and its bound port.
+ * The server answers Node's own parser errors and oversize headers in the error shape (@gateway/http-guard).
+ */
+export function startHttpServer(listener: RequestListener, host: string, port: number, logger?: Logger): Promise<{ server: Server; port: number }> {
   return new Promise((resolve, reject) => {
-    const server = createServer(listener);
+    const server = createGuardedServer(listener, logger === undefined ? {} : { logger });
     server.once('error', reject);
     server.listen(port, host, () => {
       server.off('error', reject);

@@ -1,4 +1,5 @@
 import { GatewayError } from '@gateway/errors';
+import { findJsonProblem, problemMessage } from '@gateway/http-guard';
 import type { z } from 'zod';
 
 /** Where a validated value came from; names the whole value when an issue has no field path. */
@@ -69,8 +70,22 @@ export function invalidRequest(problems: readonly FieldProblem[]): GatewayError 
 /** The outcome of validating one input: its parsed value, or the problems with its fields. */
 export type Validation<Value> = { ok: true; value: Value } | { ok: false; problems: FieldProblem[] };
 
+/**
+ * The problem with the text of an input, if any: a NUL character (PostgreSQL's text and jsonb
+ * refuse U+0000, which surfaced as a 500) or a lone surrogate (not Unicode; the UTF-8 encoder
+ * would silently store U+FFFD instead) in any string or key, at any depth. Checked here, before
+ * any schema, so every route and every location (body, query, header) gets it at once.
+ */
+export function textProblems(value: unknown, location: InputLocation): FieldProblem[] {
+  const problem = findJsonProblem(value, { text: 'storable', maxDepth: Number.POSITIVE_INFINITY });
+  if (problem === undefined) return [];
+  return [{ field: fieldName(problem.path, location), message: problemMessage(problem) }];
+}
+
 /** Validates input with a schema, wording generic issues with the API's messages. */
 export function validateInput<Schema extends z.ZodType>(schema: Schema, value: unknown, location: InputLocation): Validation<z.output<Schema>> {
+  const unstorable = textProblems(value, location);
+  if (unstorable.length > 0) return { ok: false, problems: unstorable };
   const result = schema.safeParse(value, { error: fallbackMessage });
   return result.success ? { ok: true, value: result.data } : { ok: false, problems: fieldProblems(result.error.issues, location) };
 }

@@ -1,5 +1,6 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { GatewayError } from '@gateway/errors';
+import { createJsonBodyParser, createRequestGuard } from '@gateway/http-guard';
 import type { Logger } from '@gateway/logger';
 import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
 import { parseChatRequest } from '../domain/chat-request.ts';
@@ -38,19 +39,6 @@ export interface HttpAppServices {
 /** A handler of an inference route: gets the request's context; whatever it throws becomes the error response. */
 type InferenceHandler = (req: Request, res: Response, context: RequestContext) => Promise<void>;
 
-/** Maps body-parser's failures to the catalogue. */
-function bodyError(error: unknown, maxBodyBytes: number): GatewayError {
-  const type = (error as { type?: unknown }).type;
-  if (type === 'entity.too.large') {
-    return new GatewayError('request_too_large', { publicMessage: `The request body is larger than ${maxBodyBytes} bytes.` });
-  }
-  if (type === 'entity.parse.failed') return new GatewayError('invalid_json');
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
-    return new GatewayError('invalid_request', { publicMessage: 'The request body uses an unsupported encoding or charset.' });
-  }
-  return new GatewayError('invalid_request', { publicMessage: 'The request body could not be read.', internalMessage: `body: ${String(type)}` });
-}
-
 function sameAnswerForMissingModel(slug: string): GatewayError {
   return new GatewayError('model_not_found', {
     param: 'model',
@@ -81,13 +69,15 @@ export function createHttpApp(services: HttpAppServices): Express {
   app.disable('etag');
   app.set('query parser', 'simple');
 
-  const parseJson = express.json({ limit: services.maxBodyBytes, type: () => true });
+  // NUL is legal in message text and goes to the upstream (the proxy stores no content); a lone
+  // surrogate is not Unicode and is refused (docs/proxy.md, "Bad input").
+  const parseJson = createJsonBodyParser({ limitBytes: services.maxBodyBytes, text: 'unicode' });
 
   /** Reads the JSON body; only for a caller whose key has passed (see the chat route for why not after RPM). */
   function readJsonBody(req: Request, res: Response): Promise<unknown> {
     return new Promise((resolve, reject) => {
       parseJson(req, res, (error?: unknown) => {
-        if (error !== undefined && error !== null) reject(bodyError(error, services.maxBodyBytes));
+        if (error !== undefined && error !== null) reject(error);
         else resolve(req.body);
       });
     });
@@ -142,6 +132,8 @@ export function createHttpApp(services: HttpAppServices): Express {
   }
 
   app.use(requestContext(services.logger, services.isShuttingDown, services.activeResponses));
+  // A malformed path is a 400 before any key check: no credential is needed to learn it, and nothing is revealed.
+  app.use(createRequestGuard());
 
   app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
   app.get('/readyz', (_req, res) => {

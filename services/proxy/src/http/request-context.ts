@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { toGatewayError, toHttpError } from '@gateway/errors';
+import { frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { BillingLogFields } from '../inference/complete-chat.ts';
 
@@ -90,7 +91,7 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, ac
  * of @gateway/errors, and notes the code and internal detail for the log line.
  */
 export function sendError(res: Response, error: unknown): void {
-  const gatewayError = toGatewayError(error);
+  const gatewayError = toGatewayError(frameworkRequestError(error));
   const context = res.locals.context as RequestContext | undefined;
   if (context !== undefined) {
     context.log.errorCode = gatewayError.code;

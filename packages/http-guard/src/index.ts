@@ -1,0 +1,10 @@
+export { acceptedContentEncodings, bodyReadError, createJsonBodyParser, type JsonBodyOptions } from './json-body.ts';
+export {
+  fieldPathOf, findJsonProblem, maxJsonDepth, problemMessage, textProblem,
+  type JsonProblem, type JsonProblemKind, type JsonRules, type TextRule,
+} from './json-problems.ts';
+export { createRequestGuard, frameworkRequestError, pathProblem } from './request-guard.ts';
+export {
+  answerClientError, clientErrorLingerMs, createGuardedServer, maxHeaderBytes, rawErrorResponse, type GuardedServerOptions,
+} from './guarded-server.ts';
+export { sendRawHttp, type RawHttpAnswer } from './raw-http.ts';
