@@ -91,17 +91,17 @@ export function authorizationError(
  * runs before the handler for unary calls and streams alike. Refusals go through the one gRPC
  * error mapping (reportCallFailure): UNAUTHENTICATED without an identity, PERMISSION_DENIED for
  * a role the table does not allow. Methods of the definition the table does not name are
- * refused too; the table is typed by the implementation so a new method cannot be forgotten.
+ * refused too; the table is typed by the definition so a new method cannot be forgotten.
  */
-export function authorizeService<Implementation extends UntypedServiceImplementation>(
-  definition: ServiceDefinition,
+export function authorizeService<Definition extends ServiceDefinition, Implementation extends UntypedServiceImplementation>(
+  definition: Definition,
   implementation: Implementation,
-  table: MethodRoles<Extract<keyof Implementation, string>>,
+  table: MethodRoles<Extract<keyof Definition, string>>,
   options: AuthorizationOptions,
 ): Implementation {
   if (!options.enforce) return implementation;
   const wrapped: UntypedServiceImplementation = {};
-  for (const [method, attributes] of Object.entries(definition)) {
+  for (const [method, attributes] of Object.entries(definition as ServiceDefinition)) {
     const handler = implementation[method] as UntypedHandleCall | undefined;
     if (!handler) continue;
     const fullName = attributes.path;

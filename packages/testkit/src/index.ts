@@ -3,4 +3,6 @@ export { testPostgresUrl, testRedisUrl } from './provided-infrastructure.ts';
 export { createTestDatabase, uniqueRedisPrefix, type TestDatabase } from './databases.ts';
 export { resolveTestInfrastructure, type TestInfrastructure } from './infrastructure.ts';
 export { freePort, startServiceProcess, waitUntilReady, type ServiceProcess } from './service-processes.ts';
-export { createTestPki, serviceTlsEnv, testTransportSecurity, type TestIdentity, type TestPki, type TestTlsFiles } from './test-pki.ts';
+export {
+  createTestPki, serviceTlsEnv, sharedTestPki, sharedTestPkiNow, testTransportSecurity, type TestIdentity, type TestPki, type TestTlsFiles,
+} from './test-pki.ts';

@@ -80,3 +80,22 @@ export function testTransportSecurity(pki: TestPki, identity: TestIdentity): Grp
   const pair = pki.identities[identity];
   return { mode: 'mtls', caPem: Buffer.from(pki.caPem), certPem: Buffer.from(pair.certPem), keyPem: Buffer.from(pair.keyPem) };
 }
+
+/** The process-wide TestPki, created on first use (tests of one worker share it). */
+let shared: Promise<TestPki> | undefined;
+let sharedCreated: TestPki | undefined;
+
+/** One TestPki per test process, so every test ledger, admin and proxy in it trusts the same CA. */
+export function sharedTestPki(): Promise<TestPki> {
+  shared ??= createTestPki().then((pki) => { sharedCreated = pki; return pki; });
+  return shared;
+}
+
+/**
+ * The shared TestPki for synchronous helpers (e.g. a fake client made inside a sync function),
+ * once some earlier step awaited sharedTestPki(); throws if none did.
+ */
+export function sharedTestPkiNow(): TestPki {
+  if (!sharedCreated) throw new Error('await sharedTestPki() (or start a test service) before using sharedTestPkiNow()');
+  return sharedCreated;
+}

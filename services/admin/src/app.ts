@@ -2,10 +2,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Server as HttpServer } from 'node:http';
 import { migrate, openDatabase, type Database } from '@gateway/db';
-import { Server as GrpcServer, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
 import type { AdminConfig } from './config.ts';
+import { configMethodRoles } from './config-stream/config-method-roles.ts';
 import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
 import { createAdminService } from './domain/admin-service.ts';
 import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
@@ -52,6 +53,8 @@ export const adminMigrationsDir = fileURLToPath(new URL('../migrations', import.
  */
 export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {}): Promise<AdminApp> {
   const logger = deps.logger ?? createLogger('admin', config.LOG_LEVEL);
+  // Certificates are read before anything opens, so a bad path fails the start at once.
+  const security = grpcTransportSecurity(config, logger);
   const ownsDatabase = deps.database === undefined;
   const cleanups: Array<() => Promise<void> | void> = [];
   const cleanUp = async () => {
@@ -89,7 +92,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
         break;
     }
 
-    const ledger: GrpcLedger = createGrpcLedger({ target: config.LEDGER_GRPC_URL, callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS });
+    const ledger: GrpcLedger = createGrpcLedger({ target: config.LEDGER_GRPC_URL, callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS, security });
     cleanups.push(() => ledger.close());
 
     const resolveHost = deps.resolveHost ?? systemResolver;
@@ -112,9 +115,12 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const firstSnapshot = await snapshots.load();
     logger.info({ version: firstSnapshot.version.toString() }, 'config snapshot ready');
 
-    const grpcServer = new GrpcServer();
-    grpcServer.addService(hub.definition, hub.service);
-    const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.ADMIN_GRPC_PORT);
+    const grpcServer = createGrpcServer();
+    // Only a proxy's certificate opens the config stream (it carries upstream credentials).
+    grpcServer.addService(hub.definition, authorizeService(
+      hub.definition, hub.service, configMethodRoles, { logger, enforce: security.mode === 'mtls' },
+    ));
+    const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.ADMIN_GRPC_PORT, security);
     cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
 
     const routes = createAdminRoutes({ allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS });

@@ -5,11 +5,14 @@ import { issueSecret } from '@gateway/secrets';
 import { loadAdminConfig } from './config.ts';
 
 const encryptionKey = randomBytes(32).toString('base64');
+/** The service-identity files every valid configuration names (paths only; nothing is read here). */
+const tls = { GRPC_TLS_CA_FILE: '/tls/ca.crt', GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key' };
 
 describe('loadAdminConfig', () => {
   it('applies the documented defaults', () => {
-    const config = loadAdminConfig({ ADMIN_ENCRYPTION_KEY: encryptionKey });
+    const config = loadAdminConfig({ ADMIN_ENCRYPTION_KEY: encryptionKey, ...tls });
     expect(config).toEqual({
+      ...tls, GRPC_INSECURE: false,
       BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', DATA_DIR: '.data', SHUTDOWN_GRACE_MS: 10_000,
       ADMIN_HTTP_PORT: 8081, ADMIN_GRPC_PORT: 50052, LEDGER_GRPC_URL: '127.0.0.1:50051',
       ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_ALLOW_PRIVATE_UPSTREAMS: false,
@@ -20,7 +23,7 @@ describe('loadAdminConfig', () => {
   it('reads every variable', () => {
     const token = issueSecret('adminToken').secret;
     const config = loadAdminConfig({
-      ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_BOOTSTRAP_TOKEN: token, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
+      ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_BOOTSTRAP_TOKEN: token, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
       DEMO_UPSTREAM_URL: 'http://127.0.0.1:8788/v1', DATABASE_URL: 'postgres://u@h:5432/d', ADMIN_HTTP_PORT: '0',
     });
     expect(config.ADMIN_BOOTSTRAP_TOKEN).toBe(token);
@@ -48,6 +51,11 @@ describe('loadAdminConfig', () => {
     }
     expect((error as Error).message).not.toContain(badToken);
     expect((error as Error).message).not.toContain(badKey);
+  });
+
+  it('requires certificates for internal gRPC, or the explicit GRPC_INSECURE=true', () => {
+    expect(() => loadAdminConfig({ ADMIN_ENCRYPTION_KEY: encryptionKey })).toThrow(/GRPC_TLS_CA_FILE.*GRPC_INSECURE=true/);
+    expect(loadAdminConfig({ ADMIN_ENCRYPTION_KEY: encryptionKey, GRPC_INSECURE: 'true' }).GRPC_INSECURE).toBe(true);
   });
 
   it('requires the encryption key', () => {

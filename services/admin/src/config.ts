@@ -1,4 +1,5 @@
 import { commonEnv, loadConfig, z } from '@gateway/config';
+import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
 import { encryptionKeyProblem } from './domain/credential-cipher.ts';
 
@@ -45,7 +46,8 @@ export const adminConfigSchema = z.object({
   ADMIN_HEARTBEAT_INTERVAL_MS: commonEnv.durationMs(5_000),
   /** Deadline of each call to the ledger, ms. */
   LEDGER_CALL_TIMEOUT_MS: commonEnv.durationMs(5_000),
-});
+  ...grpcTlsEnv,
+}).superRefine(checkGrpcTlsEnv);
 
 /** The admin's validated configuration (keys are the environment variable names). */
 export type AdminConfig = z.infer<typeof adminConfigSchema>;

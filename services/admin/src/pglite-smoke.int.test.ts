@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isWellFormedSecret, issueSecret } from '@gateway/secrets';
+import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { createAdminApp, type AdminApp } from './app.ts';
 import { loadAdminConfig } from './config.ts';
 import { gatewayModelResponse } from './http/response-schemas.ts';
@@ -22,9 +23,11 @@ afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 describe('the admin on embedded PGlite', () => {
   it('issues a bootstrap token once, seeds the demo model once, and keeps state and versions across a restart', async () => {
     const ledger = await startFakeLedger();
+    const tlsEnv = serviceTlsEnv(await sharedTestPki(), 'admin');
     const logs = captureLogs();
     const encryptionKey = randomBytes(32).toString('base64');
     const env = (demoUrl: string, extra: Record<string, string> = {}) => loadAdminConfig({
+      ...tlsEnv,
       DATA_DIR: dataDir, ADMIN_HTTP_PORT: '0', ADMIN_GRPC_PORT: '0', LEDGER_GRPC_URL: ledger.target,
       ADMIN_ENCRYPTION_KEY: encryptionKey, DEMO_UPSTREAM_URL: demoUrl, SNAPSHOT_ACK_TIMEOUT_MS: '300',
       // As `pnpm start` runs it: the demo upstream is on loopback, which only this setting serves.
@@ -94,6 +97,7 @@ describe('the admin on embedded PGlite', () => {
   it('issues no token when nobody can be shown it, and says so', async () => {
     const logs = captureLogs();
     const app = await createAdminApp(loadAdminConfig({
+      ...serviceTlsEnv(await sharedTestPki(), 'admin'),
       DATA_DIR: mkdtempSync(join(dataDir, 'no-handover-')), ADMIN_HTTP_PORT: '0', ADMIN_GRPC_PORT: '0',
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     }), { logger: logs.logger });

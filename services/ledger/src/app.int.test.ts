@@ -7,16 +7,19 @@ import { fileURLToPath } from 'node:url';
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { openDatabase } from '@gateway/db';
-import { callUnary, insecureChannel } from '@gateway/grpc';
+import { callUnary, channelCredentials } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { createTestDatabase, testPostgresUrl } from '@gateway/testkit';
+import { createTestDatabase, serviceTlsEnv, sharedTestPki, testPostgresUrl, testTransportSecurity } from '@gateway/testkit';
 import { describe, expect, it } from 'vitest';
 import { createLedgerApp } from './app.ts';
 import { loadLedgerConfig } from './config.ts';
 import { startTestLedger, uniqueId } from './testing/start-test-ledger.ts';
 
 const serverUrl = testPostgresUrl();
-const testEnv = { LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '2000' };
+const pki = await sharedTestPki();
+const testEnv = { ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '2000' };
+/** Credentials of the admin, the caller of the methods these tests use. */
+const adminCredentials = () => channelCredentials(testTransportSecurity(pki, 'admin'));
 
 describe('ledger app', () => {
   it('answers probes, echoes request ids, and after close() leaves no port open', async () => {
@@ -39,7 +42,7 @@ describe('ledger app', () => {
     }
     expect(ledger.app.isReady()).toBe(false);
     await expect(fetch(`${base}/healthz`)).rejects.toThrow();
-    const client = new ledgerV1.LedgerServiceClient(`127.0.0.1:${ledger.app.ports.grpc}`, insecureChannel());
+    const client = new ledgerV1.LedgerServiceClient(`127.0.0.1:${ledger.app.ports.grpc}`, adminCredentials());
     try {
       const error = await callUnary(client.getBalance, client, { organisationId: 'org' }, 2_000).then(() => undefined, (caught: unknown) => caught as ServiceError);
       expect(error?.code).toBe(GrpcStatus.UNAVAILABLE);
@@ -69,7 +72,7 @@ describe('ledger app', () => {
   it.skipIf(!serverUrl)('answers an unexpected failure with INTERNAL and no internal detail', async () => {
     const testDatabase = await createTestDatabase(serverUrl!);
     const app = await createLedgerApp(loadLedgerConfig({ ...testEnv, DATABASE_URL: testDatabase.url }), { logger: createLogger('ledger', 'silent') });
-    const client = new ledgerV1.LedgerServiceClient(`127.0.0.1:${app.ports.grpc}`, insecureChannel());
+    const client = new ledgerV1.LedgerServiceClient(`127.0.0.1:${app.ports.grpc}`, adminCredentials());
     const database = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 1 });
     try {
       await database.query('ALTER TABLE usage_records RENAME TO usage_records_gone');
@@ -90,7 +93,7 @@ describe('ledger app', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'ledger-main-'));
     const mainPath = fileURLToPath(new URL('./main.ts', import.meta.url));
     const child = spawn(process.execPath, [mainPath], {
-      env: { PATH: process.env.PATH, DATA_DIR: dataDir, LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '2000' },
+      env: { PATH: process.env.PATH, ...serviceTlsEnv(pki, 'ledger'), DATA_DIR: dataDir, LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '2000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -106,7 +109,7 @@ describe('ledger app', () => {
     try {
       const ports = await started;
       expect((await fetch(`http://127.0.0.1:${ports.http}/readyz`)).status).toBe(200);
-      const client = new ledgerV1.LedgerServiceClient(`127.0.0.1:${ports.grpc}`, insecureChannel());
+      const client = new ledgerV1.LedgerServiceClient(`127.0.0.1:${ports.grpc}`, adminCredentials());
       const organisationId = uniqueId('org');
       const opened = await callUnary(client.openAccount, client, { organisationId }, 5_000);
       client.close();

@@ -2,13 +2,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ledgerV1 } from '@gateway/contracts';
 import { migrate, openDatabase, type Database } from '@gateway/db';
-import { Server, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import type { LedgerConfig } from './config.ts';
 import { createLedgerBatcher } from './domain/ledger-batcher.ts';
 import { startExpirySweeper, type ExpirySweeper } from './expiry-sweeper.ts';
 import { startHealthServer } from './transport/health-server.ts';
 import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
+import { ledgerMethodRoles } from './transport/ledger-method-roles.ts';
 
 /** A running ledger: its bound ports, whether it can serve, and how to stop it. */
 export interface LedgerApp {
@@ -50,6 +51,8 @@ async function databaseAnswers(database: Database): Promise<boolean> {
  */
 export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps = {}): Promise<LedgerApp> {
   const logger = deps.logger ?? createLogger('ledger', config.LOG_LEVEL);
+  // Certificates are read before anything opens, so a bad path fails the start at once.
+  const security = grpcTransportSecurity(config, logger);
   const ownsDatabase = deps.database === undefined;
   const database = deps.database ?? await openDatabase({
     url: config.DATABASE_URL,
@@ -90,10 +93,13 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     // so every call that was let in gets its answer.
     const batcher = createLedgerBatcher(database);
     cleanups.push(() => batcher.close());
-    const grpcServer = new Server();
+    const grpcServer = createGrpcServer();
     const service = createLedgerGrpcService(database, logger, { pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS }, batcher);
-    grpcServer.addService(ledgerV1.LedgerServiceService, service.implementation);
-    const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT);
+    // Every method checks the caller's certificate identity against ledgerMethodRoles first.
+    grpcServer.addService(ledgerV1.LedgerServiceService, authorizeService(
+      ledgerV1.LedgerServiceService, service.implementation, ledgerMethodRoles, { logger, enforce: security.mode === 'mtls' },
+    ));
+    const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT, security);
     cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
     // Watches and Operate streams never finish on their own: end them first, so the drain waits
     // only for unary calls and the answers to operations already received.

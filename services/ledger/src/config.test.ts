@@ -2,18 +2,29 @@ import { ConfigError } from '@gateway/config';
 import { describe, expect, it } from 'vitest';
 import { loadLedgerConfig } from './config.ts';
 
+/** The service-identity files every valid configuration names (paths only; nothing is read here). */
+const tls = { GRPC_TLS_CA_FILE: '/tls/ca.crt', GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key' };
+
 describe('loadLedgerConfig', () => {
   it('applies the documented defaults', () => {
-    expect(loadLedgerConfig({})).toEqual({
+    expect(loadLedgerConfig(tls)).toEqual({
       BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', DATA_DIR: '.data', SHUTDOWN_GRACE_MS: 10_000,
       LEDGER_GRPC_PORT: 50051, LEDGER_HTTP_PORT: 8082, LEDGER_SWEEP_INTERVAL_MS: 5_000, LEDGER_DB_POOL_SIZE: 10,
-      LEDGER_ALERT_POLL_INTERVAL_MS: 1_000,
+      LEDGER_ALERT_POLL_INTERVAL_MS: 1_000, ...tls, GRPC_INSECURE: false,
     });
+  });
+
+  it('refuses to start with neither certificates nor GRPC_INSECURE=true, naming both options', () => {
+    expect(() => loadLedgerConfig({})).toThrow(ConfigError);
+    expect(() => loadLedgerConfig({})).toThrow(/GRPC_TLS_CA_FILE.*GRPC_INSECURE=true/);
+    expect(loadLedgerConfig({ GRPC_INSECURE: 'true' }).GRPC_INSECURE).toBe(true);
+    expect(() => loadLedgerConfig({ GRPC_TLS_CA_FILE: '/tls/ca.crt' })).toThrow(/GRPC_TLS_CERT_FILE[\s\S]*GRPC_TLS_KEY_FILE/);
+    expect(() => loadLedgerConfig({ ...tls, GRPC_INSECURE: 'true' })).toThrow(/GRPC_INSECURE/);
   });
 
   it('reads every variable', () => {
     const config = loadLedgerConfig({
-      BIND_HOST: '0.0.0.0', LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@db:5432/ledger', DATA_DIR: '/var/lib/gw',
+      ...tls, BIND_HOST: '0.0.0.0', LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@db:5432/ledger', DATA_DIR: '/var/lib/gw',
       SHUTDOWN_GRACE_MS: '2500', LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '9090', LEDGER_SWEEP_INTERVAL_MS: '250',
       LEDGER_DB_POOL_SIZE: '25',
     });

@@ -1,4 +1,5 @@
 import { commonEnv, loadConfig, z } from '@gateway/config';
+import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 
 /** The ledger's environment: the shared variables plus its own ports, sweep interval and pool size. */
 export const ledgerConfigSchema = z.object({
@@ -21,7 +22,8 @@ export const ledgerConfigSchema = z.object({
   LEDGER_ALERT_POLL_INTERVAL_MS: commonEnv.durationMs(1_000),
   /** Connections in the PostgreSQL pool (ignored with PGlite). */
   LEDGER_DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
-});
+  ...grpcTlsEnv,
+}).superRefine(checkGrpcTlsEnv);
 
 /** The ledger's validated configuration, keyed by environment variable name. */
 export type LedgerConfig = z.infer<typeof ledgerConfigSchema>;

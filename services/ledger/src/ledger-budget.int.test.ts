@@ -1,5 +1,4 @@
 import { ledgerV1 } from '@gateway/contracts';
-import { insecureChannel } from '@gateway/grpc';
 import { testPostgresUrl } from '@gateway/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { findBalanceDifferences } from './domain/find-balance-differences.ts';
@@ -83,7 +82,7 @@ describe.skipIf(!serverUrl)('project budgets', () => {
     const { alerts: earlier } = await ledger.listBudgetAlerts({ limit: 500 });
     const cursor = earlier.at(-1)?.id ?? '';
 
-    const watcher = new ledgerV1.LedgerServiceClient(`127.0.0.1:${ledger.app.ports.grpc}`, insecureChannel());
+    const watcher = ledger.clientAs('admin');
     const stream = watcher.watchBudgetAlerts({ afterId: cursor });
     const streamed: ledgerV1.BudgetAlert[] = [];
     const firstStreamed = new Promise<void>((resolve) => stream.on('data', (alert: ledgerV1.BudgetAlert) => {

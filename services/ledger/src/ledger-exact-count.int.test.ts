@@ -2,8 +2,8 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ledgerV1 } from '@gateway/contracts';
-import { callUnary, insecureChannel } from '@gateway/grpc';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { callUnary, channelCredentials } from '@gateway/grpc';
+import { createTestDatabase, sharedTestPki, testPostgresUrl, testTransportSecurity, type TestDatabase } from '@gateway/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLedgerProcess, type LedgerProcess } from './testing/ledger-process.ts';
 
@@ -19,7 +19,9 @@ const deadlineMs = 60_000;
 describe.skipIf(!serverUrl)('exact count across two ledger processes', () => {
   let database: TestDatabase;
   const processes: LedgerProcess[] = [];
+  /** Per process: a client with the proxy's identity (Reserve) and one with the admin's (accounts, balances). */
   const clients: ledgerV1.LedgerServiceClient[] = [];
+  const adminClients: ledgerV1.LedgerServiceClient[] = [];
 
   beforeAll(async () => {
     database = await createTestDatabase(serverUrl!);
@@ -27,12 +29,14 @@ describe.skipIf(!serverUrl)('exact count across two ledger processes', () => {
     for (let index = 0; index < 2; index++) {
       const ledger = await startLedgerProcess(database.url, { LEDGER_DB_POOL_SIZE: '8' });
       processes.push(ledger);
-      clients.push(new ledgerV1.LedgerServiceClient(ledger.grpcAddress, insecureChannel()));
+      const pki = await sharedTestPki();
+      clients.push(new ledgerV1.LedgerServiceClient(ledger.grpcAddress, channelCredentials(testTransportSecurity(pki, 'proxy'))));
+      adminClients.push(new ledgerV1.LedgerServiceClient(ledger.grpcAddress, channelCredentials(testTransportSecurity(pki, 'admin'))));
     }
   }, 90_000);
 
   afterAll(async () => {
-    for (const client of clients) client.close();
+    for (const client of [...clients, ...adminClients]) client.close();
     const codes = await Promise.all(processes.map((ledger) => ledger.stop()));
     await database?.drop();
     expect(codes.every((code) => code === 0)).toBe(true);
@@ -40,10 +44,11 @@ describe.skipIf(!serverUrl)('exact count across two ledger processes', () => {
 
   it('lets exactly 100 of 500 Reserves through, leaves available at exactly zero, and verifies clean', async () => {
     const [first, second] = clients as [ledgerV1.LedgerServiceClient, ledgerV1.LedgerServiceClient];
+    const [firstAdmin, secondAdmin] = adminClients as [ledgerV1.LedgerServiceClient, ledgerV1.LedgerServiceClient];
     const organisationId = 'org-exact-count';
     const amountMicros = 1_234_567n;
-    await callUnary(first.openAccount, first, { organisationId }, deadlineMs);
-    await callUnary(second.credit, second, { creditId: 'fund-exact', organisationId, amountMicros: 100n * amountMicros, reason: 'exact count' }, deadlineMs);
+    await callUnary(firstAdmin.openAccount, firstAdmin, { organisationId }, deadlineMs);
+    await callUnary(secondAdmin.credit, secondAdmin, { creditId: 'fund-exact', organisationId, amountMicros: 100n * amountMicros, reason: 'exact count' }, deadlineMs);
 
     const responses = await Promise.all(Array.from({ length: 500 }, (_, index) => {
       const client = index % 2 === 0 ? first : second;
@@ -64,9 +69,9 @@ describe.skipIf(!serverUrl)('exact count across two ledger processes', () => {
       expect(decided, `replica ${replica}`).toHaveLength(250);
     }
 
-    const balance = await callUnary(first.getBalance, first, { organisationId }, deadlineMs);
+    const balance = await callUnary(firstAdmin.getBalance, firstAdmin, { organisationId }, deadlineMs);
     expect(balance).toMatchObject({ creditedMicros: 123_456_700n, availableMicros: 0n, heldMicros: 123_456_700n, debitedMicros: 0n });
-    const verification = await callUnary(second.verify, second, {}, deadlineMs);
+    const verification = await callUnary(secondAdmin.verify, secondAdmin, {}, deadlineMs);
     expect(verification).toEqual({ accountsChecked: 1n, differences: [] });
 
     // The command-line verify agrees, and exits 1 with the difference printed once a balance is broken.

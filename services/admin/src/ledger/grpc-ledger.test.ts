@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
+import { sharedTestPki, testTransportSecurity } from '@gateway/testkit';
 import { startFakeLedger, type FakeLedger } from '../test-support/fake-ledger.ts';
 import { createGrpcLedger, type GrpcLedger } from './grpc-ledger.ts';
 
@@ -8,7 +9,7 @@ let ledger: GrpcLedger;
 
 beforeAll(async () => {
   peer = await startFakeLedger();
-  ledger = createGrpcLedger({ target: peer.target, callTimeoutMs: 2_000 });
+  ledger = createGrpcLedger({ target: peer.target, callTimeoutMs: 2_000, security: testTransportSecurity(await sharedTestPki(), 'admin') });
 });
 
 afterAll(async () => {
@@ -45,7 +46,7 @@ describe('the gRPC ledger client', () => {
   it('turns a failed call into service_unavailable, and a ledger that is not there too', async () => {
     peer.failNext('getBalance');
     expect(await codeOf(ledger.getBalance('org_aaaaaaaaaaaaaaaaaaaaaaaa'))).toBe('service_unavailable');
-    const nowhere = createGrpcLedger({ target: '127.0.0.1:1', callTimeoutMs: 1_000 });
+    const nowhere = createGrpcLedger({ target: '127.0.0.1:1', callTimeoutMs: 1_000, security: testTransportSecurity(await sharedTestPki(), 'admin') });
     try {
       expect(await codeOf(nowhere.openAccount('org_aaaaaaaaaaaaaaaaaaaaaaaa'))).toBe('service_unavailable');
     } finally {

@@ -1,6 +1,6 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { GatewayError, fromGrpcError } from '@gateway/errors';
-import { callUnary, insecureChannel } from '@gateway/grpc';
+import { callUnary, channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
 import type { UsageRecord } from '../domain/admin-records.ts';
 import type { LedgerPort } from '../domain/ledger-port.ts';
 
@@ -39,16 +39,19 @@ function toUsageRecord(record: ledgerV1.UsageRecord): UsageRecord {
     usageSource: record.usageSource === ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM ? 'upstream' : 'gateway_estimate',
     requestId: record.requestId,
     createdAt: new Date(Number(record.createdAtMs)),
+    overrunOutputTokens: record.overrunOutputTokens,
   };
 }
 
 /**
- * Connects to the ledger at a gRPC target. Every call has a deadline of `callTimeoutMs`; a
+ * Connects to the ledger at a gRPC target with the admin's certificate (or plaintext under
+ * GRPC_INSECURE). Every call has a deadline of `callTimeoutMs`; a
  * failed call becomes a catalogue error through `fromGrpcError` (a peer that is down becomes
  * `service_unavailable`), and a non-OK result becomes the matching catalogue error.
  */
-export function createGrpcLedger(options: { target: string; callTimeoutMs: number }): GrpcLedger {
-  const client = new ledgerV1.LedgerServiceClient(options.target, insecureChannel());
+export function createGrpcLedger(options: { target: string; callTimeoutMs: number; security: GrpcTransportSecurity }): GrpcLedger {
+  // The admin's certificate is its identity at the ledger; backoff and keepalive as every internal channel.
+  const client = new ledgerV1.LedgerServiceClient(options.target, channelCredentials(options.security), clientChannelOptions);
   const call = async <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[0], request: Req): Promise<Res> => {
     try {
       return await callUnary(method, client, request, options.callTimeoutMs);

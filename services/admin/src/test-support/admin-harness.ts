@@ -3,6 +3,7 @@ import type { HostResolver } from '@gateway/address-policy';
 import type { Database } from '@gateway/db';
 import { createLogger, type Logger } from '@gateway/logger';
 import { issueSecret } from '@gateway/secrets';
+import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { createAdminApp, type AdminApp } from '../app.ts';
 import { loadAdminConfig } from '../config.ts';
 import { startFakeLedger, type FakeLedger } from './fake-ledger.ts';
@@ -57,6 +58,7 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
   const token = options.token ?? issueSecret('adminToken').secret;
   const encryptionKey = options.encryptionKey ?? randomBytes(32).toString('base64');
   const config = loadAdminConfig({
+    ...serviceTlsEnv(await sharedTestPki(), 'admin'),
     ADMIN_HTTP_PORT: '0',
     ADMIN_GRPC_PORT: '0',
     LEDGER_GRPC_URL: ledger.target,

@@ -1,6 +1,7 @@
 import { status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
-import { Server, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import { createGrpcServer, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import { sharedTestPki, testTransportSecurity } from '@gateway/testkit';
 
 /**
  * A small in-memory LedgerService peer served over real grpc-js on port 0, for the admin's
@@ -169,9 +170,10 @@ export async function startFakeLedger(): Promise<FakeLedger> {
     },
   };
 
-  const server = new Server();
+  const server = createGrpcServer();
   server.addService(ledgerV1.LedgerServiceService, service);
-  const port = await startGrpcServer(server, '127.0.0.1', 0);
+  // Served with the ledger's test certificate: the admin under test dials it with mTLS.
+  const port = await startGrpcServer(server, '127.0.0.1', 0, testTransportSecurity(await sharedTestPki(), 'ledger'));
   return {
     target: `127.0.0.1:${port}`,
     accounts, credits, usage, budgets, spend, budgetRequests, calls,

@@ -1,5 +1,6 @@
 import { configV1 } from '@gateway/contracts';
-import { insecureChannel } from '@gateway/grpc';
+import { channelCredentials, type GrpcTransportSecurity } from '@gateway/grpc';
+import { sharedTestPkiNow, testTransportSecurity } from '@gateway/testkit';
 
 /** A config-stream client standing in for a proxy, over a real grpc-js channel. */
 export interface FakeProxy {
@@ -18,12 +19,16 @@ export interface FakeProxy {
 }
 
 /**
- * Connects to the admin's config stream and says hello. With `autoAck` it acknowledges each
+ * Connects to the admin's config stream with the proxy's test certificate (or `security`) and says hello. With `autoAck` it acknowledges each
  * update after receiving it (after `ackDelayMs`, as a proxy busy applying it would); without,
  * it stays silent.
  */
-export function connectFakeProxy(target: string, proxyId: string, options: { autoAck: boolean; ackDelayMs?: number }): FakeProxy {
-  const client = new configV1.ConfigServiceClient(target, insecureChannel());
+export function connectFakeProxy(
+  target: string, proxyId: string, options: { autoAck: boolean; ackDelayMs?: number; security?: GrpcTransportSecurity },
+): FakeProxy {
+  // The proxy's certificate of the shared test PKI unless a test dials as someone else.
+  const security = options.security ?? testTransportSecurity(sharedTestPkiNow(), 'proxy');
+  const client = new configV1.ConfigServiceClient(target, channelCredentials(security));
   const stream = client.streamConfig();
   const updates: configV1.ConfigUpdate[] = [];
   const acknowledgedVersions: bigint[] = [];

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { freePort, startServiceProcess, waitUntilReady } from '@gateway/testkit';
+import { freePort, serviceTlsEnv, sharedTestPki, startServiceProcess, waitUntilReady } from '@gateway/testkit';
 
 /** The ledger's entry point, run as its own process exactly as in production. */
 const mainPath = fileURLToPath(new URL('../main.ts', import.meta.url));
@@ -20,6 +20,8 @@ export interface LedgerProcess {
 export async function startLedgerProcess(databaseUrl: string, env: Record<string, string> = {}, timeoutMs = 30_000): Promise<LedgerProcess> {
   const [grpcPort, httpPort] = [await freePort(), await freePort()];
   const service = startServiceProcess('ledger', mainPath, {
+    // The ledger's certificate from the test process's PKI: clients dial it with sharedTestPki() identities.
+    ...serviceTlsEnv(await sharedTestPki(), 'ledger'),
     DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1',
     LEDGER_GRPC_PORT: String(grpcPort), LEDGER_HTTP_PORT: String(httpPort), ...env,
   });

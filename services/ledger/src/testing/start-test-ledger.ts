@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { ledgerV1 } from '@gateway/contracts';
 import { openDatabase, type Database } from '@gateway/db';
-import { callUnary, insecureChannel } from '@gateway/grpc';
+import { callUnary, channelCredentials } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
-import { createTestDatabase, type TestDatabase } from '@gateway/testkit';
+import {
+  createTestDatabase, serviceTlsEnv, sharedTestPki, testTransportSecurity, type TestDatabase, type TestIdentity, type TestPki,
+} from '@gateway/testkit';
 import { createLedgerApp, type LedgerApp } from '../app.ts';
 import { loadLedgerConfig } from '../config.ts';
 
@@ -18,7 +20,14 @@ export interface TestLedger {
   app: LedgerApp;
   /** The ledger's database (schema `ledger`), for assertions on rows. */
   database: Database;
+  /** A client with the proxy's identity (Reserve, Settle, Release, Checkpoint, Operate). */
   client: ledgerV1.LedgerServiceClient;
+  /** A client with the admin's identity (accounts, credits, balances, usage, budgets, Verify). */
+  adminClient: ledgerV1.LedgerServiceClient;
+  /** The PKI the ledger trusts, for tests that dial it with other identities. */
+  pki: TestPki;
+  /** A new client of this ledger with `identity`'s certificate (the caller closes it). */
+  clientAs(identity: TestIdentity): ledgerV1.LedgerServiceClient;
   openAccount(organisationId: string): Promise<ledgerV1.OpenAccountResponse>;
   reserve(request: Partial<ledgerV1.ReserveRequest>): Promise<ledgerV1.ReserveResponse>;
   settle(request: Partial<ledgerV1.SettleRequest>): Promise<ledgerV1.SettleResponse>;
@@ -57,7 +66,9 @@ export function uniqueId(prefix: string): string {
 export async function startTestLedger(backend: TestBackend, options: TestLedgerOptions = {}): Promise<TestLedger> {
   let testDatabase: TestDatabase | undefined;
   let database: Database;
+  const pki = await sharedTestPki();
   const env: Record<string, string> = {
+    ...serviceTlsEnv(pki, 'ledger'),
     LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'silent',
     LEDGER_SWEEP_INTERVAL_MS: String(options.sweepIntervalMs ?? 100), SHUTDOWN_GRACE_MS: '2000',
   };
@@ -72,12 +83,16 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     database = await openDatabase({ schema: 'ledger' });
     app = await createLedgerApp(loadLedgerConfig(env), { logger, database });
   }
-  const client = new ledgerV1.LedgerServiceClient(`127.0.0.1:${app.ports.grpc}`, insecureChannel());
+  const clientAs = (identity: TestIdentity) =>
+    new ledgerV1.LedgerServiceClient(`127.0.0.1:${app.ports.grpc}`, channelCredentials(testTransportSecurity(pki, identity)));
+  const client = clientAs('proxy');
+  const adminClient = clientAs('admin');
+  const admin = adminClient;
 
   return {
-    app, database, client,
+    app, database, client, adminClient, pki, clientAs,
     openAccount: (organisationId) =>
-      callUnary(client.openAccount, client, ledgerV1.OpenAccountRequest.fromPartial({ organisationId }), callDeadlineMs),
+      callUnary(admin.openAccount, admin, ledgerV1.OpenAccountRequest.fromPartial({ organisationId }), callDeadlineMs),
     reserve: (request) => callUnary(client.reserve, client, {
       reservationId: uniqueId('res'), organisationId: '', projectId: 'project-1',
       billingMode: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL, amountMicros: 0n, ttlMs: 60_000n, modelSlug: 'model-a',
@@ -89,30 +104,30 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
       ...request,
     }, callDeadlineMs),
     release: (request) => callUnary(client.release, client, { reservationId: '', reason: 'upstream_not_called', ...request }, callDeadlineMs),
-    credit: (request) => callUnary(client.credit, client, {
+    credit: (request) => callUnary(admin.credit, admin, {
       creditId: uniqueId('credit'), organisationId: '', amountMicros: 0n, reason: 'test top-up', ...request,
     }, callDeadlineMs),
     getBalance: (organisationId) =>
-      callUnary(client.getBalance, client, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }), callDeadlineMs),
-    listUsage: (request) => callUnary(client.listUsage, client, {
+      callUnary(admin.getBalance, admin, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }), callDeadlineMs),
+    listUsage: (request) => callUnary(admin.listUsage, admin, {
       organisationId: '', projectId: '', modelSlug: '', fromMs: 0n, toMs: 0n, pageSize: 0, pageToken: '', ...request,
     }, callDeadlineMs),
     checkpoint: (request) => callUnary(client.checkpoint, client, {
       reservationId: '', sequence: 1n, inputTokens: 0n, outputTokens: 0n, costMicros: 0n, providerCostMicros: 0n, extendTtlMs: 0n,
       ...request,
     }, callDeadlineMs),
-    setProjectBudget: (request) => callUnary(client.setProjectBudget, client, {
+    setProjectBudget: (request) => callUnary(admin.setProjectBudget, admin, {
       requestId: uniqueId('budget'), organisationId: '', projectId: '', monthlyCapMicros: 0n, softAlertPercent: 80, ...request,
     }, callDeadlineMs),
     getProjectSpend: (projectId) =>
-      callUnary(client.getProjectSpend, client, ledgerV1.GetProjectSpendRequest.fromPartial({ projectId }), callDeadlineMs),
-    summarizeUsage: (request) => callUnary(client.summarizeUsage, client, {
+      callUnary(admin.getProjectSpend, admin, ledgerV1.GetProjectSpendRequest.fromPartial({ projectId }), callDeadlineMs),
+    summarizeUsage: (request) => callUnary(admin.summarizeUsage, admin, {
       organisationId: '', projectId: '', fromMs: 0n, toMs: 0n, ...request,
     }, callDeadlineMs),
-    listBudgetAlerts: (request) => callUnary(client.listBudgetAlerts, client, {
+    listBudgetAlerts: (request) => callUnary(admin.listBudgetAlerts, admin, {
       afterId: '', organisationId: '', limit: 0, ...request,
     }, callDeadlineMs),
-    verify: () => callUnary(client.verify, client, {}, callDeadlineMs),
+    verify: () => callUnary(admin.verify, admin, {}, callDeadlineMs),
     async countRows() {
       const counts: Record<string, bigint> = {};
       for (const table of ['accounts', 'credits', 'reservations', 'movements', 'usage_records', 'project_budgets',
@@ -141,6 +156,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     },
     async close() {
       client.close();
+      adminClient.close();
       await app.close();
       await database.close();
       await testDatabase?.drop();

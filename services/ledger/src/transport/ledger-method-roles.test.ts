@@ -1,0 +1,28 @@
+import { ledgerV1 } from '@gateway/contracts';
+import { authorizationError } from '@gateway/grpc';
+import { describe, expect, it } from 'vitest';
+import { ledgerMethodRoles } from './ledger-method-roles.ts';
+
+describe('ledgerMethodRoles', () => {
+  it('names every method of LedgerService, and nothing else', () => {
+    expect(Object.keys(ledgerMethodRoles).sort()).toEqual(Object.keys(ledgerV1.LedgerServiceService).sort());
+  });
+
+  it('lets the proxy only hold and resolve reservations, and the admin only everything else', () => {
+    const byRole = (role: string) => Object.entries(ledgerMethodRoles).filter(([, roles]) => (roles as readonly string[]).includes(role)).map(([method]) => method).sort();
+    expect(byRole('proxy')).toEqual(['checkpoint', 'operate', 'release', 'reserve', 'settle']);
+    expect(byRole('admin')).toEqual([
+      'credit', 'getBalance', 'getProjectSpend', 'listBudgetAlerts', 'listUsage', 'openAccount', 'setProjectBudget',
+      'summarizeUsage', 'verify', 'watchBudgetAlerts',
+    ]);
+    expect(byRole('ledger')).toEqual([]);
+  });
+
+  it('refuses Credit to the proxy and to a caller without identity, and allows it to the admin', () => {
+    expect(authorizationError(ledgerMethodRoles, 'credit', 'admin')).toBeUndefined();
+    expect(authorizationError(ledgerMethodRoles, 'credit', 'proxy')?.code).toBe('permission_denied');
+    expect(authorizationError(ledgerMethodRoles, 'credit', 'ledger')?.code).toBe('permission_denied');
+    expect(authorizationError(ledgerMethodRoles, 'credit', undefined)?.code).toBe('unauthenticated');
+    expect(authorizationError(ledgerMethodRoles, 'mintMoney', 'admin')?.code).toBe('permission_denied');
+  });
+});
