@@ -96,7 +96,7 @@ BEGIN
   IF v_problems IS NOT NULL THEN RETURN ledger_refusal('invalid_argument', v_problems, 0); END IF;
   -- ONE_OUTCOME: a Release of this id came first and gave up on it; hold nothing. (A tombstone
   -- and a reservation never share an id, so this also comes before replay and conflict.)
-  PERFORM ledger_lock_reserve_ids(ARRAY[v_id]);
+  PERFORM pg_advisory_xact_lock_shared(1819501666, ledger_reservation_lock_bucket(v_id));
   IF EXISTS (SELECT 1 FROM reservation_tombstones WHERE reservation_id = v_id) THEN
     RETURN ledger_refusal('released', 'a Release of this reservation_id arrived first; nothing is held', 0);
   END IF;

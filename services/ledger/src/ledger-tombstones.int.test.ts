@@ -149,9 +149,14 @@ describe.skipIf(!serverUrl)('release tombstones under concurrency', () => {
   afterAll(async () => { await ledger?.close(); });
   afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
 
-  /** Waits (polling) until some backend waits for an advisory lock. */
-  async function waitForAdvisoryLockWaiter(): Promise<void> {
-    for (;;) {
+  /**
+   * Waits (polling) until some backend of this database waits for an advisory lock, or until
+   * `call` has answered (without the lock it answers at once, and the assertions say what went wrong).
+   */
+  async function waitForAdvisoryLockWaiter(call: Promise<unknown>): Promise<void> {
+    let answered = false;
+    void call.then(() => { answered = true; }, () => { answered = true; });
+    while (!answered) {
       const { rows } = await ledger.database.query<{ waiting: bigint }>(
         `SELECT count(*) AS waiting FROM pg_locks
          WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
@@ -170,7 +175,7 @@ describe.skipIf(!serverUrl)('release tombstones under concurrency', () => {
         [JSON.stringify({ ...operation.fields, kind: 'reserve', reservationId, fingerprint: operation.fingerprint })]);
       expect(held.rows[0]!.result).toBe('ok');
       releasing = ledger.release({ reservationId });
-      await waitForAdvisoryLockWaiter();
+      await waitForAdvisoryLockWaiter(releasing);
     });
     expect(await releasing!).toMatchObject({ result: ReleaseResult.RELEASE_RESULT_OK, releasedMicros: 250_000n });
     expect(await tombstonesOf(ledger.database, [reservationId])).toEqual([]);
@@ -186,7 +191,7 @@ describe.skipIf(!serverUrl)('release tombstones under concurrency', () => {
         "SELECT ledger_tombstone_unknown_reservation($1, 'upstream_not_called') AS tombstoned", [reservationId]);
       expect(tombstoned.rows[0]!.tombstoned).toBe(true);
       reserving = ledger.reserve({ reservationId, organisationId, amountMicros: 250_000n });
-      await waitForAdvisoryLockWaiter();
+      await waitForAdvisoryLockWaiter(reserving);
     });
     expect((await reserving!).result).toBe(ReserveResult.RESERVE_RESULT_RELEASED);
     expect((await ledger.database.query('SELECT 1 FROM reservations WHERE id = $1', [reservationId])).rowCount).toBe(0);
