@@ -345,7 +345,7 @@ describe('usage', () => {
       billingMode: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL, usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM,
       requestId: `req-${index}`, createdAtMs: 1_700_000_000_000n + BigInt(index) * 1000n, ...overrides,
     });
-    admin.ledger.usage.push(record(1), record(2, { modelSlug: 'other', usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE }), record(3));
+    admin.ledger.usage.push(record(1), record(2, { modelSlug: 'other', usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE }), record(3, { overrunOutputTokens: 1_900n }));
 
     const response = await admin.request('GET', `/admin/v1/organisations/${organisation.id}/usage`);
     expect(response.status, response.text).toBe(200);
@@ -355,9 +355,10 @@ describe('usage', () => {
     expect(page.data[0]).toEqual({
       id: 'usage-3', project_id: project.id, model: 'chat', input_tokens: 1003, output_tokens: 7,
       cost_micros: '2038', provider_cost_micros: '1001', debited_micros: '2038', usage_source: 'upstream',
-      request_id: 'req-3', created_at: new Date(1_700_000_003_000).toISOString(),
+      request_id: 'req-3', created_at: new Date(1_700_000_003_000).toISOString(), overrun_output_tokens: 1900,
     });
     expect(page.data[1]!.usage_source).toBe('gateway_estimate');
+    expect(page.data[1]!.overrun_output_tokens).toBe(0);
 
     const filtered = await admin.request('GET', `/admin/v1/organisations/${organisation.id}/usage?model=chat&project_id=${project.id}&limit=1`);
     const first = usageListResponse.parse(filtered.json);

@@ -87,6 +87,8 @@ export interface UsageRecord {
   usageSource: UsageSource;
   requestId: string;
   createdAt: Date;
+  /** Output tokens produced beyond the Reserve, neither delivered nor billed (BOUNDED_OVERRUN); 0: none. */
+  overrunOutputTokens: bigint;
 }
 
 /** One page of a list walked by cursor. */

@@ -88,6 +88,7 @@ export function usageRecordJson(record: UsageRecord) {
     usage_source: record.usageSource,
     request_id: record.requestId,
     created_at: record.createdAt.toISOString(),
+    overrun_output_tokens: Number(record.overrunOutputTokens),
   };
 }
 

@@ -97,6 +97,7 @@ export const usageRecordResponse = z.strictObject({
   usage_source: z.enum(['upstream', 'gateway_estimate']).meta({ description: 'upstream: the provider reported the tokens; gateway_estimate: the gateway counted them.' }),
   request_id: z.string(),
   created_at: timestamp,
+  overrun_output_tokens: z.int().meta({ description: 'Output tokens the upstream produced beyond the Reserve: neither delivered nor billed, their provider cost inside provider_cost_micros. Non-zero flags the record; 0: none.' }),
 });
 
 /** An admin-API token: never its secret or hash. */
