@@ -51,3 +51,34 @@ describe.each(backends)('database over %s', (kind, open) => {
     }
   });
 });
+
+describe('database over postgres when the server goes away', () => {
+  it.skipIf(!serverUrl)('a transaction whose connection dies between two queries rejects, and the process lives on', async () => {
+    const testDatabase = await createTestDatabase(serverUrl!);
+    testDatabases.push(testDatabase);
+    const db = await openDatabase({ url: testDatabase.url, schema: 'svc', poolSize: 4 });
+    try {
+      const outcome = db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        const pid = rows[0]!.pid;
+        // The server ends this transaction's connection while the client is between queries
+        // (as a PostgreSQL restart does); wait until the server has let the backend go.
+        await db.query('SELECT pg_terminate_backend($1)', [pid]);
+        for (let i = 0; i < 200; i += 1) {
+          const { rows: left } = await db.query<{ n: bigint }>('SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1', [pid]);
+          if (left[0]!.n === 0n) break;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        // The client sees the socket end on its next turn of the event loop.
+        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        await tx.query('SELECT 1');
+      });
+      await expect(outcome).rejects.toThrow();
+      // The broken connection went back to the pool destroyed: the next work gets a live one.
+      expect((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+    } finally {
+      await db.close();
+    }
+  });
+});

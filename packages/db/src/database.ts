@@ -93,6 +93,12 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
       const retries = transactionOptions.retries ?? 3;
       for (let attempt = 0; ; attempt++) {
         const client = await pool.connect();
+        // A checked-out client has no pool listener: a server that goes away between two queries
+        // (a PostgreSQL restart) would emit 'error' unheard and crash the process. Note it instead;
+        // the next query rejects, and release(lost) destroys the dead connection.
+        let lost: Error | undefined;
+        const onLost = (error: Error) => { lost = error; };
+        client.on('error', onLost);
         try {
           await client.query(`BEGIN ISOLATION LEVEL ${(transactionOptions.isolation ?? 'read committed').toUpperCase()}`);
           const result = await work({
@@ -107,7 +113,8 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
           if (attempt < retries && sqlState !== undefined && retryableSqlStates.has(sqlState)) continue;
           throw error;
         } finally {
-          client.release();
+          client.removeListener('error', onLost);
+          client.release(lost);
         }
       }
     },
