@@ -111,6 +111,13 @@ export interface FaultGateway {
   close(): Promise<void>;
 }
 
+/** The last lines of a service's output, warnings and errors first (a failure's likely cause), each cut to 400 characters. */
+function lastLines(output: string): string {
+  const lines = output.trimEnd().split('\n');
+  const loud = lines.filter((line) => !line.startsWith('{"level":30')).slice(-8);
+  return [...loud, '…', ...lines.slice(-3)].map((line) => (line.length > 400 ? `${line.slice(0, 400)}…` : line)).join('\n');
+}
+
 /** Options of startFaultGateway. */
 export interface FaultGatewayOptions {
   postgres: LocalPostgres;
@@ -131,13 +138,18 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
   const running = new Set<ServiceProcess>();
   const unregister = onWorkerExit(() => { for (const service of running) killPidSync(service.child.pid); });
   const ended: string[] = [];
+  /** Services the suite itself is stopping (an exit of any other is unexpected). */
+  const stopping = new WeakSet<ServiceProcess>();
 
   const launch = async (name: 'ledger' | 'admin' | 'proxy', env: Record<string, string>, readyUrl: string): Promise<ServiceProcess> => {
     const service = startService(name, env);
     running.add(service);
-    service.child.once('exit', () => {
+    service.child.once('exit', (code, signal) => {
       running.delete(service);
-      ended.push(`--- ${name} (pid ${service.child.pid}, ended)\n${service.output().slice(-3000)}`);
+      const report = `--- ${name} (pid ${service.child.pid}) exited with ${signal ?? code}:\n${lastLines(service.output())}`;
+      ended.push(report);
+      // A service that dies on its own is a finding of its own: say so at once, with its last words.
+      if (!stopping.has(service)) process.stderr.write(`\n!!! fault suite: ${name} exited by itself\n${report}\n`);
     });
     await waitUntilReady(service, readyUrl, 30_000);
     return service;
@@ -186,6 +198,7 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
     proxies: [],
     organisations: [],
     async kill(service, signal) {
+      stopping.add(service);
       if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill(signal);
       return service.stop();
     },
@@ -225,16 +238,17 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
       throw new Error('usage paging did not end within 1,000 pages');
     },
     outputs() {
-      const live = [...running].map((service) => `--- ${service.name} (pid ${service.child.pid})\n${service.output().slice(-3000)}`);
+      const live = [...running].map((service) => `--- ${service.name} (pid ${service.child.pid}) running:\n${lastLines(service.output())}`);
       return [...ended.slice(-6), ...live].join('\n');
     },
     async close() {
       // Proxies first, as in production; then admin and ledger.
       const order = [...gateway.proxies, gateway.admin, gateway.ledger].filter((s): s is ServiceProcess => s !== undefined);
       for (const service of order) {
-        const stopping = service.stop();
+        stopping.add(service);
+        const stopped = service.stop();
         const timer = setTimeout(() => service.child.kill('SIGKILL'), 15_000);
-        await stopping;
+        await stopped;
         clearTimeout(timer);
       }
       await upstream.close();
