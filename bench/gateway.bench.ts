@@ -28,7 +28,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { request } from 'undici';
 import { issueSecret } from '@gateway/secrets';
-import { createTestDatabase, resolveTestInfrastructure } from '@gateway/testkit/outside-vitest';
+import { createTestDatabase, createTestPki, resolveTestInfrastructure, serviceTlsEnv } from '@gateway/testkit/outside-vitest';
 import { findBalanceDifferences } from '@gateway/ledger';
 import { openDatabase } from '@gateway/db';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../tests/support/service-processes.ts';
@@ -199,16 +199,19 @@ async function main(): Promise<void> {
     const adminToken = issueSecret('adminToken').secret;
     const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc, proxyHttp] = await Promise.all(Array.from({ length: 5 }, freePort));
     const common = { DATABASE_URL: database.url, LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1' };
-    const ledger = startService('ledger', { ...common, LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
+    // Internal gRPC is mTLS, as in production, so the figures include its cost.
+    const pki = await createTestPki();
+    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
     services.push(ledger);
     await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
     const admin = startService('admin', {
-      ...common, ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+      ...common, ...serviceTlsEnv(pki, 'admin'), ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
     });
     services.push(admin);
     await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`);
     const proxy = startService('proxy', {
+      ...serviceTlsEnv(pki, 'proxy'),
       LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(proxyHttp),
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       REDIS_URL: infrastructure.redisUrl, PROXY_REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`,

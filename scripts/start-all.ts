@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { ensureLocalPki, type ServiceRole } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { startFakeUpstream } from '@gateway/fake-upstream';
 import { createLedgerApp, loadLedgerConfig } from '@gateway/ledger';
@@ -32,6 +33,21 @@ function developmentEncryptionKey(): string {
   const path = join(dataDir, 'admin-encryption.key');
   if (!existsSync(path)) writeFileSync(path, randomBytes(32).toString('base64'), { mode: 0o600 });
   return readFileSync(path, 'utf8').trim();
+}
+
+/**
+ * The GRPC_TLS_* variables of each service. An operator who sets GRPC_INSECURE or their own
+ * certificate files keeps them; otherwise a local CA and one certificate per service are
+ * created once under DATA_DIR/pki (keys 0600), reused on later starts and renewed within 30 days
+ * of expiry, so the three services talk mTLS on one machine as in production.
+ */
+async function serviceTlsEnv(): Promise<(role: ServiceRole) => Env> {
+  const chosen = env.GRPC_INSECURE === 'true' || env.GRPC_TLS_CA_FILE || env.GRPC_TLS_CERT_FILE || env.GRPC_TLS_KEY_FILE;
+  if (chosen) return () => ({});
+  const pki = await ensureLocalPki(join(dataDir, 'pki'), { dnsNames: ['localhost'], ipAddresses: ['127.0.0.1', '::1'] });
+  return (role) => ({
+    GRPC_TLS_CA_FILE: pki.files[role].caFile, GRPC_TLS_CERT_FILE: pki.files[role].certFile, GRPC_TLS_KEY_FILE: pki.files[role].keyFile,
+  });
 }
 
 /** An env var's value if the operator set it, else the value this launcher picks. */
@@ -70,12 +86,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 async function main(): Promise<void> {
   const logLevel = orDefault('LOG_LEVEL', 'info');
   const shared: Env = { ...env, DATA_DIR: dataDir, BIND_HOST: bindHost, LOG_LEVEL: logLevel };
+  const tlsOf = await serviceTlsEnv();
 
   const demoUpstream = await startFakeUpstream({ host: '127.0.0.1', port: demoUpstreamPort, name: 'demo' });
   running.push({ name: 'demo upstream', close: () => demoUpstream.close() });
 
   const ledger = await createLedgerApp(
-    loadLedgerConfig({ ...shared, LEDGER_GRPC_PORT: orDefault('LEDGER_GRPC_PORT', '0'), LEDGER_HTTP_PORT: orDefault('LEDGER_HTTP_PORT', '0') }),
+    loadLedgerConfig({ ...shared, ...tlsOf('ledger'), LEDGER_GRPC_PORT: orDefault('LEDGER_GRPC_PORT', '0'), LEDGER_HTTP_PORT: orDefault('LEDGER_HTTP_PORT', '0') }),
     { logger: createLogger('ledger', logLevel as 'info') },
   );
   running.push({ name: 'ledger', close: () => ledger.close() });
@@ -85,6 +102,7 @@ async function main(): Promise<void> {
   const admin = await createAdminApp(
     loadAdminConfig({
       ...shared,
+      ...tlsOf('admin'),
       ADMIN_GRPC_PORT: orDefault('ADMIN_GRPC_PORT', '0'),
       LEDGER_GRPC_URL: ledgerUrl,
       ADMIN_ENCRYPTION_KEY: developmentEncryptionKey(),
@@ -98,7 +116,7 @@ async function main(): Promise<void> {
   running.push({ name: 'admin', close: () => admin.close() });
 
   const proxy = await createProxyApp(
-    loadProxyConfig({ ...shared, ADMIN_GRPC_URL: `127.0.0.1:${admin.ports.grpc}`, LEDGER_GRPC_URL: ledgerUrl }),
+    loadProxyConfig({ ...shared, ...tlsOf('proxy'), ADMIN_GRPC_URL: `127.0.0.1:${admin.ports.grpc}`, LEDGER_GRPC_URL: ledgerUrl }),
     { logger: createLogger('proxy', logLevel as 'info') },
   );
   running.push({ name: 'proxy', close: () => proxy.close() });
@@ -118,6 +136,7 @@ async function main(): Promise<void> {
     `  Admin API:              ${adminUrl}   (OpenAPI: ${adminUrl}/openapi.json)`,
     `  Demo upstream:          ${demoUpstream.baseUrl}   (built-in demo; gateway model "demo")`,
     `  Data:                   ${env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : `embedded PGlite in ${dataDir}`}`,
+    `  Internal gRPC:          ${env.GRPC_INSECURE === 'true' ? 'PLAINTEXT (GRPC_INSECURE=true)' : env.GRPC_TLS_CERT_FILE ? 'mTLS with your GRPC_TLS_* files' : `mTLS, local CA in ${join(dataDir, 'pki')}`}`,
     `  Rate limiter:           ${env.REDIS_URL ? 'Redis at REDIS_URL' : 'in-process (set REDIS_URL to share it between replicas)'}`,
   ];
   if (bootstrapToken) {

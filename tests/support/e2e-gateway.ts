@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
 import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
 import { issueSecret } from '@gateway/secrets';
-import { createTestDatabase, type TestDatabase } from '@gateway/testkit';
+import { createTestDatabase, serviceTlsEnv, sharedTestPki, type TestDatabase } from '@gateway/testkit';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from './service-processes.ts';
 
 /** Prices of the e2e model, µ₹ per million tokens (odd, so every rounding shows). */
@@ -86,6 +86,8 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
   const proxyPorts = ports.slice(4);
   const logLevel = options.logLevel ?? 'info';
   const common = { DATABASE_URL: database.url, LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1' };
+  // Each service process gets its own certificate of the test PKI: internal gRPC is mTLS, as in production.
+  const pki = await sharedTestPki();
   const services: ServiceProcess[] = [];
   let closed: Promise<Array<number | null>> | undefined;
 
@@ -102,17 +104,18 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
   };
 
   try {
-    const ledger = startService('ledger', { ...common, LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
+    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
     services.push(ledger);
     await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
     const adminService = startService('admin', {
-      ...common,
+      ...common, ...serviceTlsEnv(pki, 'admin'),
       ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
     });
     services.push(adminService);
     await waitUntilReady(adminService, `http://127.0.0.1:${adminHttp}/readyz`);
     const proxies = proxyPorts.map((port, index) => startService('proxy', {
+      ...serviceTlsEnv(pki, 'proxy'),
       LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `e2e-proxy-${index}`,
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`, ...options.proxyEnv,
     }));

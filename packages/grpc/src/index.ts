@@ -1,10 +1,10 @@
 import {
   Server, Metadata,
-  type CallOptions, type ChannelCredentials, type ClientUnaryCall, type ServerUnaryCall, type ServiceError, type sendUnaryData,
+  type CallOptions, type ClientUnaryCall, type ServerUnaryCall, type ServiceError, type sendUnaryData,
 } from '@grpc/grpc-js';
 import type { Logger } from '@gateway/logger';
 import { reportCallFailure } from './call-failure.ts';
-import { channelCredentials, serverCredentials, serverOptions, type GrpcTransportSecurity } from './grpc-tls.ts';
+import { serverCredentials, serverOptions, type GrpcTransportSecurity } from './grpc-tls.ts';
 
 export { reportCallFailure } from './call-failure.ts';
 export {
@@ -30,7 +30,7 @@ export function createGrpcServer(): Server {
  * (mTLS requiring a client certificate, or plaintext under GRPC_INSECURE) and resolves with the
  * bound port.
  */
-export function startGrpcServer(server: Server, host: string, port: number, security: GrpcTransportSecurity = { mode: 'insecure' }): Promise<number> {
+export function startGrpcServer(server: Server, host: string, port: number, security: GrpcTransportSecurity): Promise<number> {
   return new Promise((resolve, reject) => {
     server.bindAsync(`${host}:${port}`, serverCredentials(security), (error, boundPort) => {
       if (error) reject(error);
@@ -86,11 +86,6 @@ export function callUnary<Req, Res>(
       else resolve(response);
     });
   });
-}
-
-/** Plain-text channel credentials; TRANSITIONAL, removed once every caller uses channelCredentials(). */
-export function insecureChannel(): ChannelCredentials {
-  return channelCredentials({ mode: 'insecure' });
 }
 
 export { Server, Metadata };

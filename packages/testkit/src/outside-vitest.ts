@@ -5,3 +5,4 @@
 export { createTestDatabase, uniqueRedisPrefix, type TestDatabase } from './databases.ts';
 export { resolveTestInfrastructure, type TestInfrastructure } from './infrastructure.ts';
 export { freePort, startServiceProcess, waitUntilReady, type ServiceProcess } from './service-processes.ts';
+export { createTestPki, serviceTlsEnv, type TestIdentity, type TestPki } from './test-pki.ts';

@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { issueSecret } from '@gateway/secrets';
-import { createTestDatabase, resolveTestInfrastructure, type TestDatabase } from '@gateway/testkit/outside-vitest';
+import { createTestDatabase, createTestPki, resolveTestInfrastructure, serviceTlsEnv, type TestDatabase } from '@gateway/testkit/outside-vitest';
 import { migrate, openDatabase } from '@gateway/db';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../../../tests/support/service-processes.ts';
 
@@ -118,7 +118,10 @@ async function measure(serverUrl: string, projects: number): Promise<ScaleResult
     await seed(database.url, projects);
     const adminToken = issueSecret('adminToken').secret;
     const [adminHttp, adminGrpc, deadLedger, deadAdmin, ...proxyPorts] = await Promise.all(Array.from({ length: 4 + proxyCount + 1 }, freePort));
+    // Internal gRPC is mTLS, as in production (the handshake is part of what a proxy's join costs).
+    const pki = await createTestPki();
     const admin = startService('admin', {
+      ...serviceTlsEnv(pki, 'admin'),
       DATABASE_URL: database.url, LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1',
       ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${deadLedger}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
@@ -130,6 +133,7 @@ async function measure(serverUrl: string, projects: number): Promise<ScaleResult
     // A proxy with no admin to talk to: its memory without any snapshot.
     const lonelyPort = proxyPorts.pop()!;
     const lonely = startService('proxy', {
+      ...serviceTlsEnv(pki, 'proxy'),
       LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(lonelyPort), PROXY_ID: 'bench-no-snapshot',
       ADMIN_GRPC_URL: `127.0.0.1:${deadAdmin}`, LEDGER_GRPC_URL: `127.0.0.1:${deadLedger}`,
     });
@@ -147,6 +151,7 @@ async function measure(serverUrl: string, projects: number): Promise<ScaleResult
     for (const [index, port] of proxyPorts.entries()) {
       const id = `bench-proxy-${index}`;
       const proxy = startService('proxy', {
+        ...serviceTlsEnv(pki, 'proxy'),
         LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: id,
         ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${deadLedger}`, LEDGER_CALL_TIMEOUT_MS: '500',
       });

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Response } from 'express';
 import type { AddressInfo } from 'node:net';
 import { createGuardedServer } from '@gateway/http-guard';
+import { grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import type { ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
@@ -52,6 +53,8 @@ function listen(server: Server, port: number, host: string): Promise<number> {
  */
 export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {}): Promise<ProxyApp> {
   const logger = deps.logger ?? createLogger('proxy', config.LOG_LEVEL);
+  // Certificates are read at start: the same identity (proxy) on both channels.
+  const security = grpcTransportSecurity(config, logger);
   const tasks = new TaskTracker();
   let shuttingDown = false;
 
@@ -61,12 +64,14 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     stalenessMs: config.PROXY_CONFIG_STALENESS_MS,
     maxReceiveMessageBytes: config.PROXY_CONFIG_MAX_MESSAGE_BYTES,
     logger,
+    security,
     supportsProviderKind,
   });
   const ledger = new LedgerClient({
     address: config.LEDGER_GRPC_URL,
     callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS,
     logger,
+    security,
   });
   const outbox = new SettleOutbox({
     ledger, logger, maxEntries: config.PROXY_SETTLE_OUTBOX_MAX,
@@ -81,7 +86,18 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
     totalTimeoutMs: config.UPSTREAM_TOTAL_TIMEOUT_MS,
   });
+  /**
+   * Ready = holds a fresh snapshot, is not shutting down, and its settle outbox has room. Redis
+   * and the ledger are NOT part of it: every replica shares them, so "unready everywhere" would
+   * turn clean per-request 503s into load-balancer connection errors (docs/proxy.md). Their
+   * states are named in /readyz's body instead (dependencyStates).
+   */
   const isReady = () => !shuttingDown && configStream.isFresh() && !outbox.outboxFull();
+  const dependencyStates = (): Record<string, string> => ({
+    config: configStream.isFresh() ? 'fresh' : configStream.appliedVersion() > 0n ? 'stale' : 'none',
+    ledger: ledger.channelState(),
+    redis: rateLimiter instanceof RedisRateLimiter ? rateLimiter.connectionState() : 'in_process',
+  });
   const activeResponses = new Set<Response>();
   const activeStreams = new Set<AbortController>();
 
@@ -89,6 +105,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     logger,
     freshSnapshot: () => configStream.freshSnapshot(),
     isReady,
+    dependencyStates,
     isShuttingDown: () => shuttingDown,
     rateLimiter,
     ledger,

@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configV1, ledgerV1 } from '@gateway/contracts';
 import { issueSecret } from '@gateway/secrets';
+import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { createLogger } from '@gateway/logger';
 import { createProxyApp } from './app.ts';
 import { loadProxyConfig } from './config.ts';
@@ -49,7 +50,7 @@ describe('readiness', () => {
     await new Promise<void>((resolve) => unused.close(() => resolve()));
 
     const app = await createProxyApp(
-      loadProxyConfig({ PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: `127.0.0.1:${port}`, LEDGER_GRPC_URL: world.ledger.address }),
+      loadProxyConfig({ ...serviceTlsEnv(await sharedTestPki(), 'proxy'), PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: `127.0.0.1:${port}`, LEDGER_GRPC_URL: world.ledger.address }),
       { logger: createLogger('proxy', 'silent') },
     );
     try {
@@ -154,8 +155,9 @@ describe('large snapshots', () => {
     expect(configV1.ConfigUpdate.encode(configV1.ConfigUpdate.fromPartial({ version: 1n, full: true, ...state })).finish().length)
       .toBeGreaterThan(5 * 1024 * 1024);
     const bigAdmin = await startConfigPeer(state);
+    const tlsEnv = serviceTlsEnv(await sharedTestPki(), 'proxy');
     const start = (env: Record<string, string>) => createProxyApp(
-      loadProxyConfig({ PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: bigAdmin.address, LEDGER_GRPC_URL: world.ledger.address, ...env }),
+      loadProxyConfig({ ...tlsEnv, PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: bigAdmin.address, LEDGER_GRPC_URL: world.ledger.address, ...env }),
       { logger: createLogger('proxy', 'silent') },
     );
     const roomy = await start({ PROXY_ID: 'roomy' });

@@ -2,10 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
 import { loadProxyConfig } from './config.ts';
 
+/** The service-identity files every valid configuration names (paths only; nothing is read here). */
+const tls = { GRPC_TLS_CA_FILE: '/tls/ca.crt', GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key' };
+
 describe('loadProxyConfig', () => {
   it('applies the documented defaults', () => {
-    const config = loadProxyConfig({});
+    const config = loadProxyConfig(tls);
     expect(config).toMatchObject({
+      ...tls, GRPC_INSECURE: false,
       BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: 10_000, PROXY_HTTP_PORT: 8080,
       ADMIN_GRPC_URL: '127.0.0.1:50052', LEDGER_GRPC_URL: '127.0.0.1:50051', PROXY_REDIS_PREFIX: 'gw:rpm:',
       PROXY_CONFIG_STALENESS_MS: 30_000, RESERVE_TTL_MS: 600_000, PROXY_MAX_BODY_BYTES: 1_048_576,
@@ -18,10 +22,15 @@ describe('loadProxyConfig', () => {
     expect(config.PROXY_ID).toContain(String(process.pid));
   });
 
+  it('refuses to start with neither certificates nor GRPC_INSECURE=true, naming both options', () => {
+    expect(() => loadProxyConfig({})).toThrow(/GRPC_TLS_CA_FILE.*GRPC_INSECURE=true/);
+    expect(loadProxyConfig({ GRPC_INSECURE: 'true' }).GRPC_INSECURE).toBe(true);
+  });
+
   it('reports every problem at once without echoing values', () => {
     let error: unknown;
     try {
-      loadProxyConfig({ PROXY_HTTP_PORT: '99999', REDIS_URL: 'http://user:hunter2@cache', RESERVE_TTL_MS: '-5', ADMIN_GRPC_URL: 'no port', PROXY_CONFIG_MAX_MESSAGE_BYTES: '1000' });
+      loadProxyConfig({ ...tls, PROXY_HTTP_PORT: '99999', REDIS_URL: 'http://user:hunter2@cache', RESERVE_TTL_MS: '-5', ADMIN_GRPC_URL: 'no port', PROXY_CONFIG_MAX_MESSAGE_BYTES: '1000' });
     } catch (caught) {
       error = caught;
     }

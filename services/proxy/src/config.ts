@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { commonEnv, loadConfig, z } from '@gateway/config';
+import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 
 const grpcAddress = z.string().regex(/^\S+:\d+$/, 'must be host:port');
 
@@ -17,6 +18,8 @@ export const proxyConfigSchema = z.object({
   PROXY_ID: z.string().min(1).max(200).default(() => `${hostname()}-${process.pid}`),
   ADMIN_GRPC_URL: grpcAddress.default('127.0.0.1:50052'),
   LEDGER_GRPC_URL: grpcAddress.default('127.0.0.1:50051'),
+  /** Service identity (mTLS) of the proxy's gRPC channels: see @gateway/grpc's grpcTlsEnv. */
+  ...grpcTlsEnv,
   /** Shared RPM pools when set; an in-process limiter (one replica only) when unset. */
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
   PROXY_REDIS_PREFIX: z.string().min(1).default('gw:rpm:'),
@@ -52,7 +55,7 @@ export const proxyConfigSchema = z.object({
   UPSTREAM_IDLE_TIMEOUT_MS: commonEnv.durationMs(60_000),
   UPSTREAM_TOTAL_TIMEOUT_MS: commonEnv.durationMs(300_000),
   LEDGER_CALL_TIMEOUT_MS: commonEnv.durationMs(5_000),
-});
+}).superRefine(checkGrpcTlsEnv);
 
 /** The proxy's validated configuration; keys are the environment variable names. */
 export type ProxyConfig = z.infer<typeof proxyConfigSchema>;

@@ -1,6 +1,6 @@
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { configV1 } from '@gateway/contracts';
-import { insecureChannel } from '@gateway/grpc';
+import { channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { applyConfigUpdate, type ConfigSnapshot, type LiveConfigSnapshot } from '../domain/config-snapshot.ts';
 import { loadTokenizer } from '../domain/token-estimate.ts';
@@ -14,14 +14,20 @@ export interface ConfigStreamClientOptions {
   /** After this long without an applied update (heartbeats included) the snapshot is stale, ms. */
   stalenessMs: number;
   logger: Logger;
+  /** The proxy's certificate (its identity at the admin) and the CA, or plaintext under GRPC_INSECURE. */
+  security: GrpcTransportSecurity;
   supportsProviderKind(kind: string): boolean;
   /**
    * Largest config update accepted in one gRPC message, bytes (grpc-js refuses larger ones; its
    * default is 4 MiB). Default 64 MiB, so a large snapshot the admin sends whole is not refused.
    */
   maxReceiveMessageBytes?: number;
-  /** First reconnect delay, doubling up to maxBackoffMs, ms. */
+  /** First reconnect delay, doubling up to maxBackoffMs, ms (default 100). */
   initialBackoffMs?: number;
+  /**
+   * Longest wait between two re-subscribes, ms (default 2000, the same cap as the channel's own
+   * reconnect backoff): an admin back after an outage is found again within about 2 s.
+   */
   maxBackoffMs?: number;
   now?: () => number;
 }
@@ -39,7 +45,7 @@ export const defaultMaxReceiveMessageBytes = 64 * 1024 * 1024;
  * have been rotated since.
  */
 export class ConfigStreamClient {
-  readonly #options: Required<Omit<ConfigStreamClientOptions, 'supportsProviderKind' | 'logger' | 'maxReceiveMessageBytes'>>;
+  readonly #options: Required<Omit<ConfigStreamClientOptions, 'supportsProviderKind' | 'logger' | 'maxReceiveMessageBytes' | 'security'>>;
   readonly #logger: Logger;
   readonly #supportsProviderKind: (kind: string) => boolean;
   readonly #client: configV1.ConfigServiceClient;
@@ -65,12 +71,13 @@ export class ConfigStreamClient {
       proxyId: options.proxyId,
       stalenessMs: options.stalenessMs,
       initialBackoffMs: options.initialBackoffMs ?? 100,
-      maxBackoffMs: options.maxBackoffMs ?? 5000,
+      maxBackoffMs: options.maxBackoffMs ?? 2000,
       now: options.now ?? Date.now,
     };
     this.#logger = options.logger;
     this.#supportsProviderKind = options.supportsProviderKind;
-    this.#client = new configV1.ConfigServiceClient(options.address, insecureChannel(), {
+    this.#client = new configV1.ConfigServiceClient(options.address, channelCredentials(options.security), {
+      ...clientChannelOptions,
       'grpc.max_receive_message_length': options.maxReceiveMessageBytes ?? defaultMaxReceiveMessageBytes,
     });
   }

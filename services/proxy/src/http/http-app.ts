@@ -18,6 +18,8 @@ export interface HttpAppServices {
   /** The snapshot to serve from; undefined while there is none or it is stale. */
   freshSnapshot(): ConfigSnapshot | undefined;
   isReady(): boolean;
+  /** Each dependency's state by name (`config`, `ledger`, `redis`), reported in /readyz's body only. */
+  dependencyStates?(): Record<string, string>;
   isShuttingDown(): boolean;
   rateLimiter: RateLimiter;
   ledger: LedgerPort;
@@ -136,9 +138,11 @@ export function createHttpApp(services: HttpAppServices): Express {
   app.use(createRequestGuard());
 
   app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
+  // Ready decides routing (docs/proxy.md "Readiness"); the dependencies are named for operators only.
   app.get('/readyz', (_req, res) => {
-    if (services.isReady()) res.json({ status: 'ready' });
-    else res.status(503).json({ status: 'not_ready' });
+    const dependencies = services.dependencyStates?.() ?? {};
+    if (services.isReady()) res.json({ status: 'ready', dependencies });
+    else res.status(503).json({ status: 'not_ready', dependencies });
   });
 
   const inferenceDeps = {

@@ -30,7 +30,7 @@ describe('LedgerClient over the Operate stream', () => {
   it('reserves and settles on the stream; a failed settle throws (the outbox repeats it) and a repeat debits once', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, callTimeoutMs: 2_000, logger });
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000, logger });
     expect((await client.reserve(reserveRequest('r-1'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
     peer.failNext('settle', 1);
     await expect(client.settle(settleRequest('r-1'))).rejects.toMatchObject({ code: 14 });
@@ -44,7 +44,7 @@ describe('LedgerClient over the Operate stream', () => {
   it('fails an operation past its deadline as unavailable, and the stream still serves the next one', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, callTimeoutMs: 100, logger });
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 100, logger });
     peer.delayNext('reserve', 400);
     const late = await client.reserve(reserveRequest('r-late')).catch((error: unknown) => error);
     expect(late).toBeInstanceOf(GatewayError);
@@ -55,7 +55,7 @@ describe('LedgerClient over the Operate stream', () => {
   it('falls back to unary calls for a ledger without Operate, with the same results', async () => {
     peer = await startLedgerPeer({ operate: false });
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, callTimeoutMs: 2_000, logger });
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000, logger });
     expect((await client.reserve(reserveRequest('r-old'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
     expect((await client.settle(settleRequest('r-old'))).result).toBe(SettleResult.SETTLE_RESULT_OK);
     expect(peer.account('org')).toMatchObject({ heldMicros: 0n, debitedMicros: 40n });
@@ -65,7 +65,7 @@ describe('LedgerClient over the Operate stream', () => {
   it('answers unavailable when the ledger is gone, instead of hanging', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, callTimeoutMs: 2_000, logger });
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000, logger });
     expect((await client.reserve(reserveRequest('r-before'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
     await peer.close();
     peer = undefined;

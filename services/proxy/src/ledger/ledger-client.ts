@@ -1,8 +1,8 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { fromGrpcError } from '@gateway/errors';
-import { callUnary, insecureChannel } from '@gateway/grpc';
+import { callUnary, channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { connectivityState as ConnectivityState, status as GrpcStatus } from '@grpc/grpc-js';
 import { LedgerOperationStream, operationError } from './operation-stream.ts';
 
 /** Options of the ledger client. */
@@ -12,7 +12,12 @@ export interface LedgerClientOptions {
   /** Deadline of each call, ms. */
   callTimeoutMs: number;
   logger: Logger;
+  /** The proxy's certificate (its identity at the ledger) and the CA, or plaintext under GRPC_INSECURE. */
+  security: GrpcTransportSecurity;
 }
+
+/** What the proxy's channel to the ledger is doing, for /readyz's body. */
+export type LedgerChannelState = 'up' | 'connecting' | 'idle' | 'down';
 
 /** The hot-path operations the Operate stream carries. */
 type OperationKind = 'reserve' | 'settle' | 'release' | 'checkpoint';
@@ -32,7 +37,8 @@ export class LedgerClient {
 
   /** Creates the channel; it connects on first use and reconnects by itself. */
   constructor(options: LedgerClientOptions) {
-    this.#client = new ledgerV1.LedgerServiceClient(options.address, insecureChannel());
+    // Capped reconnect backoff and keepalive (clientChannelOptions): a ledger back after a restart is found within ~2 s.
+    this.#client = new ledgerV1.LedgerServiceClient(options.address, channelCredentials(options.security), clientChannelOptions);
     this.#operations = new LedgerOperationStream(this.#client);
     this.#callTimeoutMs = options.callTimeoutMs;
     this.#logger = options.logger;
@@ -91,6 +97,15 @@ export class LedgerClient {
   }
 
   /** Ends the operation stream and closes the channel. */
+  /** The state of the channel to the ledger (no connection attempt is started by asking). */
+  channelState(): LedgerChannelState {
+    const state = this.#client.getChannel().getConnectivityState(false);
+    if (state === ConnectivityState.READY) return 'up';
+    if (state === ConnectivityState.CONNECTING) return 'connecting';
+    if (state === ConnectivityState.IDLE) return 'idle';
+    return 'down';
+  }
+
   close(): void {
     this.#operations.close();
     this.#client.close();

@@ -97,6 +97,11 @@ export class RedisRateLimiter implements RateLimiter {
     return { allowed: allowed === 1, limit, remaining, retryAfterMs, resetMs };
   }
 
+  /** Whether the connection to Redis is up now (for /readyz's body; readiness does not depend on it). */
+  connectionState(): 'up' | 'down' {
+    return this.#redis.status === 'ready' ? 'up' : 'down';
+  }
+
   /** Closes the connection. */
   async close(): Promise<void> {
     try {

@@ -1,6 +1,7 @@
-import { Server, status as GrpcStatus, type ServerDuplexStream } from '@grpc/grpc-js';
+import { status as GrpcStatus, type Server, type ServerDuplexStream } from '@grpc/grpc-js';
 import { configV1 } from '@gateway/contracts';
-import { startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import { createGrpcServer, startGrpcServer, stopGrpcServer, type GrpcTransportSecurity } from '@gateway/grpc';
+import { sharedTestPki, testTransportSecurity } from '@gateway/testkit';
 
 /** The configuration a config peer holds and sends as its full snapshot. */
 export interface ConfigState {
@@ -21,6 +22,8 @@ export type ConfigDelta = Partial<Omit<configV1.ConfigUpdate, 'version' | 'full'
 export interface ConfigPeer {
   /** host:port for ADMIN_GRPC_URL. */
   address: string;
+  /** Credentials a proxy dials the peer with: the proxy's test certificate (the peer serves the admin's, mTLS). */
+  proxySecurity: GrpcTransportSecurity;
   /** The current version. */
   version(): bigint;
   /** Every ack received, oldest first. */
@@ -41,6 +44,10 @@ export interface ConfigPeer {
   fullSnapshotsSent(): number;
   /** Resolves once some stream acknowledged `version` (or later) without error. */
   waitForAck(version: bigint, timeoutMs?: number): Promise<void>;
+  /** Stops serving, as a killed admin does (connections cut), keeping its state and version. */
+  stop(): Promise<void>;
+  /** Serves again on the same address with the state it had when stopped. */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -63,8 +70,7 @@ export async function startConfigPeer(initial: ConfigState, options: { heartbeat
   const emptyUpdate = (): configV1.ConfigUpdate => configV1.ConfigUpdate.fromPartial({ version, producedAtMs: BigInt(Date.now()) });
   const fullSnapshot = (): configV1.ConfigUpdate => ({ ...emptyUpdate(), full: true, ...structuredClone(state) });
 
-  const server = new Server();
-  server.addService(configV1.ConfigServiceService, {
+  const implementation = {
     streamConfig: (call: ServerDuplexStream<configV1.ConfigAck, configV1.ConfigUpdate>) => {
       streams.add(call);
       const forget = () => streams.delete(call);
@@ -86,8 +92,15 @@ export async function startConfigPeer(initial: ConfigState, options: { heartbeat
         }
       });
     },
-  });
-  const port = await startGrpcServer(server, '127.0.0.1', 0);
+  };
+  const pki = await sharedTestPki();
+  const serve = async (onPort: number): Promise<{ server: Server; port: number }> => {
+    const started = createGrpcServer();
+    started.addService(configV1.ConfigServiceService, implementation);
+    return { server: started, port: await startGrpcServer(started, '127.0.0.1', onPort, testTransportSecurity(pki, 'admin')) };
+  };
+  let { server, port } = await serve(0);
+  let serving = true;
 
   const broadcast = (update: configV1.ConfigUpdate) => {
     for (const stream of streams) stream.write(update);
@@ -98,6 +111,7 @@ export async function startConfigPeer(initial: ConfigState, options: { heartbeat
 
   return {
     address: `127.0.0.1:${port}`,
+    proxySecurity: testTransportSecurity(pki, 'proxy'),
     version: () => version,
     acks,
     pushDelta(delta) {
@@ -133,8 +147,21 @@ export async function startConfigPeer(initial: ConfigState, options: { heartbeat
         ackWaiters.push({ version: target, resolve: () => { clearTimeout(timer); resolve(); } });
       });
     },
+    async stop() {
+      if (!serving) return;
+      serving = false;
+      server.forceShutdown();
+      streams.clear();
+    },
+    async restart() {
+      if (serving) return;
+      ({ server, port } = await serve(port));
+      serving = true;
+    },
     async close() {
       clearInterval(heartbeatTimer);
+      if (!serving) return;
+      serving = false;
       for (const stream of streams) stream.end();
       await stopGrpcServer(server, 100);
     },

@@ -1,6 +1,7 @@
-import { Server, status as GrpcStatus, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
+import { status as GrpcStatus, type Server, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
-import { startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import { createGrpcServer, startGrpcServer, stopGrpcServer, type GrpcTransportSecurity } from '@gateway/grpc';
+import { sharedTestPki, testTransportSecurity } from '@gateway/testkit';
 
 /** One organisation's wallet in the ledger peer, µ₹. credited = available + held + debited. */
 export interface PeerAccount {
@@ -36,6 +37,8 @@ export type PeerMethod = 'reserve' | 'settle' | 'release' | 'checkpoint';
 export interface LedgerPeer {
   /** host:port for LEDGER_GRPC_URL. */
   address: string;
+  /** Credentials a test's LedgerClient dials the peer with: the proxy's test certificate (the peer serves the ledger's, mTLS). */
+  proxySecurity: GrpcTransportSecurity;
   calls: {
     reserve: ledgerV1.ReserveRequest[]; settle: ledgerV1.SettleRequest[]; release: ledgerV1.ReleaseRequest[];
     checkpoint: ledgerV1.CheckpointRequest[];
@@ -275,15 +278,17 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
   };
   const operateStreams = new Set<ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>>();
   const serve = async (onPort: number): Promise<{ server: Server; port: number }> => {
-    const started = new Server();
+    const started = createGrpcServer();
     started.addService(ledgerV1.LedgerServiceService, implementation);
-    return { server: started, port: await startGrpcServer(started, '127.0.0.1', onPort) };
+    return { server: started, port: await startGrpcServer(started, '127.0.0.1', onPort, testTransportSecurity(pki, 'ledger')) };
   };
+  const pki = await sharedTestPki();
   let { server, port } = await serve(0);
   let serving = true;
 
   return {
     address: `127.0.0.1:${port}`,
+    proxySecurity: testTransportSecurity(pki, 'proxy'),
     calls,
     credit(organisationId, amountMicros) {
       const account = accounts.get(organisationId) ?? { creditedMicros: 0n, availableMicros: 0n, heldMicros: 0n, debitedMicros: 0n };

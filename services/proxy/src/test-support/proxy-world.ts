@@ -4,6 +4,7 @@ import { configV1 } from '@gateway/contracts';
 import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
 import { createLogger } from '@gateway/logger';
 import { issueSecret } from '@gateway/secrets';
+import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { createProxyApp, type ProxyApp } from '../app.ts';
 import { loadProxyConfig } from '../config.ts';
 import { startConfigPeer, type ConfigPeer, type ConfigState } from './config-peer.ts';
@@ -120,6 +121,7 @@ export async function startProxyWorld(
       const destination = new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } });
       const proxyId = `test-proxy-${proxies.length}`;
       const config = loadProxyConfig({
+        ...serviceTlsEnv(await sharedTestPki(), 'proxy'),
         PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, PROXY_ID: proxyId,
         // The outbox repeats Settles quickly in tests (10 ms doubling up to 100 ms).
         PROXY_SETTLE_RETRY_INITIAL_MS: '10', PROXY_SETTLE_RETRY_MAX_MS: '100', ...env,
