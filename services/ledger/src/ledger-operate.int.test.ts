@@ -53,12 +53,15 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
       .toEqual([ReserveResult.RESERVE_RESULT_OK, ReserveResult.RESERVE_RESULT_OK, ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE]);
 
     stream.write({ callId: 4n, requestId: '', checkpoint: { reservationId: settled, sequence: 1n, inputTokens: 1n, outputTokens: 1n, costMicros: 100n, providerCostMicros: 0n, extendTtlMs: 0n } });
+    // Messages are answered concurrently: the checkpoint must land before the settle of the same
+    // reservation, or it is (rightly) ALREADY_RESOLVED.
+    const checkpointed = await answerOf(4n);
     stream.write({
       callId: 5n, requestId: '',
       settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n },
     });
     stream.write({ callId: 6n, requestId: '', release: { reservationId: released, reason: 'upstream_not_called' } });
-    const [checkpointed, settledAnswer, releasedAnswer] = await Promise.all([answerOf(4n), answerOf(5n), answerOf(6n)]);
+    const [settledAnswer, releasedAnswer] = await Promise.all([answerOf(5n), answerOf(6n)]);
     expect(checkpointed.checkpoint?.result).toBe(CheckpointResult.CHECKPOINT_RESULT_OK);
     expect(settledAnswer.settle).toMatchObject({ result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 300n, releasedMicros: 100n, overrunMicros: 0n });
     expect(releasedAnswer.release?.result).toBe(ReleaseResult.RELEASE_RESULT_OK);
