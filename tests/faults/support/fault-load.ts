@@ -41,8 +41,6 @@ export interface LoadOptions {
   /** Words of a non-streamed reply and the upstream's delay before it, ms. */
   jsonWords?: number;
   jsonDelayMs?: number;
-  /** Proxies (by index) the clients leave alone, e.g. while one is being replaced. */
-  avoid?: Set<number>;
   /** Longest a request may take, ms (a bound, so a hung request cannot stall the suite). */
   requestTimeoutMs?: number;
 }
@@ -94,7 +92,6 @@ export function startLoad(options: LoadOptions): Load {
   const jsonWords = options.jsonWords ?? 8;
   const jsonDelayMs = options.jsonDelayMs ?? 150;
   const timeoutMs = options.requestTimeoutMs ?? 20_000;
-  const avoid = options.avoid ?? new Set<number>();
   const requests: LoadRequest[] = [];
   let stopping = false;
   let sequence = 0;
@@ -102,8 +99,7 @@ export function startLoad(options: LoadOptions): Load {
   async function one(client: number, round: number): Promise<LoadRequest> {
     // Alternate kinds, and move to the next proxy every two requests, so both kinds reach every proxy.
     const stream = (client + round) % 2 === 0;
-    let proxyIndex = Math.floor((client + round) / 2) % options.proxyBases.length;
-    for (let i = 0; i < options.proxyBases.length && avoid.has(proxyIndex); i += 1) proxyIndex = (proxyIndex + 1) % options.proxyBases.length;
+    const proxyIndex = Math.floor((client + round) / 2) % options.proxyBases.length;
     sequence += 1;
     const requestId = `${options.requestIdPrefix}-${String(sequence).padStart(5, '0')}`;
     const request: LoadRequest = { requestId, proxyIndex, stream, startedAtMs: Date.now(), wordTimesMs: [], complete: false, streamError: false };
