@@ -242,8 +242,10 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
       return [...ended.slice(-6), ...live].join('\n');
     },
     async close() {
-      // Proxies first, as in production; then admin and ledger.
-      const order = [...gateway.proxies, gateway.admin, gateway.ledger].filter((s): s is ServiceProcess => s !== undefined);
+      // Every process still running, also one that never became ready (so it was never handed
+      // out); proxies first, as in production, then admin and ledger.
+      const rank = { proxy: 0, admin: 1, ledger: 2 } as Record<string, number>;
+      const order = [...running].sort((a, b) => (rank[a.name] ?? 0) - (rank[b.name] ?? 0));
       for (const service of order) {
         stopping.add(service);
         const stopped = service.stop();
