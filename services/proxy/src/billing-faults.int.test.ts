@@ -91,6 +91,31 @@ describe('a ledger outage longer than the old retries (finding 2)', () => {
   });
 });
 
+describe('an upstream failure while the ledger is away', () => {
+  it('answers the 502 at once and settles the zero usage once the ledger is back', async () => {
+    const client = world.client(acme.apiKey, proxy);
+    const before = world.ledger.account('acme')!;
+    const reservesBefore = world.ledger.answers.reserve.length;
+    const failing = client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'vendor trouble [[fake:status=503]] [[fake:delay_ms=300]]' }] })
+      .catch((e: unknown) => e);
+    await waitFor(() => world.ledger.answers.reserve.length === reservesBefore + 1, 5000, 'the reserve');
+    const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
+    await world.ledger.stop();
+    try {
+      // The client gets its 502 while the ledger is still down: the zero-usage Settle waits in the
+      // outbox, not in front of the answer (it used to hold the answer until the ledger was back).
+      const error = await failing;
+      expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+      expect(world.ledger.reservationState(reservationId)).toBe('held');
+    } finally {
+      await world.ledger.restart();
+    }
+    expect(await proxy.idle(20_000)).toBe(true);
+    expect(world.ledger.reservationState(reservationId)).toBe('settled');
+    expect(world.ledger.account('acme')).toEqual(before);
+  });
+});
+
 describe('the outbox bound', () => {
   it('refuses new requests with 503 before any Reserve while the outbox is full, is not ready, and drops no Settle', async () => {
     const small = await world.startProxy({ PROXY_SETTLE_OUTBOX_MAX: '2' });

@@ -234,6 +234,7 @@ describe('upstream failures', () => {
   it('maps an upstream HTTP error to 502 upstream_error and settles zero usage', async () => {
     const before = world.ledger.account('acme')!;
     const error = await client.chat.completions.create({ model: 'chat', messages: userMessage('[[fake:status=503]]') }).catch((e: unknown) => e);
+    await proxy.idle(); // the Settle or Release is queued in the outbox, not awaited by the 502/504
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
     expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe('upstream_error');
@@ -249,6 +250,7 @@ describe('upstream failures', () => {
     await waitFor(() => impatient.isReady());
     const before = world.ledger.account('acme')!;
     const error = await world.client(acme.apiKey, impatient).chat.completions.create({ model: 'chat', messages: userMessage('[[fake:hang]]') }).catch((e: unknown) => e);
+    await impatient.idle(); // the Settle or Release is queued in the outbox, not awaited by the 502/504
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(504);
     expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe('upstream_timeout');
     expect(world.ledger.calls.settle.at(-1)).toMatchObject({ costMicros: 0n, usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE });
@@ -259,6 +261,7 @@ describe('upstream failures', () => {
     const before = traffic();
     const balance = world.ledger.account('acme')!;
     const error = await client.chat.completions.create({ model: 'dead', messages: userMessage('hi') }).catch((e: unknown) => e);
+    await proxy.idle(); // the Settle or Release is queued in the outbox, not awaited by the 502/504
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
     const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
     expect(world.ledger.calls.release.at(-1)).toEqual({ reservationId, reason: 'upstream_unreachable' });
@@ -293,6 +296,7 @@ describe('upstream failures', () => {
 
 describe('settle and release resilience', () => {
   it('retries a failed settle and still debits exactly once', async () => {
+    await proxy.idle(); // earlier tests' background Settles must not take the injected failures
     const before = world.ledger.account('acme')!;
     world.ledger.failNext('settle', 2);
     const data = await client.chat.completions.create({ model: 'chat', messages: userMessage('retry me [[fake:reply_words=4]]') });

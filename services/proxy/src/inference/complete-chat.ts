@@ -24,25 +24,27 @@ export interface CompleteChatDeps extends ChatBillingDeps {
 /**
  * Resolves the money of an upstream call that produced no usable answer, and returns the
  * client's error: `unreachable` (nothing was sent) releases the Reserve; anything else may
- * have reached the provider and settles zero usage. Shared by the streaming relay, for failures
- * before its first byte.
+ * have reached the provider and settles zero usage. The Release or Settle is queued in the
+ * outbox as background work (shutdown still waits for it), so a client is not kept waiting for
+ * its 502/504 while the ledger is away: the outbox repeats it until the ledger answers. Shared
+ * by the streaming relay, for failures before its first byte.
  */
-export async function failedCallError(
+export function failedCallError(
   deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, outcome: Exclude<UpstreamOutcome, { kind: 'response' }>,
-): Promise<GatewayError> {
+): GatewayError {
   switch (outcome.kind) {
     case 'unreachable':
-      await releaseReserve(deps, input, plan, 'upstream_unreachable');
+      deps.background(releaseReserve(deps, input, plan, 'upstream_unreachable'));
       return new GatewayError('upstream_error', { internalMessage: `upstream unreachable: ${outcome.reason}` });
     case 'timeout':
-      await settleUsage(deps, input, plan, noUsage, 'gateway_estimate');
+      deps.background(settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
       return new GatewayError('upstream_timeout', { internalMessage: `upstream timeout: ${outcome.reason}` });
     case 'http_error':
       input.log.upstreamStatus = outcome.statusCode;
-      await settleUsage(deps, input, plan, noUsage, 'gateway_estimate');
+      deps.background(settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
       return new GatewayError('upstream_error', { internalMessage: `upstream answered HTTP ${outcome.statusCode}` });
     case 'failed':
-      await settleUsage(deps, input, plan, noUsage, 'gateway_estimate');
+      deps.background(settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
       return new GatewayError('upstream_error', { internalMessage: `upstream call failed: ${outcome.reason}` });
   }
 }
@@ -54,7 +56,7 @@ export async function failedCallError(
  * completion is handed to `respond` first and settled right after, so the
  * client does not wait for the ledger's second commit (docs/proxy.md, "Settle after the
  * response"); the promise resolves once the settle has run. Upstream failures become the
- * gateway's own 502/504 (settled or released before they are thrown); the upstream's status,
+ * gateway's own 502/504 (their Settle or Release queued in the outbox before they are thrown); the upstream's status,
  * headers and text go nowhere but the log's status code.
  */
 export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (body: ChatCompletionBody) => void): Promise<void> {
@@ -71,14 +73,14 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
   }
   log.upstreamMs = elapsedMs(upstreamStartedAtMs);
   log.upstreamOutcome = outcome.kind;
-  if (outcome.kind !== 'response') throw await failedCallError(deps, input, plan, outcome);
+  if (outcome.kind !== 'response') throw failedCallError(deps, input, plan, outcome);
 
   log.upstreamStatus = outcome.statusCode;
   let completion: NormalizedCompletion;
   try {
     completion = input.adapter.parseResponse(outcome.json);
   } catch {
-    await settleUsage(deps, input, plan, noUsage, 'gateway_estimate');
+    deps.background(settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
     throw new GatewayError('upstream_error', { internalMessage: 'upstream answer is not a usable completion' });
   }
 

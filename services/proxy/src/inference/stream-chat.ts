@@ -76,7 +76,7 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
   if (opened.kind !== 'stream') {
     input.stop.removeEventListener('abort', onStop);
     log.upstreamOutcome = opened.kind;
-    throw await failedCallError(deps, input, plan, opened);
+    throw failedCallError(deps, input, plan, opened);
   }
   log.upstreamOutcome = 'stream';
   log.upstreamStatus = opened.stream.statusCode;
