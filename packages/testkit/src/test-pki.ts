@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,7 +88,13 @@ let sharedCreated: TestPki | undefined;
 
 /** One TestPki per test process, so every test ledger, admin and proxy in it trusts the same CA. */
 export function sharedTestPki(): Promise<TestPki> {
-  shared ??= createTestPki().then((pki) => { sharedCreated = pki; return pki; });
+  shared ??= createTestPki().then((pki) => {
+    sharedCreated = pki;
+    // Its folder lives as long as the test process: removed when the process exits, so runs do
+    // not pile up key folders in the temporary directory.
+    process.once('exit', () => rmSync(pki.dir, { recursive: true, force: true }));
+    return pki;
+  });
   return shared;
 }
 
