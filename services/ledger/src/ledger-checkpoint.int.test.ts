@@ -137,6 +137,54 @@ describe.skipIf(!serverUrl)('checkpoints and expiry', () => {
     });
   });
 
+  /** The request ids and states of a reservation's usage records. */
+  async function requestIdsOf(reservationId: string) {
+    const { rows } = await ledger.database.query<{ request_id: string; provisional: boolean; cost_micros: bigint }>(
+      'SELECT request_id, provisional, cost_micros FROM usage_records WHERE reservation_id = $1', [reservationId]);
+    return rows;
+  }
+
+  it('keeps the request id of the checkpoints on the expiry record and through a late settle that finalises it', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    // The first checkpoint may come without one; the first that carries one records it.
+    const kept = uniqueId('stream');
+    const requestId = uniqueId('req-killed');
+    await ledger.reserve({ reservationId: kept, organisationId, amountMicros: 400_000n });
+    await ledger.checkpoint({ reservationId: kept, sequence: 1n, outputTokens: 50n, costMicros: 100_000n });
+    expect((await ledger.checkpoint({ reservationId: kept, sequence: 2n, outputTokens: 100n, costMicros: 300_000n, requestId })).result)
+      .toBe(CheckpointResult.CHECKPOINT_RESULT_OK);
+    // A different request id, or a malformed one, is refused and changes nothing (not even the totals).
+    const before = await ledger.countRows();
+    for (const bad of [uniqueId('req-other'), 'has space', 'x'.repeat(129), 'nul\u0000']) {
+      expect(await ledger.checkpoint({ reservationId: kept, sequence: 3n, outputTokens: 120n, costMicros: 350_000n, requestId: bad }))
+        .toMatchObject({ result: CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT, detail: expect.stringContaining('request_id') });
+    }
+    expect(await ledger.countRows()).toEqual(before);
+    await expireNow(kept);
+    expect(await requestIdsOf(kept)).toEqual([{ request_id: requestId, provisional: true, cost_micros: 300_000n }]);
+    // A late settle reporting less and without a request id keeps the checkpoint's.
+    expect(await ledger.settle({ reservationId: kept, outputTokens: 90n, costMicros: 290_000n, requestId: '' })).toMatchObject({
+      result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 0n, detail: 'settled after expiry',
+    });
+    expect(await requestIdsOf(kept)).toEqual([{ request_id: requestId, provisional: false, cost_micros: 300_000n }]);
+
+    // A late settle with its own request id sets it, whichever figures stand.
+    for (const [name, settledMicros, standingMicros] of [['less', 200_000n, 250_000n], ['more', 260_000n, 260_000n]] as const) {
+      const reservationId = uniqueId(`stream-${name}`);
+      await ledger.reserve({ reservationId, organisationId, amountMicros: 300_000n });
+      await ledger.checkpoint({ reservationId, sequence: 1n, outputTokens: 80n, costMicros: 250_000n, requestId: `${reservationId}-checkpointed` });
+      await expireNow(reservationId);
+      expect(await requestIdsOf(reservationId)).toEqual([{ request_id: `${reservationId}-checkpointed`, provisional: true, cost_micros: 250_000n }]);
+      expect((await ledger.settle({ reservationId, outputTokens: 80n, costMicros: settledMicros, requestId: `${reservationId}-settled` })).result)
+        .toBe(SettleResult.SETTLE_RESULT_OK);
+      expect(await requestIdsOf(reservationId)).toEqual([{ request_id: `${reservationId}-settled`, provisional: false, cost_micros: standingMicros }]);
+    }
+    expect(await balancesOf(ledger, organisationId)).toEqual({
+      creditedMicros: 1_000_000n, availableMicros: 1_000_000n - 300_000n - 250_000n - 260_000n, heldMicros: 0n,
+      debitedMicros: 300_000n + 250_000n + 260_000n,
+    });
+  });
+
   it('lets exactly one of settle, release and expiry win on a checkpointed reservation, with one usage record', async () => {
     const organisationId = await fundedOrganisation(ledger, 100_000_000n);
     const outcomes = new Map<string, number>();

@@ -52,7 +52,7 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     expect(reserves.map((answer) => answer.reserve?.result))
       .toEqual([ReserveResult.RESERVE_RESULT_OK, ReserveResult.RESERVE_RESULT_OK, ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE]);
 
-    stream.write({ callId: 4n, requestId: '', checkpoint: { reservationId: settled, sequence: 1n, inputTokens: 1n, outputTokens: 1n, costMicros: 100n, providerCostMicros: 0n, extendTtlMs: 0n } });
+    stream.write({ callId: 4n, requestId: '', checkpoint: { reservationId: settled, sequence: 1n, inputTokens: 1n, outputTokens: 1n, costMicros: 100n, providerCostMicros: 0n, extendTtlMs: 0n, requestId: '' } });
     // Messages are answered concurrently: the checkpoint must land before the settle of the same
     // reservation, or it is (rightly) ALREADY_RESOLVED.
     const checkpointed = await answerOf(4n);

@@ -1,6 +1,6 @@
 import type { Database } from '@gateway/db';
 import type { ReservationStatus } from './ledger-types.ts';
-import { idProblem, nonNegativeAmountProblem, problemsOf, reserveTtlProblem } from './validation.ts';
+import { idProblem, nonNegativeAmountProblem, optionalIdProblem, problemsOf, reserveTtlProblem } from './validation.ts';
 
 /** The running usage of a long stream, recorded so that an expiry charges it instead of nothing (law 7). */
 export interface CheckpointInput {
@@ -16,6 +16,12 @@ export interface CheckpointInput {
   providerCostMicros: bigint;
   /** When positive, the deadline becomes the database's now() plus this, ms; 0 leaves it. */
   extendTtlMs: bigint;
+  /**
+   * The gateway's request id, or '' for none: the first checkpoint that carries one records it,
+   * and the usage record an expiry writes carries it. Not part of the replay rule (a sequence at or
+   * below the last changes nothing whatever it carries); a different one later is refused.
+   */
+  requestId: string;
 }
 
 /** Results of Checkpoint, in precedence order. */
@@ -38,6 +44,8 @@ interface ReservationRow {
   checkpoint_cost_micros: bigint;
   checkpoint_provider_cost_micros: bigint;
   expires_at_ms: bigint;
+  /** The request id the first checkpoint carrying one recorded; '' if none yet. */
+  request_id: string;
 }
 
 /** Detail of a checkpoint whose sequence was not above the last recorded one. */
@@ -58,13 +66,14 @@ export async function checkpoint(db: Database, input: CheckpointInput): Promise<
     nonNegativeAmountProblem('cost_micros', input.costMicros),
     nonNegativeAmountProblem('provider_cost_micros', input.providerCostMicros),
     input.extendTtlMs < 0n ? 'extend_ttl_ms must not be negative' : input.extendTtlMs > 0n ? reserveTtlProblem('extend_ttl_ms', input.extendTtlMs) : undefined,
+    optionalIdProblem('request_id', input.requestId),
   );
   if (problems.length > 0) return { result: 'invalid_argument', expiresAtMs: 0n, detail: problems.join('; ') };
 
   return db.transaction(async (tx): Promise<CheckpointOutcome> => {
     const { rows } = await tx.query<ReservationRow>(
       `SELECT status, checkpoint_sequence, checkpoint_input_tokens, checkpoint_output_tokens, checkpoint_cost_micros,
-         checkpoint_provider_cost_micros, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_at_ms
+         checkpoint_provider_cost_micros, floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_at_ms, request_id
        FROM reservations WHERE id = $1 FOR UPDATE`,
       [input.reservationId],
     );
@@ -81,17 +90,21 @@ export async function checkpoint(db: Database, input: CheckpointInput): Promise<
       input.outputTokens < reservation.checkpoint_output_tokens ? 'output_tokens is below the last checkpoint (totals, not increments)' : undefined,
       input.costMicros < reservation.checkpoint_cost_micros ? 'cost_micros is below the last checkpoint (totals, not increments)' : undefined,
       input.providerCostMicros < reservation.checkpoint_provider_cost_micros ? 'provider_cost_micros is below the last checkpoint (totals, not increments)' : undefined,
+      // One reservation is one request: a second id means a caller mixed up its reservations.
+      input.requestId !== '' && reservation.request_id !== '' && input.requestId !== reservation.request_id
+        ? 'request_id differs from the one an earlier checkpoint recorded' : undefined,
     );
     if (decreasing.length > 0) return { result: 'invalid_argument', expiresAtMs: reservation.expires_at_ms, detail: decreasing.join('; ') };
 
     const updated = await tx.query<{ expires_at_ms: bigint }>(
       `UPDATE reservations SET checkpoint_sequence = $2, checkpoint_input_tokens = $3, checkpoint_output_tokens = $4,
          checkpoint_cost_micros = $5, checkpoint_provider_cost_micros = $6,
-         expires_at = CASE WHEN $7::bigint > 0 THEN now() + $7::bigint * interval '1 millisecond' ELSE expires_at END
+         expires_at = CASE WHEN $7::bigint > 0 THEN now() + $7::bigint * interval '1 millisecond' ELSE expires_at END,
+         request_id = CASE WHEN request_id = '' THEN $8 ELSE request_id END
        WHERE id = $1
        RETURNING floor(extract(epoch FROM expires_at) * 1000)::bigint AS expires_at_ms`,
       [input.reservationId, input.sequence, input.inputTokens, input.outputTokens, input.costMicros,
-        input.providerCostMicros, input.extendTtlMs],
+        input.providerCostMicros, input.extendTtlMs, input.requestId],
     );
     return { result: 'ok', expiresAtMs: updated.rows[0]!.expires_at_ms, detail: '' };
   });

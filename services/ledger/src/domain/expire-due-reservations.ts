@@ -27,6 +27,8 @@ interface ExpiredRow {
   checkpoint_output_tokens: bigint;
   checkpoint_cost_micros: bigint;
   checkpoint_provider_cost_micros: bigint;
+  /** The request id a checkpoint recorded ('' if none did). */
+  request_id: string;
 }
 
 /** How one expiry moves money: charged from the checkpoint (from hold, then beyond it) and returned, µ₹. */
@@ -43,8 +45,9 @@ interface ExpiryMoney {
  * (law 7), all in one transaction. Without a checkpoint the hold returns to available (one
  * `expire` movement). With one, the checkpointed cost is charged like a settlement (a `settle`
  * movement, then `expire` for the rest of the hold) and one provisional usage record is written
- * from the checkpoint, so a stream whose proxy died is charged what it delivered, not zero; a
- * late settle may finalise that record. `FOR UPDATE SKIP LOCKED` lets several ledger replicas
+ * from the checkpoint, under the request id the checkpoints carried, so a stream whose proxy
+ * died is charged what it delivered, not zero, and can be found by its request id; a late
+ * settle may finalise that record. `FOR UPDATE SKIP LOCKED` lets several ledger replicas
  * sweep at once without waiting on each other or on a settle holding a row; the status
  * re-check under the lock leaves alone a reservation settled or released meanwhile.
  */
@@ -63,7 +66,7 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
        FROM due WHERE r.id = due.id
        RETURNING r.id, r.organisation_id, r.project_id, r.billing_mode, r.amount_micros, r.model_slug,
          r.checkpoint_sequence, r.checkpoint_input_tokens, r.checkpoint_output_tokens, r.checkpoint_cost_micros,
-         r.checkpoint_provider_cost_micros`,
+         r.checkpoint_provider_cost_micros, r.request_id`,
       [batchSize],
     );
     const moneys: ExpiryMoney[] = rows.map((row) => {
@@ -119,10 +122,10 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
       const inserted = await tx.query<{ month: string }>(
         `INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
            cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, provisional)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'gateway_estimate', '', true)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'gateway_estimate', $11, true)
          RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month`,
         [row.id, row.organisation_id, row.project_id, row.model_slug, row.checkpoint_input_tokens, row.checkpoint_output_tokens,
-          row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, money.chargedMicros, row.billing_mode],
+          row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, money.chargedMicros, row.billing_mode, row.request_id],
       );
       await addProjectSpend(tx, {
         projectId: row.project_id, organisationId: row.organisation_id, month: inserted.rows[0]!.month,

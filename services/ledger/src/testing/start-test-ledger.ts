@@ -114,7 +114,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     }, callDeadlineMs),
     checkpoint: (request) => callUnary(client.checkpoint, client, {
       reservationId: '', sequence: 1n, inputTokens: 0n, outputTokens: 0n, costMicros: 0n, providerCostMicros: 0n, extendTtlMs: 0n,
-      ...request,
+      requestId: '', ...request,
     }, callDeadlineMs),
     setProjectBudget: (request) => callUnary(admin.setProjectBudget, admin, {
       requestId: uniqueId('budget'), organisationId: '', projectId: '', monthlyCapMicros: 0n, softAlertPercent: 80, ...request,

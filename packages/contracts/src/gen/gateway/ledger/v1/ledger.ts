@@ -426,6 +426,14 @@ export interface CheckpointRequest {
   providerCostMicros: bigint;
   /** When positive, the reservation's deadline becomes the database's now() plus this, ms. */
   extendTtlMs: bigint;
+  /**
+   * The gateway's request id (optional; rules as Settle's request_id). The first checkpoint that
+   * carries one records it on the reservation, and an expiry's provisional usage record carries
+   * it, so a stream whose proxy died is billed under its request id. A later checkpoint with a
+   * different one is INVALID_ARGUMENT and changes nothing; a replay (sequence at or below the
+   * last) changes nothing whatever it carries: the sequence, not this, makes checkpoints safe to retry.
+   */
+  requestId: string;
 }
 
 export interface CheckpointResponse {
@@ -2275,6 +2283,7 @@ function createBaseCheckpointRequest(): CheckpointRequest {
     costMicros: 0n,
     providerCostMicros: 0n,
     extendTtlMs: 0n,
+    requestId: "",
   };
 }
 
@@ -2318,6 +2327,9 @@ export const CheckpointRequest: MessageFns<CheckpointRequest> = {
         throw new globalThis.Error("value provided for field message.extendTtlMs of type int64 too large");
       }
       writer.uint32(56).int64(message.extendTtlMs);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(66).string(message.requestId);
     }
     return writer;
   },
@@ -2391,6 +2403,14 @@ export const CheckpointRequest: MessageFns<CheckpointRequest> = {
             message.extendTtlMs = reader.int64() as bigint;
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2425,6 +2445,7 @@ export const CheckpointRequest: MessageFns<CheckpointRequest> = {
     message.extendTtlMs = (object.extendTtlMs !== undefined && object.extendTtlMs !== null)
       ? BigInt(object.extendTtlMs)
       : 0n;
+    message.requestId = object.requestId ?? "";
     return message;
   },
 };
