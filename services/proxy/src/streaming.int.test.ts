@@ -214,12 +214,16 @@ describe('streaming through the official client', () => {
 describe('checkpoints of long streams (law 7)', () => {
   it('records running totals with increasing sequence and pushes the deadline out', async () => {
     const content = '[[fake:reply_words=12]] [[fake:chunk_delay_ms=25]]';
-    const stream = await client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content }], stream: true });
+    const requestId = `stream-checkpoint-${Date.now()}`;
+    const stream = await client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content }], stream: true }, { headers: { 'x-request-id': requestId } });
     for await (const _chunk of stream) { /* drain */ }
     const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
+    expect((await lastSettle()).requestId).toBe(requestId);
     const checkpoints = world.ledger.calls.checkpoint.filter((c) => c.reservationId === reservationId);
     expect(checkpoints.length).toBeGreaterThan(0);
     checkpoints.forEach((checkpoint, index) => {
+      // The request id rides on every checkpoint: an expiry's usage record carries it if the proxy dies.
+      expect(checkpoint.requestId).toBe(requestId);
       expect(checkpoint.sequence).toBe(BigInt(index + 1));
       expect(checkpoint.extendTtlMs).toBe(600_000n);
       expect(checkpoint.inputTokens).toBe(BigInt(promptEstimate(content)));

@@ -276,6 +276,8 @@ async function sendCheckpoint(deps: StreamChatDeps, input: StreamChatInput, plan
       costMicros: cost,
       providerCostMicros,
       extendTtlMs: BigInt(deps.reserveTtlMs),
+      // Kept on the usage record an expiry writes, so a stream whose proxy died is billed under its request id.
+      requestId: input.requestId,
     });
     if (response.result !== ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK && response.result !== ledgerV1.CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED) {
       deps.logger.warn({ requestId: input.requestId, reservationId: plan.reservationId, result: response.result, detail: response.detail }, 'checkpoint refused');
