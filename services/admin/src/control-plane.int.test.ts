@@ -378,11 +378,17 @@ describe('gateway model changes', () => {
 
   itPg('refuses bad changes naming every field, SSRF targets and impossible limits, changing nothing', async () => {
     expect((await admin.request('POST', '/admin/v1/gateway-models', modelBody('strict-change'))).status).toBe(201);
+    // The SSRF address rule of a PATCH is judged at the edge when the body gives the model's
+    // upstream.allow_private_network (so it is named with the other fields), else by the service
+    // with the stored flag once the body is well formed.
     const invalid = await admin.request('PATCH', '/admin/v1/gateway-models/strict-change', {
-      slug: 'renamed', output_price_micros_per_mtok: '-1', upstream: { base_url: 'https://169.254.169.254/latest', api_key: 'has space' },
+      slug: 'renamed', output_price_micros_per_mtok: '-1',
+      upstream: { base_url: 'https://169.254.169.254/latest', api_key: 'has space', allow_private_network: false },
     });
     expectError(invalid, 400, 'invalid_request');
     for (const field of ['slug:', 'output_price_micros_per_mtok:', 'upstream.base_url:', 'upstream.api_key:']) expect(invalid.json.error.message).toContain(field);
+    expectError(await admin.request('PATCH', '/admin/v1/gateway-models/strict-change', { upstream: { base_url: 'https://169.254.169.254/latest' } }),
+      400, 'invalid_request', 'upstream.base_url');
     expectError(await admin.request('PATCH', '/admin/v1/gateway-models/strict-change', { max_context_tokens: 32 }), 400, 'invalid_request', 'max_context_tokens');
     expectError(await admin.request('PATCH', '/admin/v1/gateway-models/strict-change', { upstream: {} }), 400, 'invalid_request', 'upstream');
     expectError(await admin.request('PATCH', '/admin/v1/gateway-models/no-such-model', { display_name: 'x' }), 404, 'not_found', 'slug');

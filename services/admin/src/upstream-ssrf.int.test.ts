@@ -141,3 +141,103 @@ describe('the re-check of stored models when the admin starts', () => {
     expect(served.gatewayModels.find((model) => model.slug === 'moving')).toMatchObject({ allowPrivateNetwork: false, upstream: { baseUrl: 'https://public.example.test/v2' } });
   });
 });
+
+/** The audit log's changes for one gateway model, oldest first. */
+async function auditedChanges(admin: AdminHarness, slug: string): Promise<Array<{ action: string; changes: Record<string, unknown> }>> {
+  const events = (await admin.request('GET', '/admin/v1/audit-events?limit=100')).json.data as Array<{ action: string; resource_id: string; changes: Record<string, unknown> }>;
+  return events.filter((event) => event.resource_id === slug).map(({ action, changes }) => ({ action, changes }));
+}
+
+describe('a model explicitly allowed a private network (upstream.allow_private_network) while private upstreams are disallowed', () => {
+  const privateUrl = 'http://10.1.2.3:8000/v1';
+  const flagOf = (update: { gatewayModels: Array<{ slug: string; allowPrivateNetwork: boolean }> }, slug: string) =>
+    update.gatewayModels.find((model) => model.slug === slug)?.allowPrivateNetwork;
+
+  itPg('is accepted with a private http URL, returned with the flag, pushed with allowPrivateNetwork and audited; the same URL without the flag is refused', async () => {
+    const admin = await startAdmin(await freshDatabase(), false, undefined, randomBytes(32).toString('base64'));
+    const proxy = connectFakeProxy(admin.grpcTarget, 'proxy-flagged', { autoAck: true });
+    proxies.push(proxy);
+    await proxy.next((update) => update.full);
+
+    const refused = await admin.request('POST', '/admin/v1/gateway-models', modelBody('unflagged', privateUrl));
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.json.error).toMatchObject({ code: 'invalid_request', param: 'upstream.base_url' });
+    expect(refused.json.error.message).toContain('upstream.allow_private_network');
+    expect((await admin.request('GET', '/admin/v1/gateway-models/unflagged')).status).toBe(404);
+
+    const flaggedBody = modelBody('self-hosted', privateUrl);
+    const created = await admin.request('POST', '/admin/v1/gateway-models', { ...flaggedBody, upstream: { ...flaggedBody.upstream, allow_private_network: true } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.json.upstream).toEqual({
+      provider_kind: 'openai_compatible', base_url: privateUrl, model: 'vendor-model', has_api_key: true, allow_private_network: true,
+    });
+    expect((await admin.request('GET', '/admin/v1/gateway-models/self-hosted')).json.upstream.allow_private_network).toBe(true);
+    expect(flagOf(await proxy.next((update) => flagOf(update, 'self-hosted') !== undefined), 'self-hosted')).toBe(true);
+
+    // A model without the flag is pushed with allowPrivateNetwork false beside it.
+    expect((await admin.request('POST', '/admin/v1/gateway-models', modelBody('public', 'https://public.example.test/v1'))).status).toBe(201);
+    expect(flagOf(await proxy.next((update) => flagOf(update, 'public') !== undefined), 'public')).toBe(false);
+    const late = connectFakeProxy(admin.grpcTarget, 'proxy-late', { autoAck: true });
+    proxies.push(late);
+    const snapshot = await late.next((update) => update.full);
+    expect(snapshot.gatewayModels.map((model) => [model.slug, model.allowPrivateNetwork])).toEqual([['public', false], ['self-hosted', true]]);
+
+    // Turning the flag off while the stored URL needs it is refused and changes nothing.
+    const turnedOff = await admin.request('PATCH', '/admin/v1/gateway-models/self-hosted', { upstream: { allow_private_network: false } });
+    expect(turnedOff.status, turnedOff.text).toBe(400);
+    expect(turnedOff.json.error).toMatchObject({ code: 'invalid_request', param: 'upstream.allow_private_network' });
+    expect((await admin.request('GET', '/admin/v1/gateway-models/self-hosted')).json.upstream).toMatchObject({ base_url: privateUrl, allow_private_network: true });
+    // A private URL for a model without the flag is refused on update too (the service judges it with the stored flag).
+    const moved = await admin.request('PATCH', '/admin/v1/gateway-models/public', { upstream: { base_url: 'http://10.1.2.3:8001/v1' } });
+    expect(moved.status, moved.text).toBe(400);
+    expect(moved.json.error).toMatchObject({ code: 'invalid_request', param: 'upstream.base_url' });
+    // ...and accepted with the flag set in the same request, also for a name that resolves to a private address.
+    const flagged = await admin.request('PATCH', '/admin/v1/gateway-models/public', { upstream: { base_url: 'https://rebound.example.test/v1', allow_private_network: true } });
+    expect(flagged.status, flagged.text).toBe(200);
+    expect(flagged.json.upstream).toMatchObject({ base_url: 'https://rebound.example.test/v1', allow_private_network: true });
+    // Turning it off with a public URL in the same request is accepted and pushed.
+    const publicAgain = await admin.request('PATCH', '/admin/v1/gateway-models/self-hosted', {
+      upstream: { base_url: 'https://public.example.test/v3', allow_private_network: false },
+    });
+    expect(publicAgain.status, publicAgain.text).toBe(200);
+    expect(publicAgain.json.upstream).toMatchObject({ base_url: 'https://public.example.test/v3', allow_private_network: false });
+    expect(flagOf(await proxy.next((update) => flagOf(update, 'self-hosted') === false), 'self-hosted')).toBe(false);
+
+    expect(await auditedChanges(admin, 'self-hosted')).toEqual([
+      { action: 'gateway_model.create', changes: expect.objectContaining({ 'upstream.allow_private_network': { before: null, after: true }, 'upstream.base_url': { before: null, after: privateUrl } }) },
+      { action: 'gateway_model.update', changes: {
+        'upstream.base_url': { before: privateUrl, after: 'https://public.example.test/v3' },
+        'upstream.allow_private_network': { before: true, after: false },
+      } },
+    ]);
+    expect((await auditedChanges(admin, 'public'))[1]!.changes).toMatchObject({ 'upstream.allow_private_network': { before: false, after: true } });
+  });
+
+  itPg('is judged with private addresses allowed by the start-time re-check, and a refused model is served again once flagged', async () => {
+    const databaseUrl = await freshDatabase();
+    const encryptionKey = randomBytes(32).toString('base64');
+    const lenient = await startAdmin(databaseUrl, true, undefined, encryptionKey);
+    const token = lenient.token;
+    expect((await lenient.request('POST', '/admin/v1/gateway-models', modelBody('local', 'http://127.0.0.1:9/v1'))).status).toBe(201);
+    const flaggedBody = modelBody('flagged', privateUrl);
+    const flagged = await lenient.request('POST', '/admin/v1/gateway-models', { ...flaggedBody, upstream: { ...flaggedBody.upstream, allow_private_network: true } });
+    expect(flagged.status, flagged.text).toBe(201);
+    await lenient.close();
+
+    const logs = captureLogs();
+    const strict = await startAdmin(databaseUrl, false, token, encryptionKey, logs.logger);
+    const proxy = connectFakeProxy(strict.grpcTarget, 'proxy-recheck', { autoAck: true });
+    proxies.push(proxy);
+    const snapshot = await proxy.next((update) => update.full);
+    expect(snapshot.gatewayModels.map((model) => [model.slug, model.allowPrivateNetwork])).toEqual([['flagged', true]]);
+    const errors = logs.text().split('\n').filter((line) => line.includes('"level":50'));
+    expect(errors.some((line) => line.includes('"slug":"local"'))).toBe(true);
+    expect(errors.some((line) => line.includes('"slug":"flagged"'))).toBe(false);
+
+    // Setting the flag on the refused model serves it again, with the connect-time guard off for it alone.
+    const allowed = await strict.request('PATCH', '/admin/v1/gateway-models/local', { upstream: { allow_private_network: true } });
+    expect(allowed.status, allowed.text).toBe(200);
+    const served = await proxy.next((update) => flagOf(update, 'local') !== undefined);
+    expect(served.gatewayModels.find((model) => model.slug === 'local')).toMatchObject({ allowPrivateNetwork: true, upstream: { baseUrl: 'http://127.0.0.1:9/v1' } });
+  });
+});

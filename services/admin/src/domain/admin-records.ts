@@ -46,6 +46,11 @@ export interface UpstreamInfo {
   baseUrl: string;
   model: string;
   hasApiKey: boolean;
+  /**
+   * The model's explicit SSRF exception: its base URL may use http and a private, loopback or
+   * otherwise internal address, and the proxy skips its connect-time address check for it.
+   */
+  allowPrivateNetwork: boolean;
 }
 
 /** A customer-facing model name with its prices and (concealed) upstream target. */

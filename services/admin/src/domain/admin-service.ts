@@ -16,7 +16,7 @@ import { bumpConfigVersion, credentialContext, type ConfigChange } from './confi
 import type { CredentialCipher } from './credential-cipher.ts';
 import {
   findGatewayModel, insertGatewayModel, listGatewayModels, unknownGatewayModelSlugs, updateGatewayModelFields, withoutCredential,
-  type GatewayModelChanges,
+  type GatewayModelChanges, type StoredGatewayModel,
 } from './gateway-model-store.ts';
 import { isId, newId } from './ids.ts';
 import type { LedgerPort } from './ledger-port.ts';
@@ -26,7 +26,12 @@ import {
 import { findProject, insertApiKey, insertProject, listProjects, revokeActiveKeys, updateProjectFields } from './project-store.ts';
 import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
-import { normaliseUpstreamUrl, resolvedHostProblem, resolvesToInternalAddressProblem, upstreamUrlProblem } from './upstream-url.ts';
+import {
+  allowsPrivateUpstream, normaliseUpstreamUrl, resolvedHostProblem, resolvesToInternalAddressProblem, upstreamUrlProblem,
+} from './upstream-url.ts';
+
+/** The field a refused upstream URL is blamed on: the URL given, or the exception turned off. */
+type UpstreamRuleParam = 'upstream.base_url' | 'upstream.allow_private_network';
 
 /** What the admin service is built from. */
 export interface AdminServiceDeps {
@@ -85,7 +90,11 @@ export interface CreateGatewayModelInput {
   outputPriceMicrosPerMtok: bigint;
   providerInputCostMicrosPerMtok: bigint;
   providerOutputCostMicrosPerMtok: bigint;
-  upstream: { providerKind: ProviderKind; baseUrl: string; model: string; apiKey?: string | undefined };
+  /**
+   * `allowPrivateNetwork` true is the model's explicit SSRF exception: its base URL may use http
+   * and a private or loopback address, and proxies skip their connect-time check for it. Default false.
+   */
+  upstream: { providerKind: ProviderKind; baseUrl: string; model: string; apiKey?: string | undefined; allowPrivateNetwork?: boolean | undefined };
 }
 
 /** Changes to a gateway model; absent fields stay. Prices in µ₹ per million tokens. */
@@ -97,8 +106,13 @@ export interface UpdateGatewayModelInput {
   outputPriceMicrosPerMtok?: bigint | undefined;
   providerInputCostMicrosPerMtok?: bigint | undefined;
   providerOutputCostMicrosPerMtok?: bigint | undefined;
-  /** `apiKey` null removes the credential; a string replaces it; absent keeps it. */
-  upstream?: { baseUrl?: string | undefined; model?: string | undefined; apiKey?: string | null | undefined } | undefined;
+  /**
+   * `apiKey` null removes the credential; a string replaces it; absent keeps it. `allowPrivateNetwork`
+   * sets or clears the model's SSRF exception; turning it off is refused while the base URL needs it.
+   */
+  upstream?: {
+    baseUrl?: string | undefined; model?: string | undefined; apiKey?: string | null | undefined; allowPrivateNetwork?: boolean | undefined;
+  } | undefined;
 }
 
 /** A project's monthly budget: cap in µ₹, soft alert at a percentage (1..100) of it. */
@@ -234,29 +248,40 @@ export function createAdminService(deps: AdminServiceDeps) {
     inputPriceMicrosPerMtok: 'input_price_micros_per_mtok', outputPriceMicrosPerMtok: 'output_price_micros_per_mtok',
     providerInputCostMicrosPerMtok: 'provider_input_cost_micros_per_mtok', providerOutputCostMicrosPerMtok: 'provider_output_cost_micros_per_mtok',
     providerKind: 'upstream.provider_kind', baseUrl: 'upstream.base_url', upstreamModel: 'upstream.model', credential: 'upstream.api_key',
+    allowPrivateNetwork: 'upstream.allow_private_network',
   };
-  /** Refuses a base URL the SSRF rule forbids for this provider kind (400 naming upstream.base_url). */
-  const requireUpstreamUrl = (baseUrl: string, providerKind: ProviderKind) => {
-    const problem = upstreamUrlProblem(baseUrl, { allowPrivate: deps.allowPrivateUpstreams }, { providerKind });
-    if (problem) throw new GatewayError('invalid_request', { publicMessage: `Invalid request: upstream.base_url: ${problem}.`, param: 'upstream.base_url' });
+  /** The SSRF policy for a model with (or without) its own exception: ADMIN_ALLOW_PRIVATE_UPSTREAMS || its flag. */
+  const upstreamPolicy = (modelAllowsPrivateNetwork: boolean) => ({ allowPrivate: allowsPrivateUpstream(deps.allowPrivateUpstreams, modelAllowsPrivateNetwork) });
+  /**
+   * The 400 for a base URL the SSRF rule refuses. `param` is upstream.base_url when the request
+   * gave the URL, or upstream.allow_private_network when it only turned the exception off and the
+   * stored URL needs it.
+   */
+  const refusedUpstream = (param: UpstreamRuleParam, problem: string, internalMessage?: string) => new GatewayError('invalid_request', {
+    publicMessage: param === 'upstream.base_url'
+      ? `Invalid request: upstream.base_url: ${problem}.`
+      : `Invalid request: upstream.allow_private_network: cannot be false while the model's upstream.base_url needs it (upstream.base_url ${problem}); give a public https upstream.base_url in the same request.`,
+    param,
+    ...(internalMessage === undefined ? {} : { internalMessage }),
+  });
+  /** Refuses a base URL the SSRF rule forbids for this provider kind and exception (400). */
+  const requireUpstreamUrl = (baseUrl: string, providerKind: ProviderKind, allowPrivateNetwork: boolean, param: UpstreamRuleParam = 'upstream.base_url') => {
+    const problem = upstreamUrlProblem(baseUrl, upstreamPolicy(allowPrivateNetwork), { providerKind });
+    if (problem) throw refusedUpstream(param, problem);
   };
   /**
    * Refuses a base URL whose host name resolves to an address the SSRF policy refuses (400; the
    * address stays in the internal message). DNS can change after this: the proxy checks again
    * at connect time, which is the real guard.
    */
-  const requireResolvedUpstream = async (baseUrl: string) => {
-    const problem = await resolvedHostProblem(baseUrl, { allowPrivate: deps.allowPrivateUpstreams }, deps.resolveHost ?? systemResolver);
-    if (problem) {
-      throw new GatewayError('invalid_request', {
-        publicMessage: `Invalid request: upstream.base_url: ${resolvesToInternalAddressProblem}.`, param: 'upstream.base_url', internalMessage: problem,
-      });
-    }
+  const requireResolvedUpstream = async (baseUrl: string, allowPrivateNetwork: boolean, param: UpstreamRuleParam = 'upstream.base_url') => {
+    const problem = await resolvedHostProblem(baseUrl, upstreamPolicy(allowPrivateNetwork), deps.resolveHost ?? systemResolver);
+    if (problem) throw refusedUpstream(param, resolvesToInternalAddressProblem, problem);
   };
   /** A gateway model flattened for the audit log; the credential only as a marker. */
   const gatewayModelAuditRecord = (model: GatewayModel & { upstreamApiKeyEncrypted: string | null }) => ({
     ...model, providerKind: model.upstream.providerKind, baseUrl: model.upstream.baseUrl, upstreamModel: model.upstream.model,
-    credential: credentialMarker(model.upstreamApiKeyEncrypted),
+    credential: credentialMarker(model.upstreamApiKeyEncrypted), allowPrivateNetwork: model.upstream.allowPrivateNetwork,
   });
   const apiKeyAuditValue = (project: Project) => (project.apiKey === null ? null : { id: project.apiKey.id, hint: project.apiKey.hint });
   const tokenAuditFields = { name: 'name', organisationId: 'organisation_id', hint: 'hint', revokedAt: 'revoked_at' };
@@ -510,8 +535,9 @@ export function createAdminService(deps: AdminServiceDeps) {
      */
     async createGatewayModel(actor: Actor, input: CreateGatewayModelInput): Promise<{ gatewayModel: GatewayModel; propagation: Propagation }> {
       requirePlatformAdmin(actor);
-      requireUpstreamUrl(input.upstream.baseUrl, input.upstream.providerKind);
-      await requireResolvedUpstream(input.upstream.baseUrl);
+      const allowPrivateNetwork = input.upstream.allowPrivateNetwork ?? false;
+      requireUpstreamUrl(input.upstream.baseUrl, input.upstream.providerKind, allowPrivateNetwork);
+      await requireResolvedUpstream(input.upstream.baseUrl, allowPrivateNetwork);
       const { version, stored } = await db.transaction(async (tx) => {
         const inserted = await insertGatewayModel(tx, {
           slug: input.slug,
@@ -522,7 +548,9 @@ export function createAdminService(deps: AdminServiceDeps) {
           outputPriceMicrosPerMtok: input.outputPriceMicrosPerMtok,
           providerInputCostMicrosPerMtok: input.providerInputCostMicrosPerMtok,
           providerOutputCostMicrosPerMtok: input.providerOutputCostMicrosPerMtok,
-          upstream: { providerKind: input.upstream.providerKind, baseUrl: normaliseUpstreamUrl(input.upstream.baseUrl), model: input.upstream.model },
+          upstream: {
+            providerKind: input.upstream.providerKind, baseUrl: normaliseUpstreamUrl(input.upstream.baseUrl), model: input.upstream.model, allowPrivateNetwork,
+          },
           upstreamApiKeyEncrypted: input.upstream.apiKey === undefined ? null : cipher.encrypt(input.upstream.apiKey, credentialContext(input.slug)),
         });
         if (!inserted) {
@@ -541,19 +569,36 @@ export function createAdminService(deps: AdminServiceDeps) {
 
     /**
      * Changes a gateway model (prices, limits, upstream target, credential) and pushes it. The
-     * combination is checked after merging (max_context_tokens ≥ default_max_tokens) and a new
-     * base URL passes the SSRF rule; a new credential is sealed before it is stored.
+     * combination is checked after merging (max_context_tokens ≥ default_max_tokens); a new base
+     * URL passes the SSRF rule with the model's exception as it will be (the body's
+     * allowPrivateNetwork if given, else the stored one), and turning the exception off re-judges
+     * the stored URL (400 naming upstream.allow_private_network when it needs it); a new
+     * credential is sealed before it is stored.
      */
     async updateGatewayModel(actor: Actor, slug: string, input: UpdateGatewayModelInput): Promise<{ gatewayModel: GatewayModel; propagation: Propagation }> {
       requirePlatformAdmin(actor);
       const baseUrl = input.upstream?.baseUrl;
-      // The form is checked first; whether a query may stay depends on the stored provider kind.
-      if (baseUrl !== undefined) requireUpstreamUrl(baseUrl, apiVersionQueryProviderKind);
-      if (baseUrl !== undefined) await requireResolvedUpstream(baseUrl);
+      const flag = input.upstream?.allowPrivateNetwork;
+      // The URL the SSRF rule judges: a new one, or the stored one when only the exception changes.
+      const judged = (model: StoredGatewayModel | undefined) => baseUrl ?? (flag !== undefined ? model?.upstream.baseUrl : undefined);
+      // The exception the model will have: the body's value if given, else the stored one.
+      const allowedFor = (model: StoredGatewayModel | undefined) => flag ?? model?.upstream.allowPrivateNetwork ?? false;
+      const param: UpstreamRuleParam = baseUrl !== undefined ? 'upstream.base_url' : 'upstream.allow_private_network';
+      // Judged before the row is locked (name resolution may take seconds): the form first, with
+      // any query let through (whether it may stay depends on the stored provider kind).
+      const seen = baseUrl === undefined && flag === undefined ? undefined : await findGatewayModel(db, slug);
+      const seenUrl = judged(seen);
+      if (baseUrl !== undefined) requireUpstreamUrl(baseUrl, apiVersionQueryProviderKind, allowedFor(seen));
+      if (seenUrl !== undefined) await requireResolvedUpstream(seenUrl, allowedFor(seen), param);
       const { version, stored } = await db.transaction(async (tx) => {
         const current = await findGatewayModel(tx, slug, { forUpdate: true });
         if (!current) throw gatewayModelNotFound(slug);
-        if (baseUrl !== undefined) requireUpstreamUrl(baseUrl, current.upstream.providerKind);
+        const currentUrl = judged(current);
+        if (currentUrl !== undefined) {
+          requireUpstreamUrl(currentUrl, current.upstream.providerKind, allowedFor(current), param);
+          // A concurrent change between the read above and the lock: judge the name again under the lock.
+          if (currentUrl !== seenUrl || allowedFor(current) !== allowedFor(seen)) await requireResolvedUpstream(currentUrl, allowedFor(current), param);
+        }
         const defaultMaxTokens = input.defaultMaxTokens ?? current.defaultMaxTokens;
         const maxContextTokens = input.maxContextTokens ?? current.maxContextTokens;
         if (maxContextTokens < defaultMaxTokens) {
@@ -574,6 +619,7 @@ export function createAdminService(deps: AdminServiceDeps) {
           upstreamBaseUrl: baseUrl === undefined ? undefined : normaliseUpstreamUrl(baseUrl),
           upstreamModel: input.upstream?.model,
           upstreamApiKeyEncrypted: apiKey === undefined ? undefined : apiKey === null ? null : cipher.encrypt(apiKey, credentialContext(slug)),
+          upstreamAllowPrivateNetwork: flag,
         };
         await updateGatewayModelFields(tx, slug, changes);
         const updated = (await findGatewayModel(tx, slug))!;
@@ -703,7 +749,8 @@ export function createAdminService(deps: AdminServiceDeps) {
           outputPriceMicrosPerMtok: demoGatewayModel.outputPriceMicrosPerMtok,
           providerInputCostMicrosPerMtok: demoGatewayModel.providerInputCostMicrosPerMtok,
           providerOutputCostMicrosPerMtok: demoGatewayModel.providerOutputCostMicrosPerMtok,
-          upstream: { providerKind: 'openai_compatible', baseUrl: normaliseUpstreamUrl(baseUrl), model: demoGatewayModel.upstreamModel },
+          // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
+          upstream: { providerKind: 'openai_compatible', baseUrl: normaliseUpstreamUrl(baseUrl), model: demoGatewayModel.upstreamModel, allowPrivateNetwork: false },
           upstreamApiKeyEncrypted: null,
         });
         if (inserted) {

@@ -2,6 +2,7 @@ import type { Database, Queryable } from '@gateway/db';
 import type { GatewayModel, Organisation } from './admin-records.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
 import { allGatewayModels, gatewayModelsBySlug, type StoredGatewayModel } from './gateway-model-store.ts';
+import { allowsPrivateUpstream } from './upstream-url.ts';
 
 /** A project as proxies see it. */
 export interface SnapshotProject {
@@ -26,14 +27,16 @@ export type SnapshotGatewayModel = GatewayModel & { upstreamApiKey: string; allo
 /** What the admin's SSRF setting and its start-time re-check make of the stored gateway models. */
 export interface ConfigSnapshotOptions {
   /**
-   * ADMIN_ALLOW_PRIVATE_UPSTREAMS: pushed to proxies as every model's allow_private_network, so
-   * a proxy skips its connect-time address check only while the admin allows private upstreams.
+   * ADMIN_ALLOW_PRIVATE_UPSTREAMS. Each model is pushed to proxies with allow_private_network =
+   * this || the model's own upstream.allowPrivateNetwork, so a proxy skips its connect-time
+   * address check only while the admin allows private upstreams or for a model explicitly allowed.
    */
   allowPrivateNetwork: boolean;
   /**
    * Models the start-time re-check refused, by slug, with the base URL that was refused. Such a
    * model is left out of snapshots and deltas (a delta names it as removed) until its base URL
-   * changes, since a new base URL passes the create/update check first.
+   * changes, since a new base URL passes the create/update check first, or until it is given its
+   * own upstream.allowPrivateNetwork (the update that sets it re-judges the URL with it).
    */
   refusedUpstreams?: ReadonlyMap<string, string>;
 }
@@ -150,15 +153,18 @@ export function createConfigSnapshotSource(
 ): ConfigSnapshotSource {
   let cached: ConfigSnapshot | undefined;
   const refusedUpstreams = options.refusedUpstreams ?? new Map<string, string>();
-  /** Whether a stored model is served: not refused by the start-time re-check with this very base URL. */
-  const served = (model: StoredGatewayModel) => refusedUpstreams.get(model.slug) !== model.upstream.baseUrl;
+  /**
+   * Whether a stored model is served: explicitly allowed private, or not refused by the
+   * start-time re-check with this very base URL.
+   */
+  const served = (model: StoredGatewayModel) => model.upstream.allowPrivateNetwork || refusedUpstreams.get(model.slug) !== model.upstream.baseUrl;
   /** Deltas being built, by their starting version: streams at the same version share one read. */
   const deltasInFlight = new Map<bigint, Promise<ConfigDelta | 'full_needed'>>();
 
   const openModel = ({ upstreamApiKeyEncrypted, ...model }: StoredGatewayModel): SnapshotGatewayModel => ({
     ...model,
     upstreamApiKey: upstreamApiKeyEncrypted === null ? '' : cipher.decrypt(upstreamApiKeyEncrypted, credentialContext(model.slug)),
-    allowPrivateNetwork: options.allowPrivateNetwork,
+    allowPrivateNetwork: allowsPrivateUpstream(options.allowPrivateNetwork, model.upstream.allowPrivateNetwork),
   });
 
   async function readDelta(fromVersion: bigint): Promise<ConfigDelta | 'full_needed'> {

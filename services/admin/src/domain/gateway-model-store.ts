@@ -21,6 +21,7 @@ interface GatewayModelRow {
   upstream_base_url: string;
   upstream_model: string;
   upstream_api_key_encrypted: string | null;
+  upstream_allow_private_network: boolean;
   created_at: Date;
 }
 
@@ -28,7 +29,7 @@ const selectGatewayModel = `
   SELECT slug, display_name, default_max_tokens, max_context_tokens,
          input_price_micros_per_mtok, output_price_micros_per_mtok,
          provider_input_cost_micros_per_mtok, provider_output_cost_micros_per_mtok,
-         provider_kind, upstream_base_url, upstream_model, upstream_api_key_encrypted, created_at
+         provider_kind, upstream_base_url, upstream_model, upstream_api_key_encrypted, upstream_allow_private_network, created_at
   FROM gateway_models`;
 
 function toStoredGatewayModel(row: GatewayModelRow): StoredGatewayModel {
@@ -46,6 +47,7 @@ function toStoredGatewayModel(row: GatewayModelRow): StoredGatewayModel {
       baseUrl: row.upstream_base_url,
       model: row.upstream_model,
       hasApiKey: row.upstream_api_key_encrypted !== null,
+      allowPrivateNetwork: row.upstream_allow_private_network,
     },
     upstreamApiKeyEncrypted: row.upstream_api_key_encrypted,
     createdAt: row.created_at,
@@ -66,14 +68,15 @@ export async function insertGatewayModel(tx: Queryable, model: Omit<StoredGatewa
     `INSERT INTO gateway_models (slug, display_name, default_max_tokens, max_context_tokens,
        input_price_micros_per_mtok, output_price_micros_per_mtok,
        provider_input_cost_micros_per_mtok, provider_output_cost_micros_per_mtok,
-       provider_kind, upstream_base_url, upstream_model, upstream_api_key_encrypted)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       provider_kind, upstream_base_url, upstream_model, upstream_api_key_encrypted, upstream_allow_private_network)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (slug) DO NOTHING`,
     [
       model.slug, model.displayName, model.defaultMaxTokens, model.maxContextTokens,
       model.inputPriceMicrosPerMtok, model.outputPriceMicrosPerMtok,
       model.providerInputCostMicrosPerMtok, model.providerOutputCostMicrosPerMtok,
       model.upstream.providerKind, model.upstream.baseUrl, model.upstream.model, model.upstreamApiKeyEncrypted,
+      model.upstream.allowPrivateNetwork,
     ],
   );
   return rowCount === 1;
@@ -126,6 +129,7 @@ export interface GatewayModelChanges {
   upstreamBaseUrl?: string | undefined;
   upstreamModel?: string | undefined;
   upstreamApiKeyEncrypted?: string | null | undefined;
+  upstreamAllowPrivateNetwork?: boolean | undefined;
 }
 
 /** Writes the changed fields of a gateway model (the CHECK constraints guard the combination). */
@@ -141,7 +145,8 @@ export async function updateGatewayModelFields(tx: Queryable, slug: string, chan
        provider_output_cost_micros_per_mtok = COALESCE($8::bigint, provider_output_cost_micros_per_mtok),
        upstream_base_url = COALESCE($9, upstream_base_url),
        upstream_model = COALESCE($10, upstream_model),
-       upstream_api_key_encrypted = CASE WHEN $11::boolean THEN $12 ELSE upstream_api_key_encrypted END
+       upstream_api_key_encrypted = CASE WHEN $11::boolean THEN $12 ELSE upstream_api_key_encrypted END,
+       upstream_allow_private_network = COALESCE($13::boolean, upstream_allow_private_network)
      WHERE slug = $1`,
     [
       slug, changes.displayName ?? null, changes.defaultMaxTokens ?? null, changes.maxContextTokens ?? null,
@@ -149,6 +154,7 @@ export async function updateGatewayModelFields(tx: Queryable, slug: string, chan
       changes.providerInputCostMicrosPerMtok ?? null, changes.providerOutputCostMicrosPerMtok ?? null,
       changes.upstreamBaseUrl ?? null, changes.upstreamModel ?? null,
       changes.upstreamApiKeyEncrypted !== undefined, changes.upstreamApiKeyEncrypted ?? null,
+      changes.upstreamAllowPrivateNetwork ?? null,
     ],
   );
 }

@@ -3,7 +3,7 @@ import type { Database, Queryable } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
 import { bumpConfigVersion } from './config-snapshot.ts';
 import { allGatewayModels } from './gateway-model-store.ts';
-import { resolvedHostProblem, upstreamUrlProblem, type UpstreamUrlPolicy } from './upstream-url.ts';
+import { allowsPrivateUpstream, resolvedHostProblem, upstreamUrlProblem, type UpstreamUrlPolicy } from './upstream-url.ts';
 
 /** One stored gateway model the current SSRF policy refuses, and why (internal detail, no credential). */
 export interface RefusedUpstream {
@@ -18,7 +18,8 @@ export interface RefusedUpstream {
  * the URL rule (scheme, literal addresses, localhost) and, unless private upstreams are allowed,
  * what its host name resolves to now. A model stored while ADMIN_ALLOW_PRIVATE_UPSTREAMS was
  * true, or whose name has since moved to an internal address, must not be served after the
- * setting turned false. Each refusal is logged at error level with the model's slug and the
+ * setting turned false, unless the model carries its own upstream.allow_private_network (then
+ * it is judged with private addresses allowed). Each refusal is logged at error level with the model's slug and the
  * reason (never its credential, which is not even read here). Resolves the refusals.
  */
 export async function recheckStoredUpstreams(
@@ -27,12 +28,14 @@ export async function recheckStoredUpstreams(
   const models = await allGatewayModels(db);
   const judged = await Promise.all(models.map(async (model) => {
     const { baseUrl, providerKind } = model.upstream;
-    const reason = upstreamUrlProblem(baseUrl, policy, { providerKind }) ?? await resolvedHostProblem(baseUrl, policy, resolve);
+    // A model with its own exception is judged with private addresses allowed, as it was accepted.
+    const modelPolicy = { allowPrivate: allowsPrivateUpstream(policy.allowPrivate, model.upstream.allowPrivateNetwork) };
+    const reason = upstreamUrlProblem(baseUrl, modelPolicy, { providerKind }) ?? await resolvedHostProblem(baseUrl, modelPolicy, resolve);
     return reason === undefined ? undefined : { slug: model.slug, baseUrl, reason };
   }));
   const refused = judged.filter((entry) => entry !== undefined);
   for (const { slug, reason } of refused) {
-    logger.error({ slug, reason }, 'gateway model not served: its upstream base URL fails the SSRF rule (ADMIN_ALLOW_PRIVATE_UPSTREAMS=false); change upstream.base_url to serve it again');
+    logger.error({ slug, reason }, 'gateway model not served: its upstream base URL fails the SSRF rule (ADMIN_ALLOW_PRIVATE_UPSTREAMS=false and the model has no upstream.allow_private_network); change upstream.base_url, or set upstream.allow_private_network if the private upstream is intended, to serve it again');
   }
   return refused;
 }

@@ -4,9 +4,23 @@ import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds
 
 /** How strictly an upstream base URL is checked. */
 export interface UpstreamUrlPolicy {
-  /** true: http and private, loopback and link-local addresses are allowed (development, demo). */
+  /**
+   * true: http and private, loopback and link-local addresses are allowed: ADMIN_ALLOW_PRIVATE_UPSTREAMS
+   * (development, demo) or the model's own upstream.allow_private_network (see allowsPrivateUpstream).
+   */
   allowPrivate: boolean;
 }
+
+/**
+ * A model's effective SSRF exception: the admin-wide setting (ADMIN_ALLOW_PRIVATE_UPSTREAMS) or
+ * the model's explicit, audited upstream.allow_private_network.
+ */
+export function allowsPrivateUpstream(allowPrivateUpstreams: boolean, modelAllowsPrivateNetwork: boolean): boolean {
+  return allowPrivateUpstreams || modelAllowsPrivateNetwork;
+}
+
+/** How a refusal names the two ways to allow what it refused. */
+const allowedOnlyWith = 'allowed only for a model with upstream.allow_private_network true, or with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true';
 
 /**
  * The one query a base URL may carry, and only for Azure OpenAI: its API version, e.g.
@@ -31,7 +45,7 @@ export function upstreamUrlProblem(value: string, policy: UpstreamUrlPolicy, con
   if (!URL.canParse(value)) return 'must be an absolute URL such as https://api.example.com/v1';
   const url = new URL(value);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must use https';
-  if (url.protocol === 'http:' && !policy.allowPrivate) return 'must use https (http is allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
+  if (url.protocol === 'http:' && !policy.allowPrivate) return `must use https (http is ${allowedOnlyWith})`;
   if (url.username !== '' || url.password !== '') return 'must not contain credentials; give the credential as upstream.api_key';
   if (url.hash !== '' || value.includes('#')) return 'must not contain a query or a fragment';
   if (url.search !== '' || value.includes('?')) {
@@ -40,12 +54,12 @@ export function upstreamUrlProblem(value: string, policy: UpstreamUrlPolicy, con
   }
   if (policy.allowPrivate) return undefined;
   const host = unbracketed(url.hostname);
-  if (isLocalHostName(host)) return 'must not point at localhost (allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
+  if (isLocalHostName(host)) return `must not point at localhost (${allowedOnlyWith})`;
   if (isIP(host) !== 0 && disallowedAddressReason(host) !== undefined) return internalAddressProblem;
   return undefined;
 }
 
-const internalAddressProblem = 'must not point at a private, loopback, link-local or otherwise internal address (allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
+const internalAddressProblem = `must not point at a private, loopback, link-local or otherwise internal address (${allowedOnlyWith})`;
 
 /** Longest the admin waits for a host name to resolve before letting the connect-time check decide, ms. */
 export const hostResolutionTimeoutMs = 5_000;
@@ -75,7 +89,7 @@ export async function resolvedHostProblem(value: string, policy: UpstreamUrlPoli
 }
 
 /** The public form of a resolvedHostProblem: says that the name resolves to an internal address, not which. */
-export const resolvesToInternalAddressProblem = 'must not name a host that resolves to a private, loopback, link-local or otherwise internal address (allowed only with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true)';
+export const resolvesToInternalAddressProblem = `must not name a host that resolves to a private, loopback, link-local or otherwise internal address (${allowedOnlyWith})`;
 
 /**
  * The stored form of an accepted base URL: as the WHATWG parser normalises it (lowercase host,

@@ -269,6 +269,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
             baseUrl: body.upstream.base_url,
             model: body.upstream.model,
             apiKey: body.upstream.api_key,
+            allowPrivateNetwork: body.upstream.allow_private_network,
           },
         });
         return { status: 201, body: gatewayModelJson(gatewayModel), propagation };
@@ -366,7 +367,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       method: 'patch', path: '/admin/v1/gateway-models/{slug}', expressPath: '/admin/v1/gateway-models/*slug',
       operationId: 'updateGatewayModel', tag: 'gateway models', authenticated: true, access: 'platform',
       summary: 'Change a gateway model: display name, limits, prices, upstream target or credential.',
-      description: 'Returns after every connected proxy acknowledged the change (or with `x-config-propagation: pending`). `upstream.api_key` replaces the credential (encrypted at rest, never returned); null removes it.',
+      description: 'Returns after every connected proxy acknowledged the change (or with `x-config-propagation: pending`). `upstream.api_key` replaces the credential (encrypted at rest, never returned); null removes it. `upstream.allow_private_network` sets or clears the model\'s explicit SSRF exception (audited); turning it off is refused (400) while the base URL needs it.',
       body: updateGatewayModelBody(policy), changesConfig: true,
       success: { status: 200, description: 'The gateway model after the change.', schema: gatewayModelResponse },
       errors: [...writeErrors, 'not_found', ...platformErrors],
@@ -379,7 +380,10 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
           outputPriceMicrosPerMtok: body.output_price_micros_per_mtok,
           providerInputCostMicrosPerMtok: body.provider_input_cost_micros_per_mtok,
           providerOutputCostMicrosPerMtok: body.provider_output_cost_micros_per_mtok,
-          upstream: body.upstream === undefined ? undefined : { baseUrl: body.upstream.base_url, model: body.upstream.model, apiKey: body.upstream.api_key },
+          upstream: body.upstream === undefined ? undefined : {
+            baseUrl: body.upstream.base_url, model: body.upstream.model, apiKey: body.upstream.api_key,
+            allowPrivateNetwork: body.upstream.allow_private_network,
+          },
         });
         return { status: 200, body: gatewayModelJson(gatewayModel), propagation };
       },

@@ -46,6 +46,7 @@ export function gatewayModelJson(model: GatewayModel) {
       base_url: model.upstream.baseUrl,
       model: model.upstream.model,
       has_api_key: model.upstream.hasApiKey,
+      allow_private_network: model.upstream.allowPrivateNetwork,
     },
     created_at: model.createdAt.toISOString(),
   };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
-import { createCreditBody, createGatewayModelBody, createOrganisationBody, updateOrganisationBody } from './request-schemas.ts';
+import { createCreditBody, createGatewayModelBody, createOrganisationBody, updateGatewayModelBody, updateOrganisationBody } from './request-schemas.ts';
 import { parseInput } from './validation.ts';
 
 function problemOf(run: () => unknown): { message: string; param: string | null } {
@@ -87,6 +87,33 @@ describe('request validation messages', () => {
     const lenient = createGatewayModelBody({ allowPrivate: true });
     expect(parseInput(lenient, { ...validModel, upstream: { ...validModel.upstream, base_url: 'http://10.0.0.1/v1' } }, 'body').upstream.base_url)
       .toBe('http://10.0.0.1/v1');
+  });
+
+  it('judges a base URL with private addresses allowed only for a model with upstream.allow_private_network, defaulting it to false', () => {
+    const strict = createGatewayModelBody({ allowPrivate: false });
+    const privateUpstream = { ...validModel.upstream, base_url: 'http://10.1.2.3:8000/v1' };
+    expect(parseInput(strict, validModel, 'body').upstream.allow_private_network).toBe(false);
+    expect(problemOf(() => parseInput(strict, { ...validModel, upstream: privateUpstream }, 'body')))
+      .toEqual({ message: expect.stringMatching(/^Invalid request: upstream\.base_url: must use https \(http is allowed only for a model with upstream\.allow_private_network true/), param: 'upstream.base_url' });
+    expect(problemOf(() => parseInput(strict, { ...validModel, upstream: { ...privateUpstream, allow_private_network: false } }, 'body')).param)
+      .toBe('upstream.base_url');
+    const accepted = parseInput(strict, { ...validModel, upstream: { ...privateUpstream, allow_private_network: true } }, 'body');
+    expect(accepted.upstream).toMatchObject({ base_url: 'http://10.1.2.3:8000/v1', allow_private_network: true });
+    // The flag allows addresses, not a malformed URL; a bad flag is named once, without a second complaint about the URL.
+    expect(problemOf(() => parseInput(strict, { ...validModel, upstream: { ...privateUpstream, base_url: 'http://u:p@10.1.2.3/v1', allow_private_network: true } }, 'body')).message)
+      .toBe('Invalid request: upstream.base_url: must not contain credentials; give the credential as upstream.api_key.');
+    expect(problemOf(() => parseInput(strict, { ...validModel, upstream: { ...privateUpstream, allow_private_network: 'yes' } }, 'body')))
+      .toEqual({ message: 'Invalid request: upstream.allow_private_network: must be true or false.', param: 'upstream.allow_private_network' });
+    // A PATCH body judges the form only, unless it gives the flag: the service applies the address rule with the stored flag.
+    const update = updateGatewayModelBody({ allowPrivate: false });
+    expect(parseInput(update, { upstream: { base_url: 'http://10.1.2.3:8000/v1' } }, 'body').upstream?.base_url).toBe('http://10.1.2.3:8000/v1');
+    expect(parseInput(update, { upstream: { allow_private_network: false } }, 'body').upstream?.allow_private_network).toBe(false);
+    expect(problemOf(() => parseInput(update, { upstream: { base_url: 'https://api.example.com/v1#x' } }, 'body')).param).toBe('upstream.base_url');
+    expect(problemOf(() => parseInput(update, { upstream: { allow_private_network: 1 } }, 'body')).param).toBe('upstream.allow_private_network');
+    expect(problemOf(() => parseInput(update, { upstream: { base_url: 'http://10.1.2.3:8000/v1', allow_private_network: false } }, 'body')).param)
+      .toBe('upstream.base_url');
+    expect(parseInput(update, { upstream: { base_url: 'http://10.1.2.3:8000/v1', allow_private_network: true } }, 'body').upstream?.base_url)
+      .toBe('http://10.1.2.3:8000/v1');
   });
 
   it('never echoes a refused credential', () => {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { gatewayModelSlugPattern } from '../domain/admin-service.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
-import { upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
+import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 
 /** The largest single manual credit, µ₹ (₹1,000,000,000): a guard against a slipped finger. */
 export const maxCreditMicros = 1_000_000_000_000_000n;
@@ -93,22 +93,45 @@ export const createProjectBody = z.strictObject({
   name: displayText('Name of the project, 1..200 characters.'),
 });
 
+/** The SSRF policy that judges only a base URL's form: http and internal addresses let through. */
+const formOnly: UpstreamUrlPolicy = { allowPrivate: true };
+
 /**
- * An upstream base URL, judged by the SSRF policy. Its form alone is judged here (an
- * `?api-version=…` query is let through); whether its provider kind may carry that query is
- * judged where the kind is known (the create body below, the service for a PATCH).
+ * An upstream base URL. Its form alone is judged here (an `?api-version=…` query, http and
+ * internal addresses are let through): the SSRF address rule depends on the model's
+ * upstream.allow_private_network, and whether its provider kind may carry that query on the
+ * kind, so both are judged where those are known (the create body's upstream object below; for
+ * a PATCH, its upstream object when the body gives the flag, else the service).
  */
-function upstreamBaseUrl(policy: UpstreamUrlPolicy) {
+function upstreamBaseUrl() {
   return z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
     .max(2048, { error: 'must be at most 2048 characters' })
     .superRefine((value, context) => {
-      const problem = upstreamUrlProblem(value, policy, { providerKind: apiVersionQueryProviderKind });
+      const problem = upstreamUrlProblem(value, formOnly, { providerKind: apiVersionQueryProviderKind });
       if (problem) context.addIssue({ code: 'custom', message: problem });
     })
     .meta({
       description: 'https URL of the provider\'s API, e.g. https://api.openai.com/v1 or https://api.anthropic.com/v1 (see docs/admin-api.md for each kind). '
-        + 'No credentials, query or fragment, except azure_openai\'s ?api-version=YYYY-MM-DD[-preview]. Private, loopback and other internal addresses, and host names that resolve to one, are refused (SSRF) unless ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.',
+        + 'No credentials, query or fragment, except azure_openai\'s ?api-version=YYYY-MM-DD[-preview]. http, private, loopback and other internal addresses, and host names that resolve to one, '
+        + 'are refused (SSRF) unless the model has upstream.allow_private_network true (or the admin runs with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true).',
     });
+}
+
+/** A gateway model's explicit SSRF exception (see docs/admin-api.md "Upstream base URLs"). */
+const upstreamAllowPrivateNetwork = z.boolean({ error: 'must be true or false' })
+  .meta({
+    description: 'true: the explicit, audited SSRF exception for this model: its base_url may use http and a private, loopback or otherwise internal address '
+      + '(a self-hosted vLLM or ollama on a private network), and proxies skip their connect-time address check for it. Turning it off is refused while base_url needs it.',
+  });
+
+/**
+ * Whether an upstream object's SSRF rule has something sound to judge: the input is an object
+ * with a string base_url, and no earlier issue concerns base_url or allow_private_network.
+ */
+function upstreamRuleApplies(payload: { value: unknown; issues: readonly { path?: readonly PropertyKey[] | undefined }[] }): boolean {
+  const value = payload.value;
+  if (typeof value !== 'object' || value === null || typeof (value as { base_url?: unknown }).base_url !== 'string') return false;
+  return !payload.issues.some((issue) => issue.path !== undefined && ['base_url', 'allow_private_network'].includes(String(issue.path[0])));
 }
 
 /** The upstream provider kind of a gateway model. */
@@ -121,7 +144,11 @@ const upstreamApiKey = z.string({ error: 'must be a string' })
   .max(4096, { error: 'must be at most 4096 characters' })
   .regex(/^\S+$/, { error: 'must not contain whitespace' });
 
-/** Body of POST /admin/v1/gateway-models; base URLs are judged by the given SSRF policy. */
+/**
+ * Body of POST /admin/v1/gateway-models. A base URL is judged by the SSRF rule with private
+ * addresses allowed when `policy` allows them (ADMIN_ALLOW_PRIVATE_UPSTREAMS) or the body sets
+ * upstream.allow_private_network.
+ */
 export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
   const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`);
   return z.strictObject({
@@ -135,14 +162,19 @@ export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
     provider_output_cost_micros_per_mtok: price('What the provider charges for output tokens (recorded, never billed). Default "0".').optional(),
     upstream: z.strictObject({
       provider_kind: providerKind,
-      base_url: upstreamBaseUrl(policy),
+      base_url: upstreamBaseUrl(),
       model: displayText("The provider's model name; never shown to customers."),
       api_key: upstreamApiKey.optional()
         .meta({ description: 'The provider credential. Stored encrypted (AES-256-GCM); never returned.', writeOnly: true }),
+      allow_private_network: upstreamAllowPrivateNetwork.default(false),
     }, { error: (issue) => (issue.input === undefined ? 'is required' : 'must be a JSON object') }).superRefine((upstream, context) => {
-      const problem = upstreamUrlProblem(upstream.base_url, policy, { providerKind: upstream.provider_kind });
+      // Runs also when a sibling field (say provider_kind) is invalid, so every bad field is named;
+      // a kind that is itself invalid leaves only the address rule to judge here.
+      const kind = (providerKinds as readonly unknown[]).includes(upstream.provider_kind) ? upstream.provider_kind : apiVersionQueryProviderKind;
+      const allowPrivate = allowsPrivateUpstream(policy.allowPrivate, upstream.allow_private_network === true);
+      const problem = upstreamUrlProblem(upstream.base_url, { allowPrivate }, { providerKind: kind });
       if (problem) context.addIssue({ code: 'custom', path: ['base_url'], message: problem });
-    }),
+    }, { when: upstreamRuleApplies }),
   }).superRefine((body, context) => {
     if (body.max_context_tokens < body.default_max_tokens) {
       context.addIssue({ code: 'custom', path: ['max_context_tokens'], message: 'must be at least default_max_tokens' });
@@ -199,7 +231,12 @@ export const projectBudgetBody = z.strictObject({
   soft_alert_percent: integerIn(1, 100, 'A soft alert is raised once a month when spend reaches this percentage of the cap. Default 80.').optional(),
 });
 
-/** Body of PATCH /admin/v1/gateway-models/{slug}: any field but the slug and provider kind; at least one. */
+/**
+ * Body of PATCH /admin/v1/gateway-models/{slug}: any field but the slug and provider kind; at
+ * least one. A base URL's form is judged here, and the SSRF address rule too when the body gives
+ * upstream.allow_private_network beside it (with `policy`, ADMIN_ALLOW_PRIVATE_UPSTREAMS);
+ * otherwise the service judges it with the model's stored flag, which only it knows.
+ */
 export function updateGatewayModelBody(policy: UpstreamUrlPolicy) {
   const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`).optional();
   return z.strictObject({
@@ -211,11 +248,19 @@ export function updateGatewayModelBody(policy: UpstreamUrlPolicy) {
     provider_input_cost_micros_per_mtok: price('What the provider charges for input tokens (recorded, never billed).'),
     provider_output_cost_micros_per_mtok: price('What the provider charges for output tokens (recorded, never billed).'),
     upstream: z.strictObject({
-      base_url: upstreamBaseUrl(policy).optional(),
+      base_url: upstreamBaseUrl().optional(),
       model: displayText("The provider's model name; never shown to customers.").optional(),
       api_key: upstreamApiKey.nullable().optional()
         .meta({ description: 'A new provider credential (stored encrypted, never returned), or null to remove it.', writeOnly: true }),
-    }, { error: 'must be a JSON object' }).refine((upstream) => Object.keys(upstream).length > 0, { error: 'must change at least one of base_url, model, api_key' })
+      allow_private_network: upstreamAllowPrivateNetwork.optional(),
+    }, { error: 'must be a JSON object' }).refine((upstream) => Object.keys(upstream).length > 0, {
+      error: 'must change at least one of base_url, model, api_key, allow_private_network',
+    }).superRefine((upstream, context) => {
+      // The stored kind is unknown here: a query is left to the service, only the address rule is judged.
+      const allowPrivate = allowsPrivateUpstream(policy.allowPrivate, upstream.allow_private_network === true);
+      const problem = upstreamUrlProblem(upstream.base_url!, { allowPrivate }, { providerKind: apiVersionQueryProviderKind });
+      if (problem) context.addIssue({ code: 'custom', path: ['base_url'], message: problem });
+    }, { when: (payload) => upstreamRuleApplies(payload) && typeof (payload.value as { allow_private_network?: unknown }).allow_private_network === 'boolean' })
       .optional(),
   }).refine((body) => Object.keys(body).length > 0, { error: 'must change at least one field' });
 }

@@ -61,6 +61,9 @@ export const gatewayModelResponse = z.strictObject({
     base_url: z.string(),
     model: z.string(),
     has_api_key: z.boolean(),
+    allow_private_network: z.boolean().meta({
+      description: 'true: the model\'s explicit SSRF exception: its base_url may use http and a private or loopback address, and proxies skip their connect-time address check for it.',
+    }),
   }),
   created_at: timestamp,
 });

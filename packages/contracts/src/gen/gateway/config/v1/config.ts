@@ -131,7 +131,8 @@ export interface GatewayModel {
    * true: the proxy may connect to this model's upstream at a private, loopback, link-local or
    * otherwise internal address. false (the default): every address the upstream host resolves
    * to is checked against the SSRF address policy at connect time, and a refused one fails the
-   * call before anything is sent. The admin sets it only while ADMIN_ALLOW_PRIVATE_UPSTREAMS=true.
+   * call before anything is sent. The admin sets it while ADMIN_ALLOW_PRIVATE_UPSTREAMS=true and for a
+   * model given the explicit, audited upstream.allow_private_network (admin API).
    */
   allowPrivateNetwork: boolean;
 }
