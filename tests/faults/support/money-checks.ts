@@ -91,8 +91,6 @@ export interface AfterFaultOptions {
   monitor: BalanceMonitor;
   /** Requests a SIGKILL of a proxy may leave without a record (never with two). */
   exempt?: ReadonlySet<string>;
-  /** Whether records without a request id are checked by the scenario itself (else each is a problem). */
-  allowUnattributed?: boolean;
 }
 
 /**
@@ -142,7 +140,6 @@ export async function checkAfterFault(options: AfterFaultOptions): Promise<After
   if (min !== undefined && min < 0n) problems.push(`available went to ${min} µ₹ during the load`);
 
   const usage = await matchUsage(gateway, organisationId, options.requestIdPrefix, options.exempt);
-  if (options.allowUnattributed) usage.unexpected = usage.unexpected.filter((id) => id !== '');
   if (usage.missing.length > 0) problems.push(`${usage.missing.length} of ${usage.reached.size} requests that reached the upstream have no usage record (e.g. ${usage.missing.slice(0, 5).join(', ')})`);
   if (usage.duplicated.length > 0) problems.push(`${usage.duplicated.length} request ids have more than one usage record (e.g. ${usage.duplicated.slice(0, 5).join(', ')})`);
   if (usage.unexpected.length > 0) problems.push(`${usage.unexpected.length} usage records not matching a request that reached the upstream (request ids ${usage.unexpected.slice(0, 5).map((id) => JSON.stringify(id)).join(', ')})`);
