@@ -26,13 +26,21 @@ export function createGrpcServer(): Server {
 }
 
 /**
+ * The address grpc-js binds for host and port: an IPv6 literal (a pod IP in an IPv6 cluster,
+ * BIND_HOST from the downward API) needs brackets, or `::1:0` reads as one address with no port.
+ */
+export function grpcBindAddress(host: string, port: number): string {
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/**
  * Starts a gRPC server on host:port (0 for a free port) with the service's transport security
  * (mTLS requiring a client certificate, or plaintext under GRPC_INSECURE) and resolves with the
  * bound port.
  */
 export function startGrpcServer(server: Server, host: string, port: number, security: GrpcTransportSecurity): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, serverCredentials(security), (error, boundPort) => {
+    server.bindAsync(grpcBindAddress(host, port), serverCredentials(security), (error, boundPort) => {
       if (error) reject(error);
       else resolve(boundPort);
     });
