@@ -92,7 +92,7 @@ function defineRoute<Query extends z.ZodType = z.ZodUndefined, Body extends z.Zo
 
 const readErrors: ErrorCode[] = ['unauthenticated', 'not_found', 'invalid_request'];
 const platformErrors: ErrorCode[] = ['permission_denied'];
-const writeErrors: ErrorCode[] = ['unauthenticated', 'invalid_request', 'invalid_json', 'request_too_large'];
+const writeErrors: ErrorCode[] = ['unauthenticated', 'invalid_request', 'invalid_json', 'request_too_large', 'unsupported_media_type'];
 const ledgerErrors: ErrorCode[] = ['service_unavailable'];
 
 /** The admin API's routes. The SSRF policy shapes the gateway-model body's validation. */

@@ -32,7 +32,8 @@ function queryParameters(query: z.ZodType | undefined) {
 
 /** Documented error answers of a route, grouped by HTTP status. */
 function errorResponses(codes: readonly ErrorCode[], authenticated: boolean) {
-  const all = new Set<ErrorCode>([...codes, 'internal_error']);
+  // Every route: headers over the server's limit are answered before routing (431).
+  const all = new Set<ErrorCode>([...codes, 'headers_too_large', 'internal_error']);
   if (authenticated) all.add('unauthenticated');
   // Ids an organisation token may not see answer 404, exactly like unknown ones.
   if (authenticated) all.add('not_found');
