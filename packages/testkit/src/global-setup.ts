@@ -1,4 +1,8 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { testPkiRootEnv } from './test-pki.ts';
 import { resolveTestInfrastructure } from './infrastructure.ts';
 
 declare module 'vitest' {
@@ -25,5 +29,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
   project.provide('postgresUrl', infrastructure.postgresUrl);
   project.provide('redisUrl', infrastructure.redisUrl);
-  return () => infrastructure.stop();
+  // Every test process makes its certificates under this one folder (testPkiRootEnv), removed
+  // when the run ends: the workers are killed, not exited, so they cannot clean up themselves.
+  const pkiRoot = await mkdtemp(join(tmpdir(), 'gateway-test-pki-'));
+  process.env[testPkiRootEnv] = pkiRoot;
+  return async () => {
+    await rm(pkiRoot, { recursive: true, force: true });
+    await infrastructure.stop();
+  };
 }

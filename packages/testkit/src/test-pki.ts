@@ -1,4 +1,3 @@
-import { rmSync } from 'node:fs';
 import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,11 +38,17 @@ const testDnsNames = ['localhost'];
 const testIpAddresses = ['127.0.0.1', '::1'];
 
 /**
+ * The environment variable naming the folder test PKIs are made in: vitest's global setup sets
+ * it for the run and removes the folder when the run ends; unset, the system's temporary folder.
+ */
+export const testPkiRootEnv = 'GATEWAY_TEST_PKI_ROOT';
+
+/**
  * Creates a TestPki under `dir` (a fresh temporary directory when omitted). Takes a few
  * milliseconds per key (ECDSA P-256); create one per test file, in beforeAll.
  */
 export async function createTestPki(dir?: string): Promise<TestPki> {
-  const root = dir ?? await mkdtemp(join(tmpdir(), 'gateway-pki-'));
+  const root = dir ?? await mkdtemp(join(process.env[testPkiRootEnv] ?? tmpdir(), 'gateway-pki-'));
   await mkdir(root, { recursive: true });
   const ca = await createCertificateAuthority('inr-gateway test CA');
   const otherCa = await createCertificateAuthority('inr-gateway test CA');
@@ -88,13 +93,7 @@ let sharedCreated: TestPki | undefined;
 
 /** One TestPki per test process, so every test ledger, admin and proxy in it trusts the same CA. */
 export function sharedTestPki(): Promise<TestPki> {
-  shared ??= createTestPki().then((pki) => {
-    sharedCreated = pki;
-    // Its folder lives as long as the test process: removed when the process exits, so runs do
-    // not pile up key folders in the temporary directory.
-    process.once('exit', () => rmSync(pki.dir, { recursive: true, force: true }));
-    return pki;
-  });
+  shared ??= createTestPki().then((pki) => { sharedCreated = pki; return pki; });
   return shared;
 }
 
