@@ -1,6 +1,15 @@
 import { ConfigError } from '@gateway/config';
 import { createLogger, type Logger } from '@gateway/logger';
 
+export {
+  createHealthProbes, createProbeOnlyListener,
+  type DependencyCheck, type HealthProbeOptions, type HealthProbes, type ProbeAnswer, type ProbeBody, type ProbeOnlyListenerOptions,
+} from './health-probes.ts';
+export { startHttpServer, type HttpServerOptions, type RunningHttpServer } from './http-server.ts';
+export {
+  CleanupError, createLifecycle, startLifecycle, type CleanupFailure, type Lifecycle, type LifecycleOptions,
+} from './lifecycle.ts';
+
 /** What a started service hands back: its bound ports and a close that drains and frees everything. */
 export interface RunningService {
   ports: Record<string, number>;
