@@ -91,7 +91,10 @@ export const ReserveResult = {
   RESERVE_RESULT_IDEMPOTENCY_CONFLICT: 2,
   /** RESERVE_RESULT_INVALID_ARGUMENT - Not retryable: a field is missing, out of range or malformed. */
   RESERVE_RESULT_INVALID_ARGUMENT: 3,
-  /** RESERVE_RESULT_ORGANISATION_UNKNOWN - Not retryable: the organisation has no account. */
+  /**
+   * RESERVE_RESULT_ORGANISATION_UNKNOWN - Retryable once the account is opened: the organisation has no account (yet). A refused
+   * Reserve writes nothing, and the config snapshot can reach a proxy before the account is opened.
+   */
   RESERVE_RESULT_ORGANISATION_UNKNOWN: 4,
   /** RESERVE_RESULT_INSUFFICIENT_BALANCE - Retryable after a credit: available balance is below the amount. */
   RESERVE_RESULT_INSUFFICIENT_BALANCE: 5,
