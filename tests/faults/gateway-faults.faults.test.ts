@@ -117,7 +117,7 @@ async function waitForLiveStreams(load: Load): Promise<LoadRequest[]> {
   return live();
 }
 
-describe.skipIf(missing && process.env.CI !== 'true')('the gateway under faults', () => {
+describe.skipIf(missing && process.env.CI !== 'true')('the gateway under faults: CONSERVATION, NO_OVERSPEND, EXPIRY and NOTHING_FREE after each', () => {
   beforeAll(async () => {
     if (missing) throw new Error(`CI=true and the fault suite's binaries are missing: ${binaries.problems.join('; ')}`);
     postgres = await startLocalPostgres(binaries);

@@ -29,7 +29,7 @@ export interface ExpirySweeper {
 
 /**
  * Starts the expiry sweeper: every `intervalMs` (and once at start) it expires held
- * reservations past their database-clock deadline (law 7) and prunes Release tombstones past
+ * reservations past their database-clock deadline (EXPIRY) and prunes Release tombstones past
  * their retention. Passes never overlap within a
  * process; across replicas, SKIP LOCKED keeps them out of each other's way.
  */

@@ -7,8 +7,8 @@ import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLed
 const { ReserveResult, SetProjectBudgetResult, BillingMode } = ledgerV1;
 const serverUrl = testPostgresUrl();
 
-/** Law 9 (Project Budget) and the budget RPCs, over real PostgreSQL. */
-describe.skipIf(!serverUrl)('project budgets', () => {
+/** PROJECT_BUDGET and the budget RPCs, over real PostgreSQL. */
+describe.skipIf(!serverUrl)('PROJECT_BUDGET: project budgets', () => {
   let ledger: TestLedger;
   beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 60_000 }); });
   afterAll(async () => { await ledger?.close(); });

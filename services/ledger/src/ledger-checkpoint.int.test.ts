@@ -8,8 +8,8 @@ import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLed
 const { CheckpointResult, SettleResult, BillingMode, UsageSource } = ledgerV1;
 const serverUrl = testPostgresUrl();
 
-/** Law 7 with checkpoints: an expired stream is charged what it delivered, and law 5 still holds. */
-describe.skipIf(!serverUrl)('checkpoints and expiry', () => {
+/** EXPIRY with checkpoints: an expired stream is charged what it delivered, and NOTHING_FREE still holds. */
+describe.skipIf(!serverUrl)('EXPIRY and NOTHING_FREE: checkpoints, expiry and late settles', () => {
   let ledger: TestLedger;
   // The app's sweeper is idle; tests sweep explicitly once the database clock passed the deadline.
   beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });

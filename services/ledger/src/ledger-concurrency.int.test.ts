@@ -22,7 +22,7 @@ describe.skipIf(!serverUrl)('concurrency', () => {
   afterAll(async () => { await ledger?.close(); });
   afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
 
-  it('lets exactly 10 of 50 concurrent Reserves through a balance that fits 10', async () => {
+  it('NO_OVERSPEND: lets exactly 10 of 50 concurrent Reserves through a balance that fits 10', async () => {
     const organisationId = await fundedOrganisation(ledger, 10n * 333_333n);
     const responses = await Promise.all(Array.from({ length: 50 }, () => ledger.reserve({ organisationId, amountMicros: 333_333n })));
     const counts = tally(responses);
@@ -35,7 +35,7 @@ describe.skipIf(!serverUrl)('concurrency', () => {
     expect(held.rowCount).toBe(10);
   });
 
-  it('holds once when the same Reserve arrives 20 times at once', async () => {
+  it('IDEMPOTENCY: holds once when the same Reserve arrives 20 times at once', async () => {
     const organisationId = await fundedOrganisation(ledger, 1_000_000n);
     const request = { reservationId: uniqueId('dup'), organisationId, amountMicros: 400_000n };
     const responses = await Promise.all(Array.from({ length: 20 }, () => ledger.reserve(request)));
@@ -44,7 +44,7 @@ describe.skipIf(!serverUrl)('concurrency', () => {
     expect(await balancesOf(ledger, organisationId)).toMatchObject({ availableMicros: 600_000n, heldMicros: 400_000n });
   });
 
-  it('credits once when the same credit arrives 20 times at once', async () => {
+  it('IDEMPOTENCY: credits once when the same credit arrives 20 times at once', async () => {
     const organisationId = await fundedOrganisation(ledger, 0n);
     const request = { creditId: uniqueId('pay'), organisationId, amountMicros: 2_500_000n };
     const responses = await Promise.all(Array.from({ length: 20 }, () => ledger.credit(request)));
@@ -52,7 +52,7 @@ describe.skipIf(!serverUrl)('concurrency', () => {
     expect(await balancesOf(ledger, organisationId)).toMatchObject({ creditedMicros: 2_500_000n, availableMicros: 2_500_000n });
   });
 
-  it('lets exactly one of a racing Settle and Release win, every time', async () => {
+  it('ONE_OUTCOME: lets exactly one of a racing Settle and Release win, every time', async () => {
     const organisationId = await fundedOrganisation(ledger, 10_000_000n);
     let settledWins = 0;
     for (let round = 0; round < 15; round++) {
@@ -80,7 +80,7 @@ describe.skipIf(!serverUrl)('concurrency', () => {
     expect(usage.rowCount).toBe(settledWins);
   });
 
-  it('lets one of two different Settles win and writes one usage record', async () => {
+  it('ONE_OUTCOME and NOTHING_FREE: lets one of two different Settles win and writes one usage record', async () => {
     const organisationId = await fundedOrganisation(ledger, 1_000_000n);
     const reservationId = uniqueId('res');
     await ledger.reserve({ reservationId, organisationId, amountMicros: 1_000_000n });
@@ -101,7 +101,7 @@ describe.skipIf(!serverUrl)('concurrency', () => {
     expect(usage.rows).toEqual([{ cost_micros: cost }]);
   });
 
-  it('resolves a Settle racing the sweeper of another replica one way or the other, never both', async () => {
+  it('ONE_OUTCOME: resolves a Settle racing the sweeper of another replica one way or the other, never both', async () => {
     const organisationId = await fundedOrganisation(ledger, 10_000_000n);
     const reservations: string[] = [];
     for (let index = 0; index < 8; index++) {
@@ -135,7 +135,7 @@ describe.skipIf(!serverUrl)('concurrency', () => {
     });
   });
 
-  it('keeps every law through a mixed concurrent workload across organisations', async () => {
+  it('CONSERVATION: keeps every balance agreeing with its rows, and no hold left, through a mixed concurrent workload across organisations', async () => {
     const organisations = await Promise.all(Array.from({ length: 4 }, () => fundedOrganisation(ledger, 2_000_000n)));
     // A fixed pseudo-random sequence, so a failure reproduces.
     let seed = 42;

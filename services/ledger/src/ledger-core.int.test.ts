@@ -93,7 +93,7 @@ describe.each<TestBackend>(['postgres', 'pglite'])('ledger over %s', (backend) =
     ]);
   });
 
-  it.skipIf(skip)('refuses a Reserve that does not fit (the 402 case) and holds nothing', async () => {
+  it.skipIf(skip)('NO_OVERSPEND: refuses a Reserve that does not fit (the 402 case) and holds nothing', async () => {
     const organisationId = await fundedOrganisation(ledger, 1_000_000n);
     const before = await ledger.countRows();
     const refused = await ledger.reserve({ organisationId, amountMicros: 1_000_001n });
@@ -110,7 +110,7 @@ describe.each<TestBackend>(['postgres', 'pglite'])('ledger over %s', (backend) =
     expect((await ledger.getBalance(uniqueId('nobody'))).result).toBe(GetBalanceResult.GET_BALANCE_RESULT_ORGANISATION_UNKNOWN);
   });
 
-  it.skipIf(skip)('records usage and costs in internal billing mode without touching the wallet', async () => {
+  it.skipIf(skip)('INTERNAL_MODE: records usage and costs without touching the wallet', async () => {
     const organisationId = await fundedOrganisation(ledger, 0n);
     const reservationId = uniqueId('internal');
     const reserved = await ledger.reserve({
@@ -138,7 +138,7 @@ describe.each<TestBackend>(['postgres', 'pglite'])('ledger over %s', (backend) =
     })).result).toBe(ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN);
   });
 
-  it.skipIf(skip)('expires a forgotten Reserve by the sweeper, and a late settle still debits the usage', async () => {
+  it.skipIf(skip)('EXPIRY and NOTHING_FREE: expires a forgotten Reserve by the sweeper, and a late settle still debits the usage', async () => {
     const organisationId = await fundedOrganisation(ledger, 500_000n);
     const forgotten = uniqueId('forgotten');
     await ledger.reserve({ reservationId: forgotten, organisationId, amountMicros: 500_000n, ttlMs: 1_000n });

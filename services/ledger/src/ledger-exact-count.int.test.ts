@@ -16,7 +16,7 @@ const deadlineMs = 60_000;
  * Exact count across replicas: two ledger processes on one database, 500 concurrent Reserves
  * against a balance that fits 100. Correctness must come from the database, not a process.
  */
-describe.skipIf(!serverUrl)('exact count across two ledger processes', () => {
+describe.skipIf(!serverUrl)('NO_OVERSPEND: exact count across two ledger processes', () => {
   let database: TestDatabase;
   const processes: LedgerProcess[] = [];
   /** Per process: a client with the proxy's identity (Reserve) and one with the admin's (accounts, balances). */

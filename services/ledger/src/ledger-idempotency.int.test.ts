@@ -8,8 +8,8 @@ import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLed
 const { ReserveResult, SettleResult, ReleaseResult, CreditResult } = ledgerV1;
 const serverUrl = testPostgresUrl();
 
-/** Law 4: the same id with the same payload returns the first result; with another payload it changes nothing. */
-describe.skipIf(!serverUrl)('idempotency', () => {
+/** IDEMPOTENCY: the same id with the same payload returns the first result; with another payload it changes nothing. */
+describe.skipIf(!serverUrl)('IDEMPOTENCY', () => {
   let ledger: TestLedger;
   beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl }); });
   afterAll(async () => { await ledger?.close(); });

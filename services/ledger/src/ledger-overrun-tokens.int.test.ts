@@ -15,7 +15,7 @@ const serverUrl = testPostgresUrl();
  * stored, listed and part of the settle's idempotency payload, on every settle path; they never
  * change what the wallet pays.
  */
-describe.skipIf(!serverUrl)('overrun output tokens on usage records', () => {
+describe.skipIf(!serverUrl)('BOUNDED_OVERRUN: overrun output tokens on usage records', () => {
   let ledger: TestLedger;
   beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
   afterAll(async () => { await ledger?.close(); });

@@ -27,7 +27,7 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
     amountMicros: fc.bigInt(1n, 2_000_000n),
   }),
   fc.record({ kind: fc.constant('reserve' as const), organisation: fc.nat(2), project: fc.constantFrom(0, 1), internal: fc.constant(false), amountMicros: fc.bigInt(1n, 800_000n) }),
-  // Up to 120 % of the Reserve: the bounded streaming overrun of law 6.
+  // Up to 120 % of the Reserve: the bounded streaming overrun (BOUNDED_OVERRUN).
   fc.record({ kind: fc.constant('settle' as const), reservation: fc.nat(50), costPercent: fc.integer({ min: 0, max: 120 }) }),
   fc.record({ kind: fc.constant('release' as const), reservation: fc.nat(50) }),
   fc.record({ kind: fc.constant('expire' as const), reservation: fc.nat(50) }),
@@ -50,14 +50,14 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
   beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
   afterAll(async () => { await ledger?.close(); });
 
-  /** Law 1, 2 and 9 for the organisations and projects of one run, from the database in one snapshot. */
+  /** NO_OVERSPEND, CONSERVATION and PROJECT_BUDGET for the organisations and projects of one run, from the database in one snapshot. */
   async function checkLaws(organisations: string[], projects: string[], caps: Map<string, bigint>, creditedByModel: Map<string, bigint>) {
     for (const organisationId of organisations) {
       const balance = await ledger.getBalance(organisationId);
-      // Law 2, conservation, and the credits the model saw succeed.
+      // CONSERVATION, and the credits the model saw succeed.
       expect(balance.creditedMicros).toBe(balance.availableMicros + balance.heldMicros + balance.debitedMicros);
       expect(balance.creditedMicros).toBe(creditedByModel.get(organisationId));
-      // Law 1: only recorded overruns (settle movements' negative available deltas) can take available below zero.
+      // NO_OVERSPEND: only recorded overruns (settle movements' negative available deltas) can take available below zero.
       const { rows } = await ledger.database.query<{ overrun: bigint }>(
         `SELECT coalesce(-sum(available_delta_micros), 0)::bigint AS overrun FROM movements WHERE organisation_id = $1 AND kind = 'settle'`,
         [organisationId]);
@@ -68,8 +68,8 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
       const cap = caps.get(projectId);
       if (cap === undefined) continue;
       const spend = await ledger.getProjectSpend(projectId);
-      // Law 9: settled + held stays under the cap, except by what usage ran past its hold (law 6
-      // overrun): past its Reserve, or, for an expired reservation, past what its expiry charged
+      // PROJECT_BUDGET: settled + held stays under the cap, except by what usage ran past its hold
+      // (BOUNDED_OVERRUN): past its Reserve, or, for an expired reservation, past what its expiry charged
       // from the hold; a late settle's cost arrives after the hold was returned, so all of it is
       // overrun (docs/ledger.md, "Expiry and late settles"), and a Reserve admitted in between
       // was right to fit.
@@ -84,7 +84,7 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
 
   let heldTotal = 0n;
 
-  it('keeps conservation, no overspend and the budget after every step, one outcome per reservation, and verifies clean', async () => {
+  it('keeps CONSERVATION, NO_OVERSPEND and PROJECT_BUDGET after every step, ONE_OUTCOME and NOTHING_FREE per reservation, and verifies clean', async () => {
     await fc.assert(fc.asyncProperty(scenario, fc.bigInt(500_000n, 3_000_000n), async (steps, projectCapMicros) => {
       const organisations = [uniqueId('prop-org'), uniqueId('prop-org'), uniqueId('prop-org')];
       const creditedByModel = new Map<string, bigint>();
@@ -153,7 +153,7 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
         await Promise.all(step.map(run));
         await checkLaws(organisations, projects, caps, creditedByModel);
       }
-      // Law 3 and 5: one outcome each; a usage record exactly for settled ones and expiries that charged or were settled late.
+      // ONE_OUTCOME and NOTHING_FREE: one outcome each; a usage record exactly for settled ones and expiries that charged or were settled late.
       const { rows } = await ledger.database.query<{ status: string; settled: boolean; checkpointed: boolean; records: bigint }>(
         `SELECT r.status, r.settle_fingerprint IS NOT NULL AS settled, r.expiry_charged_micros IS NOT NULL AS checkpointed,
            (SELECT count(*) FROM usage_records u WHERE u.reservation_id = r.id) AS records

@@ -33,7 +33,7 @@ function reserveOperation(reservationId: string, organisationId: string, amountM
  * Release before Reserve (issue 10, finding 6; ONE_OUTCOME): a Release that overtakes its
  * queued Reserve leaves a tombstone, and the Reserve then holds nothing, on every path.
  */
-describe.each<TestBackend>(['postgres', 'pglite'])('release tombstones over %s', (backend) => {
+describe.each<TestBackend>(['postgres', 'pglite'])('ONE_OUTCOME: release tombstones over %s', (backend) => {
   const skip = backend === 'postgres' && !serverUrl;
   let ledger: TestLedger;
 
@@ -143,7 +143,7 @@ describe.each<TestBackend>(['postgres', 'pglite'])('release tombstones over %s',
  * and a Reserve of that id in flight at once must not both commit (a hold beside a tombstone).
  * Each side is held open in a transaction while the other runs; the other must wait for it.
  */
-describe.skipIf(!serverUrl)('release tombstones under concurrency', () => {
+describe.skipIf(!serverUrl)('ONE_OUTCOME: release tombstones under concurrency', () => {
   let ledger: TestLedger;
   beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
   afterAll(async () => { await ledger?.close(); });

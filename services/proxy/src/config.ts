@@ -37,7 +37,7 @@ export const proxyConfigSchema = z.object({
   PROXY_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(524_288),
   /**
    * A stream checkpoints its running usage to the ledger on its first content chunk and then at
-   * most this often (law 7): a SIGKILL of the proxy loses at most this much delivered output.
+   * most this often (EXPIRY): a SIGKILL of the proxy loses at most this much delivered output.
    */
   PROXY_CHECKPOINT_INTERVAL_MS: commonEnv.durationMs(2_000),
   /**

@@ -110,7 +110,7 @@ describe('streaming through the official client', () => {
     });
   });
 
-  it('stops a runaway upstream when the next chunk would pass the Reserve (law 6): length, [DONE], settled within the Reserve', async () => {
+  it('stops a runaway upstream when the next chunk would pass the Reserve (BOUNDED_OVERRUN): length, [DONE], settled within the Reserve', async () => {
     const before = world.ledger.account('acme')!;
     const content = 'run away [[fake:reply_words=40]] [[fake:ignore_max_tokens]]';
     const { status, text } = await rawStream({ model: 'chat', messages: [{ role: 'user', content }], max_tokens: 10 });
@@ -131,7 +131,7 @@ describe('streaming through the official client', () => {
     expect(world.ledger.account('acme')).toMatchObject({ heldMicros: 0n, debitedMicros: before.debitedMicros + settle.costMicros });
   });
 
-  it('settles the delivered tokens and releases the rest when the client aborts mid-stream', async () => {
+  it('NOTHING_FREE: settles the delivered tokens and releases the rest when the client aborts mid-stream', async () => {
     const before = world.ledger.account('acme')!;
     const abort = new AbortController();
     const content = 'slow [[fake:reply_words=30]] [[fake:chunk_delay_ms=60]]';
@@ -163,7 +163,7 @@ describe('streaming through the official client', () => {
     await waitFor(() => proxy.logs.some((line) => line.includes('"streamOutcome":"client_closed"')), 5000, 'log line');
   });
 
-  it('ends with an OpenAI error event when the upstream fails mid-stream, and settles what was delivered', async () => {
+  it('NOTHING_FREE: ends with an OpenAI error event when the upstream fails mid-stream, and settles what was delivered', async () => {
     for (const directive of ['[[fake:fail_after=3]]', '[[fake:error_after=3]]']) {
       const content = `[[fake:reply_words=8]] ${directive}`;
       const stream = await client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content }], stream: true });
@@ -211,7 +211,7 @@ describe('streaming through the official client', () => {
   });
 });
 
-describe('checkpoints of long streams (law 7)', () => {
+describe('EXPIRY: checkpoints of long streams', () => {
   it('records running totals with increasing sequence and pushes the deadline out', async () => {
     const content = '[[fake:reply_words=12]] [[fake:chunk_delay_ms=25]]';
     const requestId = `stream-checkpoint-${Date.now()}`;
@@ -294,7 +294,7 @@ describe('the Anthropic adapter', () => {
   });
 });
 
-describe('project budget', () => {
+describe('PROJECT_BUDGET', () => {
   it('maps PROJECT_BUDGET_EXCEEDED to 402 budget_exceeded with no upstream traffic', async () => {
     world.ledger.setProjectCap('capped-project', 10n);
     const upstreamRequests = world.upstream.requests.length;

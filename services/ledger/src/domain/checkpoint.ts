@@ -2,7 +2,7 @@ import type { Database } from '@gateway/db';
 import type { ReservationStatus } from './ledger-types.ts';
 import { idProblem, nonNegativeAmountProblem, optionalIdProblem, problemsOf, reserveTtlProblem } from './validation.ts';
 
-/** The running usage of a long stream, recorded so that an expiry charges it instead of nothing (law 7). */
+/** The running usage of a long stream, recorded so that an expiry charges it instead of nothing (EXPIRY). */
 export interface CheckpointInput {
   reservationId: string;
   /** Increases with every checkpoint of a reservation; one at or below the last recorded changes nothing. */

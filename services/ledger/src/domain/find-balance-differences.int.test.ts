@@ -10,7 +10,7 @@ import { settle } from './settle.ts';
 const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
 
 /** The balance check must be able to fail: tampered rows are found, and the schema refuses the worst. */
-describe('findBalanceDifferences over embedded PGlite', () => {
+describe('CONSERVATION: findBalanceDifferences over embedded PGlite', () => {
   let db: Database;
   beforeAll(async () => {
     db = await openDatabase({ schema: 'ledger' });

@@ -74,10 +74,11 @@ export async function recomputeBalances(db: Queryable): Promise<Map<string, Bala
 }
 
 /**
- * Checks the ledger's laws against its rows, in one snapshot: for every account,
+ * Checks CONSERVATION against the rows, in one snapshot: for every account,
  * credited = available + held + debited, and each balance equals what the movements add up to;
  * credited also equals the credits, held the Reserves still held, debited the usage records'
- * debits. Returns every difference found; an empty list means the ledger agrees to the µ₹.
+ * debits (and PROJECT_BUDGET's spend rows their usage records, and every row its parent).
+ * Returns every difference found; an empty list means the ledger agrees to the µ₹.
  */
 export async function findBalanceDifferences(db: Database): Promise<BalanceDifference[]> {
   return (await verifyLedger(db)).differences;

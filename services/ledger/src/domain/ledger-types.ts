@@ -1,10 +1,10 @@
-/** How an organisation pays: from its prepaid wallet, or sponsored with no wallet movement (law 8). */
+/** How an organisation pays: from its prepaid wallet, or sponsored with no wallet movement (INTERNAL_MODE). */
 export type BillingMode = 'commercial' | 'internal';
 
 /** Where a usage record's token counts came from: the upstream's report or the gateway's own count. */
 export type UsageSource = 'upstream' | 'gateway_estimate';
 
-/** Lifecycle of a reservation: it leaves `held` exactly once (law 3). */
+/** Lifecycle of a reservation: it leaves `held` exactly once (ONE_OUTCOME). */
 export type ReservationStatus = 'held' | 'settled' | 'released' | 'expired';
 
 /** The four balances of one wallet, µ₹; credited = available + held + debited always. */

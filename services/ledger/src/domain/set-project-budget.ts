@@ -4,7 +4,7 @@ import { raiseSoftAlertIfDue } from './project-budget.ts';
 import { IdempotencyKeyRace, runIdempotentTransaction } from './run-idempotent-transaction.ts';
 import { idProblem, nonNegativeAmountProblem, problemsOf } from './validation.ts';
 
-/** A change of a project's monthly budget (law 9). */
+/** A change of a project's monthly budget (PROJECT_BUDGET). */
 export interface SetProjectBudgetInput {
   /** Caller-generated idempotency id. */
   requestId: string;

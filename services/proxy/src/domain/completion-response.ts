@@ -74,7 +74,7 @@ export function estimateCompletionTokens(completion: NormalizedCompletion, token
 
 /**
  * A completion cut to at most maxTokens completion tokens (counted as estimateCompletionTokens
- * counts them), for a reply that outgrew its Reserve (law 6). Text is kept in reply order: each
+ * counts them), for a reply that outgrew its Reserve (BOUNDED_OVERRUN). Text is kept in reply order: each
  * choice's content, then its refusal, then its tool calls; the text that meets the limit is cut
  * at a token boundary and everything after it is dropped. A tool call is kept only whole: a call
  * with cut arguments would be half an instruction (unparseable JSON, or worse, parseable with a

@@ -39,7 +39,7 @@ export function reserveMicros(promptTokens: number, maxTokens: number, model: Ga
 /**
  * The most output tokens a Reserve covers after a prompt, never more than maxTokens: the largest
  * n with ceil(promptTokens × inputPrice / 1e6) + ceil(n × outputPrice / 1e6) ≤ reserveMicros
- * (0 when the prompt alone does not fit). Where a non-streaming reply is cut (law 6).
+ * (0 when the prompt alone does not fit). Where a non-streaming reply is cut (BOUNDED_OVERRUN).
  */
 export function outputTokensWithin(reserveMicros: bigint, promptTokens: number, maxTokens: number, model: GatewayModelEntry): number {
   const budgetMicros = reserveMicros - costMicros(promptTokens, model.inputPriceMicrosPerMtok);
