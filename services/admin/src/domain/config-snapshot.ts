@@ -90,6 +90,11 @@ export interface ConfigChange {
   ref: string;
 }
 
+/** The change-log entry of an organisation, project, key or model, for bumpConfigVersion. */
+export function configChange(kind: ConfigChange['kind'], ref: string): ConfigChange {
+  return { kind, ref };
+}
+
 /** The AAD a gateway model's credential is sealed with, binding it to its row. */
 export function credentialContext(slug: string): string {
   return `gateway_models:${slug}`;

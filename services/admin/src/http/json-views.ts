@@ -1,5 +1,5 @@
 import type { Balance, GatewayModel, Organisation, Page, Project, ProjectSpend, UsageRecord, UsageSummaryRow } from '../domain/admin-records.ts';
-import type { CreditOutcome } from '../domain/admin-service.ts';
+import type { CreditOutcome } from '../domain/balance-service.ts';
 import type { AdminTokenInfo } from '../domain/admin-tokens.ts';
 import type { AuditEvent } from '../domain/audit-log.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { gatewayModelSlugPattern } from '../domain/admin-service.ts';
+import { gatewayModelSlugPattern } from '../domain/gateway-models-service.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
 import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 

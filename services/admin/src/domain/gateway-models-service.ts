@@ -1,0 +1,294 @@
+import type { Database } from '@gateway/db';
+import { GatewayError } from '@gateway/errors';
+import { systemResolver, type HostResolver } from '@gateway/address-policy';
+import { requirePlatformAdmin, systemActor, type Actor } from './actor.ts';
+import type { GatewayModel, Page, PageRequest, Propagation } from './admin-records.ts';
+import { changedFields, recordAuditEvent, type AuditChanges } from './audit-log.ts';
+import type { ConfigPublisher } from './config-publisher.ts';
+import { bumpConfigVersion, configChange, credentialContext } from './config-snapshot.ts';
+import type { CredentialCipher } from './credential-cipher.ts';
+import {
+  findGatewayModel, insertGatewayModel, listGatewayModels, updateGatewayModelFields, withoutCredential,
+  type GatewayModelChanges, type StoredGatewayModel,
+} from './gateway-model-store.ts';
+import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
+import {
+  allowsPrivateUpstream, normaliseUpstreamUrl, resolvedHostProblem, resolvesToInternalAddressProblem, upstreamUrlProblem,
+} from './upstream-url.ts';
+
+/** The field a refused upstream URL is blamed on: the URL given, or the exception turned off. */
+type UpstreamRuleParam = 'upstream.base_url' | 'upstream.allow_private_network';
+
+/** A new gateway model. Prices and costs in µ₹ per million tokens. */
+export interface CreateGatewayModelInput {
+  slug: string;
+  displayName?: string | undefined;
+  defaultMaxTokens: number;
+  maxContextTokens: number;
+  inputPriceMicrosPerMtok: bigint;
+  outputPriceMicrosPerMtok: bigint;
+  providerInputCostMicrosPerMtok: bigint;
+  providerOutputCostMicrosPerMtok: bigint;
+  /**
+   * `allowPrivateNetwork` true is the model's explicit SSRF exception: its base URL may use http
+   * and a private or loopback address, and proxies skip their connect-time check for it. Default false.
+   */
+  upstream: { providerKind: ProviderKind; baseUrl: string; model: string; apiKey?: string | undefined; allowPrivateNetwork?: boolean | undefined };
+}
+
+/** Changes to a gateway model; absent fields stay. Prices in µ₹ per million tokens. */
+export interface UpdateGatewayModelInput {
+  displayName?: string | undefined;
+  defaultMaxTokens?: number | undefined;
+  maxContextTokens?: number | undefined;
+  inputPriceMicrosPerMtok?: bigint | undefined;
+  outputPriceMicrosPerMtok?: bigint | undefined;
+  providerInputCostMicrosPerMtok?: bigint | undefined;
+  providerOutputCostMicrosPerMtok?: bigint | undefined;
+  /**
+   * `apiKey` null removes the credential; a string replaces it; absent keeps it. `allowPrivateNetwork`
+   * sets or clears the model's SSRF exception; turning it off is refused while the base URL needs it.
+   */
+  upstream?: {
+    baseUrl?: string | undefined; model?: string | undefined; apiKey?: string | null | undefined; allowPrivateNetwork?: boolean | undefined;
+  } | undefined;
+}
+
+/** The settings of the built-in demo model, seeded when DEMO_UPSTREAM_URL is set. */
+export const demoGatewayModel = {
+  slug: 'demo',
+  displayName: 'Demo (built-in demo upstream, no provider account)',
+  defaultMaxTokens: 256,
+  maxContextTokens: 8192,
+  inputPriceMicrosPerMtok: 1_000_000n, // ₹1 per million input tokens
+  outputPriceMicrosPerMtok: 2_000_000n, // ₹2 per million output tokens
+  providerInputCostMicrosPerMtok: 0n,
+  providerOutputCostMicrosPerMtok: 0n,
+  upstreamModel: 'demo',
+} as const;
+
+/** The slug rule of a gateway model (also enforced by the API schema and a CHECK constraint). */
+export const gatewayModelSlugPattern = /^[a-z0-9][a-z0-9._:/-]{0,127}$/;
+
+/** What the gateway models aggregate is built from. */
+export interface GatewayModelsServiceDeps {
+  db: Database;
+  cipher: CredentialCipher;
+  publisher: ConfigPublisher;
+  /** true: upstream base URLs may be http and private addresses (development, demo). */
+  allowPrivateUpstreams: boolean;
+  /** Resolves upstream host names for the SSRF check; default the system resolver (tests inject a table). */
+  resolveHost?: HostResolver | undefined;
+}
+
+/** How a stored credential appears in the audit log: whether it is set, never what it is. */
+function credentialMarker(sealed: string | null): string | null {
+  return sealed === null ? null : '(set)';
+}
+
+/**
+ * Gateway models (route tag "gateway models"): customer-facing names with prices and a concealed
+ * upstream target, judged by the SSRF rule, their credentials sealed before they are stored.
+ */
+export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
+  const { db, cipher, publisher } = deps;
+
+  /** The not_found answer for a slug; only a well-formed slug is echoed back. */
+  function gatewayModelNotFound(slug: string): GatewayError {
+    const publicMessage = gatewayModelSlugPattern.test(slug) ? `No gateway model has the slug "${slug}".` : 'No gateway model has this slug.';
+    return new GatewayError('not_found', { publicMessage, param: 'slug' });
+  }
+
+  const gatewayModelAuditFields = {
+    displayName: 'display_name', defaultMaxTokens: 'default_max_tokens', maxContextTokens: 'max_context_tokens',
+    inputPriceMicrosPerMtok: 'input_price_micros_per_mtok', outputPriceMicrosPerMtok: 'output_price_micros_per_mtok',
+    providerInputCostMicrosPerMtok: 'provider_input_cost_micros_per_mtok', providerOutputCostMicrosPerMtok: 'provider_output_cost_micros_per_mtok',
+    providerKind: 'upstream.provider_kind', baseUrl: 'upstream.base_url', upstreamModel: 'upstream.model', credential: 'upstream.api_key',
+    allowPrivateNetwork: 'upstream.allow_private_network',
+  };
+  /** The SSRF policy for a model with (or without) its own exception: ADMIN_ALLOW_PRIVATE_UPSTREAMS || its flag. */
+  const upstreamPolicy = (modelAllowsPrivateNetwork: boolean) => ({ allowPrivate: allowsPrivateUpstream(deps.allowPrivateUpstreams, modelAllowsPrivateNetwork) });
+  /**
+   * The 400 for a base URL the SSRF rule refuses. `param` is upstream.base_url when the request
+   * gave the URL, or upstream.allow_private_network when it only turned the exception off and the
+   * stored URL needs it.
+   */
+  const refusedUpstream = (param: UpstreamRuleParam, problem: string, internalMessage?: string) => new GatewayError('invalid_request', {
+    publicMessage: param === 'upstream.base_url'
+      ? `Invalid request: upstream.base_url: ${problem}.`
+      : `Invalid request: upstream.allow_private_network: cannot be false while the model's upstream.base_url needs it (upstream.base_url ${problem}); give a public https upstream.base_url in the same request.`,
+    param,
+    ...(internalMessage === undefined ? {} : { internalMessage }),
+  });
+  /** Refuses a base URL the SSRF rule forbids for this provider kind and exception (400). */
+  const requireUpstreamUrl = (baseUrl: string, providerKind: ProviderKind, allowPrivateNetwork: boolean, param: UpstreamRuleParam = 'upstream.base_url') => {
+    const problem = upstreamUrlProblem(baseUrl, upstreamPolicy(allowPrivateNetwork), { providerKind });
+    if (problem) throw refusedUpstream(param, problem);
+  };
+  /**
+   * Refuses a base URL whose host name resolves to an address the SSRF policy refuses (400; the
+   * address stays in the internal message). DNS can change after this: the proxy checks again
+   * at connect time, which is the real guard.
+   */
+  const requireResolvedUpstream = async (baseUrl: string, allowPrivateNetwork: boolean, param: UpstreamRuleParam = 'upstream.base_url') => {
+    const problem = await resolvedHostProblem(baseUrl, upstreamPolicy(allowPrivateNetwork), deps.resolveHost ?? systemResolver);
+    if (problem) throw refusedUpstream(param, resolvesToInternalAddressProblem, problem);
+  };
+  /** A gateway model flattened for the audit log; the credential only as a marker. */
+  const gatewayModelAuditRecord = (model: GatewayModel & { upstreamApiKeyEncrypted: string | null }) => ({
+    ...model, providerKind: model.upstream.providerKind, baseUrl: model.upstream.baseUrl, upstreamModel: model.upstream.model,
+    credential: credentialMarker(model.upstreamApiKeyEncrypted), allowPrivateNetwork: model.upstream.allowPrivateNetwork,
+  });
+  return {
+    /**
+     * Creates a gateway model. The base URL is checked against the SSRF rule here as well as at
+     * the API edge, and the credential is sealed with AES-256-GCM before it touches the database.
+     */
+    async createGatewayModel(actor: Actor, input: CreateGatewayModelInput): Promise<{ gatewayModel: GatewayModel; propagation: Propagation }> {
+      requirePlatformAdmin(actor);
+      const allowPrivateNetwork = input.upstream.allowPrivateNetwork ?? false;
+      requireUpstreamUrl(input.upstream.baseUrl, input.upstream.providerKind, allowPrivateNetwork);
+      await requireResolvedUpstream(input.upstream.baseUrl, allowPrivateNetwork);
+      const { version, stored } = await db.transaction(async (tx) => {
+        const inserted = await insertGatewayModel(tx, {
+          slug: input.slug,
+          displayName: input.displayName ?? input.slug,
+          defaultMaxTokens: input.defaultMaxTokens,
+          maxContextTokens: input.maxContextTokens,
+          inputPriceMicrosPerMtok: input.inputPriceMicrosPerMtok,
+          outputPriceMicrosPerMtok: input.outputPriceMicrosPerMtok,
+          providerInputCostMicrosPerMtok: input.providerInputCostMicrosPerMtok,
+          providerOutputCostMicrosPerMtok: input.providerOutputCostMicrosPerMtok,
+          upstream: {
+            providerKind: input.upstream.providerKind, baseUrl: normaliseUpstreamUrl(input.upstream.baseUrl), model: input.upstream.model, allowPrivateNetwork,
+          },
+          upstreamApiKeyEncrypted: input.upstream.apiKey === undefined ? null : cipher.encrypt(input.upstream.apiKey, credentialContext(input.slug)),
+        });
+        if (!inserted) {
+          throw new GatewayError('conflict', { publicMessage: `A gateway model with the slug "${input.slug}" already exists.`, param: 'slug' });
+        }
+        const created = (await findGatewayModel(tx, input.slug))!;
+        await recordAuditEvent(tx, {
+          actor, organisationId: null, action: 'gateway_model.create', resourceType: 'gateway_model', resourceId: input.slug,
+          changes: changedFields(undefined, gatewayModelAuditRecord(created), gatewayModelAuditFields),
+        });
+        return { version: await bumpConfigVersion(tx, [configChange('gateway_model', input.slug)]), stored: created };
+      });
+      const propagation = await publisher.publish(version);
+      return { gatewayModel: withoutCredential(stored), propagation };
+    },
+
+    /**
+     * Changes a gateway model (prices, limits, upstream target, credential) and pushes it. The
+     * combination is checked after merging (max_context_tokens ≥ default_max_tokens); a new base
+     * URL passes the SSRF rule with the model's exception as it will be (the body's
+     * allowPrivateNetwork if given, else the stored one), and turning the exception off re-judges
+     * the stored URL (400 naming upstream.allow_private_network when it needs it); a new
+     * credential is sealed before it is stored.
+     */
+    async updateGatewayModel(actor: Actor, slug: string, input: UpdateGatewayModelInput): Promise<{ gatewayModel: GatewayModel; propagation: Propagation }> {
+      requirePlatformAdmin(actor);
+      const baseUrl = input.upstream?.baseUrl;
+      const flag = input.upstream?.allowPrivateNetwork;
+      // The URL the SSRF rule judges: a new one, or the stored one when only the exception changes.
+      const judged = (model: StoredGatewayModel | undefined) => baseUrl ?? (flag !== undefined ? model?.upstream.baseUrl : undefined);
+      // The exception the model will have: the body's value if given, else the stored one.
+      const allowedFor = (model: StoredGatewayModel | undefined) => flag ?? model?.upstream.allowPrivateNetwork ?? false;
+      const param: UpstreamRuleParam = baseUrl !== undefined ? 'upstream.base_url' : 'upstream.allow_private_network';
+      // Judged before the row is locked (name resolution may take seconds): the form first, with
+      // any query let through (whether it may stay depends on the stored provider kind).
+      const seen = baseUrl === undefined && flag === undefined ? undefined : await findGatewayModel(db, slug);
+      const seenUrl = judged(seen);
+      if (baseUrl !== undefined) requireUpstreamUrl(baseUrl, apiVersionQueryProviderKind, allowedFor(seen));
+      if (seenUrl !== undefined) await requireResolvedUpstream(seenUrl, allowedFor(seen), param);
+      const { version, stored } = await db.transaction(async (tx) => {
+        const current = await findGatewayModel(tx, slug, { forUpdate: true });
+        if (!current) throw gatewayModelNotFound(slug);
+        const currentUrl = judged(current);
+        if (currentUrl !== undefined) {
+          requireUpstreamUrl(currentUrl, current.upstream.providerKind, allowedFor(current), param);
+          // A concurrent change between the read above and the lock: judge the name again under the lock.
+          if (currentUrl !== seenUrl || allowedFor(current) !== allowedFor(seen)) await requireResolvedUpstream(currentUrl, allowedFor(current), param);
+        }
+        const defaultMaxTokens = input.defaultMaxTokens ?? current.defaultMaxTokens;
+        const maxContextTokens = input.maxContextTokens ?? current.maxContextTokens;
+        if (maxContextTokens < defaultMaxTokens) {
+          throw new GatewayError('invalid_request', {
+            publicMessage: `Invalid request: max_context_tokens: must be at least default_max_tokens (${defaultMaxTokens}).`,
+            param: input.maxContextTokens !== undefined ? 'max_context_tokens' : 'default_max_tokens',
+          });
+        }
+        const apiKey = input.upstream?.apiKey;
+        const changes: GatewayModelChanges = {
+          displayName: input.displayName,
+          defaultMaxTokens: input.defaultMaxTokens,
+          maxContextTokens: input.maxContextTokens,
+          inputPriceMicrosPerMtok: input.inputPriceMicrosPerMtok,
+          outputPriceMicrosPerMtok: input.outputPriceMicrosPerMtok,
+          providerInputCostMicrosPerMtok: input.providerInputCostMicrosPerMtok,
+          providerOutputCostMicrosPerMtok: input.providerOutputCostMicrosPerMtok,
+          upstreamBaseUrl: baseUrl === undefined ? undefined : normaliseUpstreamUrl(baseUrl),
+          upstreamModel: input.upstream?.model,
+          upstreamApiKeyEncrypted: apiKey === undefined ? undefined : apiKey === null ? null : cipher.encrypt(apiKey, credentialContext(slug)),
+          upstreamAllowPrivateNetwork: flag,
+        };
+        await updateGatewayModelFields(tx, slug, changes);
+        const updated = (await findGatewayModel(tx, slug))!;
+        const auditChanges: AuditChanges = changedFields(gatewayModelAuditRecord(current), gatewayModelAuditRecord(updated), gatewayModelAuditFields);
+        // A replaced credential is a change even though both sides read "(set)".
+        if (typeof apiKey === 'string' && current.upstreamApiKeyEncrypted !== null) auditChanges['upstream.api_key'] = { before: '(set)', after: '(replaced)' };
+        await recordAuditEvent(tx, { actor, organisationId: null, action: 'gateway_model.update', resourceType: 'gateway_model', resourceId: slug, changes: auditChanges });
+        return { version: await bumpConfigVersion(tx, [configChange('gateway_model', slug)]), stored: updated };
+      });
+      const propagation = await publisher.publish(version);
+      return { gatewayModel: withoutCredential(stored), propagation };
+    },
+
+    /** A page of gateway models ordered by slug (platform admins only: they show upstream targets). */
+    async listGatewayModels(actor: Actor, page: PageRequest): Promise<Page<GatewayModel>> {
+      requirePlatformAdmin(actor);
+      const result = await listGatewayModels(db, page);
+      return { items: result.items.map(withoutCredential), hasMore: result.hasMore };
+    },
+
+    /** The gateway model with this slug (not_found otherwise). */
+    async getGatewayModel(actor: Actor, slug: string): Promise<GatewayModel> {
+      requirePlatformAdmin(actor);
+      const model = await findGatewayModel(db, slug);
+      if (!model) throw gatewayModelNotFound(slug);
+      return withoutCredential(model);
+    },
+
+    /**
+     * Creates the built-in `demo` model pointing at `baseUrl` unless a model with that slug
+     * exists (it is never overwritten). The URL is operator configuration, not API input, so
+     * the SSRF rule does not apply. Resolves whether it was created.
+     */
+    async seedDemoModel(baseUrl: string): Promise<boolean> {
+      return db.transaction(async (tx) => {
+        const inserted = await insertGatewayModel(tx, {
+          slug: demoGatewayModel.slug,
+          displayName: demoGatewayModel.displayName,
+          defaultMaxTokens: demoGatewayModel.defaultMaxTokens,
+          maxContextTokens: demoGatewayModel.maxContextTokens,
+          inputPriceMicrosPerMtok: demoGatewayModel.inputPriceMicrosPerMtok,
+          outputPriceMicrosPerMtok: demoGatewayModel.outputPriceMicrosPerMtok,
+          providerInputCostMicrosPerMtok: demoGatewayModel.providerInputCostMicrosPerMtok,
+          providerOutputCostMicrosPerMtok: demoGatewayModel.providerOutputCostMicrosPerMtok,
+          // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
+          upstream: { providerKind: 'openai_compatible', baseUrl: normaliseUpstreamUrl(baseUrl), model: demoGatewayModel.upstreamModel, allowPrivateNetwork: false },
+          upstreamApiKeyEncrypted: null,
+        });
+        if (inserted) {
+          const created = (await findGatewayModel(tx, demoGatewayModel.slug))!;
+          await recordAuditEvent(tx, {
+            actor: systemActor, organisationId: null, action: 'gateway_model.create', resourceType: 'gateway_model', resourceId: demoGatewayModel.slug,
+            changes: changedFields(undefined, gatewayModelAuditRecord(created), gatewayModelAuditFields),
+          });
+          await bumpConfigVersion(tx, [configChange('gateway_model', demoGatewayModel.slug)]);
+        }
+        return inserted;
+      });
+    },
+  };
+}

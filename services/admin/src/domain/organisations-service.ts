@@ -1,0 +1,118 @@
+import type { Database } from '@gateway/db';
+import { GatewayError } from '@gateway/errors';
+import { requirePlatformAdmin, type Actor } from './actor.ts';
+import type { BillingMode, Organisation, OrganisationStatus, Page, PageRequest, Propagation } from './admin-records.ts';
+import { changedFields, recordAuditEvent } from './audit-log.ts';
+import type { ConfigPublisher } from './config-publisher.ts';
+import { bumpConfigVersion, configChange } from './config-snapshot.ts';
+import { unknownGatewayModelSlugs } from './gateway-model-store.ts';
+import { isId, newId } from './ids.ts';
+import type { LedgerPort } from './ledger-port.ts';
+import {
+  findOrganisation, insertOrganisation, listOrganisations, organisationExists, replaceAllowedModels, updateOrganisationFields,
+} from './organisation-store.ts';
+import type { ResourceAccess } from './resource-access.ts';
+
+/** A new organisation as a platform admin describes it. */
+export interface CreateOrganisationInput {
+  name: string;
+  billingMode: BillingMode;
+  rpmLimit: number;
+  allowedGatewayModels: string[];
+}
+
+/** Changes to an organisation; absent fields stay as they are. */
+export interface UpdateOrganisationInput {
+  name?: string | undefined;
+  status?: OrganisationStatus | undefined;
+  billingMode?: BillingMode | undefined;
+  rpmLimit?: number | undefined;
+  allowedGatewayModels?: string[] | undefined;
+}
+
+/** What the organisations aggregate is built from. */
+export interface OrganisationsServiceDeps {
+  db: Database;
+  ledger: LedgerPort;
+  publisher: ConfigPublisher;
+  access: ResourceAccess;
+}
+
+/** The organisation fields the audit log records, under their API names. */
+const organisationAuditFields = {
+  name: 'name', status: 'status', billingMode: 'billing_mode', rpmLimit: 'rpm_limit', allowedGatewayModels: 'allowed_gateway_models',
+};
+
+/** The organisations aggregate: create, list, read and change organisations (route tag "organisations"). */
+export function createOrganisationsService({ db, ledger, publisher, access }: OrganisationsServiceDeps) {
+  const { requireOrganisation } = access;
+
+  async function requireKnownSlugs(slugs: readonly string[]): Promise<void> {
+    const unknown = await unknownGatewayModelSlugs(db, slugs);
+    if (unknown.length > 0) {
+      throw new GatewayError('invalid_request', {
+        publicMessage: `Invalid request: allowed_gateway_models: no gateway model has the slug ${unknown.map((s) => `"${s}"`).join(', ')}.`,
+        param: 'allowed_gateway_models',
+      });
+    }
+  }
+
+  return {
+    /**
+     * Creates an organisation: its ledger account is opened first (idempotent on the new id),
+     * so a ledger failure leaves nothing behind in the admin.
+     */
+    async createOrganisation(actor: Actor, input: CreateOrganisationInput): Promise<{ organisation: Organisation; propagation: Propagation }> {
+      requirePlatformAdmin(actor);
+      await requireKnownSlugs(input.allowedGatewayModels);
+      const id = newId('organisation');
+      await ledger.openAccount(id);
+      const { version, organisation } = await db.transaction(async (tx) => {
+        await insertOrganisation(tx, { id, status: 'active', ...input });
+        const created = (await findOrganisation(tx, id))!;
+        await recordAuditEvent(tx, {
+          actor, organisationId: id, action: 'organisation.create', resourceType: 'organisation', resourceId: id,
+          changes: changedFields(undefined, created, organisationAuditFields),
+        });
+        return { version: await bumpConfigVersion(tx, [configChange('organisation', id)]), organisation: created };
+      });
+      const propagation = await publisher.publish(version);
+      return { organisation, propagation };
+    },
+
+    /** A page of organisations in creation order (an organisation token sees only its own). */
+    async listOrganisations(actor: Actor, page: PageRequest): Promise<Page<Organisation>> {
+      const badAfter = () => new GatewayError('invalid_request', { publicMessage: 'Invalid request: after: no organisation has this id.', param: 'after' });
+      if (actor.kind === 'organisation_token') {
+        if (page.after !== undefined && page.after !== actor.organisationId) throw badAfter();
+        const own = page.after === undefined ? await findOrganisation(db, actor.organisationId) : undefined;
+        return { items: own ? [own] : [], hasMore: false };
+      }
+      if (page.after !== undefined && !(isId('organisation', page.after) && await organisationExists(db, page.after))) throw badAfter();
+      return listOrganisations(db, page);
+    },
+
+    /** The organisation with this id (not_found otherwise). */
+    getOrganisation: (actor: Actor, id: string) => requireOrganisation(actor, id),
+
+    /** Changes an organisation and pushes the new configuration (a suspension is a hard cutover). */
+    async updateOrganisation(actor: Actor, id: string, input: UpdateOrganisationInput): Promise<{ organisation: Organisation; propagation: Propagation }> {
+      await requireOrganisation(actor, id);
+      requirePlatformAdmin(actor);
+      if (input.allowedGatewayModels !== undefined) await requireKnownSlugs(input.allowedGatewayModels);
+      const { version, organisation } = await db.transaction(async (tx) => {
+        const current = await requireOrganisation(actor, id, tx, { forUpdate: true });
+        await updateOrganisationFields(tx, id, input);
+        if (input.allowedGatewayModels !== undefined) await replaceAllowedModels(tx, id, input.allowedGatewayModels);
+        const updated = (await findOrganisation(tx, id))!;
+        const changes = changedFields(current, updated, organisationAuditFields);
+        await recordAuditEvent(tx, { actor, organisationId: id, action: 'organisation.update', resourceType: 'organisation', resourceId: id, changes });
+        // A rename alone changes nothing proxies serve: no new version to wait for.
+        const servedChanged = Object.keys(changes).some((field) => field !== 'name');
+        return { version: servedChanged ? await bumpConfigVersion(tx, [configChange('organisation', id)]) : undefined, organisation: updated };
+      });
+      const propagation = version === undefined ? { acknowledged: true, pendingProxyIds: [] } : await publisher.publish(version);
+      return { organisation, propagation };
+    },
+  };
+}
