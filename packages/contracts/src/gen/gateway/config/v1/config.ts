@@ -91,7 +91,10 @@ export interface Organisation {
   id: string;
   status: OrganisationStatus;
   billingMode: BillingMode;
-  /** Requests per minute shared by all projects and keys of the organisation. */
+  /**
+   * Requests per minute shared by all projects and keys of the organisation: 1..1,000,000 as
+   * the admin stores it. The proxy reads 0 as "no limit", which the admin never sends.
+   */
   rpmLimit: number;
   allowedGatewayModelSlugs: string[];
 }

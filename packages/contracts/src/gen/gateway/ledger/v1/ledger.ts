@@ -31,7 +31,7 @@ export const BillingMode = {
   BILLING_MODE_UNSPECIFIED: 0,
   /** BILLING_MODE_COMMERCIAL - Prepaid wallet: reserved before the call, debited by actual usage. */
   BILLING_MODE_COMMERCIAL: 1,
-  /** BILLING_MODE_INTERNAL - Sponsored: no wallet reserve or debit; usage and costs still recorded. */
+  /** BILLING_MODE_INTERNAL - Sponsored: no wallet reserve or debit; usage and costs still recorded (INTERNAL_MODE). */
   BILLING_MODE_INTERNAL: 2,
   UNRECOGNIZED: -1,
 } as const;
@@ -96,17 +96,18 @@ export const ReserveResult = {
    * Reserve writes nothing, and the config snapshot can reach a proxy before the account is opened.
    */
   RESERVE_RESULT_ORGANISATION_UNKNOWN: 4,
-  /** RESERVE_RESULT_INSUFFICIENT_BALANCE - Retryable after a credit: available balance is below the amount. */
+  /** RESERVE_RESULT_INSUFFICIENT_BALANCE - Retryable after a credit: available balance is below the amount (NO_OVERSPEND). */
   RESERVE_RESULT_INSUFFICIENT_BALANCE: 5,
   /**
    * RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED - Retryable after the budget is raised or a new month begins: the project's spend this month
-   * plus what it holds plus the amount would pass its monthly cap. Applies in both billing modes.
+   * plus what it holds plus the amount would pass its monthly cap (PROJECT_BUDGET). Applies in
+   * both billing modes.
    */
   RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED: 6,
   /**
    * RESERVE_RESULT_RELEASED - Not retryable: a Release of this reservation_id arrived before this Reserve (the caller
    * gave up on it, e.g. after a deadline) and left a tombstone; nothing is held. Decided before
-   * every result above except INVALID_ARGUMENT.
+   * every result above except INVALID_ARGUMENT (ONE_OUTCOME).
    */
   RESERVE_RESULT_RELEASED: 7,
   UNRECOGNIZED: -1,
@@ -136,7 +137,10 @@ export const SettleResult = {
   SETTLE_RESULT_INVALID_ARGUMENT: 3,
   /** SETTLE_RESULT_RESERVATION_UNKNOWN - Not retryable: no reservation has this id. */
   SETTLE_RESULT_RESERVATION_UNKNOWN: 4,
-  /** SETTLE_RESULT_ALREADY_RESOLVED - Not retryable: the reservation was released or expired before this settle. */
+  /**
+   * SETTLE_RESULT_ALREADY_RESOLVED - Not retryable: the reservation was released before this settle. (A settle after expiry is
+   * accepted: OK, detail "settled after expiry", debiting what the expiry did not charge.)
+   */
   SETTLE_RESULT_ALREADY_RESOLVED: 5,
   UNRECOGNIZED: -1,
 } as const;
@@ -324,7 +328,10 @@ export interface SettleResponse {
   debitedMicros: bigint;
   /** Returned to available balance from the Reserve, µ₹. */
   releasedMicros: bigint;
-  /** Debited beyond the Reserve (bounded streaming overrun), µ₹. */
+  /**
+   * Debited beyond the Reserve (BOUNDED_OVERRUN), or, for a settle after expiry, what the
+   * expiry had not charged, µ₹.
+   */
   overrunMicros: bigint;
   availableMicros: bigint;
   detail: string;
@@ -363,7 +370,7 @@ export interface GetBalanceRequest {
   organisationId: string;
 }
 
-/** credited_micros = available_micros + held_micros + debited_micros, always. */
+/** credited_micros = available_micros + held_micros + debited_micros, always (CONSERVATION). */
 export interface GetBalanceResponse {
   result: GetBalanceResult;
   creditedMicros: bigint;
@@ -4171,7 +4178,10 @@ export const LedgerServiceService = {
     responseSerialize: (value: OpenAccountResponse): Buffer => Buffer.from(OpenAccountResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): OpenAccountResponse => OpenAccountResponse.decode(value),
   },
-  /** Holds a Reserve against the organisation balance before an upstream call. */
+  /**
+   * Holds a Reserve against the organisation balance before an upstream call, only if it fits
+   * (NO_OVERSPEND, PROJECT_BUDGET).
+   */
   reserve: {
     path: "/gateway.ledger.v1.LedgerService/Reserve" as const,
     requestStream: false as const,
@@ -4181,7 +4191,7 @@ export const LedgerServiceService = {
     responseSerialize: (value: ReserveResponse): Buffer => Buffer.from(ReserveResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReserveResponse => ReserveResponse.decode(value),
   },
-  /** Debits actual usage, releases the rest of the Reserve and writes one usage record. */
+  /** Debits actual usage, releases the rest of the Reserve and writes one usage record (NOTHING_FREE). */
   settle: {
     path: "/gateway.ledger.v1.LedgerService/Settle" as const,
     requestStream: false as const,
@@ -4233,7 +4243,7 @@ export const LedgerServiceService = {
   },
   /**
    * Records the running usage of a long stream, so that an expiry charges what was delivered up
-   * to the last checkpoint instead of nothing; may also push the reservation's deadline out.
+   * to the last checkpoint instead of nothing (EXPIRY); may also push the reservation's deadline out.
    */
   checkpoint: {
     path: "/gateway.ledger.v1.LedgerService/Checkpoint" as const,
@@ -4334,9 +4344,12 @@ export const LedgerServiceService = {
 export interface LedgerServiceServer extends UntypedServiceImplementation {
   /** Opens the wallet account of an organisation. Idempotent on organisation_id. */
   openAccount: handleUnaryCall<OpenAccountRequest, OpenAccountResponse>;
-  /** Holds a Reserve against the organisation balance before an upstream call. */
+  /**
+   * Holds a Reserve against the organisation balance before an upstream call, only if it fits
+   * (NO_OVERSPEND, PROJECT_BUDGET).
+   */
   reserve: handleUnaryCall<ReserveRequest, ReserveResponse>;
-  /** Debits actual usage, releases the rest of the Reserve and writes one usage record. */
+  /** Debits actual usage, releases the rest of the Reserve and writes one usage record (NOTHING_FREE). */
   settle: handleUnaryCall<SettleRequest, SettleResponse>;
   /** Releases a Reserve that reached no upstream; nothing is debited and no usage is recorded. */
   release: handleUnaryCall<ReleaseRequest, ReleaseResponse>;
@@ -4348,7 +4361,7 @@ export interface LedgerServiceServer extends UntypedServiceImplementation {
   listUsage: handleUnaryCall<ListUsageRequest, ListUsageResponse>;
   /**
    * Records the running usage of a long stream, so that an expiry charges what was delivered up
-   * to the last checkpoint instead of nothing; may also push the reservation's deadline out.
+   * to the last checkpoint instead of nothing (EXPIRY); may also push the reservation's deadline out.
    */
   checkpoint: handleUnaryCall<CheckpointRequest, CheckpointResponse>;
   /** Sets or clears the monthly budget of a project (calendar month, Asia/Kolkata). */
@@ -4390,7 +4403,10 @@ export interface LedgerServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: OpenAccountResponse) => void,
   ): ClientUnaryCall;
-  /** Holds a Reserve against the organisation balance before an upstream call. */
+  /**
+   * Holds a Reserve against the organisation balance before an upstream call, only if it fits
+   * (NO_OVERSPEND, PROJECT_BUDGET).
+   */
   reserve(
     request: ReserveRequest,
     callback: (error: ServiceError | null, response: ReserveResponse) => void,
@@ -4406,7 +4422,7 @@ export interface LedgerServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReserveResponse) => void,
   ): ClientUnaryCall;
-  /** Debits actual usage, releases the rest of the Reserve and writes one usage record. */
+  /** Debits actual usage, releases the rest of the Reserve and writes one usage record (NOTHING_FREE). */
   settle(
     request: SettleRequest,
     callback: (error: ServiceError | null, response: SettleResponse) => void,
@@ -4488,7 +4504,7 @@ export interface LedgerServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Records the running usage of a long stream, so that an expiry charges what was delivered up
-   * to the last checkpoint instead of nothing; may also push the reservation's deadline out.
+   * to the last checkpoint instead of nothing (EXPIRY); may also push the reservation's deadline out.
    */
   checkpoint(
     request: CheckpointRequest,
