@@ -8,6 +8,9 @@ import { serverCredentials, serverOptions, type GrpcTransportSecurity } from './
 
 export { reportCallFailure } from './call-failure.ts';
 export {
+  duplexStream, type DuplexCallStatus, type DuplexStream, type DuplexStreamOptions, type ServerDuplexStreamHandle,
+} from './duplex-stream.ts';
+export {
   channelCredentials, checkGrpcTlsEnv, clientChannelOptions, grpcTlsEnv, grpcTransportSecurity, serverCredentials, serverOptions,
   type GrpcTlsConfig, type GrpcTransportSecurity,
 } from './grpc-tls.ts';
