@@ -5,4 +5,4 @@
  */
 export * as ledgerV1 from './gen/gateway/ledger/v1/ledger.ts';
 export * as configV1 from './gen/gateway/config/v1/config.ts';
-export { ledgerResultTransient, type LedgerResultOperation, type TransientTable } from './ledger-results.ts';
+export { isTransientResult, ledgerResultTransient, type LedgerResultOperation, type TransientTable } from './ledger-results.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as ledger from './gen/gateway/ledger/v1/ledger.ts';
-import { ledgerResultTransient, type TransientTable } from './ledger-results.ts';
+import { isTransientResult, ledgerResultTransient, type TransientTable } from './ledger-results.ts';
 
 /** Every generated `…Result` enum of the ledger contract, by the operation it answers (ReserveResult -> reserve). */
 function resultEnums(): Map<string, Record<string, number>> {
@@ -59,6 +59,13 @@ describe('ledgerResultTransient', () => {
       ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED]) {
       expect(ledgerResultTransient.release[result]).toBe(false);
     }
+  });
+
+  it('reads a result newer than the build (passed through raw) as UNRECOGNIZED', () => {
+    const { SettleResult, ReleaseResult } = ledger;
+    expect(isTransientResult(ledgerResultTransient.settle, 99 as ledger.SettleResult)).toBe(true);
+    expect(isTransientResult(ledgerResultTransient.settle, SettleResult.SETTLE_RESULT_ALREADY_RESOLVED)).toBe(false);
+    expect(isTransientResult(ledgerResultTransient.release, ReleaseResult.RELEASE_RESULT_UNSPECIFIED)).toBe(true);
   });
 
   it('does not compile a table that misses a result (checked by tsc -b)', () => {

@@ -16,6 +16,9 @@ import {
   CheckpointResult, CreditResult, GetBalanceResult, OpenAccountResult, ReleaseResult, ReserveResult, SetProjectBudgetResult, SettleResult,
 } from './gen/gateway/ledger/v1/ledger.ts';
 
+/** ts-proto's UNRECOGNIZED (-1), the same in every result enum. */
+const ledgerUnrecognized = ReserveResult.UNRECOGNIZED;
+
 /** For every result of one operation: true when retrying the same request later can succeed. */
 export type TransientTable<Result extends number> = Readonly<Record<Result, boolean>>;
 
@@ -111,3 +114,11 @@ export const ledgerResultTransient = {
 
 /** The ledger operations that answer with a result enum (the keys of ledgerResultTransient). */
 export type LedgerResultOperation = keyof typeof ledgerResultTransient;
+
+/**
+ * Whether one result is transient. A number outside the enum (a newer ledger's result, which
+ * ts-proto passes through as it came rather than as UNRECOGNIZED) counts as UNRECOGNIZED.
+ */
+export function isTransientResult<Result extends number>(table: TransientTable<Result>, result: Result): boolean {
+  return (table as Readonly<Partial<Record<number, boolean>>>)[result] ?? table[ledgerUnrecognized as Result];
+}

@@ -10,6 +10,7 @@ import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
 import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
 import { createHttpApp } from './http/http-app.ts';
 import { LedgerClient } from './ledger/ledger-client.ts';
+import { GrpcLedger } from './ledger/grpc-ledger.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { TaskTracker } from './task-tracker.ts';
@@ -70,7 +71,6 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const ledger = new LedgerClient({
     address: config.LEDGER_GRPC_URL,
     callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS,
-    logger,
     security,
   });
   const outbox = new SettleOutbox({
@@ -108,8 +108,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     dependencyStates,
     isShuttingDown: () => shuttingDown,
     rateLimiter,
-    ledger,
-    outbox,
+    // The billing's Ledger port: Reserve and Checkpoint on the client, Settle and Release through the outbox.
+    ledger: new GrpcLedger(ledger, outbox),
     upstream,
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,

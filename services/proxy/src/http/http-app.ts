@@ -5,9 +5,10 @@ import type { Logger } from '@gateway/logger';
 import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
 import { parseChatRequest } from '../domain/chat-request.ts';
 import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../domain/config-snapshot.ts';
+import type { Ledger } from '../domain/ledger-port.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimiter } from '../domain/rate-limit.ts';
 import { elapsedMs } from '../inference/chat-billing.ts';
-import { completeChat, type BillingOutbox, type LedgerPort, type UpstreamPort } from '../inference/complete-chat.ts';
+import { completeChat, type UpstreamPort } from '../inference/complete-chat.ts';
 import { streamChat, type StreamSink, type StreamStopReason } from '../inference/stream-chat.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
 import { contextOf, requestContext, sendError, type RequestContext } from './request-context.ts';
@@ -22,9 +23,8 @@ export interface HttpAppServices {
   dependencyStates?(): Record<string, string>;
   isShuttingDown(): boolean;
   rateLimiter: RateLimiter;
-  ledger: LedgerPort;
-  /** The settle outbox: every Settle and Release goes through it. */
-  outbox: BillingOutbox;
+  /** The ledger port: every Settle and Release goes through its outbox. */
+  ledger: Ledger;
   upstream: UpstreamPort;
   /** Tracks work that must end before the process stops. */
   track<T>(work: Promise<T>): Promise<T>;
@@ -146,10 +146,9 @@ export function createHttpApp(services: HttpAppServices): Express {
   });
 
   const inferenceDeps = {
-    ledger: services.ledger, outbox: services.outbox, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
+    ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
     background: (work: Promise<unknown>) => { void services.track(work); },
     checkpointIntervalMs: services.checkpointIntervalMs,
-    checkpointNotes: { unimplementedReported: false },
   };
 
   /** The SSE response of a streaming completion, with backpressure: a slow client slows the relay, nothing piles up. */

@@ -1,44 +1,19 @@
-import { ledgerV1 } from '@gateway/contracts';
 import { GatewayError, toGatewayError, type ErrorCode } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
 import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
+import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, ReserveOutcome, UsageSource } from '../domain/ledger-port.ts';
 import { effectiveMaxTokens, reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
+import type { CheckpointDue } from '../domain/stream-meter.ts';
 import { estimatePromptTokens } from '../domain/token-estimate.ts';
+import { failedCall, type UpstreamFailure } from '../domain/upstream-failure.ts';
 import type { UpstreamAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
-
-/** The ledger calls a completion makes directly, once each (LedgerClient in production). */
-export interface LedgerPort {
-  reserve(request: ledgerV1.ReserveRequest): Promise<ledgerV1.ReserveResponse>;
-  /** One attempt; throws when the call fails (including UNIMPLEMENTED from a ledger without it). */
-  checkpoint(request: ledgerV1.CheckpointRequest): Promise<ledgerV1.CheckpointResponse>;
-}
-
-/** Who a Settle or Release is for. */
-export interface BillingOwner {
-  organisationId: string;
-  requestId: string;
-}
-
-/**
- * Where Settles and Releases go: the settle outbox (ledger/settle-outbox.ts), which repeats each
- * until the ledger answers for good; undefined only for an entry abandoned at shutdown.
- */
-export interface BillingOutbox {
-  settle(request: ledgerV1.SettleRequest, owner: BillingOwner): Promise<ledgerV1.SettleResponse | undefined>;
-  release(request: ledgerV1.ReleaseRequest, owner: BillingOwner): Promise<ledgerV1.ReleaseResponse | undefined>;
-  /** True while the outbox is at its bound: no new request may start. */
-  outboxFull(): boolean;
-  /** Waits (up to timeoutMs) for the organisation's entries queued so far; false when it had none. */
-  waitForOrganisation(organisationId: string, timeoutMs: number): Promise<boolean>;
-}
 
 /** What billing a completion needs besides the request. */
 export interface ChatBillingDeps {
-  ledger: LedgerPort;
-  /** Every Settle and Release goes through it; its entries count as Settles in flight (see holdReserve). */
-  outbox: BillingOutbox;
+  /** The ledger port (ledger/grpc-ledger.ts in production): Reserve, Checkpoint, and Settles and Releases that wait until answered. */
+  ledger: Ledger;
   logger: Logger;
   reserveTtlMs: number;
   /** Runs work that must finish before shutdown but not before the response (a release after a failed reserve). */
@@ -107,11 +82,6 @@ export interface ChatPlan {
   reservationId: string;
 }
 
-const ledgerBillingMode = {
-  commercial: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
-  internal: ledgerV1.BillingMode.BILLING_MODE_INTERNAL,
-} as const;
-
 /**
  * Estimates the request and builds its upstream request, moving no money: a prompt that fills
  * the context or a param the provider cannot honour is refused here, before the Reserve.
@@ -124,24 +94,29 @@ export function planChat(input: ChatInput): ChatPlan {
   return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), upstreamRequest, reservationId: `res_${input.requestUuid}` };
 }
 
-/** Maps a non-OK Reserve result to the error the client sees. */
-function reserveRefusal(response: ledgerV1.ReserveResponse): GatewayError {
-  const internalMessage = `ledger Reserve: result ${response.result}${response.detail ? ` (${response.detail})` : ''}`;
-  switch (response.result) {
-    case ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE:
-      return new GatewayError('insufficient_balance', { internalMessage });
-    case ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED:
-      return new GatewayError('budget_exceeded', { internalMessage });
-    case ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN:
-      // The admin has not opened the organisation's account yet; retrying later can succeed.
+/**
+ * The error the client sees for a Reserve that was not held, read from the ledger's answer:
+ * a refusal for money is a 402 (the client must top up or raise a budget, though the result is
+ * transient); our own Release having reached the ledger first is a 503 (nothing is held, and a
+ * new request gets a new reservation id); otherwise a transient result (the contract's table:
+ * e.g. ORGANISATION_UNKNOWN, an account not opened yet) is a 503 and a final one a 500, as is a
+ * result this build does not know.
+ */
+function reserveRefusal(answer: ReserveAnswer): GatewayError {
+  const internalMessage = `ledger Reserve: ${answer.outcome}${answer.detail ? ` (${answer.detail})` : ''}`;
+  switch (answer.outcome) {
+    case 'insufficient_balance':
+      return new GatewayError('insufficient_balance', { internalMessage }); // NO_OVERSPEND
+    case 'project_budget_exceeded':
+      return new GatewayError('budget_exceeded', { internalMessage }); // PROJECT_BUDGET
+    case 'released':
+      // Only a Reserve the proxy had given up on (a failed call) and then sent again can meet
+      // its own Release's tombstone. Nothing is held; the client may retry with a new request.
       return new GatewayError('service_unavailable', { internalMessage });
-    case ledgerV1.ReserveResult.RESERVE_RESULT_RELEASED:
-      // Our own Release of this id reached the ledger first: only a Reserve the proxy had given
-      // up on (a failed call) and then sent again can meet it. Nothing is held; the client may
-      // retry with a new request, as after any ledger hiccup.
-      return new GatewayError('service_unavailable', { internalMessage });
-    default:
+    case 'unrecognized':
       return new GatewayError('internal_error', { internalMessage });
+    default:
+      return new GatewayError(answer.transient ? 'service_unavailable' : 'internal_error', { internalMessage });
   }
 }
 
@@ -155,10 +130,7 @@ function reserveCallError(error: unknown): GatewayError {
 }
 
 /** Refusals that a Settle still in flight (which returns unused hold) can turn into a fit. */
-const refusalsASettleCanLift: ReadonlySet<ledgerV1.ReserveResult> = new Set([
-  ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE,
-  ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED,
-]);
+const refusalsASettleCanLift: ReadonlySet<ReserveOutcome> = new Set(['insufficient_balance', 'project_budget_exceeded']);
 
 /**
  * Holds the plan's Reserve; throws the client's error (402, 503, …) when it is not held, and
@@ -173,36 +145,36 @@ export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan:
   const { caller, model } = input;
   // Nothing is dropped when the ledger falls behind: the proxy stops taking work instead, before
   // any money moves (the outbox is not ready, so a load balancer steers traffic elsewhere).
-  if (deps.outbox.outboxFull()) {
+  if (deps.ledger.settlesBacklogged()) {
     throw new GatewayError('service_unavailable', { internalMessage: 'settle outbox full: the ledger is not answering Settles' });
   }
-  let reserved: ledgerV1.ReserveResponse;
+  let reserved: ReserveAnswer;
   const startedAtMs = performance.now();
-  const request: ledgerV1.ReserveRequest = {
+  const order: ReserveOrder = {
     reservationId: plan.reservationId,
     organisationId: caller.organisation.id,
     projectId: caller.project.id,
-    billingMode: ledgerBillingMode[caller.organisation.billingMode],
+    billingMode: caller.organisation.billingMode,
     amountMicros: plan.amountMicros,
-    ttlMs: BigInt(deps.reserveTtlMs),
+    ttlMs: deps.reserveTtlMs,
     modelSlug: model.slug,
   };
   try {
-    reserved = await deps.ledger.reserve(request);
-    if (refusalsASettleCanLift.has(reserved.result) && await deps.outbox.waitForOrganisation(caller.organisation.id, settlesInFlightWaitMs)) {
-      reserved = await deps.ledger.reserve(request);
+    reserved = await deps.ledger.reserve(order);
+    if (refusalsASettleCanLift.has(reserved.outcome) && await deps.ledger.waitForSettlesOf(caller.organisation.id, settlesInFlightWaitMs)) {
+      reserved = await deps.ledger.reserve(order);
     }
   } catch (error) {
     // The call failed, but the ledger may have held the Reserve anyway (or may still, if it is
     // queued there): free it rather than leave it held until it expires. The outbox repeats the
     // Release until the ledger answers; on an unknown id it leaves a tombstone that makes the
     // late Reserve hold nothing.
-    deps.background(deps.outbox.release({ reservationId: plan.reservationId, reason: 'reserve_outcome_unknown' }, ownerOf(input)));
+    deps.background(deps.ledger.release({ reservationId: plan.reservationId, reason: 'reserve_outcome_unknown' }, ownerOf(input)));
     throw reserveCallError(error);
   } finally {
     input.log.reserveMs = elapsedMs(startedAtMs);
   }
-  if (reserved.result !== ledgerV1.ReserveResult.RESERVE_RESULT_OK) throw reserveRefusal(reserved);
+  if (reserved.outcome !== 'ok') throw reserveRefusal(reserved);
   input.log.reservedMicros = plan.amountMicros;
 }
 
@@ -225,7 +197,7 @@ function ownerOf(input: ChatInput): BillingOwner {
  * as a Settle in flight of the organisation while it waits.
  */
 export function settleUsage(
-  deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, usage: TokenUsage, source: 'upstream' | 'gateway_estimate', overrun?: SettleOverrun,
+  deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, usage: TokenUsage, source: UsageSource, overrun?: SettleOverrun,
 ): Promise<void> {
   return settleUsageOnce(deps, input, plan, usage, source, overrun).catch((error: unknown) => {
     deps.logger.error({
@@ -235,7 +207,7 @@ export function settleUsage(
 }
 
 async function settleUsageOnce(
-  deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, usage: TokenUsage, source: 'upstream' | 'gateway_estimate', overrun: SettleOverrun | undefined,
+  deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, usage: TokenUsage, source: UsageSource, overrun: SettleOverrun | undefined,
 ): Promise<void> {
   const { log, model } = input;
   const { costMicros } = usageCostMicros(usage, model);
@@ -246,36 +218,76 @@ async function settleUsageOnce(
   log.completionTokens = usage.completionTokens;
   if (overrun !== undefined) log.overrunOutputTokens = overrun.overrunOutputTokens;
   const startedAtMs = performance.now();
-  const settled = await deps.outbox.settle({
+  const settled = await deps.ledger.settle({
     reservationId: plan.reservationId,
-    inputTokens: BigInt(usage.promptTokens),
-    outputTokens: BigInt(usage.completionTokens),
+    usage,
     costMicros,
     providerCostMicros,
     modelSlug: model.slug,
-    usageSource: source === 'upstream' ? ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM : ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
+    usageSource: source,
     requestId: input.requestId,
-    overrunOutputTokens: BigInt(overrun?.overrunOutputTokens ?? 0),
+    overrunOutputTokens: overrun?.overrunOutputTokens ?? 0,
   }, ownerOf(input));
   log.settleMs = elapsedMs(startedAtMs);
   if (settled === undefined) return; // abandoned at shutdown: the outbox logged it for replay
-  if (settled.result === ledgerV1.SettleResult.SETTLE_RESULT_OK) {
+  if (settled.outcome === 'ok') {
     log.debitedMicros = settled.debitedMicros;
   } else {
     deps.logger.error({
       requestId: input.requestId, reservationId: plan.reservationId, costMicros: costMicros.toString(),
-      result: settled.result, detail: settled.detail,
+      result: settled.outcome, detail: settled.detail,
     }, 'settle refused by the ledger');
   }
 }
 
 /** Releases a Reserve whose request certainly reached no upstream, through the outbox. */
 export async function releaseReserve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, reason: string): Promise<void> {
-  const released = await deps.outbox.release({ reservationId: plan.reservationId, reason }, ownerOf(input));
-  if (released !== undefined && released.result !== ledgerV1.ReleaseResult.RELEASE_RESULT_OK) {
-    deps.logger.error({ requestId: input.requestId, reservationId: plan.reservationId, result: released.result }, 'release refused by the ledger');
+  const released = await deps.ledger.release({ reservationId: plan.reservationId, reason }, ownerOf(input));
+  if (released !== undefined && released.outcome !== 'ok') {
+    deps.logger.error({ requestId: input.requestId, reservationId: plan.reservationId, result: released.outcome, detail: released.detail }, 'release refused by the ledger');
   }
 }
 
 /** Zero tokens: what a call that produced nothing usable is settled at. */
-export const noUsage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+const noUsage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+
+/**
+ * Resolves the money of an upstream call that produced no usable answer and returns the
+ * client's error, both as `failedCall` (domain/upstream-failure.ts) decides: a call that
+ * certainly sent nothing releases the Reserve; anything else may have reached the provider and
+ * settles zero usage. The Release or Settle waits in the outbox as background work (shutdown
+ * still waits for it), so a client is not kept waiting for its 502/504 while the ledger is away.
+ */
+export function settleFailedCall(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, failure: UpstreamFailure): GatewayError {
+  if (failure.kind === 'http_error') input.log.upstreamStatus = failure.statusCode;
+  const { error, money } = failedCall(failure);
+  deps.background(money.kind === 'release'
+    ? releaseReserve(deps, input, plan, money.reason)
+    : settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
+  return error;
+}
+
+/**
+ * Sends one checkpoint of a stream's running usage, pushing its Reserve's deadline out by the
+ * reserve TTL (EXPIRY). Failures and refusals are logged and never reach the stream: the next
+ * checkpoint supersedes this one.
+ */
+export async function checkpointStream(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, due: CheckpointDue): Promise<void> {
+  const { costMicros, providerCostMicros } = usageCostMicros(due.usage, input.model);
+  try {
+    const answer = await deps.ledger.checkpoint({
+      reservationId: plan.reservationId,
+      sequence: due.sequence,
+      usage: due.usage,
+      costMicros,
+      providerCostMicros,
+      extendTtlMs: deps.reserveTtlMs,
+      requestId: input.requestId,
+    });
+    if (answer.outcome !== 'ok' && answer.outcome !== 'already_resolved') {
+      deps.logger.warn({ requestId: input.requestId, reservationId: plan.reservationId, result: answer.outcome, detail: answer.detail }, 'checkpoint refused');
+    }
+  } catch (error) {
+    deps.logger.warn({ requestId: input.requestId, reservationId: plan.reservationId, err: { message: (error as Error).message } }, 'checkpoint failed');
+  }
+}

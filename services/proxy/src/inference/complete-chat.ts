@@ -1,14 +1,13 @@
-import { GatewayError } from '@gateway/errors';
 import { buildChatCompletionBody, cutCompletion, estimateCompletionTokens, type ChatCompletionBody } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
 import { outputTokensWithin, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamEndpoint, UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
 import {
-  elapsedMs, holdReserve, noUsage, planChat, releaseReserve, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan, type SettleOverrun,
+  elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan, type SettleOverrun,
 } from './chat-billing.ts';
 
-export type { BillingLogFields, BillingOutbox, ChatInput as CompleteChatInput, LedgerPort } from './chat-billing.ts';
+export type { BillingLogFields, ChatInput as CompleteChatInput } from './chat-billing.ts';
 
 /** The upstream transport inference needs; the endpoint carries the model's SSRF permission. */
 export interface UpstreamPort {
@@ -22,42 +21,14 @@ export interface CompleteChatDeps extends ChatBillingDeps {
 }
 
 /**
- * Resolves the money of an upstream call that produced no usable answer, and returns the
- * client's error: `unreachable` (nothing was sent) releases the Reserve; anything else may
- * have reached the provider and settles zero usage. The Release or Settle is queued in the
- * outbox as background work (shutdown still waits for it), so a client is not kept waiting for
- * its 502/504 while the ledger is away: the outbox repeats it until the ledger answers. Shared
- * by the streaming relay, for failures before its first byte.
- */
-export function failedCallError(
-  deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, outcome: Exclude<UpstreamOutcome, { kind: 'response' }>,
-): GatewayError {
-  switch (outcome.kind) {
-    case 'unreachable':
-      deps.background(releaseReserve(deps, input, plan, 'upstream_unreachable'));
-      return new GatewayError('upstream_error', { internalMessage: `upstream unreachable: ${outcome.reason}` });
-    case 'timeout':
-      deps.background(settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
-      return new GatewayError('upstream_timeout', { internalMessage: `upstream timeout: ${outcome.reason}` });
-    case 'http_error':
-      input.log.upstreamStatus = outcome.statusCode;
-      deps.background(settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
-      return new GatewayError('upstream_error', { internalMessage: `upstream answered HTTP ${outcome.statusCode}` });
-    case 'failed':
-      deps.background(settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
-      return new GatewayError('upstream_error', { internalMessage: `upstream call failed: ${outcome.reason}` });
-  }
-}
-
-/**
  * Runs one non-streaming chat completion with its money: estimate, Reserve, upstream call,
  * then exactly one of Settle (the request may have reached the upstream) or Release (it
  * certainly did not). A reply longer than its Reserve covers is cut to it (withinReserve). A
  * completion is handed to `respond` first and settled right after, so the
  * client does not wait for the ledger's second commit (docs/proxy.md, "Settle after the
  * response"); the promise resolves once the settle has run. Upstream failures become the
- * gateway's own 502/504 (their Settle or Release queued in the outbox before they are thrown); the upstream's status,
- * headers and text go nowhere but the log's status code.
+ * gateway's own 502/504 (settleFailedCall: their Settle or Release queued in the outbox before
+ * they are thrown); the upstream's status, headers and text go nowhere but the log's status code.
  */
 export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (body: ChatCompletionBody) => void): Promise<void> {
   const { model, log } = input;
@@ -73,15 +44,14 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
   }
   log.upstreamMs = elapsedMs(upstreamStartedAtMs);
   log.upstreamOutcome = outcome.kind;
-  if (outcome.kind !== 'response') throw failedCallError(deps, input, plan, outcome);
+  if (outcome.kind !== 'response') throw settleFailedCall(deps, input, plan, outcome);
 
   log.upstreamStatus = outcome.statusCode;
   let completion: NormalizedCompletion;
   try {
     completion = input.adapter.parseResponse(outcome.json);
   } catch {
-    deps.background(settleUsage(deps, input, plan, noUsage, 'gateway_estimate'));
-    throw new GatewayError('upstream_error', { internalMessage: 'upstream answer is not a usable completion' });
+    throw settleFailedCall(deps, input, plan, { kind: 'unusable_answer' });
   }
 
   const produced: TokenUsage = completion.usage
@@ -110,7 +80,7 @@ interface DeliveredCompletion {
 }
 
 /**
- * Holds a non-streaming reply to its Reserve, as the stream's running-cost stop does (law 6):
+ * Holds a non-streaming reply to its Reserve, as the stream's running-cost stop does (BOUNDED_OVERRUN):
  * a reply whose output passes the reserved max_tokens, or whose cost passes the Reserve, is cut
  * to the output tokens the Reserve covers after the prompt estimate (the gateway's tokenizer
  * counts them) and ends with `finish_reason: "length"`. It is then billed like a stream's cost

@@ -1,8 +1,6 @@
-import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
 import { GatewayError } from '@gateway/errors';
-import { createLogger } from '@gateway/logger';
 import { startLedgerPeer, type LedgerPeer } from '../test-support/ledger-peer.ts';
 import { LedgerClient } from './ledger-client.ts';
 
@@ -19,18 +17,15 @@ function settleRequest(reservationId: string): ledgerV1.SettleRequest {
 describe('LedgerClient over the Operate stream', () => {
   let peer: LedgerPeer | undefined;
   let client: LedgerClient | undefined;
-  const logs: string[] = [];
-  const logger = createLogger('proxy', 'debug', new Writable({ write(chunk, _encoding, done) { logs.push(String(chunk)); done(); } }));
   afterEach(async () => {
     client?.close();
     await peer?.close();
-    logs.length = 0;
   });
 
   it('reserves and settles on the stream; a failed settle throws (the outbox repeats it) and a repeat debits once', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000, logger });
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000 });
     expect((await client.reserve(reserveRequest('r-1'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
     peer.failNext('settle', 1);
     await expect(client.settle(settleRequest('r-1'))).rejects.toMatchObject({ code: 14 });
@@ -38,13 +33,12 @@ describe('LedgerClient over the Operate stream', () => {
     expect((await client.settle(settleRequest('r-1'))).result).toBe(SettleResult.SETTLE_RESULT_OK);
     expect(peer.calls.settle).toHaveLength(3);
     expect(peer.account('org')).toEqual({ creditedMicros: 1_000n, availableMicros: 960n, heldMicros: 0n, debitedMicros: 40n });
-    expect(logs.some((line) => line.includes('using unary calls'))).toBe(false);
   });
 
   it('fails an operation past its deadline as unavailable, and the stream still serves the next one', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 100, logger });
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 100 });
     peer.delayNext('reserve', 400);
     const late = await client.reserve(reserveRequest('r-late')).catch((error: unknown) => error);
     expect(late).toBeInstanceOf(GatewayError);
@@ -52,20 +46,10 @@ describe('LedgerClient over the Operate stream', () => {
     expect((await client.reserve(reserveRequest('r-next'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
   });
 
-  it('falls back to unary calls for a ledger without Operate, with the same results', async () => {
-    peer = await startLedgerPeer({ operate: false });
-    peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000, logger });
-    expect((await client.reserve(reserveRequest('r-old'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
-    expect((await client.settle(settleRequest('r-old'))).result).toBe(SettleResult.SETTLE_RESULT_OK);
-    expect(peer.account('org')).toMatchObject({ heldMicros: 0n, debitedMicros: 40n });
-    expect(logs.filter((line) => line.includes('using unary calls'))).toHaveLength(1);
-  });
-
   it('answers unavailable when the ledger is gone, instead of hanging', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000, logger });
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000 });
     expect((await client.reserve(reserveRequest('r-before'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
     await peer.close();
     peer = undefined;

@@ -29,7 +29,7 @@ describe('SettleOutbox against a ledger peer', () => {
   async function start(maxEntries = 100): Promise<{ peer: LedgerPeer; client: LedgerClient; outbox: SettleOutbox }> {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);
-    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 1_000, logger });
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 1_000 });
     return { peer, client, outbox: new SettleOutbox({ ledger: client, logger, maxEntries, retryInitialMs: 10, retryMaxMs: 50 }) };
   }
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ledgerV1 } from '@gateway/contracts';
-import { releaseResultRetryable, settleResultRetryable } from './settle-outbox.ts';
+import { ledgerResultTransient, ledgerV1 } from '@gateway/contracts';
+
+// The outbox ends an entry on every answer the contract's table calls final (settle-outbox.ts).
+const { settle: settleResultRetryable, release: releaseResultRetryable } = ledgerResultTransient;
 
 describe('which ledger answers end an outbox entry', () => {
   it('has a decision for every Settle and Release result, and only "no decision" is sent again', () => {

@@ -1,4 +1,4 @@
-import { ledgerV1 } from '@gateway/contracts';
+import { isTransientResult, ledgerResultTransient, ledgerV1 } from '@gateway/contracts';
 import { fromGrpcError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 
@@ -14,38 +14,6 @@ export interface OutboxOwner {
   /** The request id of the request the entry resolves (echoed to the client, kept on the usage record). */
   requestId: string;
 }
-
-/**
- * Whether a Settle answer is worth sending again (true) or is the ledger's final word (false),
- * per result. Every named result is final (proto: "not retryable"), a late Settle after expiry
- * included (the ledger accepts it and bills it, docs/ledger.md). UNSPECIFIED (a ledger that
- * decided nothing) and UNRECOGNIZED (a result newer than this proxy) are sent again: dropping a
- * usage record is worse than holding an outbox slot, and an entry still unanswered at shutdown
- * is logged for replay.
- */
-export const settleResultRetryable: Readonly<Record<ledgerV1.SettleResult, boolean>> = {
-  [ledgerV1.SettleResult.SETTLE_RESULT_UNSPECIFIED]: true,
-  [ledgerV1.SettleResult.SETTLE_RESULT_OK]: false,
-  [ledgerV1.SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT]: false,
-  [ledgerV1.SettleResult.SETTLE_RESULT_INVALID_ARGUMENT]: false,
-  [ledgerV1.SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN]: false,
-  [ledgerV1.SettleResult.SETTLE_RESULT_ALREADY_RESOLVED]: false,
-  [ledgerV1.SettleResult.UNRECOGNIZED]: true,
-};
-
-/**
- * Whether a Release answer is worth sending again, per result. RESERVATION_UNKNOWN is final: the
- * ledger leaves a tombstone, so a Reserve of that id still queued behind the Release holds nothing
- * (RESERVE_RESULT_RELEASED). UNSPECIFIED and UNRECOGNIZED are sent again, as for Settle.
- */
-export const releaseResultRetryable: Readonly<Record<ledgerV1.ReleaseResult, boolean>> = {
-  [ledgerV1.ReleaseResult.RELEASE_RESULT_UNSPECIFIED]: true,
-  [ledgerV1.ReleaseResult.RELEASE_RESULT_OK]: false,
-  [ledgerV1.ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT]: false,
-  [ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN]: false,
-  [ledgerV1.ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED]: false,
-  [ledgerV1.ReleaseResult.UNRECOGNIZED]: true,
-};
 
 /** Options of the outbox. */
 export interface SettleOutboxOptions {
@@ -91,7 +59,10 @@ const warnEveryAttempts = 10;
 
 /**
  * Every Settle and Release of the proxy goes through here: each is sent at once and, until the
- * ledger gives a final answer (the retryable tables above), sent again with exponential backoff
+ * ledger gives a final answer (a result the contract's `ledgerResultTransient` calls final: every
+ * named Settle and Release result, a late Settle after expiry included; UNSPECIFIED and results
+ * newer than this build are sent again, since dropping a usage record is worse than holding an
+ * outbox slot), it is sent again with exponential backoff
  * (`retryInitialMs` doubling up to `retryMaxMs`, equal jitter), through an outage of minutes.
  * Both are idempotent on the reservation id, so a repeat can never debit twice. The outbox lives
  * in memory: a SIGKILL loses what is in it (docs/decisions.md, "What a SIGKILL of a proxy can
@@ -235,11 +206,11 @@ export class SettleOutbox {
       try {
         if (entry.kind === 'settle') {
           const response = await this.#ledger.settle(entry.request);
-          if (!settleResultRetryable[response.result]) { this.#finish(entry, response); return; }
+          if (!isTransientResult(ledgerResultTransient.settle, response.result)) { this.#finish(entry, response); return; }
           entry.lastFailure = `result ${response.result}${response.detail ? ` (${response.detail})` : ''}`;
         } else {
           const response = await this.#ledger.release(entry.request);
-          if (!releaseResultRetryable[response.result]) { this.#finish(entry, response); return; }
+          if (!isTransientResult(ledgerResultTransient.release, response.result)) { this.#finish(entry, response); return; }
           entry.lastFailure = `result ${response.result}${response.detail ? ` (${response.detail})` : ''}`;
         }
       } catch (error) {

@@ -1,0 +1,133 @@
+/**
+ * The ledger as the proxy's billing sees it, in domain terms: money in bigint µ₹, durations in
+ * ms, outcomes by name. The gRPC contract (proto enums, the Operate stream, the settle outbox)
+ * stays behind it, in `ledger/grpc-ledger.ts`; inference and domain code know only this.
+ */
+import type { TokenUsage } from './pricing.ts';
+
+/** Whose money a Reserve holds: a commercial organisation's wallet, or none (INTERNAL_MODE). */
+export type LedgerBillingMode = 'commercial' | 'internal';
+
+/** Where a Settle's token counts come from (NOTHING_FREE: the record says which). */
+export type UsageSource = 'upstream' | 'gateway_estimate';
+
+/** A Reserve to hold before an upstream call. */
+export interface ReserveOrder {
+  /** Caller-generated, also its idempotency key (IDEMPOTENCY). */
+  reservationId: string;
+  organisationId: string;
+  projectId: string;
+  billingMode: LedgerBillingMode;
+  /** What to hold, µ₹; positive. */
+  amountMicros: bigint;
+  /** The reservation expires this long after the ledger's clock at reserve time, ms (EXPIRY). */
+  ttlMs: number;
+  modelSlug: string;
+}
+
+/** How the ledger answered a Reserve, in its precedence order; `unrecognized` is a result this build does not know (or none). */
+export type ReserveOutcome =
+  | 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'organisation_unknown' | 'insufficient_balance'
+  | 'project_budget_exceeded' | 'released' | 'unrecognized';
+
+/** The ledger's answer to a Reserve. */
+export interface ReserveAnswer {
+  outcome: ReserveOutcome;
+  /** True when sending the same Reserve again later can succeed (the contract's transient table). */
+  transient: boolean;
+  /** The ledger's reason, for logs only. */
+  detail: string;
+}
+
+/** What a stream's checkpoint records: its running totals so far (EXPIRY). */
+export interface CheckpointOrder {
+  reservationId: string;
+  /** Increases with every checkpoint of a reservation. */
+  sequence: bigint;
+  usage: TokenUsage;
+  /** Customer-price cost of the usage, µ₹. */
+  costMicros: bigint;
+  /** What the provider charges for it, µ₹. */
+  providerCostMicros: bigint;
+  /** The reservation's deadline becomes the ledger's now plus this, ms. */
+  extendTtlMs: number;
+  /** Kept on the usage record an expiry writes, so a stream whose proxy died is billed under its request id. */
+  requestId: string;
+}
+
+/** How the ledger answered a Checkpoint. */
+export type CheckpointOutcome = 'ok' | 'invalid_argument' | 'reservation_unknown' | 'already_resolved' | 'unrecognized';
+
+/** The ledger's answer to a Checkpoint. */
+export interface CheckpointAnswer {
+  outcome: CheckpointOutcome;
+  detail: string;
+}
+
+/** The usage a request is billed for, and the Reserve it settles. */
+export interface SettleOrder {
+  reservationId: string;
+  usage: TokenUsage;
+  /** Customer-price cost of `usage`, µ₹ (what the wallet is debited, commercial mode). */
+  costMicros: bigint;
+  /** What the provider charges for everything it produced, µ₹ (analytics only). */
+  providerCostMicros: bigint;
+  modelSlug: string;
+  usageSource: UsageSource;
+  requestId: string;
+  /** Output tokens produced beyond what the client got (BOUNDED_OVERRUN); 0 when none. */
+  overrunOutputTokens: number;
+}
+
+/** How the ledger answered a Settle. */
+export type SettleOutcome = 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'reservation_unknown' | 'already_resolved' | 'unrecognized';
+
+/** The ledger's final answer to a Settle. */
+export interface SettleAnswer {
+  outcome: SettleOutcome;
+  /** Debited from the wallet, µ₹ (0 in internal mode). */
+  debitedMicros: bigint;
+  detail: string;
+}
+
+/** A Reserve to free: its request certainly reached no upstream, or its Reserve call's outcome is unknown. */
+export interface ReleaseOrder {
+  reservationId: string;
+  /** Why, for the ledger's movement row (e.g. `upstream_unreachable`). */
+  reason: string;
+}
+
+/** How the ledger answered a Release. */
+export type ReleaseOutcome = 'ok' | 'invalid_argument' | 'reservation_unknown' | 'already_resolved' | 'unrecognized';
+
+/** The ledger's final answer to a Release. */
+export interface ReleaseAnswer {
+  outcome: ReleaseOutcome;
+  detail: string;
+}
+
+/** Who a Settle or Release is for: the organisation whose Settles in flight it counts among, and the request. */
+export interface BillingOwner {
+  organisationId: string;
+  requestId: string;
+}
+
+/**
+ * The ledger operations a completion needs. Reserve and Checkpoint are one attempt each; Settle
+ * and Release are delivered until the ledger answers for good (retried through an outage), so
+ * their promise resolves with that final answer, or undefined for one given up at shutdown.
+ */
+export interface Ledger {
+  /** One attempt at holding a Reserve; a failed call (ledger down, deadline) throws a GatewayError. */
+  reserve(order: ReserveOrder): Promise<ReserveAnswer>;
+  /** One attempt at recording a stream's running usage (the next one supersedes it); a failed call throws. */
+  checkpoint(order: CheckpointOrder): Promise<CheckpointAnswer>;
+  /** Settles a Reserve with its usage; never rejects. Counts as a Settle in flight of the owner's organisation until answered. */
+  settle(order: SettleOrder, owner: BillingOwner): Promise<SettleAnswer | undefined>;
+  /** Releases a Reserve; never rejects. Counts as a Settle in flight until answered. */
+  release(order: ReleaseOrder, owner: BillingOwner): Promise<ReleaseAnswer | undefined>;
+  /** True while Settles and Releases wait in numbers at the bound: no new request may start. */
+  settlesBacklogged(): boolean;
+  /** Waits (up to timeoutMs) for the organisation's Settles and Releases queued so far; false when it had none. */
+  waitForSettlesOf(organisationId: string, timeoutMs: number): Promise<boolean>;
+}

@@ -1,0 +1,148 @@
+import { isTransientResult, ledgerResultTransient, ledgerV1 } from '@gateway/contracts';
+import type {
+  BillingOwner, CheckpointAnswer, CheckpointOrder, CheckpointOutcome, Ledger, ReleaseAnswer, ReleaseOrder, ReleaseOutcome, ReserveAnswer,
+  ReserveOrder, ReserveOutcome, SettleAnswer, SettleOrder, SettleOutcome,
+} from '../domain/ledger-port.ts';
+import type { SettleOutbox } from './settle-outbox.ts';
+
+/** The single-attempt calls the port needs beside the outbox (LedgerClient in production). */
+export interface LedgerCalls {
+  reserve(request: ledgerV1.ReserveRequest): Promise<ledgerV1.ReserveResponse>;
+  checkpoint(request: ledgerV1.CheckpointRequest): Promise<ledgerV1.CheckpointResponse>;
+}
+
+/** The outbox operations the port needs (SettleOutbox in production). */
+export type LedgerOutbox = Pick<SettleOutbox, 'settle' | 'release' | 'outboxFull' | 'waitForOrganisation'>;
+
+const { ReserveResult, SettleResult, ReleaseResult, CheckpointResult } = ledgerV1;
+
+/** Proto result -> domain outcome; a value missing here (UNSPECIFIED, UNRECOGNIZED) is `unrecognized`. */
+const reserveOutcomes = new Map<ledgerV1.ReserveResult, ReserveOutcome>([
+  [ReserveResult.RESERVE_RESULT_OK, 'ok'],
+  [ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT, 'idempotency_conflict'],
+  [ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
+  [ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN, 'organisation_unknown'],
+  [ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, 'insufficient_balance'],
+  [ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, 'project_budget_exceeded'],
+  [ReserveResult.RESERVE_RESULT_RELEASED, 'released'],
+]);
+
+const settleOutcomes = new Map<ledgerV1.SettleResult, SettleOutcome>([
+  [SettleResult.SETTLE_RESULT_OK, 'ok'],
+  [SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT, 'idempotency_conflict'],
+  [SettleResult.SETTLE_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
+  [SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN, 'reservation_unknown'],
+  [SettleResult.SETTLE_RESULT_ALREADY_RESOLVED, 'already_resolved'],
+]);
+
+const releaseOutcomes = new Map<ledgerV1.ReleaseResult, ReleaseOutcome>([
+  [ReleaseResult.RELEASE_RESULT_OK, 'ok'],
+  [ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
+  [ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN, 'reservation_unknown'],
+  [ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED, 'already_resolved'],
+]);
+
+const checkpointOutcomes = new Map<ledgerV1.CheckpointResult, CheckpointOutcome>([
+  [CheckpointResult.CHECKPOINT_RESULT_OK, 'ok'],
+  [CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
+  [CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN, 'reservation_unknown'],
+  [CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED, 'already_resolved'],
+]);
+
+const protoBillingMode = {
+  commercial: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
+  internal: ledgerV1.BillingMode.BILLING_MODE_INTERNAL,
+} as const;
+
+/** The ledger's detail, prefixed with the raw result code when the build does not know it (for the log). */
+function detailOf(known: boolean, result: number, detail: string): string {
+  return known ? detail : `result ${result}${detail ? `: ${detail}` : ''}`;
+}
+
+/**
+ * The proxy's Ledger port over gRPC: Reserve and Checkpoint as single calls of the LedgerClient
+ * (Operate stream), Settle and Release through the settle outbox, which repeats them until the
+ * ledger's answer is final. The only place where proto requests, results and enums meet the
+ * proxy's billing; whether a result is transient is read from the contract's table.
+ */
+export class GrpcLedger implements Ledger {
+  readonly #calls: LedgerCalls;
+  readonly #outbox: LedgerOutbox;
+
+  /** Wraps the client and the outbox; opens nothing. */
+  constructor(calls: LedgerCalls, outbox: LedgerOutbox) {
+    this.#calls = calls;
+    this.#outbox = outbox;
+  }
+
+  /** One Reserve call; a failed call throws (LedgerClient makes it `service_unavailable`). */
+  async reserve(order: ReserveOrder): Promise<ReserveAnswer> {
+    const response = await this.#calls.reserve({
+      reservationId: order.reservationId,
+      organisationId: order.organisationId,
+      projectId: order.projectId,
+      billingMode: protoBillingMode[order.billingMode],
+      amountMicros: order.amountMicros,
+      ttlMs: BigInt(order.ttlMs),
+      modelSlug: order.modelSlug,
+    });
+    const outcome = reserveOutcomes.get(response.result);
+    return {
+      outcome: outcome ?? 'unrecognized',
+      transient: isTransientResult(ledgerResultTransient.reserve, response.result),
+      detail: detailOf(outcome !== undefined, response.result, response.detail),
+    };
+  }
+
+  /** One Checkpoint call; a failed call throws its gRPC error. */
+  async checkpoint(order: CheckpointOrder): Promise<CheckpointAnswer> {
+    const response = await this.#calls.checkpoint({
+      reservationId: order.reservationId,
+      sequence: order.sequence,
+      inputTokens: BigInt(order.usage.promptTokens),
+      outputTokens: BigInt(order.usage.completionTokens),
+      costMicros: order.costMicros,
+      providerCostMicros: order.providerCostMicros,
+      extendTtlMs: BigInt(order.extendTtlMs),
+      requestId: order.requestId,
+    });
+    const outcome = checkpointOutcomes.get(response.result);
+    return { outcome: outcome ?? 'unrecognized', detail: detailOf(outcome !== undefined, response.result, response.detail) };
+  }
+
+  /** Queues the Settle in the outbox; resolves with the ledger's final answer (undefined: abandoned at shutdown). */
+  async settle(order: SettleOrder, owner: BillingOwner): Promise<SettleAnswer | undefined> {
+    const response = await this.#outbox.settle({
+      reservationId: order.reservationId,
+      inputTokens: BigInt(order.usage.promptTokens),
+      outputTokens: BigInt(order.usage.completionTokens),
+      costMicros: order.costMicros,
+      providerCostMicros: order.providerCostMicros,
+      modelSlug: order.modelSlug,
+      usageSource: order.usageSource === 'upstream' ? ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM : ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
+      requestId: order.requestId,
+      overrunOutputTokens: BigInt(order.overrunOutputTokens),
+    }, owner);
+    if (response === undefined) return undefined;
+    const outcome = settleOutcomes.get(response.result);
+    return { outcome: outcome ?? 'unrecognized', debitedMicros: response.debitedMicros, detail: detailOf(outcome !== undefined, response.result, response.detail) };
+  }
+
+  /** Queues the Release in the outbox; resolves with the ledger's final answer (undefined: abandoned at shutdown). */
+  async release(order: ReleaseOrder, owner: BillingOwner): Promise<ReleaseAnswer | undefined> {
+    const response = await this.#outbox.release({ reservationId: order.reservationId, reason: order.reason }, owner);
+    if (response === undefined) return undefined;
+    const outcome = releaseOutcomes.get(response.result);
+    return { outcome: outcome ?? 'unrecognized', detail: detailOf(outcome !== undefined, response.result, response.detail) };
+  }
+
+  /** The outbox is at its bound. */
+  settlesBacklogged(): boolean {
+    return this.#outbox.outboxFull();
+  }
+
+  /** Waits for the organisation's outbox entries queued so far. */
+  waitForSettlesOf(organisationId: string, timeoutMs: number): Promise<boolean> {
+    return this.#outbox.waitForOrganisation(organisationId, timeoutMs);
+  }
+}
