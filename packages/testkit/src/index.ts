@@ -6,3 +6,7 @@ export { freePort, startServiceProcess, waitUntilReady, type ServiceProcess } fr
 export {
   createTestPki, serviceTlsEnv, sharedTestPki, sharedTestPkiNow, testTransportSecurity, type TestIdentity, type TestPki, type TestTlsFiles,
 } from './test-pki.ts';
+export {
+  ledgerScenarios, runLedgerScenario, type LedgerLaw, type LedgerScenario, type LedgerScenarioTarget, type ScenarioBalance,
+  type ScenarioMoney, type ScenarioStep,
+} from './ledger-scenarios.ts';

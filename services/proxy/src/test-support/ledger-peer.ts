@@ -13,13 +13,15 @@ export interface PeerAccount {
 
 interface PeerReservation {
   request: ledgerV1.ReserveRequest;
-  /** What was taken from available (0 in internal billing mode). */
+  /** What was taken from available, µ₹ (0 in internal billing mode). */
   heldMicros: bigint;
   state: 'held' | 'settled' | 'released';
   settle?: { request: ledgerV1.SettleRequest; response: ledgerV1.SettleResponse };
   /** The last checkpoint recorded (highest sequence). */
   checkpoint?: ledgerV1.CheckpointRequest;
-  /** Deadline, ms since the epoch (the peer's clock). */
+  /** The request id the first checkpoint carrying one recorded ('' until then), as the ledger keeps it. */
+  checkpointRequestId: string;
+  /** Deadline, ms since the epoch (the peer's clock); a replayed Reserve answers it again. */
   expiresAtMs: bigint;
 }
 
@@ -28,9 +30,12 @@ export type PeerMethod = 'reserve' | 'settle' | 'release' | 'checkpoint';
 
 /**
  * A small in-memory ledger for proxy tests: a real grpc-js server implementing LedgerService
- * with wallets, reservations, settle, release and checkpoint (idempotent on the reservation id,
- * balances conserved), Release tombstones (a Reserve after its Release holds nothing, as the
- * ledger does) and a per-project cap, recording every call and answer. A test can make the next
+ * (unary calls and the Operate stream) with wallets, reservations, settle, release and
+ * checkpoint (idempotent on the reservation id, balances conserved), Release tombstones (a
+ * Reserve after its Release holds nothing, as the ledger does) and a per-project cap, recording
+ * every call and answer. It answers the shared scenario table (`ledgerScenarios` from
+ * `@gateway/testkit`) as the real ledger does (ledger-peer-scenarios.int.test.ts); it does not
+ * model expiry (no sweeper) nor the admin's calls (UNIMPLEMENTED). A test can make the next
  * calls of a method fail with UNAVAILABLE, or stop the whole peer and restart it on the same
  * port with its state, as a ledger that is down would be.
  */
@@ -56,8 +61,6 @@ export interface LedgerPeer {
   failNext(method: PeerMethod, count: number): void;
   /** Makes the next call of a method wait `delayMs` before it is applied and answered (a slow commit). */
   delayNext(method: PeerMethod, delayMs: number): void;
-  /** Makes Checkpoint answer UNIMPLEMENTED, as a ledger without it does (the calls are still recorded). */
-  setCheckpointImplemented(implemented: boolean): void;
   /** True when a Release of an unknown reservation id left a tombstone (a later Reserve of it holds nothing). */
   tombstoned(reservationId: string): boolean;
   /** Every answer given, per method, in order (calls failed by failNext have none). */
@@ -81,14 +84,52 @@ function samePayload<T>(encode: { encode(message: T): { finish(): Uint8Array } }
   return Buffer.from(encode.encode(a).finish()).equals(Buffer.from(encode.encode(b).finish()));
 }
 
-/** Starts a ledger peer on 127.0.0.1, port 0. */
-/** Options of the peer. */
-export interface LedgerPeerOptions {
-  /** Whether it serves the Operate stream (default true); false is a ledger of before it, answering UNIMPLEMENTED. */
-  operate?: boolean;
+/*
+ * The ledger's input rules (services/ledger/src/domain/validation.ts), repeated here because a
+ * service never imports another: the scenario table keeps the two in step.
+ */
+/** Largest amount (µ₹) or token count one request may carry. */
+const maxAmountMicros = 2n ** 62n;
+/** A Reserve (or a checkpoint's extension) lives 1 s .. 24 h. */
+const minReserveTtlMs = 1_000n;
+const maxReserveTtlMs = 86_400_000n;
+
+/** An id the ledger accepts: 1..128 printable ASCII characters without spaces. */
+const validId = (value: string) => value.length > 0 && value.length <= 128 && /^[\x21-\x7e]+$/.test(value);
+/** An optional id: empty, or valid. */
+const validOptionalId = (value: string) => value === '' || validId(value);
+/** An amount or count that may be zero: 0..2^62. */
+const validNonNegative = (value: bigint) => value >= 0n && value <= maxAmountMicros;
+/** Free text kept on a movement: at most 500 characters, no control characters. */
+const validReason = (value: string) => value.length <= 500 && !/[\u0000-\u001f\u007f]/.test(value);
+/** A Reserve lifetime, ms. */
+const validTtl = (valueMs: bigint) => valueMs >= minReserveTtlMs && valueMs <= maxReserveTtlMs;
+
+/** Whether a Reserve's fields other than its id pass the ledger's rules. */
+function validReserve(request: ledgerV1.ReserveRequest): boolean {
+  return validId(request.organisationId) && validId(request.projectId) && validId(request.modelSlug)
+    && (request.billingMode === ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL || request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL)
+    && request.amountMicros > 0n && request.amountMicros <= maxAmountMicros && validTtl(request.ttlMs);
 }
 
-export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<LedgerPeer> {
+/** Whether a Settle's fields other than its id pass the ledger's rules. */
+function validSettle(request: ledgerV1.SettleRequest): boolean {
+  return validNonNegative(request.inputTokens) && validNonNegative(request.outputTokens) && validNonNegative(request.costMicros)
+    && validNonNegative(request.providerCostMicros) && validId(request.modelSlug)
+    && (request.usageSource === ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM || request.usageSource === ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE)
+    && validOptionalId(request.requestId) && validNonNegative(request.overrunOutputTokens);
+}
+
+/** Whether a Checkpoint passes the ledger's rules on its own (before its reservation is read). */
+function validCheckpoint(request: ledgerV1.CheckpointRequest): boolean {
+  return validId(request.reservationId) && request.sequence > 0n && request.sequence <= maxAmountMicros
+    && validNonNegative(request.inputTokens) && validNonNegative(request.outputTokens) && validNonNegative(request.costMicros)
+    && validNonNegative(request.providerCostMicros) && (request.extendTtlMs === 0n || validTtl(request.extendTtlMs))
+    && validOptionalId(request.requestId);
+}
+
+/** Starts a ledger peer on 127.0.0.1, port 0. */
+export async function startLedgerPeer(): Promise<LedgerPeer> {
   const accounts = new Map<string, PeerAccount>();
   const reservations = new Map<string, PeerReservation>();
   const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [], checkpoint: [] };
@@ -98,7 +139,6 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
   const failures: Record<PeerMethod, number> = { reserve: 0, settle: 0, release: 0, checkpoint: 0 };
   const delays: Record<PeerMethod, number[]> = { reserve: [], settle: [], release: [], checkpoint: [] };
   const projectCaps = new Map<string, bigint>();
-  let checkpointImplemented = true;
 
   /** Customer cost settled plus held by a project's reservations, µ₹ (both billing modes). */
   const projectSpendMicros = (projectId: string): bigint => {
@@ -133,50 +173,56 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
     return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => answer(method, run, call.request, callback);
   }
 
+  // Each operation decides its results in the ledger's precedence order (the proto enums' order,
+  // with the ledger's documented exceptions), so the proxy meets the answers it will meet in production.
   const reserve = (request: ledgerV1.ReserveRequest): ledgerV1.ReserveResponse => {
     const base = ledgerV1.ReserveResponse.fromPartial({});
+    const { ReserveResult } = ledgerV1;
+    if (!validId(request.reservationId)) return { ...base, result: ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT };
     const existing = reservations.get(request.reservationId);
     const account = accounts.get(request.organisationId);
     if (existing !== undefined) {
-      if (!samePayload(ledgerV1.ReserveRequest, existing.request, request)) return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT };
-      return { ...base, result: ok, availableMicros: account?.availableMicros ?? 0n };
+      // IDEMPOTENCY: the first outcome and deadline, with the balance as it is now; a conflict precedes invalid input.
+      if (!samePayload(ledgerV1.ReserveRequest, existing.request, request)) return { ...base, result: ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT };
+      return { ...base, result: ok, availableMicros: accounts.get(existing.request.organisationId)?.availableMicros ?? 0n, expiresAtMs: existing.expiresAtMs };
     }
-    if (request.reservationId === '' || request.amountMicros <= 0n || request.ttlMs <= 0n) {
-      return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT };
-    }
-    if (tombstones.has(request.reservationId)) return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_RELEASED };
-    if (account === undefined) return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN };
+    if (!validReserve(request)) return { ...base, result: ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT };
+    // ONE_OUTCOME: a Release overtook this Reserve; decided before every refusal but invalid input.
+    if (tombstones.has(request.reservationId)) return { ...base, result: ReserveResult.RESERVE_RESULT_RELEASED };
+    if (account === undefined) return { ...base, result: ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN };
     const internal = request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL;
+    // NO_OVERSPEND (commercial only: INTERNAL_MODE holds nothing), decided before PROJECT_BUDGET.
     if (!internal && account.availableMicros < request.amountMicros) {
-      return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros };
+      return { ...base, result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros };
     }
     const capMicros = projectCaps.get(request.projectId) ?? 0n;
     if (capMicros > 0n && projectSpendMicros(request.projectId) + request.amountMicros > capMicros) {
-      return { ...base, result: ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, availableMicros: account.availableMicros };
+      return { ...base, result: ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, availableMicros: account.availableMicros };
     }
     const heldMicros = internal ? 0n : request.amountMicros;
     account.availableMicros -= heldMicros;
     account.heldMicros += heldMicros;
     const expiresAtMs = BigInt(Date.now()) + request.ttlMs;
-    reservations.set(request.reservationId, { request, heldMicros, state: 'held', expiresAtMs });
+    reservations.set(request.reservationId, { request, heldMicros, state: 'held', expiresAtMs, checkpointRequestId: '' });
     return { ...base, result: ok, availableMicros: account.availableMicros, expiresAtMs };
   };
 
   const settle = (request: ledgerV1.SettleRequest): ledgerV1.SettleResponse => {
     const base = ledgerV1.SettleResponse.fromPartial({});
+    const { SettleResult } = ledgerV1;
+    if (!validId(request.reservationId)) return { ...base, result: SettleResult.SETTLE_RESULT_INVALID_ARGUMENT };
     const reservation = reservations.get(request.reservationId);
-    if (reservation === undefined) return { ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN };
-    if (reservation.state === 'settled') {
-      return samePayload(ledgerV1.SettleRequest, reservation.settle!.request, request)
-        ? reservation.settle!.response
-        : { ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT };
+    if (reservation?.state === 'settled') {
+      // IDEMPOTENCY: the first settlement's figures, with the balance as it is now; a conflict precedes invalid input.
+      if (!samePayload(ledgerV1.SettleRequest, reservation.settle!.request, request)) return { ...base, result: SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT };
+      return { ...reservation.settle!.response, availableMicros: accounts.get(reservation.request.organisationId)!.availableMicros };
     }
-    if (reservation.state === 'released') return { ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_ALREADY_RESOLVED };
-    if (request.costMicros < 0n || request.inputTokens < 0n || request.outputTokens < 0n) {
-      return { ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_INVALID_ARGUMENT };
-    }
+    if (!validSettle(request)) return { ...base, result: SettleResult.SETTLE_RESULT_INVALID_ARGUMENT };
+    if (reservation === undefined) return { ...base, result: SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN };
+    if (reservation.state === 'released') return { ...base, result: SettleResult.SETTLE_RESULT_ALREADY_RESOLVED };
     const account = accounts.get(reservation.request.organisationId)!;
     const internal = reservation.request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL;
+    // INTERNAL_MODE debits nothing; BOUNDED_OVERRUN: a cost past the Reserve is debited from available.
     const debitedMicros = internal ? 0n : request.costMicros;
     const overrunMicros = debitedMicros > reservation.heldMicros ? debitedMicros - reservation.heldMicros : 0n;
     const releasedMicros = reservation.heldMicros - (debitedMicros - overrunMicros);
@@ -184,7 +230,7 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
     account.availableMicros += releasedMicros - overrunMicros;
     account.debitedMicros += debitedMicros;
     const response: ledgerV1.SettleResponse = {
-      ...base, result: ledgerV1.SettleResult.SETTLE_RESULT_OK, debitedMicros, releasedMicros, overrunMicros, availableMicros: account.availableMicros,
+      ...base, result: SettleResult.SETTLE_RESULT_OK, debitedMicros, releasedMicros, overrunMicros, availableMicros: account.availableMicros,
     };
     reservation.state = 'settled';
     reservation.settle = { request, response };
@@ -193,48 +239,62 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
 
   const release = (request: ledgerV1.ReleaseRequest): ledgerV1.ReleaseResponse => {
     const base = ledgerV1.ReleaseResponse.fromPartial({});
+    const { ReleaseResult } = ledgerV1;
+    if (!validId(request.reservationId)) return { ...base, result: ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT };
+    const reasonValid = validReason(request.reason);
     const reservation = reservations.get(request.reservationId);
-    if (reservation === undefined) {
+    if (reservation === undefined && reasonValid) {
+      // ONE_OUTCOME: the Release overtook its Reserve; the tombstone makes that Reserve hold nothing.
       tombstones.add(request.reservationId);
-      return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN };
+      return { ...base, result: ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN };
     }
-    if (reservation.state === 'settled') return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED };
+    if (reservation?.state === 'released') {
+      // A replay (its reason is not compared).
+      const account = accounts.get(reservation.request.organisationId)!;
+      return { ...base, result: ReleaseResult.RELEASE_RESULT_OK, releasedMicros: reservation.heldMicros, availableMicros: account.availableMicros };
+    }
+    if (!reasonValid || reservation === undefined) return { ...base, result: ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT };
     const account = accounts.get(reservation.request.organisationId)!;
-    if (reservation.state === 'held') {
-      account.heldMicros -= reservation.heldMicros;
-      account.availableMicros += reservation.heldMicros;
-      reservation.state = 'released';
+    if (reservation.state === 'settled') {
+      return { ...base, result: ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED, availableMicros: account.availableMicros };
     }
-    return { ...base, result: ledgerV1.ReleaseResult.RELEASE_RESULT_OK, releasedMicros: reservation.heldMicros, availableMicros: account.availableMicros };
+    account.heldMicros -= reservation.heldMicros;
+    account.availableMicros += reservation.heldMicros;
+    reservation.state = 'released';
+    return { ...base, result: ReleaseResult.RELEASE_RESULT_OK, releasedMicros: reservation.heldMicros, availableMicros: account.availableMicros };
   };
 
   const checkpoint = (request: ledgerV1.CheckpointRequest): ledgerV1.CheckpointResponse => {
     const base = ledgerV1.CheckpointResponse.fromPartial({});
+    const { CheckpointResult } = ledgerV1;
+    if (!validCheckpoint(request)) return { ...base, result: CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT };
     const reservation = reservations.get(request.reservationId);
-    if (reservation === undefined) return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN };
-    if (request.sequence <= 0n || request.costMicros < 0n || request.inputTokens < 0n || request.outputTokens < 0n || request.extendTtlMs < 0n) {
-      return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT };
+    if (reservation === undefined) return { ...base, result: CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN };
+    const last = reservation.checkpoint;
+    const { expiresAtMs } = reservation;
+    // A replay or one out of order changes nothing and is OK, also after the reservation resolved:
+    // the sequence is what makes checkpoints safe to retry.
+    if (last !== undefined && request.sequence <= last.sequence) {
+      return { ...base, result: CheckpointResult.CHECKPOINT_RESULT_OK, expiresAtMs, detail: 'replay or out of order' };
     }
-    if (reservation.state !== 'held') return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED, expiresAtMs: reservation.expiresAtMs };
-    if (reservation.checkpoint !== undefined && request.sequence <= reservation.checkpoint.sequence) {
-      return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK, expiresAtMs: reservation.expiresAtMs, detail: 'replay or out of order' };
-    }
+    if (reservation.state !== 'held') return { ...base, result: CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED, expiresAtMs };
+    // Running totals never go down, and one reservation is one request (its first request id stays).
+    const goesDown = last !== undefined && (request.inputTokens < last.inputTokens || request.outputTokens < last.outputTokens
+      || request.costMicros < last.costMicros || request.providerCostMicros < last.providerCostMicros);
+    const otherRequest = request.requestId !== '' && reservation.checkpointRequestId !== '' && request.requestId !== reservation.checkpointRequestId;
+    if (goesDown || otherRequest) return { ...base, result: CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT, expiresAtMs };
     reservation.checkpoint = request;
+    if (reservation.checkpointRequestId === '') reservation.checkpointRequestId = request.requestId;
     if (request.extendTtlMs > 0n) reservation.expiresAtMs = BigInt(Date.now()) + request.extendTtlMs;
-    return { ...base, result: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK, expiresAtMs: reservation.expiresAtMs };
+    return { ...base, result: CheckpointResult.CHECKPOINT_RESULT_OK, expiresAtMs: reservation.expiresAtMs };
   };
 
   const unimplemented = (_call: unknown, callback: sendUnaryData<never>) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
-  const checkpointHandler = handler('checkpoint', checkpoint);
   const implementation: ledgerV1.LedgerServiceServer = {
     reserve: handler('reserve', reserve),
     settle: handler('settle', settle),
     release: handler('release', release),
-    checkpoint: (call, callback) => {
-      if (checkpointImplemented) { checkpointHandler(call, callback); return; }
-      calls.checkpoint.push(call.request);
-      unimplemented(call, callback);
-    },
+    checkpoint: handler('checkpoint', checkpoint),
     openAccount: unimplemented,
     credit: unimplemented,
     getBalance: unimplemented,
@@ -248,10 +308,6 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
     },
     verify: unimplemented,
     operate: (call: ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>) => {
-      if (options.operate === false) {
-        call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
-        return;
-      }
       operateStreams.add(call);
       call.on('close', () => operateStreams.delete(call));
       call.on('end', () => call.end());
@@ -266,13 +322,7 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
         if (message.reserve) answer('reserve', reserve, message.reserve, reply('reserve'));
         else if (message.settle) answer('settle', settle, message.settle, reply('settle'));
         else if (message.release) answer('release', release, message.release, reply('release'));
-        else if (message.checkpoint) {
-          if (checkpointImplemented) answer('checkpoint', checkpoint, message.checkpoint, reply('checkpoint'));
-          else {
-            calls.checkpoint.push(message.checkpoint);
-            reply('checkpoint')({ code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
-          }
-        }
+        else if (message.checkpoint) answer('checkpoint', checkpoint, message.checkpoint, reply('checkpoint'));
       });
     },
   };
@@ -311,7 +361,6 @@ export async function startLedgerPeer(options: LedgerPeerOptions = {}): Promise<
     },
     failNext(method, count) { failures[method] = count; },
     delayNext(method, delayMs) { delays[method].push(delayMs); },
-    setCheckpointImplemented(implemented) { checkpointImplemented = implemented; },
     tombstoned: (reservationId) => tombstones.has(reservationId),
     answers,
     async stop() {

@@ -1,0 +1,47 @@
+import { ledgerV1 } from '@gateway/contracts';
+import { channelCredentials } from '@gateway/grpc';
+import { ledgerScenarios, runLedgerScenario, type LedgerScenarioTarget } from '@gateway/testkit';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { startLedgerPeer, type LedgerPeer } from './ledger-peer.ts';
+
+/**
+ * The shared ledger scenario table (`@gateway/testkit`'s ledgerScenarios, which the real ledger
+ * passes in services/ledger/src/ledger-scenarios.int.test.ts) against the proxy's in-memory
+ * ledger peer, over unary calls and the Operate stream: the peer the proxy's tests trust must
+ * answer every row as the ledger does. Rows marked realLedgerOnly model what the peer does not.
+ */
+describe('the ledger peer runs the ledger scenario table', () => {
+  let peer: LedgerPeer;
+  let client: ledgerV1.LedgerServiceClient;
+
+  beforeAll(async () => {
+    peer = await startLedgerPeer();
+    client = new ledgerV1.LedgerServiceClient(peer.address, channelCredentials(peer.proxySecurity));
+  });
+  afterAll(async () => {
+    client?.close();
+    await peer?.close();
+  });
+
+  /** The peer as a scenario target: its own methods for setup and its account view for the money. */
+  const target = (transport: LedgerScenarioTarget['transport']): LedgerScenarioTarget => ({
+    client,
+    transport,
+    async openAccount(organisationId, creditMicros) { peer.credit(organisationId, creditMicros); },
+    async balance(organisationId) { return peer.account(organisationId); },
+    async setProjectCap(_organisationId, projectId, capMicros) { peer.setProjectCap(projectId, capMicros); },
+  });
+
+  for (const transport of ['unary', 'operate'] as const) {
+    for (const scenario of ledgerScenarios) {
+      const name = `${transport}: ${scenario.name} (${scenario.laws.join(', ')})`;
+      if (scenario.realLedgerOnly !== undefined) {
+        it.skip(`${name} [real ledger only: ${scenario.realLedgerOnly}]`, () => {});
+        continue;
+      }
+      it(name, async () => {
+        await runLedgerScenario(scenario, target(transport));
+      });
+    }
+  }
+});
