@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { GatewayError, toHttpError } from '@gateway/errors';
+import { createLogger } from '@gateway/logger';
+import { Writable } from 'node:stream';
+import type {
+  BillingOwner, CheckpointAnswer, Ledger, ReleaseAnswer, ReleaseOrder, ReserveAnswer, ReserveOrder, SettleAnswer, SettleOrder,
+} from '../domain/ledger-port.ts';
+import type { UpstreamFailure } from '../domain/upstream-failure.ts';
+import { holdReserve, settleFailedCall, type ChatBillingDeps, type ChatInput, type ChatPlan } from './chat-billing.ts';
+
+/** An in-memory Ledger port that answers each Reserve from a script and records what it was sent. */
+class ScriptedLedger implements Ledger {
+  readonly reserves: ReserveOrder[] = [];
+  readonly settles: SettleOrder[] = [];
+  readonly releases: ReleaseOrder[] = [];
+  settlesInFlight = false;
+  readonly answers: Array<ReserveAnswer | Error>;
+  constructor(answers: Array<ReserveAnswer | Error>) {
+    this.answers = answers;
+  }
+  async reserve(order: ReserveOrder): Promise<ReserveAnswer> {
+    this.reserves.push(order);
+    const answer = this.answers.shift() ?? { outcome: 'ok', transient: false, detail: '' };
+    if (answer instanceof Error) throw answer;
+    return answer;
+  }
+  async checkpoint(): Promise<CheckpointAnswer> { return { outcome: 'ok', detail: '' }; }
+  async settle(order: SettleOrder, _owner: BillingOwner): Promise<SettleAnswer> {
+    this.settles.push(order);
+    return { outcome: 'ok', debitedMicros: order.costMicros, detail: '' };
+  }
+  async release(order: ReleaseOrder, _owner: BillingOwner): Promise<ReleaseAnswer> {
+    this.releases.push(order);
+    return { outcome: 'ok', detail: '' };
+  }
+  settlesBacklogged(): boolean { return false; }
+  async waitForSettlesOf(): Promise<boolean> { return this.settlesInFlight; }
+}
+
+function setup(answers: Array<ReserveAnswer | Error>): { ledger: ScriptedLedger; deps: ChatBillingDeps; input: ChatInput; plan: ChatPlan; background: Promise<unknown>[] } {
+  const ledger = new ScriptedLedger(answers);
+  const background: Promise<unknown>[] = [];
+  const deps: ChatBillingDeps = {
+    ledger, reserveTtlMs: 600_000, logger: createLogger('proxy', 'silent', new Writable({ write(_chunk, _encoding, done) { done(); } })),
+    background: (work) => { background.push(work); },
+  };
+  const input = {
+    requestId: 'req-1', requestUuid: 'uuid-1', log: {},
+    caller: { organisation: { id: 'org', billingMode: 'internal' }, project: { id: 'org-project' } },
+    model: {
+      slug: 'chat', tokenizer: 'cl100k_base', inputPriceMicrosPerMtok: 1_000_000n, outputPriceMicrosPerMtok: 2_000_000n,
+      providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n,
+    },
+  } as unknown as ChatInput;
+  const plan = { promptTokens: 10, maxTokens: 5, amountMicros: 20n, reservationId: 'res_uuid-1' } as ChatPlan;
+  return { ledger, deps, input, plan, background };
+}
+
+async function statusOf(promise: Promise<unknown>): Promise<{ status: number; code: string }> {
+  const error = await promise.then(() => undefined, (caught: unknown) => caught);
+  expect(error).toBeInstanceOf(GatewayError);
+  return { status: toHttpError(error).status, code: (error as GatewayError).code };
+}
+
+const answer = (outcome: ReserveAnswer['outcome'], transient: boolean): ReserveAnswer => ({ outcome, transient, detail: 'why' });
+
+describe('holdReserve: the ledger\'s answer to HTTP', () => {
+  it('holds an OK Reserve in the caller\'s billing mode and logs what it held', async () => {
+    const { ledger, deps, input, plan } = setup([]);
+    await holdReserve(deps, input, plan);
+    expect(ledger.reserves).toEqual([{
+      reservationId: 'res_uuid-1', organisationId: 'org', projectId: 'org-project', billingMode: 'internal', amountMicros: 20n, ttlMs: 600_000, modelSlug: 'chat',
+    }]);
+    expect(input.log.reservedMicros).toBe(20n);
+  });
+
+  it('answers 402 for money, 503 for what retrying can lift, 500 for what it cannot, reading the transient flag', async () => {
+    const cases: Array<[ReserveAnswer, number, string]> = [
+      [answer('insufficient_balance', true), 402, 'insufficient_balance'],
+      [answer('project_budget_exceeded', true), 402, 'budget_exceeded'],
+      // An account not opened yet: the same Reserve succeeds once it is (the contract's table says transient).
+      [answer('organisation_unknown', true), 503, 'service_unavailable'],
+      // Our own Release reached the ledger first: a new request gets a new reservation id.
+      [answer('released', false), 503, 'service_unavailable'],
+      [answer('idempotency_conflict', false), 500, 'internal_error'],
+      [answer('invalid_argument', false), 500, 'internal_error'],
+      // The flag decides, not the name: the same outcome called transient is a 503.
+      [answer('invalid_argument', true), 503, 'service_unavailable'],
+      // A result this build does not know is a contract fault, whatever the table guesses.
+      [answer('unrecognized', true), 500, 'internal_error'],
+    ];
+    for (const [reserved, status, code] of cases) {
+      const { deps, input, plan } = setup([reserved]);
+      expect(await statusOf(holdReserve(deps, input, plan)), reserved.outcome).toEqual({ status, code });
+    }
+  });
+
+  it('tries a Reserve refused for money once more after the organisation\'s Settles in flight', async () => {
+    const { ledger, deps, input, plan } = setup([answer('insufficient_balance', true), answer('ok', false)]);
+    ledger.settlesInFlight = true;
+    await holdReserve(deps, input, plan);
+    expect(ledger.reserves).toHaveLength(2);
+    const refused = setup([answer('organisation_unknown', true), answer('ok', false)]);
+    refused.ledger.settlesInFlight = true;
+    expect((await statusOf(holdReserve(refused.deps, refused.input, refused.plan))).status).toBe(503);
+    expect(refused.ledger.reserves).toHaveLength(1);
+  });
+
+  it('releases a Reserve whose call failed (its outcome is unknown) and answers 503', async () => {
+    const { ledger, deps, input, plan, background } = setup([new GatewayError('service_unavailable', { internalMessage: 'ledger down' })]);
+    expect((await statusOf(holdReserve(deps, input, plan))).status).toBe(503);
+    await Promise.all(background);
+    expect(ledger.releases).toEqual([{ reservationId: 'res_uuid-1', reason: 'reserve_outcome_unknown' }]);
+  });
+});
+
+describe('settleFailedCall: an upstream failure\'s error and money', () => {
+  it('releases what certainly reached no upstream and settles zero usage for everything else (NOTHING_FREE)', async () => {
+    const cases: Array<[UpstreamFailure, number, string, 'release' | 'settle']> = [
+      [{ kind: 'unreachable', reason: 'ECONNREFUSED' }, 502, 'upstream_error', 'release'],
+      [{ kind: 'timeout', reason: 'first byte' }, 504, 'upstream_timeout', 'settle'],
+      [{ kind: 'http_error', statusCode: 529 }, 502, 'upstream_error', 'settle'],
+      [{ kind: 'failed', reason: 'reset' }, 502, 'upstream_error', 'settle'],
+      [{ kind: 'unusable_answer' }, 502, 'upstream_error', 'settle'],
+    ];
+    for (const [failure, status, code, money] of cases) {
+      const { ledger, deps, input, plan, background } = setup([]);
+      const error = settleFailedCall(deps, input, plan, failure);
+      expect({ status: toHttpError(error).status, code: error.code }, failure.kind).toEqual({ status, code });
+      await Promise.all(background);
+      if (money === 'release') {
+        expect(ledger.releases).toEqual([{ reservationId: 'res_uuid-1', reason: 'upstream_unreachable' }]);
+        expect(ledger.settles).toHaveLength(0);
+      } else {
+        expect(ledger.releases).toHaveLength(0);
+        expect(ledger.settles).toMatchObject([{ reservationId: 'res_uuid-1', usage: { promptTokens: 0, completionTokens: 0 }, costMicros: 0n, usageSource: 'gateway_estimate' }]);
+      }
+      // The upstream's words never reach the client.
+      expect(JSON.stringify(toHttpError(error).body)).not.toMatch(/ECONNREFUSED|first byte|529|reset/);
+    }
+  });
+});
