@@ -1,4 +1,4 @@
-import { ledgerV1 } from '@gateway/contracts';
+import { isTransientResult, ledgerResultTransient, ledgerV1, type LedgerResultOperation } from '@gateway/contracts';
 import { GatewayError, fromGrpcError } from '@gateway/errors';
 import { callUnary, channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
 import type { UsageRecord } from '../domain/admin-records.ts';
@@ -9,9 +9,14 @@ export interface GrpcLedger extends LedgerPort {
   close(): void;
 }
 
-/** The ledger answered with a result this build does not know: a contract mismatch, not the caller's fault. */
-function unexpectedResult(method: string, result: number): GatewayError {
-  return new GatewayError('internal_error', { internalMessage: `ledger ${method} returned unexpected result ${result}` });
+/**
+ * The ledger answered with a result this build does not map (UNSPECIFIED, or one newer than it):
+ * a contract mismatch, not the caller's fault, so a 500 whatever the contract's transient table
+ * says; the log line says whether retrying could help.
+ */
+function unexpectedResult(operation: LedgerResultOperation, method: string, result: number): GatewayError {
+  const transient = isTransientResult(ledgerResultTransient[operation] as Readonly<Record<number, boolean>>, result);
+  return new GatewayError('internal_error', { internalMessage: `ledger ${method} returned unexpected result ${result} (${transient ? 'transient' : 'final'})` });
 }
 
 function invalidArgument(method: string, detail: string): GatewayError {
@@ -73,7 +78,7 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
       switch (response.result) {
         case ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_OK: return;
         case ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_INVALID_ARGUMENT: throw invalidArgument('OpenAccount', response.detail);
-        default: throw unexpectedResult('OpenAccount', response.result);
+        default: throw unexpectedResult('openAccount', 'OpenAccount', response.result);
       }
     },
 
@@ -88,7 +93,7 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
           });
         case ledgerV1.CreditResult.CREDIT_RESULT_INVALID_ARGUMENT: throw invalidArgument('Credit', response.detail);
         case ledgerV1.CreditResult.CREDIT_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(request.organisationId);
-        default: throw unexpectedResult('Credit', response.result);
+        default: throw unexpectedResult('credit', 'Credit', response.result);
       }
     },
 
@@ -104,7 +109,7 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
             debitedMicros: response.debitedMicros,
           };
         case ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(organisationId);
-        default: throw unexpectedResult('GetBalance', response.result);
+        default: throw unexpectedResult('getBalance', 'GetBalance', response.result);
       }
     },
 
@@ -127,7 +132,7 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
           throw new GatewayError('idempotency_conflict', { internalMessage: `ledger SetProjectBudget: request id ${request.requestId} reused` });
         case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT: throw invalidArgument('SetProjectBudget', response.detail);
         case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(request.organisationId);
-        default: throw unexpectedResult('SetProjectBudget', response.result);
+        default: throw unexpectedResult('setProjectBudget', 'SetProjectBudget', response.result);
       }
     },
 
