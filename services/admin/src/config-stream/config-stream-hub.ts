@@ -1,5 +1,6 @@
-import { status as GrpcStatus, type ServerDuplexStream, type ServiceDefinition } from '@grpc/grpc-js';
+import { status as GrpcStatus, type ServiceDefinition } from '@grpc/grpc-js';
 import { configV1 } from '@gateway/contracts';
+import { duplexStream, type ServerDuplexStreamHandle } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type { Propagation } from '../domain/admin-records.ts';
 import type { ConfigPublisher } from '../domain/config-publisher.ts';
@@ -17,7 +18,9 @@ interface InFlightUpdate {
 
 /** One open StreamConfig call. */
 interface Subscriber {
-  call: ServerDuplexStream<configV1.ConfigAck, configV1.ConfigUpdate>;
+  stream: ServerDuplexStreamHandle<configV1.ConfigAck, configV1.ConfigUpdate>;
+  /** The proxy's address, named in place of an id a hello left empty. */
+  peer: () => string;
   /** Set by the hello; a stream that has not said hello is not yet a connected proxy. */
   proxyId: string | undefined;
   /** The highest version fully written to this stream; 0 before its first snapshot. */
@@ -107,7 +110,7 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
       // Catch up first (a change made through another admin replica), then beat.
       void sync(subscriber).then(() => {
         if (subscriber.syncing || subscriber.sentVersion === 0n) return;
-        write(subscriber, heartbeatConfigUpdate(subscriber.sentVersion, Date.now()), true);
+        void write(subscriber, heartbeatConfigUpdate(subscriber.sentVersion, Date.now()), true);
       });
     }
   }, options.heartbeatIntervalMs);
@@ -121,24 +124,26 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
   }, pruneIntervalMs);
   pruneTimer.unref();
 
-  /** Writes one update and records what its ack will mean. */
-  function write(subscriber: Subscriber, update: configV1.ConfigUpdate, completes: boolean): boolean {
-    if (!subscriber.open || subscriber.call.destroyed || subscriber.call.writableEnded) return false;
-    try {
-      subscriber.call.write(update);
-    } catch (error) {
-      // The stream went away between the check and the write; its close event removes it.
-      logger.debug({ err: error, proxyId: subscriber.proxyId }, 'config update not written: stream closed');
-      return false;
-    }
+  /**
+   * Writes one update and records what its ack will mean; resolves false when the stream is
+   * gone, else true once it can take more (a proxy slow to read holds the writer here).
+   */
+  function write(subscriber: Subscriber, update: configV1.ConfigUpdate, completes: boolean): Promise<boolean> {
+    if (!subscriber.open || !subscriber.stream.writable) return Promise.resolve(false);
+    // The write happens now, so the record below is in the order the proxy will ack.
+    const accepted = subscriber.stream.send(update);
     subscriber.inFlight.push({ version: update.version, completes });
-    return true;
+    return accepted.then((written) => {
+      // The stream went away meanwhile; the end of its iteration removes it.
+      if (!written) logger.debug({ proxyId: subscriber.proxyId }, 'config update not written: stream closed');
+      return written;
+    });
   }
 
   /** Writes the parts of one version in order; the version counts as sent once all are written. */
-  function writeParts(subscriber: Subscriber, parts: readonly configV1.ConfigUpdate[]): void {
+  async function writeParts(subscriber: Subscriber, parts: readonly configV1.ConfigUpdate[]): Promise<void> {
     for (const [index, part] of parts.entries()) {
-      if (!write(subscriber, part, index === parts.length - 1)) return;
+      if (!await write(subscriber, part, index === parts.length - 1)) return;
     }
     const version = parts[0]!.version;
     if (version > subscriber.sentVersion) subscriber.sentVersion = version;
@@ -179,7 +184,7 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
           const full = await loadFullUpdates();
           if (!subscriber.open) break;
           subscriber.needsFull = false;
-          writeParts(subscriber, full.parts);
+          await writeParts(subscriber, full.parts);
           logger.debug({ proxyId: subscriber.proxyId, version: full.version.toString(), parts: full.parts.length }, 'full config snapshot sent');
         } else {
           const delta = await snapshots.deltaSince(subscriber.sentVersion);
@@ -188,7 +193,7 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
             subscriber.needsFull = true;
             subscriber.syncAgain = true;
           } else if (delta.version > subscriber.sentVersion) {
-            writeParts(subscriber, splitConfigUpdate(deltaConfigUpdate(delta, Date.now()), maxUpdateBytes));
+            await writeParts(subscriber, splitConfigUpdate(deltaConfigUpdate(delta, Date.now()), maxUpdateBytes));
           }
         }
       } while (subscriber.syncAgain);
@@ -224,17 +229,13 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
   function disconnect(subscriber: Subscriber, details: string): void {
     if (!subscriber.open) return;
     remove(subscriber);
-    try {
-      subscriber.call.emit('error', { code: GrpcStatus.UNAVAILABLE, details });
-    } catch {
-      // Already gone.
-    }
+    subscriber.stream.fail({ code: GrpcStatus.UNAVAILABLE, details });
   }
 
   function onAck(subscriber: Subscriber, ack: configV1.ConfigAck): void {
     if (closing || !subscriber.open) return;
     if (subscriber.proxyId === undefined) {
-      subscriber.proxyId = ack.proxyId !== '' ? ack.proxyId : `unnamed@${subscriber.call.getPeer()}`;
+      subscriber.proxyId = ack.proxyId !== '' ? ack.proxyId : `unnamed@${subscriber.peer()}`;
       logger.info({ proxyId: subscriber.proxyId, appliedVersion: ack.appliedVersion.toString() }, 'proxy connected to the config stream');
       subscriber.needsFull = true;
       void sync(subscriber);
@@ -301,24 +302,26 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
     definition,
     service: {
       streamConfig(call) {
+        const stream = duplexStream(call);
         if (closing) {
-          call.emit('error', { code: GrpcStatus.UNAVAILABLE, details: 'The admin is shutting down.' });
+          stream.fail({ code: GrpcStatus.UNAVAILABLE, details: 'The admin is shutting down.' });
           return;
         }
         const subscriber: Subscriber = {
-          call, proxyId: undefined, sentVersion: 0n, ackedVersion: 0n, needsFull: true, inFlight: [],
+          stream, peer: () => call.getPeer(), proxyId: undefined, sentVersion: 0n, ackedVersion: 0n, needsFull: true, inFlight: [],
           syncing: false, syncAgain: false, open: true,
         };
         subscribers.add(subscriber);
-        call.on('data', (ack: configV1.ConfigAck) => onAck(subscriber, ack));
-        call.on('end', () => {
-          // The proxy half-closed: finish our side too.
+        void (async () => {
+          try {
+            for await (const ack of stream) onAck(subscriber, ack);
+          } catch {
+            // The call broke; the proxy reconnects.
+          }
+          // The proxy half-closed or went away, or this side ended the stream: finish ours too.
           remove(subscriber);
-          if (!call.writableEnded) call.end();
-        });
-        call.on('cancelled', () => remove(subscriber));
-        call.on('error', () => remove(subscriber));
-        call.on('close', () => remove(subscriber));
+          stream.end();
+        })();
       },
     },
 
@@ -341,7 +344,7 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
       for (const waiter of [...waiters]) waiter.settle();
       for (const subscriber of [...subscribers]) {
         remove(subscriber);
-        if (!subscriber.call.writableEnded) subscriber.call.end();
+        subscriber.stream.end();
       }
     },
   };

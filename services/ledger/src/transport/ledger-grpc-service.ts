@@ -1,7 +1,7 @@
 import { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
 import { GatewayError, toGrpcError } from '@gateway/errors';
-import { reportCallFailure, unaryHandler, type Metadata } from '@gateway/grpc';
+import { duplexStream, reportCallFailure, unaryHandler, type Metadata } from '@gateway/grpc';
 import { status as grpcStatus, type ServerDuplexStream, type ServerWritableStream } from '@grpc/grpc-js';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import { runAlone, type LedgerOperationRunner } from '../domain/apply-ledger-operations.ts';
@@ -237,6 +237,7 @@ export function createLedgerGrpcService(
    * shutdown began is answered UNAVAILABLE, so its caller retries on a new stream elsewhere.
    */
   const operate = (call: ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>) => {
+    const stream = duplexStream(call);
     let unanswered = 0;
     let closing = false;
     let finished = false;
@@ -244,30 +245,33 @@ export function createLedgerGrpcService(
       if (finished || unanswered > 0) return;
       finished = true;
       operationStreams.delete(close);
-      if (!call.cancelled && !call.destroyed) call.end();
+      stream.end(); // nothing to end if the caller went away
     };
     const close = () => { closing = true; finish(); };
-    const abandon = () => { finished = true; operationStreams.delete(close); };
     operationStreams.add(close);
-    call.on('data', (message: ledgerV1.OperationRequest) => {
-      if (closing) {
-        if (!finished && !call.cancelled && !call.destroyed) {
-          call.write({ callId: message.callId, error: { code: grpcStatus.UNAVAILABLE, message: 'The ledger is shutting down.', errorCode: 'service_unavailable' } });
-        }
-        return;
-      }
-      unanswered += 1;
-      void answerOperation(message).then((response) => {
-        if (!call.cancelled && !call.destroyed) call.write(response);
-      }).finally(() => {
-        unanswered -= 1;
-        if (closing) finish();
-      });
-    });
-    call.on('end', close);
-    call.on('cancelled', abandon);
-    call.on('error', abandon);
     if (operationStreamsEnded) close();
+    void (async () => {
+      try {
+        for await (const message of stream) {
+          if (closing) {
+            if (!finished) {
+              void stream.send({ callId: message.callId, error: { code: grpcStatus.UNAVAILABLE, message: 'The ledger is shutting down.', errorCode: 'service_unavailable' } });
+            }
+            continue;
+          }
+          unanswered += 1;
+          // An answer to a caller that went away is dropped (send resolves false).
+          void answerOperation(message).then((response) => stream.send(response)).finally(() => {
+            unanswered -= 1;
+            if (closing) finish();
+          });
+        }
+      } catch {
+        // The call broke: there is no one left to answer.
+      }
+      // The caller half-closed (or went away): end once what it sent is answered.
+      close();
+    })();
   };
 
   const watches = new Set<() => void>();

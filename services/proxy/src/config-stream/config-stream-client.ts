@@ -1,6 +1,5 @@
-import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { configV1 } from '@gateway/contracts';
-import { channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
+import { channelCredentials, clientChannelOptions, duplexStream, type DuplexStream, type GrpcTransportSecurity } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import { applyConfigUpdate, type ConfigSnapshot, type LiveConfigSnapshot } from '../domain/config-snapshot.ts';
 import { loadTokenizer } from '../domain/token-estimate.ts';
@@ -32,6 +31,9 @@ export interface ConfigStreamClientOptions {
   now?: () => number;
 }
 
+/** The proxy's side of StreamConfig: updates in, acks out. */
+type ConfigStream = DuplexStream<configV1.ConfigUpdate, configV1.ConfigAck>;
+
 /** Default largest config update in one message, bytes: 64 MiB. */
 export const defaultMaxReceiveMessageBytes = 64 * 1024 * 1024;
 
@@ -56,8 +58,9 @@ export class ConfigStreamClient {
   #streamOpenedAtMs = 0;
   /** Set when the snapshot went stale; cleared only by a full snapshot. */
   #awaitingFull = false;
-  #call: ClientDuplexStream<configV1.ConfigAck, configV1.ConfigUpdate> | undefined;
-  /** Increments per stream, so events of a stream we abandoned are ignored. */
+  /** The open stream, and what cancels it. */
+  #call: { stream: ConfigStream; cancel: AbortController } | undefined;
+  /** Increments per stream, so what a stream we abandoned still yields is ignored. */
   #generation = 0;
   #failedAttempts = 0;
   #reconnectTimer: NodeJS.Timeout | undefined;
@@ -119,42 +122,48 @@ export class ConfigStreamClient {
     if (this.#closed) return;
     this.#generation += 1;
     const generation = this.#generation;
-    const call = this.#client.streamConfig();
-    this.#call = call;
+    const cancel = new AbortController();
+    const stream: ConfigStream = duplexStream(this.#client.streamConfig(), { signal: cancel.signal });
+    this.#call = { stream, cancel };
     this.#streamOpenedAtMs = this.#options.now();
-    let receivedAny = false;
-
-    call.on('data', (update: configV1.ConfigUpdate) => {
-      if (generation !== this.#generation) return;
-      receivedAny = true;
-      this.#failedAttempts = 0;
-      this.#onUpdate(call, update);
-    });
-    const onGone = (error?: Error) => {
-      if (generation !== this.#generation || this.#closed) return;
-      this.#abandonCall();
-      this.#failedAttempts = receivedAny ? 1 : this.#failedAttempts + 1;
-      // One warning when a working stream breaks or the first dial fails; retries log at debug.
-      const level = this.#failedAttempts === 1 ? 'warn' : 'debug';
-      this.#logger[level]({ err: error === undefined ? undefined : { message: error.message }, attempt: this.#failedAttempts }, 'config stream unavailable; reconnecting');
-      this.#scheduleReconnect();
-    };
-    call.on('error', onGone);
-    call.on('end', () => onGone());
-    call.write({ proxyId: this.#options.proxyId, appliedVersion: 0n, error: '' });
+    void stream.send({ proxyId: this.#options.proxyId, appliedVersion: 0n, error: '' });
+    void this.#follow(stream, generation);
   }
 
-  #onUpdate(call: ClientDuplexStream<configV1.ConfigAck, configV1.ConfigUpdate>, update: configV1.ConfigUpdate): void {
+  /** Applies what one stream brings until it ends, then reconnects unless the stream was abandoned. */
+  async #follow(stream: ConfigStream, generation: number): Promise<void> {
+    let receivedAny = false;
+    let failure: Error | undefined;
+    try {
+      for await (const update of stream) {
+        if (generation !== this.#generation) return;
+        receivedAny = true;
+        this.#failedAttempts = 0;
+        this.#onUpdate(stream, update);
+      }
+    } catch (error) {
+      failure = error as Error;
+    }
+    if (generation !== this.#generation || this.#closed) return;
+    this.#abandonCall();
+    this.#failedAttempts = receivedAny ? 1 : this.#failedAttempts + 1;
+    // One warning when a working stream breaks or the first dial fails; retries log at debug.
+    const level = this.#failedAttempts === 1 ? 'warn' : 'debug';
+    this.#logger[level]({ err: failure === undefined ? undefined : { message: failure.message }, attempt: this.#failedAttempts }, 'config stream unavailable; reconnecting');
+    this.#scheduleReconnect();
+  }
+
+  #onUpdate(stream: ConfigStream, update: configV1.ConfigUpdate): void {
     this.#markStaleIfDue();
     if (this.#awaitingFull && !update.full) {
       // Whatever was missed while stale is unknown; only a full snapshot makes the proxy current.
-      call.write({ proxyId: this.#options.proxyId, appliedVersion: this.appliedVersion(), error: 'snapshot went stale; full snapshot needed' });
+      void stream.send({ proxyId: this.#options.proxyId, appliedVersion: this.appliedVersion(), error: 'snapshot went stale; full snapshot needed' });
       return;
     }
     const result = applyConfigUpdate(this.#snapshot, update, { supportsProviderKind: this.#supportsProviderKind });
     if (!result.ok) {
       this.#logger.warn({ version: update.version.toString(), reason: result.reason }, 'config update not applied; asking for a full snapshot');
-      call.write({ proxyId: this.#options.proxyId, appliedVersion: this.appliedVersion(), error: result.reason });
+      void stream.send({ proxyId: this.#options.proxyId, appliedVersion: this.appliedVersion(), error: result.reason });
       return;
     }
     this.#snapshot = result.snapshot;
@@ -178,7 +187,7 @@ export class ConfigStreamClient {
         keys: result.snapshot.keysByHash.size, models: result.snapshot.modelsBySlug.size,
       }, 'config applied');
     }
-    call.write({ proxyId: this.#options.proxyId, appliedVersion: update.version, error: '' });
+    void stream.send({ proxyId: this.#options.proxyId, appliedVersion: update.version, error: '' });
   }
 
   /** Once the snapshot is older than the bound, only a full snapshot may make it fresh again. */
@@ -215,9 +224,7 @@ export class ConfigStreamClient {
     const call = this.#call;
     this.#call = undefined;
     this.#generation += 1;
-    if (call !== undefined) {
-      call.on('error', () => undefined); // the CANCELLED error of our own cancel
-      call.cancel();
-    }
+    // Cancels the call; its iteration ends quietly and, with the generation moved on, changes nothing.
+    call?.cancel.abort();
   }
 }

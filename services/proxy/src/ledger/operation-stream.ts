@@ -1,13 +1,16 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { errorCodeMetadataKey } from '@gateway/errors';
-import { Metadata, status as GrpcStatus, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
+import { duplexStream, type DuplexStream } from '@gateway/grpc';
+import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 
 /** One operation to send: exactly one of reserve, settle, release or checkpoint, and the request id to log. */
 export type Operation = Omit<ledgerV1.OperationRequest, 'callId'>;
 
 /** An open Operate stream and its operations in flight. */
 interface OpenStream {
-  stream: ClientDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>;
+  stream: DuplexStream<ledgerV1.OperationResponse, ledgerV1.OperationRequest>;
+  /** Cancels the call (close()). */
+  cancel: AbortController;
   pending: Map<bigint, Pending>;
 }
 
@@ -29,27 +32,21 @@ export function operationError(code: GrpcStatus, details: string, errorCode?: st
  * Reserve, Settle, Release and Checkpoint as messages on one long-lived Operate stream to the
  * ledger (a message costs a fraction of a unary call's setup; docs/proxy.md). The stream opens on
  * first use and again after it ends or breaks; operations in flight when it breaks fail with
- * UNAVAILABLE (the ledger answers each message at most once, and every operation is idempotent
- * on its reservation id, so the caller's retry is safe). Each operation has its own deadline.
- * A ledger that does not know Operate answers the stream UNIMPLEMENTED: then `unsupported`
- * turns true and the caller uses unary calls from then on.
+ * the call's error, or UNAVAILABLE when the ledger ended it (the ledger answers each message at
+ * most once, and every operation is idempotent on its reservation id, so the caller's retry is
+ * safe). Answers are matched to operations by call id, in whatever order they come. Each
+ * operation has its own deadline.
  */
 export class LedgerOperationStream {
   readonly #client: ledgerV1.LedgerServiceClient;
   /** The open stream and its operations in flight (each stream has its own, so a late error of an old one fails nothing new). */
   #current: OpenStream | undefined;
   #nextCallId = 1n;
-  #unsupported = false;
   #closed = false;
 
   /** Uses the client's channel; opens nothing until the first operation. */
   constructor(client: ledgerV1.LedgerServiceClient) {
     this.#client = client;
-  }
-
-  /** True once the ledger answered the stream UNIMPLEMENTED (an older ledger): use unary calls. */
-  get unsupported(): boolean {
-    return this.#unsupported;
   }
 
   /** Sends one operation; resolves with its answer, or rejects with a call error (UNAVAILABLE, DEADLINE_EXCEEDED, or the ledger's own). */
@@ -63,7 +60,9 @@ export class LedgerOperationStream {
         if (pending.delete(callId)) reject(operationError(GrpcStatus.DEADLINE_EXCEEDED, 'ledger operation deadline exceeded'));
       }, deadlineMs);
       pending.set(callId, { resolve, reject, timer });
-      stream.write({ ...operation, callId });
+      // Written at once, in order; a full buffer only delays the promise (the deadline still runs).
+      // Not written means the call is over: its reader fails this operation with the rest.
+      void stream.send({ ...operation, callId });
     });
   }
 
@@ -74,34 +73,38 @@ export class LedgerOperationStream {
     this.#current = undefined;
     if (current === undefined) return;
     failAll(current.pending, operationError(GrpcStatus.UNAVAILABLE, 'ledger client is closed'));
-    current.stream.cancel();
+    current.cancel.abort();
   }
 
   #open(): OpenStream {
     if (this.#current !== undefined) return this.#current;
-    const stream = this.#client.operate();
-    const pending = new Map<bigint, Pending>();
-    const current: OpenStream = { stream, pending };
+    const cancel = new AbortController();
+    const stream = duplexStream(this.#client.operate(), { signal: cancel.signal });
+    const current: OpenStream = { stream, cancel, pending: new Map() };
     this.#current = current;
-    const ended = (error: ServiceError) => {
-      if (this.#current === current) this.#current = undefined;
-      failAll(pending, error);
-    };
-    stream.on('data', (response: ledgerV1.OperationResponse) => {
-      const answered = pending.get(response.callId);
-      if (answered === undefined) return; // answered after its deadline: the caller has moved on
-      pending.delete(response.callId);
-      clearTimeout(answered.timer);
-      answered.resolve(response);
-    });
-    stream.on('error', (error: ServiceError) => {
-      if (error.code === GrpcStatus.UNIMPLEMENTED) this.#unsupported = true;
-      ended(error);
-    });
-    // The ledger ended the stream (it is shutting down, having answered what it received):
-    // the next operation opens a new one.
-    stream.on('end', () => ended(operationError(GrpcStatus.UNAVAILABLE, 'ledger ended the operation stream')));
+    void this.#read(current);
     return current;
+  }
+
+  /** Resolves each answer's operation until the stream ends, then fails what is still in flight on it. */
+  async #read(current: OpenStream): Promise<void> {
+    let error: ServiceError;
+    try {
+      for await (const response of current.stream) {
+        const answered = current.pending.get(response.callId);
+        if (answered === undefined) continue; // answered after its deadline: the caller has moved on
+        current.pending.delete(response.callId);
+        clearTimeout(answered.timer);
+        answered.resolve(response);
+      }
+      // The ledger ended the stream (it is shutting down, having answered what it received), or
+      // close() cancelled it: the next operation opens a new one.
+      error = operationError(GrpcStatus.UNAVAILABLE, 'ledger ended the operation stream');
+    } catch (thrown) {
+      error = thrown as ServiceError;
+    }
+    if (this.#current === current) this.#current = undefined;
+    failAll(current.pending, error);
   }
 }
 
