@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
-import { issueSecret } from '@gateway/secrets';
+import { hashSecret, issueSecret } from '@gateway/secrets';
 import { authenticate } from './authenticate.ts';
 import type { ConfigSnapshot, KeyEntry, OrganisationEntry, ProjectEntry } from './config-snapshot.ts';
 
@@ -33,6 +33,16 @@ describe('authenticate', () => {
   it('identifies the key, project and organisation', () => {
     const { snapshot } = snapshotWith();
     expect(authenticate(snapshot, `Bearer ${key.secret}`)).toMatchObject({ keyId: 'k1', project: { id: 'p1' }, organisation: { id: 'o1' } });
+  });
+
+  it('looks a key up only by the SHA-256 of what was presented, never by the key itself', () => {
+    // What makes the lookup safe to time (see authenticate.ts): only a hash ever reaches the map.
+    const { snapshot, lookups } = snapshotWith();
+    const other = issueSecret('apiKey');
+    authenticate(snapshot, `Bearer ${key.secret}`);
+    codeOf(() => authenticate(snapshot, `Bearer ${other.secret}`));
+    expect(lookups).toEqual([hashSecret(key.secret), hashSecret(other.secret)]);
+    expect(lookups).not.toContain(key.secret);
   });
 
   it('refuses a missing, non-bearer or malformed key with 401 before any lookup', () => {

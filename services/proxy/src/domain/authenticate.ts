@@ -1,5 +1,5 @@
 import { GatewayError } from '@gateway/errors';
-import { bearerTokenOf, hashesEqual, hashSecret, isWellFormedSecret } from '@gateway/secrets';
+import { bearerTokenOf, hashSecret, isWellFormedSecret } from '@gateway/secrets';
 import type { ConfigSnapshot, OrganisationEntry, ProjectEntry } from './config-snapshot.ts';
 
 /** Who is calling: the key's id, its project and its organisation. */
@@ -24,10 +24,15 @@ export function authenticate(snapshot: ConfigSnapshot, authorizationHeader: stri
   }
   if (!isWellFormedSecret('apiKey', token)) throw new GatewayError('invalid_api_key', { internalMessage: 'malformed API key' });
 
-  const presentedHash = hashSecret(token);
-  const key = snapshot.keysByHash.get(presentedHash);
-  // The map lookup finds the candidate; the constant-time comparison is what decides.
-  if (key === undefined || !hashesEqual(presentedHash, key.keyHash)) {
+  // The lookup is by the SHA-256 of the presented key, never by the key, and it decides: the
+  // snapshot keys its map by each entry's own hash, so an entry found is one whose hash equals
+  // the presented one (a second comparison of the same two strings could not fail). The map's
+  // string comparison may take longer the more leading characters of the presented hash match a
+  // stored one, but that leaks nothing usable: an attacker cannot choose a SHA-256 output, so
+  // learning that hash(k) shares a prefix with a stored hash brings them no closer to a key whose
+  // whole hash matches (a second preimage), and a key carries 256 random bits to guess otherwise.
+  const key = snapshot.keysByHash.get(hashSecret(token));
+  if (key === undefined) {
     throw new GatewayError('invalid_api_key', { internalMessage: 'unknown API key' });
   }
   const project = snapshot.projectsById.get(key.projectId);
