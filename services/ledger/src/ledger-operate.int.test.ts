@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { status as GrpcStatus, type ClientDuplexStream } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
@@ -12,16 +12,21 @@ type OperateStream = ClientDuplexStream<ledgerV1.OperationRequest, ledgerV1.Oper
 /** Collects a stream's answers by call id, and how it ended. */
 function watch(stream: OperateStream) {
   const answers = new Map<bigint, ledgerV1.OperationResponse>();
+  const waiting = new Map<bigint, (answer: ledgerV1.OperationResponse) => void>();
   const ended = new Promise<{ error?: { code: number } }>((resolve) => {
     stream.on('error', (error: { code: number }) => resolve({ error }));
     stream.on('end', () => resolve({}));
   });
-  stream.on('data', (response: ledgerV1.OperationResponse) => answers.set(response.callId, response));
-  const answerOf = async (callId: bigint): Promise<ledgerV1.OperationResponse> => {
-    for (let i = 0; i < 500 && !answers.has(callId); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  stream.on('data', (response: ledgerV1.OperationResponse) => {
+    answers.set(response.callId, response);
+    waiting.get(response.callId)?.(response);
+    waiting.delete(response.callId);
+  });
+  /** Resolves with the answer to callId when it arrives (vitest's test timeout bounds the wait). */
+  const answerOf = (callId: bigint): Promise<ledgerV1.OperationResponse> => {
     const answer = answers.get(callId);
-    if (answer === undefined) throw new Error(`no answer to call ${callId}`);
-    return answer;
+    if (answer !== undefined) return Promise.resolve(answer);
+    return new Promise((resolve) => { waiting.set(callId, resolve); });
   };
   return { answers, ended, answerOf };
 }
@@ -113,7 +118,15 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     });
     await waitForLockWaiter(own);
     const closing = own.close();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Shutdown has begun once a new message is refused as UNAVAILABLE (until then, one that
+    // touches no locked row is answered as usual): only then may the Reserve finish.
+    let probe = 1n;
+    await vi.waitFor(async () => {
+      probe += 1n;
+      stream.write({ callId: probe, requestId: '', release: { reservationId: uniqueId('op-probe'), reason: 'upstream_not_called' } });
+      const answer = await answerOf(probe);
+      expect(answer.error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, errorCode: 'service_unavailable' });
+    }, { timeout: 10_000, interval: 20 });
     unlock();
     await holding;
     expect((await answerOf(1n)).reserve?.result).toBe(ReserveResult.RESERVE_RESULT_OK);
@@ -124,11 +137,9 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
 
 /** Waits until some backend of the ledger's database waits on a row lock (the Reserve behind the test's lock). */
 async function waitForLockWaiter(ledger: TestLedger): Promise<void> {
-  for (let i = 0; i < 500; i++) {
+  await vi.waitFor(async () => {
     const { rows } = await ledger.database.query<{ waiting: bigint }>(
       "SELECT count(*)::bigint AS waiting FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
-    if (rows[0]!.waiting > 0n) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('the Reserve never waited on the account lock');
+    expect(rows[0]!.waiting, 'the Reserve never waited on the account lock').toBeGreaterThan(0n);
+  }, { timeout: 5_000, interval: 10 });
 }
