@@ -7,7 +7,7 @@ export {
 } from './health-probes.ts';
 export { startHttpServer, type HttpServerOptions, type RunningHttpServer } from './http-server.ts';
 export {
-  CleanupError, createLifecycle, startLifecycle, type CleanupFailure, type Lifecycle, type LifecycleOptions,
+  CleanupError, createLifecycle, type CleanupFailure, type Lifecycle, type LifecycleOptions,
 } from './lifecycle.ts';
 
 /** What a started service hands back: its bound ports and a close that drains and frees everything. */

@@ -1,6 +1,6 @@
 import { createLogger } from '@gateway/logger';
 import { describe, expect, it } from 'vitest';
-import { CleanupError, createLifecycle, startLifecycle } from './lifecycle.ts';
+import { CleanupError, createLifecycle } from './lifecycle.ts';
 
 const logger = createLogger('runtime-test', 'silent');
 
@@ -9,16 +9,22 @@ describe('lifecycle', () => {
     const lifecycle = createLifecycle({ logger });
     const readyWhileClosing: boolean[] = [];
     lifecycle.defer('first', () => { readyWhileClosing.push(lifecycle.isReady()); });
-    expect(lifecycle.isReady()).toBe(false);
-    lifecycle.markStarted();
+    expect(await lifecycle.start(async () => {
+      expect(lifecycle.isReady()).toBe(false);
+      return 'started';
+    })).toBe('started');
     expect([lifecycle.isReady(), lifecycle.isClosing()]).toEqual([true, false]);
     const closed = lifecycle.close();
     // Synchronously, before any step has drained anything.
     expect([lifecycle.isReady(), lifecycle.isClosing()]).toEqual([false, true]);
     await closed;
     expect(readyWhileClosing).toEqual([false]);
-    // A late markStarted (a start racing a stop) cannot make a closed service ready again.
-    lifecycle.markStarted();
+  });
+
+  it('stays not ready when close began while the start was still running', async () => {
+    const lifecycle = createLifecycle({ logger });
+    const closed = lifecycle.start(async () => { void lifecycle.close(); });
+    await closed;
     expect(lifecycle.isReady()).toBe(false);
   });
 
@@ -29,7 +35,6 @@ describe('lifecycle', () => {
     lifecycle.defer('grpc', async () => { ran.push('grpc'); throw new Error('grpc would not stop'); });
     lifecycle.defer('http', async () => { ran.push('http'); });
     lifecycle.defer('sweeper', () => { ran.push('sweeper'); throw new Error('sweeper stuck'); });
-    lifecycle.markStarted();
 
     const error = await lifecycle.close().then(() => undefined, (caught: unknown) => caught);
     expect(ran).toEqual(['sweeper', 'http', 'grpc', 'database']);
@@ -55,9 +60,8 @@ describe('lifecycle', () => {
 
   it('unwinds a failed start in reverse, rethrows its error, and is never ready', async () => {
     const ran: string[] = [];
-    let seen: ReturnType<typeof createLifecycle> | undefined;
-    const start = startLifecycle({ logger }, async (lifecycle) => {
-      seen = lifecycle;
+    const lifecycle = createLifecycle({ logger });
+    const start = lifecycle.start(async () => {
       lifecycle.defer('database', () => { ran.push('database'); });
       // A close that fails while unwinding does not hide the start's own error.
       lifecycle.defer('grpc', () => { ran.push('grpc'); throw new Error('grpc close failed'); });
@@ -66,15 +70,7 @@ describe('lifecycle', () => {
     });
     await expect(start).rejects.toThrow('port taken');
     expect(ran).toEqual(['http', 'grpc', 'database']);
-    expect(seen?.isReady()).toBe(false);
+    expect([lifecycle.isReady(), lifecycle.isClosing()]).toEqual([false, true]);
   });
 
-  it('marks a successful start started and hands back its value', async () => {
-    const { lifecycle, value } = await startLifecycle({ logger }, async (starting) => {
-      expect(starting.isReady()).toBe(false);
-      return 42;
-    });
-    expect([value, lifecycle.isReady()]).toEqual([42, true]);
-    await lifecycle.close();
-  });
 });

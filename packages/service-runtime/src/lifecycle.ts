@@ -26,15 +26,19 @@ export class CleanupError extends AggregateError {
 
 /**
  * The ordered start and close of one service: a cleanup stack (each resource registers its close
- * as soon as it has started) and the readiness that goes with it. Ready only once the start has
- * finished (markStarted), not ready from the instant close() begins, before anything drains.
+ * as soon as it has started) and the readiness that goes with it. Ready only once start() has
+ * finished, not ready from the instant close() begins, before anything drains.
  */
 export interface Lifecycle {
   /** Registers the close of something just started; close() runs the steps in reverse order of registration. */
   defer(name: string, close: () => Promise<void> | void): void;
-  /** The start has finished: the service may report ready (its dependency checks permitting). */
-  markStarted(): void;
-  /** True between markStarted() and the beginning of close(). */
+  /**
+   * Runs the service's start. When it resolves the service may report ready (its dependency
+   * checks permitting); when it throws, every step registered so far is closed in reverse order
+   * (their failures are logged) and the start's own error is rethrown.
+   */
+  start<T>(start: () => Promise<T>): Promise<T>;
+  /** True between the end of a successful start() and the beginning of close(). */
   isReady(): boolean;
   /** True from the beginning of close(): requests still arriving should be refused or told to close their connection. */
   isClosing(): boolean;
@@ -73,40 +77,33 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
     if (failures.length > 0) throw new CleanupError(failures);
   };
 
+  const close = (): Promise<void> => {
+    closing = true;
+    closed ??= runSteps();
+    return closed;
+  };
+
   return {
-    defer(name, close) {
-      // A resource started after close() began (a start racing a stop) is stopped by this same close.
+    defer(name, stop) {
+      // A step registered once the steps have run would never run: the resource would leak.
       if (closed !== undefined) throw new Error(`cannot register "${name}": the lifecycle is already closing`);
-      steps.push({ name, close });
+      steps.push({ name, close: stop });
     },
-    markStarted() {
+    async start<T>(start: () => Promise<T>): Promise<T> {
+      let value: T;
+      try {
+        value = await start();
+      } catch (error) {
+        // The steps' own failures are already logged one by one; the start's error is what the caller needs.
+        await close().catch(() => undefined);
+        throw error;
+      }
+      // A close() that began during the start (a stop signal racing it) keeps the service not ready.
       if (!closing) started = true;
+      return value;
     },
     isReady: () => started && !closing,
     isClosing: () => closing,
-    close() {
-      closing = true;
-      closed ??= runSteps();
-      return closed;
-    },
+    close,
   };
-}
-
-/**
- * Runs a service's start against a fresh lifecycle. On success the lifecycle is marked started
- * and returned with the start's result; if the start throws, everything it had registered is
- * closed in reverse order (failures of those closes are logged) and the start's error is rethrown.
- */
-export async function startLifecycle<T>(options: LifecycleOptions, start: (lifecycle: Lifecycle) => Promise<T>): Promise<{ lifecycle: Lifecycle; value: T }> {
-  const lifecycle = createLifecycle(options);
-  let value: T;
-  try {
-    value = await start(lifecycle);
-  } catch (error) {
-    // The steps' own failures are already logged one by one; the start's error is what the caller needs.
-    await lifecycle.close().catch(() => undefined);
-    throw error;
-  }
-  lifecycle.markStarted();
-  return { lifecycle, value };
 }

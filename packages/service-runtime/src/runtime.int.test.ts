@@ -7,7 +7,7 @@ import { createLogger } from '@gateway/logger';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHealthProbes, createProbeOnlyListener } from './health-probes.ts';
 import { startHttpServer, type RunningHttpServer } from './http-server.ts';
-import { startLifecycle, type Lifecycle } from './lifecycle.ts';
+import { createLifecycle } from './lifecycle.ts';
 
 const logger = createLogger('runtime-test', 'silent');
 const host = '127.0.0.1';
@@ -55,15 +55,16 @@ async function startService(options: { graceMs: number; databaseUp: () => boolea
   const release = gate<string>();
   let app!: RunningHttpServer;
   let probesPort = 0;
-  const { lifecycle } = await startLifecycle({ logger }, async (starting: Lifecycle) => {
+  const lifecycle = createLifecycle({ logger });
+  await lifecycle.start(async () => {
     const probes = createHealthProbes({
-      isServing: starting.isReady,
+      isServing: lifecycle.isReady,
       dependencies: [{ name: 'database', ready: async () => options.databaseUp() }],
     });
     const probeServer = await startHttpServer({
       listener: createProbeOnlyListener(probes, { logger, notFoundMessage: 'Only probes here.' }), host, port: 0, logger,
     });
-    starting.defer('probe server', () => probeServer.close(0));
+    lifecycle.defer('probe server', () => probeServer.close(0));
     probesPort = probeServer.port;
     app = await startHttpServer({
       host, port: 0, logger,
@@ -72,7 +73,7 @@ async function startService(options: { graceMs: number; databaseUp: () => boolea
         void release.promise.then((body) => { res.setHeader('content-type', 'text/plain'); res.end(body); });
       },
     });
-    starting.defer('app server', () => app.close(options.graceMs));
+    lifecycle.defer('app server', () => app.close(options.graceMs));
   });
   cleanups.push(() => lifecycle.close());
   return { lifecycle, app, probesPort, entered, release };
@@ -133,7 +134,8 @@ describe('service runtime over HTTP', () => {
     const first = await startHttpServer({ listener: (_req, res) => res.end(), host, port: 0 });
     cleanups.push(() => first.close(0));
     let probesPort = 0;
-    const start = startLifecycle({ logger }, async (starting) => {
+    const starting = createLifecycle({ logger });
+    const start = starting.start(async () => {
       const probes = createHealthProbes({ isServing: starting.isReady });
       const probeServer = await startHttpServer({ listener: createProbeOnlyListener(probes, { logger, notFoundMessage: 'x' }), host, port: 0 });
       starting.defer('probe server', () => probeServer.close(0));

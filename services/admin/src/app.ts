@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Server as HttpServer } from 'node:http';
 import { migrate, openDatabase, type Database } from '@gateway/db';
 import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
+import { createHealthProbes, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
 import type { AdminConfig } from './config.ts';
 import { configMethodRoles } from './config-stream/config-method-roles.ts';
@@ -15,7 +15,6 @@ import { withholdRefusedUpstreams } from './domain/upstream-recheck.ts';
 import { authenticateAdminToken, bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
 import { createAdminHttpApp } from './http/admin-http-app.ts';
 import { createAdminRoutes } from './http/admin-routes.ts';
-import { startHttpServer, stopHttpServer } from './http/http-server.ts';
 import { buildOpenApiDocument } from './http/openapi-document.ts';
 import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
 
@@ -56,19 +55,17 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
   // Certificates are read before anything opens, so a bad path fails the start at once.
   const security = grpcTransportSecurity(config, logger);
   const ownsDatabase = deps.database === undefined;
-  const cleanups: Array<() => Promise<void> | void> = [];
-  const cleanUp = async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup();
-  };
 
-  let ready = false;
-  try {
+  // Each step registers its close as soon as it has started: a failed start closes what had
+  // started, in reverse; close() turns not ready at once and runs the same steps.
+  const lifecycle = createLifecycle({ logger });
+  const ports = await lifecycle.start(async () => {
     const db = deps.database ?? await openDatabase({
       url: config.DATABASE_URL,
       dataDir: config.DATABASE_URL ? undefined : join(config.DATA_DIR, 'admin'),
       schema: 'admin',
     });
-    if (ownsDatabase) cleanups.push(() => db.close());
+    if (ownsDatabase) lifecycle.defer('database', () => db.close());
     const { applied } = await migrate(db, adminMigrationsDir);
     if (applied.length > 0) logger.info({ applied }, 'admin migrations applied');
 
@@ -93,7 +90,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     }
 
     const ledger: GrpcLedger = createGrpcLedger({ target: config.LEDGER_GRPC_URL, callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS, security });
-    cleanups.push(() => ledger.close());
+    lifecycle.defer('ledger channel', () => ledger.close());
 
     const resolveHost = deps.resolveHost ?? systemResolver;
     // Filled by the SSRF re-check below, which commits a new version so no snapshot built before it is sent.
@@ -103,7 +100,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       snapshots, logger, ackTimeoutMs: config.SNAPSHOT_ACK_TIMEOUT_MS, heartbeatIntervalMs: config.ADMIN_HEARTBEAT_INTERVAL_MS,
       ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
-    cleanups.push(() => hub.close());
+    lifecycle.defer('config stream hub', () => hub.close());
     const service = createAdminService({ db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost });
 
     if (config.DEMO_UPSTREAM_URL !== undefined && await service.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
@@ -121,43 +118,36 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       hub.definition, hub.service, configMethodRoles, { logger, enforce: security.mode === 'mtls' },
     ));
     const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.ADMIN_GRPC_PORT, security);
-    cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
+    lifecycle.defer('grpc server', () => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
 
     const routes = createAdminRoutes({ allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS });
     const openApiDocument = buildOpenApiDocument(routes);
     const httpApp = createAdminHttpApp({
       routes,
-      context: { service, isReady: () => ready, openApiDocument: () => openApiDocument },
+      context: { service, isReady: lifecycle.isReady, openApiDocument: () => openApiDocument },
       authenticate: (token) => authenticateAdminToken(db, token),
       logger,
+      // Ready once the database is migrated and both servers listen; not ready from the start of close().
+      probes: createHealthProbes({ isServing: lifecycle.isReady }),
     });
-    const { server: httpServer, port: httpPort }: { server: HttpServer; port: number } =
-      await startHttpServer(httpApp, config.BIND_HOST, config.ADMIN_HTTP_PORT, logger);
-    cleanups.push(() => stopHttpServer(httpServer, config.SHUTDOWN_GRACE_MS));
+    const http = await startHttpServer({ listener: httpApp, host: config.BIND_HOST, port: config.ADMIN_HTTP_PORT, logger });
+    lifecycle.defer('http server', () => http.close(config.SHUTDOWN_GRACE_MS));
+    // First step of close(): ending the config streams releases calls waiting for acks, so
+    // in-flight requests finish quickly; then the HTTP and gRPC servers drain; then the ledger
+    // channel and the database go.
+    lifecycle.defer('config streams', () => hub.close());
 
-    ready = true;
-    logger.info({ httpPort, grpcPort, ledger: config.LEDGER_GRPC_URL }, 'admin ready');
+    logger.info({ httpPort: http.port, grpcPort, ledger: config.LEDGER_GRPC_URL }, 'admin ready');
+    return { http: http.port, grpc: grpcPort };
+  });
 
-    let closing: Promise<void> | undefined;
-    return {
-      ports: { http: httpPort, grpc: grpcPort },
-      isReady: () => ready,
-      close() {
-        closing ??= (async () => {
-          ready = false;
-          // Ending the config streams first releases calls waiting for acks, so in-flight
-          // requests finish quickly; then servers drain; then the ledger channel and database go.
-          hub.close();
-          await Promise.all([stopHttpServer(httpServer, config.SHUTDOWN_GRACE_MS), stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS)]);
-          ledger.close();
-          if (ownsDatabase) await db.close();
-          logger.info('admin stopped');
-        })();
-        return closing;
-      },
-    };
-  } catch (error) {
-    await cleanUp().catch((cleanupError: unknown) => logger.error({ err: cleanupError }, 'cleanup after a failed start failed'));
-    throw error;
-  }
+  let closed: Promise<void> | undefined;
+  return {
+    ports,
+    isReady: lifecycle.isReady,
+    close() {
+      closed ??= lifecycle.close().then(() => logger.info('admin stopped'));
+      return closed;
+    },
+  };
 }

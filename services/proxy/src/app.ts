@@ -1,10 +1,7 @@
-import type { Server } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Response } from 'express';
-import type { AddressInfo } from 'node:net';
-import { createGuardedServer } from '@gateway/http-guard';
 import { grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
+import { createHealthProbes, createLifecycle, startHttpServer, type RunningHttpServer } from '@gateway/service-runtime';
 import type { ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
 import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
@@ -36,16 +33,6 @@ export interface ProxyAppDeps {
   logger?: Logger;
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
 /**
  * Wires the proxy: config stream client (admin), ledger client, RPM limiter (Redis when
  * REDIS_URL is set, else in process), upstream transport, and the HTTP server. Resolves once
@@ -57,7 +44,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   // Certificates are read at start: the same identity (proxy) on both channels.
   const security = grpcTransportSecurity(config, logger);
   const tasks = new TaskTracker();
-  let shuttingDown = false;
+  // Its steps close in reverse: the HTTP drain (which still needs the ledger for its Settles), then the clients.
+  const lifecycle = createLifecycle({ logger });
 
   const configStream = new ConfigStreamClient({
     address: config.ADMIN_GRPC_URL,
@@ -87,26 +75,33 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     totalTimeoutMs: config.UPSTREAM_TOTAL_TIMEOUT_MS,
   });
   /**
-   * Ready = holds a fresh snapshot, is not shutting down, and its settle outbox has room. Redis
-   * and the ledger are NOT part of it: every replica shares them, so "unready everywhere" would
-   * turn clean per-request 503s into load-balancer connection errors (docs/proxy.md). Their
-   * states are named in /readyz's body instead (dependencyStates).
+   * Ready = started and not shutting down, holds a fresh snapshot, and its settle outbox has room.
+   * Redis and the ledger are NOT part of it: every replica shares them, so "unready everywhere"
+   * would turn clean per-request 503s into load-balancer connection errors (docs/proxy.md). Their
+   * states are named in /readyz's body instead, beside the snapshot's.
    */
-  const isReady = () => !shuttingDown && configStream.isFresh() && !outbox.outboxFull();
-  const dependencyStates = (): Record<string, string> => ({
-    config: configStream.isFresh() ? 'fresh' : configStream.appliedVersion() > 0n ? 'stale' : 'none',
-    ledger: ledger.channelState(),
-    redis: rateLimiter instanceof RedisRateLimiter ? rateLimiter.connectionState() : 'in_process',
+  const isReady = () => lifecycle.isReady() && configStream.isFresh() && !outbox.outboxFull();
+  const probes = createHealthProbes({
+    isServing: lifecycle.isReady,
+    dependencies: [
+      {
+        name: 'config',
+        ready: () => configStream.isFresh(),
+        state: () => (configStream.isFresh() ? 'fresh' : configStream.appliedVersion() > 0n ? 'stale' : 'none'),
+      },
+      { name: 'ledger', state: () => ledger.channelState() },
+      { name: 'redis', state: () => (rateLimiter instanceof RedisRateLimiter ? rateLimiter.connectionState() : 'in_process') },
+      { name: 'settle_outbox', ready: () => !outbox.outboxFull() },
+    ],
   });
   const activeResponses = new Set<Response>();
   const activeStreams = new Set<AbortController>();
 
-  const server = createGuardedServer(createHttpApp({
+  const httpApp = createHttpApp({
     logger,
     freshSnapshot: () => configStream.freshSnapshot(),
-    isReady,
-    dependencyStates,
-    isShuttingDown: () => shuttingDown,
+    probes,
+    isShuttingDown: lifecycle.isClosing,
     rateLimiter,
     // The billing's Ledger port: Reserve and Checkpoint on the client, Settle and Release through the outbox.
     ledger: new GrpcLedger(ledger, outbox),
@@ -118,7 +113,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
     activeResponses,
     activeStreams,
-  }), { logger });
+  });
 
   const closeClients = async () => {
     configStream.close();
@@ -126,46 +121,42 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     await Promise.allSettled([rateLimiter.close(), upstream.close()]);
   };
 
-  let port: number;
-  try {
-    port = await listen(server, config.PROXY_HTTP_PORT, config.BIND_HOST);
-  } catch (error) {
-    await closeClients();
-    throw error;
-  }
-  configStream.start();
-  logger.info({ port, host: config.BIND_HOST, rateLimiter: config.REDIS_URL === undefined ? 'in-process' : 'redis' }, 'proxy listening');
-
   // After the grace, cut streams still get time for their Settles to leave the outbox (a few attempts).
   const settleBoundMs = config.LEDGER_CALL_TIMEOUT_MS * 3 + 1000;
+  /** The proxy's drain: the HTTP server's close stage, waiting for every request's billing rather than for its bytes. */
+  const drainHttp = async (http: RunningHttpServer) => {
+    // No new connections; idle keep-alive ones closed; responses still to be written end their connection.
+    http.stopAccepting();
+    // In-flight requests (streams included) settle or release their Reserve before they end, so wait for them.
+    let drained = await tasks.drain(config.SHUTDOWN_GRACE_MS);
+    if (!drained) {
+      logger.warn({ pending: tasks.size, streams: activeStreams.size }, 'shutdown grace ran out; cutting remaining streams');
+      // Each cut stream ends with an error event, aborts its upstream and settles what it delivered.
+      const cutStreams = activeStreams.size;
+      for (const stream of activeStreams) stream.abort('shutdown');
+      if (cutStreams > 0) drained = await tasks.drain(settleBoundMs);
+    }
+    // Settles and Releases the ledger has still not answered: each is logged for replay (the
+    // requests waiting on them then finish and write their log lines).
+    if (outbox.abandon() > 0) drained = await tasks.drain(1000);
+    if (!drained) logger.error({ pending: tasks.size }, 'requests still pending after the cut; the ledger expiry sweeper will resolve their reservations');
+    // Bounded wait for the last responses to flush and their connections to close, then cut.
+    await http.close(drained ? 1000 : 0);
+  };
+
+  const http = await lifecycle.start(async () => {
+    lifecycle.defer('clients', closeClients);
+    const started = await startHttpServer({ listener: httpApp, host: config.BIND_HOST, port: config.PROXY_HTTP_PORT, logger });
+    lifecycle.defer('http server', () => drainHttp(started));
+    configStream.start();
+    return started;
+  });
+  const port = http.port;
+  logger.info({ port, host: config.BIND_HOST, rateLimiter: config.REDIS_URL === undefined ? 'in-process' : 'redis' }, 'proxy listening');
+
   let closing: Promise<void> | undefined;
   const close = () => {
-    closing ??= (async () => {
-      shuttingDown = true;
-      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      // Responses still to be written end their keep-alive connection, so the server can close.
-      for (const res of activeResponses) if (!res.headersSent) res.setHeader('connection', 'close');
-      // In-flight requests (streams included) settle or release their Reserve before they end, so wait for them.
-      let drained = await tasks.drain(config.SHUTDOWN_GRACE_MS);
-      if (!drained) {
-        logger.warn({ pending: tasks.size, streams: activeStreams.size }, 'shutdown grace ran out; cutting remaining streams');
-        // Each cut stream ends with an error event, aborts its upstream and settles what it delivered.
-        const cutStreams = activeStreams.size;
-        for (const stream of activeStreams) stream.abort('shutdown');
-        if (cutStreams > 0) drained = await tasks.drain(settleBoundMs);
-      }
-      // Settles and Releases the ledger has still not answered: each is logged for replay (the
-      // requests waiting on them then finish and write their log lines).
-      if (outbox.abandon() > 0) drained = await tasks.drain(1000);
-      if (!drained) logger.error({ pending: tasks.size }, 'requests still pending after the cut; the ledger expiry sweeper will resolve their reservations');
-      // Bounded wait for the last responses to flush and their connections to close, then cut.
-      await Promise.race([serverClosed, sleep(drained ? 1000 : 0)]);
-      server.closeAllConnections();
-      await serverClosed;
-      await closeClients();
-      logger.info('proxy stopped');
-    })();
+    closing ??= lifecycle.close().then(() => logger.info('proxy stopped'));
     return closing;
   };
 

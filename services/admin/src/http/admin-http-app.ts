@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { GatewayError, toGatewayError, toHttpError } from '@gateway/errors';
 import { createJsonBodyParser, createRequestGuard, frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
+import type { HealthProbes } from '@gateway/service-runtime';
 import { bearerTokenOf } from '@gateway/secrets';
 import { systemActor, type Actor } from '../domain/actor.ts';
 import type { AdminRoute, RouteContext } from './admin-routes.ts';
@@ -15,6 +16,11 @@ export interface AdminHttpAppDeps {
   /** Who a presented bearer value authenticates (a platform admin or an organisation token), or undefined. */
   authenticate(token: string): Promise<Actor | undefined>;
   logger: Logger;
+  /**
+   * The service's /healthz and /readyz (@gateway/service-runtime); their routes in the table then
+   * only document them. Omitted (tests of the route table alone): the table's own handlers answer.
+   */
+  probes?: HealthProbes;
 }
 
 /** The largest request body accepted, bytes, measured after decoding its Content-Encoding. */
@@ -102,7 +108,16 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
   // NUL and lone surrogates are refused per field by validateInput, with every other problem.
   app.use(createJsonBodyParser({ limitBytes: bodyLimitBytes }));
 
+  // The probes are answered where their routes stand, after the same middleware as every route.
+  const probeHandlers = new Map(deps.probes === undefined ? [] : [
+    ['/healthz', deps.probes.handleLiveness], ['/readyz', deps.probes.handleReadiness],
+  ]);
   for (const route of routes) {
+    const probe = route.method === 'get' ? probeHandlers.get(route.path) : undefined;
+    if (probe !== undefined) {
+      app.get(expressPathOf(route), probe);
+      continue;
+    }
     app[route.method](expressPathOf(route), async (request: Request, response: Response) => {
       // Header, query and body are all checked before failing, so one answer names every bad field.
       const problems: FieldProblem[] = [];

@@ -2,6 +2,7 @@ import express, { type Express, type NextFunction, type Request, type RequestHan
 import { GatewayError } from '@gateway/errors';
 import { createJsonBodyParser, createRequestGuard } from '@gateway/http-guard';
 import type { Logger } from '@gateway/logger';
+import type { HealthProbes } from '@gateway/service-runtime';
 import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
 import { parseChatRequest } from '../domain/chat-request.ts';
 import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../domain/config-snapshot.ts';
@@ -18,9 +19,8 @@ export interface HttpAppServices {
   logger: Logger;
   /** The snapshot to serve from; undefined while there is none or it is stale. */
   freshSnapshot(): ConfigSnapshot | undefined;
-  isReady(): boolean;
-  /** Each dependency's state by name (`config`, `ledger`, `redis`), reported in /readyz's body only. */
-  dependencyStates?(): Record<string, string>;
+  /** The proxy's /healthz and /readyz (readiness and each dependency's state, by name: `config`, `ledger`, `redis`). */
+  probes: HealthProbes;
   isShuttingDown(): boolean;
   rateLimiter: RateLimiter;
   /** The ledger port: every Settle and Release goes through its outbox. */
@@ -137,13 +137,9 @@ export function createHttpApp(services: HttpAppServices): Express {
   // A malformed path is a 400 before any key check: no credential is needed to learn it, and nothing is revealed.
   app.use(createRequestGuard());
 
-  app.get('/healthz', (_req, res) => { res.json({ status: 'ok' }); });
+  app.get('/healthz', services.probes.handleLiveness);
   // Ready decides routing (docs/proxy.md "Readiness"); the dependencies are named for operators only.
-  app.get('/readyz', (_req, res) => {
-    const dependencies = services.dependencyStates?.() ?? {};
-    if (services.isReady()) res.json({ status: 'ready', dependencies });
-    else res.status(503).json({ status: 'not_ready', dependencies });
-  });
+  app.get('/readyz', services.probes.handleReadiness);
 
   const inferenceDeps = {
     ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
