@@ -4,7 +4,7 @@
  * heartbeats, resend on an error ack, and versions that keep growing across restarts.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configV1 } from '@gateway/contracts';
 import { hashSecret } from '@gateway/secrets';
 import { migrate, openDatabase } from '@gateway/db';
@@ -261,34 +261,43 @@ describe('the config stream with a small message limit', () => {
       }
       const proxy = connect('proxy-parts', { autoAck: false }, small.grpcTarget);
       const first = await proxy.next((update) => update.full);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const parts = proxy.updates.filter((update) => update.version === first.version);
+      const partsOf = (version: bigint) => proxy.updates.filter((update) => update.version === version);
+      // Keys come last, so every part has arrived once the last key has.
+      const expectedHashes = new Set(keys.map(hashSecret));
+      await vi.waitFor(() => expect(new Set(partsOf(first.version).flatMap((part) => part.apiKeys.map((key) => key.keyHash)))).toEqual(expectedHashes));
+      const parts = partsOf(first.version);
       expect(parts.length).toBeGreaterThan(1);
       expect(parts.slice(1).every((part) => !part.full)).toBe(true);
-      const hashes = parts.flatMap((part) => part.apiKeys.map((key) => key.keyHash));
-      expect(new Set(hashes)).toEqual(new Set(keys.map(hashSecret)));
       // Keys come last: the first part (which replaces everything) holds the organisations.
       expect(parts[0]!.organisations.map((candidate) => candidate.id)).toEqual([organisation.id]);
 
       for (const _part of parts) proxy.ack(first.version);
 
-      // A rotation is two entries (the old hash removed, the new key added): two parts here.
+      // A rotation is two entries (the old hash removed, the new key added): two parts here,
+      // the key last. Acknowledging both completes the version: the call returns acknowledged.
       const projectId = (await small.request('GET', `/admin/v1/organisations/${organisation.id}/projects?limit=1`)).json.data[0].id;
-      const pendingCall = small.request('POST', `/admin/v1/projects/${projectId}/api-key-rotations`);
-      const delta = await proxy.next((update) => update.version > first.version && update.removedKeyHashes.length > 0);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      const deltaParts = proxy.updates.filter((update) => update.version === delta.version);
-      expect(deltaParts.length).toBe(2);
-      // Even claiming the new version, the ack of the first part completes nothing.
-      let returned = false;
-      void pendingCall.then(() => { returned = true; });
-      proxy.ack(delta.version);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(returned).toBe(false);
-      proxy.ack(delta.version);
-      const response = await pendingCall;
+      const rotate = async (after: bigint) => {
+        const pendingCall = small.request('POST', `/admin/v1/projects/${projectId}/api-key-rotations`);
+        const delta = await proxy.next((update) => update.version > after && update.removedKeyHashes.length > 0);
+        await vi.waitFor(() => expect(partsOf(delta.version).some((part) => part.apiKeys.length > 0)).toBe(true));
+        expect(partsOf(delta.version).length).toBe(2);
+        return { pendingCall, delta };
+      };
+      const acknowledged = await rotate(first.version);
+      proxy.ack(acknowledged.delta.version);
+      proxy.ack(acknowledged.delta.version);
+      const response = await acknowledged.pendingCall;
       expect(response.status).toBe(201);
       expect(response.headers.get('x-config-propagation')).toBeNull();
+
+      // Even claiming the new version, the ack of the first part completes nothing: the call
+      // waits out SNAPSHOT_ACK_TIMEOUT_MS, answers pending, and the proxy is disconnected.
+      const unfinished = await rotate(acknowledged.delta.version);
+      proxy.ack(unfinished.delta.version);
+      const pending = await unfinished.pendingCall;
+      expect(pending.status).toBe(201);
+      expect(pending.headers.get('x-config-propagation')).toBe('pending');
+      expect((await proxy.ended).code).toBe(14);
     } finally {
       await small.close();
     }
