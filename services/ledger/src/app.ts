@@ -4,10 +4,10 @@ import { ledgerV1 } from '@gateway/contracts';
 import { migrate, openDatabase, type Database } from '@gateway/db';
 import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
+import { createHealthProbes, createProbeOnlyListener, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import type { LedgerConfig } from './config.ts';
 import { createLedgerBatcher } from './domain/ledger-batcher.ts';
 import { startExpirySweeper, type ExpirySweeper } from './expiry-sweeper.ts';
-import { startHealthServer } from './transport/health-server.ts';
 import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
 import { ledgerMethodRoles } from './transport/ledger-method-roles.ts';
 
@@ -61,38 +61,42 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     poolSize: config.LEDGER_DB_POOL_SIZE,
   });
 
-  // Whatever started is stopped again if a later step fails, so a failed start leaks nothing.
-  const cleanups: Array<() => Promise<void>> = [];
-  const cleanUp = async () => {
-    for (const cleanup of cleanups.reverse()) await cleanup().catch((error: unknown) => logger.warn({ err: error }, 'cleanup failed'));
-  };
-  if (ownsDatabase) cleanups.push(() => database.close());
-
-  let started = false;
-  let closing = false;
+  // Whether the database answered the last probe or sweeper pass; part of isReady().
   let databaseAnswered = true;
-  try {
+  // Each step registers its close as soon as it has started: a failed start closes what had
+  // started, in reverse, and close() is the reverse of start (sweeper, gRPC drain, health
+  // server, then the database they used).
+  const lifecycle = createLifecycle({ logger });
+  const ports = await lifecycle.start(async () => {
+    if (ownsDatabase) lifecycle.defer('database', () => database.close());
     const { applied } = await migrate(database, migrationsDir);
     logger.info({ applied, database: database.kind }, 'ledger database migrated');
 
     // The health server starts first and stops last, so probes see 503 (not a refused
     // connection) while gRPC calls drain.
-    const health = await startHealthServer({
+    const probes = createHealthProbes({
+      isServing: lifecycle.isReady,
+      dependencies: [{
+        name: 'database',
+        ready: async () => {
+          databaseAnswered = await databaseAnswers(database);
+          return databaseAnswered;
+        },
+      }],
+    });
+    const health = await startHttpServer({
+      listener: createProbeOnlyListener(probes, { logger, notFoundMessage: 'The ledger serves only /healthz and /readyz over HTTP.' }),
       host: config.BIND_HOST,
       port: config.LEDGER_HTTP_PORT,
       logger,
-      checkReady: async () => {
-        if (!started || closing) return false;
-        databaseAnswered = await databaseAnswers(database);
-        return databaseAnswered && !closing;
-      },
     });
-    cleanups.push(() => health.close());
+    // Nothing in flight on it matters at the end: probes' keep-alive sockets are cut at once.
+    lifecycle.defer('health server', () => health.close(0));
 
-    // Group commit for Reserve and Settle: closed after the gRPC drain (cleanups run in reverse),
+    // Group commit for Reserve and Settle: closed after the gRPC drain (steps close in reverse),
     // so every call that was let in gets its answer.
     const batcher = createLedgerBatcher(database);
-    cleanups.push(() => batcher.close());
+    lifecycle.defer('batcher', () => batcher.close());
     const grpcServer = createGrpcServer();
     const service = createLedgerGrpcService(database, logger, { pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS }, batcher);
     // Every method checks the caller's certificate identity against ledgerMethodRoles first.
@@ -100,35 +104,27 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
       ledgerV1.LedgerServiceService, service.implementation, ledgerMethodRoles, { logger, enforce: security.mode === 'mtls' },
     ));
     const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT, security);
-    cleanups.push(() => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
+    lifecycle.defer('grpc server', () => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
     // Watches and Operate streams never finish on their own: end them first, so the drain waits
     // only for unary calls and the answers to operations already received.
-    cleanups.push(async () => { service.endStreams(); });
+    lifecycle.defer('grpc streams', () => { service.endStreams(); });
 
     const sweeper: ExpirySweeper = startExpirySweeper({
       database, logger, intervalMs: config.LEDGER_SWEEP_INTERVAL_MS,
       onPass: (answered) => { databaseAnswered = answered; },
     });
-    cleanups.push(() => sweeper.stop());
-    started = true;
+    lifecycle.defer('expiry sweeper', () => sweeper.stop());
+    return { grpc: grpcPort, http: health.port };
+  });
+  logger.info({ ports }, 'ledger listening');
 
-    const ports = { grpc: grpcPort, http: health.port };
-    logger.info({ ports }, 'ledger listening');
-
-    let closed: Promise<void> | undefined;
-    return {
-      ports,
-      isReady: () => started && !closing && databaseAnswered,
-      close() {
-        closing = true;
-        // Reverse of start: sweeper, gRPC drain, health server, then the database they used.
-        closed ??= cleanUp().then(() => logger.info('ledger stopped'));
-        return closed;
-      },
-    };
-  } catch (error) {
-    closing = true;
-    await cleanUp();
-    throw error;
-  }
+  let closed: Promise<void> | undefined;
+  return {
+    ports,
+    isReady: () => lifecycle.isReady() && databaseAnswered,
+    close() {
+      closed ??= lifecycle.close().then(() => logger.info('ledger stopped'));
+      return closed;
+    },
+  };
 }
