@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import { grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
-import { createHealthProbes, createLifecycle, startHttpServer, type RunningHttpServer } from '@gateway/service-runtime';
+import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCheck, type RunningHttpServer } from '@gateway/service-runtime';
 import type { ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
 import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
@@ -78,22 +78,21 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
    * Ready = started and not shutting down, holds a fresh snapshot, and its settle outbox has room.
    * Redis and the ledger are NOT part of it: every replica shares them, so "unready everywhere"
    * would turn clean per-request 503s into load-balancer connection errors (docs/proxy.md). Their
-   * states are named in /readyz's body instead, beside the snapshot's.
+   * states are named in /readyz's body instead, beside the snapshot's. The checks are synchronous,
+   * so the handle's isReady() and /readyz agree without a probe's round trip.
    */
-  const isReady = () => lifecycle.isReady() && configStream.isFresh() && !outbox.outboxFull();
-  const probes = createHealthProbes({
-    isServing: lifecycle.isReady,
-    dependencies: [
-      {
-        name: 'config',
-        ready: () => configStream.isFresh(),
-        state: () => (configStream.isFresh() ? 'fresh' : configStream.appliedVersion() > 0n ? 'stale' : 'none'),
-      },
-      { name: 'ledger', state: () => ledger.channelState() },
-      { name: 'redis', state: () => (rateLimiter instanceof RedisRateLimiter ? rateLimiter.connectionState() : 'in_process') },
-      { name: 'settle_outbox', ready: () => !outbox.outboxFull() },
-    ],
-  });
+  const dependencies: Array<Omit<DependencyCheck, 'ready'> & { ready?(): boolean }> = [
+    {
+      name: 'config',
+      ready: () => configStream.isFresh(),
+      state: () => (configStream.isFresh() ? 'fresh' : configStream.appliedVersion() > 0n ? 'stale' : 'none'),
+    },
+    { name: 'ledger', state: () => ledger.channelState() },
+    { name: 'redis', state: () => (rateLimiter instanceof RedisRateLimiter ? rateLimiter.connectionState() : 'in_process') },
+    { name: 'settle_outbox', ready: () => !outbox.outboxFull() },
+  ];
+  const isReady = () => lifecycle.isReady() && dependencies.every((dependency) => dependency.ready?.() ?? true);
+  const probes = createHealthProbes({ isServing: lifecycle.isReady, dependencies });
   const activeResponses = new Set<Response>();
   const activeStreams = new Set<AbortController>();
 
