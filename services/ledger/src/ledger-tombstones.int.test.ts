@@ -154,6 +154,7 @@ describe.skipIf(!serverUrl)('ONE_OUTCOME: release tombstones under concurrency',
    * `call` has answered (without the lock it answers at once, and the assertions say what went wrong).
    */
   async function waitForAdvisoryLockWaiter(call: Promise<unknown>): Promise<void> {
+    const pollGapMs = 20; // between reads of pg_locks: the state is polled, no time is assumed
     let answered = false;
     void call.then(() => { answered = true; }, () => { answered = true; });
     while (!answered) {
@@ -161,7 +162,7 @@ describe.skipIf(!serverUrl)('ONE_OUTCOME: release tombstones under concurrency',
         `SELECT count(*) AS waiting FROM pg_locks
          WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`);
       if (rows[0]!.waiting > 0n) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, pollGapMs));
     }
   }
 

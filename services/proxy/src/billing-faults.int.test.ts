@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,6 +37,12 @@ beforeAll(async () => {
 });
 afterAll(async () => { await world?.close(); });
 
+/**
+ * How long the ledger outage lasts, ms. The duration is the fault: five times the ~600 ms of
+ * retries the proxy used to give up after, so only an outbox that keeps sending survives it.
+ */
+const outageMs = 3000;
+
 /** Failed attempts the proxy's outbox logged for a reservation. */
 function failedAttempts(target: TestProxy, reservationId: string): number {
   return target.logs.filter((line) => line.includes('the outbox sends it again') && line.includes(reservationId)).length;
@@ -65,10 +70,12 @@ describe('a ledger outage longer than the old retries (finding 2)', () => {
     const reservationIds = world.ledger.calls.reserve.slice(-6).map((r) => r.reservationId);
     await world.ledger.stop();
 
+    const outageEndsAtMs = Date.now() + outageMs;
     const usages = [...(await Promise.all(completions)).map((c) => c.usage!), ...(await Promise.all(streams))];
-    // The outage lasts 3 s (the fault injected): five times the ~600 ms of retries the proxy
-    // used to give up after.
-    await sleep(3000);
+    // The ledger comes back once the outage has lasted its length and every Settle has failed
+    // again and again in the outbox (the state this test is about; waited for, not slept).
+    await waitFor(() => Date.now() >= outageEndsAtMs && reservationIds.every((id) => failedAttempts(proxy, id) >= 4),
+      outageMs + 15_000, 'an outage of its length, every Settle failed at least four times');
     expect(reservationIds.map((id) => world.ledger.reservationState(id))).toEqual(Array(6).fill('held'));
     await world.ledger.restart();
     expect(await proxy.idle(20_000)).toBe(true);

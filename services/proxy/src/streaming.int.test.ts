@@ -298,20 +298,27 @@ describe('shutdown', () => {
     const draining = await world.startProxy({ SHUTDOWN_GRACE_MS: '1500' });
     await waitFor(() => draining.isReady(), 5000, 'first snapshot');
     const drainingClient = world.client(acme.apiKey, draining);
+    // Text each stream has received so far, so the test can wait until both are mid-stream.
+    const received = new Map<string, string>();
     const read = async (content: string) => {
       const stream = await drainingClient.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content }], stream: true });
       let text = '';
       try {
-        for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+        for await (const chunk of stream) {
+          text += chunk.choices[0]?.delta.content ?? '';
+          received.set(content, text);
+        }
         return { text, error: undefined };
       } catch (error) {
         return { text, error };
       }
     };
-    const short = read('[[fake:reply_words=4]] [[fake:chunk_delay_ms=100]]');
-    const long = read('[[fake:reply_words=200]] [[fake:chunk_delay_ms=50]]');
+    const shortPrompt = '[[fake:reply_words=4]] [[fake:chunk_delay_ms=100]]';
+    const longPrompt = '[[fake:reply_words=200]] [[fake:chunk_delay_ms=50]]';
+    const short = read(shortPrompt);
+    const long = read(longPrompt);
     await waitFor(() => world.ledger.calls.reserve.length >= 2 && world.upstream.requests.length > 0, 5000, 'both streams started');
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await waitFor(() => (received.get(shortPrompt) ?? '') !== '' && (received.get(longPrompt) ?? '') !== '', 5000, 'text delivered on both streams');
     const reservationIds = world.ledger.calls.reserve.slice(-2).map((r) => r.reservationId);
     const closing = draining.close();
     expect(draining.isReady()).toBe(false);

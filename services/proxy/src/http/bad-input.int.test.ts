@@ -7,7 +7,7 @@
 import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendRawHttp, type RawHttpAnswer } from '@gateway/http-guard';
-import { gatewayModel, startProxyWorld, stateOf, tenant, type ProxyWorld, type TestProxy } from '../test-support/proxy-world.ts';
+import { gatewayModel, startProxyWorld, stateOf, tenant, waitFor, type ProxyWorld, type TestProxy } from '../test-support/proxy-world.ts';
 
 const acme = tenant('acme');
 const maxBodyBytes = 64 * 1024;
@@ -20,11 +20,7 @@ beforeAll(async () => {
   world.ledger.credit('acme', 10_000_000n);
   proxy = await world.startProxy({ PROXY_MAX_BODY_BYTES: String(maxBodyBytes) });
   port = Number(new URL(proxy.baseUrl).port);
-  const deadline = Date.now() + 5000;
-  while (!proxy.isReady()) {
-    if (Date.now() > deadline) throw new Error('no snapshot');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await waitFor(() => proxy.isReady(), 5000, 'first snapshot');
 });
 afterAll(async () => { await world?.close(); });
 
