@@ -14,8 +14,15 @@ const redisUrl = testRedisUrl();
 const outageMs = 18_000;
 /** The bound on waiting for recovery after a peer is back (a bound, not a timing assertion). */
 const recoveryBoundMs = 5_000;
+/** Gap between the requests that keep arriving during the ledger's outage, ms: the load's pace, not a wait for a state. */
+const outageRequestGapMs = 1_000;
+/** Gap between attempts while polling for recovery, ms. */
+const pollGapMs = 100;
 
-/** Waits for `ms` while the world keeps running (an outage in progress). */
+/**
+ * Lets `ms` pass while the world keeps running. Used only for the outage itself, whose length is
+ * the fault injected (see outageMs), and to pace requests; every wait for a state is a poll.
+ */
 function during(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -75,7 +82,7 @@ describe('recovery of the internal gRPC channels', () => {
     while (Date.now() < outageEnds) {
       expect(await chat(world, proxy)).toBe(503);
       expect(proxy.isReady()).toBe(true);
-      await during(1_000);
+      await during(outageRequestGapMs);
     }
     expect((await readyz(proxy))).toMatchObject({ status: 200, body: { status: 'ready', dependencies: { config: 'fresh', ledger: 'down' } } });
     await world.ledger.restart();
@@ -84,7 +91,7 @@ describe('recovery of the internal gRPC channels', () => {
     let status = 0;
     while (status !== 200 && Date.now() < deadline) {
       status = await chat(world, proxy);
-      if (status !== 200) await during(100);
+      if (status !== 200) await during(pollGapMs);
     }
     expect(status, 'a Reserve within 5 s of the ledger restart').toBe(200);
     await proxy.idle(5_000);
