@@ -1,5 +1,4 @@
 /** The admin's records as the domain sees them (camelCase, money as bigint µ₹). */
-import type { ProviderKind } from './provider-kinds.ts';
 
 /** Whether an organisation may use the gateway. */
 export type OrganisationStatus = 'active' | 'suspended';
@@ -40,32 +39,8 @@ export interface Project {
   createdAt: Date;
 }
 
-/** Where a gateway model's requests go. The credential is never part of this record. */
-export interface UpstreamInfo {
-  providerKind: ProviderKind;
-  baseUrl: string;
-  model: string;
-  hasApiKey: boolean;
-  /**
-   * The model's explicit SSRF exception: its base URL may use http and a private, loopback or
-   * otherwise internal address, and the proxy skips its connect-time address check for it.
-   */
-  allowPrivateNetwork: boolean;
-}
-
-/** A customer-facing model name with its prices and (concealed) upstream target. */
-export interface GatewayModel {
-  slug: string;
-  displayName: string;
-  defaultMaxTokens: number;
-  maxContextTokens: number;
-  inputPriceMicrosPerMtok: bigint;
-  outputPriceMicrosPerMtok: bigint;
-  providerInputCostMicrosPerMtok: bigint;
-  providerOutputCostMicrosPerMtok: bigint;
-  upstream: UpstreamInfo;
-  createdAt: Date;
-}
+/** A customer-facing model name with its prices and (concealed) upstream target: see gateway-model-schema.ts. */
+export type { GatewayModel } from './gateway-model-schema.ts';
 
 /** An organisation's wallet as the ledger reports it. credited = available + held + debited. */
 export interface Balance {

@@ -1,57 +1,55 @@
 import type { Queryable } from '@gateway/db';
-import type { GatewayModel, Page, PageRequest } from './admin-records.ts';
-import type { ProviderKind } from './provider-kinds.ts';
+import type { Page, PageRequest } from './admin-records.ts';
+import { gatewayModelLeaves, leafValue, type GatewayModel, type GatewayModelLeaf, type UpdateGatewayModelInput } from './gateway-model-schema.ts';
 
 /** A gateway model row as stored, including its sealed credential (never leaves the domain). */
-export interface StoredGatewayModel extends GatewayModel {
+export type StoredGatewayModel = GatewayModel & {
   /** `v1:<iv>:<tag>:<ciphertext>` or null when the upstream needs no credential. */
   upstreamApiKeyEncrypted: string | null;
-}
+};
 
-interface GatewayModelRow {
-  slug: string;
-  display_name: string;
-  default_max_tokens: number;
-  max_context_tokens: number;
-  input_price_micros_per_mtok: bigint;
-  output_price_micros_per_mtok: bigint;
-  provider_input_cost_micros_per_mtok: bigint;
-  provider_output_cost_micros_per_mtok: bigint;
-  provider_kind: ProviderKind;
-  upstream_base_url: string;
-  upstream_model: string;
-  upstream_api_key_encrypted: string | null;
-  upstream_allow_private_network: boolean;
-  created_at: Date;
-}
+/** What an insert stores: the record as created (the credential sealed; hasApiKey and createdAt are the row's). */
+export type NewGatewayModel = Omit<StoredGatewayModel, 'createdAt' | 'upstream'> & {
+  upstream: Omit<GatewayModel['upstream'], 'hasApiKey'>;
+};
+
+/**
+ * Changes to a gateway model; absent fields stay. The credential only sealed:
+ * `upstreamApiKeyEncrypted` null removes it, a string replaces it.
+ */
+export type GatewayModelChanges = Omit<UpdateGatewayModelInput, 'upstream'> & {
+  upstream?: Omit<NonNullable<UpdateGatewayModelInput['upstream']>, 'apiKey'> | undefined;
+  upstreamApiKeyEncrypted?: string | null | undefined;
+};
+
+/** The column of the sealed credential: written sealed, read as `hasApiKey` and the sealed value. */
+const credentialColumn = 'upstream_api_key_encrypted';
+
+/** The leaves stored in a column of their own, in the record's order. */
+const storedLeaves = gatewayModelLeaves.filter((leaf): leaf is GatewayModelLeaf & { column: string } => leaf.column !== null);
 
 const selectGatewayModel = `
-  SELECT slug, display_name, default_max_tokens, max_context_tokens,
-         input_price_micros_per_mtok, output_price_micros_per_mtok,
-         provider_input_cost_micros_per_mtok, provider_output_cost_micros_per_mtok,
-         provider_kind, upstream_base_url, upstream_model, upstream_api_key_encrypted, upstream_allow_private_network, created_at
+  SELECT ${[...storedLeaves.map((leaf) => leaf.column), credentialColumn].join(', ')}
   FROM gateway_models`;
 
+/** A row as read: one value per stored column, money as bigint, instants as Date. */
+type GatewayModelRow = Record<string, unknown>;
+
+// The one shown field without a column of its own is upstream.has_api_key, read from the sealed
+// credential's column; any other would be read as a boolean by mistake, so refuse to load.
+const derivedLeaves = gatewayModelLeaves.filter((leaf) => leaf.shown && leaf.column === null).map((leaf) => leaf.wireName);
+if (derivedLeaves.join() !== 'upstream.has_api_key') throw new Error(`gateway model fields shown without a column: ${derivedLeaves.join(', ')}`);
+
 function toStoredGatewayModel(row: GatewayModelRow): StoredGatewayModel {
-  return {
-    slug: row.slug,
-    displayName: row.display_name,
-    defaultMaxTokens: row.default_max_tokens,
-    maxContextTokens: row.max_context_tokens,
-    inputPriceMicrosPerMtok: row.input_price_micros_per_mtok,
-    outputPriceMicrosPerMtok: row.output_price_micros_per_mtok,
-    providerInputCostMicrosPerMtok: row.provider_input_cost_micros_per_mtok,
-    providerOutputCostMicrosPerMtok: row.provider_output_cost_micros_per_mtok,
-    upstream: {
-      providerKind: row.provider_kind,
-      baseUrl: row.upstream_base_url,
-      model: row.upstream_model,
-      hasApiKey: row.upstream_api_key_encrypted !== null,
-      allowPrivateNetwork: row.upstream_allow_private_network,
-    },
-    upstreamApiKeyEncrypted: row.upstream_api_key_encrypted,
-    createdAt: row.created_at,
-  };
+  const model: Record<string, unknown> = {};
+  for (const leaf of gatewayModelLeaves) {
+    if (!leaf.shown) continue;
+    const value = leaf.column === null ? row[credentialColumn] !== null : row[leaf.column];
+    if (leaf.groupKey === undefined) model[leaf.key] = value;
+    else ((model[leaf.groupKey] ??= {}) as Record<string, unknown>)[leaf.key] = value;
+  }
+  model.upstreamApiKeyEncrypted = row[credentialColumn];
+  return model as StoredGatewayModel;
 }
 
 /** The public view of a stored model: the same record without the sealed credential. */
@@ -61,23 +59,14 @@ export function withoutCredential(model: StoredGatewayModel): GatewayModel {
 }
 
 /** Inserts a gateway model; resolves false (and changes nothing) when the slug is taken. */
-export async function insertGatewayModel(tx: Queryable, model: Omit<StoredGatewayModel, 'createdAt' | 'upstream'> & {
-  upstream: Omit<GatewayModel['upstream'], 'hasApiKey'>;
-}): Promise<boolean> {
+export async function insertGatewayModel(tx: Queryable, model: NewGatewayModel): Promise<boolean> {
+  const written = storedLeaves.filter((leaf) => leaf.creatable);
+  const columns = [...written.map((leaf) => leaf.column), credentialColumn];
   const { rowCount } = await tx.query(
-    `INSERT INTO gateway_models (slug, display_name, default_max_tokens, max_context_tokens,
-       input_price_micros_per_mtok, output_price_micros_per_mtok,
-       provider_input_cost_micros_per_mtok, provider_output_cost_micros_per_mtok,
-       provider_kind, upstream_base_url, upstream_model, upstream_api_key_encrypted, upstream_allow_private_network)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+    `INSERT INTO gateway_models (${columns.join(', ')})
+     VALUES (${columns.map((_column, index) => `$${index + 1}`).join(', ')})
      ON CONFLICT (slug) DO NOTHING`,
-    [
-      model.slug, model.displayName, model.defaultMaxTokens, model.maxContextTokens,
-      model.inputPriceMicrosPerMtok, model.outputPriceMicrosPerMtok,
-      model.providerInputCostMicrosPerMtok, model.providerOutputCostMicrosPerMtok,
-      model.upstream.providerKind, model.upstream.baseUrl, model.upstream.model, model.upstreamApiKeyEncrypted,
-      model.upstream.allowPrivateNetwork,
-    ],
+    [...written.map((leaf) => leafValue(model, leaf)), model.upstreamApiKeyEncrypted],
   );
   return rowCount === 1;
 }
@@ -117,44 +106,18 @@ export async function gatewayModelsBySlug(db: Queryable, slugs: readonly string[
   return rows.map(toStoredGatewayModel);
 }
 
-/** Changes to a gateway model; absent fields stay. `upstreamApiKeyEncrypted` null removes the credential. */
-export interface GatewayModelChanges {
-  displayName?: string | undefined;
-  defaultMaxTokens?: number | undefined;
-  maxContextTokens?: number | undefined;
-  inputPriceMicrosPerMtok?: bigint | undefined;
-  outputPriceMicrosPerMtok?: bigint | undefined;
-  providerInputCostMicrosPerMtok?: bigint | undefined;
-  providerOutputCostMicrosPerMtok?: bigint | undefined;
-  upstreamBaseUrl?: string | undefined;
-  upstreamModel?: string | undefined;
-  upstreamApiKeyEncrypted?: string | null | undefined;
-  upstreamAllowPrivateNetwork?: boolean | undefined;
-}
-
 /** Writes the changed fields of a gateway model (the CHECK constraints guard the combination). */
 export async function updateGatewayModelFields(tx: Queryable, slug: string, changes: GatewayModelChanges): Promise<void> {
+  const changed = storedLeaves.filter((leaf) => leaf.updatable);
+  const assignments = changed.map((leaf, index) => `${leaf.column} = COALESCE($${index + 2}::${leaf.sqlType}, ${leaf.column})`);
+  const sealed = changed.length + 2;
+  // The credential may be removed (null), which COALESCE cannot tell from "unchanged": a flag says which.
+  assignments.push(`${credentialColumn} = CASE WHEN $${sealed}::boolean THEN $${sealed + 1} ELSE ${credentialColumn} END`);
   await tx.query(
-    `UPDATE gateway_models SET
-       display_name = COALESCE($2, display_name),
-       default_max_tokens = COALESCE($3::integer, default_max_tokens),
-       max_context_tokens = COALESCE($4::integer, max_context_tokens),
-       input_price_micros_per_mtok = COALESCE($5::bigint, input_price_micros_per_mtok),
-       output_price_micros_per_mtok = COALESCE($6::bigint, output_price_micros_per_mtok),
-       provider_input_cost_micros_per_mtok = COALESCE($7::bigint, provider_input_cost_micros_per_mtok),
-       provider_output_cost_micros_per_mtok = COALESCE($8::bigint, provider_output_cost_micros_per_mtok),
-       upstream_base_url = COALESCE($9, upstream_base_url),
-       upstream_model = COALESCE($10, upstream_model),
-       upstream_api_key_encrypted = CASE WHEN $11::boolean THEN $12 ELSE upstream_api_key_encrypted END,
-       upstream_allow_private_network = COALESCE($13::boolean, upstream_allow_private_network)
-     WHERE slug = $1`,
+    `UPDATE gateway_models SET ${assignments.join(', ')} WHERE slug = $1`,
     [
-      slug, changes.displayName ?? null, changes.defaultMaxTokens ?? null, changes.maxContextTokens ?? null,
-      changes.inputPriceMicrosPerMtok ?? null, changes.outputPriceMicrosPerMtok ?? null,
-      changes.providerInputCostMicrosPerMtok ?? null, changes.providerOutputCostMicrosPerMtok ?? null,
-      changes.upstreamBaseUrl ?? null, changes.upstreamModel ?? null,
+      slug, ...changed.map((leaf) => leafValue(changes, leaf) ?? null),
       changes.upstreamApiKeyEncrypted !== undefined, changes.upstreamApiKeyEncrypted ?? null,
-      changes.upstreamAllowPrivateNetwork ?? null,
     ],
   );
 }

@@ -8,8 +8,11 @@ import type { ConfigPublisher } from './config-publisher.ts';
 import { bumpConfigVersion, configChange, credentialContext } from './config-snapshot.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
 import {
+  gatewayModelLeaves, gatewayModelSlugPattern, leafValue, type CreateGatewayModelInput, type UpdateGatewayModelInput,
+} from './gateway-model-schema.ts';
+import {
   findGatewayModel, insertGatewayModel, listGatewayModels, updateGatewayModelFields, withoutCredential,
-  type GatewayModelChanges, type StoredGatewayModel,
+  type GatewayModelChanges, type NewGatewayModel, type StoredGatewayModel,
 } from './gateway-model-store.ts';
 import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
 import {
@@ -19,43 +22,8 @@ import {
 /** The field a refused upstream URL is blamed on: the URL given, or the exception turned off. */
 type UpstreamRuleParam = 'upstream.base_url' | 'upstream.allow_private_network';
 
-/** A new gateway model. Prices and costs in µ₹ per million tokens. */
-export interface CreateGatewayModelInput {
-  slug: string;
-  displayName?: string | undefined;
-  defaultMaxTokens: number;
-  maxContextTokens: number;
-  inputPriceMicrosPerMtok: bigint;
-  outputPriceMicrosPerMtok: bigint;
-  providerInputCostMicrosPerMtok: bigint;
-  providerOutputCostMicrosPerMtok: bigint;
-  /**
-   * `allowPrivateNetwork` true is the model's explicit SSRF exception: its base URL may use http
-   * and a private or loopback address, and proxies skip their connect-time check for it. Default false.
-   */
-  upstream: { providerKind: ProviderKind; baseUrl: string; model: string; apiKey?: string | undefined; allowPrivateNetwork?: boolean | undefined };
-}
-
-/** Changes to a gateway model; absent fields stay. Prices in µ₹ per million tokens. */
-export interface UpdateGatewayModelInput {
-  displayName?: string | undefined;
-  defaultMaxTokens?: number | undefined;
-  maxContextTokens?: number | undefined;
-  inputPriceMicrosPerMtok?: bigint | undefined;
-  outputPriceMicrosPerMtok?: bigint | undefined;
-  providerInputCostMicrosPerMtok?: bigint | undefined;
-  providerOutputCostMicrosPerMtok?: bigint | undefined;
-  /**
-   * `apiKey` null removes the credential; a string replaces it; absent keeps it. `allowPrivateNetwork`
-   * sets or clears the model's SSRF exception; turning it off is refused while the base URL needs it.
-   */
-  upstream?: {
-    baseUrl?: string | undefined; model?: string | undefined; apiKey?: string | null | undefined; allowPrivateNetwork?: boolean | undefined;
-  } | undefined;
-}
-
-/** The settings of the built-in demo model, seeded when DEMO_UPSTREAM_URL is set. */
-export const demoGatewayModel = {
+/** The built-in demo model, seeded when DEMO_UPSTREAM_URL is set (its base URL is that setting). */
+const demoGatewayModel = {
   slug: 'demo',
   displayName: 'Demo (built-in demo upstream, no provider account)',
   defaultMaxTokens: 256,
@@ -64,11 +32,10 @@ export const demoGatewayModel = {
   outputPriceMicrosPerMtok: 2_000_000n, // ₹2 per million output tokens
   providerInputCostMicrosPerMtok: 0n,
   providerOutputCostMicrosPerMtok: 0n,
-  upstreamModel: 'demo',
-} as const;
-
-/** The slug rule of a gateway model (also enforced by the API schema and a CHECK constraint). */
-export const gatewayModelSlugPattern = /^[a-z0-9][a-z0-9._:/-]{0,127}$/;
+  // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
+  upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false },
+  upstreamApiKeyEncrypted: null,
+} as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };
 
 /** What the gateway models aggregate is built from. */
 export interface GatewayModelsServiceDeps {
@@ -86,6 +53,18 @@ function credentialMarker(sealed: string | null): string | null {
   return sealed === null ? null : '(set)';
 }
 
+/** The fields the audit log records: every field a create may give but the slug (the event's resource id), by API name. */
+const auditedLeaves = gatewayModelLeaves.filter((leaf) => leaf.creatable && leaf.wireName !== 'slug');
+/** Field name → log name for changedFields: the audit record below is already keyed by API name. */
+const gatewayModelAuditFields = Object.fromEntries(auditedLeaves.map((leaf) => [leaf.wireName, leaf.wireName]));
+
+/** A gateway model as the audit log records it, by API name; the credential only as a marker. */
+function gatewayModelAuditRecord(model: StoredGatewayModel): Record<string, unknown> {
+  return Object.fromEntries(auditedLeaves.map((leaf) => [
+    leaf.wireName, leaf.shown ? leafValue(model, leaf) : credentialMarker(model.upstreamApiKeyEncrypted),
+  ]));
+}
+
 /**
  * Gateway models (route tag "gateway models"): customer-facing names with prices and a concealed
  * upstream target, judged by the SSRF rule, their credentials sealed before they are stored.
@@ -99,13 +78,6 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
     return new GatewayError('not_found', { publicMessage, param: 'slug' });
   }
 
-  const gatewayModelAuditFields = {
-    displayName: 'display_name', defaultMaxTokens: 'default_max_tokens', maxContextTokens: 'max_context_tokens',
-    inputPriceMicrosPerMtok: 'input_price_micros_per_mtok', outputPriceMicrosPerMtok: 'output_price_micros_per_mtok',
-    providerInputCostMicrosPerMtok: 'provider_input_cost_micros_per_mtok', providerOutputCostMicrosPerMtok: 'provider_output_cost_micros_per_mtok',
-    providerKind: 'upstream.provider_kind', baseUrl: 'upstream.base_url', upstreamModel: 'upstream.model', credential: 'upstream.api_key',
-    allowPrivateNetwork: 'upstream.allow_private_network',
-  };
   /** The SSRF policy for a model with (or without) its own exception: ADMIN_ALLOW_PRIVATE_UPSTREAMS || its flag. */
   const upstreamPolicy = (modelAllowsPrivateNetwork: boolean) => ({ allowPrivate: allowsPrivateUpstream(deps.allowPrivateUpstreams, modelAllowsPrivateNetwork) });
   /**
@@ -134,11 +106,6 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
     const problem = await resolvedHostProblem(baseUrl, upstreamPolicy(allowPrivateNetwork), deps.resolveHost ?? systemResolver);
     if (problem) throw refusedUpstream(param, resolvesToInternalAddressProblem, problem);
   };
-  /** A gateway model flattened for the audit log; the credential only as a marker. */
-  const gatewayModelAuditRecord = (model: GatewayModel & { upstreamApiKeyEncrypted: string | null }) => ({
-    ...model, providerKind: model.upstream.providerKind, baseUrl: model.upstream.baseUrl, upstreamModel: model.upstream.model,
-    credential: credentialMarker(model.upstreamApiKeyEncrypted), allowPrivateNetwork: model.upstream.allowPrivateNetwork,
-  });
   return {
     /**
      * Creates a gateway model. The base URL is checked against the SSRF rule here as well as at
@@ -150,19 +117,12 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
       requireUpstreamUrl(input.upstream.baseUrl, input.upstream.providerKind, allowPrivateNetwork);
       await requireResolvedUpstream(input.upstream.baseUrl, allowPrivateNetwork);
       const { version, stored } = await db.transaction(async (tx) => {
+        const { upstream: { apiKey, ...upstream }, ...fields } = input;
         const inserted = await insertGatewayModel(tx, {
-          slug: input.slug,
-          displayName: input.displayName ?? input.slug,
-          defaultMaxTokens: input.defaultMaxTokens,
-          maxContextTokens: input.maxContextTokens,
-          inputPriceMicrosPerMtok: input.inputPriceMicrosPerMtok,
-          outputPriceMicrosPerMtok: input.outputPriceMicrosPerMtok,
-          providerInputCostMicrosPerMtok: input.providerInputCostMicrosPerMtok,
-          providerOutputCostMicrosPerMtok: input.providerOutputCostMicrosPerMtok,
-          upstream: {
-            providerKind: input.upstream.providerKind, baseUrl: normaliseUpstreamUrl(input.upstream.baseUrl), model: input.upstream.model, allowPrivateNetwork,
-          },
-          upstreamApiKeyEncrypted: input.upstream.apiKey === undefined ? null : cipher.encrypt(input.upstream.apiKey, credentialContext(input.slug)),
+          ...fields,
+          displayName: fields.displayName ?? fields.slug,
+          upstream: { ...upstream, baseUrl: normaliseUpstreamUrl(upstream.baseUrl), allowPrivateNetwork },
+          upstreamApiKeyEncrypted: apiKey === undefined ? null : cipher.encrypt(apiKey, credentialContext(input.slug)),
         });
         if (!inserted) {
           throw new GatewayError('conflict', { publicMessage: `A gateway model with the slug "${input.slug}" already exists.`, param: 'slug' });
@@ -218,19 +178,12 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
             param: input.maxContextTokens !== undefined ? 'max_context_tokens' : 'default_max_tokens',
           });
         }
-        const apiKey = input.upstream?.apiKey;
+        const { upstream: upstreamInput, ...fields } = input;
+        const { apiKey, ...upstream } = upstreamInput ?? {};
         const changes: GatewayModelChanges = {
-          displayName: input.displayName,
-          defaultMaxTokens: input.defaultMaxTokens,
-          maxContextTokens: input.maxContextTokens,
-          inputPriceMicrosPerMtok: input.inputPriceMicrosPerMtok,
-          outputPriceMicrosPerMtok: input.outputPriceMicrosPerMtok,
-          providerInputCostMicrosPerMtok: input.providerInputCostMicrosPerMtok,
-          providerOutputCostMicrosPerMtok: input.providerOutputCostMicrosPerMtok,
-          upstreamBaseUrl: baseUrl === undefined ? undefined : normaliseUpstreamUrl(baseUrl),
-          upstreamModel: input.upstream?.model,
+          ...fields,
+          upstream: { ...upstream, baseUrl: baseUrl === undefined ? undefined : normaliseUpstreamUrl(baseUrl) },
           upstreamApiKeyEncrypted: apiKey === undefined ? undefined : apiKey === null ? null : cipher.encrypt(apiKey, credentialContext(slug)),
-          upstreamAllowPrivateNetwork: flag,
         };
         await updateGatewayModelFields(tx, slug, changes);
         const updated = (await findGatewayModel(tx, slug))!;
@@ -267,17 +220,7 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
     async seedDemoModel(baseUrl: string): Promise<boolean> {
       return db.transaction(async (tx) => {
         const inserted = await insertGatewayModel(tx, {
-          slug: demoGatewayModel.slug,
-          displayName: demoGatewayModel.displayName,
-          defaultMaxTokens: demoGatewayModel.defaultMaxTokens,
-          maxContextTokens: demoGatewayModel.maxContextTokens,
-          inputPriceMicrosPerMtok: demoGatewayModel.inputPriceMicrosPerMtok,
-          outputPriceMicrosPerMtok: demoGatewayModel.outputPriceMicrosPerMtok,
-          providerInputCostMicrosPerMtok: demoGatewayModel.providerInputCostMicrosPerMtok,
-          providerOutputCostMicrosPerMtok: demoGatewayModel.providerOutputCostMicrosPerMtok,
-          // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
-          upstream: { providerKind: 'openai_compatible', baseUrl: normaliseUpstreamUrl(baseUrl), model: demoGatewayModel.upstreamModel, allowPrivateNetwork: false },
-          upstreamApiKeyEncrypted: null,
+          ...demoGatewayModel, upstream: { ...demoGatewayModel.upstream, baseUrl: normaliseUpstreamUrl(baseUrl) },
         });
         if (inserted) {
           const created = (await findGatewayModel(tx, demoGatewayModel.slug))!;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Actor } from '../domain/actor.ts';
 import type { Propagation } from '../domain/admin-records.ts';
 import type { AdminService } from '../domain/admin-service.ts';
+import { camelKeys } from '../domain/gateway-model-schema.ts';
 import type { UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 import {
   adminTokenJson, auditEventJson, balanceJson, creditJson, gatewayModelJson, listJson, organisationJson, projectBudgetJson, projectJson,
@@ -255,23 +256,8 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       success: { status: 201, description: 'The gateway model.', schema: gatewayModelResponse },
       errors: [...writeErrors, 'conflict', ...platformErrors],
       async handle({ service }, { actor, body }) {
-        const { gatewayModel, propagation } = await service.createGatewayModel(actor, {
-          slug: body.slug,
-          displayName: body.display_name,
-          defaultMaxTokens: body.default_max_tokens,
-          maxContextTokens: body.max_context_tokens,
-          inputPriceMicrosPerMtok: body.input_price_micros_per_mtok,
-          outputPriceMicrosPerMtok: body.output_price_micros_per_mtok,
-          providerInputCostMicrosPerMtok: body.provider_input_cost_micros_per_mtok ?? 0n,
-          providerOutputCostMicrosPerMtok: body.provider_output_cost_micros_per_mtok ?? 0n,
-          upstream: {
-            providerKind: body.upstream.provider_kind,
-            baseUrl: body.upstream.base_url,
-            model: body.upstream.model,
-            apiKey: body.upstream.api_key,
-            allowPrivateNetwork: body.upstream.allow_private_network,
-          },
-        });
+        // The body's fields are the record's, camelCased: nothing to map field by field.
+        const { gatewayModel, propagation } = await service.createGatewayModel(actor, camelKeys(body));
         return { status: 201, body: gatewayModelJson(gatewayModel), propagation };
       },
     }),
@@ -372,19 +358,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       success: { status: 200, description: 'The gateway model after the change.', schema: gatewayModelResponse },
       errors: [...writeErrors, 'not_found', ...platformErrors],
       async handle({ service }, { actor, params, body }) {
-        const { gatewayModel, propagation } = await service.updateGatewayModel(actor, params.slug!, {
-          displayName: body.display_name,
-          defaultMaxTokens: body.default_max_tokens,
-          maxContextTokens: body.max_context_tokens,
-          inputPriceMicrosPerMtok: body.input_price_micros_per_mtok,
-          outputPriceMicrosPerMtok: body.output_price_micros_per_mtok,
-          providerInputCostMicrosPerMtok: body.provider_input_cost_micros_per_mtok,
-          providerOutputCostMicrosPerMtok: body.provider_output_cost_micros_per_mtok,
-          upstream: body.upstream === undefined ? undefined : {
-            baseUrl: body.upstream.base_url, model: body.upstream.model, apiKey: body.upstream.api_key,
-            allowPrivateNetwork: body.upstream.allow_private_network,
-          },
-        });
+        const { gatewayModel, propagation } = await service.updateGatewayModel(actor, params.slug!, camelKeys(body));
         return { status: 200, body: gatewayModelJson(gatewayModel), propagation };
       },
     }),

@@ -1,5 +1,6 @@
-import type { Balance, GatewayModel, Organisation, Page, Project, ProjectSpend, UsageRecord, UsageSummaryRow } from '../domain/admin-records.ts';
+import type { Balance, Organisation, Page, Project, ProjectSpend, UsageRecord, UsageSummaryRow } from '../domain/admin-records.ts';
 import type { CreditOutcome } from '../domain/balance-service.ts';
+import { gatewayModelToJson } from '../domain/gateway-model-schema.ts';
 import type { AdminTokenInfo } from '../domain/admin-tokens.ts';
 import type { AuditEvent } from '../domain/audit-log.ts';
 
@@ -30,27 +31,8 @@ export function projectJson(project: Project) {
   };
 }
 
-/** The JSON of a gateway model: money as decimal strings, and no credential in any form. */
-export function gatewayModelJson(model: GatewayModel) {
-  return {
-    slug: model.slug,
-    display_name: model.displayName,
-    default_max_tokens: model.defaultMaxTokens,
-    max_context_tokens: model.maxContextTokens,
-    input_price_micros_per_mtok: model.inputPriceMicrosPerMtok.toString(),
-    output_price_micros_per_mtok: model.outputPriceMicrosPerMtok.toString(),
-    provider_input_cost_micros_per_mtok: model.providerInputCostMicrosPerMtok.toString(),
-    provider_output_cost_micros_per_mtok: model.providerOutputCostMicrosPerMtok.toString(),
-    upstream: {
-      provider_kind: model.upstream.providerKind,
-      base_url: model.upstream.baseUrl,
-      model: model.upstream.model,
-      has_api_key: model.upstream.hasApiKey,
-      allow_private_network: model.upstream.allowPrivateNetwork,
-    },
-    created_at: model.createdAt.toISOString(),
-  };
-}
+/** The JSON of a gateway model: money as decimal strings, and no credential in any form (see gatewayModelToJson). */
+export const gatewayModelJson = gatewayModelToJson;
 
 /** The JSON of a balance, in INR micro-rupees as decimal strings. */
 export function balanceJson(balance: Balance) {

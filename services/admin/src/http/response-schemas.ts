@@ -1,14 +1,12 @@
 import { z } from 'zod';
-import { providerKinds } from '../domain/provider-kinds.ts';
+import { gatewayModelShown } from '../domain/gateway-model-schema.ts';
+import { moneyShown as money, timestampShown as timestamp } from '../domain/wire-fields.ts';
 
 /**
  * The shapes of the admin API's responses. They document the API (OpenAPI) and tests parse
  * real responses with them, so the document cannot drift from what the service sends.
  */
 
-const money = (description: string) => z.string().regex(/^-?\d+$/)
-  .meta({ description: `${description} Micro-rupees (1 INR = 1,000,000) as a decimal string.`, examples: ['1500000'] });
-const timestamp = z.iso.datetime().meta({ description: 'ISO-8601 timestamp (UTC).' });
 const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-f]{24}$`))
   .meta({ description: `Id of the ${what}: "${prefix}_" and 24 lowercase hex characters.` });
 
@@ -46,27 +44,8 @@ export const projectCreatedResponse = z.strictObject({
   api_key: z.string().regex(/^gwsk_/).meta({ description: 'The API key secret, shown once; only its hash is stored.' }),
 });
 
-/** A gateway model; its upstream shows whether a credential is set, never the credential. */
-export const gatewayModelResponse = z.strictObject({
-  slug: z.string(),
-  display_name: z.string(),
-  default_max_tokens: z.int(),
-  max_context_tokens: z.int(),
-  input_price_micros_per_mtok: money('Customer price of input tokens per million.'),
-  output_price_micros_per_mtok: money('Customer price of output tokens per million.'),
-  provider_input_cost_micros_per_mtok: money('Provider cost of input tokens per million.'),
-  provider_output_cost_micros_per_mtok: money('Provider cost of output tokens per million.'),
-  upstream: z.strictObject({
-    provider_kind: z.enum(providerKinds),
-    base_url: z.string(),
-    model: z.string(),
-    has_api_key: z.boolean(),
-    allow_private_network: z.boolean().meta({
-      description: 'true: the model\'s explicit SSRF exception: its base_url may use http and a private or loopback address, and proxies skip their connect-time address check for it.',
-    }),
-  }),
-  created_at: timestamp,
-});
+/** A gateway model; its upstream shows whether a credential is set, never the credential (from the one Gateway Model schema). */
+export const gatewayModelResponse = gatewayModelShown;
 
 /** An organisation's balance. credited = available + held + debited. */
 export const balanceResponse = z.strictObject({

@@ -1,0 +1,51 @@
+import { z } from 'zod';
+
+/**
+ * zod builders of the admin API's JSON fields, shared by the request and response schemas and by
+ * the gateway model record (gateway-model-schema.ts): one wording of each rule and message.
+ */
+
+const moneyFormatMessage = 'must be a whole number of micro-rupees as a decimal string, e.g. "1500000" (a JSON number is accepted only if it is a safe integer)';
+
+/**
+ * A money amount in µ₹ as a request gives it: a decimal string of digits, or a JSON integer
+ * within the safe range (a larger JSON number has already lost precision when it was parsed).
+ * Becomes a bigint.
+ */
+export function moneyMicros(range: { min: bigint; max: bigint }, description: string) {
+  return z.union([
+    z.string().regex(/^\d{1,30}$/, { error: moneyFormatMessage }),
+    z.number().int({ error: moneyFormatMessage }),
+  ], { error: (issue) => (issue.input === undefined ? 'is required' : moneyFormatMessage) })
+    .transform((value) => BigInt(value))
+    .pipe(z.bigint()
+      .min(range.min, { error: `must be at least ${range.min}` })
+      .max(range.max, { error: `must be at most ${range.max}` }))
+    .meta({ description: `${description} Micro-rupees (1 INR = 1,000,000), as a decimal string.` });
+}
+
+/** A bounded integer with one message naming its range. */
+export function integerIn(min: number, max: number, description: string) {
+  const message = `must be an integer between ${min} and ${max}`;
+  return z.number({ error: (issue) => (issue.input === undefined ? 'is required' : message) })
+    .int({ error: message }).min(min, { error: message }).max(max, { error: message })
+    .meta({ description });
+}
+
+/** A display name: trimmed, 1..200 characters (or up to `maxLength`). */
+export function displayText(description: string, maxLength = 200) {
+  return z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .trim()
+    .min(1, { error: 'must not be empty' })
+    .max(maxLength, { error: `must be at most ${maxLength} characters` })
+    .meta({ description });
+}
+
+/** A money amount in µ₹ as a response shows it: a decimal string. */
+export function moneyShown(description: string) {
+  return z.string().regex(/^-?\d+$/)
+    .meta({ description: `${description} Micro-rupees (1 INR = 1,000,000) as a decimal string.`, examples: ['1500000'] });
+}
+
+/** An instant as a response shows it: ISO-8601 in UTC. */
+export const timestampShown = z.iso.datetime().meta({ description: 'ISO-8601 timestamp (UTC).' });
