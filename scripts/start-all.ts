@@ -79,6 +79,7 @@ async function stopAll(exitCode: number): Promise<never> {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     process.stdout.write(`\n${signal}: stopping (in-flight requests finish first)...\n`);
+    // Nothing to lose: stopAll catches each part's close failure and ends the process itself.
     void stopAll(0);
   });
 }

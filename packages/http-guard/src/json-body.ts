@@ -85,7 +85,8 @@ export function createJsonBodyParser(options: JsonBodyOptions): RequestHandler {
       next(new GatewayError('unsupported_media_type', { publicMessage: `Content-Encoding must be one of ${acceptedContentEncodings.join(', ')}.` }));
       return;
     }
-    void parse(req, res, (error?: unknown) => {
+    // express.json()'s handler returns nothing: every outcome, failures included, reaches the callback.
+    parse(req, res, (error?: unknown) => {
       if (error !== undefined && error !== null) {
         next(bodyReadError(error, options.limitBytes, contentEncoding) ?? error);
         return;

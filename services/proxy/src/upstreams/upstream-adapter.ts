@@ -3,7 +3,7 @@ import type { UpstreamTarget } from '../domain/config-snapshot.ts';
 import type { NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage } from '../domain/normalized-completion.ts';
 
 export type {
-  NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedToolCall, NormalizedUsage,
+  NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage,
 } from '../domain/normalized-completion.ts';
 
 /** The HTTP request an adapter wants sent to its upstream. */

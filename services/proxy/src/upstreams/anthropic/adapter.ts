@@ -6,7 +6,7 @@ import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, Upstre
 import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
 
 /** The Messages API version the adapter speaks. */
-export const anthropicVersion = '2023-06-01';
+const anthropicVersion = '2023-06-01';
 
 /** Params Anthropic's Messages API has no equivalent for: sending one is a 400 naming it. */
 const unsupportedParams: readonly ForwardedParam[] = ['logprobs', 'top_logprobs', 'logit_bias', 'seed', 'presence_penalty', 'frequency_penalty'];
@@ -102,7 +102,7 @@ const messageSchema = z.object({
 });
 
 /** Prompt tokens of an Anthropic usage: fresh input plus cache writes and reads (all are billed input). */
-export function anthropicPromptTokens(usage: z.infer<typeof anthropicUsageSchema>): number {
+function anthropicPromptTokens(usage: z.infer<typeof anthropicUsageSchema>): number {
   return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
 }
 
