@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Database } from './database.ts';
 
@@ -31,26 +31,67 @@ export function readMigrations(directory: string): Migration[] {
 }
 
 /**
+ * A reviewed exception to "an applied migration never changes": the file of `version` was
+ * rewritten on purpose (e.g. function bodies moved out of it) and databases that applied the old
+ * text (`from`) are to accept the new one (`to`) without running anything again.
+ */
+export interface SupersededChecksum {
+  version: number;
+  /** SHA-256 hex of the migration text that databases recorded. */
+  from: string;
+  /** SHA-256 hex of the migration file that replaces it; any other text is still refused. */
+  to: string;
+  /** Why the file changed, for the reviewer and the log. */
+  reason: string;
+}
+
+/** The file beside the migrations that lists their superseded checksums, if they have any. */
+export const supersededChecksumsFile = 'superseded-checksums.json';
+
+/** Reads `superseded-checksums.json` of a migrations folder (an empty list when there is none). */
+export function readSupersededChecksums(directory: string): SupersededChecksum[] {
+  const file = join(directory, supersededChecksumsFile);
+  if (!existsSync(file)) return [];
+  const parsed = JSON.parse(readFileSync(file, 'utf8')) as { superseded?: unknown };
+  if (!Array.isArray(parsed.superseded)) throw new Error(`${file}: expected {"superseded": [...]}`);
+  return parsed.superseded.map((entry: Partial<SupersededChecksum>, index) => {
+    const { version, from, to, reason } = entry;
+    if (typeof version !== 'number' || typeof from !== 'string' || typeof to !== 'string' || typeof reason !== 'string' || reason === '') {
+      throw new Error(`${file}: entry ${index} needs version, from, to and a reason`);
+    }
+    return { version, from, to, reason };
+  });
+}
+
+/**
  * Applies the pending migrations of a folder, in order, in one transaction, and records each in
  * `schema_migrations`. An advisory lock makes concurrent replicas wait rather than race; a
- * recorded migration whose file has since changed stops the service instead of drifting.
+ * recorded migration whose file has since changed stops the service instead of drifting, unless
+ * `superseded-checksums.json` beside the files lists exactly that change (recorded checksum ->
+ * the file's checksum): then the record takes the new checksum and nothing runs again.
  */
-export async function migrate(db: Database, directory: string): Promise<{ applied: string[] }> {
+export async function migrate(db: Database, directory: string): Promise<{ applied: string[]; superseded: string[] }> {
   const migrations = readMigrations(directory);
+  const supersededChecksums = readSupersededChecksums(directory);
   return db.transaction(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`gateway-migrations:${db.schema}`]);
+    await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [migrationLockKey(db)]);
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY,
       name text NOT NULL,
       checksum text NOT NULL,
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
-    const recorded = await tx.query<{ version: number; checksum: string; name: string }>('SELECT version, checksum, name FROM schema_migrations');
+    const recorded = await tx.query<{ version: number; checksum: string; name: string }>('SELECT version, checksum, name FROM schema_migrations ORDER BY version');
     const recordedByVersion = new Map(recorded.rows.map((row) => [row.version, row]));
+    const superseded: string[] = [];
     for (const row of recorded.rows) {
       const migration = migrations.find((m) => m.version === row.version);
       if (!migration) throw new Error(`database has migration ${row.version} (${row.name}) that this build does not know: is it older than the database?`);
-      if (migration.checksum !== row.checksum) throw new Error(`migration ${row.version} (${row.name}) was changed after it was applied`);
+      if (migration.checksum === row.checksum) continue;
+      const accepted = supersededChecksums.find((entry) => entry.version === row.version && entry.from === row.checksum && entry.to === migration.checksum);
+      if (!accepted) throw new Error(`migration ${row.version} (${row.name}) was changed after it was applied`);
+      await tx.query('UPDATE schema_migrations SET checksum = $2 WHERE version = $1', [row.version, migration.checksum]);
+      superseded.push(`${String(migration.version).padStart(4, '0')}_${migration.name}`);
     }
     const applied: string[] = [];
     for (const migration of migrations) {
@@ -59,6 +100,11 @@ export async function migrate(db: Database, directory: string): Promise<{ applie
       await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [migration.version, migration.name, migration.checksum]);
       applied.push(`${String(migration.version).padStart(4, '0')}_${migration.name}`);
     }
-    return { applied };
+    return { applied, superseded };
   });
+}
+
+/** The advisory lock key that migrations and SQL sources of one schema share, so replicas take turns. */
+export function migrationLockKey(db: Database): string {
+  return `gateway-migrations:${db.schema}`;
 }

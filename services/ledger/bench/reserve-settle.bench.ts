@@ -16,16 +16,16 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { migrate, openDatabase, type Database } from '@gateway/db';
+import { openDatabase, type Database } from '@gateway/db';
 import { credit } from '../src/domain/credit.ts';
 import { verifyLedger } from '../src/domain/find-balance-differences.ts';
 import { createLedgerBatcher } from '../src/domain/ledger-batcher.ts';
 import { openAccount } from '../src/domain/open-account.ts';
 import { reserve, type ReserveInput } from '../src/domain/reserve.ts';
 import { settle, type SettleInput } from '../src/domain/settle.ts';
+import { prepareLedgerSchema } from '../src/ledger-schema.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 const serverUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const secondsPerMeasurement = Number(process.env.BENCH_SECONDS ?? '4');
 if (!Number.isFinite(secondsPerMeasurement) || secondsPerMeasurement <= 0 || secondsPerMeasurement > 15) {
@@ -87,7 +87,7 @@ let database: Database | undefined;
 const measurements: Measurement[] = [];
 try {
   database = await openDatabase({ url: benchDatabase.url, schema: 'ledger', poolSize: 16 });
-  await migrate(database, migrationsDir);
+  await prepareLedgerSchema(database);
   const db = database;
   const hot = 'bench-hot';
   const spread = Array.from({ length: spreadOrganisations }, (_, index) => `bench-org-${index}`);

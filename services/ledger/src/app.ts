@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ledgerV1 } from '@gateway/contracts';
-import { migrate, openDatabase, type Database } from '@gateway/db';
+import { openDatabase, type Database } from '@gateway/db';
 import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createProbeOnlyListener, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import type { LedgerConfig } from './config.ts';
 import { createLedgerBatcher } from './domain/ledger-batcher.ts';
+import { prepareLedgerSchema } from './ledger-schema.ts';
 import { startExpirySweeper, type ExpirySweeper } from './expiry-sweeper.ts';
 import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
 import { ledgerMethodRoles } from './transport/ledger-method-roles.ts';
@@ -26,9 +26,6 @@ export interface LedgerAppDeps {
   /** A database to use (and migrate); the caller keeps ownership and closes it. */
   database?: Database;
 }
-
-/** The ledger's SQL migrations, applied at every start. */
-const migrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 
 /** How long a readiness probe waits for the database, ms. */
 const readinessQueryTimeoutMs = 2_000;
@@ -69,7 +66,7 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
   const lifecycle = createLifecycle({ logger });
   const ports = await lifecycle.start(async () => {
     if (ownsDatabase) lifecycle.defer('database', () => database.close());
-    const { applied } = await migrate(database, migrationsDir);
+    const { applied } = await prepareLedgerSchema(database);
     logger.info({ applied, database: database.kind }, 'ledger database migrated');
 
     // The health server starts first and stops last, so probes see 503 (not a refused

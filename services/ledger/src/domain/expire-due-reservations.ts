@@ -2,7 +2,6 @@ import type { Database } from '@gateway/db';
 import type { BillingMode } from './ledger-types.ts';
 import { appendMovement } from './append-movement.ts';
 import { addProjectSpend, raiseSoftAlertIfDue } from './project-budget.ts';
-import { splitSettlement } from './settlement-split.ts';
 
 /** What one expiry batch resolved. */
 export interface ExpiryBatchResult {
@@ -29,6 +28,11 @@ interface ExpiredRow {
   checkpoint_provider_cost_micros: bigint;
   /** The request id a checkpoint recorded ('' if none did). */
   request_id: string;
+  /** ledger_settlement_split of the checkpoint's cost against the hold (commercial; zeros when internal), µ₹. */
+  charged_micros: bigint;
+  from_hold_micros: bigint;
+  overrun_micros: bigint;
+  released_micros: bigint;
 }
 
 /** How one expiry moves money: charged from the checkpoint (from hold, then beyond it) and returned, µ₹. */
@@ -53,6 +57,8 @@ interface ExpiryMoney {
  */
 export async function expireDueReservations(db: Database, batchSize: number): Promise<ExpiryBatchResult> {
   return db.transaction(async (tx) => {
+    // The charge from a checkpoint is split like any settlement, by the one rule in SQL
+    // (services/ledger/sql/ledger_settlement_split.sql): from the hold first, beyond it overrun.
     const { rows } = await tx.query<ExpiredRow>(
       `WITH due AS (
          SELECT id FROM reservations
@@ -60,22 +66,26 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
          ORDER BY expires_at
          LIMIT $1
          FOR UPDATE SKIP LOCKED
+       ), expired AS (
+         UPDATE reservations AS r SET status = 'expired', resolved_at = now(),
+           expiry_charged_micros = CASE WHEN r.checkpoint_sequence > 0 THEN r.checkpoint_cost_micros END
+         FROM due WHERE r.id = due.id
+         RETURNING r.id, r.organisation_id, r.project_id, r.billing_mode, r.amount_micros, r.model_slug,
+           r.checkpoint_sequence, r.checkpoint_input_tokens, r.checkpoint_output_tokens, r.checkpoint_cost_micros,
+           r.checkpoint_provider_cost_micros, r.request_id
        )
-       UPDATE reservations AS r SET status = 'expired', resolved_at = now(),
-         expiry_charged_micros = CASE WHEN r.checkpoint_sequence > 0 THEN r.checkpoint_cost_micros END
-       FROM due WHERE r.id = due.id
-       RETURNING r.id, r.organisation_id, r.project_id, r.billing_mode, r.amount_micros, r.model_slug,
-         r.checkpoint_sequence, r.checkpoint_input_tokens, r.checkpoint_output_tokens, r.checkpoint_cost_micros,
-         r.checkpoint_provider_cost_micros, r.request_id`,
+       SELECT e.*, s.debited_micros AS charged_micros, s.from_hold_micros, s.overrun_micros, s.released_micros
+       FROM expired e
+       CROSS JOIN LATERAL ledger_settlement_split(
+         CASE WHEN e.billing_mode = 'commercial' THEN e.amount_micros ELSE 0 END,
+         CASE WHEN e.billing_mode = 'commercial' THEN e.checkpoint_cost_micros ELSE 0 END) AS s`,
       [batchSize],
     );
-    const moneys: ExpiryMoney[] = rows.map((row) => {
-      if (row.billing_mode !== 'commercial') {
-        return { row, chargedMicros: 0n, fromHoldMicros: 0n, overrunMicros: 0n, releasedMicros: 0n };
-      }
-      const split = splitSettlement(row.amount_micros, row.checkpoint_cost_micros);
-      return { row, chargedMicros: split.debitedMicros, fromHoldMicros: split.fromHoldMicros, overrunMicros: split.overrunMicros, releasedMicros: split.releasedMicros };
-    });
+    // Internal billing mode moves no wallet money: its split is all zeros (INTERNAL_MODE).
+    const moneys: ExpiryMoney[] = rows.map((row) => ({
+      row, chargedMicros: row.charged_micros, fromHoldMicros: row.from_hold_micros, overrunMicros: row.overrun_micros,
+      releasedMicros: row.released_micros,
+    }));
 
     const byOrganisation = new Map<string, { held: bigint; available: bigint; debited: bigint }>();
     for (const money of moneys) {

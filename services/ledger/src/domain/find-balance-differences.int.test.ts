@@ -1,5 +1,5 @@
-import { fileURLToPath } from 'node:url';
-import { migrate, openDatabase, type Database } from '@gateway/db';
+import { openDatabase, type Database } from '@gateway/db';
+import { prepareLedgerSchema } from '../ledger-schema.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { credit } from './credit.ts';
 import { findBalanceDifferences, recomputeBalances } from './find-balance-differences.ts';
@@ -7,14 +7,12 @@ import { openAccount } from './open-account.ts';
 import { reserve } from './reserve.ts';
 import { settle } from './settle.ts';
 
-const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
-
 /** The balance check must be able to fail: tampered rows are found, and the schema refuses the worst. */
 describe('CONSERVATION: findBalanceDifferences over embedded PGlite', () => {
   let db: Database;
   beforeAll(async () => {
     db = await openDatabase({ schema: 'ledger' });
-    await migrate(db, migrationsDir);
+    await prepareLedgerSchema(db);
     await openAccount(db, 'org-a');
     await credit(db, { creditId: 'c-1', organisationId: 'org-a', amountMicros: 5_000_000n, reason: '' });
     await reserve(db, {

@@ -1,5 +1,5 @@
-import { fileURLToPath } from 'node:url';
-import { migrate, openDatabase, type Database } from '@gateway/db';
+import { openDatabase, type Database } from '@gateway/db';
+import { prepareLedgerSchema } from '../ledger-schema.ts';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyLedgerOperations, LedgerOperationError, type LedgerOperation } from './apply-ledger-operations.ts';
@@ -12,7 +12,6 @@ import { readBalances } from './read-balances.ts';
 import { reserve, type ReserveInput } from './reserve.ts';
 import { settle, type SettleInput } from './settle.ts';
 
-const migrationsDir = fileURLToPath(new URL('../../migrations', import.meta.url));
 const serverUrl = testPostgresUrl();
 
 /** A Reserve of one organisation's project, commercial, 10 minutes. */
@@ -67,7 +66,7 @@ describe.skipIf(!serverUrl)('ledger batches (group commit) over PostgreSQL', () 
     testDatabase = await createTestDatabase(serverUrl!);
     db = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 4 });
     replica = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 4 });
-    await migrate(db, migrationsDir);
+    await prepareLedgerSchema(db);
     // A stand-in for a bug or an unexpected failure inside one operation: these two ids fail in the database.
     await db.exec(`
       CREATE FUNCTION ledger.test_poison_usage() RETURNS trigger LANGUAGE plpgsql AS $$

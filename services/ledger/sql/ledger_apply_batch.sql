@@ -1,0 +1,28 @@
+-- ledger_apply_batch: the one entry point of Reserve and Settle (apply-ledger-operations.ts
+-- sends every batch here). Three paths: p_isolate (a rerun after a failure) takes its Reserves'
+-- tombstone locks in the outer transaction (a lock taken inside an operation's subtransaction
+-- would be let go if that operation failed), then runs ledger_apply_batch_each isolated; a batch
+-- of one runs its operation's function directly (no jsonb unnesting, no pre-locking queries: the
+-- concurrency-1 case, on every gateway request's latency); two or more go to
+-- ledger_apply_batch_set, which falls back to the loop when the batch is not of its shape.
+-- Decides: no law; it only routes (the results are ledger_reserve_decision's and ledger_settle's).
+CREATE OR REPLACE FUNCTION ledger_apply_batch(ops jsonb, p_isolate boolean)
+RETURNS TABLE (ordinal integer, result text, available_micros bigint, expires_at_ms bigint, debited_micros bigint,
+  released_micros bigint, overrun_micros bigint, detail text, error_state text, error_message text)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_outcome ledger_op_result;
+BEGIN
+  IF p_isolate THEN
+    PERFORM ledger_lock_reserve_ids(ARRAY(SELECT o->>'reservationId' FROM jsonb_array_elements(ops) AS o
+      WHERE o->>'kind' = 'reserve' AND o->>'reservationId' IS NOT NULL));
+    RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, true);
+  ELSIF jsonb_array_length(ops) = 1 THEN
+    v_outcome := ledger_apply_operation(ops->0);
+    RETURN QUERY SELECT 1, v_outcome.result, v_outcome.available_micros, v_outcome.expires_at_ms,
+      v_outcome.debited_micros, v_outcome.released_micros, v_outcome.overrun_micros, v_outcome.detail, NULL::text, NULL::text;
+  ELSE
+    RETURN QUERY SELECT * FROM ledger_apply_batch_set(ops);
+  END IF;
+END
+$$;

@@ -1,0 +1,30 @@
+import { fileURLToPath } from 'node:url';
+import { applySqlSources, migrate, type Database } from '@gateway/db';
+
+/** The ledger's versioned schema migrations (tables, types, triggers): schema only. */
+export const ledgerMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
+
+/** The ledger's SQL functions, one per file named after it: where the money rules live. */
+export const ledgerSqlDir = fileURLToPath(new URL('../sql', import.meta.url));
+
+/** What preparing the ledger's database did: migrations run (or re-recorded) and function files applied. */
+export interface LedgerSchemaReport {
+  /** Migrations applied now, e.g. `0008_drop_ledger_refuse_unheld`. */
+  applied: string[];
+  /** Applied migrations whose reviewed new text was accepted (superseded-checksums.json). */
+  superseded: string[];
+  /** Function source files applied now (new or changed), e.g. `ledger_reserve`. */
+  functions: string[];
+}
+
+/**
+ * Brings a ledger database up to this build: the schema migrations, then the SQL function
+ * sources (`services/ledger/sql`), each in one transaction under the same advisory lock, so
+ * replicas starting together take turns. Migrations never call these functions (a new
+ * database has none until the second step). Every start, every test and the benchmark call this.
+ */
+export async function prepareLedgerSchema(db: Database): Promise<LedgerSchemaReport> {
+  const { applied, superseded } = await migrate(db, ledgerMigrationsDir);
+  const { applied: functions } = await applySqlSources(db, ledgerSqlDir);
+  return { applied, superseded, functions };
+}
