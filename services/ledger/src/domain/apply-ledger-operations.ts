@@ -1,8 +1,8 @@
 import type { Database } from '@gateway/db';
 
 /**
- * One Reserve or Settle as the database function `ledger_apply_batch` takes it (migration
- * 0003): validated and fingerprinted in TypeScript; `problems` is set when the input is invalid,
+ * One Reserve or Settle as the database function `ledger_apply_batch` takes it
+ * (services/ledger/sql/ledger_apply_batch.sql): validated and fingerprinted in TypeScript; `problems` is set when the input is invalid,
  * and then only the key and the fingerprint travel (the function still answers a replay or a
  * conflict first, as the result precedence says). Money and counts travel as decimal strings.
  */
@@ -57,7 +57,7 @@ const retryableSqlStates = new Set(['40001', '40P01']);
 const maxBatchRetries = 5;
 
 /**
- * LR002: the set-based batch (migration 0005) decided on a balance that another batch changed
+ * LR002: the set-based batch (sql/ledger_apply_batch_set.sql) decided on a balance that another batch changed
  * before this one locked the account (only near an empty wallet); it rolled back and left
  * nothing. It is run again as it was this many times (it then reads the new balance), and after
  * that isolated, where every operation locks before it decides.

@@ -46,7 +46,7 @@ interface ExpiryMoney {
 
 /**
  * Expires up to `batchSize` held reservations whose deadline has passed by the database clock
- * (law 7), all in one transaction. Without a checkpoint the hold returns to available (one
+ * (EXPIRY), all in one transaction. Without a checkpoint the hold returns to available (one
  * `expire` movement). With one, the checkpointed cost is charged like a settlement (a `settle`
  * movement, then `expire` for the rest of the hold) and one provisional usage record is written
  * from the checkpoint, under the request id the checkpoints carried, so a stream whose proxy

@@ -9,7 +9,7 @@ export interface LedgerBatcherOptions {
   maxBatchOperations?: number;
   /**
    * Most batches in flight at once (each one round trip on its own connection). Default 2: a
-   * set-based batch locks its accounts only at its end (migration 0005), so while one batch
+   * set-based batch locks its accounts only at its end (sql/ledger_apply_batch_set.sql), so while one batch
    * holds a hot account and commits, the next writes its rows.
    */
   maxBatchesInFlight?: number;
@@ -46,7 +46,7 @@ const defaultMinExtraBatchOperations = 16;
  * batch is in flight queue up, and when it completes the next batch takes everything queued
  * (up to the maximum), in arrival order. A second batch (up to `maxBatchesInFlight`) starts
  * without waiting once `minExtraBatchOperations` are queued: the set-based batch locks its
- * accounts only at its end (migration 0005), so two batches on one hot organisation overlap
+ * accounts only at its end (sql/ledger_apply_batch_set.sql), so two batches on one hot organisation overlap
  * their row writes and serialise only on the account update and the commit. Batches in flight
  * together are ordered by the database (whichever locks the account first), as concurrent
  * callers are. A batch is one round trip and one commit

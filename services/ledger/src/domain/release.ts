@@ -37,7 +37,7 @@ interface ReservationRow {
  * nothing is debited and no usage is recorded. Under a row lock on the reservation, so a
  * racing settle or expiry sees exactly one winner. Releasing a released reservation answers
  * OK again (the reason is not compared); a settled or expired one is ALREADY_RESOLVED.
- * A Release of an id no reservation has leaves a tombstone (migration 0006) and answers
+ * A Release of an id no reservation has leaves a tombstone (sql/ledger_tombstone_unknown_reservation.sql) and answers
  * RESERVATION_UNKNOWN, again on every repeat: the Release overtook its Reserve (ONE_OUTCOME),
  * so that Reserve, when it arrives, holds nothing and answers RELEASED.
  */

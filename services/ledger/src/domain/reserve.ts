@@ -44,11 +44,12 @@ function refusal(result: Exclude<ReserveResultName, 'ok'>, detail: string, avail
 
 /**
  * Holds a Reserve. Commercial: one conditional UPDATE moves the amount from available to held
- * only if available covers it (law 1), in the transaction that inserts the reservation and its
+ * only if available covers it (NO_OVERSPEND), in the transaction that inserts the reservation and its
  * `reserve` movement. Internal: the reservation is recorded (so it can be settled) but nothing
  * is held. A refused Reserve writes nothing, so replaying a refused id evaluates it afresh. An id
- * a Release reached first (a tombstone, migration 0006) holds nothing on every path: RELEASED.
- * Input is checked here; the database work is `ledger_reserve` (migration 0003), one round trip
+ * a Release reached first (a tombstone) holds nothing on every path: RELEASED.
+ * Input is checked here; the database work is `ledger_reserve` (services/ledger/sql/ledger_reserve.sql;
+ * its result is decided by sql/ledger_reserve_decision.sql, on every path), one round trip
  * alone (`target` a Database) or one operation of a group-committed batch (a LedgerBatcher).
  */
 export async function reserve(target: LedgerTarget, input: ReserveInput): Promise<ReserveOutcome> {

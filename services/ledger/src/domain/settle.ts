@@ -50,14 +50,15 @@ function refusal(result: Exclude<SettleResultName, 'ok'>, detail: string): Settl
 
 /**
  * Settles a reservation in one transaction, under a row lock on the reservation so that a
- * racing settle, release or expiry sees the outcome of whichever came first (law 3):
+ * racing settle, release or expiry sees the outcome of whichever came first (ONE_OUTCOME):
  * commercial: held -= Reserve, available += Reserve - cost, debited += cost (a cost above the
  * Reserve is an overrun that may take available below zero); internal: no wallet change.
- * Either way exactly one usage record is written (law 5), with the overrun output tokens (law 6,
+ * Either way exactly one usage record is written (NOTHING_FREE), with the overrun output tokens (BOUNDED_OVERRUN,
  * part of the idempotency payload). A settle after the sweeper expired the reservation still
  * records the usage and debits the cost, all of it as overrun, because usage that happened
  * must never be lost; a settle after an explicit Release is refused.
- * Input is checked here; the database work is `ledger_settle` (migration 0003), one round trip
+ * Input is checked here; the database work is `ledger_settle` (services/ledger/sql/ledger_settle.sql;
+ * the money split is sql/ledger_settlement_split.sql), one round trip
  * alone (`target` a Database) or one operation of a group-committed batch (a LedgerBatcher).
  */
 export async function settle(target: LedgerTarget, input: SettleInput): Promise<SettleOutcome> {
