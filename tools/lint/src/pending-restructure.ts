@@ -25,7 +25,6 @@ export const pendingRestructure: string[] = [
   'services/ledger/src/domain/project-budget.ts',
   'services/ledger/src/domain/validation.ts',
   'services/ledger/src/transport/ledger-grpc-service.ts',
-  'services/proxy/src/config-stream/config-stream-client.ts',
   'services/proxy/src/domain/chat-request.ts',
   'services/proxy/src/domain/config-snapshot.test.ts',
   'services/proxy/src/domain/config-snapshot.ts',

@@ -35,7 +35,7 @@ export interface ConfigStreamClientOptions {
 type ConfigStream = DuplexStream<configV1.ConfigUpdate, configV1.ConfigAck>;
 
 /** Default largest config update in one message, bytes: 64 MiB. */
-export const defaultMaxReceiveMessageBytes = 64 * 1024 * 1024;
+const defaultMaxReceiveMessageBytes = 64 * 1024 * 1024;
 
 /**
  * The proxy's side of `gateway.config.v1.ConfigService/StreamConfig` (docs/config-stream.md):
