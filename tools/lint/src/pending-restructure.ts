@@ -12,7 +12,6 @@ export const pendingRestructure: string[] = [
   'services/admin/src/domain/ids.ts',
   'services/admin/src/domain/upstream-recheck.ts',
   'services/admin/src/domain/upstream-url.ts',
-  'services/admin/src/http/admin-http-app.ts',
   'services/admin/src/http/admin-routes.ts',
   'services/admin/src/http/request-schemas.ts',
   'services/admin/src/http/response-schemas.ts',

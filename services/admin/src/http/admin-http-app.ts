@@ -24,10 +24,10 @@ export interface AdminHttpAppDeps {
 }
 
 /** The largest request body accepted, bytes, measured after decoding its Content-Encoding. */
-export const bodyLimitBytes = 1024 * 1024;
+const bodyLimitBytes = 1024 * 1024;
 
 /** Express path of a route: `{param}` becomes `:param` unless the route gives its own. */
-export function expressPathOf(route: AdminRoute): string {
+function expressPathOf(route: AdminRoute): string {
   return route.expressPath ?? route.path.replace(/\{([^}]+)\}/g, ':$1');
 }
 
