@@ -25,7 +25,15 @@ const streamWords = 40;
 const chunkDelayMs = 100;
 /** Words a stream had delivered by `atMs`, as the client received them. */
 const wordsBy = (request: LoadRequest, atMs: number) => request.wordTimesMs.filter((t) => t <= atMs).length;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * How long the ledger, PostgreSQL and Redis outages last, ms. The duration is the fault, not a
+ * wait for a state: long enough that requests in flight meet the outage and the proxies' retries,
+ * outbox and reconnects run through it, short enough that reservations (RESERVE_TTL_MS 8 s) are
+ * still held when it ends. Every wait around it (ready again, serving again) is a poll.
+ */
+const outageMs = 3_000;
+/** Lets the outage last its length (see outageMs); used for nothing else. */
+const outage = () => new Promise((resolve) => setTimeout(resolve, outageMs));
 
 let postgres: LocalPostgres;
 let redis: LocalRedis;
@@ -137,9 +145,9 @@ describe.skipIf(missing && process.env.CI !== 'true')('the gateway under faults:
       const completed = load.completed();
       const killedAtMs = Date.now();
       await gateway.kill(gateway.ledger, 'SIGKILL');
-      await sleep(3_000); // the outage itself
+      await outage();
       await gateway.startLedger();
-      return { injected: `SIGKILL of the ledger after ${completed} completed requests (${open} open); restarted after 3 s, ready ${Date.now() - killedAtMs} ms after the kill` };
+      return { injected: `SIGKILL of the ledger after ${completed} completed requests (${open} open); restarted after ${outageMs} ms, ready ${Date.now() - killedAtMs} ms after the kill` };
     });
   });
 
@@ -148,7 +156,7 @@ describe.skipIf(missing && process.env.CI !== 'true')('the gateway under faults:
       const open = load.open().length;
       const stoppedAtMs = Date.now();
       await postgres.stop();
-      await sleep(3_000); // the outage itself
+      await outage();
       await postgres.start();
       return { injected: `pg_ctl stop -m fast with ${open} requests open; started again ${Date.now() - stoppedAtMs} ms later` };
     });
@@ -227,7 +235,7 @@ describe.skipIf(missing && process.env.CI !== 'true')('the gateway under faults:
     await runScenario('stop Redis', 'f5', async (load, organisation) => {
       const before = load.requests.length;
       await redis.stop();
-      await sleep(3_000); // the outage itself
+      await outage();
       const during = load.requests.slice(before);
       await redis.start();
       const startedAtMs = Date.now();
@@ -235,7 +243,7 @@ describe.skipIf(missing && process.env.CI !== 'true')('the gateway under faults:
       const statuses = new Map<number, number>();
       for (const r of during) statuses.set(r.status ?? -1, (statuses.get(r.status ?? -1) ?? 0) + 1);
       return {
-        injected: 'Redis stopped (SIGTERM) for 3 s under load, then started again (empty)',
+        injected: `Redis stopped (SIGTERM) for ${outageMs} ms under load, then started again (empty)`,
         figures: `during the outage ${[...statuses].map(([s, n]) => `${n} × ${s === -1 ? 'open' : s}`).join(', ')}; both proxies served ${Date.now() - startedAtMs} ms after Redis returned`,
       };
     });
