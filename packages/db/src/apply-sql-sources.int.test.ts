@@ -57,6 +57,12 @@ describe.each(backends)('SQL sources over %s', (kind, open) => {
       expect((await db.query<{ total: bigint }>('SELECT a_total(3) AS total')).rows[0]!.total).toBe(10n);
       const { rows } = await db.query<{ name: string; checksum: string }>('SELECT name, checksum FROM svc.schema_functions ORDER BY name');
       expect(rows.find((row) => row.name === 'b_double')!.checksum).toBe(sha256(tripled));
+
+      // A function dropped behind the record's back (as a migration might) comes back only when asked to reapply.
+      await db.exec('DROP FUNCTION a_total(bigint)');
+      expect(await applySqlSources(db, changed)).toEqual({ applied: [] });
+      expect(await applySqlSources(db, changed, { reapply: true })).toEqual({ applied: ['a_total', 'b_double'] });
+      expect((await db.query<{ total: bigint }>('SELECT a_total(3) AS total')).rows[0]!.total).toBe(10n);
     } finally {
       await db.close();
     }

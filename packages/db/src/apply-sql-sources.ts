@@ -34,10 +34,12 @@ export function readSqlSources(directory: string): SqlSource[] {
  * migrations: in one transaction, under the migrations' advisory lock (replicas starting together
  * take turns), with function bodies checked only when called (so files may reference functions of
  * later files, whatever the order), skipping each file whose checksum `schema_functions`
- * already records. A failing file rolls the whole set back. Migrations hold the schema (tables,
- * types, triggers); these files hold the rules, so a change to a rule is a diff of one file.
+ * already records (unless `reapply`: pass it when migrations just ran, as a migration may have
+ * dropped or changed what a function depends on). A failing file rolls the whole set back.
+ * Migrations hold the schema (tables, types, triggers); these files hold the rules, so a change to
+ * a rule is a diff of one file.
  */
-export async function applySqlSources(db: Database, directory: string): Promise<{ applied: string[] }> {
+export async function applySqlSources(db: Database, directory: string, options: { reapply?: boolean } = {}): Promise<{ applied: string[] }> {
   const sources = readSqlSources(directory);
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [migrationLockKey(db)]);
@@ -52,7 +54,7 @@ export async function applySqlSources(db: Database, directory: string): Promise<
     const recordedChecksums = new Map(recorded.rows.map((row) => [row.name, row.checksum]));
     const applied: string[] = [];
     for (const source of sources) {
-      if (recordedChecksums.get(source.name) === source.checksum) continue;
+      if (!options.reapply && recordedChecksums.get(source.name) === source.checksum) continue;
       await tx.exec(source.sql);
       await tx.query(
         `INSERT INTO schema_functions (name, checksum) VALUES ($1, $2)

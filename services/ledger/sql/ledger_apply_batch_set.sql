@@ -1,5 +1,5 @@
 -- ledger_apply_batch_set: a batch of two or more Reserves and Settles, set-based (docs/ledger.md,
--- "Set-based batches" and "Hot path"). The hot path of the ledger.
+-- "Set-based batches"). The hot path of the ledger.
 -- Decides: NO_OVERSPEND under the account lock (second pass below). Each Reserve's result is
 -- ledger_reserve_decision's and each Settle's split ledger_settlement_split's, the functions
 -- the per-operation path (ledger_reserve, ledger_settle) asks, so the two paths cannot disagree.

@@ -25,6 +25,7 @@ export interface LedgerSchemaReport {
  */
 export async function prepareLedgerSchema(db: Database): Promise<LedgerSchemaReport> {
   const { applied, superseded } = await migrate(db, ledgerMigrationsDir);
-  const { applied: functions } = await applySqlSources(db, ledgerSqlDir);
+  // After any migration, every file again: a migration may have dropped or changed what a function uses.
+  const { applied: functions } = await applySqlSources(db, ledgerSqlDir, { reapply: applied.length > 0 || superseded.length > 0 });
   return { applied, superseded, functions };
 }
