@@ -15,6 +15,21 @@ import { startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 const serverUrl = testPostgresUrl();
 const nowMs = () => performance.timeOrigin + performance.now();
 
+/** The hammer's records so far: its complete JSON lines (the last line may still be arriving). */
+function recordsIn(output: string): HammerRecord[] {
+  return output.slice(0, output.lastIndexOf('\n') + 1).split('\n')
+    .filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as HammerRecord);
+}
+
+/** Waits (polling) until `condition` holds; fails after timeoutMs (a bound, not a timing assertion). */
+async function waitUntil(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 describe.skipIf(!serverUrl)('key rotation cutover across proxies', () => {
   let gateway: E2eGateway;
   let proxyBases: string[] = [];
@@ -43,9 +58,8 @@ describe.skipIf(!serverUrl)('key rotation cutover across proxies', () => {
     const hammerExited = new Promise<number | null>((resolve) => hammer.once('exit', resolve));
     try {
       // Let the old key succeed under load on both proxies first.
-      const warmDeadline = Date.now() + 20_000;
-      while (!hammerOutput.includes('hammer started') && Date.now() < warmDeadline) await new Promise((resolve) => setTimeout(resolve, 50));
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await waitUntil(() => proxyBases.every((proxy) => recordsIn(hammerOutput).some((record) => record.proxy === proxy && record.status === 200)),
+        20_000, 'the old key answered 200 on every proxy');
 
       const rotation = await gateway.adminRequest('POST', `/projects/${created.project.id}/api-key-rotations`);
       expect(rotation.status).toBe(201);
@@ -67,11 +81,13 @@ describe.skipIf(!serverUrl)('key rotation cutover across proxies', () => {
         expect(outcome.model).toBe(model);
         expect(outcome.stale).toBeInstanceOf(OpenAI.AuthenticationError);
       }
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      // The hammer keeps going until it has sent the old key to every proxy after the rotation returned.
+      await waitUntil(() => proxyBases.every((proxy) => recordsIn(hammerOutput).some((record) => record.proxy === proxy && record.startedAtMs > returnedAtMs)),
+        20_000, 'old-key requests started after the rotation on every proxy');
       hammer.kill('SIGTERM');
       expect(await hammerExited).toBe(0);
 
-      const records = hammerOutput.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as HammerRecord);
+      const records = recordsIn(hammerOutput);
       const before = records.filter((record) => record.endedAtMs < returnedAtMs);
       const after = records.filter((record) => record.startedAtMs > returnedAtMs);
       // The hammer really used the old key successfully on both proxies before the rotation...

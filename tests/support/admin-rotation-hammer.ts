@@ -1,9 +1,10 @@
 /**
  * A separate process that hammers proxies with one API key while a key rotation runs, for
  * tests/e2e/admin-rotation-cutover.e2e.test.ts. It keeps `CONCURRENCY` chat completions in
- * flight per proxy until it receives SIGTERM (or `MAX_DURATION_MS` passes), then prints one
- * JSON line per request: which proxy, when it started and ended (epoch ms, sub-millisecond,
- * the same clock as the test process) and the HTTP status (0 for a transport error).
+ * flight per proxy until it receives SIGTERM (or `MAX_DURATION_MS` passes), printing one JSON
+ * line per request as it ends (so the test can wait for what it needs to have happened): which
+ * proxy, when it started and ended (epoch ms, sub-millisecond, the same clock as the test
+ * process) and the HTTP status (0 for a transport error).
  *
  * Environment: PROXY_URLS (comma-separated base URLs ending in /v1), API_KEY, MODEL,
  * CONCURRENCY (default 2), MAX_DURATION_MS (default 30000).
@@ -27,7 +28,6 @@ async function main(): Promise<void> {
   const deadline = nowMs() + Number(process.env.MAX_DURATION_MS ?? '30000');
   if (proxies.length === 0 || apiKey === '' || model === '') throw new Error('PROXY_URLS, API_KEY and MODEL are required');
 
-  const records: HammerRecord[] = [];
   let stopping = false;
   process.on('SIGTERM', () => { stopping = true; });
   const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'hammer [[fake:reply_words=2]]' }], max_tokens: 8 });
@@ -45,13 +45,13 @@ async function main(): Promise<void> {
       } catch {
         status = 0;
       }
-      records.push({ proxy, startedAtMs, endedAtMs: nowMs(), status });
+      const record: HammerRecord = { proxy, startedAtMs, endedAtMs: nowMs(), status };
+      process.stdout.write(`${JSON.stringify(record)}\n`);
     }
   }
 
   process.stdout.write('hammer started\n');
   await Promise.all(proxies.flatMap((proxy) => Array.from({ length: concurrency }, () => worker(proxy))));
-  process.stdout.write(`${records.map((record) => JSON.stringify(record)).join('\n')}\n`);
 }
 
 await main();
