@@ -13,7 +13,7 @@ CREATE TABLE accounts (
   held_micros bigint NOT NULL DEFAULT 0 CHECK (held_micros >= 0),
   debited_micros bigint NOT NULL DEFAULT 0 CHECK (debited_micros >= 0),
   created_at timestamptz NOT NULL DEFAULT now(),
-  -- Law 2 (conservation) holds on every committed row.
+  -- CONSERVATION holds on every committed row.
   CONSTRAINT accounts_conservation CHECK (credited_micros = available_micros + held_micros + debited_micros)
 );
 
@@ -109,7 +109,7 @@ CREATE TABLE movements (
 CREATE INDEX movements_organisation ON movements (organisation_id, id);
 CREATE INDEX movements_reservation ON movements (reservation_id) WHERE reservation_id IS NOT NULL;
 
--- Exactly one usage record per settled reservation (law 5): the unique reservation_id makes a
+-- Exactly one usage record per settled reservation (NOTHING_FREE): the unique reservation_id makes a
 -- second one impossible whatever the callers do.
 CREATE TABLE usage_records (
   id bigserial PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Project Budgets (law 9), checkpoints of long streams (law 7) and budget alerts.
+-- Project Budgets (PROJECT_BUDGET), checkpoints of long streams (EXPIRY) and budget alerts.
 -- Months are calendar months in Asia/Kolkata, always computed by the database clock.
 
 -- Running usage of a long stream, recorded by Checkpoint: an expiry charges these totals
