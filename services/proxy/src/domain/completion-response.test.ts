@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cutCompletion, estimateCompletionTokens } from './completion-response.ts';
+import { chunkFrameHead, cutCompletion, estimateCompletionTokens } from './completion-response.ts';
 import type { NormalizedChoice, NormalizedCompletion } from './normalized-completion.ts';
 import { outputTokensWithin } from './pricing.ts';
 import type { GatewayModelEntry } from './config-snapshot.ts';
@@ -81,5 +81,17 @@ describe('outputTokensWithin', () => {
     expect(cost(40, model.inputPriceMicrosPerMtok) + cost(fits, model.outputPriceMicrosPerMtok)).toBeLessThanOrEqual(reserve);
     expect(cost(40, model.inputPriceMicrosPerMtok) + cost(fits + 1, model.outputPriceMicrosPerMtok)).toBeGreaterThan(reserve);
     expect(outputTokensWithin(1n, 10_000, 100, model)).toBe(0);
+  });
+});
+
+describe('the chunk frame head', () => {
+  it('carries the gateway id, created and the Gateway Model slug (escaped), and completes to the chunk JSON clients parse', () => {
+    const head = chunkFrameHead({ id: 'chatcmpl-1', createdS: 1_700_000_000, modelSlug: 'team "fast"' });
+    expect(head.startsWith('data: ')).toBe(true);
+    const chunk = JSON.parse(`${head.slice('data: '.length)}[{"index":0,"delta":{"content":"hi"}}]}`) as Record<string, unknown>;
+    expect(chunk).toEqual({
+      id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'team "fast"',
+      choices: [{ index: 0, delta: { content: 'hi' } }],
+    });
   });
 });

@@ -25,6 +25,16 @@ export interface ChatCompletionBody {
 }
 
 /**
+ * The start of every SSE chunk frame of a streamed completion, up to `"choices":` (the rest is
+ * the chunk's own). Like the non-streaming body below, the id, `created` and `model` are the
+ * gateway's own (the Gateway Model slug), never the upstream's: this file is where the
+ * upstream's identity is replaced for clients, in both paths. Serialised once per stream.
+ */
+export function chunkFrameHead(input: { id: string; createdS: number; modelSlug: string }): string {
+  return `data: {"id":${JSON.stringify(input.id)},"object":"chat.completion.chunk","created":${input.createdS},"model":${JSON.stringify(input.modelSlug)},"choices":`;
+}
+
+/**
  * Builds the client's response from the allowlisted parts of an upstream completion. The id,
  * `created` and `model` are the gateway's own, and `usage` is what the request is billed for,
  * so nothing in the body identifies the upstream.

@@ -1,4 +1,5 @@
 import { toHttpError } from '@gateway/errors';
+import { chunkFrameHead } from '../domain/completion-response.ts';
 import type { TokenUsage } from '../domain/pricing.ts';
 import { StreamMeter, type StreamEnding } from '../domain/stream-meter.ts';
 import { streamFailureError } from '../domain/upstream-failure.ts';
@@ -95,7 +96,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
   const { model, log, request, sink } = input;
   const createdS = Math.floor(Date.now() / 1000);
   // Everything but `choices` is the gateway's own and the same in every chunk: serialised once.
-  const head = `data: {"id":"chatcmpl-${input.requestUuid}","object":"chat.completion.chunk","created":${createdS},"model":${JSON.stringify(model.slug)},"choices":`;
+  const head = chunkFrameHead({ id: `chatcmpl-${input.requestUuid}`, createdS, modelSlug: model.slug });
   const tail = request.includeUsage ? ',"usage":null}\n\n' : '}\n\n';
   const meter = new StreamMeter({ model, promptTokens: plan.promptTokens, reserveMicros: plan.amountMicros, checkpointIntervalMs: deps.checkpointIntervalMs });
 
