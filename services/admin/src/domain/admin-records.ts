@@ -21,7 +21,7 @@ export interface Organisation {
 }
 
 /** What is safe to show about a project's API key: never the secret, never its hash. */
-export interface ApiKeyInfo {
+interface ApiKeyInfo {
   id: string;
   /** e.g. `gwsk_…x7Qa`. */
   hint: string;
@@ -52,7 +52,7 @@ export interface Balance {
 }
 
 /** Where a usage record's token counts came from. */
-export type UsageSource = 'upstream' | 'gateway_estimate';
+type UsageSource = 'upstream' | 'gateway_estimate';
 
 /** One settled request as the ledger recorded it. */
 export interface UsageRecord {

@@ -3,7 +3,7 @@ import type { Actor } from './actor.ts';
 import type { Page } from './admin-records.ts';
 
 /** A JSON value as stored in an audit event (money and other bigints become decimal strings). */
-export type AuditValue = string | number | boolean | null | AuditValue[] | { [key: string]: AuditValue };
+type AuditValue = string | number | boolean | null | AuditValue[] | { [key: string]: AuditValue };
 
 /** The before/after of each changed field; a field absent before (creation) has before null. */
 export type AuditChanges = Record<string, { before: AuditValue; after: AuditValue }>;
@@ -34,7 +34,7 @@ export interface AuditEventInput {
 }
 
 /** A value as the audit log stores it: bigints as decimal strings, dates as ISO strings. */
-export function auditValue(value: unknown): AuditValue {
+function auditValue(value: unknown): AuditValue {
   if (value === undefined || value === null) return null;
   if (typeof value === 'bigint') return value.toString();
   if (value instanceof Date) return value.toISOString();

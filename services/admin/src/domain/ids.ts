@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 /** Prefixes of the admin's resource ids, e.g. `org_3f…`. */
-export const idPrefixes = {
+const idPrefixes = {
   organisation: 'org_',
   project: 'proj_',
   apiKey: 'key_',

@@ -6,7 +6,7 @@ import { allGatewayModels } from './gateway-model-store.ts';
 import { allowsPrivateUpstream, resolvedHostProblem, upstreamUrlProblem, type UpstreamUrlPolicy } from './upstream-url.ts';
 
 /** One stored gateway model the current SSRF policy refuses, and why (internal detail, no credential). */
-export interface RefusedUpstream {
+interface RefusedUpstream {
   slug: string;
   /** The stored base URL that was refused; a model whose base URL changes is judged again by the update. */
   baseUrl: string;
@@ -22,7 +22,7 @@ export interface RefusedUpstream {
  * it is judged with private addresses allowed). Each refusal is logged at error level with the model's slug and the
  * reason (never its credential, which is not even read here). Resolves the refusals.
  */
-export async function recheckStoredUpstreams(
+async function recheckStoredUpstreams(
   db: Queryable, policy: UpstreamUrlPolicy, resolve: HostResolver, logger: Logger,
 ): Promise<RefusedUpstream[]> {
   const models = await allGatewayModels(db);

@@ -62,7 +62,7 @@ export function upstreamUrlProblem(value: string, policy: UpstreamUrlPolicy, con
 const internalAddressProblem = `must not point at a private, loopback, link-local or otherwise internal address (${allowedOnlyWith})`;
 
 /** Longest the admin waits for a host name to resolve before letting the connect-time check decide, ms. */
-export const hostResolutionTimeoutMs = 5_000;
+const hostResolutionTimeoutMs = 5_000;
 
 /**
  * Why the host name of a base URL may not be an upstream once resolved, in internal detail

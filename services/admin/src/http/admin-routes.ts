@@ -28,7 +28,7 @@ export interface RouteContext {
 }
 
 /** A request after validation: who is calling, path parameters, parsed query and body, the Idempotency-Key. */
-export interface RouteRequest<Query, Body> {
+interface RouteRequest<Query, Body> {
   /** The caller its bearer token authenticated; the system actor on public routes. */
   actor: Actor;
   params: Record<string, string>;
@@ -39,7 +39,7 @@ export interface RouteRequest<Query, Body> {
 }
 
 /** What a handler answers: status and JSON body, plus extra headers and config propagation. */
-export interface RouteResult {
+interface RouteResult {
   status: number;
   body: unknown;
   headers?: Record<string, string>;

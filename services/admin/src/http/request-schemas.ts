@@ -5,7 +5,7 @@ import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } fro
 import { displayText, integerIn, moneyMicros } from '../domain/wire-fields.ts';
 
 /** The largest single manual credit, µ₹ (₹1,000,000,000): a guard against a slipped finger. */
-export const maxCreditMicros = 1_000_000_000_000_000n;
+const maxCreditMicros = 1_000_000_000_000_000n;
 const billingMode = z.enum(['commercial', 'internal'], { error: 'must be "commercial" or "internal"' })
   .meta({ description: 'commercial: prepaid wallet, debited by usage. internal: sponsored; usage and provider cost recorded, no debit.' });
 const organisationStatus = z.enum(['active', 'suspended'], { error: 'must be "active" or "suspended"' })
@@ -126,7 +126,7 @@ export const updateProjectBody = z.strictObject({
 }).refine((body) => Object.keys(body).length > 0, { error: 'must change at least one of name, status' });
 
 /** The largest monthly project budget, µ₹ (₹1,000,000,000). */
-export const maxBudgetMicros = 1_000_000_000_000_000n;
+const maxBudgetMicros = 1_000_000_000_000_000n;
 
 /** Body of PUT /admin/v1/projects/{id}/budget. */
 export const projectBudgetBody = z.strictObject({

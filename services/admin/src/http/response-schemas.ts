@@ -22,7 +22,7 @@ export const organisationResponse = z.strictObject({
 });
 
 /** What may be shown about a project's API key (never the secret). */
-export const apiKeyInfoResponse = z.strictObject({
+const apiKeyInfoResponse = z.strictObject({
   id: id('key', 'API key'),
   hint: z.string().meta({ description: 'Prefix and last four characters, e.g. "gwsk_…x7Qa".' }),
   created_at: timestamp,
@@ -67,7 +67,7 @@ export const creditResponse = z.strictObject({
 });
 
 /** One usage record. */
-export const usageRecordResponse = z.strictObject({
+const usageRecordResponse = z.strictObject({
   id: z.string(),
   project_id: z.string(),
   model: z.string().meta({ description: 'Gateway model slug.' }),

@@ -46,7 +46,7 @@ export interface FieldProblem {
 }
 
 /** Turns zod issues into field problems: one per field, unknown keys each named. */
-export function fieldProblems(issues: readonly z.core.$ZodIssue[], location: InputLocation): FieldProblem[] {
+function fieldProblems(issues: readonly z.core.$ZodIssue[], location: InputLocation): FieldProblem[] {
   const problems: FieldProblem[] = [];
   for (const issue of issues) {
     if (issue.code === 'unrecognized_keys') {
@@ -76,7 +76,7 @@ export type Validation<Value> = { ok: true; value: Value } | { ok: false; proble
  * would silently store U+FFFD instead) in any string or key, at any depth. Checked here, before
  * any schema, so every route and every location (body, query, header) gets it at once.
  */
-export function textProblems(value: unknown, location: InputLocation): FieldProblem[] {
+function textProblems(value: unknown, location: InputLocation): FieldProblem[] {
   const problem = findJsonProblem(value, { text: 'storable', maxDepth: Number.POSITIVE_INFINITY });
   if (problem === undefined) return [];
   return [{ field: fieldName(problem.path, location), message: problemMessage(problem) }];

@@ -1,7 +1,7 @@
 import type { Queryable } from '@gateway/db';
 
 /** Kinds of wallet movement; each has a fixed effect on the balances (see docs/ledger.md). */
-export type MovementKind = 'credit' | 'reserve' | 'settle' | 'release' | 'expire';
+type MovementKind = 'credit' | 'reserve' | 'settle' | 'release' | 'expire';
 
 /** One movement to append: its kind, amount (µ₹, positive) and what it belongs to. */
 export interface MovementInput {
@@ -16,7 +16,7 @@ export interface MovementInput {
 }
 
 /** The effect of a movement on each balance column, µ₹; credited = available + held + debited. */
-export interface MovementDeltas {
+interface MovementDeltas {
   creditedMicros: bigint;
   availableMicros: bigint;
   heldMicros: bigint;
@@ -27,7 +27,7 @@ export interface MovementDeltas {
  * What a movement does to the balances. The migration's CHECK enforces the same shapes, so a
  * wrong caller fails loudly instead of writing history that does not add up.
  */
-export function movementDeltas(kind: MovementKind, amountMicros: bigint, overrunMicros = 0n): MovementDeltas {
+function movementDeltas(kind: MovementKind, amountMicros: bigint, overrunMicros = 0n): MovementDeltas {
   switch (kind) {
     case 'credit':
       return { creditedMicros: amountMicros, availableMicros: amountMicros, heldMicros: 0n, debitedMicros: 0n };

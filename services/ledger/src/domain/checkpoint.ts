@@ -49,7 +49,7 @@ interface ReservationRow {
 }
 
 /** Detail of a checkpoint whose sequence was not above the last recorded one. */
-export const staleCheckpointDetail = 'replay or out of order: sequence is not above the last recorded; nothing changed';
+const staleCheckpointDetail = 'replay or out of order: sequence is not above the last recorded; nothing changed';
 
 /**
  * Records a stream's running usage on its held reservation, under the reservation's row lock

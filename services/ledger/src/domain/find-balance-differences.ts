@@ -34,7 +34,7 @@ export interface BalanceDifference {
 }
 
 /** A row whose parent does not exist; for `orphans` differences, accountMicros is 0 and recomputedMicros the row's amount, µ₹. */
-export interface OrphanRow {
+interface OrphanRow {
   table: 'reservations' | 'movements' | 'usage_records';
   /** The row's id (a reservation id, or a movement / usage record serial as decimal). */
   rowId: string;

@@ -29,10 +29,10 @@ export interface BudgetAlertView {
 }
 
 /** Alerts per listing when the caller asks for 0. */
-export const defaultBudgetAlertLimit = 100;
+const defaultBudgetAlertLimit = 100;
 
 /** Largest listing a caller may ask for, in alerts. */
-export const maxBudgetAlertLimit = 500;
+const maxBudgetAlertLimit = 500;
 
 /** A budget_alerts row as SQL returns it. */
 interface AlertRow {

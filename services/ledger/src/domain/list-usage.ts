@@ -53,10 +53,10 @@ export interface UsagePage {
 }
 
 /** Page size when the caller asks for 0, in records. */
-export const defaultUsagePageSize = 50;
+const defaultUsagePageSize = 50;
 
 /** Largest page a caller may ask for, in records. */
-export const maxUsagePageSize = 500;
+const maxUsagePageSize = 500;
 
 /** Latest instant a window bound may name, ms since the epoch (year 9999). */
 const maxWindowMs = 253_402_300_799_999n;

@@ -4,7 +4,7 @@ import type { Queryable } from '@gateway/db';
  * The SQL expression of the current calendar month in Asia/Kolkata, e.g. '2026-11', by the
  * database clock (never a replica's clock, so every replica agrees on when a month ends).
  */
-export const currentMonthSql = "to_char(now() AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM')";
+const currentMonthSql = "to_char(now() AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM')";
 
 /** A project's budget as the ledger enforces it; only present when a cap is set. */
 export interface ProjectBudget {
@@ -38,7 +38,7 @@ function toBudget(row: BudgetRow | undefined): ProjectBudget | undefined {
 }
 
 /** Reads a project's budget without locking it (alerts, reports). */
-export async function readProjectBudget(tx: Queryable, projectId: string): Promise<ProjectBudget | undefined> {
+async function readProjectBudget(tx: Queryable, projectId: string): Promise<ProjectBudget | undefined> {
   const { rows } = await tx.query<BudgetRow>(
     'SELECT organisation_id, monthly_cap_micros, soft_alert_percent FROM project_budgets WHERE project_id = $1',
     [projectId],
@@ -78,7 +78,7 @@ export async function addProjectSpend(
 }
 
 /** Whether settled + held has reached the soft threshold of the cap: spent × 100 ≥ cap × percent (exact, no division). */
-export function softThresholdReached(spentMicros: bigint, budget: ProjectBudget): boolean {
+function softThresholdReached(spentMicros: bigint, budget: ProjectBudget): boolean {
   return spentMicros * 100n >= budget.monthlyCapMicros * BigInt(budget.softAlertPercent);
 }
 

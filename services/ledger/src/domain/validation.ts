@@ -8,16 +8,16 @@
 export const maxAmountMicros = 2n ** 62n;
 
 /** Longest id (reservation, credit, organisation, project, model slug, request), in characters. */
-export const maxIdLength = 128;
+const maxIdLength = 128;
 
 /** Longest free-text reason kept on a movement or reservation, in characters. */
-export const maxReasonLength = 500;
+const maxReasonLength = 500;
 
 /** Shortest Reserve lifetime, ms: shorter would expire before a typical upstream answers. */
-export const minReserveTtlMs = 1_000n;
+const minReserveTtlMs = 1_000n;
 
 /** Longest Reserve lifetime, ms (24 h): money must not stay held for days by a dead caller. */
-export const maxReserveTtlMs = 86_400_000n;
+const maxReserveTtlMs = 86_400_000n;
 
 /** Printable ASCII without spaces: ids end up in logs, URLs and SQL, and must compare byte-for-byte. */
 const idPattern = /^[\x21-\x7e]+$/;

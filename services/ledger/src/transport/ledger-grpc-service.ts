@@ -73,14 +73,14 @@ const creditResults: Record<CreditResultName, ledgerV1.CreditResult> = {
 };
 
 /** The proto billing mode as the domain's, or null for UNSPECIFIED and values this build does not know. */
-export function billingModeFromProto(value: ledgerV1.BillingMode): BillingMode | null {
+function billingModeFromProto(value: ledgerV1.BillingMode): BillingMode | null {
   if (value === ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL) return 'commercial';
   if (value === ledgerV1.BillingMode.BILLING_MODE_INTERNAL) return 'internal';
   return null;
 }
 
 /** The proto usage source as the domain's, or null for UNSPECIFIED and values this build does not know. */
-export function usageSourceFromProto(value: ledgerV1.UsageSource): UsageSource | null {
+function usageSourceFromProto(value: ledgerV1.UsageSource): UsageSource | null {
   if (value === ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM) return 'upstream';
   if (value === ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE) return 'gateway_estimate';
   return null;
@@ -102,7 +102,7 @@ function usageRecordToProto(record: UsageRecordView): ledgerV1.UsageRecord {
 }
 
 /** A balance difference as the proto carries it; a project's month, or an orphan row, names itself in `balance`. */
-export function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.BalanceDifference {
+function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.BalanceDifference {
   const balance = difference.projectMonth
     ? `${difference.balance}:${difference.projectMonth.projectId}:${difference.projectMonth.month}`
     : difference.orphan

@@ -2,10 +2,10 @@ import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
 
 /** Most messages one request may carry. */
-export const maxMessages = 2048;
+const maxMessages = 2048;
 
 /** Default for the most characters of text (content parts, name, tool call arguments) one message may carry. */
-export const defaultMaxMessageChars = 524_288;
+const defaultMaxMessageChars = 524_288;
 
 /**
  * OpenAI request fields the gateway knows but cannot honour: sending one is a 400 naming it,
@@ -103,7 +103,7 @@ const chatRequestSchema = z.object({
 export type ChatMessage = z.infer<typeof messageSchema>;
 
 /** The optional OpenAI parameters the gateway forwards when present (see docs/proxy.md). */
-export const forwardedParams = [
+const forwardedParams = [
   'temperature', 'top_p', 'stop', 'seed', 'presence_penalty', 'frequency_penalty', 'user', 'n',
   'response_format', 'tools', 'tool_choice', 'logit_bias', 'logprobs', 'top_logprobs', 'parallel_tool_calls',
 ] as const;

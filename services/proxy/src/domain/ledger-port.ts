@@ -6,7 +6,7 @@
 import type { TokenUsage } from './pricing.ts';
 
 /** Whose money a Reserve holds: a commercial organisation's wallet, or none (INTERNAL_MODE). */
-export type LedgerBillingMode = 'commercial' | 'internal';
+type LedgerBillingMode = 'commercial' | 'internal';
 
 /** Where a Settle's token counts come from (NOTHING_FREE: the record says which). */
 export type UsageSource = 'upstream' | 'gateway_estimate';

@@ -1,5 +1,5 @@
 /** A tool call of a completion choice, as clients see it. */
-export interface NormalizedToolCall {
+interface NormalizedToolCall {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };

@@ -3,9 +3,9 @@ import type { decode as DecodeTokens, encode as EncodeText } from 'gpt-tokenizer
 import type { ChatMessage, ChatRequest } from './chat-request.ts';
 
 /** Tokens OpenAI's chat format adds per message (role and separators). */
-export const tokensPerMessage = 3;
+const tokensPerMessage = 3;
 /** Tokens OpenAI's chat format adds once per request (the assistant reply primer). */
-export const tokensPerRequest = 3;
+const tokensPerRequest = 3;
 
 /** The BPE encodings the gateway counts tokens with. */
 export type TokenizerName = 'o200k_base' | 'cl100k_base';

@@ -18,7 +18,7 @@ export type UpstreamFailure =
   | { kind: 'unusable_answer' };
 
 /** What becomes of the Reserve of a call that failed: freed, or settled at zero usage. */
-export type FailedCallMoney =
+type FailedCallMoney =
   /** The request certainly reached no upstream: nothing to bill (Release). */
   | { kind: 'release'; reason: string }
   /** It may have reached the provider: NOTHING_FREE wants one Settle, of zero usage since nothing was delivered. */

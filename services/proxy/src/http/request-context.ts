@@ -6,7 +6,7 @@ import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { BillingLogFields } from '../inference/complete-chat.ts';
 
 /** What one request's log line says beyond method, path, status and duration. */
-export interface RequestLogFields extends BillingLogFields {
+interface RequestLogFields extends BillingLogFields {
   organisationId?: string;
   projectId?: string;
   model?: string;

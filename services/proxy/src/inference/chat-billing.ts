@@ -241,7 +241,7 @@ async function settleUsageOnce(
 }
 
 /** Releases a Reserve whose request certainly reached no upstream, through the outbox. */
-export async function releaseReserve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, reason: string): Promise<void> {
+async function releaseReserve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, reason: string): Promise<void> {
   const released = await deps.ledger.release({ reservationId: plan.reservationId, reason }, ownerOf(input));
   if (released !== undefined && released.outcome !== 'ok') {
     deps.logger.error({ requestId: input.requestId, reservationId: plan.reservationId, result: released.outcome, detail: released.detail }, 'release refused by the ledger');

@@ -7,7 +7,7 @@ import {
   elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan, type SettleOverrun,
 } from './chat-billing.ts';
 
-export type { BillingLogFields, ChatInput as CompleteChatInput } from './chat-billing.ts';
+export type { BillingLogFields } from './chat-billing.ts';
 
 /** The upstream transport inference needs; the endpoint carries the model's SSRF permission. */
 export interface UpstreamPort {
