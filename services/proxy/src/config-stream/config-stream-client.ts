@@ -1,8 +1,9 @@
 import { configV1 } from '@gateway/contracts';
 import { channelCredentials, clientChannelOptions, duplexStream, type DuplexStream, type GrpcTransportSecurity } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import { applyConfigUpdate, type ConfigSnapshot, type LiveConfigSnapshot } from '../domain/config-snapshot.ts';
+import { applyConfigChange, type ConfigSnapshot, type LiveConfigSnapshot } from '../domain/config-snapshot.ts';
 import { loadTokenizer } from '../domain/token-estimate.ts';
+import { configChangeFromProto } from './snapshot-from-proto.ts';
 
 /** Options of the config stream client. */
 export interface ConfigStreamClientOptions {
@@ -160,7 +161,7 @@ export class ConfigStreamClient {
       void stream.send({ proxyId: this.#options.proxyId, appliedVersion: this.appliedVersion(), error: 'snapshot went stale; full snapshot needed' });
       return;
     }
-    const result = applyConfigUpdate(this.#snapshot, update, { supportsProviderKind: this.#supportsProviderKind });
+    const result = applyConfigChange(this.#snapshot, configChangeFromProto(update, { supportsProviderKind: this.#supportsProviderKind }));
     if (!result.ok) {
       this.#logger.warn({ version: update.version.toString(), reason: result.reason }, 'config update not applied; asking for a full snapshot');
       void stream.send({ proxyId: this.#options.proxyId, appliedVersion: this.appliedVersion(), error: result.reason });

@@ -1,5 +1,4 @@
-import { configV1 } from '@gateway/contracts';
-import { tokenizerForModel, type TokenizerName } from './token-estimate.ts';
+import type { TokenizerName } from './token-estimate.ts';
 
 /** An API key as the proxy knows it: only its hash, and whom it belongs to. */
 export interface KeyEntry {
@@ -76,7 +75,7 @@ export interface ConfigSnapshot {
   readonly modelsBySlug: ReadonlyMap<string, GatewayModelEntry>;
 }
 
-/** The snapshot as its holder owns it: the same maps, writable by applyConfigUpdate only. */
+/** The snapshot as its holder owns it: the same maps, writable by applyConfigChange only. */
 export interface LiveConfigSnapshot extends ConfigSnapshot {
   version: bigint;
   readonly keysByHash: Map<string, KeyEntry>;
@@ -94,28 +93,31 @@ export type ApplyConfigResult =
   | { ok: true; snapshot: LiveConfigSnapshot; changed: boolean; problems: string[] }
   | { ok: false; reason: string };
 
-/** Options of applyConfigUpdate. */
-export interface ApplyConfigOptions {
-  /** Whether the proxy has an adapter for an upstream provider kind. */
-  supportsProviderKind(kind: string): boolean;
-}
+/**
+ * One entry of a config change, already decoded: the map key it goes under and the entry, or why
+ * the entry sent under that key was left out (then an older entry under the key is dropped).
+ */
+export type ConfigItem<Entry> = { key: string; entry: Entry } | { key: string; problem: string };
 
-const hexSha256Pattern = /^[0-9a-f]{64}$/;
-
-function organisationFrom(message: configV1.Organisation): OrganisationEntry | string {
-  if (message.id === '') return 'organisation without id';
-  let billingMode: OrganisationEntry['billingMode'];
-  if (message.billingMode === configV1.BillingMode.BILLING_MODE_COMMERCIAL) billingMode = 'commercial';
-  else if (message.billingMode === configV1.BillingMode.BILLING_MODE_INTERNAL) billingMode = 'internal';
-  else return `organisation ${message.id}: unknown billing mode ${message.billingMode}`;
-  if (!Number.isInteger(message.rpmLimit) || message.rpmLimit < 0) return `organisation ${message.id}: negative rpm_limit`;
-  return {
-    id: message.id,
-    status: message.status === configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE ? 'active' : 'suspended',
-    billingMode,
-    rpmLimit: message.rpmLimit,
-    allowedModelSlugs: new Set(message.allowedGatewayModelSlugs),
-  };
+/**
+ * One update of the config, in the snapshot's terms (config-stream/ decodes it from the wire).
+ * Its entries become the snapshot's own: the apply stores them as they are, after pointing
+ * their ids at strings the snapshot already holds.
+ */
+export interface ConfigChange {
+  /** The admin's version after this change. */
+  version: bigint;
+  /** true: replaces everything held (a full snapshot, or its first part); false: a delta, or a later part of a full snapshot of the same version. */
+  full: boolean;
+  organisations: ReadonlyArray<ConfigItem<OrganisationEntry>>;
+  projects: ReadonlyArray<ConfigItem<ProjectEntry>>;
+  apiKeys: ReadonlyArray<ConfigItem<KeyEntry>>;
+  gatewayModels: ReadonlyArray<ConfigItem<GatewayModelEntry>>;
+  removedOrganisationIds: readonly string[];
+  removedProjectIds: readonly string[];
+  /** Lower-case hex SHA-256 of each removed key. */
+  removedKeyHashes: readonly string[];
+  removedGatewayModelSlugs: readonly string[];
 }
 
 /**
@@ -125,79 +127,9 @@ function organisationFrom(message: configV1.Organisation): OrganisationEntry | s
  */
 type InternId = (id: string) => string;
 
-function projectFrom(message: configV1.Project, internOrganisationId: InternId): ProjectEntry | string {
-  if (message.id === '' || message.organisationId === '') return `project ${message.id || '(no id)'}: missing id or organisation`;
-  return { id: message.id, organisationId: internOrganisationId(message.organisationId), disabled: message.disabled };
-}
-
-function keyFrom(message: configV1.ApiKey, internProjectId: InternId): KeyEntry | string {
-  // The admin sends lower-case hashes; lower-casing only when needed keeps one string per hash.
-  const keyHash = hexSha256Pattern.test(message.keyHash) ? message.keyHash : message.keyHash.toLowerCase();
-  if (!hexSha256Pattern.test(keyHash)) return `key ${message.keyId || '(no id)'}: hash is not hex SHA-256`;
-  if (message.projectId === '') return `key ${message.keyId || '(no id)'}: missing project`;
-  return { keyHash, keyId: message.keyId, projectId: internProjectId(message.projectId) };
-}
-
-function isHttpUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return url.protocol === 'http:' || url.protocol === 'https:';
-  } catch {
-    return false;
-  }
-}
-
-function modelFrom(message: configV1.GatewayModel, options: ApplyConfigOptions): GatewayModelEntry | string {
-  const label = `gateway model ${message.slug || '(no slug)'}`;
-  if (message.slug === '') return `${label}: missing slug`;
-  if (message.defaultMaxTokens <= 0 || message.maxContextTokens <= 0) return `${label}: default_max_tokens and max_context_tokens must be positive`;
-  const prices = [message.inputPriceMicrosPerMtok, message.outputPriceMicrosPerMtok, message.providerInputCostMicrosPerMtok, message.providerOutputCostMicrosPerMtok];
-  if (prices.some((price) => price < 0n)) return `${label}: negative price`;
-  const upstream = message.upstream;
-  if (upstream === undefined) return `${label}: no upstream`;
-  if (!options.supportsProviderKind(upstream.providerKind)) return `${label}: unsupported provider kind ${JSON.stringify(upstream.providerKind)}`;
-  if (!isHttpUrl(upstream.baseUrl)) return `${label}: upstream base_url is not an http(s) URL`;
-  if (upstream.model === '') return `${label}: missing upstream model`;
-  return {
-    slug: message.slug,
-    displayName: message.displayName,
-    defaultMaxTokens: message.defaultMaxTokens,
-    maxContextTokens: message.maxContextTokens,
-    inputPriceMicrosPerMtok: message.inputPriceMicrosPerMtok,
-    outputPriceMicrosPerMtok: message.outputPriceMicrosPerMtok,
-    providerInputCostMicrosPerMtok: message.providerInputCostMicrosPerMtok,
-    providerOutputCostMicrosPerMtok: message.providerOutputCostMicrosPerMtok,
-    createdAtS: Number(message.createdAtS),
-    upstream: {
-      providerKind: upstream.providerKind, baseUrl: upstream.baseUrl, model: upstream.model, apiKey: upstream.apiKey,
-      allowPrivateNetwork: message.allowPrivateNetwork,
-    },
-    tokenizer: tokenizerForModel(upstream.model),
-  };
-}
-
-/** A converted entry and the map key it goes under, or why it was left out (and the key it would have replaced). */
-type Converted<Entry> = { key: string; entry: Entry } | { key: string; problem: string };
-
-/**
- * Converts the entries of one list. An entry that fails conversion is reported and, when
- * applied, its key is removed: serving a stale row the admin meant to replace would be worse
- * than not serving it.
- */
-function convertAll<Message, Entry>(
-  messages: readonly Message[],
-  convert: (message: Message) => Entry | string,
-  keyOf: (message: Message, entry: Entry | undefined) => string,
-): Array<Converted<Entry>> {
-  return messages.map((message) => {
-    const entry = convert(message);
-    return typeof entry === 'string' ? { key: keyOf(message, undefined), problem: entry } : { key: keyOf(message, entry), entry };
-  });
-}
-
-/** Writes converted entries into a map (Map.set/delete only: this part cannot fail half-way). */
-function upsertAll<Entry>(target: Map<string, Entry>, converted: ReadonlyArray<Converted<Entry>>, problems: string[]): void {
-  for (const item of converted) {
+/** Writes items into a map (Map.set/delete only: this part cannot fail half-way). */
+function upsertAll<Entry>(target: Map<string, Entry>, items: ReadonlyArray<ConfigItem<Entry>>, problems: string[]): void {
+  for (const item of items) {
     if ('problem' in item) {
       problems.push(item.problem);
       target.delete(item.key);
@@ -207,8 +139,8 @@ function upsertAll<Entry>(target: Map<string, Entry>, converted: ReadonlyArray<C
   }
 }
 
-/** An interner that returns the id string already held, else that of an entry this update adds, else the given one. */
-function internFrom<Entry extends { id: string }>(pending: ReadonlyArray<Converted<Entry>>, held: ReadonlyMap<string, Entry>): InternId {
+/** An interner that returns the id string already held, else that of an entry this change adds, else the given one. */
+function internFrom<Entry extends { id: string }>(pending: ReadonlyArray<ConfigItem<Entry>>, held: ReadonlyMap<string, Entry>): InternId {
   let pendingById: Map<string, string> | undefined;
   return (id) => {
     const heldId = held.get(id)?.id;
@@ -219,64 +151,58 @@ function internFrom<Entry extends { id: string }>(pending: ReadonlyArray<Convert
   };
 }
 
-/** Whether an update carries no changes at all (a heartbeat). */
-export function isHeartbeat(update: configV1.ConfigUpdate): boolean {
-  return !update.full && update.organisations.length === 0 && update.projects.length === 0
-    && update.apiKeys.length === 0 && update.gatewayModels.length === 0
-    && update.removedOrganisationIds.length === 0 && update.removedProjectIds.length === 0
-    && update.removedKeyHashes.length === 0 && update.removedGatewayModelSlugs.length === 0;
+/** Whether a change carries nothing at all (a heartbeat): it only moves the version. */
+function isHeartbeat(change: ConfigChange): boolean {
+  return !change.full && change.organisations.length === 0 && change.projects.length === 0
+    && change.apiKeys.length === 0 && change.gatewayModels.length === 0
+    && change.removedOrganisationIds.length === 0 && change.removedProjectIds.length === 0
+    && change.removedKeyHashes.length === 0 && change.removedGatewayModelSlugs.length === 0;
 }
 
 /**
- * Applies one update of the config stream. A full update builds fresh maps and returns a new
- * snapshot for the holder to swap in; a delta applies its removals, then its upserts, to the
- * maps of `current` in place, so its cost follows the size of the delta, not of the snapshot.
- * Every entry is converted before the first map is touched, and the writes are plain Map
- * operations in one synchronous call: in Node's single thread a request sees the update whole
- * or not at all. A delta needs a snapshot to apply to and must not go back in version;
- * otherwise nothing changes and the admin is asked (by an error ack) for a full snapshot.
- * Entries that are invalid on their own (say, a model with no upstream) are left out and
- * reported, so one bad row cannot keep every other change from being served.
+ * Applies one change of the config. A full change builds fresh maps and returns a new snapshot
+ * for the holder to swap in; a delta applies its removals, then its upserts, to the maps of
+ * `current` in place, so its cost follows the size of the delta, not of the snapshot. Every
+ * entry was decoded (and checked) before this call, and the writes are plain Map operations in
+ * one synchronous call: in Node's single thread a request sees the change whole or not at all.
+ * A delta needs a snapshot to apply to and must not go back in version; otherwise nothing
+ * changes and the admin is asked (by an error ack) for a full snapshot. Entries that were
+ * invalid on their own (say, a model with no upstream) are left out, their key's older entry
+ * dropped, and reported, so one bad row cannot keep every other change from being served.
  */
-export function applyConfigUpdate(
-  current: LiveConfigSnapshot | undefined,
-  update: configV1.ConfigUpdate,
-  options: ApplyConfigOptions,
-): ApplyConfigResult {
-  if (!update.full) {
-    if (current === undefined) return { ok: false, reason: `delta ${update.version} arrived before any full snapshot` };
-    if (update.version < current.version) {
-      return { ok: false, reason: `delta ${update.version} is older than applied version ${current.version}` };
+export function applyConfigChange(current: LiveConfigSnapshot | undefined, change: ConfigChange): ApplyConfigResult {
+  if (!change.full) {
+    if (current === undefined) return { ok: false, reason: `delta ${change.version} arrived before any full snapshot` };
+    if (change.version < current.version) {
+      return { ok: false, reason: `delta ${change.version} is older than applied version ${current.version}` };
     }
-    if (isHeartbeat(update)) {
-      current.version = update.version;
+    if (isHeartbeat(change)) {
+      current.version = change.version;
       return { ok: true, snapshot: current, changed: false, problems: [] };
     }
   }
 
-  const target: LiveConfigSnapshot = update.full || current === undefined
-    ? { version: update.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map() }
+  const target: LiveConfigSnapshot = change.full || current === undefined
+    ? { version: change.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map() }
     : current;
 
-  // Convert everything first; nothing below the conversions can throw.
-  const organisations = convertAll(update.organisations, organisationFrom, (o) => o.id);
-  const internOrganisationId = internFrom(organisations, target.organisationsById);
-  const projects = convertAll(update.projects, (p) => projectFrom(p, internOrganisationId), (p) => p.id);
-  const internProjectId = internFrom(projects, target.projectsById);
-  const apiKeys = convertAll(update.apiKeys, (k) => keyFrom(k, internProjectId), (k, entry) => entry?.keyHash ?? k.keyHash.toLowerCase());
-  const gatewayModels = convertAll(update.gatewayModels, (m) => modelFrom(m, options), (m) => m.slug);
+  // Share id strings with what is held or arrives alongside (see InternId); nothing here can throw.
+  const internOrganisationId = internFrom(change.organisations, target.organisationsById);
+  for (const item of change.projects) if ('entry' in item) item.entry.organisationId = internOrganisationId(item.entry.organisationId);
+  const internProjectId = internFrom(change.projects, target.projectsById);
+  for (const item of change.apiKeys) if ('entry' in item) item.entry.projectId = internProjectId(item.entry.projectId);
 
-  for (const id of update.removedOrganisationIds) target.organisationsById.delete(id);
-  for (const id of update.removedProjectIds) target.projectsById.delete(id);
-  for (const hash of update.removedKeyHashes) target.keysByHash.delete(hash.toLowerCase());
-  for (const slug of update.removedGatewayModelSlugs) target.modelsBySlug.delete(slug);
+  for (const id of change.removedOrganisationIds) target.organisationsById.delete(id);
+  for (const id of change.removedProjectIds) target.projectsById.delete(id);
+  for (const hash of change.removedKeyHashes) target.keysByHash.delete(hash);
+  for (const slug of change.removedGatewayModelSlugs) target.modelsBySlug.delete(slug);
 
   const problems: string[] = [];
-  upsertAll(target.organisationsById, organisations, problems);
-  upsertAll(target.projectsById, projects, problems);
-  upsertAll(target.keysByHash, apiKeys, problems);
-  upsertAll(target.modelsBySlug, gatewayModels, problems);
-  target.version = update.version;
+  upsertAll(target.organisationsById, change.organisations, problems);
+  upsertAll(target.projectsById, change.projects, problems);
+  upsertAll(target.keysByHash, change.apiKeys, problems);
+  upsertAll(target.modelsBySlug, change.gatewayModels, problems);
+  target.version = change.version;
 
   return { ok: true, changed: true, problems, snapshot: target };
 }

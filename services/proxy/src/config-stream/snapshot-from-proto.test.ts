@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { configV1 } from '@gateway/contracts';
+import { applyConfigChange } from '../domain/config-snapshot.ts';
+import { configChangeFromProto } from './snapshot-from-proto.ts';
+
+const options = { supportsProviderKind: (kind: string) => kind === 'openai_compatible' };
+const hashA = 'a'.repeat(64);
+
+function model(slug: string, overrides: Partial<configV1.GatewayModel> = {}): configV1.GatewayModel {
+  return configV1.GatewayModel.fromPartial({
+    slug, defaultMaxTokens: 16, maxContextTokens: 1024, inputPriceMicrosPerMtok: 1n, outputPriceMicrosPerMtok: 2n, createdAtS: 5n,
+    upstream: { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-x', apiKey: 'k' },
+    ...overrides,
+  });
+}
+
+function full(version: bigint, parts: Partial<configV1.ConfigUpdate> = {}): configV1.ConfigUpdate {
+  return configV1.ConfigUpdate.fromPartial({
+    version, full: true,
+    organisations: [{ id: 'o1', status: configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE, billingMode: configV1.BillingMode.BILLING_MODE_COMMERCIAL, rpmLimit: 5, allowedGatewayModelSlugs: ['m1'] }],
+    projects: [{ id: 'p1', organisationId: 'o1' }],
+    apiKeys: [{ keyHash: hashA.toUpperCase(), keyId: 'k1', projectId: 'p1' }],
+    gatewayModels: [model('m1')],
+    ...parts,
+  });
+}
+
+/** The entries of a change that decoded, by key (a decoding problem fails the test). */
+function decoded(update: configV1.ConfigUpdate) {
+  const change = configChangeFromProto(update, options);
+  const entries = <Entry>(items: ReadonlyArray<{ key: string; entry: Entry } | { key: string; problem: string }>) =>
+    new Map(items.map((item) => {
+      if ('problem' in item) throw new Error(item.problem);
+      return [item.key, item.entry] as const;
+    }));
+  return {
+    change,
+    organisations: entries(change.organisations), projects: entries(change.projects),
+    apiKeys: entries(change.apiKeys), gatewayModels: entries(change.gatewayModels),
+  };
+}
+
+describe('configChangeFromProto', () => {
+  it('decodes a full update into entries keyed for lookups, with key hashes lower-cased', () => {
+    const { change, organisations, projects, apiKeys, gatewayModels } = decoded(full(3n));
+    expect(change).toMatchObject({ version: 3n, full: true });
+    expect(apiKeys.get(hashA)).toEqual({ keyHash: hashA, keyId: 'k1', projectId: 'p1' });
+    expect(projects.get('p1')).toEqual({ id: 'p1', organisationId: 'o1', disabled: false });
+    expect(organisations.get('o1')).toMatchObject({ status: 'active', billingMode: 'commercial', rpmLimit: 5 });
+    expect(organisations.get('o1')!.allowedModelSlugs.has('m1')).toBe(true);
+    expect(gatewayModels.get('m1')).toMatchObject({
+      createdAtS: 5, outputPriceMicrosPerMtok: 2n, tokenizer: 'cl100k_base',
+      upstream: { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-x', apiKey: 'k' },
+    });
+  });
+
+  it('passes removals through, key hashes lower-cased as the snapshot holds them', () => {
+    const { change } = decoded(configV1.ConfigUpdate.fromPartial({
+      version: 2n, removedKeyHashes: [hashA.toUpperCase()], removedOrganisationIds: ['o1'], removedProjectIds: ['p1'], removedGatewayModelSlugs: ['m1'],
+    }));
+    expect(change).toMatchObject({
+      version: 2n, full: false, removedKeyHashes: [hashA], removedOrganisationIds: ['o1'], removedProjectIds: ['p1'], removedGatewayModelSlugs: ['m1'],
+    });
+  });
+
+  it('turns each invalid message into a problem under the key of the entry it meant to replace', () => {
+    const change = configChangeFromProto(configV1.ConfigUpdate.fromPartial({
+      version: 2n,
+      gatewayModels: [model('m1', { upstream: undefined }), model('m2', { upstream: { providerKind: 'carrier_pigeon', baseUrl: 'https://x', model: 'y', apiKey: '' } })],
+      organisations: [{ id: 'o2', billingMode: configV1.BillingMode.BILLING_MODE_UNSPECIFIED }],
+      apiKeys: [{ keyHash: 'NOT-a-hash', keyId: 'k9', projectId: 'p1' }],
+    }), options);
+    expect(change.gatewayModels).toEqual([
+      { key: 'm1', problem: 'gateway model m1: no upstream' },
+      { key: 'm2', problem: 'gateway model m2: unsupported provider kind "carrier_pigeon"' },
+    ]);
+    expect(change.organisations).toEqual([{ key: 'o2', problem: 'organisation o2: unknown billing mode 0' }]);
+    expect(change.apiKeys).toEqual([{ key: 'not-a-hash', problem: 'key k9: hash is not hex SHA-256' }]);
+  });
+
+  it('counts any status other than ACTIVE as suspended', () => {
+    const { organisations } = decoded(full(1n, {
+      organisations: [{ id: 'o1', status: configV1.OrganisationStatus.ORGANISATION_STATUS_UNSPECIFIED, billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 0, allowedGatewayModelSlugs: [] }],
+    }));
+    expect(organisations.get('o1')).toMatchObject({ status: 'suspended', billingMode: 'internal' });
+  });
+
+  it('decodes a full update the domain then serves: lookups by the lower-cased hash', () => {
+    const result = applyConfigChange(undefined, configChangeFromProto(full(3n), options));
+    expect(result).toMatchObject({ ok: true, problems: [] });
+    if (!result.ok) return;
+    expect(result.snapshot.keysByHash.get(hashA)).toEqual({ keyHash: hashA, keyId: 'k1', projectId: 'p1' });
+  });
+});
+
+describe('allow_private_network', () => {
+  it('is carried to the upstream target, false unless the admin set it', () => {
+    const { gatewayModels } = decoded(full(1n, { gatewayModels: [model('m1'), model('m2', { allowPrivateNetwork: true })] }));
+    expect(gatewayModels.get('m1')?.upstream.allowPrivateNetwork).toBe(false);
+    expect(gatewayModels.get('m2')?.upstream.allowPrivateNetwork).toBe(true);
+  });
+});

@@ -1,0 +1,117 @@
+// The config stream's wire (configV1) decoded into the snapshot's terms: each message becomes
+// a domain entry or the reason it is left out. The rules of applying a change (versions,
+// heartbeats, in-place deltas, fresh maps for a full snapshot) live in domain/config-snapshot.ts.
+import { configV1 } from '@gateway/contracts';
+import type {
+  ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, OrganisationEntry, ProjectEntry,
+} from '../domain/config-snapshot.ts';
+import { tokenizerForModel } from '../domain/token-estimate.ts';
+
+/** Options of configChangeFromProto. */
+export interface ConfigDecodeOptions {
+  /** Whether the proxy has an adapter for an upstream provider kind. */
+  supportsProviderKind(kind: string): boolean;
+}
+
+const hexSha256Pattern = /^[0-9a-f]{64}$/;
+
+function organisationFrom(message: configV1.Organisation): OrganisationEntry | string {
+  if (message.id === '') return 'organisation without id';
+  let billingMode: OrganisationEntry['billingMode'];
+  if (message.billingMode === configV1.BillingMode.BILLING_MODE_COMMERCIAL) billingMode = 'commercial';
+  else if (message.billingMode === configV1.BillingMode.BILLING_MODE_INTERNAL) billingMode = 'internal';
+  else return `organisation ${message.id}: unknown billing mode ${message.billingMode}`;
+  if (!Number.isInteger(message.rpmLimit) || message.rpmLimit < 0) return `organisation ${message.id}: negative rpm_limit`;
+  return {
+    id: message.id,
+    status: message.status === configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE ? 'active' : 'suspended',
+    billingMode,
+    rpmLimit: message.rpmLimit,
+    allowedModelSlugs: new Set(message.allowedGatewayModelSlugs),
+  };
+}
+
+function projectFrom(message: configV1.Project): ProjectEntry | string {
+  if (message.id === '' || message.organisationId === '') return `project ${message.id || '(no id)'}: missing id or organisation`;
+  return { id: message.id, organisationId: message.organisationId, disabled: message.disabled };
+}
+
+function keyFrom(message: configV1.ApiKey): KeyEntry | string {
+  // The admin sends lower-case hashes; lower-casing only when needed keeps one string per hash.
+  const keyHash = hexSha256Pattern.test(message.keyHash) ? message.keyHash : message.keyHash.toLowerCase();
+  if (!hexSha256Pattern.test(keyHash)) return `key ${message.keyId || '(no id)'}: hash is not hex SHA-256`;
+  if (message.projectId === '') return `key ${message.keyId || '(no id)'}: missing project`;
+  return { keyHash, keyId: message.keyId, projectId: message.projectId };
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions): GatewayModelEntry | string {
+  const label = `gateway model ${message.slug || '(no slug)'}`;
+  if (message.slug === '') return `${label}: missing slug`;
+  if (message.defaultMaxTokens <= 0 || message.maxContextTokens <= 0) return `${label}: default_max_tokens and max_context_tokens must be positive`;
+  const prices = [message.inputPriceMicrosPerMtok, message.outputPriceMicrosPerMtok, message.providerInputCostMicrosPerMtok, message.providerOutputCostMicrosPerMtok];
+  if (prices.some((price) => price < 0n)) return `${label}: negative price`;
+  const upstream = message.upstream;
+  if (upstream === undefined) return `${label}: no upstream`;
+  if (!options.supportsProviderKind(upstream.providerKind)) return `${label}: unsupported provider kind ${JSON.stringify(upstream.providerKind)}`;
+  if (!isHttpUrl(upstream.baseUrl)) return `${label}: upstream base_url is not an http(s) URL`;
+  if (upstream.model === '') return `${label}: missing upstream model`;
+  return {
+    slug: message.slug,
+    displayName: message.displayName,
+    defaultMaxTokens: message.defaultMaxTokens,
+    maxContextTokens: message.maxContextTokens,
+    inputPriceMicrosPerMtok: message.inputPriceMicrosPerMtok,
+    outputPriceMicrosPerMtok: message.outputPriceMicrosPerMtok,
+    providerInputCostMicrosPerMtok: message.providerInputCostMicrosPerMtok,
+    providerOutputCostMicrosPerMtok: message.providerOutputCostMicrosPerMtok,
+    createdAtS: Number(message.createdAtS),
+    upstream: {
+      providerKind: upstream.providerKind, baseUrl: upstream.baseUrl, model: upstream.model, apiKey: upstream.apiKey,
+      allowPrivateNetwork: message.allowPrivateNetwork,
+    },
+    tokenizer: tokenizerForModel(upstream.model),
+  };
+}
+
+/** Decodes the messages of one list, each with the map key it goes under (an entry that fails keeps the key it would have replaced). */
+function decodeAll<Message, Entry>(
+  messages: readonly Message[],
+  decode: (message: Message) => Entry | string,
+  keyOf: (message: Message, entry: Entry | undefined) => string,
+): Array<ConfigItem<Entry>> {
+  return messages.map((message) => {
+    const entry = decode(message);
+    return typeof entry === 'string' ? { key: keyOf(message, undefined), problem: entry } : { key: keyOf(message, entry), entry };
+  });
+}
+
+/**
+ * Decodes one update of the config stream into a ConfigChange for applyConfigChange. Each
+ * message that is invalid on its own (an unknown billing mode, a key hash that is not hex
+ * SHA-256, a model with no upstream or an unsupported provider kind, ...) becomes a problem
+ * under its key, so the apply drops the older entry it meant to replace. Key hashes, sent or
+ * removed, are lower-cased: the snapshot holds them so.
+ */
+export function configChangeFromProto(update: configV1.ConfigUpdate, options: ConfigDecodeOptions): ConfigChange {
+  return {
+    version: update.version,
+    full: update.full,
+    organisations: decodeAll(update.organisations, organisationFrom, (o) => o.id),
+    projects: decodeAll(update.projects, projectFrom, (p) => p.id),
+    apiKeys: decodeAll(update.apiKeys, keyFrom, (k, entry) => entry?.keyHash ?? k.keyHash.toLowerCase()),
+    gatewayModels: decodeAll(update.gatewayModels, (m) => modelFrom(m, options), (m) => m.slug),
+    removedOrganisationIds: update.removedOrganisationIds,
+    removedProjectIds: update.removedProjectIds,
+    removedKeyHashes: update.removedKeyHashes.map((hash) => hash.toLowerCase()),
+    removedGatewayModelSlugs: update.removedGatewayModelSlugs,
+  };
+}
