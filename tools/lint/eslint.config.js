@@ -8,7 +8,6 @@ import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import { noPackageCycle } from './src/package-cycles.ts';
-import { pendingRestructure } from './src/pending-restructure.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
 
@@ -127,21 +126,4 @@ export default defineConfig(
     files: ['packages/**/domain/**/*.ts'],
     rules: { 'no-restricted-imports': restrictedImports('', true) },
   },
-  // TEMPORARY (issue 11): files still being restructured report as warnings; a rule given only
-  // a severity keeps the options set above. See src/pending-restructure.ts.
-  ...(pendingRestructure.length === 0
-    ? []
-    : [
-        {
-          basePath: repoRoot,
-          files: pendingRestructure,
-          rules: {
-            '@typescript-eslint/no-floating-promises': 'warn',
-            '@typescript-eslint/no-misused-promises': 'warn',
-            'import-x/no-cycle': 'warn',
-            'gateway/no-package-cycle': 'warn',
-            'no-restricted-imports': 'warn',
-          },
-        },
-      ]),
 );
