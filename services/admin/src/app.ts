@@ -124,7 +124,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const openApiDocument = buildOpenApiDocument(routes);
     const httpApp = createAdminHttpApp({
       routes,
-      context: { service, isReady: lifecycle.isReady, openApiDocument: () => openApiDocument },
+      context: { service, openApiDocument: () => openApiDocument },
       authenticate: (token) => authenticateAdminToken(db, token),
       logger,
       // Ready once the database is migrated and both servers listen; not ready from the start of close().

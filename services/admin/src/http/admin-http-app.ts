@@ -16,11 +16,8 @@ export interface AdminHttpAppDeps {
   /** Who a presented bearer value authenticates (a platform admin or an organisation token), or undefined. */
   authenticate(token: string): Promise<Actor | undefined>;
   logger: Logger;
-  /**
-   * The service's /healthz and /readyz (@gateway/service-runtime); their routes in the table then
-   * only document them. Omitted (tests of the route table alone): the table's own handlers answer.
-   */
-  probes?: HealthProbes;
+  /** The service's /healthz and /readyz (@gateway/service-runtime): the probe routes of the table only document them. */
+  probes: HealthProbes;
 }
 
 /** The largest request body accepted, bytes, measured after decoding its Content-Encoding. */
@@ -109,13 +106,9 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
   app.use(createJsonBodyParser({ limitBytes: bodyLimitBytes }));
 
   // The probes are answered where their routes stand, after the same middleware as every route.
-  const probeHandlers = new Map(deps.probes === undefined ? [] : [
-    ['/healthz', deps.probes.handleLiveness], ['/readyz', deps.probes.handleReadiness],
-  ]);
   for (const route of routes) {
-    const probe = route.method === 'get' ? probeHandlers.get(route.path) : undefined;
-    if (probe !== undefined) {
-      app.get(expressPathOf(route), probe);
+    if (route.probe !== undefined) {
+      app.get(expressPathOf(route), route.probe === 'liveness' ? deps.probes.handleLiveness : deps.probes.handleReadiness);
       continue;
     }
     app[route.method](expressPathOf(route), async (request: Request, response: Response) => {

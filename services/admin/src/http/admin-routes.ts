@@ -22,7 +22,6 @@ import {
 /** What a route handler may use besides its request. */
 export interface RouteContext {
   service: AdminService;
-  isReady(): boolean;
   /** The OpenAPI document of these routes (served by GET /admin/v1/openapi.json). */
   openApiDocument(): object;
 }
@@ -47,8 +46,8 @@ interface RouteResult {
   propagation?: Propagation;
 }
 
-/** One route of the admin HTTP API: everything the server and the OpenAPI document need. */
-export interface AdminRoute {
+/** What the OpenAPI document and the server read of every route, handled or a probe. */
+interface RouteDescription {
   method: 'get' | 'post' | 'patch' | 'put' | 'delete';
   /** OpenAPI path template, e.g. /admin/v1/organisations/{id}. */
   path: string;
@@ -77,12 +76,21 @@ export interface AdminRoute {
   alsoSucceeds?: Array<{ status: number; description: string }>;
   /** Catalogue codes the route can answer with, for the document. */
   errors: ErrorCode[];
-  handle(context: RouteContext, request: RouteRequest<unknown, unknown>): Promise<RouteResult>;
 }
+
+/**
+ * One route of the admin HTTP API: everything the server and the OpenAPI document need. A probe
+ * route only documents /healthz or /readyz: the service runtime's probes answer it
+ * (@gateway/service-runtime, the same on every service), so it has no handler of its own.
+ */
+export type AdminRoute = RouteDescription & (
+  | { probe?: undefined; handle(context: RouteContext, request: RouteRequest<unknown, unknown>): Promise<RouteResult> }
+  | { probe: 'liveness' | 'readiness'; handle?: undefined }
+);
 
 /** Declares a route with handler types inferred from its query and body schemas. */
 function defineRoute<Query extends z.ZodType = z.ZodUndefined, Body extends z.ZodType = z.ZodUndefined>(
-  route: Omit<AdminRoute, 'query' | 'body' | 'handle'> & {
+  route: Omit<RouteDescription, 'query' | 'body'> & {
     query?: Query;
     body?: Body;
     handle(context: RouteContext, request: RouteRequest<z.output<Query>, z.output<Body>>): Promise<RouteResult>;
@@ -99,23 +107,21 @@ const ledgerErrors: ErrorCode[] = ['service_unavailable'];
 /** The admin API's routes. The SSRF policy shapes the gateway-model body's validation. */
 export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
   return [
-    defineRoute({
+    {
       method: 'get', path: '/healthz', operationId: 'getHealth', tag: 'system', authenticated: false, access: 'public',
       summary: 'Liveness: the process is running.',
       success: { status: 200, description: 'Always {"status":"ok"} while the process runs.', schema: healthResponse },
       errors: [],
-      handle: async () => ({ status: 200, body: { status: 'ok' } }),
-    }),
-    defineRoute({
+      probe: 'liveness',
+    },
+    {
       method: 'get', path: '/readyz', operationId: 'getReadiness', tag: 'system', authenticated: false, access: 'public',
       summary: 'Readiness: the database is migrated and the config stream is listening.',
       success: { status: 200, description: '{"status":"ready"}; 503 with {"status":"not_ready"} otherwise.', schema: healthResponse },
       alsoSucceeds: [{ status: 503, description: 'Not ready (starting or shutting down).' }],
       errors: [],
-      handle: async (context) => (context.isReady()
-        ? { status: 200, body: { status: 'ready' } }
-        : { status: 503, body: { status: 'not_ready' } }),
-    }),
+      probe: 'readiness',
+    },
     defineRoute({
       method: 'get', path: '/admin/v1/openapi.json', operationId: 'getOpenApiDocument', tag: 'system', authenticated: false, access: 'public',
       summary: 'This OpenAPI 3.1 document (no token needed: it is public in the repository too).',

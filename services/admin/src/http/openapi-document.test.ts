@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
+import { createHealthProbes } from '@gateway/service-runtime';
 import type { AdminService } from '../domain/admin-service.ts';
 import { openApiFilePath, openApiFileText } from '../write-openapi.ts';
 import { createAdminHttpApp } from './admin-http-app.ts';
@@ -12,7 +13,8 @@ function servedOperations(): string[] {
   const routes = createAdminRoutes({ allowPrivate: false });
   const app = createAdminHttpApp({
     routes,
-    context: { service: {} as AdminService, isReady: () => true, openApiDocument: () => ({}) },
+    context: { service: {} as AdminService, openApiDocument: () => ({}) },
+    probes: createHealthProbes({ isServing: () => true }),
     authenticate: async () => undefined,
     logger: createLogger('admin', 'silent'),
   });
