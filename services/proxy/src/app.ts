@@ -1,4 +1,3 @@
-import type { Response } from 'express';
 import { grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCheck, type RunningHttpServer } from '@gateway/service-runtime';
@@ -93,7 +92,6 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   ];
   const isReady = () => lifecycle.isReady() && dependencies.every((dependency) => dependency.ready?.() ?? true);
   const probes = createHealthProbes({ isServing: lifecycle.isReady, dependencies });
-  const activeResponses = new Set<Response>();
   const activeStreams = new Set<AbortController>();
 
   const httpApp = createHttpApp({
@@ -110,7 +108,6 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     maxMessageChars: config.PROXY_MAX_MESSAGE_CHARS,
     reserveTtlMs: config.RESERVE_TTL_MS,
     checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
-    activeResponses,
     activeStreams,
   });
 

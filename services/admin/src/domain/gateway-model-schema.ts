@@ -217,11 +217,11 @@ export const gatewayModelCreateShape = shapeOf('create') as CreateShape<Fields>;
 export const gatewayModelUpdateShape = shapeOf('update') as UpdateShape<Fields>;
 /** The record as a response shows it: money as decimal strings, instants as ISO-8601, no credential. */
 export const gatewayModelShown = z.strictObject(shapeOf('shown') as ShownShape<Fields>);
-/** The record as the domain holds it: money as bigint µ₹ (prices per million tokens), instants as Date. */
-const gatewayModelRecord = z.strictObject(shapeOf('record') as RecordShape<Fields>);
+/** The record as the domain holds it: money as bigint µ₹ (prices per million tokens), instants as Date (a type only: nothing parses it). */
+type GatewayModelRecord = ReturnType<typeof z.strictObject<RecordShape<Fields>>>;
 
 /** A customer-facing model name with its prices (µ₹ per million tokens) and (concealed) upstream target. */
-export type GatewayModel = CamelKeys<z.output<typeof gatewayModelRecord>>;
+export type GatewayModel = CamelKeys<z.output<GatewayModelRecord>>;
 /** A new gateway model as a create body gives it, parsed (money as bigint µ₹ per million tokens). */
 export type CreateGatewayModelInput = CamelKeys<z.output<Strict<CreateShape<Fields>>>>;
 /** An update shape with its groups optional, as the update body has them (a body may leave `upstream` out). */

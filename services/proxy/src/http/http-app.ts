@@ -32,8 +32,6 @@ export interface HttpAppServices {
   maxMessageChars: number;
   reserveTtlMs: number;
   checkpointIntervalMs: number;
-  /** Responses not yet closed; filled by the request middleware. */
-  activeResponses: Set<Response>;
   /** Stop controllers of the streams being relayed; shutdown aborts them with 'shutdown' once the grace runs out. */
   activeStreams: Set<AbortController>;
 }
@@ -133,7 +131,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     };
   }
 
-  app.use(requestContext(services.logger, services.isShuttingDown, services.activeResponses));
+  app.use(requestContext(services.logger, services.isShuttingDown));
   // A malformed path is a 400 before any key check: no credential is needed to learn it, and nothing is revealed.
   app.use(createRequestGuard());
 

@@ -43,12 +43,10 @@ function bigintText(value: bigint | undefined): string | undefined {
 /**
  * Gives each request its id (echoed as `x-request-id`) and writes exactly one log line per
  * request once both the response and the handler's work are done. Headers and bodies are
- * never logged, so neither the API key nor the upstream credential can reach a log. Open
- * responses are kept in `activeResponses` so shutdown can ask them to close their connection.
+ * never logged, so neither the API key nor the upstream credential can reach a log.
  */
-export function requestContext(logger: Logger, isShuttingDown: () => boolean, activeResponses: Set<Response>): RequestHandler {
+export function requestContext(logger: Logger, isShuttingDown: () => boolean): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
-    activeResponses.add(res);
     const startedAtMs = performance.now();
     const header = req.headers['x-request-id'];
     const requestId = requestIdFrom(header);
@@ -60,7 +58,6 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, ac
     if (isShuttingDown()) res.setHeader('connection', 'close');
 
     res.once('close', () => {
-      activeResponses.delete(res);
       const responseFinished = res.writableFinished;
       void (context.work ?? Promise.resolve()).then(() => {
         const { log } = context;
