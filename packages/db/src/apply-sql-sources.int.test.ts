@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { databaseBackends } from './test-support/database-backends.ts';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { applySqlSources, migrate, openDatabase, type Database } from './index.ts';
+import { applySqlSources, migrate, openDatabase } from './index.ts';
 
 const migrationsDir = fileURLToPath(new URL('./test-migrations', import.meta.url));
 const sourcesDir = fileURLToPath(new URL('./test-sql-sources', import.meta.url));
@@ -27,14 +28,7 @@ function copyOf(directory: string): string {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-const backends: Array<[string, () => Promise<Database>]> = [
-  ['pglite', () => openDatabase({ schema: 'svc' })],
-  ['postgres', async () => {
-    const testDatabase = await createTestDatabase(serverUrl!);
-    testDatabases.push(testDatabase);
-    return openDatabase({ url: testDatabase.url, schema: 'svc', poolSize: 4 });
-  }],
-];
+const backends = databaseBackends(serverUrl, testDatabases);
 
 describe.each(backends)('SQL sources over %s', (kind, open) => {
   const skip = kind === 'postgres' && !serverUrl;

@@ -1,21 +1,15 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { databaseBackends } from './test-support/database-backends.ts';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { migrate, openDatabase, type Database } from './index.ts';
+import { migrate, openDatabase } from './index.ts';
 
 const migrationsDir = fileURLToPath(new URL('./test-migrations', import.meta.url));
 const serverUrl = testPostgresUrl();
 const testDatabases: TestDatabase[] = [];
 afterAll(async () => { await Promise.all(testDatabases.map((d) => d.drop())); });
 
-const backends: Array<[string, () => Promise<Database>]> = [
-  ['pglite', () => openDatabase({ schema: 'svc' })],
-  ['postgres', async () => {
-    const testDatabase = await createTestDatabase(serverUrl!);
-    testDatabases.push(testDatabase);
-    return openDatabase({ url: testDatabase.url, schema: 'svc', poolSize: 4 });
-  }],
-];
+const backends = databaseBackends(serverUrl, testDatabases);
 
 describe.each(backends)('database over %s', (kind, open) => {
   const skip = kind === 'postgres' && !serverUrl;

@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { migrate, openDatabase, supersededChecksumsFile, type Database } from './index.ts';
+import { databaseBackends } from './test-support/database-backends.ts';
+import { testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { migrate, supersededChecksumsFile } from './index.ts';
 
 const serverUrl = testPostgresUrl();
 const testDatabases: TestDatabase[] = [];
@@ -18,14 +19,7 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 const original = '-- the table and a function body\nCREATE TABLE items (id text PRIMARY KEY);\nCREATE FUNCTION item_count() RETURNS bigint LANGUAGE sql AS $$ SELECT count(*) FROM items $$;\n';
 const schemaOnly = '-- the table (the function now lives elsewhere)\nCREATE TABLE items (id text PRIMARY KEY);\n';
 
-const backends: Array<[string, () => Promise<Database>]> = [
-  ['pglite', () => openDatabase({ schema: 'svc' })],
-  ['postgres', async () => {
-    const testDatabase = await createTestDatabase(serverUrl!);
-    testDatabases.push(testDatabase);
-    return openDatabase({ url: testDatabase.url, schema: 'svc', poolSize: 4 });
-  }],
-];
+const backends = databaseBackends(serverUrl, testDatabases);
 
 describe.each(backends)('superseded migration checksums over %s', (kind, open) => {
   const skip = kind === 'postgres' && !serverUrl;
