@@ -57,6 +57,11 @@ describe('a guarded server', () => {
     expectJsonError(await sendRawHttp(port, 'GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n'), 417, 'expectation_failed');
   });
 
+  it('answers PRI (HTTP/2\'s preface method, whose connection Node closes once the handler returns) in the error shape', async () => {
+    expectJsonError(await sendRawHttp(port, 'PRI *\r\nConnection: close\r\nContent-Length: 0\r\n\r\n'), 400, 'invalid_request');
+    expectJsonError(await sendRawHttp(port, 'PRI /v1/models\r\n\r\n'), 400, 'invalid_request');
+  });
+
   it('still serves after all of that', async () => {
     const answer = await sendRawHttp(port, 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expect(answer.status).toBe(200);

@@ -114,11 +114,20 @@ function answerResponse(res: ServerResponse, error: GatewayError): void {
  * An HTTP server for a service's express app whose every answer is JSON in the error shape,
  * including those Node would otherwise write itself: parser errors and oversize headers
  * (`clientError`), an `Expect` other than 100-continue (417), a CONNECT request (which Node would
- * drop without a word), and a missing Host (left to createRequestGuard). Headers are limited to
+ * drop without a word), a PRI request (400), and a missing Host (left to createRequestGuard). Headers are limited to
  * maxHeaderBytes.
  */
 export function createGuardedServer(listener: RequestListener, options: GuardedServerOptions = {}): Server {
-  const server = createServer({ maxHeaderSize: maxHeaderBytes, requireHostHeader: false }, listener);
+  const server = createServer({ maxHeaderSize: maxHeaderBytes, requireHostHeader: false }, (req, res) => {
+    // PRI is HTTP/2's connection preface, not an HTTP/1.1 method: Node closes such a request's
+    // connection as soon as this handler returns, so an answer from async middleware would never
+    // arrive. It is answered here, synchronously, like any other request that is not HTTP/1.1.
+    if (req.method === 'PRI') {
+      answerResponse(res, new GatewayError('invalid_request', { publicMessage: clientErrorMessages.invalid_request! }));
+      return;
+    }
+    listener(req, res);
+  });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(error, socket, options.logger));
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => answerResponse(res, new GatewayError('expectation_failed')));
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
