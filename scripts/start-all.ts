@@ -62,23 +62,37 @@ function printBanner(lines: string[]): void {
 
 /** What has started so far, stopped in reverse order (proxy first) on a signal or a failed start. */
 const running: Array<{ name: string; close(): Promise<void> }> = [];
-let stopping = false;
+/** The stop in progress: every later call waits for it instead of exiting before the parts are closed. */
+let stopped: Promise<never> | undefined;
+/** When the first stop signal arrived, ms since the epoch (0: none yet). */
+let firstSignalAtMs = 0;
+/**
+ * Signals within this long of the first are the same Ctrl-C (a terminal sends SIGINT to the whole
+ * process group, and pnpm forwards it again); a later one means "stop now", ms.
+ */
+const repeatedSignalWindowMs = 2_000;
 
-async function stopAll(exitCode: number): Promise<never> {
-  if (!stopping) {
-    stopping = true;
+function stopAll(exitCode: number): Promise<never> {
+  stopped ??= (async () => {
     // Proxy first so every reservation is settled or released while the ledger still runs.
     for (const part of [...running].reverse()) {
       await part.close().catch((error: unknown) => process.stderr.write(`${part.name} did not stop cleanly: ${String(error)}\n`));
     }
-  }
-  process.exit(exitCode);
+    process.exit(exitCode);
+  })();
+  return stopped;
 }
 
 // Installed before anything starts, so a signal during start-up also stops what has started.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    process.stdout.write(`\n${signal}: stopping (in-flight requests finish first)...\n`);
+    if (firstSignalAtMs !== 0) {
+      if (Date.now() - firstSignalAtMs < repeatedSignalWindowMs) return;
+      process.stderr.write(`\n${signal} again: exiting now, without waiting for the services to stop.\n`);
+      process.exit(1);
+    }
+    firstSignalAtMs = Date.now();
+    process.stdout.write(`\n${signal}: stopping (in-flight requests finish first; ${signal} again after 2 s exits at once)...\n`);
     // Nothing to lose: stopAll catches each part's close failure and ends the process itself.
     void stopAll(0);
   });
