@@ -28,20 +28,14 @@ interface ExpiredRow {
   checkpoint_provider_cost_micros: bigint;
   /** The request id a checkpoint recorded ('' if none did). */
   request_id: string;
-  /** ledger_settlement_split of the checkpoint's cost against the hold (commercial; zeros when internal), µ₹. */
+  /**
+   * ledger_settlement_split of the checkpoint's cost against the hold, µ₹: charged (debited),
+   * the part beyond the hold (overrun) and the hold returned. All zero in internal billing mode,
+   * which moves no wallet money (INTERNAL_MODE).
+   */
   charged_micros: bigint;
-  from_hold_micros: bigint;
   overrun_micros: bigint;
   released_micros: bigint;
-}
-
-/** How one expiry moves money: charged from the checkpoint (from hold, then beyond it) and returned, µ₹. */
-interface ExpiryMoney {
-  row: ExpiredRow;
-  chargedMicros: bigint;
-  fromHoldMicros: bigint;
-  overrunMicros: bigint;
-  releasedMicros: bigint;
 }
 
 /**
@@ -74,27 +68,21 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
            r.checkpoint_sequence, r.checkpoint_input_tokens, r.checkpoint_output_tokens, r.checkpoint_cost_micros,
            r.checkpoint_provider_cost_micros, r.request_id
        )
-       SELECT e.*, s.debited_micros AS charged_micros, s.from_hold_micros, s.overrun_micros, s.released_micros
+       SELECT e.*, s.debited_micros AS charged_micros, s.overrun_micros, s.released_micros
        FROM expired e
        CROSS JOIN LATERAL ledger_settlement_split(
          CASE WHEN e.billing_mode = 'commercial' THEN e.amount_micros ELSE 0 END,
          CASE WHEN e.billing_mode = 'commercial' THEN e.checkpoint_cost_micros ELSE 0 END) AS s`,
       [batchSize],
     );
-    // Internal billing mode moves no wallet money: its split is all zeros (INTERNAL_MODE).
-    const moneys: ExpiryMoney[] = rows.map((row) => ({
-      row, chargedMicros: row.charged_micros, fromHoldMicros: row.from_hold_micros, overrunMicros: row.overrun_micros,
-      releasedMicros: row.released_micros,
-    }));
-
     const byOrganisation = new Map<string, { held: bigint; available: bigint; debited: bigint }>();
-    for (const money of moneys) {
-      if (money.row.billing_mode !== 'commercial') continue;
-      const sums = byOrganisation.get(money.row.organisation_id) ?? { held: 0n, available: 0n, debited: 0n };
-      sums.held += money.row.amount_micros;
-      sums.available += money.releasedMicros - money.overrunMicros;
-      sums.debited += money.chargedMicros;
-      byOrganisation.set(money.row.organisation_id, sums);
+    for (const row of rows) {
+      if (row.billing_mode !== 'commercial') continue;
+      const sums = byOrganisation.get(row.organisation_id) ?? { held: 0n, available: 0n, debited: 0n };
+      sums.held += row.amount_micros;
+      sums.available += row.released_micros - row.overrun_micros;
+      sums.debited += row.charged_micros;
+      byOrganisation.set(row.organisation_id, sums);
     }
     // Accounts in a fixed order, so two sweepers (or a sweeper and a settle) never deadlock.
     let releasedMicros = 0n;
@@ -108,41 +96,39 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
         [organisationId, sums.held, sums.available, sums.debited],
       );
     }
-    for (const money of moneys) {
-      const { row } = money;
-      releasedMicros += money.releasedMicros;
-      chargedMicros += money.chargedMicros;
+    for (const row of rows) {
+      releasedMicros += row.released_micros;
+      chargedMicros += row.charged_micros;
       if (row.billing_mode === 'commercial') {
         await appendMovement(tx, {
-          organisationId: row.organisation_id, kind: 'settle', amountMicros: money.chargedMicros,
-          overrunMicros: money.overrunMicros, reservationId: row.id,
+          organisationId: row.organisation_id, kind: 'settle', amountMicros: row.charged_micros,
+          overrunMicros: row.overrun_micros, reservationId: row.id,
           detail: { reason: 'charged from checkpoint at expiry', checkpointSequence: String(row.checkpoint_sequence) },
         });
         await appendMovement(tx, {
-          organisationId: row.organisation_id, kind: 'expire', amountMicros: money.releasedMicros,
+          organisationId: row.organisation_id, kind: 'expire', amountMicros: row.released_micros,
           reservationId: row.id, detail: { reason: 'deadline passed' },
         });
       }
     }
     // Usage records and project spend, projects in a fixed order (spend rows are locked by the upsert).
-    const checkpointed = moneys.filter((money) => money.row.checkpoint_sequence > 0n)
-      .sort((a, b) => (a.row.project_id < b.row.project_id ? -1 : a.row.project_id > b.row.project_id ? 1 : 0));
-    for (const money of checkpointed) {
-      const { row } = money;
+    const checkpointed = rows.filter((row) => row.checkpoint_sequence > 0n)
+      .sort((a, b) => (a.project_id < b.project_id ? -1 : a.project_id > b.project_id ? 1 : 0));
+    for (const row of checkpointed) {
       const inserted = await tx.query<{ month: string }>(
         `INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
            cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, provisional)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'gateway_estimate', $11, true)
          RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month`,
         [row.id, row.organisation_id, row.project_id, row.model_slug, row.checkpoint_input_tokens, row.checkpoint_output_tokens,
-          row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, money.chargedMicros, row.billing_mode, row.request_id],
+          row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, row.charged_micros, row.billing_mode, row.request_id],
       );
       await addProjectSpend(tx, {
         projectId: row.project_id, organisationId: row.organisation_id, month: inserted.rows[0]!.month,
         costMicros: row.checkpoint_cost_micros,
       });
     }
-    for (const projectId of new Set(checkpointed.map((money) => money.row.project_id))) {
+    for (const projectId of new Set(checkpointed.map((row) => row.project_id))) {
       await raiseSoftAlertIfDue(tx, projectId);
     }
     return { expiredCount: rows.length, releasedMicros, chargedMicros };
