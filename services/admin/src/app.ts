@@ -12,7 +12,13 @@ import { createAdminService } from './domain/admin-service.ts';
 import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
 import { createCredentialCipher } from './domain/credential-cipher.ts';
 import { withholdRefusedUpstreams } from './domain/upstream-recheck.ts';
-import { authenticateAdminToken, bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
+import { bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
+import { createLiveEvents } from './domain/live-events.ts';
+import { findProject } from './domain/project-store.ts';
+import { startAlertWorkers } from './wiring/alerts.ts';
+import { createDashboard } from './wiring/dashboard.ts';
+import { attachLiveUpdates } from './wiring/live.ts';
+import { createPeopleWiring } from './wiring/people.ts';
 import { createAdminHttpApp } from './http/admin-http-app.ts';
 import { createAdminRoutes } from './http/admin-routes.ts';
 import { buildOpenApiDocument } from './http/openapi-document.ts';
@@ -37,6 +43,8 @@ export interface AdminAppDeps {
    * no token is issued (one nobody saw would lock everyone out); set ADMIN_BOOTSTRAP_TOKEN then.
    */
   onBootstrapToken?: (secret: string) => void;
+  /** Receives the first platform-admin person's one-time dashboard setup link, once, to show to the operator. */
+  onSetupLink?: (url: string) => void;
   /** Largest config update sent in one message, bytes (tests make it small to exercise splitting). */
   maxConfigUpdateBytes?: number;
   /** Resolves upstream host names for the SSRF check; default the system resolver (tests inject a table). */
@@ -101,7 +109,11 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
     lifecycle.defer('config stream hub', () => hub.close());
-    const service = createAdminService({ db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost });
+    const liveEvents = createLiveEvents();
+    const service = createAdminService({
+      db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents,
+    });
+    const people = createPeopleWiring({ db, config, logger, onSetupLink: deps.onSetupLink });
 
     if (config.DEMO_UPSTREAM_URL !== undefined && await service.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
       logger.info({ slug: 'demo' }, 'demo gateway model created');
@@ -122,16 +134,24 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
 
     const routes = createAdminRoutes({ allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS });
     const openApiDocument = buildOpenApiDocument(routes);
+    const dashboard = await createDashboard({ logger });
     const httpApp = createAdminHttpApp({
       routes,
       context: { service, openApiDocument: () => openApiDocument },
-      authenticate: (token) => authenticateAdminToken(db, token),
+      authenticate: people.authenticate,
+      organisationOfProject: async (projectId) => (await findProject(db, projectId))?.organisationId,
+      dashboard,
       logger,
       // Ready once the database is migrated and both servers listen; not ready from the start of close().
       probes: createHealthProbes({ isServing: lifecycle.isReady }),
     });
     const http = await startHttpServer({ listener: httpApp, host: config.BIND_HOST, port: config.ADMIN_HTTP_PORT, logger });
     lifecycle.defer('http server', () => http.close(config.SHUTDOWN_GRACE_MS));
+    const live = attachLiveUpdates({ server: http.server, db, ledger, liveEvents, config, logger, authenticate: people.authenticate });
+    lifecycle.defer('live updates', () => live.close());
+    const alertWorkers = startAlertWorkers({ db, ledger, cipher, config, logger, liveEvents });
+    lifecycle.defer('alert workers', () => alertWorkers.close());
+    await people.afterListen(config.ADMIN_PUBLIC_URL ?? `http://${config.BIND_HOST.includes(':') ? `[${config.BIND_HOST}]` : config.BIND_HOST}:${http.port}`);
     // First step of close(): ending the config streams releases calls waiting for acks, so
     // in-flight requests finish quickly; then the HTTP and gRPC servers drain; then the ledger
     // channel and the database go.

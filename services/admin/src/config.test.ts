@@ -17,7 +17,16 @@ describe('loadAdminConfig', () => {
       ADMIN_HTTP_PORT: 8081, ADMIN_GRPC_PORT: 50052, LEDGER_GRPC_URL: '127.0.0.1:50051',
       ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_ALLOW_PRIVATE_UPSTREAMS: false,
       SNAPSHOT_ACK_TIMEOUT_MS: 5_000, ADMIN_HEARTBEAT_INTERVAL_MS: 5_000, LEDGER_CALL_TIMEOUT_MS: 5_000,
+      ADMIN_SETUP_EMAIL: 'admin@localhost', ADMIN_SESSION_IDLE_MS: 7_200_000, ADMIN_SESSION_ABSOLUTE_MS: 43_200_000,
+      ADMIN_LINK_TTL_MS: 259_200_000, ADMIN_TRUST_PROXY: false, ALERT_POLL_MS: 1_000, ALERT_RETRY_BASE_MS: 30_000,
+      ALERT_RETRY_WINDOW_MS: 86_400_000, ALERT_WEBHOOK_TIMEOUT_MS: 10_000, LOW_BALANCE_POLL_MS: 5_000, LIVE_POLL_MS: 500,
     });
+  });
+
+  it('refuses a public URL, setup email or SMTP URL that is not one', () => {
+    expect(() => loadAdminConfig({
+      ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_PUBLIC_URL: 'ftp://x', ADMIN_SETUP_EMAIL: 'nobody', SMTP_URL: 'http://mail',
+    })).toThrow(/ADMIN_PUBLIC_URL[\s\S]*ADMIN_SETUP_EMAIL[\s\S]*SMTP_URL|ADMIN_SETUP_EMAIL|SMTP_URL/);
   });
 
   it('reads every variable', () => {

@@ -46,6 +46,34 @@ export const adminConfigSchema = z.object({
   ADMIN_HEARTBEAT_INTERVAL_MS: commonEnv.durationMs(5_000),
   /** Deadline of each call to the ledger, ms. */
   LEDGER_CALL_TIMEOUT_MS: commonEnv.durationMs(5_000),
+  /** The dashboard's address as people reach it (links in invitations and the setup link); default http://BIND_HOST:ADMIN_HTTP_PORT. */
+  ADMIN_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  /** Email of the first platform-admin person, created with a one-time setup link when nobody exists yet. */
+  ADMIN_SETUP_EMAIL: z.email({ error: 'must be an email address' }).default('admin@localhost'),
+  /** A session ends after this long without a request, ms. */
+  ADMIN_SESSION_IDLE_MS: commonEnv.durationMs(2 * 60 * 60_000),
+  /** A session ends this long after sign-in whatever its use, ms. */
+  ADMIN_SESSION_ABSOLUTE_MS: commonEnv.durationMs(12 * 60 * 60_000),
+  /** How long an invitation, password-reset or setup link stays valid, ms. */
+  ADMIN_LINK_TTL_MS: commonEnv.durationMs(72 * 60 * 60_000),
+  /** true: the admin is behind a TLS-terminating proxy whose X-Forwarded-Proto is trusted (cookies get Secure). */
+  ADMIN_TRUST_PROXY: z.stringbool({ error: 'must be true or false' }).default(false),
+  /** How often the admin reads new budget alerts from the ledger and due webhook deliveries, ms. */
+  ALERT_POLL_MS: commonEnv.durationMs(1_000),
+  /** First retry delay of a failed alert delivery, ms; it doubles with every attempt (capped at one hour). */
+  ALERT_RETRY_BASE_MS: commonEnv.durationMs(30_000),
+  /** How long a failed alert delivery keeps being retried, ms. */
+  ALERT_RETRY_WINDOW_MS: commonEnv.durationMs(24 * 60 * 60_000),
+  /** Deadline of one webhook delivery attempt, ms. */
+  ALERT_WEBHOOK_TIMEOUT_MS: commonEnv.durationMs(10_000),
+  /** How often balances with a low-balance threshold are checked, ms. */
+  LOW_BALANCE_POLL_MS: commonEnv.durationMs(5_000),
+  /** How often the live dashboard's balance and recent requests are re-read while someone watches, ms. */
+  LIVE_POLL_MS: commonEnv.durationMs(500),
+  /** smtp:// or smtps:// URL of a mail server; when set (with SMTP_FROM), alerts and invitation links are also sent by email. */
+  SMTP_URL: z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional(),
+  /** The From address of those emails. */
+  SMTP_FROM: z.email({ error: 'must be an email address' }).optional(),
   ...grpcTlsEnv,
 }).superRefine(checkGrpcTlsEnv);
 

@@ -12,7 +12,8 @@ import { ledgerV1 } from '@gateway/contracts';
 import { hashSecret, issueSecret } from '@gateway/secrets';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { runAdminCli } from './cli.ts';
-import { createAdminRoutes, type AdminRoute } from './http/admin-routes.ts';
+import { createAdminRoutes } from './http/admin-routes.ts';
+import type { AdminRoute } from './http/route-definition.ts';
 import {
   adminTokenCreatedResponse, adminTokenResponse, auditEventResponse, errorResponse, gatewayModelResponse, listResponse,
   organisationResponse, projectBudgetResponse, projectCreatedResponse, projectResponse, usageSummaryResponse,
@@ -121,8 +122,9 @@ describe('organisation tokens', () => {
       const input = validInput(route);
       const response = await admin.request(route.method.toUpperCase(), path, input.body, { ...input.headers, ...as(mine.secret) });
       const label = `${route.method.toUpperCase()} ${route.path}`;
-      if (params.includes('slug')) {
-        // Gateway models belong to no organisation: refusing them is about permission, not existence.
+      if (route.access === 'platform' && route.scope === undefined) {
+        // Gateway models, platform tokens and people belong to no organisation: refusing them is
+        // about permission, not existence.
         expect(response.status, label).toBe(403);
       } else {
         expect(response.status, `${label}: ${response.text}`).toBe(404);
@@ -448,7 +450,7 @@ describe('the audit log', () => {
     expect([...ids].sort((a, b) => (a < b ? -1 : 1))).toEqual(ids);
     const update = pages[3] as unknown as { changes: unknown; actor: unknown };
     expect(update.changes).toEqual({ status: { before: 'active', after: 'suspended' }, rpm_limit: { before: 600, after: 9 } });
-    expect(update.actor).toEqual({ kind: 'platform_admin', token_id: expect.stringMatching(/^adm_/) });
+    expect(update.actor).toEqual({ kind: 'platform_admin', token_id: expect.stringMatching(/^adm_/), person_id: null });
 
     expectError(await admin.request('GET', '/admin/v1/audit-events?after=abc&limit=0'), 400, 'invalid_request', 'limit');
     const everything = (await db.query<{ changes: unknown }>('SELECT changes FROM audit_events')).rows.map((row) => JSON.stringify(row.changes)).join('\n');

@@ -117,4 +117,25 @@ export interface UsageSummaryRow {
   costMicros: bigint;
   providerCostMicros: bigint;
   debitedMicros: bigint;
+  /** Set when summarized over every organisation; '' otherwise. */
+  organisationId: string;
+  /** Set when grouped by project; '' otherwise. */
+  projectId: string;
+  /** Set when summarized over every organisation: the billing mode the usage was recorded under. */
+  billingMode: 'commercial' | 'internal' | undefined;
+}
+
+/** A soft budget alert the ledger raised (once per project per month, PROJECT_BUDGET). */
+export interface LedgerBudgetAlert {
+  /** Increasing decimal; the cursor for the next page. */
+  id: string;
+  organisationId: string;
+  projectId: string;
+  /** e.g. `2026-11` (Asia/Kolkata). */
+  month: string;
+  /** Spend (settled + held) when it was raised, µ₹. */
+  spentMicros: bigint;
+  monthlyCapMicros: bigint;
+  softAlertPercent: number;
+  raisedAt: Date;
 }

@@ -12,6 +12,11 @@ import { createProjectBudgetsService } from './project-budgets-service.ts';
 import { createProjectsService } from './projects-service.ts';
 import { createResourceAccess } from './resource-access.ts';
 import { createUsageService } from './usage-service.ts';
+import type { AdminConfig } from '../config.ts';
+import { createAlertsService } from './alerts-service.ts';
+import { createAnalyticsService } from './analytics-service.ts';
+import type { LiveEvents } from './live-events.ts';
+import { createPeopleService } from './people-service.ts';
 
 /** What the admin service is built from. */
 export interface AdminServiceDeps {
@@ -23,6 +28,10 @@ export interface AdminServiceDeps {
   allowPrivateUpstreams: boolean;
   /** Resolves upstream host names for the SSRF check; default the system resolver (tests inject a table). */
   resolveHost?: HostResolver;
+  /** The admin's settings (sessions, links, alert delivery). */
+  config: AdminConfig;
+  /** Where alerts are told to the dashboard's live connections. */
+  liveEvents: LiveEvents;
 }
 
 /** The admin's business operations, with no transport in them: every aggregate's, side by side. */
@@ -47,5 +56,8 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createGatewayModelsService({ db, cipher, publisher, allowPrivateUpstreams: deps.allowPrivateUpstreams, resolveHost: deps.resolveHost }),
     ...createAdminTokensService({ db, access }),
     ...createAuditService({ db, access }),
+    ...createPeopleService({ db, access, config: deps.config }),
+    ...createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents }),
+    ...createAnalyticsService({ db, ledger, access }),
   };
 }

@@ -1,6 +1,6 @@
 import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import { requirePlatformAdmin, type Actor } from './actor.ts';
+import { isPlatformActor, requirePlatformAdmin, type Actor } from './actor.ts';
 import type { Page, PageRequest } from './admin-records.ts';
 import { findAdminToken, issueAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenInfo } from './admin-tokens.ts';
 import { changedFields, recordAuditEvent } from './audit-log.ts';
@@ -53,7 +53,7 @@ export function createAdminTokensService({ db, access }: AdminTokensServiceDeps)
     /** Revokes a platform-admin token (never the last one). An organisation token sees none: not_found. */
     async revokePlatformAdminToken(actor: Actor, tokenId: string): Promise<AdminTokenInfo> {
       return db.transaction(async (tx) => {
-        const token = actor.kind !== 'organisation_token' && isId('adminToken', tokenId) ? await findAdminToken(tx, tokenId) : undefined;
+        const token = isPlatformActor(actor) && isId('adminToken', tokenId) ? await findAdminToken(tx, tokenId) : undefined;
         if (!token || token.organisationId !== null) throw notFound('platform-admin token', tokenId, 'id');
         const { before, after } = await revokeAdminToken(tx, tokenId);
         if (before.revokedAt === null) {

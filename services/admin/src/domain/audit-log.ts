@@ -1,5 +1,5 @@
 import type { Queryable } from '@gateway/db';
-import type { Actor } from './actor.ts';
+import { personIdOf, tokenIdOf, type Actor } from './actor.ts';
 import type { Page } from './admin-records.ts';
 
 /** A JSON value as stored in an audit event (money and other bigints become decimal strings). */
@@ -15,6 +15,8 @@ export interface AuditEvent {
   occurredAt: Date;
   actorKind: Actor['kind'];
   actorTokenId: string | null;
+  /** The person who made the change (signed in to the dashboard); null for tokens, the command line and the system. */
+  actorPersonId: string | null;
   organisationId: string | null;
   /** e.g. `organisation.update`, `project.rotate_key`. */
   action: string;
@@ -63,11 +65,13 @@ export function changedFields(
 
 /** Records a mutation, inside the transaction that makes it, so the log and the change commit together. */
 export async function recordAuditEvent(tx: Queryable, event: AuditEventInput): Promise<void> {
-  const actorTokenId = event.actor.kind === 'platform_admin' || event.actor.kind === 'organisation_token' ? event.actor.tokenId : null;
   await tx.query(
-    `INSERT INTO audit_events (actor_kind, actor_token_id, organisation_id, action, resource_type, resource_id, changes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [event.actor.kind, actorTokenId, event.organisationId, event.action, event.resourceType, event.resourceId, JSON.stringify(event.changes)],
+    `INSERT INTO audit_events (actor_kind, actor_token_id, actor_person_id, organisation_id, action, resource_type, resource_id, changes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [
+      event.actor.kind, tokenIdOf(event.actor), personIdOf(event.actor), event.organisationId, event.action, event.resourceType,
+      event.resourceId, JSON.stringify(event.changes),
+    ],
   );
 }
 
@@ -76,6 +80,7 @@ interface AuditRow {
   occurred_at: Date;
   actor_kind: Actor['kind'];
   actor_token_id: string | null;
+  actor_person_id: string | null;
   organisation_id: string | null;
   action: string;
   resource_type: string;
@@ -89,7 +94,7 @@ export async function listAuditEvents(
   filter: { organisationId?: string | undefined; afterId?: bigint | undefined; limit: number },
 ): Promise<Page<AuditEvent>> {
   const { rows } = await db.query<AuditRow>(
-    `SELECT id, occurred_at, actor_kind, actor_token_id, organisation_id, action, resource_type, resource_id, changes
+    `SELECT id, occurred_at, actor_kind, actor_token_id, actor_person_id, organisation_id, action, resource_type, resource_id, changes
      FROM audit_events
      WHERE ($1::text IS NULL OR organisation_id = $1) AND ($2::bigint IS NULL OR id > $2)
      ORDER BY id
@@ -98,7 +103,7 @@ export async function listAuditEvents(
   );
   return {
     items: rows.slice(0, filter.limit).map((row) => ({
-      id: row.id, occurredAt: row.occurred_at, actorKind: row.actor_kind, actorTokenId: row.actor_token_id,
+      id: row.id, occurredAt: row.occurred_at, actorKind: row.actor_kind, actorTokenId: row.actor_token_id, actorPersonId: row.actor_person_id,
       organisationId: row.organisation_id, action: row.action, resourceType: row.resource_type, resourceId: row.resource_id,
       changes: row.changes,
     })),

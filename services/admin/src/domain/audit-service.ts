@@ -1,5 +1,6 @@
 import type { Database } from '@gateway/db';
-import type { Actor } from './actor.ts';
+import { GatewayError } from '@gateway/errors';
+import { visibleOrganisations, type Actor } from './actor.ts';
 import type { Page } from './admin-records.ts';
 import { listAuditEvents, type AuditEvent } from './audit-log.ts';
 import type { ResourceAccess } from './resource-access.ts';
@@ -22,7 +23,14 @@ export function createAuditService({ db, access }: AuditServiceDeps) {
     async listAuditEvents(actor: Actor, query: { organisationId?: string | undefined; afterId?: bigint | undefined; limit: number }): Promise<Page<AuditEvent>> {
       let organisationId = query.organisationId;
       if (organisationId !== undefined) await requireOrganisation(actor, organisationId);
-      if (actor.kind === 'organisation_token') organisationId = actor.organisationId;
+      const visible = visibleOrganisations(actor);
+      if (visible !== undefined && organisationId === undefined) {
+        // Someone limited to some organisations reads one of them at a time: their only one by default.
+        if (visible.length !== 1) {
+          throw new GatewayError('invalid_request', { publicMessage: 'Invalid request: organisation_id: required for a member of several organisations.', param: 'organisation_id' });
+        }
+        organisationId = visible[0];
+      }
       return listAuditEvents(db, { organisationId, afterId: query.afterId, limit: query.limit });
     },
   };

@@ -6,6 +6,10 @@ const idPrefixes = {
   project: 'proj_',
   apiKey: 'key_',
   adminToken: 'adm_',
+  person: 'per_',
+  invitation: 'inv_',
+  alert: 'alrt_',
+  webhookDelivery: 'whd_',
 } as const;
 
 /** The kind of a resource id, named after what it identifies. */

@@ -1,4 +1,4 @@
-import type { Balance, ProjectSpend, UsageRecord, UsageSummaryRow } from './admin-records.ts';
+import type { Balance, LedgerBudgetAlert, ProjectSpend, UsageRecord, UsageSummaryRow } from './admin-records.ts';
 
 /**
  * What the admin needs from the ledger. Implementations turn every non-OK result into a
@@ -30,8 +30,15 @@ export interface LedgerPort {
   }): Promise<void>;
   /** A project's spend this month against its budget. */
   getProjectSpend(projectId: string): Promise<ProjectSpend>;
-  /** Usage summed by day (Asia/Kolkata) and model; window bounds in ms since the epoch, undefined = unbounded. */
+  /**
+   * Usage summed by day (Asia/Kolkata) and model, and by project with groupByProject; window
+   * bounds in ms since the epoch, undefined = unbounded. organisationId undefined: every
+   * organisation, rows by organisation too (platform analytics).
+   */
   summarizeUsage(request: {
-    organisationId: string; projectId?: string | undefined; fromMs?: number | undefined; toMs?: number | undefined;
+    organisationId: string | undefined; projectId?: string | undefined; fromMs?: number | undefined; toMs?: number | undefined;
+    groupByProject?: boolean | undefined;
   }): Promise<UsageSummaryRow[]>;
+  /** Soft budget alerts raised after `afterId` ('' for the first), oldest first, at most `limit` (1..500). */
+  listBudgetAlerts(request: { afterId: string; limit: number }): Promise<LedgerBudgetAlert[]>;
 }

@@ -1,6 +1,6 @@
 import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import { requirePlatformAdmin, type Actor } from './actor.ts';
+import { requirePlatformAdmin, visibleOrganisations, type Actor } from './actor.ts';
 import type { BillingMode, Organisation, OrganisationStatus, Page, PageRequest, Propagation } from './admin-records.ts';
 import { changedFields, recordAuditEvent } from './audit-log.ts';
 import type { ConfigPublisher } from './config-publisher.ts';
@@ -83,10 +83,17 @@ export function createOrganisationsService({ db, ledger, publisher, access }: Or
     /** A page of organisations in creation order (an organisation token sees only its own). */
     async listOrganisations(actor: Actor, page: PageRequest): Promise<Page<Organisation>> {
       const badAfter = () => new GatewayError('invalid_request', { publicMessage: 'Invalid request: after: no organisation has this id.', param: 'after' });
-      if (actor.kind === 'organisation_token') {
-        if (page.after !== undefined && page.after !== actor.organisationId) throw badAfter();
-        const own = page.after === undefined ? await findOrganisation(db, actor.organisationId) : undefined;
-        return { items: own ? [own] : [], hasMore: false };
+      const visible = visibleOrganisations(actor);
+      if (visible !== undefined) {
+        // A member or an organisation token: only its own organisations, in creation order.
+        const own = (await Promise.all(visible.map((id) => findOrganisation(db, id)))).filter((found) => found !== undefined)
+          .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1));
+        let start = 0;
+        if (page.after !== undefined) {
+          start = own.findIndex((organisation) => organisation.id === page.after) + 1;
+          if (start === 0) throw badAfter();
+        }
+        return { items: own.slice(start, start + page.limit), hasMore: own.length > start + page.limit };
       }
       if (page.after !== undefined && !(isId('organisation', page.after) && await organisationExists(db, page.after))) throw badAfter();
       return listOrganisations(db, page);

@@ -1,11 +1,12 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { GatewayError, toGatewayError, toHttpError } from '@gateway/errors';
 import { createJsonBodyParser, createRequestGuard, frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { HealthProbes } from '@gateway/service-runtime';
-import { bearerTokenOf } from '@gateway/secrets';
-import { systemActor, type Actor } from '../domain/actor.ts';
-import type { AdminRoute, RouteContext } from './admin-routes.ts';
+import { canSeeOrganisation, requirePlatformAdmin, requireRole, systemActor, type Actor } from '../domain/actor.ts';
+import { isId } from '../domain/ids.ts';
+import { notFound } from '../domain/resource-access.ts';
+import type { AdminRoute, RouteContext } from './route-definition.ts';
 import { idempotencyKeyHeader } from './request-schemas.ts';
 import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
 
@@ -13,15 +14,45 @@ import { invalidRequest, validateInput, type FieldProblem } from './validation.t
 export interface AdminHttpAppDeps {
   routes: readonly AdminRoute[];
   context: RouteContext;
-  /** Who a presented bearer value authenticates (a platform admin or an organisation token), or undefined. */
-  authenticate(token: string): Promise<Actor | undefined>;
+  /**
+   * Who a request's credentials authenticate: a bearer admin token, or a session cookie (with
+   * whether its X-CSRF-Token matches the session's); undefined when neither is valid.
+   */
+  authenticate(credentials: RequestCredentials): Promise<Authentication | undefined>;
+  /** The organisation a project belongs to (for routes scoped by a project id), or undefined if there is no such project. */
+  organisationOfProject(projectId: string): Promise<string | undefined>;
   logger: Logger;
+  /** Serves the dashboard's pages and assets (GET, outside /admin/v1 and /auth); undefined: none. */
+  dashboard?: RequestHandler | undefined;
   /** The service's /healthz and /readyz (@gateway/service-runtime): the probe routes of the table only document them. */
   probes: HealthProbes;
 }
 
+/** What a request presents to prove who it is. */
+export interface RequestCredentials {
+  /** The Authorization header, if any. */
+  authorization: string | undefined;
+  /** The Cookie header ('' when absent). */
+  cookieHeader: string;
+  /** The X-CSRF-Token header, if any. */
+  csrfToken: string | undefined;
+}
+
+/** Who a request is, and how it proved it. */
+export type Authentication =
+  | { actor: Actor; via: 'token' }
+  | { actor: Actor; via: 'session'; /** Whether X-CSRF-Token matched the session's token. */ csrfTokenValid: boolean };
+
+/** Methods that change nothing, and so need no CSRF token. */
+const safeMethods = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /** The largest request body accepted, bytes, measured after decoding its Content-Encoding. */
 const bodyLimitBytes = 1024 * 1024;
+
+/** A header's single value (the first, if repeated). */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
 
 /** Express path of a route: `{param}` becomes `:param` unless the route gives its own. */
 function expressPathOf(route: AdminRoute): string {
@@ -30,7 +61,39 @@ function expressPathOf(route: AdminRoute): string {
 
 /** Who made a request, for its log line: the kind and token id, never the token. */
 function actorForLog(actor: Actor): Record<string, string> {
-  return actor.kind === 'platform_admin' || actor.kind === 'organisation_token' ? { kind: actor.kind, tokenId: actor.tokenId } : { kind: actor.kind };
+  if (actor.kind === 'platform_admin' || actor.kind === 'organisation_token') return { kind: actor.kind, tokenId: actor.tokenId };
+  if (actor.kind === 'person') return { kind: actor.kind, personId: actor.personId };
+  return { kind: actor.kind };
+}
+
+/**
+ * Whether a browser request comes from the dashboard's own origin. A request without Origin
+ * (curl, server-side clients) passes: the CSRF token still guards sessions.
+ */
+function sameOrigin(request: Request): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return true;
+  if (!URL.canParse(origin)) return false;
+  return new URL(origin).host === request.headers.host;
+}
+
+/**
+ * The one authorization of a route, the same for a bearer token and a session, before its input
+ * is even validated: the organisation the path names must exist for the actor (404, exactly as
+ * if it did not exist), then the actor needs the route's role there (403), and a platform route
+ * needs a platform actor (403).
+ */
+async function authorizeRoute(route: AdminRoute, actor: Actor, params: Record<string, string>, deps: AdminHttpAppDeps): Promise<void> {
+  if (route.access === 'public') return;
+  if (route.scope !== undefined) {
+    const id = params.id ?? '';
+    const organisationId = route.scope === 'organisation'
+      ? (isId('organisation', id) ? id : undefined)
+      : (isId('project', id) ? await deps.organisationOfProject(id) : undefined);
+    if (organisationId === undefined || !canSeeOrganisation(actor, organisationId)) throw notFound(route.scope, id, 'id');
+    if (route.access === 'organisation') requireRole(actor, organisationId, route.role ?? 'owner');
+  }
+  if (route.access === 'platform') requirePlatformAdmin(actor);
 }
 
 /** Answers with the catalogue mapping of `error`; a 5xx keeps `original` for the request's log line. */
@@ -84,19 +147,29 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
   // A malformed path (bad percent-escape, %00) is a 400 before the token is even looked at.
   app.use(createRequestGuard());
 
-  // Public paths under /admin/v1 (the OpenAPI document); everything else there needs a token.
+  // Public paths under /admin/v1 (the OpenAPI document); everything else there needs a token or
+  // a session. A session's state change needs its CSRF token and, from a browser, the same origin.
   const publicPaths = new Set(routes.filter((route) => !route.authenticated).map((route) => route.path));
   app.use('/admin/v1', async (request: Request, response: Response, next: NextFunction) => {
     if (publicPaths.has(request.originalUrl.split('?')[0]!)) return next();
-    const token = bearerTokenOf(request.headers.authorization);
-    const actor = token === undefined ? undefined : await deps.authenticate(token);
-    if (actor === undefined) {
+    const authentication = await deps.authenticate({
+      authorization: request.headers.authorization,
+      cookieHeader: request.headers.cookie ?? '',
+      csrfToken: headerValue(request.headers['x-csrf-token']),
+    });
+    if (authentication === undefined) {
       throw new GatewayError('unauthenticated', {
-        publicMessage: 'Missing or invalid admin token. Send Authorization: Bearer gwadm_….',
+        publicMessage: 'Missing or invalid credentials. Send Authorization: Bearer gwadm_…, or sign in to the dashboard.',
         headers: { 'www-authenticate': 'Bearer realm="admin"' },
       });
     }
-    response.locals.actor = actor;
+    response.locals.actor = authentication.actor;
+    if (authentication.via === 'session' && !safeMethods.has(request.method)) {
+      if (!sameOrigin(request)) throw new GatewayError('permission_denied', { publicMessage: 'Cross-origin request refused.' });
+      if (!authentication.csrfTokenValid) {
+        throw new GatewayError('permission_denied', { publicMessage: 'Missing or invalid X-CSRF-Token header (see GET /auth/session).' });
+      }
+    }
     next();
   });
 
@@ -112,6 +185,12 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       continue;
     }
     app[route.method](expressPathOf(route), async (request: Request, response: Response) => {
+      const params = Object.fromEntries(Object.entries(request.params).map(([name, value]) => [
+        name, Array.isArray(value) ? value.join('/') : String(value),
+      ]));
+      const actor = (response.locals.actor as Actor | undefined) ?? systemActor;
+      await authorizeRoute(route, actor, params, deps);
+
       // Header, query and body are all checked before failing, so one answer names every bad field.
       const problems: FieldProblem[] = [];
       let idempotencyKey = '';
@@ -134,15 +213,21 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       }
       if (problems.length > 0) throw invalidRequest(problems);
 
-      const params = Object.fromEntries(Object.entries(request.params).map(([name, value]) => [
-        name, Array.isArray(value) ? value.join('/') : String(value),
-      ]));
-      const actor = (response.locals.actor as Actor | undefined) ?? systemActor;
-      const result = await route.handle(context, { actor, params, query, body, idempotencyKey });
+      const result = await route.handle(context, {
+        actor, params, query, body, idempotencyKey,
+        clientAddress: request.socket.remoteAddress ?? '',
+        userAgent: (headerValue(request.headers['user-agent']) ?? '').slice(0, 300),
+        cookieHeader: request.headers.cookie ?? '',
+        secure: request.secure,
+      });
       if (result.propagation && !result.propagation.acknowledged) response.setHeader('x-config-propagation', 'pending');
-      response.status(result.status).set(result.headers ?? {}).json(result.body);
+      response.status(result.status).set(result.headers ?? {});
+      if (result.contentType === undefined) response.json(result.body);
+      else response.type(result.contentType).send(result.body);
     });
   }
+
+  if (deps.dashboard !== undefined) app.use(deps.dashboard);
 
   app.use((request: Request) => {
     // The path is not echoed: whatever a caller pasted into it stays out of the response.

@@ -1,8 +1,4 @@
-import type { ErrorCode } from '@gateway/errors';
 import { z } from 'zod';
-import type { Actor } from '../domain/actor.ts';
-import type { Propagation } from '../domain/admin-records.ts';
-import type { AdminService } from '../domain/admin-service.ts';
 import { camelKeys } from '../domain/gateway-model-schema.ts';
 import type { UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 import {
@@ -18,91 +14,15 @@ import {
   healthResponse, listResponse, organisationResponse, projectBudgetResponse, projectCreatedResponse, projectResponse,
   usageListResponse, usageSummaryResponse,
 } from './response-schemas.ts';
+import { defineRoute, routeErrors, type AdminRoute } from './route-definition.ts';
+import { alertRoutes } from './alert-routes.ts';
+import { analyticsRoutes } from './analytics-routes.ts';
+import { peopleRoutes } from './people-routes.ts';
 
-/** What a route handler may use besides its request. */
-export interface RouteContext {
-  service: AdminService;
-  /** The OpenAPI document of these routes (served by GET /admin/v1/openapi.json). */
-  openApiDocument(): object;
-}
-
-/** A request after validation: who is calling, path parameters, parsed query and body, the Idempotency-Key. */
-interface RouteRequest<Query, Body> {
-  /** The caller its bearer token authenticated; the system actor on public routes. */
-  actor: Actor;
-  params: Record<string, string>;
-  query: Query;
-  body: Body;
-  /** The validated Idempotency-Key header, on routes that require one; '' elsewhere. */
-  idempotencyKey: string;
-}
-
-/** What a handler answers: status and JSON body, plus extra headers and config propagation. */
-interface RouteResult {
-  status: number;
-  body: unknown;
-  headers?: Record<string, string>;
-  /** Set by calls that change what proxies serve; `pending` becomes `x-config-propagation: pending`. */
-  propagation?: Propagation;
-}
-
-/** What the OpenAPI document and the server read of every route, handled or a probe. */
-interface RouteDescription {
-  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
-  /** OpenAPI path template, e.g. /admin/v1/organisations/{id}. */
-  path: string;
-  /** Express path when it differs from the template (a slug may contain slashes). */
-  expressPath?: string;
-  operationId: string;
-  summary: string;
-  description?: string;
-  tag: string;
-  /** Whether an admin-API bearer token is required. */
-  authenticated: boolean;
-  /**
-   * Who may call it: 'platform' (platform-admin tokens; an organisation token gets 403, or 404
-   * for an id that is not its own) or 'organisation' (also organisation tokens, for their own
-   * organisation only: any other id answers 404). Public routes: 'public'.
-   */
-  access: 'public' | 'platform' | 'organisation';
-  query?: z.ZodType;
-  body?: z.ZodType;
-  /** Whether the route requires an Idempotency-Key header. */
-  idempotencyKey?: boolean;
-  /** Whether the route changes what proxies serve (waits for acks; may answer x-config-propagation: pending). */
-  changesConfig?: boolean;
-  success: { status: number; description: string; schema: z.ZodType };
-  /** Extra documented success answers, e.g. 200 for an idempotent replay. */
-  alsoSucceeds?: Array<{ status: number; description: string }>;
-  /** Catalogue codes the route can answer with, for the document. */
-  errors: ErrorCode[];
-}
-
-/**
- * One route of the admin HTTP API: everything the server and the OpenAPI document need. A probe
- * route only documents /healthz or /readyz: the service runtime's probes answer it
- * (@gateway/service-runtime, the same on every service), so it has no handler of its own.
- */
-export type AdminRoute = RouteDescription & (
-  | { probe?: undefined; handle(context: RouteContext, request: RouteRequest<unknown, unknown>): Promise<RouteResult> }
-  | { probe: 'liveness' | 'readiness'; handle?: undefined }
-);
-
-/** Declares a route with handler types inferred from its query and body schemas. */
-function defineRoute<Query extends z.ZodType = z.ZodUndefined, Body extends z.ZodType = z.ZodUndefined>(
-  route: Omit<RouteDescription, 'query' | 'body'> & {
-    query?: Query;
-    body?: Body;
-    handle(context: RouteContext, request: RouteRequest<z.output<Query>, z.output<Body>>): Promise<RouteResult>;
-  },
-): AdminRoute {
-  return route as AdminRoute;
-}
-
-const readErrors: ErrorCode[] = ['unauthenticated', 'not_found', 'invalid_request'];
-const platformErrors: ErrorCode[] = ['permission_denied'];
-const writeErrors: ErrorCode[] = ['unauthenticated', 'invalid_request', 'invalid_json', 'request_too_large', 'unsupported_media_type'];
-const ledgerErrors: ErrorCode[] = ['service_unavailable'];
+const readErrors = routeErrors.read;
+const platformErrors = routeErrors.platform;
+const writeErrors = routeErrors.write;
+const ledgerErrors = routeErrors.ledger;
 
 /** The admin API's routes. The SSRF policy shapes the gateway-model body's validation. */
 export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
@@ -147,7 +67,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations', operationId: 'listOrganisations', tag: 'organisations', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/organisations', operationId: 'listOrganisations', tag: 'organisations', authenticated: true, access: 'organisation', role: 'viewer',
       summary: 'List organisations in creation order (cursor paging).',
       query: listQuery,
       success: { status: 200, description: 'A page of organisations.', schema: listResponse(organisationResponse) },
@@ -158,7 +78,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}', operationId: 'getOrganisation', tag: 'organisations', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/organisations/{id}', operationId: 'getOrganisation', tag: 'organisations', authenticated: true, access: 'organisation', role: 'viewer', scope: 'organisation',
       summary: 'Get an organisation.',
       success: { status: 200, description: 'The organisation.', schema: organisationResponse },
       errors: ['unauthenticated', 'not_found'],
@@ -167,7 +87,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'patch', path: '/admin/v1/organisations/{id}', operationId: 'updateOrganisation', tag: 'organisations', authenticated: true, access: 'platform',
+      method: 'patch', path: '/admin/v1/organisations/{id}', operationId: 'updateOrganisation', tag: 'organisations', authenticated: true, access: 'platform', scope: 'organisation',
       summary: 'Change an organisation (suspend, billing mode, RPM, allowed models).',
       description: 'Returns after every connected proxy acknowledged the change (a suspension is a hard cutover), or after SNAPSHOT_ACK_TIMEOUT_MS with `x-config-propagation: pending`.',
       body: updateOrganisationBody, changesConfig: true,
@@ -185,7 +105,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'post', path: '/admin/v1/organisations/{id}/credits', operationId: 'creditOrganisation', tag: 'balance', authenticated: true, access: 'platform',
+      method: 'post', path: '/admin/v1/organisations/{id}/credits', operationId: 'creditOrganisation', tag: 'balance', authenticated: true, access: 'platform', scope: 'organisation',
       summary: 'Credit the organisation balance (idempotent per Idempotency-Key).',
       description: 'The ledger credit id is `manual:<organisation id>:<Idempotency-Key>`. The first successful call answers 201; a replay with the same key and body answers 200 with the same body and `Idempotent-Replayed: true`; the same key with a different body answers 409 idempotency_conflict.',
       body: createCreditBody, idempotencyKey: true,
@@ -202,7 +122,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}/balance', operationId: 'getBalance', tag: 'balance', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/organisations/{id}/balance', operationId: 'getBalance', tag: 'balance', authenticated: true, access: 'organisation', role: 'viewer', scope: 'organisation',
       summary: 'Get the organisation balance from the ledger.',
       success: { status: 200, description: 'The balance.', schema: balanceResponse },
       errors: ['unauthenticated', 'not_found', ...ledgerErrors],
@@ -211,7 +131,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}/usage', operationId: 'listUsage', tag: 'balance', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/organisations/{id}/usage', operationId: 'listUsage', tag: 'balance', authenticated: true, access: 'organisation', role: 'viewer', scope: 'organisation',
       summary: 'List usage records, newest first (cursor paging).',
       query: usageQuery,
       success: { status: 200, description: 'A page of usage records.', schema: usageListResponse },
@@ -224,7 +144,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'post', path: '/admin/v1/organisations/{id}/projects', operationId: 'createProject', tag: 'projects', authenticated: true, access: 'organisation',
+      method: 'post', path: '/admin/v1/organisations/{id}/projects', operationId: 'createProject', tag: 'projects', authenticated: true, access: 'organisation', role: 'developer', scope: 'organisation',
       summary: 'Create a project and its API key (the secret is in the response, once).',
       description: 'Returns after every connected proxy acknowledged the version holding the new key, so the key works at once; after SNAPSHOT_ACK_TIMEOUT_MS it returns anyway with `x-config-propagation: pending`.',
       body: createProjectBody, changesConfig: true,
@@ -236,7 +156,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}/projects', operationId: 'listProjects', tag: 'projects', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/organisations/{id}/projects', operationId: 'listProjects', tag: 'projects', authenticated: true, access: 'organisation', role: 'viewer', scope: 'organisation',
       summary: 'List the projects of an organisation in creation order (cursor paging).',
       query: listQuery,
       success: { status: 200, description: 'A page of projects.', schema: listResponse(projectResponse) },
@@ -247,7 +167,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/projects/{id}', operationId: 'getProject', tag: 'projects', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/projects/{id}', operationId: 'getProject', tag: 'projects', authenticated: true, access: 'organisation', role: 'viewer', scope: 'project',
       summary: 'Get a project (never its key secret).',
       success: { status: 200, description: 'The project.', schema: projectResponse },
       errors: ['unauthenticated', 'not_found'],
@@ -290,7 +210,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     }),
     defineRoute({
       method: 'get', path: '/admin/v1/organisations/{id}/usage/summary', operationId: 'summarizeUsage', tag: 'balance',
-      authenticated: true, access: 'organisation',
+      authenticated: true, access: 'organisation', role: 'viewer', scope: 'organisation',
       summary: 'Usage summed by day (Asia/Kolkata) and gateway model, from the ledger.',
       query: usageSummaryQuery,
       success: { status: 200, description: 'The summary rows, by day then model.', schema: usageSummaryResponse },
@@ -301,7 +221,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'patch', path: '/admin/v1/projects/{id}', operationId: 'updateProject', tag: 'projects', authenticated: true, access: 'organisation',
+      method: 'patch', path: '/admin/v1/projects/{id}', operationId: 'updateProject', tag: 'projects', authenticated: true, access: 'organisation', role: 'developer', scope: 'project',
       summary: 'Rename, disable or re-enable a project.',
       description: 'Disabling is a hard cutover: the call returns once every connected proxy refuses the project\'s key (or after SNAPSHOT_ACK_TIMEOUT_MS with `x-config-propagation: pending`).',
       body: updateProjectBody, changesConfig: true,
@@ -314,7 +234,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     }),
     defineRoute({
       method: 'post', path: '/admin/v1/projects/{id}/api-key-rotations', operationId: 'rotateProjectApiKey', tag: 'projects',
-      authenticated: true, access: 'organisation',
+      authenticated: true, access: 'organisation', role: 'developer', scope: 'project',
       summary: 'Rotate the project\'s API key (hard cutover; the new secret is in the response, once).',
       description: 'The old key is revoked and a new one issued in one transaction. The call returns only after every connected proxy has acknowledged the config version without the old key, so from then on the old key gets 401 on every proxy and the new one works. A proxy that does not acknowledge within SNAPSHOT_ACK_TIMEOUT_MS is disconnected (it must resync before serving past its staleness bound) and the answer carries `x-config-propagation: pending`.',
       changesConfig: true,
@@ -326,7 +246,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/projects/{id}/budget', operationId: 'getProjectBudget', tag: 'projects', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/projects/{id}/budget', operationId: 'getProjectBudget', tag: 'projects', authenticated: true, access: 'organisation', role: 'viewer', scope: 'project',
       summary: 'The project\'s monthly budget and its spend this month (from the ledger).',
       success: { status: 200, description: 'Budget and spend.', schema: projectBudgetResponse },
       errors: ['unauthenticated', 'not_found', ...ledgerErrors],
@@ -335,7 +255,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'put', path: '/admin/v1/projects/{id}/budget', operationId: 'setProjectBudget', tag: 'projects', authenticated: true, access: 'organisation',
+      method: 'put', path: '/admin/v1/projects/{id}/budget', operationId: 'setProjectBudget', tag: 'projects', authenticated: true, access: 'organisation', role: 'developer', scope: 'project',
       summary: 'Set the project\'s monthly budget: a cap in micro-rupees and a soft-alert threshold (percent, default 80).',
       description: 'Kept by the ledger, which refuses a Reserve (402) that would take the project\'s spend this month (settled + held) past the cap, and raises one soft alert per month at the threshold.',
       body: projectBudgetBody,
@@ -347,7 +267,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'delete', path: '/admin/v1/projects/{id}/budget', operationId: 'clearProjectBudget', tag: 'projects', authenticated: true, access: 'organisation',
+      method: 'delete', path: '/admin/v1/projects/{id}/budget', operationId: 'clearProjectBudget', tag: 'projects', authenticated: true, access: 'organisation', role: 'developer', scope: 'project',
       summary: 'Clear the project\'s monthly budget (no cap).',
       success: { status: 200, description: 'Budget (none) and spend after the change.', schema: projectBudgetResponse },
       errors: ['unauthenticated', 'not_found', ...ledgerErrors],
@@ -400,7 +320,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'post', path: '/admin/v1/organisations/{id}/tokens', operationId: 'createOrganisationToken', tag: 'tokens', authenticated: true, access: 'platform',
+      method: 'post', path: '/admin/v1/organisations/{id}/tokens', operationId: 'createOrganisationToken', tag: 'tokens', authenticated: true, access: 'platform', scope: 'organisation',
       summary: 'Issue a token that sees and changes only this organisation (the secret is in the response, once).',
       description: 'For the organisation\'s own automation: it may read the organisation, its balance and usage, and manage its projects, keys and budgets. Any other organisation\'s ids answer 404.',
       body: createTokenBody,
@@ -412,7 +332,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations/{id}/tokens', operationId: 'listOrganisationTokens', tag: 'tokens', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/organisations/{id}/tokens', operationId: 'listOrganisationTokens', tag: 'tokens', authenticated: true, access: 'organisation', role: 'owner', scope: 'organisation',
       summary: 'List the organisation\'s tokens in creation order, revoked ones included (cursor paging).',
       query: listQuery,
       success: { status: 200, description: 'A page of tokens.', schema: listResponse(adminTokenResponse) },
@@ -424,7 +344,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     }),
     defineRoute({
       method: 'delete', path: '/admin/v1/organisations/{id}/tokens/{token_id}', operationId: 'revokeOrganisationToken', tag: 'tokens',
-      authenticated: true, access: 'organisation',
+      authenticated: true, access: 'organisation', role: 'owner', scope: 'organisation',
       summary: 'Revoke one of the organisation\'s tokens (idempotent).',
       success: { status: 200, description: 'The token, revoked.', schema: adminTokenResponse },
       errors: ['unauthenticated', 'not_found'],
@@ -433,7 +353,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/audit-events', operationId: 'listAuditEvents', tag: 'audit', authenticated: true, access: 'organisation',
+      method: 'get', path: '/admin/v1/audit-events', operationId: 'listAuditEvents', tag: 'audit', authenticated: true, access: 'organisation', role: 'owner',
       summary: 'The audit log, oldest first (cursor paging): who changed what, when, with before/after values.',
       description: 'A platform admin reads every event, or one organisation\'s with `organisation_id`; an organisation token reads only its organisation\'s events.',
       query: auditEventsQuery,
@@ -444,5 +364,8 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
         return { status: 200, body: listJson(page, auditEventJson) };
       },
     }),
+    ...peopleRoutes(),
+    ...alertRoutes(),
+    ...analyticsRoutes(),
   ];
 }

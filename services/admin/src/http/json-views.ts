@@ -126,7 +126,7 @@ export function auditEventJson(event: AuditEvent) {
   return {
     id: event.id.toString(),
     occurred_at: event.occurredAt.toISOString(),
-    actor: { kind: event.actorKind, token_id: event.actorTokenId },
+    actor: { kind: event.actorKind, token_id: event.actorTokenId, person_id: event.actorPersonId },
     organisation_id: event.organisationId,
     action: event.action,
     resource_type: event.resourceType,

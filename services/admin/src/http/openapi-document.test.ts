@@ -16,6 +16,7 @@ function servedOperations(): string[] {
     context: { service: {} as AdminService, openApiDocument: () => ({}) },
     probes: createHealthProbes({ isServing: () => true }),
     authenticate: async () => undefined,
+    organisationOfProject: async () => undefined,
     logger: createLogger('admin', 'silent'),
   });
   const stack = (app as unknown as { router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> } }).router.stack;

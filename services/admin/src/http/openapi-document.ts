@@ -1,6 +1,6 @@
 import { errorCatalogue, type ErrorCode } from '@gateway/errors';
 import { z } from 'zod';
-import type { AdminRoute } from './admin-routes.ts';
+import type { AdminRoute } from './route-definition.ts';
 import { errorResponse, namedResponseSchemas } from './response-schemas.ts';
 
 type JsonSchema = Record<string, unknown>;

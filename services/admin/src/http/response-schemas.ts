@@ -131,8 +131,9 @@ export const auditEventResponse = z.strictObject({
   id: z.string().regex(/^\d+$/).meta({ description: 'Increasing; pass the last one as `after` for the next page.' }),
   occurred_at: timestamp,
   actor: z.strictObject({
-    kind: z.enum(['platform_admin', 'organisation_token', 'cli', 'system']),
-    token_id: z.string().nullable().meta({ description: 'The admin token that made the call; null for the command line and the system.' }),
+    kind: z.enum(['platform_admin', 'organisation_token', 'person', 'cli', 'system']),
+    token_id: z.string().nullable().meta({ description: 'The admin token that made the call; null for a person, the command line and the system.' }),
+    person_id: z.string().nullable().meta({ description: 'The signed-in person who made the call; null for tokens, the command line and the system.' }),
   }),
   organisation_id: z.string().nullable(),
   action: z.string().meta({ description: 'e.g. "organisation.update", "project.rotate_key".' }),

@@ -30,6 +30,13 @@ function organisationUnknown(organisationId: string): GatewayError {
   return new GatewayError('not_found', { publicMessage: `The ledger has no account for organisation "${organisationId}".`, param: 'id' });
 }
 
+/** A billing mode from the wire; undefined when unset (rows of a single organisation). */
+function billingModeOf(mode: ledgerV1.BillingMode): 'commercial' | 'internal' | undefined {
+  if (mode === ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL) return 'commercial';
+  if (mode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL) return 'internal';
+  return undefined;
+}
+
 function toUsageRecord(record: ledgerV1.UsageRecord): UsageRecord {
   return {
     id: record.id,
@@ -150,7 +157,9 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
 
     async summarizeUsage(request) {
       const response = await call(client.summarizeUsage, ledgerV1.SummarizeUsageRequest.fromPartial({
-        organisationId: request.organisationId,
+        organisationId: request.organisationId ?? '',
+        allOrganisations: request.organisationId === undefined,
+        groupByProject: request.groupByProject ?? false,
         projectId: request.projectId ?? '',
         fromMs: BigInt(request.fromMs ?? 0),
         toMs: BigInt(request.toMs ?? 0),
@@ -158,6 +167,16 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
       return response.rows.map((row) => ({
         day: row.day, modelSlug: row.modelSlug, requests: row.requests, inputTokens: row.inputTokens, outputTokens: row.outputTokens,
         costMicros: row.costMicros, providerCostMicros: row.providerCostMicros, debitedMicros: row.debitedMicros,
+        organisationId: row.organisationId, projectId: row.projectId, billingMode: billingModeOf(row.billingMode),
+      }));
+    },
+
+    async listBudgetAlerts(request) {
+      const response = await call(client.listBudgetAlerts, ledgerV1.ListBudgetAlertsRequest.fromPartial({ afterId: request.afterId, limit: request.limit }));
+      return response.alerts.map((alert) => ({
+        id: alert.id, organisationId: alert.organisationId, projectId: alert.projectId, month: alert.month,
+        spentMicros: alert.spentMicros, monthlyCapMicros: alert.monthlyCapMicros, softAlertPercent: alert.softAlertPercent,
+        raisedAt: new Date(Number(alert.raisedAtMs)),
       }));
     },
 

@@ -23,12 +23,14 @@ export interface FakeLedger {
   budgets: Map<string, { organisationId: string; monthlyCapMicros: bigint; softAlertPercent: number }>;
   /** Project spend this month by project id, µ₹, as the tests seed it; GetProjectSpend serves it. */
   spend: Map<string, { settledMicros: bigint; heldMicros: bigint; softAlertRaised: boolean }>;
+  /** Soft budget alerts the tests raise (ids increasing decimals); ListBudgetAlerts serves them. */
+  budgetAlerts: ledgerV1.BudgetAlert[];
   /** SetProjectBudget requests by request id (idempotency). */
   budgetRequests: Map<string, ledgerV1.SetProjectBudgetRequest>;
   /** Names of the methods called, in order. */
   calls: string[];
   /** Makes the next call of a method fail with UNAVAILABLE, as a ledger that is down would. */
-  failNext(method: 'openAccount' | 'credit' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'summarizeUsage'): void;
+  failNext(method: 'openAccount' | 'credit' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'summarizeUsage' | 'listBudgetAlerts'): void;
   close(): Promise<void>;
 }
 
@@ -45,6 +47,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const budgets: FakeLedger['budgets'] = new Map();
   const spend: FakeLedger['spend'] = new Map();
   const budgetRequests: FakeLedger['budgetRequests'] = new Map();
+  const budgetAlerts: ledgerV1.BudgetAlert[] = [];
   const calls: string[] = [];
   const failing = new Set<string>();
 
@@ -139,13 +142,16 @@ export async function startFakeLedger(): Promise<FakeLedger> {
     summarizeUsage: unary('summarizeUsage', (request: ledgerV1.SummarizeUsageRequest) => {
       const rows = new Map<string, ledgerV1.UsageSummaryRow>();
       for (const record of usage) {
-        if (record.organisationId !== request.organisationId) continue;
+        if (!request.allOrganisations && record.organisationId !== request.organisationId) continue;
         if (request.projectId !== '' && record.projectId !== request.projectId) continue;
         if (request.fromMs !== 0n && record.createdAtMs < request.fromMs) continue;
         if (request.toMs !== 0n && record.createdAtMs >= request.toMs) continue;
         const day = kolkataDay(Number(record.createdAtMs));
-        const key = `${day} ${record.modelSlug}`;
-        const row = rows.get(key) ?? ledgerV1.UsageSummaryRow.fromPartial({ day, modelSlug: record.modelSlug });
+        const organisationId = request.allOrganisations ? record.organisationId : '';
+        const projectId = request.groupByProject ? record.projectId : '';
+        const billingMode = request.allOrganisations ? record.billingMode : ledgerV1.BillingMode.BILLING_MODE_UNSPECIFIED;
+        const key = `${day} ${record.modelSlug} ${organisationId} ${projectId} ${billingMode}`;
+        const row = rows.get(key) ?? ledgerV1.UsageSummaryRow.fromPartial({ day, modelSlug: record.modelSlug, organisationId, projectId, billingMode });
         row.requests += 1n;
         row.inputTokens += record.inputTokens;
         row.outputTokens += record.outputTokens;
@@ -160,7 +166,14 @@ export async function startFakeLedger(): Promise<FakeLedger> {
     settle: unimplemented,
     release: unimplemented,
     checkpoint: unimplemented,
-    listBudgetAlerts: unimplemented,
+    listBudgetAlerts: unary('listBudgetAlerts', (request: ledgerV1.ListBudgetAlertsRequest) => {
+      const after = request.afterId === '' ? -1n : BigInt(request.afterId);
+      const limit = request.limit === 0 ? 100 : request.limit;
+      const alerts = budgetAlerts
+        .filter((alert) => BigInt(alert.id) > after && (request.organisationId === '' || alert.organisationId === request.organisationId))
+        .slice(0, limit);
+      return ledgerV1.ListBudgetAlertsResponse.fromPartial({ alerts });
+    }),
     verify: unimplemented,
     watchBudgetAlerts: (call) => {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });
@@ -176,7 +189,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const port = await startGrpcServer(server, '127.0.0.1', 0, testTransportSecurity(await sharedTestPki(), 'ledger'));
   return {
     target: `127.0.0.1:${port}`,
-    accounts, credits, usage, budgets, spend, budgetRequests, calls,
+    accounts, credits, usage, budgets, spend, budgetRequests, budgetAlerts, calls,
     failNext: (method) => { failing.add(method); },
     close: () => stopGrpcServer(server, 1_000),
   };

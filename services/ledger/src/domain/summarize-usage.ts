@@ -1,11 +1,17 @@
 import type { Queryable } from '@gateway/db';
 import { InvalidQueryError } from './invalid-query-error.ts';
+import type { BillingMode } from './ledger-types.ts';
 import { windowProblem } from './list-usage.ts';
 import { idProblem, optionalIdProblem, problemsOf } from './validation.ts';
 
 /** Which usage to aggregate. */
 export interface SummarizeUsageInput {
+  /** The organisation; '' with allOrganisations. */
   organisationId: string;
+  /** Every organisation (platform analytics): rows carry the organisation and billing mode. */
+  allOrganisations: boolean;
+  /** Also group by project: rows carry the project. */
+  groupByProject: boolean;
   /** Only this project; empty for all. */
   projectId: string;
   /** Window, ms since the epoch (from inclusive, to exclusive); 0 for unbounded. */
@@ -27,6 +33,12 @@ export interface UsageSummaryRowView {
   providerCostMicros: bigint;
   /** Debited from the wallet, µ₹. */
   debitedMicros: bigint;
+  /** Set with allOrganisations; '' otherwise. */
+  organisationId: string;
+  /** Set with groupByProject; '' otherwise. */
+  projectId: string;
+  /** Set with allOrganisations; null otherwise. */
+  billingMode: BillingMode | null;
 }
 
 /** An aggregate row as SQL returns it. */
@@ -39,6 +51,9 @@ interface SummaryRow {
   cost_micros: string;
   provider_cost_micros: string;
   debited_micros: string;
+  organisation_id: string;
+  project_id: string;
+  billing_mode: BillingMode | '';
 }
 
 /**
@@ -48,7 +63,9 @@ interface SummaryRow {
  */
 export async function summarizeUsage(db: Queryable, input: SummarizeUsageInput): Promise<UsageSummaryRowView[]> {
   const problems = problemsOf(
-    idProblem('organisation_id', input.organisationId),
+    input.allOrganisations
+      ? (input.organisationId === '' ? undefined : 'organisation_id must be empty with all_organisations')
+      : idProblem('organisation_id', input.organisationId),
     optionalIdProblem('project_id', input.projectId),
     windowProblem('from_ms', input.fromMs),
     windowProblem('to_ms', input.toMs),
@@ -56,19 +73,24 @@ export async function summarizeUsage(db: Queryable, input: SummarizeUsageInput):
   );
   if (problems.length > 0) throw new InvalidQueryError(problems.join('; '));
   const { rows } = await db.query<SummaryRow>(
-    `SELECT to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM-DD') AS day, model_slug, count(*) AS requests,
+    `SELECT to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM-DD') AS day, model_slug,
+       CASE WHEN $5::boolean THEN organisation_id ELSE '' END AS organisation_id,
+       CASE WHEN $6::boolean THEN project_id ELSE '' END AS project_id,
+       CASE WHEN $5::boolean THEN billing_mode ELSE '' END AS billing_mode,
+       count(*) AS requests,
        sum(input_tokens)::text AS input_tokens, sum(output_tokens)::text AS output_tokens, sum(cost_micros)::text AS cost_micros,
        sum(provider_cost_micros)::text AS provider_cost_micros, sum(debited_micros)::text AS debited_micros
      FROM usage_records
-     WHERE organisation_id = $1
+     WHERE ($5::boolean OR organisation_id = $1)
        AND ($2::text = '' OR project_id = $2)
        AND ($3::bigint = 0 OR created_at >= timestamptz 'epoch' + $3::bigint * interval '1 millisecond')
        AND ($4::bigint = 0 OR created_at < timestamptz 'epoch' + $4::bigint * interval '1 millisecond')
-     GROUP BY 1, 2
-     ORDER BY 1, 2`,
-    [input.organisationId, input.projectId, input.fromMs, input.toMs],
+     GROUP BY 1, 2, 3, 4, 5
+     ORDER BY 1, 2, 3, 4, 5`,
+    [input.organisationId, input.projectId, input.fromMs, input.toMs, input.allOrganisations, input.groupByProject],
   );
   return rows.map((row) => ({
+    organisationId: row.organisation_id, projectId: row.project_id, billingMode: row.billing_mode === '' ? null : row.billing_mode,
     day: row.day, modelSlug: row.model_slug, requests: row.requests,
     inputTokens: BigInt(row.input_tokens), outputTokens: BigInt(row.output_tokens), costMicros: BigInt(row.cost_micros),
     providerCostMicros: BigInt(row.provider_cost_micros), debitedMicros: BigInt(row.debited_micros),

@@ -122,7 +122,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     getProjectSpend: (projectId) =>
       callUnary(admin.getProjectSpend, admin, ledgerV1.GetProjectSpendRequest.fromPartial({ projectId }), callDeadlineMs),
     summarizeUsage: (request) => callUnary(admin.summarizeUsage, admin, {
-      organisationId: '', projectId: '', fromMs: 0n, toMs: 0n, ...request,
+      organisationId: '', projectId: '', fromMs: 0n, toMs: 0n, groupByProject: false, allOrganisations: false, ...request,
     }, callDeadlineMs),
     listBudgetAlerts: (request) => callUnary(admin.listBudgetAlerts, admin, {
       afterId: '', organisationId: '', limit: 0, ...request,

@@ -384,7 +384,14 @@ export function createLedgerGrpcService(
 
     summarizeUsage: handle<ledgerV1.SummarizeUsageRequest, ledgerV1.SummarizeUsageResponse>('SummarizeUsage', async (request) => {
       const rows = await summarizeUsage(db, request);
-      return { response: { rows }, outcome: 'ok', subject: { organisationId: request.organisationId } };
+      return {
+        response: {
+          rows: rows.map((row) => ({
+            ...row, billingMode: row.billingMode === null ? ledgerV1.BillingMode.BILLING_MODE_UNSPECIFIED : billingModesToProto[row.billingMode],
+          })),
+        },
+        outcome: 'ok', subject: { organisationId: request.organisationId },
+      };
     }),
 
     listBudgetAlerts: handle<ledgerV1.ListBudgetAlertsRequest, ledgerV1.ListBudgetAlertsResponse>('ListBudgetAlerts', async (request) => {

@@ -522,12 +522,17 @@ export interface GetProjectSpendResponse {
 }
 
 export interface SummarizeUsageRequest {
+  /** Empty only with all_organisations (platform analytics). */
   organisationId: string;
   /** Optional filter; empty means all projects. */
   projectId: string;
   /** Window, ms since the Unix epoch; 0 means unbounded. */
   fromMs: bigint;
   toMs: bigint;
+  /** Also group by project (rows carry project_id). */
+  groupByProject: boolean;
+  /** Summarize every organisation (organisation_id must be empty); rows carry organisation_id and billing_mode. */
+  allOrganisations: boolean;
 }
 
 export interface UsageSummaryRow {
@@ -540,10 +545,16 @@ export interface UsageSummaryRow {
   costMicros: bigint;
   providerCostMicros: bigint;
   debitedMicros: bigint;
+  /** Set with all_organisations; empty otherwise. */
+  organisationId: string;
+  /** Set with group_by_project; empty otherwise. */
+  projectId: string;
+  /** Set with all_organisations: the billing mode the usage was recorded under. */
+  billingMode: BillingMode;
 }
 
 export interface SummarizeUsageResponse {
-  /** Ordered by day, then model slug. */
+  /** Ordered by day, then model slug, then organisation and project when grouped by them. */
   rows: UsageSummaryRow[];
 }
 
@@ -3259,7 +3270,7 @@ export const GetProjectSpendResponse: MessageFns<GetProjectSpendResponse> = {
 };
 
 function createBaseSummarizeUsageRequest(): SummarizeUsageRequest {
-  return { organisationId: "", projectId: "", fromMs: 0n, toMs: 0n };
+  return { organisationId: "", projectId: "", fromMs: 0n, toMs: 0n, groupByProject: false, allOrganisations: false };
 }
 
 export const SummarizeUsageRequest: MessageFns<SummarizeUsageRequest> = {
@@ -3281,6 +3292,12 @@ export const SummarizeUsageRequest: MessageFns<SummarizeUsageRequest> = {
         throw new globalThis.Error("value provided for field message.toMs of type int64 too large");
       }
       writer.uint32(32).int64(message.toMs);
+    }
+    if (message.groupByProject !== false) {
+      writer.uint32(40).bool(message.groupByProject);
+    }
+    if (message.allOrganisations !== false) {
+      writer.uint32(48).bool(message.allOrganisations);
     }
     return writer;
   },
@@ -3330,6 +3347,22 @@ export const SummarizeUsageRequest: MessageFns<SummarizeUsageRequest> = {
             message.toMs = reader.int64() as bigint;
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.groupByProject = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.allOrganisations = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3351,6 +3384,8 @@ export const SummarizeUsageRequest: MessageFns<SummarizeUsageRequest> = {
     message.projectId = object.projectId ?? "";
     message.fromMs = (object.fromMs !== undefined && object.fromMs !== null) ? BigInt(object.fromMs) : 0n;
     message.toMs = (object.toMs !== undefined && object.toMs !== null) ? BigInt(object.toMs) : 0n;
+    message.groupByProject = object.groupByProject ?? false;
+    message.allOrganisations = object.allOrganisations ?? false;
     return message;
   },
 };
@@ -3365,6 +3400,9 @@ function createBaseUsageSummaryRow(): UsageSummaryRow {
     costMicros: 0n,
     providerCostMicros: 0n,
     debitedMicros: 0n,
+    organisationId: "",
+    projectId: "",
+    billingMode: 0,
   };
 }
 
@@ -3411,6 +3449,15 @@ export const UsageSummaryRow: MessageFns<UsageSummaryRow> = {
         throw new globalThis.Error("value provided for field message.debitedMicros of type int64 too large");
       }
       writer.uint32(64).int64(message.debitedMicros);
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(74).string(message.organisationId);
+    }
+    if (message.projectId !== "") {
+      writer.uint32(82).string(message.projectId);
+    }
+    if (message.billingMode !== 0) {
+      writer.uint32(88).int32(message.billingMode);
     }
     return writer;
   },
@@ -3492,6 +3539,30 @@ export const UsageSummaryRow: MessageFns<UsageSummaryRow> = {
             message.debitedMicros = reader.int64() as bigint;
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.billingMode = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3527,6 +3598,9 @@ export const UsageSummaryRow: MessageFns<UsageSummaryRow> = {
     message.debitedMicros = (object.debitedMicros !== undefined && object.debitedMicros !== null)
       ? BigInt(object.debitedMicros)
       : 0n;
+    message.organisationId = object.organisationId ?? "";
+    message.projectId = object.projectId ?? "";
+    message.billingMode = object.billingMode ?? 0;
     return message;
   },
 };

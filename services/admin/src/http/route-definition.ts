@@ -1,0 +1,115 @@
+import type { ErrorCode } from '@gateway/errors';
+import type { z } from 'zod';
+import type { Actor, OrganisationRole } from '../domain/actor.ts';
+import type { Propagation } from '../domain/admin-records.ts';
+import type { AdminService } from '../domain/admin-service.ts';
+
+/** What a route handler may use besides its request. */
+export interface RouteContext {
+  service: AdminService;
+  /** The OpenAPI document of these routes (served by GET /admin/v1/openapi.json). */
+  openApiDocument(): object;
+}
+
+/** A request after validation: who is calling, path parameters, parsed query and body, the Idempotency-Key. */
+export interface RouteRequest<Query, Body> {
+  /** The caller its bearer token or session authenticated; the system actor on public routes. */
+  actor: Actor;
+  params: Record<string, string>;
+  query: Query;
+  body: Body;
+  /** The validated Idempotency-Key header, on routes that require one; '' elsewhere. */
+  idempotencyKey: string;
+  /** The client's address as the socket saw it (for sign-in throttling and the session list). */
+  clientAddress: string;
+  /** The User-Agent header, at most 300 characters ('' when absent). */
+  userAgent: string;
+  /** The raw Cookie header ('' when absent), for the sign-in routes. */
+  cookieHeader: string;
+  /** Whether the request reached the admin over TLS (directly or through a trusted proxy): cookies get Secure. */
+  secure: boolean;
+}
+
+/** What a handler answers: status and body (JSON unless `contentType` says otherwise), plus extra headers and config propagation. */
+export interface RouteResult {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string | string[]>;
+  /** A body sent as is with this content type (e.g. text/csv) instead of JSON. */
+  contentType?: string;
+  /** Set by calls that change what proxies serve; `pending` becomes `x-config-propagation: pending`. */
+  propagation?: Propagation;
+}
+
+/** What the OpenAPI document and the server read of every route, handled or a probe. */
+export interface RouteDescription {
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
+  /** OpenAPI path template, e.g. /admin/v1/organisations/{id}. */
+  path: string;
+  /** Express path when it differs from the template (a slug may contain slashes). */
+  expressPath?: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** Whether an admin-API bearer token or a session is required. */
+  authenticated: boolean;
+  /**
+   * Who may call it: 'platform' (platform admins, by token or session; anyone else gets 403, or
+   * 404 for an id that is not theirs) or 'organisation' (also organisation tokens and members,
+   * for their own organisations only: any other id answers 404). Public routes: 'public'.
+   */
+  access: 'public' | 'platform' | 'organisation';
+  /**
+   * For 'organisation' routes: the least role a member needs (an organisation token is an owner
+   * of its own organisation; platform admins always may). A member below it gets 403.
+   */
+  role?: OrganisationRole;
+  /**
+   * Which organisation the route acts on, checked before the handler runs, the same way for a
+   * token and a session: the path's `{id}` is an organisation id ('organisation') or a project
+   * id ('project', its organisation). Absent: the route has no single organisation in its path
+   * (lists that the caller's own organisations limit).
+   */
+  scope?: 'organisation' | 'project';
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** Whether the route requires an Idempotency-Key header. */
+  idempotencyKey?: boolean;
+  /** Whether the route changes what proxies serve (waits for acks; may answer x-config-propagation: pending). */
+  changesConfig?: boolean;
+  success: { status: number; description: string; schema: z.ZodType; contentType?: string };
+  /** Extra documented success answers, e.g. 200 for an idempotent replay. */
+  alsoSucceeds?: Array<{ status: number; description: string }>;
+  /** Catalogue codes the route can answer with, for the document. */
+  errors: ErrorCode[];
+}
+
+/**
+ * One route of the admin HTTP API: everything the server and the OpenAPI document need. A probe
+ * route only documents /healthz or /readyz: the service runtime's probes answer it
+ * (@gateway/service-runtime, the same on every service), so it has no handler of its own.
+ */
+export type AdminRoute = RouteDescription & (
+  | { probe?: undefined; handle(context: RouteContext, request: RouteRequest<unknown, unknown>): Promise<RouteResult> }
+  | { probe: 'liveness' | 'readiness'; handle?: undefined }
+);
+
+/** Declares a route with handler types inferred from its query and body schemas. */
+export function defineRoute<Query extends z.ZodType = z.ZodUndefined, Body extends z.ZodType = z.ZodUndefined>(
+  route: Omit<RouteDescription, 'query' | 'body'> & {
+    query?: Query;
+    body?: Body;
+    handle(context: RouteContext, request: RouteRequest<z.output<Query>, z.output<Body>>): Promise<RouteResult>;
+  },
+): AdminRoute {
+  return route as AdminRoute;
+}
+
+/** Error codes most routes share, for the document. */
+export const routeErrors = {
+  read: ['unauthenticated', 'not_found', 'invalid_request'] as ErrorCode[],
+  platform: ['permission_denied'] as ErrorCode[],
+  write: ['unauthenticated', 'invalid_request', 'invalid_json', 'request_too_large', 'unsupported_media_type', 'permission_denied'] as ErrorCode[],
+  ledger: ['service_unavailable'] as ErrorCode[],
+};
