@@ -33,6 +33,8 @@ export interface E2eGatewayOptions {
   creditMicros?: bigint;
   /** LOG_LEVEL of every service; default `info` (tests read the logs for secrets). */
   logLevel?: string;
+  /** Extra environment of the admin (e.g. LIVE_POLL_MS for the dashboard's browser tests). */
+  adminEnv?: Record<string, string>;
 }
 
 /** An admin API answer: status, headers and the parsed body. */
@@ -111,6 +113,7 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
       ...common, ...serviceTlsEnv(pki, 'admin'),
       ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
+      ...options.adminEnv,
     });
     services.push(adminService);
     await waitUntilReady(adminService, `http://127.0.0.1:${adminHttp}/readyz`);
