@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { istDayBefore, istDayEndMs, istDayOf, istDayStartMs } from './ist-dates.ts';
+
+describe('IST calendar days', () => {
+  it('starts a day at 00:00 IST, which is 18:30 UTC the day before', () => {
+    expect(istDayStartMs('2026-11-01')).toBe(Date.parse('2026-10-31T18:30:00Z'));
+  });
+
+  it('ends a day at the next IST midnight (exclusive)', () => {
+    expect(istDayEndMs('2026-11-01')).toBe(Date.parse('2026-11-01T18:30:00Z'));
+    expect(istDayEndMs('2026-12-31')).toBe(Date.parse('2026-12-31T18:30:00Z'));
+  });
+
+  it('refuses empty, malformed and impossible dates', () => {
+    expect(istDayStartMs('')).toBeUndefined();
+    expect(istDayStartMs('2026-1-01')).toBeUndefined();
+    expect(istDayStartMs('2026-02-30')).toBeUndefined();
+    expect(istDayEndMs('2026-13-01')).toBeUndefined();
+  });
+
+  it('names the IST day an instant falls on, across the UTC date line', () => {
+    expect(istDayOf(Date.parse('2026-10-31T18:29:59.999Z'))).toBe('2026-10-31');
+    expect(istDayOf(Date.parse('2026-10-31T18:30:00Z'))).toBe('2026-11-01');
+    expect(istDayOf(istDayStartMs('2024-02-29')!)).toBe('2024-02-29');
+  });
+
+  it('counts days back in IST', () => {
+    expect(istDayBefore(Date.parse('2026-03-01T00:00:00+05:30'), 1)).toBe('2026-02-28');
+    expect(istDayBefore(Date.parse('2026-03-01T00:00:00+05:30'), 0)).toBe('2026-03-01');
+  });
+});
