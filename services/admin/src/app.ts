@@ -141,6 +141,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       authenticate: people.authenticate,
       organisationOfProject: async (projectId) => (await findProject(db, projectId))?.organisationId,
       dashboard,
+      trustProxy: config.ADMIN_TRUST_PROXY,
       logger,
       // Ready once the database is migrated and both servers listen; not ready from the start of close().
       probes: createHealthProbes({ isServing: lifecycle.isReady }),

@@ -26,6 +26,11 @@ export interface AdminHttpAppDeps {
   dashboard?: RequestHandler | undefined;
   /** The service's /healthz and /readyz (@gateway/service-runtime): the probe routes of the table only document them. */
   probes: HealthProbes;
+  /**
+   * true (ADMIN_TRUST_PROXY): one TLS-terminating proxy stands in front, so its X-Forwarded-Proto
+   * decides `secure` and its X-Forwarded-For the client address (throttling per address).
+   */
+  trustProxy?: boolean;
 }
 
 /** What a request presents to prove who it is. */
@@ -57,6 +62,11 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 /** Express path of a route: `{param}` becomes `:param` unless the route gives its own. */
 function expressPathOf(route: AdminRoute): string {
   return route.expressPath ?? route.path.replace(/\{([^}]+)\}/g, ':$1');
+}
+
+/** A request's path for its log line: no query, and a one-time link's token (a secret) left out. */
+function pathForLog(url: string): string {
+  return url.split('?')[0]!.replace(/^\/auth\/links\/[^/]*/, '/auth/links/{token}');
 }
 
 /** Who made a request, for its log line: the kind and token id, never the token. */
@@ -115,6 +125,8 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // One hop: the proxy's own X-Forwarded-* entries count, whatever a client put before them does not.
+  if (deps.trustProxy === true) app.set('trust proxy', 1);
 
   app.use((request: Request, response: Response, next: NextFunction) => {
     const startedAt = process.hrtime.bigint();
@@ -129,7 +141,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       const line = {
         requestId,
         method: request.method,
-        path: request.originalUrl.split('?')[0],
+        path: pathForLog(request.originalUrl),
         status: response.headersSent ? response.statusCode : 499,
         durationMs,
         ...(response.locals.actor ? { actor: actorForLog(response.locals.actor as Actor) } : {}),
@@ -215,10 +227,13 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
 
       const result = await route.handle(context, {
         actor, params, query, body, idempotencyKey,
-        clientAddress: request.socket.remoteAddress ?? '',
+        clientAddress: request.ip ?? request.socket.remoteAddress ?? '',
         userAgent: (headerValue(request.headers['user-agent']) ?? '').slice(0, 300),
         cookieHeader: request.headers.cookie ?? '',
         secure: request.secure,
+        host: request.headers.host ?? '',
+        origin: request.headers.origin,
+        csrfToken: headerValue(request.headers['x-csrf-token']),
       });
       if (result.propagation && !result.propagation.acknowledged) response.setHeader('x-config-propagation', 'pending');
       response.status(result.status).set(result.headers ?? {});

@@ -28,6 +28,12 @@ export interface RouteRequest<Query, Body> {
   cookieHeader: string;
   /** Whether the request reached the admin over TLS (directly or through a trusted proxy): cookies get Secure. */
   secure: boolean;
+  /** The Host header ('' when absent): the sign-in routes compare it with Origin and name the session cookie by it. */
+  host: string;
+  /** The Origin header, if any (browsers send it on POST): the sign-in routes refuse a cross-origin one. */
+  origin: string | undefined;
+  /** The X-CSRF-Token header, if any: sign-out checks it against the session's. */
+  csrfToken: string | undefined;
 }
 
 /** What a handler answers: status and body (JSON unless `contentType` says otherwise), plus extra headers and config propagation. */
