@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 
 /** Where the Chromium binary is: CHROMIUM_PATH, else Debian's package location. */
-export const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const chromiumPath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
 /**
  * Why the browser tests cannot run here, or undefined when they can. Under CI=true a missing
