@@ -111,7 +111,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     lifecycle.defer('config stream hub', () => hub.close());
     const liveEvents = createLiveEvents();
     const service = createAdminService({
-      db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents,
+      db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents, logger,
     });
     const people = createPeopleWiring({ db, config, logger, onSetupLink: deps.onSetupLink });
 

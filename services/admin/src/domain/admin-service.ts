@@ -1,4 +1,5 @@
 import type { Database } from '@gateway/db';
+import type { Logger } from '@gateway/logger';
 import type { HostResolver } from '@gateway/address-policy';
 import { createAdminTokensService } from './admin-tokens-service.ts';
 import { createAuditService } from './audit-service.ts';
@@ -32,6 +33,8 @@ export interface AdminServiceDeps {
   config: AdminConfig;
   /** Where alerts are told to the dashboard's live connections. */
   liveEvents: LiveEvents;
+  /** Where the people aggregate logs sign-ins (person ids, never secrets); silent when absent. */
+  logger?: Logger;
 }
 
 /** The admin's business operations, with no transport in them: every aggregate's, side by side. */
@@ -56,7 +59,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createGatewayModelsService({ db, cipher, publisher, allowPrivateUpstreams: deps.allowPrivateUpstreams, resolveHost: deps.resolveHost }),
     ...createAdminTokensService({ db, access }),
     ...createAuditService({ db, access }),
-    ...createPeopleService({ db, access, config: deps.config }),
+    ...createPeopleService({ db, access, config: deps.config, logger: deps.logger }),
     ...createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents }),
     ...createAnalyticsService({ db, ledger, access }),
   };
