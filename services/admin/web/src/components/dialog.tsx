@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useId, useRef } from 'preact/hooks';
 
 const focusable = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
@@ -9,6 +9,7 @@ const focusable = 'a[href], button:not([disabled]), input:not([disabled]), selec
  */
 export function Dialog(props: { open: boolean; title: string; onClose(): void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
   const onClose = useRef(props.onClose);
   onClose.current = props.onClose;
 
@@ -47,8 +48,8 @@ export function Dialog(props: { open: boolean; title: string; onClose(): void; c
 
   if (!props.open) return null;
   return (
-    <dialog ref={ref} aria-labelledby="dialog-title" onKeyDown={onKeyDown} onCancel={(event) => { event.preventDefault(); onClose.current(); }}>
-      <h2 id="dialog-title">{props.title}</h2>
+    <dialog ref={ref} aria-labelledby={titleId} onKeyDown={onKeyDown} onCancel={(event) => { event.preventDefault(); onClose.current(); }}>
+      <h2 id={titleId}>{props.title}</h2>
       {props.children}
     </dialog>
   );

@@ -1,0 +1,5 @@
+// Mounts the dashboard into index.html's #app.
+import { render } from 'preact';
+import { App } from './app.tsx';
+
+render(<App />, document.getElementById('app')!);

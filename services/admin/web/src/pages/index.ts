@@ -1,0 +1,23 @@
+// The dashboard's pages after sign-in: the path each answers (hash routes, "#/projects"), its
+// title in the navigation, and who may open it. Sign-in and links (#/link/<token>) are the shell's.
+import type { FunctionComponent } from 'preact';
+import type { PageProps } from '../page-props.ts';
+import { OverviewPage } from './overview.tsx';
+import { ProjectsPage } from './projects.tsx';
+
+/** One page of the dashboard. */
+export interface PageRoute {
+  /** The hash path, e.g. "/projects"; ":name" segments become params. */
+  path: string;
+  /** The page's name in the navigation and the document title. */
+  title: string;
+  component: FunctionComponent<PageProps>;
+  /** Who sees it: members of the chosen organisation with at least this role, or platform admins only. */
+  access: { organisationRole: 'viewer' | 'developer' | 'owner' } | 'platform';
+}
+
+/** Every page, in navigation order. */
+export const pageRoutes: PageRoute[] = [
+  { path: '/overview', title: 'Overview', component: OverviewPage, access: { organisationRole: 'viewer' } },
+  { path: '/projects', title: 'Projects', component: ProjectsPage, access: { organisationRole: 'viewer' } },
+];
