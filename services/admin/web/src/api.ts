@@ -46,8 +46,8 @@ function urlOf(path: string, query?: Query): string {
   return text === '' ? path : `${path}?${text}`;
 }
 
-async function call(method: string, path: string, init: { query?: Query; body?: unknown; accept?: string }): Promise<Response> {
-  const headers: Record<string, string> = { accept: init.accept ?? 'application/json' };
+async function call(method: string, path: string, init: { query?: Query; body?: unknown; accept?: string; headers?: Record<string, string> }): Promise<Response> {
+  const headers: Record<string, string> = { ...init.headers, accept: init.accept ?? 'application/json' };
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrfToken !== undefined) headers['x-csrf-token'] = csrfToken;
   let response: Response;
@@ -101,9 +101,9 @@ export const api = {
   async get<T>(path: string, query?: Query): Promise<T> {
     return bodyOf<T>(await call('GET', path, query === undefined ? {} : { query }));
   },
-  /** Sends a change as JSON with the session's X-CSRF-Token; resolves to the JSON answer (undefined for 204). */
-  async send<T>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown): Promise<T> {
-    return bodyOf<T>(await call(method, path, { body }));
+  /** Sends a change as JSON with the session's X-CSRF-Token (and `headers`, e.g. Idempotency-Key); resolves to the JSON answer (undefined for 204). */
+  async send<T>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
+    return bodyOf<T>(await call(method, path, headers === undefined ? { body } : { body, headers }));
   },
   /** Fetches a CSV export and saves it through a temporary download link. */
   async download(path: string, query?: Query): Promise<void> {
