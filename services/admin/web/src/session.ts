@@ -5,10 +5,10 @@ import { useContext } from 'preact/hooks';
 import { ApiError, api, setCsrfToken } from './api.ts';
 
 /** A member's role in one organisation. */
-export type OrganisationRole = 'viewer' | 'developer' | 'owner';
+type OrganisationRole = 'viewer' | 'developer' | 'owner';
 
 /** One organisation a person belongs to. */
-export interface Membership {
+interface Membership {
   organisation_id: string;
   organisation_name: string;
   role: OrganisationRole;
