@@ -50,6 +50,8 @@ export interface AdminHarnessOptions {
   maxConfigUpdateBytes?: number;
   /** Resolves upstream host names for the SSRF checks (a table in tests); default the system resolver. */
   resolveHost?: HostResolver;
+  /** Receives the first platform-admin person's setup link (none is issued without it). */
+  onSetupLink?: (url: string) => void;
 }
 
 /** Starts an admin on free ports against a fake ledger. */
@@ -74,6 +76,7 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
     ...(options.database ? { database: options.database } : {}),
     ...(options.maxConfigUpdateBytes === undefined ? {} : { maxConfigUpdateBytes: options.maxConfigUpdateBytes }),
     ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
+    ...(options.onSetupLink === undefined ? {} : { onSetupLink: options.onSetupLink }),
   });
   const baseUrl = `http://127.0.0.1:${app.ports.http}`;
   return {
