@@ -1,0 +1,215 @@
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { api } from '../api.ts';
+import type { Project } from '../api-types.ts';
+import { Field, FormError, describedBy } from '../components/field.tsx';
+import { Table } from '../components/table.tsx';
+import { formatCount, formatIst, formatRupees } from '../format.ts';
+import { listAll } from '../lists.ts';
+import { useLive } from '../live.ts';
+import type { PageProps } from '../page-props.ts';
+import { istDayBefore, istDayOf } from './ist-dates.ts';
+import { usageFilterQuery, type UsageFilterForm } from './usage-filters.ts';
+
+/** One usage record as GET /usage lists it. */
+interface UsageRecordRow {
+  id: string;
+  project_id: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  cost_micros: string;
+  provider_cost_micros: string;
+  debited_micros: string;
+  usage_source: 'upstream' | 'gateway_estimate';
+  request_id: string;
+  created_at: string;
+  overrun_output_tokens: number;
+}
+
+/** A page of usage records, newest first. */
+interface UsagePage {
+  object: 'list';
+  data: UsageRecordRow[];
+  next_cursor: string | null;
+}
+
+/** The part of an organisation the filters use: the models it may call. */
+interface OrganisationModels {
+  allowed_gateway_models: string[];
+}
+
+/** Records per page. */
+const pageSize = 50;
+
+const emptyForm: UsageFilterForm = { projectId: '', model: '', fromDay: '', toDay: '' };
+
+/**
+ * The usage explorer: the organisation's usage records filtered by project, model and IST date
+ * range, page by page (newest first), and a CSV export of exactly what the filters select.
+ */
+export function UsagePage(props: PageProps) {
+  const { organisationId } = props;
+  const [form, setForm] = useState<UsageFilterForm>(emptyForm);
+  /** The filter query the list shows (and the export sends): the form's, once applied. */
+  const [applied, setApplied] = useState<Record<string, string>>({});
+  const [formProblem, setFormProblem] = useState<string | undefined>(undefined);
+  /** Cursors of the pages shown so far: [] on the first page, then each page's cursor. */
+  const [cursors, setCursors] = useState<string[]>([]);
+  const [page, setPage] = useState<UsagePage | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const [projects, setProjects] = useState<Project[]>([]);
+  const [models, setModels] = useState<string[]>([]);
+  const [exporting, setExporting] = useState(false);
+  const [newUsage, setNewUsage] = useState(false);
+
+  useEffect(() => {
+    if (organisationId === undefined) return;
+    listAll<Project>(`/admin/v1/organisations/${organisationId}/projects`).then(setProjects, setError);
+    api.get<OrganisationModels>(`/admin/v1/organisations/${organisationId}`)
+      .then((organisation) => setModels(organisation.allowed_gateway_models), () => setModels([]));
+  }, [organisationId]);
+
+  const cursor = cursors.at(-1);
+  const load = useCallback(async () => {
+    if (organisationId === undefined) return;
+    try {
+      setPage(await api.get<UsagePage>(`/admin/v1/organisations/${organisationId}/usage`, { ...applied, limit: pageSize, cursor }));
+      setError(undefined);
+      setNewUsage(false);
+    } catch (caught) {
+      setError(caught);
+    }
+  }, [organisationId, applied, cursor]);
+
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  // New usage arrives newest first; on the first page, offer to show it (the list does not jump under the reader).
+  const live = useLive(organisationId, (message) => {
+    if (message.type !== 'usage' || cursors.length > 0 || page === undefined) return;
+    const newest = page.data[0];
+    if (message.records.some((record) => newest === undefined || Date.parse(record.created_at) > Date.parse(newest.created_at))) setNewUsage(true);
+  });
+
+  function apply(event: Event) {
+    event.preventDefault();
+    const result = usageFilterQuery(form);
+    if (!result.ok) {
+      setFormProblem(result.problem);
+      return;
+    }
+    setFormProblem(undefined);
+    setApplied(result.query);
+    setCursors([]);
+  }
+
+  function clear() {
+    setForm(emptyForm);
+    setFormProblem(undefined);
+    setApplied({});
+    setCursors([]);
+  }
+
+  async function exportCsv() {
+    if (organisationId === undefined) return;
+    setExporting(true);
+    try {
+      await api.download(`/admin/v1/organisations/${organisationId}/usage/export`, applied);
+      setError(undefined);
+    } catch (caught) {
+      setError(caught);
+    } finally {
+      setExporting(false);
+    }
+  }
+
+  if (organisationId === undefined) return <section><h1>Usage</h1><p>Choose an organisation.</p></section>;
+  const projectName = new Map(projects.map((project) => [project.id, project.name]));
+  const showProviderCost = props.role === 'platform';
+  const today = istDayOf(Date.now());
+  const filtered = Object.keys(applied).length > 0;
+
+  return (
+    <section>
+      <h1>Usage</h1>
+      <form class="card inline-form" onSubmit={apply} aria-labelledby="usage-filters-title">
+        <h2 id="usage-filters-title">Filters</h2>
+        <Field id="usage-project" label="Project">
+          <select id="usage-project" value={form.projectId} onChange={(event) => setForm({ ...form, projectId: event.currentTarget.value })}>
+            <option value="">All projects</option>
+            {projects.map((project) => <option key={project.id} value={project.id}>{project.name}</option>)}
+          </select>
+        </Field>
+        <Field id="usage-model" label="Model" hint="A gateway model slug; empty for all">
+          <input id="usage-model" type="text" list="usage-model-options" value={form.model} autoComplete="off"
+            aria-describedby={describedBy('usage-model', { hint: true })}
+            onInput={(event) => setForm({ ...form, model: event.currentTarget.value })} />
+          <datalist id="usage-model-options">{models.map((model) => <option key={model} value={model} />)}</datalist>
+        </Field>
+        <Field id="usage-from" label="From (IST day)">
+          <input id="usage-from" type="date" value={form.fromDay} max={today} onInput={(event) => setForm({ ...form, fromDay: event.currentTarget.value })} />
+        </Field>
+        <Field id="usage-to" label="To (IST day, included)">
+          <input id="usage-to" type="date" value={form.toDay} max={today} onInput={(event) => setForm({ ...form, toDay: event.currentTarget.value })} />
+        </Field>
+        {formProblem === undefined ? null : <p class="form-error" role="alert">{formProblem}</p>}
+        <div class="actions">
+          <button type="button" class="secondary" onClick={() => setForm({ ...form, fromDay: istDayBefore(Date.now(), 6), toDay: today })}>Last 7 days</button>
+          <button type="button" class="secondary" onClick={() => setForm({ ...form, fromDay: istDayBefore(Date.now(), 29), toDay: today })}>Last 30 days</button>
+          <button type="button" class="secondary" onClick={clear}>Clear</button>
+          <button type="submit" class="primary">Apply filters</button>
+        </div>
+      </form>
+
+      <div class="actions">
+        <button type="button" class="secondary" onClick={() => void exportCsv()} disabled={exporting} aria-busy={exporting}>
+          {exporting ? 'Exporting…' : filtered ? 'Export filtered usage (CSV)' : 'Export all usage (CSV)'}
+        </button>
+      </div>
+      <FormError error={error} />
+      {newUsage && live === 'live' ? (
+        <p class="notice" role="status">
+          New usage was recorded. <button type="button" class="link-button" onClick={() => void load()}>Show the newest</button>
+        </p>
+      ) : null}
+
+      {page === undefined ? (error === undefined ? <p role="status">Loading…</p> : null) : (
+        <>
+          <Table
+            caption={filtered ? 'Usage records matching the filters, newest first' : 'Usage records, newest first'}
+            rows={page.data}
+            rowKey={(record) => record.id}
+            empty={filtered ? 'No usage matches these filters.' : 'No usage yet.'}
+            columns={[
+              { header: 'Time (IST)', cell: (record) => formatIst(record.created_at) },
+              { header: 'Project', cell: (record) => projectName.get(record.project_id) ?? <span class="mono small">{record.project_id}</span> },
+              { header: 'Model', cell: (record) => <span class="mono">{record.model}</span> },
+              { header: 'Input tokens', numeric: true, cell: (record) => formatCount(record.input_tokens) },
+              {
+                header: 'Output tokens', numeric: true, cell: (record) => (
+                  <>
+                    {formatCount(record.output_tokens)}
+                    {record.overrun_output_tokens > 0 ? <div class="small">+{formatCount(record.overrun_output_tokens)} beyond the reserve, not billed</div> : null}
+                  </>
+                ),
+              },
+              { header: 'Cost', numeric: true, cell: (record) => formatRupees(record.cost_micros) },
+              { header: 'Debited', numeric: true, cell: (record) => formatRupees(record.debited_micros) },
+              ...(showProviderCost ? [{ header: 'Provider cost', numeric: true, cell: (record: UsageRecordRow) => formatRupees(record.provider_cost_micros) }] : []),
+              { header: 'Tokens from', cell: (record) => (record.usage_source === 'upstream' ? 'provider' : 'gateway estimate') },
+              { header: 'Request id', cell: (record) => <span class="mono small">{record.request_id}</span> },
+            ]}
+          />
+          <nav class="actions" aria-label="Usage pages">
+            <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors([])}>Newest</button>
+            <button type="button" class="secondary" disabled={cursors.length === 0} onClick={() => setCursors(cursors.slice(0, -1))}>Newer</button>
+            <span class="small">Page {cursors.length + 1}</span>
+            <button type="button" class="secondary" disabled={page.next_cursor === null}
+              onClick={() => { if (page.next_cursor !== null) setCursors([...cursors, page.next_cursor]); }}>Older</button>
+          </nav>
+        </>
+      )}
+    </section>
+  );
+}
