@@ -7,7 +7,10 @@ import { SecretOnce } from '../components/secret-once.tsx';
 import { Table } from '../components/table.tsx';
 import { formatIst } from '../format.ts';
 import { roleAllows, type PageProps } from '../page-props.ts';
-import { useSession, type OrganisationRole } from '../session.ts';
+import { useSession } from '../session.ts';
+
+/** A member's role in the organisation. */
+type OrganisationRole = 'viewer' | 'developer' | 'owner';
 
 /** A member of the organisation. */
 interface Member {
