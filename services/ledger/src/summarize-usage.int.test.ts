@@ -1,8 +1,8 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './find-balance-differences.ts';
-import { fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from '../testing/start-test-ledger.ts';
+import { findBalanceDifferences } from './domain/find-balance-differences.ts';
+import { fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
 
 const { BillingMode } = ledgerV1;
 const serverUrl = testPostgresUrl();
