@@ -15,7 +15,7 @@ import {
 } from './people-store.ts';
 import {
   findInvitation, findPendingLink, issueLink, linkStatus, listPendingInvitations, markLinkUsed, revokeLink, revokePendingLinks,
-  type PersonLink, type PersonLinkStatus,
+  type PersonLink,
 } from './person-links.ts';
 import { notFound, type ResourceAccess } from './resource-access.ts';
 import { createSessions, csrfTokenMatches, csrfTokenOf, systemClock, type ActiveSession, type Clock, type StartedSession } from './sessions.ts';
@@ -400,7 +400,7 @@ export function createPeopleService(deps: PeopleServiceDeps) {
     },
 
     /** Revokes an invitation (idempotent; a used one stays used). */
-    async revokeInvitation(actor: Actor, organisationId: string, invitationId: string): Promise<{ link: PersonLink; status: PersonLinkStatus }> {
+    async revokeInvitation(actor: Actor, organisationId: string, invitationId: string): Promise<PersonLink> {
       return db.transaction(async (tx) => {
         await access.requireOrganisation(actor, organisationId, tx);
         const link = isId('invitation', invitationId) ? await findInvitation(tx, organisationId, invitationId) : undefined;
@@ -413,8 +413,7 @@ export function createPeopleService(deps: PeopleServiceDeps) {
             changes: { revoked_at: { before: null, after: now.toISOString() } },
           });
         }
-        const after = (await findInvitation(tx, organisationId, invitationId))!;
-        return { link: after, status: linkStatus(after, now) };
+        return (await findInvitation(tx, organisationId, invitationId))!;
       });
     },
 

@@ -42,7 +42,8 @@ export function createPeopleWiring(deps: PeopleWiringDeps): PeopleWiring {
   const sessions = createSessions(db, { idleMs: config.ADMIN_SESSION_IDLE_MS, absoluteMs: config.ADMIN_SESSION_ABSOLUTE_MS }, deps.clock ?? systemClock);
   return {
     async authenticate(credentials) {
-      if (credentials.authorization !== undefined) {
+      // An empty Authorization header carries no credential: the cookie decides then.
+      if (credentials.authorization !== undefined && credentials.authorization.trim() !== '') {
         const token = bearerTokenOf(credentials.authorization);
         const actor = token === undefined ? undefined : await authenticateAdminToken(db, token);
         return actor === undefined ? undefined : { actor, via: 'token' };
