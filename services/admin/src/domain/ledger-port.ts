@@ -16,6 +16,9 @@ export interface LedgerPort {
     organisationId: string;
     projectId?: string | undefined;
     modelSlug?: string | undefined;
+    /** Window, ms since the epoch: from inclusive, to exclusive; undefined = unbounded. */
+    fromMs?: number | undefined;
+    toMs?: number | undefined;
     /** 1..500 records. */
     pageSize: number;
     /** Opaque token from the previous page. */

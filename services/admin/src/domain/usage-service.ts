@@ -7,6 +7,9 @@ import type { ResourceAccess } from './resource-access.ts';
 export interface UsageQuery {
   projectId?: string | undefined;
   modelSlug?: string | undefined;
+  /** Window, ms since the epoch: from inclusive, to exclusive; undefined = unbounded. */
+  fromMs?: number | undefined;
+  toMs?: number | undefined;
   /** 1..500 records. */
   limit: number;
   cursor?: string | undefined;
@@ -28,13 +31,19 @@ export function createUsageService({ ledger, access }: UsageServiceDeps) {
       await requireOrganisation(actor, organisationId);
       if (query.projectId !== undefined) await requireProjectOf(actor, organisationId, query.projectId);
       const page = await ledger.listUsage({
-        organisationId, projectId: query.projectId, modelSlug: query.modelSlug, pageSize: query.limit, pageToken: query.cursor,
+        organisationId, projectId: query.projectId, modelSlug: query.modelSlug, fromMs: query.fromMs, toMs: query.toMs,
+        pageSize: query.limit, pageToken: query.cursor,
       });
       return { records: page.records, nextCursor: page.nextPageToken };
     },
 
-    /** An organisation's usage summed by day (Asia/Kolkata) and model, optionally for one project and a window (ms). */
-    async summarizeUsage(actor: Actor, organisationId: string, query: { projectId?: string | undefined; fromMs?: number | undefined; toMs?: number | undefined }): Promise<UsageSummaryRow[]> {
+    /**
+     * An organisation's usage summed by day (Asia/Kolkata) and model, and by project with
+     * groupByProject; optionally for one project and a window (ms since the epoch).
+     */
+    async summarizeUsage(actor: Actor, organisationId: string, query: {
+      projectId?: string | undefined; fromMs?: number | undefined; toMs?: number | undefined; groupByProject?: boolean | undefined;
+    }): Promise<UsageSummaryRow[]> {
       await requireOrganisation(actor, organisationId);
       if (query.projectId !== undefined) await requireProjectOf(actor, organisationId, query.projectId);
       return ledger.summarizeUsage({ organisationId, ...query });

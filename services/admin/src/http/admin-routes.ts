@@ -138,7 +138,8 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       errors: [...readErrors, ...ledgerErrors],
       async handle({ service }, { actor, params, query }) {
         const page = await service.listUsage(actor, params.id!, {
-          projectId: query.project_id, modelSlug: query.model, limit: query.limit ?? pageSizes.usageDefault, cursor: query.cursor,
+          projectId: query.project_id, modelSlug: query.model, fromMs: query.from, toMs: query.to,
+          limit: query.limit ?? pageSizes.usageDefault, cursor: query.cursor,
         });
         return { status: 200, body: { object: 'list', data: page.records.map(usageRecordJson), next_cursor: page.nextCursor } };
       },
@@ -211,12 +212,14 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     defineRoute({
       method: 'get', path: '/admin/v1/organisations/{id}/usage/summary', operationId: 'summarizeUsage', tag: 'balance',
       authenticated: true, access: 'organisation', role: 'viewer', scope: 'organisation',
-      summary: 'Usage summed by day (Asia/Kolkata) and gateway model, from the ledger.',
+      summary: 'Usage summed by day (Asia/Kolkata) and gateway model (and project with group_by=project), from the ledger.',
       query: usageSummaryQuery,
       success: { status: 200, description: 'The summary rows, by day then model.', schema: usageSummaryResponse },
       errors: [...readErrors, ...ledgerErrors],
       async handle({ service }, { actor, params, query }) {
-        const rows = await service.summarizeUsage(actor, params.id!, { projectId: query.project_id, fromMs: query.from, toMs: query.to });
+        const rows = await service.summarizeUsage(actor, params.id!, {
+          projectId: query.project_id, fromMs: query.from, toMs: query.to, groupByProject: query.group_by === 'project',
+        });
         return { status: 200, body: { object: 'list', data: rows.map(usageSummaryRowJson) } };
       },
     }),

@@ -112,6 +112,8 @@ export function usageSummaryRowJson(row: UsageSummaryRow) {
   return {
     day: row.day,
     model: row.modelSlug,
+    // Only a summary grouped by project carries the project.
+    ...(row.projectId === '' ? {} : { project_id: row.projectId }),
     requests: Number(row.requests),
     input_tokens: Number(row.inputTokens),
     output_tokens: Number(row.outputTokens),

@@ -84,7 +84,10 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[]): Record<stri
       [String(route.success.status)]: {
         description: route.success.description,
         headers: successHeaders,
-        content: { 'application/json': { schema: responseSchemaOf(route.success.schema) } },
+        // A 204 has no body to describe.
+        ...(route.success.status === 204 ? {} : {
+          content: { [route.success.contentType ?? 'application/json']: { schema: responseSchemaOf(route.success.schema) } },
+        }),
       },
     };
     for (const extra of route.alsoSucceeds ?? []) {
@@ -121,7 +124,7 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[]): Record<stri
     },
     tags: [
       { name: 'organisations' }, { name: 'projects' }, { name: 'gateway models' }, { name: 'balance' }, { name: 'tokens' },
-      { name: 'audit' }, { name: 'system' },
+      { name: 'audit' }, { name: 'analytics' }, { name: 'people' }, { name: 'sign-in' }, { name: 'system' },
     ],
     components: {
       securitySchemes: {

@@ -107,6 +107,30 @@ export const listQuery = z.strictObject({
     .meta({ description: 'Return the items after this one (its id, or its slug for gateway models).' }),
 });
 
+/** The latest instant a window bound may name, ms since the epoch (the ledger's limit: year 9999). */
+const maxInstantMs = 253_402_300_799_999;
+
+/**
+ * An instant given as a query parameter, as ms since the epoch: either ms since the epoch (digits)
+ * or an ISO-8601 date-time with an offset. 1 ms .. year 9999, the ledger's window bounds.
+ */
+export function instantMs(description: string) {
+  const message = 'must be ms since the epoch or an ISO-8601 date-time such as 2026-11-01T00:00:00+05:30';
+  return z.string({ error: 'must be given once' })
+    .refine((value) => /^\d{1,15}$/.test(value) || z.iso.datetime({ offset: true }).safeParse(value).success, { error: message })
+    .transform((value) => (/^\d+$/.test(value) ? Number(value) : Date.parse(value)))
+    .pipe(z.number().int().min(1, { error: 'must be after 1970-01-01T00:00:00Z' }).max(maxInstantMs, { error: 'must be before the year 10000' }))
+    .optional()
+    .meta({ description });
+}
+
+/** Refuses a window whose `to` is not after its `from` (400 naming `to`). */
+export function windowInOrder(query: { from?: number | undefined; to?: number | undefined }, context: z.RefinementCtx): void {
+  if (query.from !== undefined && query.to !== undefined && query.from >= query.to) {
+    context.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
+  }
+}
+
 /** Query of GET /admin/v1/organisations/{id}/usage. */
 export const usageQuery = z.strictObject({
   project_id: z.string({ error: 'must be given once' }).max(100).optional().meta({ description: 'Only this project.' }),
@@ -115,7 +139,9 @@ export const usageQuery = z.strictObject({
   cursor: z.string({ error: 'must be given once' }).min(1).max(1024, { error: 'must be at most 1024 characters' })
     .optional()
     .meta({ description: 'next_cursor of the previous page.' }),
-});
+  from: instantMs('Only records created at or after this instant (inclusive): ms since the epoch or ISO-8601.'),
+  to: instantMs('Only records created before this instant (exclusive): ms since the epoch or ISO-8601.'),
+}).superRefine(windowInOrder);
 
 /** Body of PATCH /admin/v1/projects/{id}: a new name and/or status (disabled: its key is refused). */
 export const updateProjectBody = z.strictObject({
@@ -172,22 +198,11 @@ export const auditEventsQuery = z.strictObject({
     .meta({ description: 'Return the events after this one (its id).' }),
 });
 
-/** An ISO-8601 instant given as a query parameter, as ms since the epoch. */
-function instantMs(description: string) {
-  return z.string({ error: 'must be given once' })
-    .refine((value) => z.iso.datetime({ offset: true }).safeParse(value).success, { error: 'must be an ISO-8601 date-time such as 2026-11-01T00:00:00+05:30' })
-    .transform((value) => Date.parse(value))
-    .optional()
-    .meta({ description });
-}
-
 /** Query of GET /admin/v1/organisations/{id}/usage/summary. */
 export const usageSummaryQuery = z.strictObject({
   project_id: z.string({ error: 'must be given once' }).max(100).optional().meta({ description: 'Only this project.' }),
-  from: instantMs('Start of the window (inclusive), ISO-8601; default: unbounded.'),
-  to: instantMs('End of the window (exclusive), ISO-8601; default: unbounded.'),
-}).superRefine((query, context) => {
-  if (query.from !== undefined && query.to !== undefined && query.from >= query.to) {
-    context.addIssue({ code: 'custom', path: ['to'], message: 'must be after from' });
-  }
-});
+  from: instantMs('Start of the window (inclusive), ISO-8601 or ms since the epoch; default: unbounded.'),
+  to: instantMs('End of the window (exclusive), ISO-8601 or ms since the epoch; default: unbounded.'),
+  group_by: z.enum(['project'], { error: 'must be "project"' }).optional()
+    .meta({ description: 'project: rows are also split by project (and carry project_id).' }),
+}).superRefine(windowInOrder);

@@ -111,12 +111,13 @@ export const projectBudgetResponse = z.strictObject({
   soft_alert_raised: z.boolean().meta({ description: 'Whether this month\'s soft alert has been raised.' }),
 });
 
-/** Usage summed by day (Asia/Kolkata) and gateway model. */
+/** Usage summed by day (Asia/Kolkata) and gateway model (and project with group_by=project). */
 export const usageSummaryResponse = z.strictObject({
   object: z.literal('list'),
   data: z.array(z.strictObject({
     day: z.string().meta({ description: 'Calendar day in Asia/Kolkata, e.g. "2026-11-21".' }),
     model: z.string().meta({ description: 'Gateway model slug.' }),
+    project_id: z.string().optional().meta({ description: 'The project; only with group_by=project.' }),
     requests: z.int(),
     input_tokens: z.int(),
     output_tokens: z.int(),

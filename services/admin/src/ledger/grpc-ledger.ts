@@ -125,6 +125,8 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
         organisationId: request.organisationId,
         projectId: request.projectId ?? '',
         modelSlug: request.modelSlug ?? '',
+        fromMs: BigInt(request.fromMs ?? 0),
+        toMs: BigInt(request.toMs ?? 0),
         pageSize: request.pageSize,
         pageToken: request.pageToken ?? '',
       }));

@@ -100,7 +100,9 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       const matching = usage
         .filter((record) => record.organisationId === request.organisationId
           && (request.projectId === '' || record.projectId === request.projectId)
-          && (request.modelSlug === '' || record.modelSlug === request.modelSlug))
+          && (request.modelSlug === '' || record.modelSlug === request.modelSlug)
+          && (request.fromMs === 0n || record.createdAtMs >= request.fromMs)
+          && (request.toMs === 0n || record.createdAtMs < request.toMs))
         .sort((a, b) => Number(b.createdAtMs - a.createdAtMs) || b.id.localeCompare(a.id));
       const offset = request.pageToken === '' ? 0 : Number(request.pageToken);
       const pageSize = request.pageSize === 0 ? 50 : request.pageSize;
