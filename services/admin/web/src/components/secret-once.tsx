@@ -11,7 +11,7 @@ export function SecretOnce(props: { label: string; secret: string; warning?: str
         <span>{props.label}</span>
         <input type="text" readOnly value={props.secret} class="mono" onFocus={(event) => event.currentTarget.select()} />
       </label>
-      <CopyButton text={props.secret} label={`Copy ${props.label.toLowerCase()}`} />
+      <CopyButton text={props.secret} label={`Copy ${props.label}`} />
     </div>
   );
 }

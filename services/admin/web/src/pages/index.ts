@@ -2,8 +2,11 @@
 // title in the navigation, and who may open it. Sign-in and links (#/link/<token>) are the shell's.
 import type { FunctionComponent } from 'preact';
 import type { PageProps } from '../page-props.ts';
+import { AlertsPage } from './alerts.tsx';
+import { MembersPage } from './members.tsx';
 import { OverviewPage } from './overview.tsx';
 import { ProjectsPage } from './projects.tsx';
+import { UsagePage } from './usage.tsx';
 
 /** One page of the dashboard. */
 export interface PageRoute {
@@ -20,4 +23,7 @@ export interface PageRoute {
 export const pageRoutes: PageRoute[] = [
   { path: '/overview', title: 'Overview', component: OverviewPage, access: { organisationRole: 'viewer' } },
   { path: '/projects', title: 'Projects', component: ProjectsPage, access: { organisationRole: 'viewer' } },
+  { path: '/usage', title: 'Usage', component: UsagePage, access: { organisationRole: 'viewer' } },
+  { path: '/alerts', title: 'Alerts', component: AlertsPage, access: { organisationRole: 'viewer' } },
+  { path: '/members', title: 'Members', component: MembersPage, access: { organisationRole: 'viewer' } },
 ];

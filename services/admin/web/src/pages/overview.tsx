@@ -242,6 +242,7 @@ export function OverviewPage(props: PageProps) {
       />
 
       <h2>Usage, last {chartDays} days</h2>
+      {data.summary.length === 0 ? <p class="empty-note">No usage in the last {chartDays} days.</p> : (
       <div class="charts">
         <ChartView label="Cost by day (₹)" summary={charts!.costSummary} config={charts!.costByDay} />
         <ChartView label="Tokens by day" summary={charts!.tokensSummary} config={charts!.tokensByDay} />
@@ -250,6 +251,7 @@ export function OverviewPage(props: PageProps) {
           <ChartView label="Cost by project this month (₹)" summary={charts!.projectSummary} config={charts!.costByProject} />
         )}
       </div>
+      )}
 
       <h2>Recent requests</h2>
       <Table
