@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { parseSetCookie, type SetCookie } from 'cookie';
 import { expect } from 'vitest';
 import type { AdminHarness, HarnessResponse } from './admin-harness.ts';
@@ -50,8 +51,33 @@ export function sessionClientOf(admin: AdminHarness, response: HarnessResponse):
   };
 }
 
-/** Signs in with email and password; the raw answer. */
+/**
+ * A request over node:http, which (unlike fetch) sends the Host header it is given: how a
+ * browser reaching the admin under another name, or through a proxy, looks to it.
+ */
+function requestWithHost(baseUrl: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<HarnessResponse> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest(`${baseUrl}${path}`, { method, headers: { 'content-type': 'application/json', ...headers } }, (incoming) => {
+      const chunks: Buffer[] = [];
+      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+      incoming.on('end', () => {
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(incoming.headers)) {
+          for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) responseHeaders.append(name, one);
+        }
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: incoming.statusCode ?? 0, headers: responseHeaders, text, json: text === '' ? undefined : JSON.parse(text) });
+      });
+    });
+    outgoing.on('error', reject);
+    outgoing.end(payload);
+  });
+}
+
+/** Signs in with email and password; the raw answer. A `host` header is really sent (node:http). */
 export function signIn(admin: AdminHarness, email: string, password: string, headers: Record<string, string> = {}): Promise<HarnessResponse> {
+  if (headers.host !== undefined) return requestWithHost(admin.baseUrl, 'POST', '/auth/sign-in', { email, password }, headers);
   return callAnonymously(admin, 'POST', '/auth/sign-in', { email, password }, headers);
 }
 
