@@ -290,12 +290,12 @@ function WebhookSettings(props: { organisationId: string; isOwner: boolean }) {
       {webhook === undefined ? (error === undefined ? <p role="status">Loading…</p> : <FormError error={error} />) : (
         <>
           {webhook === null ? <p>No webhook is set.</p> : (
-            <dl class="stats">
-              <div class="stat"><dt>URL</dt><dd class="mono small">{webhook.url}</dd></div>
-              <div class="stat"><dt>Format</dt><dd>{webhook.format === 'slack' ? 'Slack' : 'JSON'}</dd></div>
-              <div class="stat"><dt>Signing secret</dt><dd class="mono">{webhook.secret_hint}</dd></div>
-              <div class="stat"><dt>Changed</dt><dd>{formatIst(webhook.updated_at)}</dd></div>
-            </dl>
+            <ul class="webhook-facts">
+              <li>URL: <span class="mono">{webhook.url}</span></li>
+              <li>Format: {webhook.format === 'slack' ? 'Slack' : 'JSON'}</li>
+              <li>Signing secret: <span class="mono">{webhook.secret_hint}</span></li>
+              <li>Last changed: {formatIst(webhook.updated_at)}</li>
+            </ul>
           )}
           {secret === undefined ? null : (
             <div aria-live="polite">

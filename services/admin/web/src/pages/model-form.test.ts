@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { createModelBody, modelFormOf, updateModelBody, type GatewayModelJson } from './model-form.ts';
+
+const model: GatewayModelJson = {
+  slug: 'acme-chat',
+  display_name: 'Acme Chat',
+  default_max_tokens: 1024,
+  max_context_tokens: 8192,
+  input_price_micros_per_mtok: '150000000',
+  output_price_micros_per_mtok: '600000000',
+  provider_input_cost_micros_per_mtok: '125',
+  provider_output_cost_micros_per_mtok: '0',
+  upstream: { provider_kind: 'openai', base_url: 'https://api.openai.com/v1', model: 'gpt-4o-mini', has_api_key: true, allow_private_network: false },
+  created_at: '2026-11-01T00:00:00.000Z',
+};
+
+describe('createModelBody', () => {
+  it('sends prices as exact µ₹ strings and leaves out an empty credential and display name', () => {
+    const form = {
+      ...modelFormOf(), slug: ' my-model ', inputPrice: '1,500.50', outputPrice: '0.000001',
+      baseUrl: 'https://llm.example.com/v1', upstreamModel: 'llama', providerKind: 'vllm',
+    };
+    expect(createModelBody(form)).toEqual({
+      ok: true,
+      body: {
+        slug: 'my-model',
+        default_max_tokens: 1024,
+        max_context_tokens: 8192,
+        input_price_micros_per_mtok: '1500500000',
+        output_price_micros_per_mtok: '1',
+        provider_input_cost_micros_per_mtok: '0',
+        provider_output_cost_micros_per_mtok: '0',
+        upstream: { provider_kind: 'vllm', base_url: 'https://llm.example.com/v1', model: 'llama', allow_private_network: false },
+      },
+    });
+  });
+
+  it('sends a typed credential', () => {
+    const result = createModelBody({ ...modelFormOf(), inputPrice: '1', outputPrice: '1', apiKey: ' sk-secret ' });
+    expect(result.ok && (result.body.upstream as Record<string, unknown>).api_key).toBe('sk-secret');
+  });
+
+  it('names the field a bad amount or count is in', () => {
+    expect(createModelBody({ ...modelFormOf(), inputPrice: 'ten', outputPrice: '1' })).toMatchObject({ ok: false, param: 'input_price_micros_per_mtok' });
+    expect(createModelBody({ ...modelFormOf(), inputPrice: '1', outputPrice: '1', maxContextTokens: '8k' })).toMatchObject({ ok: false, param: 'max_context_tokens' });
+  });
+});
+
+describe('updateModelBody', () => {
+  it('sends nothing when nothing changed, and never pre-fills the credential', () => {
+    const form = modelFormOf(model);
+    expect(form.apiKey).toBe('');
+    expect(form.providerInputCost).toBe('0.000125');
+    expect(updateModelBody(model, form)).toEqual({ ok: true, body: {} });
+  });
+
+  it('sends only the changed fields', () => {
+    const form = { ...modelFormOf(model), outputPrice: '650', upstreamModel: 'gpt-4o', displayName: 'Acme Chat 2' };
+    expect(updateModelBody(model, form)).toEqual({
+      ok: true,
+      body: { display_name: 'Acme Chat 2', output_price_micros_per_mtok: '650000000', upstream: { model: 'gpt-4o' } },
+    });
+  });
+
+  it('replaces the credential only when one is typed, and removes it only on request', () => {
+    expect(updateModelBody(model, { ...modelFormOf(model), apiKey: 'sk-new' })).toEqual({ ok: true, body: { upstream: { api_key: 'sk-new' } } });
+    expect(updateModelBody(model, { ...modelFormOf(model), removeApiKey: true })).toEqual({ ok: true, body: { upstream: { api_key: null } } });
+    const withoutKey = { ...model, upstream: { ...model.upstream, has_api_key: false } };
+    expect(updateModelBody(withoutKey, { ...modelFormOf(withoutKey), removeApiKey: true })).toEqual({ ok: true, body: {} });
+  });
+
+  it('sends the private-network flag when it changes', () => {
+    expect(updateModelBody(model, { ...modelFormOf(model), allowPrivateNetwork: true })).toEqual({ ok: true, body: { upstream: { allow_private_network: true } } });
+  });
+});

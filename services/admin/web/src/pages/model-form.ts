@@ -1,0 +1,169 @@
+import { rupeesToMicros } from '../format.ts';
+import { rupeeInput } from './rupee-text.ts';
+
+/** A gateway model as the admin API shows it (prices in µ₹ per million tokens; the upstream credential never, only whether one is set). */
+export interface GatewayModelJson {
+  slug: string;
+  display_name: string;
+  default_max_tokens: number;
+  max_context_tokens: number;
+  input_price_micros_per_mtok: string;
+  output_price_micros_per_mtok: string;
+  provider_input_cost_micros_per_mtok: string;
+  provider_output_cost_micros_per_mtok: string;
+  upstream: {
+    provider_kind: string;
+    base_url: string;
+    model: string;
+    has_api_key: boolean;
+    allow_private_network: boolean;
+  };
+  created_at: string;
+}
+
+/** The upstream provider kinds the admin accepts (services/admin/src/domain/provider-kinds.ts). */
+export const providerKinds = ['openai_compatible', 'openai', 'azure_openai', 'vllm', 'ollama', 'groq', 'together', 'anthropic'] as const;
+
+/** The gateway model form as typed: numbers and rupee amounts (per million tokens) as text. */
+export interface ModelForm {
+  slug: string;
+  displayName: string;
+  defaultMaxTokens: string;
+  maxContextTokens: string;
+  /** Rupees per million tokens, as typed. */
+  inputPrice: string;
+  outputPrice: string;
+  providerInputCost: string;
+  providerOutputCost: string;
+  providerKind: string;
+  baseUrl: string;
+  upstreamModel: string;
+  /** A new credential; '' keeps the stored one (never pre-filled). */
+  apiKey: string;
+  /** Whether to remove the stored credential (edit only; ignored when apiKey is given). */
+  removeApiKey: boolean;
+  allowPrivateNetwork: boolean;
+}
+
+/** The request body a form makes, or the field (API name) it cannot make and why. */
+export type ModelBody =
+  | { ok: true; body: Record<string, unknown> }
+  | { ok: false; param: string; problem: string };
+
+/** The form for a new model (empty) or for editing `model` (its values; never its credential). */
+export function modelFormOf(model?: GatewayModelJson): ModelForm {
+  if (model === undefined) {
+    return {
+      slug: '', displayName: '', defaultMaxTokens: '1024', maxContextTokens: '8192', inputPrice: '', outputPrice: '',
+      providerInputCost: '0', providerOutputCost: '0', providerKind: 'openai_compatible', baseUrl: '', upstreamModel: '',
+      apiKey: '', removeApiKey: false, allowPrivateNetwork: false,
+    };
+  }
+  return {
+    slug: model.slug,
+    displayName: model.display_name,
+    defaultMaxTokens: String(model.default_max_tokens),
+    maxContextTokens: String(model.max_context_tokens),
+    inputPrice: rupeeInput(model.input_price_micros_per_mtok),
+    outputPrice: rupeeInput(model.output_price_micros_per_mtok),
+    providerInputCost: rupeeInput(model.provider_input_cost_micros_per_mtok),
+    providerOutputCost: rupeeInput(model.provider_output_cost_micros_per_mtok),
+    providerKind: model.upstream.provider_kind,
+    baseUrl: model.upstream.base_url,
+    upstreamModel: model.upstream.model,
+    apiKey: '',
+    removeApiKey: false,
+    allowPrivateNetwork: model.upstream.allow_private_network,
+  };
+}
+
+/** Thrown inside the builders to name the field at fault. */
+class FieldProblem extends Error {
+  readonly param: string;
+  constructor(param: string, message: string) {
+    super(message);
+    this.param = param;
+  }
+}
+
+function wholeNumber(text: string, param: string): number {
+  const trimmed = text.trim();
+  if (!/^\d{1,9}$/.test(trimmed)) throw new FieldProblem(param, 'Enter a whole number of tokens.');
+  return Number(trimmed);
+}
+
+function micros(text: string, param: string): string {
+  try {
+    return rupeesToMicros(text);
+  } catch (caught) {
+    throw new FieldProblem(param, (caught as Error).message);
+  }
+}
+
+/** The numbers and prices of the form in API terms (µ₹ strings, integers). */
+function parsedFigures(form: ModelForm) {
+  return {
+    default_max_tokens: wholeNumber(form.defaultMaxTokens, 'default_max_tokens'),
+    max_context_tokens: wholeNumber(form.maxContextTokens, 'max_context_tokens'),
+    input_price_micros_per_mtok: micros(form.inputPrice, 'input_price_micros_per_mtok'),
+    output_price_micros_per_mtok: micros(form.outputPrice, 'output_price_micros_per_mtok'),
+    provider_input_cost_micros_per_mtok: micros(form.providerInputCost, 'provider_input_cost_micros_per_mtok'),
+    provider_output_cost_micros_per_mtok: micros(form.providerOutputCost, 'provider_output_cost_micros_per_mtok'),
+  };
+}
+
+function attempt(build: () => Record<string, unknown>): ModelBody {
+  try {
+    return { ok: true, body: build() };
+  } catch (caught) {
+    if (caught instanceof FieldProblem) return { ok: false, param: caught.param, problem: caught.message };
+    throw caught;
+  }
+}
+
+/** The body of POST /admin/v1/gateway-models from the form (the credential only when typed; the display name only when given). */
+export function createModelBody(form: ModelForm): ModelBody {
+  return attempt(() => {
+    const apiKey = form.apiKey.trim();
+    const displayName = form.displayName.trim();
+    return {
+      slug: form.slug.trim(),
+      ...(displayName === '' ? {} : { display_name: displayName }),
+      ...parsedFigures(form),
+      upstream: {
+        provider_kind: form.providerKind,
+        base_url: form.baseUrl.trim(),
+        model: form.upstreamModel.trim(),
+        ...(apiKey === '' ? {} : { api_key: apiKey }),
+        allow_private_network: form.allowPrivateNetwork,
+      },
+    };
+  });
+}
+
+/**
+ * The body of PATCH /admin/v1/gateway-models/{slug}: only what the form changed (an empty body
+ * when nothing did). The credential is sent only when a new one is typed (or null to remove it);
+ * an empty credential field keeps the stored one.
+ */
+export function updateModelBody(model: GatewayModelJson, form: ModelForm): ModelBody {
+  return attempt(() => {
+    const body: Record<string, unknown> = {};
+    const displayName = form.displayName.trim();
+    if (displayName !== model.display_name) body.display_name = displayName;
+    for (const [name, value] of Object.entries(parsedFigures(form))) {
+      if (String(value) !== String(model[name as keyof GatewayModelJson])) body[name] = value;
+    }
+    const upstream: Record<string, unknown> = {};
+    const baseUrl = form.baseUrl.trim();
+    if (baseUrl !== model.upstream.base_url) upstream.base_url = baseUrl;
+    const upstreamModel = form.upstreamModel.trim();
+    if (upstreamModel !== model.upstream.model) upstream.model = upstreamModel;
+    const apiKey = form.apiKey.trim();
+    if (apiKey !== '') upstream.api_key = apiKey;
+    else if (form.removeApiKey && model.upstream.has_api_key) upstream.api_key = null;
+    if (form.allowPrivateNetwork !== model.upstream.allow_private_network) upstream.allow_private_network = form.allowPrivateNetwork;
+    if (Object.keys(upstream).length > 0) body.upstream = upstream;
+    return body;
+  });
+}

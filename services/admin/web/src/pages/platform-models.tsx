@@ -1,0 +1,195 @@
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { ApiError, api } from '../api.ts';
+import type { ListPage } from '../api-types.ts';
+import { Dialog } from '../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
+import { Table } from '../components/table.tsx';
+import { formatCount } from '../format.ts';
+import { createModelBody, modelFormOf, providerKinds, updateModelBody, type GatewayModelJson, type ModelForm } from './model-form.ts';
+import { exactRupees } from './rupee-text.ts';
+
+/** Every gateway model, following the slug-cursor pages (100 a page). */
+export async function listGatewayModels(): Promise<GatewayModelJson[]> {
+  const models: GatewayModelJson[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await api.get<ListPage<GatewayModelJson>>('/admin/v1/gateway-models', { limit: 100, after });
+    models.push(...page.data);
+    if (!page.has_more || page.data.length === 0) return models;
+    after = page.data.at(-1)!.slug;
+  }
+}
+
+/** Gateway models: prices, provider costs and upstream targets; create and edit (the credential is write-only). */
+export function PlatformModels() {
+  const [models, setModels] = useState<GatewayModelJson[] | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const [editing, setEditing] = useState<GatewayModelJson | 'new' | undefined>(undefined);
+
+  const reload = useCallback(async () => {
+    try {
+      setModels(await listGatewayModels());
+      setError(undefined);
+    } catch (caught) {
+      setError(caught);
+    }
+  }, []);
+
+  useEffect(() => {
+    void reload();
+  }, [reload]);
+
+  return (
+    <>
+      <div class="actions"><button type="button" class="primary" onClick={() => setEditing('new')}>New gateway model</button></div>
+      <FormError error={error} />
+      {models === undefined ? (error === undefined ? <p role="status">Loading…</p> : null) : (
+        <Table
+          caption="Gateway models (prices per million tokens)"
+          rows={models}
+          rowKey={(model) => model.slug}
+          empty="No gateway models yet."
+          columns={[
+            { header: 'Model', cell: (model) => <><span class="mono">{model.slug}</span><div class="small">{model.display_name}</div></> },
+            {
+              header: 'Customer price', numeric: true, cell: (model) => (
+                <>in {exactRupees(model.input_price_micros_per_mtok)}<div>out {exactRupees(model.output_price_micros_per_mtok)}</div></>
+              ),
+            },
+            {
+              header: 'Provider cost', numeric: true, cell: (model) => (
+                <>in {exactRupees(model.provider_input_cost_micros_per_mtok)}<div>out {exactRupees(model.provider_output_cost_micros_per_mtok)}</div></>
+              ),
+            },
+            {
+              header: 'Tokens', numeric: true, cell: (model) => (
+                <>max {formatCount(model.default_max_tokens)}<div class="small">context {formatCount(model.max_context_tokens)}</div></>
+              ),
+            },
+            {
+              header: 'Upstream', cell: (model) => (
+                <>
+                  {model.upstream.provider_kind} · <span class="mono">{model.upstream.model}</span>
+                  <div class="mono small">{model.upstream.base_url}</div>
+                  <div class="small">
+                    {model.upstream.has_api_key ? 'credential set' : 'no credential'}
+                    {model.upstream.allow_private_network ? ' · private network allowed' : ''}
+                  </div>
+                </>
+              ),
+            },
+            {
+              header: 'Actions', cell: (model) => (
+                <button type="button" class="secondary" onClick={() => setEditing(model)} aria-label={`Edit ${model.slug}`}>Edit</button>
+              ),
+            },
+          ]}
+        />
+      )}
+      {editing === undefined ? null : (
+        <ModelDialog model={editing === 'new' ? undefined : editing} onClose={() => setEditing(undefined)}
+          onDone={() => { setEditing(undefined); void reload(); }} />
+      )}
+    </>
+  );
+}
+
+/** The API's names of the fields this form shows errors beside. */
+const formParams = [
+  'slug', 'display_name', 'default_max_tokens', 'max_context_tokens', 'input_price_micros_per_mtok', 'output_price_micros_per_mtok',
+  'provider_input_cost_micros_per_mtok', 'provider_output_cost_micros_per_mtok', 'upstream.base_url', 'upstream.model', 'upstream.api_key',
+];
+
+/** Creates a gateway model or edits one; the credential field is never filled in, and left empty keeps the stored credential. */
+function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): void; onDone(): void }) {
+  const { model } = props;
+  const [form, setForm] = useState<ModelForm>(() => modelFormOf(model));
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const errorOf = (param: string) => fieldError(error, param);
+
+  async function submit(event: Event) {
+    event.preventDefault();
+    const built = model === undefined ? createModelBody(form) : updateModelBody(model, form);
+    if (!built.ok) {
+      setError(new ApiError(built.problem, 400, 'invalid_request', built.param));
+      return;
+    }
+    if (model !== undefined && Object.keys(built.body).length === 0) {
+      props.onClose();
+      return;
+    }
+    setBusy(true);
+    setError(undefined);
+    try {
+      if (model === undefined) await api.send('POST', '/admin/v1/gateway-models', built.body);
+      else await api.send('PATCH', `/admin/v1/gateway-models/${model.slug}`, built.body);
+      props.onDone();
+    } catch (caught) {
+      setError(caught);
+      setBusy(false);
+    }
+  }
+
+  /** One text field of the form, with its label, hint and the API's error for `param`. */
+  function text(key: keyof ModelForm, param: string, label: string, options: { hint?: string | undefined; inputMode?: 'decimal' | 'numeric' | 'url'; required?: boolean } = {}) {
+    const id = `model-${key}`;
+    const fieldProblem = errorOf(param);
+    return (
+      <Field id={id} label={label} hint={options.hint} error={fieldProblem}>
+        <input id={id} type="text" inputMode={options.inputMode} required={options.required ?? true} value={form[key] as string}
+          autoComplete="off" aria-describedby={describedBy(id, { hint: options.hint !== undefined, error: fieldProblem })}
+          onInput={(event) => setForm({ ...form, [key]: event.currentTarget.value })} />
+      </Field>
+    );
+  }
+
+  const credentialId = 'model-apiKey';
+  const credentialError = errorOf('upstream.api_key');
+  return (
+    <Dialog open title={model === undefined ? 'New gateway model' : `Edit ${model.slug}`} onClose={props.onClose}>
+      <form onSubmit={(event) => void submit(event)}>
+        {model === undefined ? text('slug', 'slug', 'Slug', { hint: 'The name customers call, e.g. acme-chat; cannot change later' }) : null}
+        {text('displayName', 'display_name', 'Display name', { required: false, hint: model === undefined ? 'Empty: the slug' : undefined })}
+        {text('defaultMaxTokens', 'default_max_tokens', 'Default max tokens', { inputMode: 'numeric', hint: 'Sizes the reserve when a request gives no max_tokens' })}
+        {text('maxContextTokens', 'max_context_tokens', 'Max context tokens', { inputMode: 'numeric' })}
+        {text('inputPrice', 'input_price_micros_per_mtok', 'Customer price, input (₹ per million tokens)', { inputMode: 'decimal' })}
+        {text('outputPrice', 'output_price_micros_per_mtok', 'Customer price, output (₹ per million tokens)', { inputMode: 'decimal' })}
+        {text('providerInputCost', 'provider_input_cost_micros_per_mtok', 'Provider cost, input (₹ per million tokens)', { inputMode: 'decimal' })}
+        {text('providerOutputCost', 'provider_output_cost_micros_per_mtok', 'Provider cost, output (₹ per million tokens)', { inputMode: 'decimal' })}
+        <Field id="model-providerKind" label="Provider kind" hint={model === undefined ? undefined : 'Cannot change'}>
+          <select id="model-providerKind" value={form.providerKind} disabled={model !== undefined}
+            aria-describedby={model === undefined ? undefined : 'model-providerKind-hint'}
+            onChange={(event) => setForm({ ...form, providerKind: event.currentTarget.value })}>
+            {providerKinds.map((kind) => <option key={kind} value={kind}>{kind}</option>)}
+          </select>
+        </Field>
+        {text('baseUrl', 'upstream.base_url', 'Upstream base URL', { inputMode: 'url', hint: 'e.g. https://api.openai.com/v1' })}
+        {text('upstreamModel', 'upstream.model', 'Upstream model name', { hint: "The provider's name for it; never shown to customers" })}
+        <Field id={credentialId} label="Upstream credential"
+          hint={model === undefined ? 'Optional. Stored encrypted and never shown again' : `${model.upstream.has_api_key ? 'A credential is set. ' : ''}Leave empty to keep the stored one; a new one replaces it`}
+          error={credentialError}>
+          <input id={credentialId} type="password" value={form.apiKey} autoComplete="new-password" spellcheck={false}
+            aria-describedby={describedBy(credentialId, { hint: true, error: credentialError })}
+            onInput={(event) => setForm({ ...form, apiKey: event.currentTarget.value })} />
+        </Field>
+        {model?.upstream.has_api_key === true ? (
+          <label class="checkbox">
+            <input type="checkbox" checked={form.removeApiKey} disabled={form.apiKey !== ''}
+              onChange={(event) => setForm({ ...form, removeApiKey: event.currentTarget.checked })} />
+            <span>Remove the stored credential</span>
+          </label>
+        ) : null}
+        <label class="checkbox">
+          <input type="checkbox" checked={form.allowPrivateNetwork} onChange={(event) => setForm({ ...form, allowPrivateNetwork: event.currentTarget.checked })} />
+          <span>Allow a private-network upstream (http, private or loopback address): an audited SSRF exception</span>
+        </label>
+        <FormError error={error} shownParams={formParams} />
+        <div class="actions">
+          <button type="button" class="secondary" onClick={props.onClose}>Cancel</button>
+          <button type="submit" class="primary" disabled={busy} aria-busy={busy}>{model === undefined ? 'Create model' : 'Save changes'}</button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,42 @@
+import type { PageProps } from '../page-props.ts';
+import { PlatformAudit } from './platform-audit.tsx';
+import { PlatformModels } from './platform-models.tsx';
+import { PlatformOrganisations } from './platform-organisations.tsx';
+import { PlatformPeople } from './platform-people.tsx';
+
+/** The platform area's sections, in the order the sub-navigation lists them; the hash's `tab` picks one. */
+const sections = [
+  { tab: 'organisations', title: 'Organisations' },
+  { tab: 'models', title: 'Gateway models' },
+  { tab: 'people', title: 'People' },
+  { tab: 'audit', title: 'Audit log' },
+] as const;
+
+type Section = (typeof sections)[number]['tab'];
+
+/**
+ * The platform admin's area: organisations, gateway models, people and the audit log, each a
+ * sub-tab addressed by the hash (#/platform?tab=models), so reloads and the back button keep it.
+ */
+export function PlatformPage(props: PageProps) {
+  const current: Section = sections.find((section) => section.tab === props.params.tab)?.tab ?? 'organisations';
+  const title = sections.find((section) => section.tab === current)!.title;
+  return (
+    <section>
+      <h1>Platform · {title}</h1>
+      <nav class="main-nav sub-nav" aria-label="Platform sections">
+        <ul>
+          {sections.map((section) => (
+            <li key={section.tab}>
+              <a href={`#/platform?tab=${section.tab}`} aria-current={section.tab === current ? 'page' : undefined}>{section.title}</a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      {current === 'organisations' ? <PlatformOrganisations /> : null}
+      {current === 'models' ? <PlatformModels /> : null}
+      {current === 'people' ? <PlatformPeople /> : null}
+      {current === 'audit' ? <PlatformAudit /> : null}
+    </section>
+  );
+}
