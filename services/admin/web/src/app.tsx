@@ -77,7 +77,11 @@ function Shell(props: { person: Person }) {
   const location = useLocation();
   const choices = useOrganisationChoices(person);
   const [chosen, setChosen] = useState<string | undefined>(storedOrganisation);
-  const organisation = choices.find((choice) => choice.id === chosen) ?? choices[0];
+  // A shared link may name the organisation (#/projects?organisation=org_…); one the person cannot see is not found.
+  const requested = location.query.organisation;
+  const organisation = requested === undefined
+    ? choices.find((choice) => choice.id === chosen) ?? choices[0]
+    : choices.find((choice) => choice.id === requested);
   const role = organisation?.role;
   const routes = visibleRoutes(role, person.platform_admin);
   const [banners, setBanners] = useState<ReadonlyMap<string, Banner>>(new Map());
@@ -102,7 +106,7 @@ function Shell(props: { person: Person }) {
 
   const path = location.path === '/' ? '/overview' : location.path;
   let page: { route: PageRoute; params: Record<string, string> } | undefined;
-  for (const route of routes) {
+  for (const route of requested !== undefined && organisation === undefined ? [] : routes) {
     const params = matchPath(route.path, path);
     if (params !== undefined) {
       page = { route, params: { ...location.query, ...params } };
@@ -129,6 +133,7 @@ function Shell(props: { person: Person }) {
             onChange={(event) => {
               const id = event.currentTarget.value;
               setChosen(id);
+              if (requested !== undefined) navigate(location.path);
               remember(id);
             }}
           >
