@@ -114,6 +114,7 @@ async function main(): Promise<void> {
   const ledgerUrl = `127.0.0.1:${ledger.ports.grpc}`;
 
   let bootstrapToken: string | undefined;
+  let setupLink: string | undefined;
   const admin = await createAdminApp(
     loadAdminConfig({
       ...shared,
@@ -125,7 +126,11 @@ async function main(): Promise<void> {
       // The demo upstream lives on loopback; a production admin keeps this false (SSRF guard).
       ADMIN_ALLOW_PRIVATE_UPSTREAMS: orDefault('ADMIN_ALLOW_PRIVATE_UPSTREAMS', 'true'),
     }),
-    { logger: createLogger('admin', logLevel as 'info'), onBootstrapToken: (secret) => { bootstrapToken = secret; } },
+    {
+      logger: createLogger('admin', logLevel as 'info'),
+      onBootstrapToken: (secret) => { bootstrapToken = secret; },
+      onSetupLink: (url) => { setupLink = url; },
+    },
   );
 
   running.push({ name: 'admin', close: () => admin.close() });
@@ -145,9 +150,11 @@ async function main(): Promise<void> {
 
   const proxyUrl = `http://${bindHost}:${proxy.ports.http}/v1`;
   const adminUrl = `http://${bindHost}:${admin.ports.http}/admin/v1`;
+  const dashboardUrl = `http://${bindHost}:${admin.ports.http}/`;
   const lines = [
     'The gateway is running.',
     `  OpenAI-compatible API:  ${proxyUrl}`,
+    `  Dashboard:              ${dashboardUrl}`,
     `  Admin API:              ${adminUrl}   (OpenAPI: ${adminUrl}/openapi.json)`,
     `  Demo upstream:          ${demoUpstream.baseUrl}   (built-in demo; gateway model "demo")`,
     `  Data:                   ${env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : `embedded PGlite in ${dataDir}`}`,
@@ -167,6 +174,15 @@ async function main(): Promise<void> {
     );
   } else {
     lines.push('', 'Use the platform-admin token printed at first start (README, "Walkthrough").');
+  }
+  if (setupLink) {
+    lines.push(
+      '',
+      `First start: open this one-time link to set the password of the dashboard's first platform admin (${env.ADMIN_SETUP_EMAIL || 'admin@localhost'}).`,
+      'It works once and expires (ADMIN_LINK_TTL_MS, 72 hours by default):',
+      '',
+      `  ${setupLink}`,
+    );
   }
   lines.push('', 'Stop with Ctrl-C.');
   printBanner(lines);
