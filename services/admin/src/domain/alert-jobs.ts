@@ -37,7 +37,7 @@ export function webhookSecretContext(organisationId: string): string {
 }
 
 /** The JSON body a webhook in format 'json' receives: the same on every retry of one alert. */
-export function webhookEnvelope(alert: Alert) {
+function webhookEnvelope(alert: Alert) {
   return {
     id: alert.id,
     type: alert.kind,

@@ -6,10 +6,10 @@ import { newId } from './ids.ts';
 export type AlertKind = 'budget_soft' | 'low_balance' | 'test';
 
 /** The channels an alert is delivered on besides the dashboard. */
-export type DeliveryChannel = 'webhook' | 'email';
+type DeliveryChannel = 'webhook' | 'email';
 
 /** Where a delivery stands: still being tried, done, or given up after the retry window. */
-export type DeliveryState = 'pending' | 'delivered' | 'failed';
+type DeliveryState = 'pending' | 'delivered' | 'failed';
 
 /** A raised alert. `details` holds kind-specific facts, money as decimal strings of µ₹. */
 export interface Alert {
@@ -36,7 +36,7 @@ export interface StoredWebhook {
 }
 
 /** One attempt of a delivery, as the delivery log keeps it. */
-export interface DeliveryAttempt {
+interface DeliveryAttempt {
   attempt: number;
   attemptedAt: Date;
   durationMs: number;
