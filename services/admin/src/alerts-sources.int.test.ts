@@ -8,6 +8,7 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SMTPServer } from 'smtp-server';
+import { WebSocket } from 'ws';
 import { openDatabase, type Database } from '@gateway/db';
 import { issueSecret } from '@gateway/secrets';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
@@ -172,6 +173,19 @@ describePg('alerts from the ledger and the balance', () => {
     const organisationId = await createOrganisation('Low funds', '/low');
     const account = ledger.accounts.get(organisationId)!;
     account.availableMicros = 1_000_000_000n;
+    // The dashboard's live connection is told of each alert as it is raised.
+    const liveAlerts: Array<{ id: string; kind: string }> = [];
+    const live = new WebSocket(`${admin.baseUrl.replace('http:', 'ws:')}/admin/v1/live?organisation_id=${organisationId}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    live.on('message', (data) => {
+      const message = JSON.parse(String(data)) as { type: string; alert?: { id: string; kind: string } };
+      if (message.type === 'alert') liveAlerts.push(message.alert!);
+    });
+    await new Promise<void>((resolve, reject) => {
+      live.once('open', () => resolve());
+      live.once('error', reject);
+    });
     const settings = await admin.request('PUT', `/admin/v1/organisations/${organisationId}/alert-settings`, { low_balance_threshold_micros: '500000000' });
     expect(settings.status, settings.text).toBe(200);
     expect(settings.json).toEqual({ low_balance_threshold_micros: '500000000' });
@@ -193,6 +207,7 @@ describePg('alerts from the ledger and the balance', () => {
     });
     await balanceReads(3);
     expect(await alertsOf(organisationId)).toHaveLength(1);
+    await vi.waitFor(() => expect(liveAlerts).toEqual([{ ...crossed }]), waitLong);
 
     // Back at the threshold re-arms it; the next fall below raises the second alert.
     account.availableMicros = 500_000_000n;
@@ -211,6 +226,8 @@ describePg('alerts from the ledger and the balance', () => {
     expect(alerts[0]!.details).toEqual({ available_micros: '300000000', threshold_micros: '1000000000' });
     await balanceReads(3);
     expect(await alertsOf(organisationId)).toHaveLength(3);
+    await vi.waitFor(() => expect(liveAlerts.map((alert) => alert.id)).toEqual(alerts.map((alert) => alert.id).reverse()), waitLong);
+    live.close();
 
     // Cleared: no more checks of this organisation's balance lead anywhere.
     expect((await admin.request('PUT', `/admin/v1/organisations/${organisationId}/alert-settings`, { low_balance_threshold_micros: null })).json)

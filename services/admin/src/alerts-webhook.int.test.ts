@@ -157,6 +157,29 @@ describePg('alert webhook delivery', () => {
     });
   });
 
+  it('never makes one attempt twice when two admin replicas deliver from the same database', async () => {
+    const replica = await startAdminHarness({
+      databaseUrl: testDatabase.url, token: admin.token, encryptionKey: admin.encryptionKey, ledger: admin.ledger,
+      env: { ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true', ALERT_POLL_MS: '5' },
+    });
+    try {
+      const organisationId = await createOrganisation('Two replicas');
+      await setWebhook(organisationId, '/replicas');
+      const deliveryIds = [];
+      for (let index = 0; index < 30; index += 1) deliveryIds.push(await sendTest(organisationId));
+      await vi.waitFor(async () => {
+        const response = await admin.request('GET', `/admin/v1/organisations/${organisationId}/webhook/deliveries?limit=100`);
+        const states = deliveryListResponse.parse(response.json).data.map((delivery) => delivery.state);
+        expect(states).toEqual(deliveryIds.map(() => 'delivered'));
+      }, { timeout: 15_000, interval: 50 });
+      const received = receiver.requestsTo('/replicas').map((request) => request.headers['x-gateway-alert-id']);
+      expect(received).toHaveLength(30);
+      expect(new Set(received).size).toBe(30);
+    } finally {
+      await replica.close();
+    }
+  });
+
   it('gives up on a receiver that always fails once the retry window has passed', async () => {
     const organisationId = await createOrganisation('Broken receiver');
     await setWebhook(organisationId, '/broken');
