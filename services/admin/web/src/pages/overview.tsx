@@ -90,7 +90,7 @@ const palette = ['#1f5fbf', '#c2570c', '#1b7f4b', '#8a3ab9', '#b3261e', '#00707a
 function moneyBarConfig(labels: string[], micros: bigint[], label: string, horizontal = false): ChartConfiguration {
   return {
     type: 'bar',
-    data: { labels, datasets: [{ label, data: micros.map(chartRupees), backgroundColor: labels.map((_, i) => palette[i % palette.length]!) }] },
+    data: { labels, datasets: [{ label, data: micros.map(chartRupees), backgroundColor: horizontal ? labels.map((_, i) => palette[i % palette.length]!) : palette[0]! }] },
     options: {
       indexAxis: horizontal ? 'y' : 'x',
       plugins: {
