@@ -165,7 +165,7 @@ describePg('alert webhook delivery', () => {
     try {
       const organisationId = await createOrganisation('Two replicas');
       await setWebhook(organisationId, '/replicas');
-      const deliveryIds = [];
+      const deliveryIds: string[] = [];
       for (let index = 0; index < 30; index += 1) deliveryIds.push(await sendTest(organisationId));
       await vi.waitFor(async () => {
         const response = await admin.request('GET', `/admin/v1/organisations/${organisationId}/webhook/deliveries?limit=100`);
