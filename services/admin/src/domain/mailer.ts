@@ -2,7 +2,7 @@ import { createTransport } from 'nodemailer';
 import type { AdminConfig } from '../config.ts';
 
 /** One plain-text email. */
-export interface MailMessage {
+interface MailMessage {
   to: string;
   subject: string;
   text: string;

@@ -17,7 +17,7 @@ export interface PersonRecord {
 }
 
 /** One organisation a person belongs to, with their role there. */
-export interface Membership {
+interface Membership {
   organisationId: string;
   organisationName: string;
   role: OrganisationRole;
@@ -118,7 +118,7 @@ export async function updatePerson(
 }
 
 /** A person's memberships with their organisations' names, by organisation creation order. */
-export async function membershipsOf(db: Queryable, personId: string): Promise<Membership[]> {
+async function membershipsOf(db: Queryable, personId: string): Promise<Membership[]> {
   const { rows } = await db.query<{ organisation_id: string; name: string; role: OrganisationRole; created_at: Date }>(
     `SELECT m.organisation_id, o.name, m.role, m.created_at
      FROM memberships m JOIN organisations o ON o.id = m.organisation_id

@@ -60,9 +60,6 @@ export function csrfTokenMatches(session: ActiveSession, presented: string | und
   return presented !== undefined && presented.length <= 200 && hashesEqual(hashSecret(presented), session.csrfTokenHash);
 }
 
-/** Server-side sessions of people signed in to the dashboard (see createSessions). */
-export type Sessions = ReturnType<typeof createSessions>;
-
 /**
  * Sessions in the `sessions` table: started at sign-in (or when a link is followed), found by
  * the SHA-256 of the cookie value, ended by sign-out, by sign-out everywhere, when the person's

@@ -4,13 +4,13 @@ import { parseCookie, stringifySetCookie } from 'cookie';
  * The session cookie's name over TLS and on loopback: `__Host-` makes the browser refuse it
  * unless it is Secure, host-only and Path=/, so no sibling domain or plain-http page can plant it.
  */
-export const hostSessionCookieName = '__Host-gw_session';
+const hostSessionCookieName = '__Host-gw_session';
 
 /**
  * The name used over plain http to a non-loopback host (development on a LAN address only):
  * a browser drops Secure cookies there, so this one is not Secure and cannot carry the prefix.
  */
-export const plainSessionCookieName = 'gw_session';
+const plainSessionCookieName = 'gw_session';
 
 /** Where a request came in: whether over TLS (directly or via a trusted proxy), and its Host header. */
 export interface CookieContext {

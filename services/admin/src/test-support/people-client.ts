@@ -45,7 +45,7 @@ export function sessionClientOf(admin: AdminHarness, response: HarnessResponse):
     cookie: cookieHeader,
     csrfToken,
     request(method, path, body, headers = {}) {
-      const csrf = method === 'GET' ? {} : { 'x-csrf-token': csrfToken };
+      const csrf: Record<string, string> = method === 'GET' ? {} : { 'x-csrf-token': csrfToken };
       return admin.request(method, path, body, { authorization: '', cookie: cookieHeader, ...csrf, ...headers });
     },
   };
