@@ -3,8 +3,10 @@
 import type { FunctionComponent } from 'preact';
 import type { PageProps } from '../page-props.ts';
 import { AlertsPage } from './alerts.tsx';
+import { AnalyticsPage } from './analytics.tsx';
 import { MembersPage } from './members.tsx';
 import { OverviewPage } from './overview.tsx';
+import { PlatformPage } from './platform.tsx';
 import { ProjectsPage } from './projects.tsx';
 import { UsagePage } from './usage.tsx';
 
@@ -26,4 +28,6 @@ export const pageRoutes: PageRoute[] = [
   { path: '/usage', title: 'Usage', component: UsagePage, access: { organisationRole: 'viewer' } },
   { path: '/alerts', title: 'Alerts', component: AlertsPage, access: { organisationRole: 'viewer' } },
   { path: '/members', title: 'Members', component: MembersPage, access: { organisationRole: 'viewer' } },
+  { path: '/platform', title: 'Platform', component: PlatformPage, access: 'platform' },
+  { path: '/analytics', title: 'Analytics', component: AnalyticsPage, access: 'platform' },
 ];
