@@ -150,7 +150,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     lifecycle.defer('http server', () => http.close(config.SHUTDOWN_GRACE_MS));
     const live = attachLiveUpdates({ server: http.server, db, ledger, liveEvents, config, logger, authenticate: people.authenticate });
     lifecycle.defer('live updates', () => live.close());
-    const alertWorkers = startAlertWorkers({ db, ledger, cipher, config, logger, liveEvents });
+    const alertWorkers = startAlertWorkers({ db, ledger, cipher, config, logger, liveEvents, resolveHost });
     lifecycle.defer('alert workers', () => alertWorkers.close());
     await people.afterListen(config.ADMIN_PUBLIC_URL ?? `http://${config.BIND_HOST.includes(':') ? `[${config.BIND_HOST}]` : config.BIND_HOST}:${http.port}`);
     // First step of close(): ending the config streams releases calls waiting for acks, so

@@ -60,7 +60,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createAdminTokensService({ db, access }),
     ...createAuditService({ db, access }),
     ...createPeopleService({ db, access, config: deps.config, logger: deps.logger }),
-    ...createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents }),
+    ...createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents, resolveHost: deps.resolveHost }),
     ...createAnalyticsService({ db, ledger, access }),
   };
 }
