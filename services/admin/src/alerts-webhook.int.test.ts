@@ -359,17 +359,21 @@ describePg('who may read and configure alerts', () => {
 });
 
 describe('webhook URL policy without private receivers', () => {
-  it('refuses http and loopback receivers when ADMIN_ALLOW_PRIVATE_UPSTREAMS is off', async () => {
+  it('refuses http, internal literals and names resolving inside when ADMIN_ALLOW_PRIVATE_UPSTREAMS is off', async () => {
     // PGlite in a fresh data folder: the default one may hold another admin's tokens.
     const dataDir = mkdtempSync(join(tmpdir(), 'alerts-strict-'));
-    const strict = await startAdminHarness({ env: { DATA_DIR: dataDir } });
+    const resolveHost = async (host: string) => [{ address: host === 'inside.example' ? '10.0.0.5' : '93.184.215.14', family: 4 as const }];
+    const strict = await startAdminHarness({ env: { DATA_DIR: dataDir }, resolveHost });
     try {
       const organisationId = (await strict.request('POST', '/admin/v1/organisations', { name: 'Strict' })).json.id as string;
-      for (const url of ['http://hooks.example.com/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest']) {
+      for (const url of ['http://hooks.example.com/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest', 'https://inside.example/x']) {
         const response = await strict.request('PUT', `/admin/v1/organisations/${organisationId}/webhook`, { url });
         expect(response.status, url).toBe(400);
         expect(errorResponse.parse(response.json).error.param).toBe('url');
+        expect(response.text).not.toContain('10.0.0.5');
       }
+      const accepted = await strict.request('PUT', `/admin/v1/organisations/${organisationId}/webhook`, { url: 'https://outside.example/x' });
+      expect(accepted.status, accepted.text).toBe(200);
     } finally {
       await strict.close();
       rmSync(dataDir, { recursive: true, force: true });
