@@ -1,7 +1,7 @@
 /**
  * The admin as a process: `node services/admin/src/main.ts`. Loads the config, starts the app,
- * prints a first-start platform-admin token to stdout (never to the log), and on SIGTERM or
- * SIGINT drains and exits (see runServiceProcess).
+ * prints a first-start platform-admin token and the first platform-admin person's dashboard setup
+ * link to stdout (never to the log), and on SIGTERM or SIGINT drains and exits (see runServiceProcess).
  */
 import { runServiceProcess } from '@gateway/service-runtime';
 import { createAdminApp } from './app.ts';
@@ -27,8 +27,25 @@ function printBootstrapBanner(config: AdminConfig, secret: string): void {
   ].join('\n'));
 }
 
+/** The first-start setup link, on stdout beside the token: whoever runs the process signs in with it once. */
+function printSetupLinkBanner(config: AdminConfig, url: string): void {
+  const rule = '-'.repeat(78);
+  process.stdout.write([
+    '', rule,
+    `DASHBOARD SETUP LINK for ${config.ADMIN_SETUP_EMAIL} (the first platform-admin person). It works ONCE`,
+    `and expires; open it to choose a password, then sign in at the dashboard:`,
+    '',
+    `  ${url}`,
+    rule, '', '',
+  ].join('\n'));
+}
+
 await runServiceProcess({
   service: 'admin',
   loadConfig: loadAdminConfig,
-  start: (config, logger) => createAdminApp(config, { logger, onBootstrapToken: (secret) => printBootstrapBanner(config, secret) }),
+  start: (config, logger) => createAdminApp(config, {
+    logger,
+    onBootstrapToken: (secret) => printBootstrapBanner(config, secret),
+    onSetupLink: (url) => printSetupLinkBanner(config, url),
+  }),
 });
