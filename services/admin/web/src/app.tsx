@@ -209,7 +209,7 @@ export function App() {
   const signedIn = useCallback((answer: SessionAnswer) => {
     setCsrfToken(answer.csrf_token);
     setState({ loading: false, person: answer.person, notice: undefined, failure: undefined });
-    if (location.path === '/' || location.path === '/sign-in' || location.path.startsWith('/link/')) navigate('/overview');
+    if (location.path === '/' || location.path === '/sign-in' || location.path.startsWith('/link/')) navigate('/overview', { replace: true });
   }, [location.path]);
 
   const session = useMemo<Session>(() => ({

@@ -26,9 +26,17 @@ export function useLocation(): Location {
   return location;
 }
 
-/** Goes to a dashboard path, e.g. navigate('/projects'). */
-export function navigate(path: string): void {
-  window.location.hash = `#${path}`;
+/**
+ * Goes to a dashboard path, e.g. navigate('/projects'). With `replace`, the current entry of the
+ * history is replaced (a used link's token then stays out of the back button).
+ */
+export function navigate(path: string, options: { replace?: boolean } = {}): void {
+  if (options.replace !== true) {
+    window.location.hash = `#${path}`;
+    return;
+  }
+  window.history.replaceState(null, '', `#${path}`);
+  window.dispatchEvent(new HashChangeEvent('hashchange')); // replaceState fires none
 }
 
 /**
