@@ -4,18 +4,23 @@
  * long cache, the security headers, and the API's paths never answered with the page.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '@gateway/db';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 
 const expectedCsp = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 let admin: AdminHarness;
+let database: Database;
 
 beforeAll(async () => {
-  admin = await startAdminHarness();
+  // In memory: nothing is left in DATA_DIR.
+  database = await openDatabase({ schema: 'admin' });
+  admin = await startAdminHarness({ database });
 });
 
 afterAll(async () => {
   await admin?.close();
+  await database?.close();
 });
 
 /** A browser-like GET without credentials. */
