@@ -2,7 +2,7 @@
  * What the dashboard's live connections are told about an organisation, besides what they poll:
  * an alert as soon as it is raised (budget or low balance).
  */
-export interface LiveEvent {
+interface LiveEvent {
   type: 'alert';
   /** The alert as the API lists it (JSON view). */
   alert: unknown;
