@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { HostResolver } from '@gateway/address-policy';
-import type { Database } from '@gateway/db';
+import { openDatabase, type Database } from '@gateway/db';
 import { createLogger, type Logger } from '@gateway/logger';
 import { issueSecret } from '@gateway/secrets';
 import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
@@ -71,9 +71,13 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
     ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     ...options.env,
   });
+  // Neither a URL nor a database: an in-memory PGlite of the harness's own, never a folder under
+  // the working directory (the admin's default DATA_DIR), which would outlive the test.
+  const ownDatabase = options.databaseUrl || options.database ? undefined : await openDatabase({ schema: 'admin' });
+  const database = options.database ?? ownDatabase;
   const app = await createAdminApp(config, {
     logger: options.logger ?? createLogger('admin', 'silent'),
-    ...(options.database ? { database: options.database } : {}),
+    ...(database ? { database } : {}),
     ...(options.maxConfigUpdateBytes === undefined ? {} : { maxConfigUpdateBytes: options.maxConfigUpdateBytes }),
     ...(options.resolveHost === undefined ? {} : { resolveHost: options.resolveHost }),
     ...(options.onSetupLink === undefined ? {} : { onSetupLink: options.onSetupLink }),
@@ -103,6 +107,7 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
     },
     async close() {
       await app.close();
+      await ownDatabase?.close();
       if (!options.ledger) await ledger.close();
     },
   };
