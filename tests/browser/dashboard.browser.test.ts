@@ -193,7 +193,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard in a 
     const project = (projects.data as Array<Record<string, any>>).find((p) => p.name === 'Checkout')!;
     projectId = project.id as string;
     expect(apiKey.endsWith((project.api_key.hint as string).split('…')[1]!)).toBe(true);
-    await album.take(ownerPage, 'projects');
+    await album.take(ownerPage, 'projects', [ownerPage.getByRole('group', { name: 'API key' }).getByRole('textbox')]);
 
     await openPage(ownerPage, /^overview$/i);
     await waitForExactText(statFigure(ownerPage, 'Available'), expectedRupees(openingCreditMicros));

@@ -8,7 +8,7 @@ import { copyFile, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 
 /** Where published screenshots live: docs/dashboard/ of the repository. */
 const docsFolder = fileURLToPath(new URL('../../../docs/dashboard/', import.meta.url));
@@ -19,8 +19,12 @@ export interface ScreenshotAlbum {
   folder: string;
   /** Whether screenshots are copied into docs/dashboard/ (UPDATE_SCREENSHOTS=1). */
   publishing: boolean;
-  /** Saves the page (whole length) as `<name>.png`; returns the temporary file's path. */
-  take(page: Page, name: string): Promise<string>;
+  /**
+   * Saves the page (whole length) as `<name>.png`; returns the temporary file's path. `hide`
+   * covers elements with a plain box: a secret shown once is a real credential of the run, and a
+   * picture of it in the repository would look like a leaked key to secret scanners.
+   */
+  take(page: Page, name: string, hide?: Locator[]): Promise<string>;
 }
 
 /** Makes the temporary folder of this run's screenshots. */
@@ -30,11 +34,11 @@ export async function openScreenshotAlbum(): Promise<ScreenshotAlbum> {
   console.info(`dashboard screenshots: ${folder}${publishing ? ' (copied into docs/dashboard/)' : ''}`);
   return {
     folder, publishing,
-    async take(page, name) {
+    async take(page, name, hide = []) {
       if (!/^[a-z0-9-]+$/.test(name)) throw new Error(`screenshot name "${name}" must be lower-case words joined by "-"`);
       const file = join(folder, `${name}.png`);
       // No caret or animation, so a published picture does not change for nothing.
-      await page.screenshot({ path: file, fullPage: true, animations: 'disabled', caret: 'hide' });
+      await page.screenshot({ path: file, fullPage: true, animations: 'disabled', caret: 'hide', mask: hide, maskColor: '#e3e6eb' });
       if (publishing) {
         await mkdir(docsFolder, { recursive: true });
         await copyFile(file, join(docsFolder, `${name}.png`));
