@@ -2,6 +2,7 @@
 // the navigation, the banner area and the page the hash names. Signed out, every path but a
 // link (#/link/<token>) shows the sign-in form, and the path stays for after sign-in.
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
+import { onOrganisationsChanged } from './organisation-events.ts';
 import { onSessionLost, setCsrfToken } from './api.ts';
 import type { Organisation } from './api-types.ts';
 import { listAll } from './lists.ts';
@@ -28,8 +29,11 @@ interface OrganisationChoice {
 function useOrganisationChoices(person: Person | undefined): OrganisationChoice[] {
   const [all, setAll] = useState<Organisation[]>([]);
   useEffect(() => {
-    if (person?.platform_admin !== true) return;
-    listAll<Organisation>('/admin/v1/organisations').then(setAll, () => setAll([]));
+    if (person?.platform_admin !== true) return undefined;
+    const load = () => void listAll<Organisation>('/admin/v1/organisations').then(setAll, () => setAll([]));
+    load();
+    // A platform admin who creates or renames an organisation sees it in the switcher at once.
+    return onOrganisationsChanged(load);
   }, [person?.id, person?.platform_admin]);
   return useMemo(() => {
     if (person === undefined) return [];
@@ -104,7 +108,10 @@ function Shell(props: { person: Person }) {
   // Banners belong to the organisation they were raised for.
   useEffect(() => setBanners(new Map()), [organisation?.id]);
 
-  const path = location.path === '/' ? '/overview' : location.path;
+  // The first page the person may open is home: the overview for a member, the platform area for
+  // a platform admin who belongs to no organisation yet (the first start's only person).
+  const home = routes.some((route) => route.path === '/overview') ? '/overview' : routes[0]?.path ?? '/overview';
+  const path = location.path === '/' || (location.path === '/overview' && home !== '/overview') ? home : location.path;
   let page: { route: PageRoute; params: Record<string, string> } | undefined;
   for (const route of requested !== undefined && organisation === undefined ? [] : routes) {
     const params = matchPath(route.path, path);
@@ -175,7 +182,7 @@ function Shell(props: { person: Person }) {
           {Page === undefined ? (
             <section>
               <h1>Page not found</h1>
-              <p>There is no page at this address, or your role does not include it. <a href="#/overview">Go to the overview</a>.</p>
+              <p>There is no page at this address, or your role does not include it. <a href={`#${home}`}>Go to the {home === '/overview' ? 'overview' : 'first page you may open'}</a>.</p>
             </section>
           ) : choices.length === 0 && page?.route.access !== 'platform' ? (
             <section>

@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
+import { announceOrganisationsChanged } from '../organisation-events.ts';
 import { ApiError, api } from '../api.ts';
 import { ConfirmButton } from '../components/confirm-button.tsx';
 import { Dialog } from '../components/dialog.tsx';
@@ -168,6 +169,7 @@ function OrganisationDialog(props: { organisation: Organisation | undefined; mod
     try {
       if (organisation === undefined) await api.send('POST', '/admin/v1/organisations', body);
       else await api.send('PATCH', `/admin/v1/organisations/${organisation.id}`, body);
+      announceOrganisationsChanged();
       props.onDone();
     } catch (caught) {
       setError(caught);
