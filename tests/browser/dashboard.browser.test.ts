@@ -373,6 +373,16 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard in a 
     await platformPage.getByRole('table', { name: 'Organisations' }).getByRole('row').filter({ hasText: 'Asha Traders' }).waitFor({ timeout: uiTimeout });
     await album.take(platformPage, 'platform');
 
+    // An organisation created on the platform page is in the header's switcher at once, without a reload.
+    await platformPage.getByRole('button', { name: 'New organisation' }).click();
+    const dialog = platformPage.getByRole('dialog');
+    await dialog.getByLabel('Name').fill('Nair Logistics');
+    await dialog.getByRole('button', { name: 'Create organisation' }).click();
+    await platformPage.locator('#organisation-switcher').getByRole('option', { name: 'Nair Logistics' }).waitFor({ state: 'attached', timeout: uiTimeout });
+    const listed = await admin('GET', '/organisations?limit=100');
+    expect((listed.data as Array<{ name: string; billing_mode: string }>).filter((organisation) => organisation.name === 'Nair Logistics'))
+      .toEqual([expect.objectContaining({ billing_mode: 'commercial' })]);
+
     // Every request of the run was commercial usage of Asha Traders: the margin report's customer price is their sum.
     const customerPrice = (await stack.allUsage(organisationId)).reduce((sum, record) => sum + BigInt(record.cost_micros as string), 0n);
     await openPage(platformPage, /^analytics$/i);
