@@ -311,7 +311,7 @@ describePg('who may read and configure alerts', () => {
     return createSessions(db, { idleMs: 3_600_000, absoluteMs: 3_600_000 }).start(db, { personId: person.id, userAgent: 'test', clientAddress: '127.0.0.1' });
   }
 
-  it('lets a viewer read alerts, webhook and settings but not configure them; an owner configures; other organisations do not exist', async () => {
+  it('lets a viewer read alerts and settings but not the webhook (its URL may be a credential) nor configure them; an owner configures; other organisations do not exist', async () => {
     const organisationId = (await admin.request('POST', '/admin/v1/organisations', { name: 'Roles' })).json.id as string;
     const otherId = (await admin.request('POST', '/admin/v1/organisations', { name: 'Elsewhere' })).json.id as string;
     const viewer = await member(organisationId, 'viewer');
@@ -320,9 +320,11 @@ describePg('who may read and configure alerts', () => {
     const base = `/admin/v1/organisations/${organisationId}`;
     const webhookBody = { url: `${receiver.baseUrl}/roles`, format: 'json' };
 
-    for (const path of ['/alerts', '/webhook', '/alert-settings']) {
+    for (const path of ['/alerts', '/alert-settings']) {
       expect((await asPerson(viewer, 'GET', `${base}${path}`)).status).toBe(200);
     }
+    expect((await asPerson(developer, 'GET', `${base}/webhook`)).status).toBe(403);
+    expect((await asPerson(owner, 'GET', `${base}/webhook`)).status).toBe(200);
     expect((await asPerson(viewer, 'GET', `${base}/webhook/deliveries`)).status).toBe(403);
     expect((await asPerson(viewer, 'PUT', `${base}/webhook`, webhookBody)).status).toBe(403);
     expect((await asPerson(developer, 'PUT', `${base}/webhook`, webhookBody)).status).toBe(403);

@@ -50,8 +50,9 @@ export function alertRoutes(): AdminRoute[] {
       },
     }),
     defineRoute({
-      ...orgRoute, role: 'viewer', method: 'get', path: '/admin/v1/organisations/{id}/webhook', operationId: 'getWebhook',
+      ...orgRoute, role: 'owner', method: 'get', path: '/admin/v1/organisations/{id}/webhook', operationId: 'getWebhook',
       summary: 'The organisation\'s alert webhook (the signing secret\'s hint only), or null.',
+      description: 'Owners only: a webhook URL may itself be a credential (a Slack incoming-webhook URL is one).',
       success: { status: 200, description: 'The webhook or null.', schema: webhookGetResponse },
       errors: ['unauthenticated', 'not_found'],
       async handle({ service }, { actor, params }) {

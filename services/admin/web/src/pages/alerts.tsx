@@ -78,7 +78,12 @@ export function AlertsPage(props: PageProps) {
       <h1>Alerts</h1>
       <AlertList organisationId={organisationId} />
       <LowBalanceSettings organisationId={organisationId} isOwner={isOwner} />
-      <WebhookSettings organisationId={organisationId} isOwner={isOwner} />
+      {isOwner ? <WebhookSettings organisationId={organisationId} isOwner={isOwner} /> : (
+        <div class="card">
+          <h2>Webhook</h2>
+          <p>Only the organisation's owners see and change its alert webhook: its URL may itself be a secret.</p>
+        </div>
+      )}
     </section>
   );
 }
