@@ -1,5 +1,6 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { chartRupees } from './rupee-text.ts';
 import { api } from '../api.ts';
 import type { Balance, Project, ProjectBudget, UsageRecord, UsageSummaryRow } from '../api-types.ts';
 import { useBanners } from '../banners.ts';
@@ -57,11 +58,6 @@ function sumMicros(values: Iterable<string>): bigint {
   return total;
 }
 
-/** µ₹ as a chart value in rupees (paise precision): charts draw numbers; labels and tooltips use the exact amount. */
-function chartRupees(micros: bigint): number {
-  return Number(micros / 10_000n) / 100;
-}
-
 /** Spend as a share of the cap, percent (for the bar; not money). */
 function percentOf(spent: string, cap: string): number {
   const capMicros = BigInt(cap);
@@ -90,7 +86,7 @@ const palette = ['#1f5fbf', '#c2570c', '#1b7f4b', '#8a3ab9', '#b3261e', '#00707a
 function moneyBarConfig(labels: string[], micros: bigint[], label: string, horizontal = false): ChartConfiguration {
   return {
     type: 'bar',
-    data: { labels, datasets: [{ label, data: micros.map(chartRupees), backgroundColor: horizontal ? labels.map((_, i) => palette[i % palette.length]!) : palette[0]! }] },
+    data: { labels, datasets: [{ label, data: micros.map((value) => chartRupees(value.toString())), backgroundColor: horizontal ? labels.map((_, i) => palette[i % palette.length]!) : palette[0]! }] },
     options: {
       indexAxis: horizontal ? 'y' : 'x',
       plugins: {
