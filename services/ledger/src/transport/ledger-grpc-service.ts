@@ -144,6 +144,9 @@ interface Handled<Res> {
   subject: Record<string, string>;
 }
 
+/** The methods that only read: logged at debug, since they are polled (balances, usage, alerts). */
+const readMethods = new Set(['GetBalance', 'ListUsage', 'GetProjectSpend', 'SummarizeUsage', 'ListBudgetAlerts']);
+
 /**
  * The LedgerService implementation over the domain functions: decodes proto values, calls the
  * domain, encodes the outcome as the contract's result enum, and logs one line per call with
@@ -154,12 +157,17 @@ interface Handled<Res> {
 export function createLedgerGrpcService(
   db: Database, logger: Logger, watchOptions: BudgetAlertWatchOptions, batcher: LedgerOperationRunner = runAlone(db),
 ): LedgerGrpcService {
-  /** Runs one method's work as one call: its log line; a malformed read becomes invalid_request. */
+  /**
+   * Runs one method's work as one call: its log line (info for calls that change state, debug for
+   * reads, which the admin's dashboard and alert workers make every second or so); a malformed
+   * read becomes invalid_request.
+   */
   const perform = async <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>, request: Req, requestId: string): Promise<Res> => {
     const startedAt = performance.now();
     try {
       const { response, outcome, subject } = await work(request);
-      logger.info({ method, requestId, outcome, ...subject, durationMs: Math.round(performance.now() - startedAt) }, 'ledger call');
+      const level = readMethods.has(method) ? 'debug' : 'info';
+      logger[level]({ method, requestId, outcome, ...subject, durationMs: Math.round(performance.now() - startedAt) }, 'ledger call');
       return response;
     } catch (error) {
       if (error instanceof InvalidQueryError) {
