@@ -6,6 +6,7 @@ import type { HealthProbes } from '@gateway/service-runtime';
 import { canSeeOrganisation, requirePlatformAdmin, requireRole, systemActor, type Actor } from '../domain/actor.ts';
 import { isId } from '../domain/ids.ts';
 import { notFound } from '../domain/resource-access.ts';
+import { sameOriginRequest } from './session-cookie.ts';
 import type { AdminRoute, RouteContext } from './route-definition.ts';
 import { idempotencyKeyHeader } from './request-schemas.ts';
 import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
@@ -76,16 +77,6 @@ function actorForLog(actor: Actor): Record<string, string> {
   return { kind: actor.kind };
 }
 
-/**
- * Whether a browser request comes from the dashboard's own origin. A request without Origin
- * (curl, server-side clients) passes: the CSRF token still guards sessions.
- */
-function sameOrigin(request: Request): boolean {
-  const origin = request.headers.origin;
-  if (origin === undefined) return true;
-  if (!URL.canParse(origin)) return false;
-  return new URL(origin).host === request.headers.host;
-}
 
 /**
  * The one authorization of a route, the same for a bearer token and a session, before its input
@@ -177,7 +168,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
     }
     response.locals.actor = authentication.actor;
     if (authentication.via === 'session' && !safeMethods.has(request.method)) {
-      if (!sameOrigin(request)) throw new GatewayError('permission_denied', { publicMessage: 'Cross-origin request refused.' });
+      if (!sameOriginRequest(headerValue(request.headers.origin), request.headers.host ?? '')) throw new GatewayError('permission_denied', { publicMessage: 'Cross-origin request refused.' });
       if (!authentication.csrfTokenValid) {
         throw new GatewayError('permission_denied', { publicMessage: 'Missing or invalid X-CSRF-Token header (see GET /auth/session).' });
       }

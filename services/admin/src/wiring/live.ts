@@ -9,6 +9,7 @@ import { canSeeOrganisation, requireRole, type Actor } from '../domain/actor.ts'
 import { isId } from '../domain/ids.ts';
 import type { LedgerPort } from '../domain/ledger-port.ts';
 import type { LiveEvents } from '../domain/live-events.ts';
+import { sameOriginRequest } from '../http/session-cookie.ts';
 import { createOrganisationWatches, type LiveLedgerMessage } from '../domain/live-watches.ts';
 import { organisationExists } from '../domain/organisation-store.ts';
 import type { Authentication, RequestCredentials } from '../http/admin-http-app.ts';
@@ -70,11 +71,13 @@ function refuseUpgrade(socket: Duplex, error: GatewayError): void {
   socket.destroy();
 }
 
-/** Whether a browser's WebSocket comes from the dashboard's own origin (a session must; see cross-site WebSocket hijacking). */
+/**
+ * Whether a browser's WebSocket comes from the dashboard's own origin: a session's must, and must
+ * say so (browsers always send Origin on a WebSocket; see cross-site WebSocket hijacking).
+ */
 function sameOrigin(request: IncomingMessage): boolean {
   const origin = headerValue(request.headers.origin);
-  if (origin === undefined || !URL.canParse(origin)) return false;
-  return new URL(origin).host === request.headers.host;
+  return origin !== undefined && sameOriginRequest(origin, request.headers.host ?? '');
 }
 
 /** The message a ledger change becomes on the wire (the JSON views the API uses). */
