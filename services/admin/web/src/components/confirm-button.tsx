@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { Dialog } from './dialog.tsx';
 import { FormError } from './field.tsx';
+import { useAction } from './use-action.ts';
 
 /**
  * A button that asks first: it opens a dialog saying what will happen, and runs `onConfirm` only
@@ -18,20 +19,13 @@ export function ConfirmButton(props: {
   disabled?: boolean;
 }) {
   const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, run } = useAction();
 
   async function confirm() {
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       await props.onConfirm();
       setOpen(false);
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

@@ -5,6 +5,7 @@ import { ConfirmButton } from '../components/confirm-button.tsx';
 import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { Table } from '../components/table.tsx';
+import { useAction } from '../components/use-action.ts';
 import { formatIst, formatRupees, rupeesToMicros } from '../format.ts';
 import { useLive } from '../live.ts';
 import { roleAllows, type PageProps } from '../page-props.ts';
@@ -155,8 +156,7 @@ function LowBalanceSettings(props: { organisationId: string; isOwner: boolean })
   const path = `/admin/v1/organisations/${props.organisationId}/alert-settings`;
   const [settings, setSettings] = useState<AlertSettings | undefined>(undefined);
   const [rupees, setRupees] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, setError, run } = useAction();
   const [saved, setSaved] = useState<string | undefined>(undefined);
   const thresholdError = fieldError(error, 'low_balance_threshold_micros');
 
@@ -170,17 +170,11 @@ function LowBalanceSettings(props: { organisationId: string; isOwner: boolean })
   }, [path, adopt]);
 
   async function put(threshold: string | null) {
-    setBusy(true);
-    setError(undefined);
-    setSaved(undefined);
-    try {
+    await run(async () => {
+      setSaved(undefined);
       adopt(await api.send<AlertSettings>('PUT', path, { low_balance_threshold_micros: threshold }));
       setSaved(threshold === null ? 'Low-balance alert turned off.' : 'Threshold saved.');
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   function save(event: Event) {
@@ -233,8 +227,7 @@ function WebhookSettings(props: { organisationId: string; isOwner: boolean }) {
   const [url, setUrl] = useState('');
   const [format, setFormat] = useState<Webhook['format']>('json');
   const [secret, setSecret] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, setError, run } = useAction();
   const [notice, setNotice] = useState<string | undefined>(undefined);
   const [deliveriesVersion, setDeliveriesVersion] = useState(0);
   const urlError = fieldError(error, 'url');
@@ -252,33 +245,24 @@ function WebhookSettings(props: { organisationId: string; isOwner: boolean }) {
   /** Saves the form's URL and format; with `rotateFor`, keeps that stored webhook as it is and rotates its secret only. */
   async function save(rotateFor?: Webhook) {
     const rotate = rotateFor !== undefined;
-    setBusy(true);
-    setError(undefined);
-    setNotice(undefined);
-    try {
+    // A failure goes to the caller: the form's submit keeps it as the form's error, a rotation's ConfirmButton shows it in its dialog.
+    await run(async () => {
+      setNotice(undefined);
       const body = rotate ? { url: rotateFor.url, format: rotateFor.format, rotate_secret: true } : { url, format };
       const answer = await api.send<WebhookSaved>('PUT', path, body);
       adopt(answer.webhook);
       if (answer.signing_secret !== null) setSecret(answer.signing_secret);
       setNotice(rotate ? 'A new signing secret replaced the old one.' : 'Webhook saved.');
-    } finally {
-      setBusy(false);
-    }
+    }, { throwsErrors: true });
   }
 
   async function sendTest() {
-    setBusy(true);
-    setError(undefined);
-    setNotice(undefined);
-    try {
+    await run(async () => {
+      setNotice(undefined);
       const answer = await api.send<{ delivery_id: string }>('POST', `${path}/test`);
       setNotice(`Test alert queued (delivery ${answer.delivery_id}); its attempts appear in the delivery log below.`);
       setDeliveriesVersion((version) => version + 1);
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   async function remove() {

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api } from '../api.ts';
 import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
+import { useAction } from '../components/use-action.ts';
 import { formatIst } from '../format.ts';
 import { useSession, type SessionAnswer } from '../session.ts';
 
@@ -31,8 +32,7 @@ export function LinkPage(props: { token: string }) {
   const [displayName, setDisplayName] = useState('');
   const [password, setPassword] = useState('');
   const [repeat, setRepeat] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, setError, run } = useAction();
 
   useEffect(() => {
     api.get<LinkInfo>(`/auth/links/${encodeURIComponent(props.token)}`).then(setInfo, setLoadError);
@@ -44,16 +44,10 @@ export function LinkPage(props: { token: string }) {
       setError(new ApiError('The two passwords differ.', 400, 'invalid_request', 'password_repeat'));
       return;
     }
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       const body = { password, ...(displayName.trim() === '' ? {} : { display_name: displayName.trim() }) };
       session.signedIn(await api.send<SessionAnswer>('POST', `/auth/links/${encodeURIComponent(props.token)}`, body));
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   if (loadError !== undefined) {

@@ -5,6 +5,7 @@ import { Dialog } from '../components/dialog.tsx';
 import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { Table } from '../components/table.tsx';
+import { useAction } from '../components/use-action.ts';
 import { formatIst } from '../format.ts';
 import { roleAllows, type PageProps } from '../page-props.ts';
 import { useSession } from '../session.ts';
@@ -215,24 +216,17 @@ export function MembersPage(props: PageProps) {
 function InviteForm(props: { organisationId: string; onInvited(issued: IssuedLink, email: string): void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<OrganisationRole>('viewer');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, run } = useAction();
   const emailError = fieldError(error, 'email');
   const roleError = fieldError(error, 'role');
 
   async function submit(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       const answer = await api.send<IssuedLink & { invitation: Invitation }>('POST', `/admin/v1/organisations/${props.organisationId}/invitations`, { email, role });
       props.onInvited({ link: answer.link, expires_at: answer.invitation.expires_at, email_sent: answer.email_sent }, answer.invitation.email);
       setEmail('');
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
@@ -258,21 +252,15 @@ function InviteForm(props: { organisationId: string; onInvited(issued: IssuedLin
 /** Changes a member's role; the API refuses (409) to leave the organisation without an owner. */
 function RoleDialog(props: { organisationId: string; member: Member; isSelf: boolean; onClose(): void; onDone(): void }) {
   const [role, setRole] = useState<OrganisationRole>(props.member.role);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, run } = useAction();
   const who = props.member.display_name === '' ? props.member.email : props.member.display_name;
 
   async function submit(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       await api.send('PATCH', `/admin/v1/organisations/${props.organisationId}/members/${props.member.person_id}`, { role });
       props.onDone();
-    } catch (caught) {
-      setError(caught);
-      setBusy(false);
-    }
+    }, { staysBusyOnSuccess: true });
   }
 
   return (

@@ -4,6 +4,7 @@ import type { ListPage } from '../api-types.ts';
 import { Dialog } from '../components/dialog.tsx';
 import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
 import { Table } from '../components/table.tsx';
+import { useAction } from '../components/use-action.ts';
 import { formatCount } from '../format.ts';
 import { createModelBody, modelFormOf, providerKinds, updateModelBody, type GatewayModelJson, type ModelForm } from './model-form.ts';
 import { exactRupees } from './rupee-text.ts';
@@ -104,8 +105,7 @@ const formParams = [
 function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): void; onDone(): void }) {
   const { model } = props;
   const [form, setForm] = useState<ModelForm>(() => modelFormOf(model));
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, setError, run } = useAction();
   const errorOf = (param: string) => fieldError(error, param);
 
   async function submit(event: Event) {
@@ -119,16 +119,11 @@ function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): vo
       props.onClose();
       return;
     }
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       if (model === undefined) await api.send('POST', '/admin/v1/gateway-models', built.body);
       else await api.send('PATCH', `/admin/v1/gateway-models/${model.slug}`, built.body);
       props.onDone();
-    } catch (caught) {
-      setError(caught);
-      setBusy(false);
-    }
+    }, { staysBusyOnSuccess: true });
   }
 
   /** One text field of the form, with its label, hint and the API's error for `param`. */

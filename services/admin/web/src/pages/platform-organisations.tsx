@@ -5,6 +5,7 @@ import { ConfirmButton } from '../components/confirm-button.tsx';
 import { Dialog } from '../components/dialog.tsx';
 import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
 import { Table } from '../components/table.tsx';
+import { useAction } from '../components/use-action.ts';
 import { formatCount, formatIst, formatRupees, rupeesToMicros } from '../format.ts';
 import { listAll } from '../lists.ts';
 import { listGatewayModels } from './platform-models.tsx';
@@ -135,8 +136,7 @@ function OrganisationDialog(props: { organisation: Organisation | undefined; mod
   const [form, setForm] = useState<OrganisationForm>(organisation === undefined
     ? { name: '', billingMode: 'commercial', rpm: '', allowedModels: [] }
     : { name: organisation.name, billingMode: organisation.billing_mode, rpm: String(organisation.rpm_limit), allowedModels: organisation.allowed_gateway_models });
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, setError, run } = useAction();
   const nameError = fieldError(error, 'name');
   const rpmError = fieldError(error, 'rpm_limit');
   // Slugs the organisation may use that no longer exist stay listed, so saving does not drop them unseen.
@@ -164,17 +164,12 @@ function OrganisationDialog(props: { organisation: Organisation | undefined; mod
         return;
       }
     }
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       if (organisation === undefined) await api.send('POST', '/admin/v1/organisations', body);
       else await api.send('PATCH', `/admin/v1/organisations/${organisation.id}`, body);
       announceOrganisationsChanged();
       props.onDone();
-    } catch (caught) {
-      setError(caught);
-      setBusy(false);
-    }
+    }, { staysBusyOnSuccess: true });
   }
 
   function toggle(slug: string, on: boolean) {
@@ -235,8 +230,7 @@ function CreditDialog(props: { organisation: Organisation; onClose(): void }) {
   const [balance, setBalance] = useState<Balance | undefined>(undefined);
   const [rupees, setRupees] = useState('');
   const [reason, setReason] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, setError, run } = useAction();
   const [done, setDone] = useState<Credit | undefined>(undefined);
   const amountError = fieldError(error, 'amount_micros');
   const reasonError = fieldError(error, 'reason');
@@ -254,18 +248,12 @@ function CreditDialog(props: { organisation: Organisation; onClose(): void }) {
       setError(new ApiError((caught as Error).message, 400, 'invalid_request', 'amount_micros'));
       return;
     }
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       const credit = await api.send<Credit>('POST', `/admin/v1/organisations/${props.organisation.id}/credits`,
         { amount_micros: amount, reason: reason.trim() }, { 'Idempotency-Key': idempotencyKey });
       setDone(credit);
       setBalance(credit.balance);
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

@@ -4,6 +4,7 @@ import { ConfirmButton } from '../components/confirm-button.tsx';
 import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { Table } from '../components/table.tsx';
+import { useAction } from '../components/use-action.ts';
 import { formatIst } from '../format.ts';
 import { listAll } from '../lists.ts';
 import { useSession } from '../session.ts';
@@ -129,23 +130,16 @@ export function PlatformPeople() {
 /** Invites a new platform admin by email; their setup link goes to `onInvited`, to be shown once. */
 function InvitePlatformAdmin(props: { onInvited(issued: IssuedLink, email: string): void }) {
   const [email, setEmail] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, run } = useAction();
   const emailError = fieldError(error, 'email');
 
   async function submit(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       const answer = await api.send<IssuedLink & { person: PersonAccount }>('POST', '/admin/v1/people', { email, platform_admin: true });
       props.onInvited(answer, answer.person.email);
       setEmail('');
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (

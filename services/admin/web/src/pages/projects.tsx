@@ -6,6 +6,7 @@ import { Dialog } from '../components/dialog.tsx';
 import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
 import { SecretOnce } from '../components/secret-once.tsx';
 import { Table } from '../components/table.tsx';
+import { useAction } from '../components/use-action.ts';
 import { formatIst, formatRupees, rupeesToMicros } from '../format.ts';
 import { listAll } from '../lists.ts';
 import { roleAllows, type PageProps } from '../page-props.ts';
@@ -148,22 +149,15 @@ function BudgetSummary(props: { budget: ProjectBudget | undefined }) {
 /** The form creating a project; its key's secret goes to `onCreated`, to be shown once. */
 function CreateProject(props: { organisationId: string; onCreated(answer: ProjectWithSecret): void }) {
   const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, run } = useAction();
   const nameError = fieldError(error, 'name');
 
   async function submit(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
+    await run(async () => {
       props.onCreated(await api.send<ProjectWithSecret>('POST', `/admin/v1/organisations/${props.organisationId}/projects`, { name }));
       setName('');
-    } catch (caught) {
-      setError(caught);
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
@@ -180,22 +174,18 @@ function CreateProject(props: { organisationId: string; onCreated(answer: Projec
   );
 }
 
+/** Renames a project; the dialog closes once the API accepts the name. */
 function RenameDialog(props: { project: Project; onClose(): void; onDone(): void }) {
   const [name, setName] = useState(props.project.name);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, run } = useAction();
   const nameError = fieldError(error, 'name');
 
   async function submit(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    try {
+    await run(async () => {
       await api.send<Project>('PATCH', `/admin/v1/projects/${props.project.id}`, { name });
       props.onDone();
-    } catch (caught) {
-      setError(caught);
-      setBusy(false);
-    }
+    }, { staysBusyOnSuccess: true });
   }
 
   return (
@@ -229,21 +219,16 @@ function BudgetDialog(props: { project: Project; budget: ProjectBudget | undefin
   const cap = props.budget?.monthly_cap_micros ?? null;
   const [rupees, setRupees] = useState(cap === null ? '' : plainRupees(cap));
   const [percent, setPercent] = useState(String(props.budget?.soft_alert_percent ?? 80));
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, setError, run } = useAction();
   const capError = fieldError(error, 'monthly_cap_micros');
   const percentError = fieldError(error, 'soft_alert_percent');
 
-  async function run(change: () => Promise<unknown>) {
-    setBusy(true);
-    setError(undefined);
-    try {
+  /** Sends `change`, then closes the dialog. */
+  async function send(change: () => Promise<unknown>) {
+    await run(async () => {
       await change();
       props.onDone();
-    } catch (caught) {
-      setError(caught);
-      setBusy(false);
-    }
+    }, { staysBusyOnSuccess: true });
   }
 
   function save(event: Event) {
@@ -260,7 +245,7 @@ function BudgetDialog(props: { project: Project; budget: ProjectBudget | undefin
       setError(new ApiError('Enter a whole percentage from 1 to 100.', 400, 'invalid_request', 'soft_alert_percent'));
       return;
     }
-    void run(() => api.send('PUT', `/admin/v1/projects/${props.project.id}/budget`, { monthly_cap_micros: micros, soft_alert_percent: softAlertPercent }));
+    void send(() => api.send('PUT', `/admin/v1/projects/${props.project.id}/budget`, { monthly_cap_micros: micros, soft_alert_percent: softAlertPercent }));
   }
 
   return (
@@ -281,7 +266,7 @@ function BudgetDialog(props: { project: Project; budget: ProjectBudget | undefin
         <div class="actions">
           {cap === null ? null : (
             <button type="button" class="danger" disabled={busy}
-              onClick={() => void run(() => api.send('DELETE', `/admin/v1/projects/${props.project.id}/budget`))}>Clear budget</button>
+              onClick={() => void send(() => api.send('DELETE', `/admin/v1/projects/${props.project.id}/budget`))}>Clear budget</button>
           )}
           <button type="button" class="secondary" onClick={props.onClose}>Cancel</button>
           <button type="submit" class="primary" disabled={busy}>Save budget</button>

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, api } from '../api.ts';
 import { Field, FormError } from '../components/field.tsx';
+import { useAction } from '../components/use-action.ts';
 import { useSession, type SessionAnswer } from '../session.ts';
 
 /** The sign-in form (email and password); `notice` says why it is shown (signed out, session ended). */
@@ -8,23 +9,21 @@ export function SignInPage(props: { notice?: string | undefined; failure?: strin
   const session = useSession();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const { busy, error, run } = useAction();
 
   async function submit(event: Event) {
     event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      session.signedIn(await api.send<SessionAnswer>('POST', '/auth/sign-in', { email: email.trim(), password }));
-    } catch (caught) {
-      setError(caught instanceof ApiError && caught.status === 429
-        ? new Error(`Too many attempts. Try again in ${caught.retryAfterSeconds ?? 60} seconds.`)
-        : caught);
-      setPassword('');
-    } finally {
-      setBusy(false);
-    }
+    await run(async () => {
+      try {
+        session.signedIn(await api.send<SessionAnswer>('POST', '/auth/sign-in', { email: email.trim(), password }));
+      } catch (caught) {
+        setPassword('');
+        if (caught instanceof ApiError && caught.status === 429) {
+          throw new Error(`Too many attempts. Try again in ${caught.retryAfterSeconds ?? 60} seconds.`);
+        }
+        throw caught;
+      }
+    });
   }
 
   return (
