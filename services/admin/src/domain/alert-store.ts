@@ -91,14 +91,8 @@ function toAlert(row: AlertRow): Alert {
   };
 }
 
-/** What raises an alert: its facts, and `sourceKey` when it must exist at most once (e.g. per ledger alert). */
-export interface AlertInput {
-  kind: AlertKind;
-  organisationId: string;
-  projectId: string | null;
-  occurredAt: Date;
-  message: string;
-  details: Record<string, string | number | null>;
+/** What raises an alert: its facts (the store gives the id and seq), and `sourceKey` when it must exist at most once (e.g. per ledger alert). */
+export interface AlertInput extends Omit<Alert, 'id' | 'seq'> {
   sourceKey?: string | undefined;
 }
 

@@ -1,22 +1,11 @@
 import type { HostResolver } from '@gateway/address-policy';
-import type { Database } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
-import type { AdminConfig } from '../config.ts';
 import { checkLowBalances, deliverDueAlerts, pollLedgerBudgetAlerts, type AlertJobsDeps } from '../domain/alert-jobs.ts';
-import type { CredentialCipher } from '../domain/credential-cipher.ts';
-import type { LedgerPort } from '../domain/ledger-port.ts';
-import type { LiveEvents } from '../domain/live-events.ts';
 import { createMailer } from '../domain/mailer.ts';
 import { createWebhookSender } from '../transport/webhook-sender.ts';
 
-/** What the alert workers need. */
-export interface AlertWorkersDeps {
-  db: Database;
-  ledger: LedgerPort;
-  cipher: CredentialCipher;
-  config: AdminConfig;
-  logger: Logger;
-  liveEvents: LiveEvents;
+/** What the alert workers need: the jobs' deps except the webhook sender and mailer, which they make from the config. */
+export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender' | 'mailer'> {
   /** Resolves webhook host names for the connect-time SSRF check; default the system resolver. */
   resolveHost?: HostResolver | undefined;
 }

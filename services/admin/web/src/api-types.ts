@@ -51,7 +51,7 @@ export interface Balance {
   debited_micros: string;
 }
 
-/** One usage record, as /usage lists it and live updates send it. */
+/** One usage record, as /usage lists it and live updates send it (µ₹ as decimal strings). */
 export interface UsageRecord {
   id: string;
   project_id: string;
@@ -59,9 +59,12 @@ export interface UsageRecord {
   input_tokens: number;
   output_tokens: number;
   cost_micros: string;
+  provider_cost_micros: string;
   debited_micros: string;
+  usage_source: 'upstream' | 'gateway_estimate';
   request_id: string;
   created_at: string;
+  overrun_output_tokens: number;
 }
 
 /** One row of /usage/summary: a day (IST) and model, or with group_by=project also a project. */

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import type { Project } from '../api-types.ts';
+import type { Project, UsageRecord } from '../api-types.ts';
 import { Field, FormError, describedBy } from '../components/field.tsx';
 import { Table } from '../components/table.tsx';
 import { formatCount, formatIst, formatRupees } from '../format.ts';
@@ -10,26 +10,10 @@ import type { PageProps } from '../page-props.ts';
 import { istDayBefore, istDayOf } from './ist-dates.ts';
 import { usageFilterQuery, type UsageFilterForm } from './usage-filters.ts';
 
-/** One usage record as GET /usage lists it. */
-interface UsageRecordRow {
-  id: string;
-  project_id: string;
-  model: string;
-  input_tokens: number;
-  output_tokens: number;
-  cost_micros: string;
-  provider_cost_micros: string;
-  debited_micros: string;
-  usage_source: 'upstream' | 'gateway_estimate';
-  request_id: string;
-  created_at: string;
-  overrun_output_tokens: number;
-}
-
 /** A page of usage records, newest first. */
 interface UsagePage {
   object: 'list';
-  data: UsageRecordRow[];
+  data: UsageRecord[];
   next_cursor: string | null;
 }
 
@@ -196,7 +180,7 @@ export function UsagePage(props: PageProps) {
               },
               { header: 'Cost', numeric: true, cell: (record) => formatRupees(record.cost_micros) },
               { header: 'Debited', numeric: true, cell: (record) => formatRupees(record.debited_micros) },
-              ...(showProviderCost ? [{ header: 'Provider cost', numeric: true, cell: (record: UsageRecordRow) => formatRupees(record.provider_cost_micros) }] : []),
+              ...(showProviderCost ? [{ header: 'Provider cost', numeric: true, cell: (record: UsageRecord) => formatRupees(record.provider_cost_micros) }] : []),
               { header: 'Tokens from', cell: (record) => (record.usage_source === 'upstream' ? 'provider' : 'gateway estimate') },
               { header: 'Request id', cell: (record) => <span class="mono small">{record.request_id}</span> },
             ]}
