@@ -1,4 +1,4 @@
-export { acceptedContentEncodings, bodyReadError, createJsonBodyParser, type JsonBodyOptions } from './json-body.ts';
+export { acceptedContentEncodings, bodyReadError, createJsonBodyParser, rawBodyOf, type JsonBodyOptions } from './json-body.ts';
 export {
   fieldPathOf, findJsonProblem, maxJsonDepth, problemMessage, textProblem,
   type JsonProblem, type JsonProblemKind, type JsonRules, type TextRule,

@@ -69,6 +69,16 @@ export function bodyReadError(error: unknown, limitBytes: number, contentEncodin
   return undefined;
 }
 
+/** A request whose JSON body was read: `rawBody` holds its bytes after Content-Encoding decoding. */
+interface RequestWithRawBody extends Request {
+  rawBody?: Buffer;
+}
+
+/** The body's bytes as received (after Content-Encoding decoding), for signature checks; empty when there was none. */
+export function rawBodyOf(request: Request): Buffer {
+  return (request as RequestWithRawBody).rawBody ?? Buffer.alloc(0);
+}
+
 /**
  * express middleware reading a JSON body whatever its content type (so a wrong type is a clear
  * 400, not an empty body): codings in acceptedContentEncodings are decoded, anything else is
@@ -76,7 +86,12 @@ export function bodyReadError(error: unknown, limitBytes: number, contentEncodin
  * text rule. Every failure reaches `next` as a GatewayError.
  */
 export function createJsonBodyParser(options: JsonBodyOptions): RequestHandler {
-  const parse = express.json({ limit: options.limitBytes, type: () => true, strict: true });
+  // The bytes as received (decoded) stay on the request: a signed webhook is verified over them,
+  // never over a re-serialisation of the parsed value.
+  const parse = express.json({
+    limit: options.limitBytes, type: () => true, strict: true,
+    verify: (req, _res, buffer) => { (req as RequestWithRawBody).rawBody = buffer; },
+  });
   const maxDepth = options.maxDepth ?? maxJsonDepth;
   const text = options.text ?? 'any';
   return (req: Request, res: Response, next: NextFunction) => {

@@ -16,6 +16,7 @@ import { bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
 import { createLiveEvents } from './domain/live-events.ts';
 import { findProject } from './domain/project-store.ts';
 import { startAlertWorkers } from './wiring/alerts.ts';
+import { createPaymentProvider, startPaymentJobs } from './wiring/payments.ts';
 import { createDashboard } from './wiring/dashboard.ts';
 import { attachLiveUpdates } from './wiring/live.ts';
 import { createPeopleWiring } from './wiring/people.ts';
@@ -110,8 +111,10 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     });
     lifecycle.defer('config stream hub', () => hub.close());
     const liveEvents = createLiveEvents();
+    const paymentProvider = createPaymentProvider(config);
     const service = createAdminService({
       db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents, logger,
+      paymentProvider,
     });
     const people = createPeopleWiring({ db, config, logger, onSetupLink: deps.onSetupLink });
 
@@ -152,6 +155,8 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     lifecycle.defer('live updates', () => live.close());
     const alertWorkers = startAlertWorkers({ db, ledger, cipher, config, logger, liveEvents, resolveHost });
     lifecycle.defer('alert workers', () => alertWorkers.close());
+    const paymentJobs = startPaymentJobs({ db, config, logger, service, provider: paymentProvider });
+    lifecycle.defer('payment jobs', () => paymentJobs.close());
     await people.afterListen(config.ADMIN_PUBLIC_URL ?? `http://${config.BIND_HOST.includes(':') ? `[${config.BIND_HOST}]` : config.BIND_HOST}:${http.port}`);
     // First step of close(): ending the config streams releases calls waiting for acks, so
     // in-flight requests finish quickly; then the HTTP and gRPC servers drain; then the ledger

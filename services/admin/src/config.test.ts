@@ -20,7 +20,21 @@ describe('loadAdminConfig', () => {
       ADMIN_SETUP_EMAIL: 'admin@localhost', ADMIN_SESSION_IDLE_MS: 7_200_000, ADMIN_SESSION_ABSOLUTE_MS: 43_200_000,
       ADMIN_LINK_TTL_MS: 259_200_000, ADMIN_TRUST_PROXY: false, ALERT_POLL_MS: 1_000, ALERT_RETRY_BASE_MS: 30_000,
       ALERT_RETRY_WINDOW_MS: 86_400_000, ALERT_WEBHOOK_TIMEOUT_MS: 10_000, LOW_BALANCE_POLL_MS: 5_000, LIVE_POLL_MS: 500,
+      RAZORPAY_API_URL: 'https://api.razorpay.com', PAYMENT_RECONCILE_AFTER_MS: 180_000, PAYMENT_RECONCILE_INTERVAL_MS: 60_000,
+      TOPUP_EXPIRY_MS: 86_400_000, INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)',
+      INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS', INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315',
+      GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
     });
+  });
+
+  it('needs the Razorpay key and webhook secret with either payment provider, and the local provider\'s address', () => {
+    expect(() => loadAdminConfig({ ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, PAYMENT_PROVIDER: 'local' }))
+      .toThrow(/LOCAL_PAYMENTS_URL[\s\S]*|RAZORPAY_KEY_ID/);
+    const config = loadAdminConfig({
+      ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: 'http://127.0.0.1:8790',
+      RAZORPAY_KEY_ID: 'rzp_test_local0001', RAZORPAY_KEY_SECRET: 'local-key-secret', RAZORPAY_WEBHOOK_SECRET: 'local-webhook-secret',
+    });
+    expect(config.PAYMENT_PROVIDER).toBe('local');
   });
 
   it('refuses a public URL, setup email or SMTP URL that is not one', () => {

@@ -74,8 +74,53 @@ export const adminConfigSchema = z.object({
   SMTP_URL: z.url({ protocol: /^smtps?$/, error: 'must be an smtp:// or smtps:// URL' }).optional(),
   /** The From address of those emails. */
   SMTP_FROM: z.email({ error: 'must be an email address' }).optional(),
+  /** Which payment provider top-ups go through: 'razorpay', or 'local' (the built-in stand-in at LOCAL_PAYMENTS_URL, same API); both need RAZORPAY_*; unset: no top-ups. */
+  PAYMENT_PROVIDER: z.enum(['razorpay', 'local'], { error: 'must be "razorpay" or "local"' }).optional(),
+  /** Razorpay key id (rzp_live_… / rzp_test_…), also given to Checkout in the browser. */
+  RAZORPAY_KEY_ID: z.string().regex(/^rzp_(live|test)_[A-Za-z0-9]{6,40}$/, 'must look like rzp_live_… or rzp_test_…').optional(),
+  /** Razorpay key secret: signs API calls (basic auth) and Checkout callbacks. */
+  RAZORPAY_KEY_SECRET: z.string().min(8, { error: 'must be the key secret from the Razorpay dashboard' }).optional(),
+  /** Razorpay webhook secret: verifies X-Razorpay-Signature. */
+  RAZORPAY_WEBHOOK_SECRET: z.string().min(8, { error: 'must be the webhook secret set in the Razorpay dashboard' }).optional(),
+  /** Base URL of Razorpay's REST API. */
+  RAZORPAY_API_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.razorpay.com'),
+  /** The local payment provider's base URL (PAYMENT_PROVIDER=local): its API and pay page. */
+  LOCAL_PAYMENTS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  /** A top-up still awaiting payment after this long is fetched from the provider and settled from its answer, ms. */
+  PAYMENT_RECONCILE_AFTER_MS: commonEnv.durationMs(3 * 60_000),
+  /** How often the reconciliation looks for such top-ups, ms. */
+  PAYMENT_RECONCILE_INTERVAL_MS: commonEnv.durationMs(60_000),
+  /** An order not paid within this long expires, ms. */
+  TOPUP_EXPIRY_MS: commonEnv.durationMs(24 * 60 * 60_000),
+  /** The supplier on invoices: legal name. */
+  INVOICE_SUPPLIER_NAME: z.string().min(1).max(200).default('Gateway Operator (set INVOICE_SUPPLIER_NAME)'),
+  /** The supplier's address, one line per `\n`. */
+  INVOICE_SUPPLIER_ADDRESS: z.string().min(1).max(1000).default('Set INVOICE_SUPPLIER_ADDRESS'),
+  /** The supplier's GSTIN (15 characters, check character validated). */
+  INVOICE_SUPPLIER_GSTIN: z.string().regex(/^[0-9]{2}[A-Z0-9]{13}$/, 'must be a 15-character GSTIN').optional(),
+  /** The supplier's state as a two-digit GST state code (e.g. 29 Karnataka); decides CGST+SGST vs IGST. */
+  INVOICE_SUPPLIER_STATE_CODE: z.string().regex(/^[0-9]{2}$/, 'must be a two-digit GST state code such as 29').default('29'),
+  /** Services Accounting Code on invoices (confirm with your tax adviser). */
+  INVOICE_SAC: z.string().regex(/^[0-9]{6}$/, 'must be a six-digit SAC').default('998315'),
+  /** GST rate, in basis points (1800 = 18%). */
+  GST_RATE_BASIS_POINTS: z.coerce.number().int().min(0).max(10_000).default(1800),
+  /** What is issued at top-up: 'tax_invoice' (default), or 'receipt_voucher' plus a monthly tax invoice for the usage (Rule 50). */
+  GST_DOCUMENT_MODE: z.enum(['tax_invoice', 'receipt_voucher'], { error: 'must be "tax_invoice" or "receipt_voucher"' }).default('tax_invoice'),
+  /** Invoice serial prefix (with the financial year and number it stays within 16 characters). */
+  INVOICE_SERIAL_PREFIX: z.string().regex(/^[A-Z]{1,4}$/, 'must be 1..4 capital letters').default('GW'),
   ...grpcTlsEnv,
-}).superRefine(checkGrpcTlsEnv);
+}).superRefine(checkGrpcTlsEnv).superRefine((config, ctx) => {
+  // Both providers speak Razorpay's API and signatures (the local one is a stand-in for it), so
+  // both need the key and the webhook secret; the local provider also needs its address.
+  if (config.PAYMENT_PROVIDER !== undefined) {
+    for (const name of ['RAZORPAY_KEY_ID', 'RAZORPAY_KEY_SECRET', 'RAZORPAY_WEBHOOK_SECRET'] as const) {
+      if (config[name] === undefined) ctx.addIssue({ code: 'custom', path: [name], message: `is required with PAYMENT_PROVIDER=${config.PAYMENT_PROVIDER}` });
+    }
+  }
+  if (config.PAYMENT_PROVIDER === 'local' && config.LOCAL_PAYMENTS_URL === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['LOCAL_PAYMENTS_URL'], message: 'is required with PAYMENT_PROVIDER=local' });
+  }
+});
 
 /** The admin's validated configuration (keys are the environment variable names). */
 export type AdminConfig = z.infer<typeof adminConfigSchema>;

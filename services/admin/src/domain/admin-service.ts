@@ -18,6 +18,10 @@ import { createAlertsService } from './alerts-service.ts';
 import { createAnalyticsService } from './analytics-service.ts';
 import type { LiveEvents } from './live-events.ts';
 import { createPeopleService } from './people-service.ts';
+import { createInvoicesService } from './invoices-service.ts';
+import type { PaymentProvider } from './payment-provider.ts';
+import { createRefundsService } from './refunds-service.ts';
+import { createTopUpsService } from './topups-service.ts';
 
 /** What the admin service is built from. */
 export interface AdminServiceDeps {
@@ -33,6 +37,8 @@ export interface AdminServiceDeps {
   config: AdminConfig;
   /** Where alerts are told to the dashboard's live connections. */
   liveEvents: LiveEvents;
+  /** The payment provider top-ups go through; undefined: none configured. */
+  paymentProvider?: PaymentProvider | undefined;
   /** Where the people aggregate logs sign-ins (person ids, never secrets); silent when absent. */
   logger?: Logger;
 }
@@ -62,5 +68,8 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createPeopleService({ db, access, config: deps.config, logger: deps.logger }),
     ...createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents, resolveHost: deps.resolveHost }),
     ...createAnalyticsService({ db, ledger, access }),
+    ...createTopUpsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider, liveEvents: deps.liveEvents }),
+    ...createInvoicesService({ db, access, config: deps.config }),
+    ...createRefundsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider }),
   };
 }

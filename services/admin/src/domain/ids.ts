@@ -10,6 +10,10 @@ const idPrefixes = {
   invitation: 'inv_',
   alert: 'alrt_',
   webhookDelivery: 'whd_',
+  topUpPackage: 'pkg_',
+  topUp: 'top_',
+  taxDocument: 'doc_',
+  refund: 'rfd_',
 } as const;
 
 /** The kind of a resource id, named after what it identifies. */

@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { GatewayError, toGatewayError, toHttpError } from '@gateway/errors';
-import { createJsonBodyParser, createRequestGuard, frameworkRequestError } from '@gateway/http-guard';
+import { createJsonBodyParser, createRequestGuard, frameworkRequestError, rawBodyOf } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { HealthProbes } from '@gateway/service-runtime';
 import { canSeeOrganisation, requirePlatformAdmin, requireRole, systemActor, type Actor } from '../domain/actor.ts';
@@ -225,6 +225,8 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
         host: request.headers.host ?? '',
         origin: request.headers.origin,
         csrfToken: headerValue(request.headers['x-csrf-token']),
+        rawBody: rawBodyOf(request),
+        header: (name) => headerValue(request.headers[name.toLowerCase()]),
       });
       if (result.propagation && !result.propagation.acknowledged) response.setHeader('x-config-propagation', 'pending');
       response.status(result.status).set(result.headers ?? {});

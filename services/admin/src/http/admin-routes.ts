@@ -18,6 +18,9 @@ import { defineRoute, routeErrors, type AdminRoute } from './route-definition.ts
 import { alertRoutes } from './alert-routes.ts';
 import { analyticsRoutes } from './analytics-routes.ts';
 import { peopleRoutes } from './people-routes.ts';
+import { billingRoutes } from './billing-routes.ts';
+import { invoiceRoutes } from './invoice-routes.ts';
+import { refundRoutes } from './refund-routes.ts';
 
 const readErrors = routeErrors.read;
 const platformErrors = routeErrors.platform;
@@ -370,5 +373,8 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     ...peopleRoutes(),
     ...alertRoutes(),
     ...analyticsRoutes(),
+    ...billingRoutes(),
+    ...invoiceRoutes(),
+    ...refundRoutes(),
   ];
 }

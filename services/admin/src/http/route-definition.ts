@@ -26,6 +26,10 @@ export interface RouteRequest<Query, Body> {
   userAgent: string;
   /** The raw Cookie header ('' when absent), for the sign-in routes. */
   cookieHeader: string;
+  /** The body's bytes as received (after Content-Encoding decoding), for signed webhooks; empty when there was none. */
+  rawBody: Buffer;
+  /** A request header's value (the first, if repeated), by case-insensitive name; for webhook signatures and event ids. */
+  header(name: string): string | undefined;
   /** Whether the request reached the admin over TLS (directly or through a trusted proxy): cookies get Secure. */
   secure: boolean;
   /** The Host header ('' when absent): the sign-in routes compare it with Origin and name the session cookie by it. */
