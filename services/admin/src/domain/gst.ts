@@ -1,0 +1,77 @@
+import { formatInr } from './inr-text.ts';
+
+/** GST on a GST-inclusive price, in integer paise: the split every tax document uses. */
+export interface GstSplit {
+  /** Value of the supply before tax, paise. */
+  taxablePaise: bigint;
+  /** Central tax (intra-state), paise. */
+  cgstPaise: bigint;
+  /** State tax (intra-state), paise. */
+  sgstPaise: bigint;
+  /** Integrated tax (inter-state), paise. */
+  igstPaise: bigint;
+  /** What the buyer pays: taxable + CGST + SGST + IGST, paise. */
+  totalPaise: bigint;
+}
+
+const basisPointsPerUnit = 10_000n;
+
+/**
+ * Splits a GST-inclusive total (paise) at a rate (basis points, 1800 = 18%) into taxable value and
+ * tax. taxable = round-half-up(total × 10000 / (10000 + rate)); tax = total − taxable, so the
+ * parts always add up to the total. Same state (supplier state code = place of supply): CGST =
+ * ⌊tax / 2⌋ and SGST = tax − CGST (the odd paisa goes to SGST); otherwise IGST = tax.
+ */
+export function splitInclusiveTotal(input: { totalPaise: bigint; rateBasisPoints: number; intraState: boolean }): GstSplit {
+  const { totalPaise, intraState } = input;
+  if (totalPaise < 0n) throw new RangeError('a GST-inclusive total cannot be negative');
+  if (!Number.isInteger(input.rateBasisPoints) || input.rateBasisPoints < 0 || input.rateBasisPoints > 10_000) {
+    throw new RangeError('the GST rate must be an integer number of basis points in 0..10000');
+  }
+  const rate = BigInt(input.rateBasisPoints);
+  const denominator = basisPointsPerUnit + rate;
+  // round half up of a non-negative fraction: ⌊(2·n + d) / (2·d)⌋
+  const taxablePaise = (2n * totalPaise * basisPointsPerUnit + denominator) / (2n * denominator);
+  const taxPaise = totalPaise - taxablePaise;
+  if (intraState) {
+    const cgstPaise = taxPaise / 2n;
+    return { taxablePaise, cgstPaise, sgstPaise: taxPaise - cgstPaise, igstPaise: 0n, totalPaise };
+  }
+  return { taxablePaise, cgstPaise: 0n, sgstPaise: 0n, igstPaise: taxPaise, totalPaise };
+}
+
+/** GST is intra-state (CGST + SGST) when the supplier's state is the place of supply; else IGST. */
+export function isIntraState(supplierStateCode: string, placeOfSupplyStateCode: string): boolean {
+  return supplierStateCode === placeOfSupplyStateCode;
+}
+
+/** GST state and union-territory codes (first two digits of a GSTIN) to their names, for place of supply. */
+const gstStateNames: Readonly<Record<string, string>> = {
+  '01': 'Jammu and Kashmir', '02': 'Himachal Pradesh', '03': 'Punjab', '04': 'Chandigarh',
+  '05': 'Uttarakhand', '06': 'Haryana', '07': 'Delhi', '08': 'Rajasthan', '09': 'Uttar Pradesh',
+  '10': 'Bihar', '11': 'Sikkim', '12': 'Arunachal Pradesh', '13': 'Nagaland', '14': 'Manipur',
+  '15': 'Mizoram', '16': 'Tripura', '17': 'Meghalaya', '18': 'Assam', '19': 'West Bengal',
+  '20': 'Jharkhand', '21': 'Odisha', '22': 'Chhattisgarh', '23': 'Madhya Pradesh', '24': 'Gujarat',
+  '26': 'Dadra and Nagar Haveli and Daman and Diu', '27': 'Maharashtra', '29': 'Karnataka',
+  '30': 'Goa', '31': 'Lakshadweep', '32': 'Kerala', '33': 'Tamil Nadu', '34': 'Puducherry',
+  '35': 'Andaman and Nicobar Islands', '36': 'Telangana', '37': 'Andhra Pradesh', '38': 'Ladakh',
+  '97': 'Other Territory', '99': 'Centre Jurisdiction',
+};
+
+/** A GST state code with its name for documents, e.g. "Karnataka (29)"; an unknown code stays as "State code 42". */
+export function placeOfSupplyText(stateCode: string): string {
+  const name = gstStateNames[stateCode];
+  return name === undefined ? `State code ${stateCode}` : `${name} (${stateCode})`;
+}
+
+/** An amount of paise as rupees with Indian grouping and no symbol, e.g. 10000000n → "1,00,000.00" (documents write "INR"). */
+export function formatPaise(paise: bigint): string {
+  return formatInr(paise * 10_000n).replace('₹', '');
+}
+
+/** A rate in basis points as a percentage text, e.g. 1800 → "18%", 250 → "2.5%", 9 → "0.09%". */
+export function formatRate(basisPoints: number): string {
+  const whole = Math.trunc(basisPoints / 100);
+  const fraction = (basisPoints % 100).toString().padStart(2, '0').replace(/0+$/, '');
+  return fraction === '' ? `${whole}%` : `${whole}.${fraction}%`;
+}

@@ -1,0 +1,322 @@
+import type { Queryable } from '@gateway/db';
+import { GatewayError } from '@gateway/errors';
+import type { AdminConfig } from '../config.ts';
+import { isIntraState, splitInclusiveTotal, type GstSplit } from './gst.ts';
+import { newId } from './ids.ts';
+import { allocateSerial, type DocumentSeries } from './invoice-serial.ts';
+
+/** The three GST documents the admin issues. */
+export type TaxDocumentKind = 'tax_invoice' | 'receipt_voucher' | 'credit_note';
+
+/** The invoice settings of the admin's config (supplier, SAC, rate, mode, serial prefix). */
+export type TaxDocumentSettings = Pick<AdminConfig,
+  'INVOICE_SUPPLIER_NAME' | 'INVOICE_SUPPLIER_ADDRESS' | 'INVOICE_SUPPLIER_GSTIN' | 'INVOICE_SUPPLIER_STATE_CODE'
+  | 'INVOICE_SAC' | 'GST_RATE_BASIS_POINTS' | 'GST_DOCUMENT_MODE' | 'INVOICE_SERIAL_PREFIX'>;
+
+/** Who supplies: the operator, as configured when the document was issued. */
+export interface DocumentSupplier {
+  name: string;
+  address: string;
+  gstin: string | null;
+  state_code: string;
+}
+
+/** Who receives: the organisation's billing profile as snapshotted on the top-up. */
+export interface DocumentRecipient {
+  legal_name: string;
+  address: string;
+  gstin: string | null;
+  state_code: string;
+}
+
+/** An issued document as stored (amounts in paise, bigint). */
+export interface TaxDocument {
+  id: string;
+  kind: TaxDocumentKind;
+  serial: string;
+  financialYear: string;
+  issuedAt: Date;
+  organisationId: string;
+  topUpId: string | null;
+  refundId: string | null;
+  usageMonth: string | null;
+  referencesDocumentId: string | null;
+  supplier: DocumentSupplier;
+  recipient: DocumentRecipient;
+  /** Two-digit GST state code. */
+  placeOfSupply: string;
+  sac: string;
+  description: string;
+  rateBasisPoints: number;
+  taxablePaise: bigint;
+  cgstPaise: bigint;
+  sgstPaise: bigint;
+  igstPaise: bigint;
+  totalPaise: bigint;
+  details: Record<string, unknown>;
+}
+
+/** When a document is issued; tests pin the moment (the financial-year boundary). Default: now. */
+export interface IssueOptions {
+  issuedAt?: Date;
+}
+
+/** The series each kind is numbered in. */
+const seriesOfKind: Record<TaxDocumentKind, DocumentSeries> = { tax_invoice: 'T', receipt_voucher: 'R', credit_note: 'C' };
+
+/** A stored row of tax_documents. */
+interface TaxDocumentRow {
+  id: string;
+  kind: TaxDocumentKind;
+  serial: string;
+  financial_year: string;
+  issued_at: Date;
+  organisation_id: string;
+  topup_id: string | null;
+  refund_id: string | null;
+  usage_month: string | null;
+  references_document_id: string | null;
+  supplier: DocumentSupplier;
+  recipient: DocumentRecipient;
+  place_of_supply: string;
+  sac: string;
+  description: string;
+  rate_basis_points: number;
+  taxable_paise: bigint;
+  cgst_paise: bigint;
+  sgst_paise: bigint;
+  igst_paise: bigint;
+  total_paise: bigint;
+  details: Record<string, unknown>;
+}
+
+/** The columns a document is read with (shared by every query over tax_documents). */
+export const taxDocumentColumns = `id, kind, serial, financial_year, issued_at, organisation_id, topup_id, refund_id, usage_month,
+  references_document_id, supplier, recipient, place_of_supply, sac, description, rate_basis_points,
+  taxable_paise, cgst_paise, sgst_paise, igst_paise, total_paise, details`;
+
+/** A stored row as the domain record. */
+export function toTaxDocument(row: TaxDocumentRow): TaxDocument {
+  return {
+    id: row.id,
+    kind: row.kind,
+    serial: row.serial,
+    financialYear: row.financial_year,
+    issuedAt: new Date(row.issued_at),
+    organisationId: row.organisation_id,
+    topUpId: row.topup_id,
+    refundId: row.refund_id,
+    usageMonth: row.usage_month,
+    referencesDocumentId: row.references_document_id,
+    supplier: row.supplier,
+    recipient: row.recipient,
+    placeOfSupply: row.place_of_supply,
+    sac: row.sac,
+    description: row.description,
+    rateBasisPoints: Number(row.rate_basis_points),
+    taxablePaise: BigInt(row.taxable_paise),
+    cgstPaise: BigInt(row.cgst_paise),
+    sgstPaise: BigInt(row.sgst_paise),
+    igstPaise: BigInt(row.igst_paise),
+    totalPaise: BigInt(row.total_paise),
+    details: row.details,
+  };
+}
+
+/** Reads documents with a WHERE clause over tax_documents (params numbered from $1). */
+export async function selectTaxDocuments(db: Queryable, where: string, params: readonly unknown[], tail = 'ORDER BY issued_at, id'): Promise<TaxDocument[]> {
+  const { rows } = await db.query<TaxDocumentRow>(`SELECT ${taxDocumentColumns} FROM tax_documents WHERE ${where} ${tail}`, params);
+  return rows.map(toTaxDocument);
+}
+
+/** The supplier as the settings name it now. */
+function supplierOf(settings: TaxDocumentSettings): DocumentSupplier {
+  return {
+    name: settings.INVOICE_SUPPLIER_NAME,
+    address: settings.INVOICE_SUPPLIER_ADDRESS,
+    gstin: settings.INVOICE_SUPPLIER_GSTIN ?? null,
+    state_code: settings.INVOICE_SUPPLIER_STATE_CODE,
+  };
+}
+
+/** A billing snapshot (jsonb) as a recipient; a snapshot missing a field is a broken top-up. */
+export function recipientOf(snapshot: unknown): DocumentRecipient {
+  const value = (snapshot ?? {}) as Record<string, unknown>;
+  const text = (key: string): string => {
+    const field = value[key];
+    if (typeof field !== 'string' || field === '') throw new Error(`billing snapshot has no ${key}`);
+    return field;
+  };
+  const gstin = value['gstin'];
+  return {
+    legal_name: text('legal_name'),
+    address: text('address'),
+    gstin: typeof gstin === 'string' && gstin !== '' ? gstin : null,
+    state_code: text('state_code'),
+  };
+}
+
+/** What a new document holds before its serial is allocated. */
+interface NewDocument {
+  kind: TaxDocumentKind;
+  organisationId: string;
+  topUpId: string | null;
+  refundId: string | null;
+  usageMonth: string | null;
+  referencesDocumentId: string | null;
+  supplier: DocumentSupplier;
+  recipient: DocumentRecipient;
+  placeOfSupply: string;
+  sac: string;
+  description: string;
+  rateBasisPoints: number;
+  split: GstSplit;
+  details: Record<string, unknown>;
+}
+
+/** Allocates the next serial of the document's series and inserts it (in the caller's transaction). */
+export async function insertTaxDocument(tx: Queryable, settings: TaxDocumentSettings, document: NewDocument, options: IssueOptions = {}): Promise<TaxDocument> {
+  const issuedAt = options.issuedAt ?? new Date();
+  const allocated = await allocateSerial(tx, { prefix: settings.INVOICE_SERIAL_PREFIX, series: seriesOfKind[document.kind], issuedAt });
+  const { rows } = await tx.query<TaxDocumentRow>(
+    `INSERT INTO tax_documents (id, kind, serial, financial_year, series, sequence_number, issued_at, organisation_id, topup_id,
+       refund_id, usage_month, references_document_id, supplier, recipient, place_of_supply, sac, description,
+       rate_basis_points, taxable_paise, cgst_paise, sgst_paise, igst_paise, total_paise, details)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+     RETURNING ${taxDocumentColumns}`,
+    [newId('taxDocument'), document.kind, allocated.serial, allocated.financialYear, allocated.series, allocated.sequenceNumber.toString(),
+      issuedAt, document.organisationId, document.topUpId, document.refundId, document.usageMonth, document.referencesDocumentId,
+      JSON.stringify(document.supplier), JSON.stringify(document.recipient), document.placeOfSupply, document.sac, document.description,
+      document.rateBasisPoints, document.split.taxablePaise.toString(), document.split.cgstPaise.toString(),
+      document.split.sgstPaise.toString(), document.split.igstPaise.toString(), document.split.totalPaise.toString(),
+      JSON.stringify(document.details)],
+  );
+  return toTaxDocument(rows[0]!);
+}
+
+/** The top-up a document is issued for, locked for this transaction. */
+interface TopUpForDocument {
+  id: string;
+  organisation_id: string;
+  price_paise: bigint;
+  credit_micros: bigint;
+  state: string;
+  billing_snapshot: unknown;
+  package_name: string;
+}
+
+/** Top-up states in which the money has been received (a document may be issued). */
+const paidStates = new Set(['paid', 'credited', 'invoiced', 'refunded']);
+
+async function lockTopUp(tx: Queryable, topUpId: string): Promise<TopUpForDocument> {
+  const { rows } = await tx.query<TopUpForDocument>(
+    `SELECT t.id, t.organisation_id, t.price_paise, t.credit_micros, t.state, t.billing_snapshot, p.name AS package_name
+     FROM topups t JOIN topup_packages p ON p.id = t.package_id WHERE t.id = $1 FOR UPDATE OF t`,
+    [topUpId],
+  );
+  const topUp = rows[0];
+  if (topUp === undefined) throw new GatewayError('not_found', { publicMessage: 'No such top-up.' });
+  return topUp;
+}
+
+/** The top-up's own document (tax invoice or receipt voucher), if issued. */
+async function topUpDocument(tx: Queryable, topUpId: string): Promise<TaxDocument | undefined> {
+  return (await selectTaxDocuments(tx, `topup_id = $1 AND kind <> 'credit_note'`, [topUpId]))[0];
+}
+
+/** The description of service on a top-up's document (what was supplied, in the document's words). */
+function topUpDescription(kind: 'tax_invoice' | 'receipt_voucher', packageName: string): string {
+  return kind === 'tax_invoice'
+    ? `Prepaid credit for AI inference API services: ${packageName}`
+    : `Advance received for AI inference API services: ${packageName}`;
+}
+
+/**
+ * Issues the document for a paid top-up: a tax invoice (GST_DOCUMENT_MODE=tax_invoice, default)
+ * or a receipt voucher (receipt_voucher), for the price paid (GST inclusive), to the billing
+ * snapshot taken at purchase. Idempotent per top-up: a second call returns the first document.
+ * Locks the top-up row; does not change the top-up's state (the caller records credited →
+ * invoiced in the same transaction).
+ */
+export async function issueTopUpDocument(tx: Queryable, settings: TaxDocumentSettings, topUpId: string, options: IssueOptions = {}): Promise<{ documentId: string; serial: string; kind: 'tax_invoice' | 'receipt_voucher' }> {
+  const topUp = await lockTopUp(tx, topUpId);
+  const existing = await topUpDocument(tx, topUpId);
+  if (existing !== undefined) return { documentId: existing.id, serial: existing.serial, kind: existing.kind as 'tax_invoice' | 'receipt_voucher' };
+  if (!paidStates.has(topUp.state)) throw new GatewayError('conflict', { publicMessage: 'The top-up has not been paid.' });
+
+  const kind = settings.GST_DOCUMENT_MODE;
+  const supplier = supplierOf(settings);
+  const recipient = recipientOf(topUp.billing_snapshot);
+  const split = splitInclusiveTotal({
+    totalPaise: BigInt(topUp.price_paise),
+    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
+    intraState: isIntraState(supplier.state_code, recipient.state_code),
+  });
+  const document = await insertTaxDocument(tx, settings, {
+    kind,
+    organisationId: topUp.organisation_id,
+    topUpId,
+    refundId: null,
+    usageMonth: null,
+    referencesDocumentId: null,
+    supplier,
+    recipient,
+    placeOfSupply: recipient.state_code,
+    sac: settings.INVOICE_SAC,
+    description: topUpDescription(kind, topUp.package_name),
+    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
+    split,
+    details: { credit_micros: BigInt(topUp.credit_micros).toString(), package_name: topUp.package_name },
+  }, options);
+  return { documentId: document.id, serial: document.serial, kind };
+}
+
+/**
+ * Issues the credit note for a refund of part or all of a top-up (amount GST inclusive, paise),
+ * in its own series, referencing the top-up's document (serial and date on the note), at that
+ * document's rate and place of supply. Idempotent per refund id. Refuses (conflict) when the
+ * top-up has no document yet or the credit notes would exceed the document's total.
+ */
+export async function issueCreditNote(tx: Queryable, settings: TaxDocumentSettings, input: { topUpId: string; refundId: string; amountPaise: bigint }, options: IssueOptions = {}): Promise<{ documentId: string; serial: string }> {
+  await lockTopUp(tx, input.topUpId);
+  const [existing] = await selectTaxDocuments(tx, `refund_id = $1`, [input.refundId]);
+  if (existing !== undefined) {
+    if (existing.topUpId !== input.topUpId || existing.totalPaise !== input.amountPaise) {
+      throw new GatewayError('conflict', { publicMessage: 'A credit note for this refund already exists with other terms.' });
+    }
+    return { documentId: existing.id, serial: existing.serial };
+  }
+  if (input.amountPaise <= 0n) throw new GatewayError('invalid_request', { publicMessage: 'A credit note is for a positive amount.', param: 'amount_paise' });
+  const original = await topUpDocument(tx, input.topUpId);
+  if (original === undefined) throw new GatewayError('conflict', { publicMessage: 'The top-up has no invoice to credit.' });
+  const credited = await tx.query<{ sum: bigint | null }>(
+    `SELECT sum(total_paise)::bigint AS sum FROM tax_documents WHERE kind = 'credit_note' AND references_document_id = $1`, [original.id]);
+  const alreadyCredited = BigInt(credited.rows[0]?.sum ?? 0n);
+  if (alreadyCredited + input.amountPaise > original.totalPaise) {
+    throw new GatewayError('conflict', { publicMessage: 'The credit notes would exceed the invoice total.', param: 'amount_paise' });
+  }
+
+  const split = splitInclusiveTotal({
+    totalPaise: input.amountPaise,
+    rateBasisPoints: original.rateBasisPoints,
+    intraState: isIntraState(original.supplier.state_code, original.placeOfSupply),
+  });
+  const document = await insertTaxDocument(tx, settings, {
+    kind: 'credit_note',
+    organisationId: original.organisationId,
+    topUpId: input.topUpId,
+    refundId: input.refundId,
+    usageMonth: null,
+    referencesDocumentId: original.id,
+    // The note is between the same parties as the document it corrects.
+    supplier: original.supplier,
+    recipient: original.recipient,
+    placeOfSupply: original.placeOfSupply,
+    sac: original.sac,
+    description: `Refund of unspent prepaid balance against ${original.serial}`,
+    rateBasisPoints: original.rateBasisPoints,
+    split,
+    details: { references_serial: original.serial, references_issued_at: original.issuedAt.toISOString(), references_kind: original.kind },
+  }, options);
+  return { documentId: document.id, serial: document.serial };
+}
