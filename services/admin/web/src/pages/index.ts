@@ -4,6 +4,8 @@ import type { FunctionComponent } from 'preact';
 import type { PageProps } from '../page-props.ts';
 import { AlertsPage } from './alerts.tsx';
 import { AnalyticsPage } from './analytics.tsx';
+import { BillingPage } from './billing.tsx';
+import { InvoicesPage } from './invoices.tsx';
 import { MembersPage } from './members.tsx';
 import { OverviewPage } from './overview.tsx';
 import { PlatformPage } from './platform.tsx';
@@ -28,6 +30,8 @@ export const pageRoutes: PageRoute[] = [
   { path: '/usage', title: 'Usage', component: UsagePage, access: { organisationRole: 'viewer' } },
   { path: '/alerts', title: 'Alerts', component: AlertsPage, access: { organisationRole: 'viewer' } },
   { path: '/members', title: 'Members', component: MembersPage, access: { organisationRole: 'viewer' } },
+  { path: '/billing', title: 'Billing', component: BillingPage, access: { organisationRole: 'viewer' } },
+  { path: '/invoices', title: 'Invoices', component: InvoicesPage, access: { organisationRole: 'viewer' } },
   { path: '/platform', title: 'Platform', component: PlatformPage, access: 'platform' },
   { path: '/analytics', title: 'Analytics', component: AnalyticsPage, access: 'platform' },
 ];

@@ -2,12 +2,14 @@ import type { PageProps } from '../page-props.ts';
 import { PlatformAudit } from './platform-audit.tsx';
 import { PlatformModels } from './platform-models.tsx';
 import { PlatformOrganisations } from './platform-organisations.tsx';
+import { PlatformPackages } from './platform-packages.tsx';
 import { PlatformPeople } from './platform-people.tsx';
 
 /** The platform area's sections, in the order the sub-navigation lists them; the hash's `tab` picks one. */
 const sections = [
   { tab: 'organisations', title: 'Organisations' },
   { tab: 'models', title: 'Gateway models' },
+  { tab: 'packages', title: 'Top-up packages' },
   { tab: 'people', title: 'People' },
   { tab: 'audit', title: 'Audit log' },
 ] as const;
@@ -15,7 +17,7 @@ const sections = [
 type Section = (typeof sections)[number]['tab'];
 
 /**
- * The platform admin's area: organisations, gateway models, people and the audit log, each a
+ * The platform admin's area: organisations, gateway models, top-up packages, people and the audit log, each a
  * sub-tab addressed by the hash (#/platform?tab=models), so reloads and the back button keep it.
  */
 export function PlatformPage(props: PageProps) {
@@ -35,6 +37,7 @@ export function PlatformPage(props: PageProps) {
       </nav>
       {current === 'organisations' ? <PlatformOrganisations /> : null}
       {current === 'models' ? <PlatformModels /> : null}
+      {current === 'packages' ? <PlatformPackages /> : null}
       {current === 'people' ? <PlatformPeople /> : null}
       {current === 'audit' ? <PlatformAudit /> : null}
     </section>
