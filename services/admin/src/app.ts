@@ -137,7 +137,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
 
     const routes = createAdminRoutes({ allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS });
     const openApiDocument = buildOpenApiDocument(routes);
-    const dashboard = await createDashboard({ logger });
+    const dashboard = await createDashboard({ logger, paymentProvider: config.PAYMENT_PROVIDER });
     const httpApp = createAdminHttpApp({
       routes,
       context: { service, openApiDocument: () => openApiDocument },

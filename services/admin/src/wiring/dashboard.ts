@@ -25,15 +25,28 @@ interface DashboardBundle {
   assets: Map<string, Asset>;
 }
 
+/** The dashboard's Content-Security-Policy: only this origin's script, style and API calls (no inline code), no framing. */
+const baseCsp = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
 /**
- * Headers on every dashboard response: a CSP allowing only this origin's script, style and API
- * calls (no inline code), no framing, no MIME sniffing, and no Referer leaving the dashboard.
+ * The same policy with Razorpay Checkout allowed (PAYMENT_PROVIDER=razorpay only): its script from
+ * checkout.razorpay.com, and its frames and calls to checkout.razorpay.com and api.razorpay.com.
+ * The local provider needs nothing: its pay page is a plain navigation to its own origin.
  */
-const securityHeaders: Record<string, string> = {
-  'content-security-policy': "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-};
+const razorpayCsp = "default-src 'self'; connect-src 'self' https://checkout.razorpay.com https://api.razorpay.com; img-src 'self' data:; style-src 'self'; "
+  + "script-src 'self' https://checkout.razorpay.com; frame-src https://checkout.razorpay.com https://api.razorpay.com; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/**
+ * Headers on every dashboard response: the CSP above, no MIME sniffing, and no Referer leaving
+ * the dashboard.
+ */
+function securityHeadersFor(paymentProvider: 'razorpay' | 'local' | undefined): Record<string, string> {
+  return {
+    'content-security-policy': paymentProvider === 'razorpay' ? razorpayCsp : baseCsp,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+  };
+}
 
 /** Path prefixes that belong to the API, the sign-in routes and the probes: never answered with the page. */
 const apiPrefixes = ['/admin/v1', '/auth', '/healthz', '/readyz'];
@@ -105,17 +118,18 @@ function wantsPage(request: Request): boolean {
   return request.accepts(['application/json', 'text/html']) === 'text/html';
 }
 
-function send(response: Response, body: Buffer, contentType: string, cacheControl: string): void {
-  response.status(200).set({ ...securityHeaders, 'content-type': contentType, 'cache-control': cacheControl }).send(body);
+function send(response: Response, headers: Record<string, string>, body: Buffer, contentType: string, cacheControl: string): void {
+  response.status(200).set({ ...headers, 'content-type': contentType, 'cache-control': cacheControl }).send(body);
 }
 
 /**
  * Builds the dashboard's pages and assets; the handler serves them (undefined: no dashboard).
  * Serves GET/HEAD of `/`, the hashed `/assets/app.<hash>.{js,css}` (cached for a year), and
  * index.html for any other path a browser navigates to outside /admin/v1, /auth and the probes;
- * everything else falls through to the admin's 404.
+ * everything else falls through to the admin's 404. `paymentProvider` (PAYMENT_PROVIDER) widens the
+ * CSP for Razorpay Checkout when it is 'razorpay'.
  */
-export async function createDashboard(deps: { logger: Logger }): Promise<RequestHandler | undefined> {
+export async function createDashboard(deps: { logger: Logger; paymentProvider?: 'razorpay' | 'local' | undefined }): Promise<RequestHandler | undefined> {
   const started = performance.now();
   bundleOnce ??= buildBundle();
   const bundle = await bundleOnce.catch((error: unknown) => {
@@ -127,11 +141,12 @@ export async function createDashboard(deps: { logger: Logger }): Promise<Request
     assets: Object.fromEntries([...bundle.assets].map(([path, asset]) => [path, asset.body.length])),
   }, 'dashboard built');
 
+  const headers = securityHeadersFor(deps.paymentProvider);
   return (request, response, next) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') return next();
     const asset = bundle.assets.get(request.path);
-    if (asset !== undefined) return send(response, asset.body, asset.contentType, 'public, max-age=31536000, immutable');
+    if (asset !== undefined) return send(response, headers, asset.body, asset.contentType, 'public, max-age=31536000, immutable');
     if (request.path.startsWith('/assets/') || !wantsPage(request)) return next();
-    return send(response, bundle.indexHtml, 'text/html; charset=utf-8', 'no-cache');
+    return send(response, headers, bundle.indexHtml, 'text/html; charset=utf-8', 'no-cache');
   };
 }
