@@ -2,14 +2,16 @@
  * `pnpm start`: the whole gateway on one machine, in one process. Ledger, admin and proxy run
  * as in production (each its own servers, talking over gRPC on loopback), over embedded PGlite
  * under DATA_DIR unless DATABASE_URL is set, with an in-process rate limiter unless REDIS_URL is
- * set, plus the built-in demo upstream so a first completion needs no provider account.
+ * set, plus the built-in demo upstream so a first completion needs no provider account, and the
+ * local payment provider (a stand-in for Razorpay) so a first top-up needs no payment account.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ensureLocalPki, type ServiceRole } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
 import { startFakeUpstream } from '@gateway/fake-upstream';
+import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
 import { createLedgerApp, loadLedgerConfig } from '@gateway/ledger';
 import { createAdminApp, loadAdminConfig } from '@gateway/admin';
 import { createProxyApp, loadProxyConfig } from '@gateway/proxy';
@@ -21,6 +23,7 @@ const env: Env = { ...process.env };
 const dataDir = resolve(env.DATA_DIR || '.data');
 const bindHost = env.BIND_HOST || '127.0.0.1';
 const demoUpstreamPort = Number(env.DEMO_UPSTREAM_PORT || 8788);
+const localPaymentsPort = Number(env.LOCAL_PAYMENTS_PORT || 8790);
 
 /**
  * The admin's encryption key for upstream credentials. In production it comes from a secret
@@ -33,6 +36,32 @@ function developmentEncryptionKey(): string {
   const path = join(dataDir, 'admin-encryption.key');
   if (!existsSync(path)) writeFileSync(path, randomBytes(32).toString('base64'), { mode: 0o600 });
   return readFileSync(path, 'utf8').trim();
+}
+
+/** The local payment provider's key id, key secret and webhook secret. */
+interface LocalPaymentKeys {
+  keyId: string;
+  keySecret: string;
+  webhookSecret: string;
+}
+
+/**
+ * The local payment provider's keys, generated once and kept under DATA_DIR (owner-only) like the
+ * encryption key, so top-ups made before a restart still verify after it.
+ */
+function localPaymentKeys(): LocalPaymentKeys {
+  mkdirSync(dataDir, { recursive: true });
+  const path = join(dataDir, 'local-payments-keys.json');
+  if (!existsSync(path)) {
+    const alphanumeric = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+    const keys: LocalPaymentKeys = {
+      keyId: `rzp_test_${Array.from({ length: 14 }, () => alphanumeric[randomInt(alphanumeric.length)]).join('')}`,
+      keySecret: randomBytes(24).toString('base64url'),
+      webhookSecret: randomBytes(24).toString('base64url'),
+    };
+    writeFileSync(path, `${JSON.stringify(keys, null, 2)}\n`, { mode: 0o600 });
+  }
+  return JSON.parse(readFileSync(path, 'utf8')) as LocalPaymentKeys;
 }
 
 /**
@@ -106,6 +135,27 @@ async function main(): Promise<void> {
   const demoUpstream = await startFakeUpstream({ host: '127.0.0.1', port: demoUpstreamPort, name: 'demo' });
   running.push({ name: 'demo upstream', close: () => demoUpstream.close() });
 
+  // The local payment provider, unless the operator chose a provider (PAYMENT_PROVIDER=razorpay
+  // with their own keys). It starts before the admin, which needs its address; its webhooks are
+  // held until the admin is listening and then go to the admin's /webhooks/razorpay.
+  let localPayments: LocalPayments | undefined;
+  let paymentEnv: Env = {};
+  if (!env.PAYMENT_PROVIDER) {
+    const keys = localPaymentKeys();
+    localPayments = await startLocalPayments({
+      host: bindHost, port: localPaymentsPort, ...keys, logger: createLogger('local-payments', logLevel as 'info'),
+    });
+    const started = localPayments;
+    running.push({ name: 'local payment provider', close: () => started.close() });
+    paymentEnv = {
+      PAYMENT_PROVIDER: 'local',
+      LOCAL_PAYMENTS_URL: localPayments.url,
+      RAZORPAY_KEY_ID: keys.keyId,
+      RAZORPAY_KEY_SECRET: keys.keySecret,
+      RAZORPAY_WEBHOOK_SECRET: keys.webhookSecret,
+    };
+  }
+
   const ledger = await createLedgerApp(
     loadLedgerConfig({ ...shared, ...tlsOf('ledger'), LEDGER_GRPC_PORT: orDefault('LEDGER_GRPC_PORT', '0'), LEDGER_HTTP_PORT: orDefault('LEDGER_HTTP_PORT', '0') }),
     { logger: createLogger('ledger', logLevel as 'info') },
@@ -119,6 +169,7 @@ async function main(): Promise<void> {
     loadAdminConfig({
       ...shared,
       ...tlsOf('admin'),
+      ...paymentEnv,
       ADMIN_GRPC_PORT: orDefault('ADMIN_GRPC_PORT', '0'),
       LEDGER_GRPC_URL: ledgerUrl,
       ADMIN_ENCRYPTION_KEY: developmentEncryptionKey(),
@@ -134,6 +185,7 @@ async function main(): Promise<void> {
   );
 
   running.push({ name: 'admin', close: () => admin.close() });
+  localPayments?.setWebhookUrl(`http://${bindHost}:${admin.ports.http}/webhooks/razorpay`);
 
   const proxy = await createProxyApp(
     loadProxyConfig({ ...shared, ...tlsOf('proxy'), ADMIN_GRPC_URL: `127.0.0.1:${admin.ports.grpc}`, LEDGER_GRPC_URL: ledgerUrl }),
@@ -157,6 +209,7 @@ async function main(): Promise<void> {
     `  Dashboard:              ${dashboardUrl}`,
     `  Admin API:              ${adminUrl}   (OpenAPI: ${adminUrl}/openapi.json)`,
     `  Demo upstream:          ${demoUpstream.baseUrl}   (built-in demo; gateway model "demo")`,
+    `  Payments:               ${localPayments ? `local provider at ${localPayments.url}   (a stand-in for Razorpay; no money moves)` : `${env.PAYMENT_PROVIDER} (PAYMENT_PROVIDER)`}`,
     `  Data:                   ${env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : `embedded PGlite in ${dataDir}`}`,
     `  Internal gRPC:          ${env.GRPC_INSECURE === 'true' ? 'PLAINTEXT (GRPC_INSECURE=true)' : env.GRPC_TLS_CERT_FILE ? 'mTLS with your GRPC_TLS_* files' : `mTLS, local CA in ${join(dataDir, 'pki')}`}`,
     `  Rate limiter:           ${env.REDIS_URL ? 'Redis at REDIS_URL' : 'in-process (set REDIS_URL to share it between replicas)'}`,
@@ -196,7 +249,7 @@ main().catch(async (error: unknown) => {
     const port = (error as { port?: number }).port;
     process.stderr.write(
       `The gateway could not start: port ${port} is already in use (is another gateway running?). ` +
-      'Stop it, or choose other ports with PROXY_HTTP_PORT, ADMIN_HTTP_PORT and DEMO_UPSTREAM_PORT.\n',
+      'Stop it, or choose other ports with PROXY_HTTP_PORT, ADMIN_HTTP_PORT, DEMO_UPSTREAM_PORT and LOCAL_PAYMENTS_PORT.\n',
     );
   } else {
     process.stderr.write(`The gateway could not start: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
