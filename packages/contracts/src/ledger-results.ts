@@ -13,7 +13,8 @@
  * answers a person may still treat them as a contract fault.
  */
 import {
-  CheckpointResult, CreditResult, GetBalanceResult, OpenAccountResult, ReleaseResult, ReserveResult, SetProjectBudgetResult, SettleResult,
+  CheckpointResult, CreditResult, GetBalanceResult, OpenAccountResult, RefundCreditResult, ReleaseResult, ReserveResult, SetProjectBudgetResult,
+  SettleResult,
 } from './gen/gateway/ledger/v1/ledger.ts';
 
 /** ts-proto's UNRECOGNIZED (-1), the same in every result enum. */
@@ -78,6 +79,21 @@ const credit: TransientTable<CreditResult> = {
   [CreditResult.UNRECOGNIZED]: true,
 };
 
+const refundCredit: TransientTable<RefundCreditResult> = {
+  [RefundCreditResult.REFUND_CREDIT_RESULT_UNSPECIFIED]: true,
+  [RefundCreditResult.REFUND_CREDIT_RESULT_OK]: false,
+  [RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT]: false,
+  [RefundCreditResult.REFUND_CREDIT_RESULT_INVALID_ARGUMENT]: false,
+  // A refused refund writes nothing: it succeeds once the account is opened or the credit made.
+  [RefundCreditResult.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN]: true,
+  [RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN]: true,
+  // The credit's refunds only grow: this amount never fits it again.
+  [RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT]: false,
+  // A credit, or a Settle or Release that returns held money, can make it fit (NO_OVERSPEND).
+  [RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE]: true,
+  [RefundCreditResult.UNRECOGNIZED]: true,
+};
+
 const getBalance: TransientTable<GetBalanceResult> = {
   [GetBalanceResult.GET_BALANCE_RESULT_UNSPECIFIED]: true,
   [GetBalanceResult.GET_BALANCE_RESULT_OK]: false,
@@ -109,7 +125,7 @@ const setProjectBudget: TransientTable<SetProjectBudgetResult> = {
  * (retrying the same request later can succeed). Read as `ledgerResultTransient.reserve[result]`.
  */
 export const ledgerResultTransient = {
-  openAccount, reserve, settle, release, credit, getBalance, checkpoint, setProjectBudget,
+  openAccount, reserve, settle, release, credit, refundCredit, getBalance, checkpoint, setProjectBudget,
 } as const;
 
 /** The ledger operations that answer with a result enum (the keys of ledgerResultTransient). */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
 import { startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
 
-const { ReserveResult, CreditResult, BillingMode } = ledgerV1;
+const { ReserveResult, CreditResult, RefundCreditResult, BillingMode } = ledgerV1;
 const serverUrl = testPostgresUrl();
 /** Runs per property; raise with LEDGER_PROPERTY_RUNS for a longer search. */
 const numRuns = Number(process.env.LEDGER_PROPERTY_RUNS ?? '25');
@@ -13,6 +13,7 @@ const numRuns = Number(process.env.LEDGER_PROPERTY_RUNS ?? '25');
 /** One operation of a step; indexes pick an organisation, project or earlier reservation (modulo). */
 type Operation =
   | { kind: 'credit'; organisation: number; amountMicros: bigint }
+  | { kind: 'refund'; organisation: number; amountMicros: bigint }
   | { kind: 'reserve'; organisation: number; project: number; internal: boolean; amountMicros: bigint }
   | { kind: 'settle'; reservation: number; costPercent: number }
   | { kind: 'release'; reservation: number }
@@ -21,6 +22,8 @@ type Operation =
 
 const operation: fc.Arbitrary<Operation> = fc.oneof(
   fc.record({ kind: fc.constant('credit' as const), organisation: fc.nat(2), amountMicros: fc.bigInt(1n, 3_000_000n) }),
+  // A refund of part of the organisation's first credit (4,000,000 µ₹): beyond available, or beyond what is left of the credit, it is refused.
+  fc.record({ kind: fc.constant('refund' as const), organisation: fc.nat(2), amountMicros: fc.bigInt(1n, 2_500_000n) }),
   fc.record({
     // Project 0 (the one with a budget) is picked half the time, so the cap is often contended.
     kind: fc.constant('reserve' as const), organisation: fc.nat(2), project: fc.constantFrom(0, 0, 0, 1, 2), internal: fc.boolean(),
@@ -83,14 +86,15 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
   }
 
   let heldTotal = 0n;
+  let refundsApplied = 0;
 
-  it('keeps CONSERVATION, NO_OVERSPEND and PROJECT_BUDGET after every step, ONE_OUTCOME and NOTHING_FREE per reservation, and verifies clean', async () => {
+  it('keeps CONSERVATION, NO_OVERSPEND and PROJECT_BUDGET after every step (refunds included), ONE_OUTCOME and NOTHING_FREE per reservation, and verifies clean', async () => {
     await fc.assert(fc.asyncProperty(scenario, fc.bigInt(500_000n, 3_000_000n), async (steps, projectCapMicros) => {
       const organisations = [uniqueId('prop-org'), uniqueId('prop-org'), uniqueId('prop-org')];
       const creditedByModel = new Map<string, bigint>();
       for (const organisationId of organisations) {
         await ledger.openAccount(organisationId);
-        await ledger.credit({ organisationId, amountMicros: 4_000_000n });
+        await ledger.credit({ organisationId, creditId: `first-credit:${organisationId}`, amountMicros: 4_000_000n });
         creditedByModel.set(organisationId, 4_000_000n);
       }
       // Project p belongs to organisation p; project 0 has a budget.
@@ -107,6 +111,22 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
             const response = await ledger.credit({ organisationId, amountMicros: op.amountMicros });
             expect(response.result).toBe(CreditResult.CREDIT_RESULT_OK);
             creditedByModel.set(organisationId, creditedByModel.get(organisationId)! + op.amountMicros);
+            return;
+          }
+          case 'refund': {
+            const organisationId = organisations[op.organisation]!;
+            const response = await ledger.refundCredit({ organisationId, creditId: `first-credit:${organisationId}`, amountMicros: op.amountMicros });
+            expect([RefundCreditResult.REFUND_CREDIT_RESULT_OK, RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE,
+              RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT]).toContain(response.result);
+            if (response.result === RefundCreditResult.REFUND_CREDIT_RESULT_OK) {
+              // NO_OVERSPEND: a refund never takes available below zero.
+              expect(response.availableMicros).toBeGreaterThanOrEqual(0n);
+              creditedByModel.set(organisationId, creditedByModel.get(organisationId)! - op.amountMicros);
+              refundsApplied += 1;
+            }
+            if (response.result === RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE) {
+              expect(response.availableMicros).toBeLessThan(op.amountMicros);
+            }
             return;
           }
           case 'reserve': {
@@ -168,5 +188,6 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
     }), { numRuns, endOnFailure: true });
     // The generator must actually exercise the ledger, not only its refusals.
     expect(heldTotal).toBeGreaterThan(BigInt(numRuns));
+    expect(refundsApplied).toBeGreaterThan(0);
   }, 180_000);
 });

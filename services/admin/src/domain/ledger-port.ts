@@ -9,6 +9,13 @@ export interface LedgerPort {
   openAccount(organisationId: string): Promise<void>;
   /** Credits a balance; idempotent on creditId (same payload: same result; else idempotency_conflict). */
   credit(request: { creditId: string; organisationId: string; amountMicros: bigint; reason: string }): Promise<{ availableMicros: bigint }>;
+  /**
+   * Refunds part of a credit from the organisation's available balance (µ₹; never held money);
+   * idempotent on refundId. The ledger's refusals are `conflict` errors: the available balance or
+   * what is left of the credit is below the amount (unspent balance exceeded), or the ledger has
+   * no such credit of the organisation; they changed nothing.
+   */
+  refundCredit(request: { refundId: string; organisationId: string; creditId: string; amountMicros: bigint; reason: string }): Promise<{ availableMicros: bigint }>;
   /** Reads an organisation's balance. */
   getBalance(organisationId: string): Promise<Balance>;
   /** Lists usage records newest first, one page at a time. */

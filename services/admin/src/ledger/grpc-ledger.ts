@@ -104,6 +104,32 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
       }
     },
 
+    async refundCredit(request) {
+      const response = await call(client.refundCredit, ledgerV1.RefundCreditRequest.fromPartial(request));
+      switch (response.result) {
+        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_OK: return { availableMicros: response.availableMicros };
+        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT:
+          throw new GatewayError('idempotency_conflict', {
+            publicMessage: 'The ledger already holds a refund under this id with a different amount.',
+            internalMessage: `ledger RefundCredit: IDEMPOTENCY_CONFLICT: ${response.detail}`,
+          });
+        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INVALID_ARGUMENT: throw invalidArgument('RefundCredit', response.detail);
+        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(request.organisationId);
+        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN:
+          throw new GatewayError('conflict', {
+            publicMessage: 'The ledger holds no credit of this organisation to refund.',
+            internalMessage: `ledger RefundCredit: CREDIT_UNKNOWN: ${request.creditId}`,
+          });
+        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT:
+        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE:
+          throw new GatewayError('conflict', {
+            publicMessage: 'The refund exceeds the unspent balance.',
+            internalMessage: `ledger RefundCredit: result ${response.result}: ${response.detail}`,
+          });
+        default: throw unexpectedResult('refundCredit', 'RefundCredit', response.result);
+      }
+    },
+
     async getBalance(organisationId) {
       const response = await call(client.getBalance, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }));
       switch (response.result) {

@@ -6,7 +6,7 @@ import { sharedTestPki, testTransportSecurity } from '@gateway/testkit';
 /**
  * A small in-memory LedgerService peer served over real grpc-js on port 0, for the admin's
  * tests until the real ledger runs beside it (the end-to-end test covers that). It keeps the
- * contract's rules that the admin relies on: idempotent OpenAccount and Credit (same id, same
+ * contract's rules that the admin relies on: idempotent OpenAccount, Credit and RefundCredit (same id, same
  * payload: same result; different payload: IDEMPOTENCY_CONFLICT), unknown organisations, and
  * usage listed newest first with page tokens.
  */
@@ -17,6 +17,8 @@ export interface FakeLedger {
   accounts: Map<string, { creditedMicros: bigint; availableMicros: bigint; heldMicros: bigint; debitedMicros: bigint }>;
   /** Credits by credit_id. */
   credits: Map<string, { organisationId: string; amountMicros: bigint; reason: string }>;
+  /** Refunds by refund_id (RefundCredit takes available and credited down; never held). */
+  refunds: Map<string, { organisationId: string; creditId: string; amountMicros: bigint; reason: string }>;
   /** Usage records the tests seed; ListUsage serves them. */
   usage: ledgerV1.UsageRecord[];
   /** Project budgets by project id (cap µ₹, soft-alert percent); SetProjectBudget with cap 0 deletes. */
@@ -30,7 +32,7 @@ export interface FakeLedger {
   /** Names of the methods called, in order. */
   calls: string[];
   /** Makes the next call of a method fail with UNAVAILABLE, as a ledger that is down would. */
-  failNext(method: 'openAccount' | 'credit' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'summarizeUsage' | 'listBudgetAlerts'): void;
+  failNext(method: 'openAccount' | 'credit' | 'refundCredit' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'summarizeUsage' | 'listBudgetAlerts'): void;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ function kolkataDay(epochMs: number): string {
 export async function startFakeLedger(): Promise<FakeLedger> {
   const accounts: FakeLedger['accounts'] = new Map();
   const credits: FakeLedger['credits'] = new Map();
+  const refunds: FakeLedger['refunds'] = new Map();
   const usage: ledgerV1.UsageRecord[] = [];
   const budgets: FakeLedger['budgets'] = new Map();
   const spend: FakeLedger['spend'] = new Map();
@@ -90,6 +93,37 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       account.creditedMicros += request.amountMicros;
       account.availableMicros += request.amountMicros;
       return ledgerV1.CreditResponse.fromPartial({ result: ledgerV1.CreditResult.CREDIT_RESULT_OK, availableMicros: account.availableMicros });
+    }),
+    refundCredit: unary('refundCredit', (request: ledgerV1.RefundCreditRequest) => {
+      const { RefundCreditResult: Result } = ledgerV1;
+      const previous = refunds.get(request.refundId);
+      if (previous) {
+        const same = previous.organisationId === request.organisationId && previous.creditId === request.creditId
+          && previous.amountMicros === request.amountMicros && previous.reason === request.reason;
+        return ledgerV1.RefundCreditResponse.fromPartial(same
+          ? { result: Result.REFUND_CREDIT_RESULT_OK, availableMicros: accounts.get(request.organisationId)!.availableMicros }
+          : { result: Result.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT });
+      }
+      if (request.refundId === '' || request.amountMicros <= 0n) {
+        return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_INVALID_ARGUMENT });
+      }
+      const account = accounts.get(request.organisationId);
+      if (!account) return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN });
+      const refunded = credits.get(request.creditId);
+      if (refunded?.organisationId !== request.organisationId) {
+        return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN, availableMicros: account.availableMicros });
+      }
+      const already = [...refunds.values()].filter((refund) => refund.creditId === request.creditId).reduce((sum, refund) => sum + refund.amountMicros, 0n);
+      if (already + request.amountMicros > refunded.amountMicros) {
+        return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT, availableMicros: account.availableMicros });
+      }
+      if (account.availableMicros < request.amountMicros) {
+        return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros });
+      }
+      refunds.set(request.refundId, { organisationId: request.organisationId, creditId: request.creditId, amountMicros: request.amountMicros, reason: request.reason });
+      account.creditedMicros -= request.amountMicros;
+      account.availableMicros -= request.amountMicros;
+      return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_OK, availableMicros: account.availableMicros });
     }),
     getBalance: unary('getBalance', (request: ledgerV1.GetBalanceRequest) => {
       const account = accounts.get(request.organisationId);
@@ -191,7 +225,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const port = await startGrpcServer(server, '127.0.0.1', 0, testTransportSecurity(await sharedTestPki(), 'ledger'));
   return {
     target: `127.0.0.1:${port}`,
-    accounts, credits, usage, budgets, spend, budgetRequests, budgetAlerts, calls,
+    accounts, credits, refunds, usage, budgets, spend, budgetRequests, budgetAlerts, calls,
     failNext: (method) => { failing.add(method); },
     close: () => stopGrpcServer(server, 1_000),
   };

@@ -8,11 +8,11 @@ export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'proje
  * Which check found a difference:
  * - `conservation`: the account row breaks credited = available + held + debited;
  * - `movements`: a balance differs from the sum of its movement deltas;
- * - `credits`: credited differs from the sum of the credits table;
+ * - `credits`: credited differs from the sum of the credits table less the sum of the refunds table;
  * - `holds`: held differs from the Reserves of commercial reservations still held;
  * - `usage`: debited differs from the sum debited on usage records;
  * - `project_spend`: a project's settled spend of a month differs from its usage records' cost;
- * - `orphans`: a reservation, movement or usage record names an account, reservation or credit
+ * - `orphans`: a reservation, movement or usage record names an account, reservation, credit or refund
  *   that does not exist (the hot tables have no foreign keys since migration 0005: the ledger
  *   functions that write them lock the parent first, and this check proves it held).
  */
@@ -38,7 +38,7 @@ interface OrphanRow {
   table: 'reservations' | 'movements' | 'usage_records';
   /** The row's id (a reservation id, or a movement / usage record serial as decimal). */
   rowId: string;
-  missing: 'account' | 'reservation' | 'credit';
+  missing: 'account' | 'reservation' | 'credit' | 'refund';
 }
 
 /** A sum per organisation, as SQL returns it. */
@@ -76,7 +76,7 @@ export async function recomputeBalances(db: Queryable): Promise<Map<string, Bala
 /**
  * Checks CONSERVATION against the rows, in one snapshot: for every account,
  * credited = available + held + debited, and each balance equals what the movements add up to;
- * credited also equals the credits, held the Reserves still held, debited the usage records'
+ * credited also equals the credits less the refunds, held the Reserves still held, debited the usage records'
  * debits (and PROJECT_BUDGET's spend rows their usage records, and every row its parent).
  * Returns every difference found; an empty list means the ledger agrees to the µ₹.
  */
@@ -97,7 +97,11 @@ export async function verifyLedger(db: Database): Promise<LedgerVerification> {
       'SELECT organisation_id, credited_micros, available_micros, held_micros, debited_micros FROM accounts',
     );
     const fromMovements = await recomputeBalances(tx);
-    const credited = await sumsBy(tx, 'SELECT organisation_id, sum(amount_micros)::bigint AS total FROM credits GROUP BY organisation_id');
+    // CONSERVATION (credits): what was credited less what was refunded.
+    const credited = await sumsBy(tx, `SELECT organisation_id, sum(amount_micros)::bigint AS total FROM (
+        SELECT organisation_id, amount_micros FROM credits
+        UNION ALL SELECT organisation_id, -amount_micros FROM refunds
+      ) money_in GROUP BY organisation_id`);
     const held = await sumsBy(tx, `SELECT organisation_id, sum(amount_micros)::bigint AS total FROM reservations
       WHERE status = 'held' AND billing_mode = 'commercial' GROUP BY organisation_id`);
     const debited = await sumsBy(tx, 'SELECT organisation_id, sum(debited_micros)::bigint AS total FROM usage_records GROUP BY organisation_id');
@@ -184,7 +188,7 @@ interface OrphanSqlRow {
 const maxOrphansReported = 1_000;
 
 /**
- * Every reservation, movement and usage record whose account, reservation or credit does not
+ * Every reservation, movement and usage record whose account, reservation, credit or refund does not
  * exist (anti-joins on primary keys; one pass over each table, as the sums above already do).
  */
 async function orphanDifferences(tx: Queryable): Promise<BalanceDifference[]> {
@@ -201,6 +205,9 @@ async function orphanDifferences(tx: Queryable): Promise<BalanceDifference[]> {
      UNION ALL
      SELECT 'movements', m.id::text, 'credit', m.organisation_id, m.amount_micros
      FROM movements m WHERE m.credit_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM credits c WHERE c.credit_id = m.credit_id)
+     UNION ALL
+     SELECT 'movements', m.id::text, 'refund', m.organisation_id, m.amount_micros
+     FROM movements m WHERE m.refund_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM refunds f WHERE f.refund_id = m.refund_id)
      UNION ALL
      SELECT 'usage_records', u.id::text, 'account', u.organisation_id, u.cost_micros
      FROM usage_records u WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.organisation_id = u.organisation_id)

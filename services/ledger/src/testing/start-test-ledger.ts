@@ -33,6 +33,7 @@ export interface TestLedger {
   settle(request: Partial<ledgerV1.SettleRequest>): Promise<ledgerV1.SettleResponse>;
   release(request: Partial<ledgerV1.ReleaseRequest>): Promise<ledgerV1.ReleaseResponse>;
   credit(request: Partial<ledgerV1.CreditRequest>): Promise<ledgerV1.CreditResponse>;
+  refundCredit(request: Partial<ledgerV1.RefundCreditRequest>): Promise<ledgerV1.RefundCreditResponse>;
   getBalance(organisationId: string): Promise<ledgerV1.GetBalanceResponse>;
   listUsage(request: Partial<ledgerV1.ListUsageRequest>): Promise<ledgerV1.ListUsageResponse>;
   checkpoint(request: Partial<ledgerV1.CheckpointRequest>): Promise<ledgerV1.CheckpointResponse>;
@@ -107,6 +108,9 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     credit: (request) => callUnary(admin.credit, admin, {
       creditId: uniqueId('credit'), organisationId: '', amountMicros: 0n, reason: 'test top-up', ...request,
     }, callDeadlineMs),
+    refundCredit: (request) => callUnary(admin.refundCredit, admin, {
+      refundId: uniqueId('refund'), organisationId: '', creditId: '', amountMicros: 0n, reason: 'test refund', ...request,
+    }, callDeadlineMs),
     getBalance: (organisationId) =>
       callUnary(admin.getBalance, admin, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }), callDeadlineMs),
     listUsage: (request) => callUnary(admin.listUsage, admin, {
@@ -130,7 +134,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     verify: () => callUnary(admin.verify, admin, {}, callDeadlineMs),
     async countRows() {
       const counts: Record<string, bigint> = {};
-      for (const table of ['accounts', 'credits', 'reservations', 'movements', 'usage_records', 'project_budgets',
+      for (const table of ['accounts', 'credits', 'refunds', 'reservations', 'movements', 'usage_records', 'project_budgets',
         'project_budget_changes', 'project_month_spend', 'budget_alerts']) {
         const { rows } = await database.query<{ count: bigint }>(`SELECT count(*) AS count FROM ${table}`);
         counts[table] = rows[0]!.count;

@@ -17,6 +17,7 @@ import { InvalidQueryError } from '../domain/invalid-query-error.ts';
 import type { BillingMode, UsageSource } from '../domain/ledger-types.ts';
 import { listUsage, type UsageRecordView } from '../domain/list-usage.ts';
 import { openAccount, type OpenAccountResultName } from '../domain/open-account.ts';
+import { refundCredit, type RefundCreditResultName } from '../domain/refund-credit.ts';
 import { release, type ReleaseResultName } from '../domain/release.ts';
 import { reserve, type ReserveResultName } from '../domain/reserve.ts';
 import { settle, type SettleResultName } from '../domain/settle.ts';
@@ -70,6 +71,16 @@ const creditResults: Record<CreditResultName, ledgerV1.CreditResult> = {
   idempotency_conflict: ledgerV1.CreditResult.CREDIT_RESULT_IDEMPOTENCY_CONFLICT,
   invalid_argument: ledgerV1.CreditResult.CREDIT_RESULT_INVALID_ARGUMENT,
   organisation_unknown: ledgerV1.CreditResult.CREDIT_RESULT_ORGANISATION_UNKNOWN,
+};
+
+const refundCreditResults: Record<RefundCreditResultName, ledgerV1.RefundCreditResult> = {
+  ok: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_OK,
+  idempotency_conflict: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT,
+  invalid_argument: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INVALID_ARGUMENT,
+  organisation_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN,
+  credit_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN,
+  exceeds_credit: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT,
+  insufficient_balance: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE,
 };
 
 /** The proto billing mode as the domain's, or null for UNSPECIFIED and values this build does not know. */
@@ -353,6 +364,18 @@ export function createLedgerGrpcService(
       return {
         response: { ...outcome, result: creditResults[outcome.result] },
         outcome: outcome.result, subject: { creditId: request.creditId, organisationId: request.organisationId },
+      };
+    }),
+
+    refundCredit: handle<ledgerV1.RefundCreditRequest, ledgerV1.RefundCreditResponse>('RefundCredit', async (request) => {
+      const outcome = await refundCredit(db, {
+        refundId: request.refundId, organisationId: request.organisationId, creditId: request.creditId,
+        amountMicros: request.amountMicros, reason: request.reason,
+      });
+      return {
+        response: { ...outcome, result: refundCreditResults[outcome.result] },
+        outcome: outcome.result,
+        subject: { refundId: request.refundId, organisationId: request.organisationId, creditId: request.creditId },
       };
     }),
 

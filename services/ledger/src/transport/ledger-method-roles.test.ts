@@ -12,8 +12,8 @@ describe('ledgerMethodRoles', () => {
     const byRole = (role: string) => Object.entries(ledgerMethodRoles).filter(([, roles]) => (roles as readonly string[]).includes(role)).map(([method]) => method).sort();
     expect(byRole('proxy')).toEqual(['checkpoint', 'operate', 'release', 'reserve', 'settle']);
     expect(byRole('admin')).toEqual([
-      'credit', 'getBalance', 'getProjectSpend', 'listBudgetAlerts', 'listUsage', 'openAccount', 'setProjectBudget',
-      'summarizeUsage', 'verify', 'watchBudgetAlerts',
+      'credit', 'getBalance', 'getProjectSpend', 'listBudgetAlerts', 'listUsage', 'openAccount', 'refundCredit',
+      'setProjectBudget', 'summarizeUsage', 'verify', 'watchBudgetAlerts',
     ]);
     expect(byRole('ledger')).toEqual([]);
   });

@@ -15,6 +15,7 @@ export const ledgerMethodRoles: MethodRoles<keyof typeof ledgerV1.LedgerServiceS
   operate: ['proxy'],
   openAccount: ['admin'],
   credit: ['admin'],
+  refundCredit: ['admin'],
   getBalance: ['admin'],
   listUsage: ['admin'],
   setProjectBudget: ['admin'],

@@ -297,6 +297,7 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     checkpoint: handler('checkpoint', checkpoint),
     openAccount: unimplemented,
     credit: unimplemented,
+    refundCredit: unimplemented,
     getBalance: unimplemented,
     listUsage: unimplemented,
     setProjectBudget: unimplemented,

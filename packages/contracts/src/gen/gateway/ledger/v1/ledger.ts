@@ -207,6 +207,49 @@ export namespace CreditResult {
   export type UNRECOGNIZED = typeof CreditResult.UNRECOGNIZED;
 }
 
+/**
+ * Results of RefundCredit, in precedence order. Every result but OK writes nothing, so the same
+ * refund_id sent again later is decided afresh.
+ */
+export const RefundCreditResult = {
+  REFUND_CREDIT_RESULT_UNSPECIFIED: 0,
+  /** REFUND_CREDIT_RESULT_OK - Refunded now, or a replay of the same refund (refunded once). */
+  REFUND_CREDIT_RESULT_OK: 1,
+  /** REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT - Not retryable: refund_id was already used with a different organisation, credit, amount or reason. */
+  REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT: 2,
+  /** REFUND_CREDIT_RESULT_INVALID_ARGUMENT - Not retryable: a field is missing, out of range or malformed. */
+  REFUND_CREDIT_RESULT_INVALID_ARGUMENT: 3,
+  /** REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN - Retryable once the account is opened: the organisation has no account. */
+  REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN: 4,
+  /** REFUND_CREDIT_RESULT_CREDIT_UNKNOWN - Retryable once the credit is made: no credit of this organisation has credit_id. */
+  REFUND_CREDIT_RESULT_CREDIT_UNKNOWN: 5,
+  /** REFUND_CREDIT_RESULT_EXCEEDS_CREDIT - Not retryable: the credit's earlier refunds plus this amount would exceed the credit. */
+  REFUND_CREDIT_RESULT_EXCEEDS_CREDIT: 6,
+  /**
+   * REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE - Retryable after a credit or a release: available balance is below the amount (NO_OVERSPEND:
+   * the money is spent or held for requests in flight).
+   */
+  REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE: 7,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type RefundCreditResult = typeof RefundCreditResult[keyof typeof RefundCreditResult];
+
+export namespace RefundCreditResult {
+  export type REFUND_CREDIT_RESULT_UNSPECIFIED = typeof RefundCreditResult.REFUND_CREDIT_RESULT_UNSPECIFIED;
+  export type REFUND_CREDIT_RESULT_OK = typeof RefundCreditResult.REFUND_CREDIT_RESULT_OK;
+  export type REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT =
+    typeof RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT;
+  export type REFUND_CREDIT_RESULT_INVALID_ARGUMENT = typeof RefundCreditResult.REFUND_CREDIT_RESULT_INVALID_ARGUMENT;
+  export type REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN =
+    typeof RefundCreditResult.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN;
+  export type REFUND_CREDIT_RESULT_CREDIT_UNKNOWN = typeof RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN;
+  export type REFUND_CREDIT_RESULT_EXCEEDS_CREDIT = typeof RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT;
+  export type REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE =
+    typeof RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE;
+  export type UNRECOGNIZED = typeof RefundCreditResult.UNRECOGNIZED;
+}
+
 export const GetBalanceResult = {
   GET_BALANCE_RESULT_UNSPECIFIED: 0,
   GET_BALANCE_RESULT_OK: 1,
@@ -366,11 +409,33 @@ export interface CreditResponse {
   detail: string;
 }
 
+export interface RefundCreditRequest {
+  /** Caller-generated id of the refund; also its idempotency key (e.g. the admin's refund id). */
+  refundId: string;
+  organisationId: string;
+  /** The credit whose money is returned; refunds of one credit never add up to more than it. */
+  creditId: string;
+  /** Positive, µ₹: what leaves the wallet. */
+  amountMicros: bigint;
+  /** Free text kept on the refund and its movement, e.g. "refund of top_…". */
+  reason: string;
+}
+
+export interface RefundCreditResponse {
+  result: RefundCreditResult;
+  /** Available balance after the call, µ₹ (0 when the answer names no account). */
+  availableMicros: bigint;
+  detail: string;
+}
+
 export interface GetBalanceRequest {
   organisationId: string;
 }
 
-/** credited_micros = available_micros + held_micros + debited_micros, always (CONSERVATION). */
+/**
+ * credited_micros = available_micros + held_micros + debited_micros, always (CONSERVATION);
+ * credited_micros is net of refunds (everything credited minus everything refunded).
+ */
 export interface GetBalanceResponse {
   result: GetBalanceResult;
   creditedMicros: bigint;
@@ -1634,6 +1699,198 @@ export const CreditResponse: MessageFns<CreditResponse> = {
   },
   fromPartial<I extends Exact<DeepPartial<CreditResponse>, I>>(object: I): CreditResponse {
     const message = createBaseCreditResponse();
+    message.result = object.result ?? 0;
+    message.availableMicros = (object.availableMicros !== undefined && object.availableMicros !== null)
+      ? BigInt(object.availableMicros)
+      : 0n;
+    message.detail = object.detail ?? "";
+    return message;
+  },
+};
+
+function createBaseRefundCreditRequest(): RefundCreditRequest {
+  return { refundId: "", organisationId: "", creditId: "", amountMicros: 0n, reason: "" };
+}
+
+export const RefundCreditRequest: MessageFns<RefundCreditRequest> = {
+  encode(message: RefundCreditRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.refundId !== "") {
+      writer.uint32(10).string(message.refundId);
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(18).string(message.organisationId);
+    }
+    if (message.creditId !== "") {
+      writer.uint32(26).string(message.creditId);
+    }
+    if (message.amountMicros !== 0n) {
+      if (BigInt.asIntN(64, message.amountMicros) !== message.amountMicros) {
+        throw new globalThis.Error("value provided for field message.amountMicros of type int64 too large");
+      }
+      writer.uint32(32).int64(message.amountMicros);
+    }
+    if (message.reason !== "") {
+      writer.uint32(42).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RefundCreditRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRefundCreditRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.refundId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.creditId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.amountMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RefundCreditRequest>, I>>(base?: I): RefundCreditRequest {
+    return RefundCreditRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RefundCreditRequest>, I>>(object: I): RefundCreditRequest {
+    const message = createBaseRefundCreditRequest();
+    message.refundId = object.refundId ?? "";
+    message.organisationId = object.organisationId ?? "";
+    message.creditId = object.creditId ?? "";
+    message.amountMicros = (object.amountMicros !== undefined && object.amountMicros !== null)
+      ? BigInt(object.amountMicros)
+      : 0n;
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseRefundCreditResponse(): RefundCreditResponse {
+  return { result: 0, availableMicros: 0n, detail: "" };
+}
+
+export const RefundCreditResponse: MessageFns<RefundCreditResponse> = {
+  encode(message: RefundCreditResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.result !== 0) {
+      writer.uint32(8).int32(message.result);
+    }
+    if (message.availableMicros !== 0n) {
+      if (BigInt.asIntN(64, message.availableMicros) !== message.availableMicros) {
+        throw new globalThis.Error("value provided for field message.availableMicros of type int64 too large");
+      }
+      writer.uint32(16).int64(message.availableMicros);
+    }
+    if (message.detail !== "") {
+      writer.uint32(26).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RefundCreditResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRefundCreditResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.result = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.availableMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RefundCreditResponse>, I>>(base?: I): RefundCreditResponse {
+    return RefundCreditResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RefundCreditResponse>, I>>(object: I): RefundCreditResponse {
+    const message = createBaseRefundCreditResponse();
     message.result = object.result ?? 0;
     message.availableMicros = (object.availableMicros !== undefined && object.availableMicros !== null)
       ? BigInt(object.availableMicros)
@@ -4295,6 +4552,22 @@ export const LedgerServiceService = {
     responseSerialize: (value: CreditResponse): Buffer => Buffer.from(CreditResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreditResponse => CreditResponse.decode(value),
   },
+  /**
+   * Returns part of a credit's unspent money to the payer (a refund of a top-up): debits the
+   * organisation's AVAILABLE balance by the amount, never what is held, and only if available
+   * covers it (NO_OVERSPEND); credited shrinks by the same amount (CONSERVATION (credits)).
+   * Idempotent on refund_id.
+   */
+  refundCredit: {
+    path: "/gateway.ledger.v1.LedgerService/RefundCredit" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RefundCreditRequest): Buffer => Buffer.from(RefundCreditRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RefundCreditRequest => RefundCreditRequest.decode(value),
+    responseSerialize: (value: RefundCreditResponse): Buffer =>
+      Buffer.from(RefundCreditResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RefundCreditResponse => RefundCreditResponse.decode(value),
+  },
   /** Reads the organisation balance. */
   getBalance: {
     path: "/gateway.ledger.v1.LedgerService/GetBalance" as const,
@@ -4429,6 +4702,13 @@ export interface LedgerServiceServer extends UntypedServiceImplementation {
   release: handleUnaryCall<ReleaseRequest, ReleaseResponse>;
   /** Credits the organisation balance (top-ups, manual credits). Idempotent on credit_id. */
   credit: handleUnaryCall<CreditRequest, CreditResponse>;
+  /**
+   * Returns part of a credit's unspent money to the payer (a refund of a top-up): debits the
+   * organisation's AVAILABLE balance by the amount, never what is held, and only if available
+   * covers it (NO_OVERSPEND); credited shrinks by the same amount (CONSERVATION (credits)).
+   * Idempotent on refund_id.
+   */
+  refundCredit: handleUnaryCall<RefundCreditRequest, RefundCreditResponse>;
   /** Reads the organisation balance. */
   getBalance: handleUnaryCall<GetBalanceRequest, GetBalanceResponse>;
   /** Lists usage records, newest first, paged. */
@@ -4543,6 +4823,27 @@ export interface LedgerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreditResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Returns part of a credit's unspent money to the payer (a refund of a top-up): debits the
+   * organisation's AVAILABLE balance by the amount, never what is held, and only if available
+   * covers it (NO_OVERSPEND); credited shrinks by the same amount (CONSERVATION (credits)).
+   * Idempotent on refund_id.
+   */
+  refundCredit(
+    request: RefundCreditRequest,
+    callback: (error: ServiceError | null, response: RefundCreditResponse) => void,
+  ): ClientUnaryCall;
+  refundCredit(
+    request: RefundCreditRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RefundCreditResponse) => void,
+  ): ClientUnaryCall;
+  refundCredit(
+    request: RefundCreditRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RefundCreditResponse) => void,
   ): ClientUnaryCall;
   /** Reads the organisation balance. */
   getBalance(
