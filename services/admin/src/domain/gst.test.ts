@@ -78,6 +78,7 @@ describe('document text', () => {
     expect(formatRate(250)).toBe('2.5%');
     expect(formatRate(900)).toBe('9%');
     expect(formatRate(9)).toBe('0.09%');
+    expect(formatRate(25 / 2)).toBe('0.125%');
   });
 
   it('names the place of supply with its state code', () => {

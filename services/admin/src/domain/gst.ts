@@ -69,9 +69,7 @@ export function formatPaise(paise: bigint): string {
   return formatInr(paise * 10_000n).replace('₹', '');
 }
 
-/** A rate in basis points as a percentage text, e.g. 1800 → "18%", 250 → "2.5%", 9 → "0.09%". */
+/** A rate in basis points as a percentage text, e.g. 1800 → "18%", 250 → "2.5%", 900 / 2 → "4.5%" (a rate, not money). */
 export function formatRate(basisPoints: number): string {
-  const whole = Math.trunc(basisPoints / 100);
-  const fraction = (basisPoints % 100).toString().padStart(2, '0').replace(/0+$/, '');
-  return fraction === '' ? `${whole}%` : `${whole}.${fraction}%`;
+  return `${basisPoints / 100}%`;
 }
