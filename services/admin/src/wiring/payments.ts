@@ -30,7 +30,43 @@ export interface PaymentJobsDeps {
   provider: PaymentProvider | undefined;
 }
 
-/** The background work of payments: reconciling top-ups still awaiting payment, expiring unpaid orders. */
-export function startPaymentJobs(_deps: PaymentJobsDeps): { close(): Promise<void> } {
-  return { close: async () => {} };
+/**
+ * The background work of payments: every PAYMENT_RECONCILE_INTERVAL_MS, one reconciliation pass
+ * (top-ups awaiting payment asked of the provider and settled from its answer, settlements cut
+ * short finished, unpaid ones past expires_at expired; service.reconcileTopUps). Passes never
+ * overlap (the next is timed from the end of the last); replicas share the work through row
+ * claims. Nothing runs without a provider. close() stops the timer and waits for a pass in flight.
+ */
+export function startPaymentJobs(deps: PaymentJobsDeps): { close(): Promise<void> } {
+  const { config, logger, service } = deps;
+  if (deps.provider === undefined) return { close: async () => {} };
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  const pass = async () => {
+    const { checked, failed } = await service.reconcileTopUps();
+    // Ids and error codes only: provider answers and billing details stay out of the log.
+    for (const { topUpId, error } of failed) logger.warn({ topUpId, err: error }, 'top-up reconciliation failed; retried at a later pass');
+    if (checked > 0) logger.debug({ checked, failed: failed.length }, 'top-ups reconciled');
+  };
+  const run = () => {
+    running = pass()
+      .catch((error: unknown) => logger.warn({ err: error }, 'top-up reconciliation pass failed; retried at the next interval'))
+      .finally(() => {
+        running = undefined;
+        if (!stopped) timer = setTimeout(run, config.PAYMENT_RECONCILE_INTERVAL_MS);
+      });
+  };
+  timer = setTimeout(run, config.PAYMENT_RECONCILE_INTERVAL_MS);
+  let closed: Promise<void> | undefined;
+  return {
+    close() {
+      closed ??= (async () => {
+        stopped = true;
+        clearTimeout(timer);
+        await running;
+      })();
+      return closed;
+    },
+  };
 }

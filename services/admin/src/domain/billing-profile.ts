@@ -1,0 +1,106 @@
+import type { Queryable } from '@gateway/db';
+import { gstinProblem } from './gstin.ts';
+
+/**
+ * An organisation's billing profile: whom its invoices are made out to. A top-up keeps a copy
+ * (its billing snapshot), so a later change does not alter a purchase already made.
+ */
+export interface BillingProfile {
+  organisationId: string;
+  legalName: string;
+  address: string;
+  /** Two-digit GST state code of the place of supply, e.g. '29' (Karnataka). */
+  stateCode: string;
+  /** null when the recipient is not GST-registered. */
+  gstin: string | null;
+  /** Where invoices are emailed; null: nowhere. */
+  email: string | null;
+  updatedAt: Date;
+}
+
+/** What an owner sets. */
+export type BillingProfileInput = Omit<BillingProfile, 'organisationId' | 'updatedAt'>;
+
+/**
+ * The billing profile as a top-up stores it (`topups.billing_snapshot`) and tax documents read it
+ * (the recipient): snake_case JSON.
+ */
+export interface BillingSnapshot {
+  legal_name: string;
+  address: string;
+  state_code: string;
+  gstin: string | null;
+  email: string | null;
+}
+
+/**
+ * Whether a two-digit code can be a GST state code: 01..38 (states and union territories, with
+ * retired codes such as 25 and 28 still seen on older registrations) or 97 (Other Territory).
+ */
+function isGstStateCode(code: string): boolean {
+  if (!/^[0-9]{2}$/.test(code)) return false;
+  const value = Number(code);
+  return (value >= 1 && value <= 38) || value === 97;
+}
+
+/**
+ * The problems of a profile's state code and GSTIN, by field (empty when it is sound): the state
+ * code must be a GST state code, the GSTIN well formed with the right check character, and the
+ * GSTIN's first two digits (its state) the profile's state code.
+ */
+export function billingProfileProblems(input: Pick<BillingProfileInput, 'stateCode' | 'gstin'>): Array<{ field: 'state_code' | 'gstin'; problem: string }> {
+  const problems: Array<{ field: 'state_code' | 'gstin'; problem: string }> = [];
+  if (!isGstStateCode(input.stateCode)) problems.push({ field: 'state_code', problem: 'must be a two-digit GST state code, 01 to 38 or 97 (e.g. 29 for Karnataka)' });
+  if (input.gstin !== null) {
+    const problem = gstinProblem(input.gstin);
+    if (problem !== undefined) problems.push({ field: 'gstin', problem });
+    else if (input.gstin.slice(0, 2) !== input.stateCode) {
+      problems.push({ field: 'gstin', problem: `is registered in state ${input.gstin.slice(0, 2)}, not the profile's state_code ${input.stateCode}` });
+    }
+  }
+  return problems;
+}
+
+interface BillingProfileRow {
+  organisation_id: string;
+  legal_name: string;
+  address: string;
+  state_code: string;
+  gstin: string | null;
+  email: string | null;
+  updated_at: Date;
+}
+
+function toBillingProfile(row: BillingProfileRow): BillingProfile {
+  return {
+    organisationId: row.organisation_id, legalName: row.legal_name, address: row.address, stateCode: row.state_code,
+    gstin: row.gstin, email: row.email, updatedAt: row.updated_at,
+  };
+}
+
+/** The organisation's billing profile, or undefined when it has none yet. `forUpdate` locks it for the transaction. */
+export async function findBillingProfile(db: Queryable, organisationId: string, options: { forUpdate?: boolean } = {}): Promise<BillingProfile | undefined> {
+  const { rows } = await db.query<BillingProfileRow>(
+    `SELECT organisation_id, legal_name, address, state_code, gstin, email, updated_at FROM billing_profiles WHERE organisation_id = $1${options.forUpdate ? ' FOR UPDATE' : ''}`,
+    [organisationId],
+  );
+  return rows[0] ? toBillingProfile(rows[0]) : undefined;
+}
+
+/** Creates or replaces the organisation's billing profile; the stored profile. */
+export async function upsertBillingProfile(tx: Queryable, organisationId: string, input: BillingProfileInput): Promise<BillingProfile> {
+  const { rows } = await tx.query<BillingProfileRow>(
+    `INSERT INTO billing_profiles (organisation_id, legal_name, address, state_code, gstin, email)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (organisation_id) DO UPDATE SET legal_name = EXCLUDED.legal_name, address = EXCLUDED.address,
+       state_code = EXCLUDED.state_code, gstin = EXCLUDED.gstin, email = EXCLUDED.email, updated_at = clock_timestamp()
+     RETURNING organisation_id, legal_name, address, state_code, gstin, email, updated_at`,
+    [organisationId, input.legalName, input.address, input.stateCode, input.gstin, input.email],
+  );
+  return toBillingProfile(rows[0]!);
+}
+
+/** The snapshot a purchase keeps of the profile. */
+export function billingSnapshotOf(profile: BillingProfile): BillingSnapshot {
+  return { legal_name: profile.legalName, address: profile.address, state_code: profile.stateCode, gstin: profile.gstin, email: profile.email };
+}

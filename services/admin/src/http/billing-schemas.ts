@@ -1,0 +1,202 @@
+import { z } from 'zod';
+import { displayText, integerIn, moneyMicros, moneyShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
+
+/**
+ * The request and response shapes of the billing routes: top-up packages, billing profiles,
+ * top-ups and their payment signals. Paise (what is paid, GST included) and µ₹ (what is credited)
+ * travel as decimal strings. Responses document the API and tests parse real answers with them.
+ */
+
+const paiseFormatMessage = 'must be a whole number of paise as a decimal string, e.g. "49900" for ₹499.00 (a JSON number is accepted only if it is a safe integer)';
+
+/** A price in paise as a request gives it (decimal string or safe JSON integer); becomes a bigint. */
+function paiseAmount(range: { min: bigint; max: bigint }, description: string) {
+  return z.union([
+    z.string().regex(/^\d{1,15}$/, { error: paiseFormatMessage }),
+    z.number().int({ error: paiseFormatMessage }),
+  ], { error: (issue) => (issue.input === undefined ? 'is required' : paiseFormatMessage) })
+    .transform((value) => BigInt(value))
+    .pipe(z.bigint().min(range.min, { error: `must be at least ${range.min}` }).max(range.max, { error: `must be at most ${range.max}` }))
+    .meta({ description: `${description} Paise (₹1 = 100), as a decimal string.` });
+}
+
+/** A paise amount as a response shows it. */
+function paiseShown(description: string) {
+  return z.string().regex(/^\d+$/).meta({ description: `${description} Paise (₹1 = 100) as a decimal string.`, examples: ['49900'] });
+}
+
+const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-f]{24}$`))
+  .meta({ description: `Id of the ${what}: "${prefix}_" and 24 lowercase hex characters.` });
+
+const packagePrice = paiseAmount({ min: 100n, max: 10_000_000_000n }, 'What the buyer pays, GST included; ₹1 to ₹10 crore.');
+const packageCredit = moneyMicros({ min: 1n, max: 1_000_000_000_000_000n }, 'What the organisation\'s balance is credited with.');
+const sortOrder = integerIn(-1_000_000, 1_000_000, 'Display order, smallest first.');
+
+// ---- requests ----
+
+/** Query of GET /admin/v1/topup-packages. */
+export const packageListQuery = z.strictObject({
+  include_inactive: z.enum(['true', 'false'], { error: 'must be "true" or "false"' })
+    .optional()
+    .meta({ description: 'true (platform admins only): inactive packages too.' }),
+});
+
+/** Body of POST /admin/v1/topup-packages. */
+export const createPackageBody = z.strictObject({
+  name: displayText('Name shown to buyers, 1..200 characters.'),
+  price_paise: packagePrice,
+  credit_micros: packageCredit,
+  active: z.boolean({ error: 'must be true or false' }).optional().meta({ description: 'Whether owners may buy it; default true.' }),
+  sort_order: sortOrder.optional(),
+});
+
+/** Body of PATCH /admin/v1/topup-packages/{package_id}: at least one field. */
+export const updatePackageBody = z.strictObject({
+  name: displayText('Name shown to buyers, 1..200 characters.').optional(),
+  price_paise: packagePrice.optional(),
+  credit_micros: packageCredit.optional(),
+  active: z.boolean({ error: 'must be true or false' }).optional(),
+  sort_order: sortOrder.optional(),
+}).refine((body) => Object.keys(body).length > 0, { error: 'must change at least one of name, price_paise, credit_micros, active, sort_order' });
+
+/** Body of PUT /admin/v1/organisations/{id}/billing-profile. */
+export const putBillingProfileBody = z.strictObject({
+  legal_name: displayText('The recipient\'s legal name on invoices, 1..200 characters.'),
+  address: displayText('The recipient\'s address on invoices, 1..1000 characters.', 1000),
+  state_code: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .regex(/^[0-9]{2}$/, { error: 'must be a two-digit GST state code, e.g. "29" for Karnataka' })
+    .meta({ description: 'Two-digit GST state code of the place of supply (01..38, 97); decides CGST+SGST or IGST.' }),
+  gstin: z.string({ error: 'must be a string or null' })
+    .trim()
+    .transform((value) => value.toUpperCase())
+    .nullable()
+    .optional()
+    .transform((value) => (value === '' ? null : value ?? null))
+    .meta({ description: 'The recipient\'s GSTIN when registered (15 characters, check character validated, first two digits = state_code); null or absent otherwise.' }),
+  email: z.email({ error: 'must be an email address' })
+    .max(254, { error: 'must be at most 254 characters' })
+    .nullable()
+    .optional()
+    .transform((value) => value ?? null)
+    .meta({ description: 'Where invoices are emailed; null or absent: nowhere.' }),
+});
+
+/** Body of POST /admin/v1/organisations/{id}/topups. */
+export const purchaseBody = z.strictObject({
+  package_id: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .min(1, { error: 'must not be empty' })
+    .max(100, { error: 'must be at most 100 characters' })
+    .meta({ description: 'The package to buy (an active one).' }),
+});
+
+const pageSizeMessage = 'must be an integer between 1 and 100';
+
+/** Query of GET /admin/v1/organisations/{id}/topups: page size and the previous page's next_cursor. */
+export const topUpListQuery = z.strictObject({
+  limit: z.string({ error: 'must be given once' })
+    .regex(/^\d{1,7}$/, { error: pageSizeMessage })
+    .transform(Number)
+    .pipe(z.number().int().min(1, { error: pageSizeMessage }).max(100, { error: pageSizeMessage }))
+    .optional()
+    .meta({ description: 'Items per page, 1..100; default 20.' }),
+  cursor: z.string({ error: 'must be given once' }).regex(/^top_[0-9a-f]{24}$/, { error: 'must be the next_cursor of a previous page' })
+    .optional()
+    .meta({ description: 'next_cursor of the previous page.' }),
+});
+
+/** The page size of the top-up list when none is given. */
+export const defaultTopUpPageSize = 20;
+
+const providerId = (what: string) => z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+  .regex(/^[A-Za-z0-9_]{1,64}$/, { error: `must be the payment provider's ${what}` });
+
+/** Body of POST .../topups/{topup_id}/checkout-callback: what Razorpay Checkout (or the local pay page) hands the browser. */
+export const checkoutCallbackBody = z.strictObject({
+  razorpay_payment_id: providerId('payment id'),
+  razorpay_order_id: providerId('order id'),
+  razorpay_signature: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .max(200, { error: 'must be at most 200 characters' })
+    .meta({ description: 'hex HMAC-SHA256(key secret, "<order_id>|<payment_id>").' }),
+});
+
+// ---- responses ----
+
+const topUpState = z.enum(['created', 'pending_payment', 'paid', 'credited', 'invoiced', 'failed', 'expired', 'refunded'])
+  .meta({ description: 'created → pending_payment → paid → credited → invoiced; failed (no payment yet); expired (unpaid past expires_at); refunded.' });
+
+/** A top-up package. */
+export const packageResponse = z.strictObject({
+  id: id('pkg', 'package'),
+  name: z.string(),
+  price_paise: paiseShown('What the buyer pays, GST included.'),
+  credit_micros: moneyShown('What the balance is credited with.'),
+  active: z.boolean(),
+  sort_order: z.int(),
+  created_at: timestamp,
+});
+
+/** The packages, in display order. */
+export const packageListResponse = z.strictObject({ object: z.literal('list'), data: z.array(packageResponse) });
+
+const billingProfileResponse = z.strictObject({
+  legal_name: z.string(),
+  address: z.string(),
+  state_code: z.string(),
+  gstin: z.string().nullable(),
+  email: z.string().nullable(),
+  updated_at: timestamp,
+});
+
+/** GET/PUT billing profile: the profile, or null before one is set. */
+export const billingProfileEnvelope = z.strictObject({ billing_profile: billingProfileResponse.nullable() });
+
+/** A top-up with its documents and transitions. */
+export const topUpResponse = z.strictObject({
+  id: id('top', 'top-up'),
+  package_id: id('pkg', 'package'),
+  package_name: z.string(),
+  price_paise: paiseShown('Paid, GST included (the package\'s price when bought).'),
+  credit_micros: moneyShown('Credited (the package\'s credit when bought).'),
+  state: topUpState,
+  provider: z.enum(['razorpay', 'local']),
+  provider_order_id: z.string().nullable(),
+  provider_payment_id: z.string().nullable().meta({ description: 'The captured payment that paid it (a second capture of the same order is refunded).' }),
+  created_at: timestamp,
+  paid_at: timestamp.nullable(),
+  credited_at: timestamp.nullable(),
+  expires_at: timestamp,
+  documents: z.array(z.strictObject({ id: id('doc', 'tax document'), kind: z.enum(['tax_invoice', 'receipt_voucher', 'credit_note']), serial: z.string() })),
+  transitions: z.array(z.strictObject({
+    from_state: topUpState.nullable(),
+    to_state: topUpState,
+    cause: z.string().meta({ description: 'purchase, checkout_callback, webhook:<event>, reconciliation, expiry, provider_order_failed, duplicate_payment_refunded, refund.' }),
+    occurred_at: timestamp,
+  })).meta({ description: 'Every transition, oldest first (a refunded duplicate payment is recorded with from_state = to_state).' }),
+});
+
+/** The organisation's top-ups, newest first. */
+export const topUpListResponse = z.strictObject({
+  object: z.literal('list'),
+  data: z.array(topUpResponse),
+  next_cursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+});
+
+/** POST .../topups: the new top-up and how the browser pays it. */
+export const purchaseResponse = z.strictObject({
+  topup: topUpResponse,
+  checkout: z.strictObject({
+    provider: z.enum(['razorpay', 'local']),
+    key_id: z.string().meta({ description: 'Razorpay Checkout\'s `key` (public).' }),
+    order_id: z.string(),
+    amount_paise: paiseShown('Checkout\'s `amount`.'),
+    currency: z.literal('INR'),
+    name: z.string(),
+    description: z.string(),
+    pay_page_url: z.string().nullable().meta({ description: 'The local provider\'s pay page (it returns to the dashboard with the Checkout fields); null with Razorpay.' }),
+  }),
+});
+
+/** POST /webhooks/razorpay: what was done with the event. */
+export const webhookAckResponse = z.strictObject({
+  status: z.enum(['processed', 'repeated', 'ignored']).meta({ description: 'repeated: this event id was processed before; ignored: an event top-ups do not act on.' }),
+});
