@@ -20,14 +20,14 @@ export interface DashboardStack {
   close(): Promise<void>;
 }
 
-/** Starts the stack; the admin polls the ledger for live updates and alerts every 100 ms. */
-export async function startDashboardStack(serverUrl: string): Promise<DashboardStack> {
+/** Starts the stack; the admin polls the ledger for live updates and alerts every 100 ms. `adminEnv` adds to the admin's environment (e.g. a payment provider). */
+export async function startDashboardStack(serverUrl: string, adminEnv: Record<string, string> = {}): Promise<DashboardStack> {
   const webhook = await startWebhookReceiver();
   let gateway: E2eGateway;
   try {
     gateway = await startE2eGateway({
       serverUrl,
-      adminEnv: { LIVE_POLL_MS: '100', ALERT_POLL_MS: '100', LOW_BALANCE_POLL_MS: '200', ALERT_RETRY_BASE_MS: '200' },
+      adminEnv: { LIVE_POLL_MS: '100', ALERT_POLL_MS: '100', LOW_BALANCE_POLL_MS: '200', ALERT_RETRY_BASE_MS: '200', ...adminEnv },
     });
   } catch (error) {
     await webhook.close();
