@@ -178,6 +178,7 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
   const orders = new Map<string, LocalOrder>();
   const payments = new Map<string, LocalPayment>();
   const refunds = new Map<string, LocalRefund>();
+  const refundsByIdempotencyKey = new Map<string, { fingerprint: string; refundId: string }>();
   const faults: LocalApiFault[] = [];
   const expectedAuthorization = Buffer.from(`Basic ${Buffer.from(`${options.keyId}:${options.keySecret}`).toString('base64')}`);
   const outbox = new WebhookOutbox({
@@ -263,6 +264,23 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     return order;
   }
 
+  /**
+   * Razorpay's X-Refund-Idempotency: the same key with the same body answers the refund it made;
+   * with another body, 400.
+   */
+  function idempotentRefund(paymentId: string, body: unknown, key: string | undefined): LocalRefund {
+    if (key === undefined) return refund(paymentId, body);
+    const fingerprint = `${paymentId}|${toWireJson(body)}`;
+    const earlier = refundsByIdempotencyKey.get(key);
+    if (earlier !== undefined) {
+      if (earlier.fingerprint !== fingerprint) throw new ApiError(400, 'Different request with the same idempotency key has already been processed.');
+      return { ...refunds.get(earlier.refundId)! };
+    }
+    const created = refund(paymentId, body);
+    refundsByIdempotencyKey.set(key, { fingerprint, refundId: created.id });
+    return created;
+  }
+
   function refund(paymentId: string, body: unknown): LocalRefund {
     const payment = payments.get(paymentId);
     if (payment === undefined) throw new ApiError(400, 'The id provided does not exist', 'id');
@@ -289,7 +307,7 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     return created;
   }
 
-  function api(method: string, path: string, body: unknown): unknown {
+  function api(method: string, path: string, body: unknown, refundIdempotencyKey?: string): unknown {
     const segments = path.split('/').slice(2);
     const [collection, id, sub] = segments;
     if (collection === 'orders' && segments.length === 1 && method === 'POST') return createOrder(body);
@@ -308,7 +326,7 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
         if (payment === undefined) throw new ApiError(400, 'The id provided does not exist', 'id');
         return payment;
       }
-      if (segments.length === 3 && sub === 'refund' && method === 'POST') return refund(id, body);
+      if (segments.length === 3 && sub === 'refund' && method === 'POST') return idempotentRefund(id, body, refundIdempotencyKey);
     }
     throw new ApiError(404, 'The requested URL was not found on the server.');
   }
@@ -334,7 +352,8 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
         throw new ApiError(400, 'The request body is not valid JSON.');
       }
     }
-    sendJson(response, 200, api(request.method ?? 'GET', path, body));
+    const refundIdempotencyKey = request.headers['x-refund-idempotency'];
+    sendJson(response, 200, api(request.method ?? 'GET', path, body, typeof refundIdempotencyKey === 'string' ? refundIdempotencyKey : undefined));
   }
 
   async function handlePayPage(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {

@@ -136,18 +136,22 @@ export class WebhookOutbox {
   }
 
   #kick(): void {
-    if (this.#draining !== undefined || this.#paused || this.#url === undefined || this.#closing.signal.aborted) return;
-    this.#draining = (async () => {
-      try {
-        while (!this.#paused && this.#url !== undefined && !this.#closing.signal.aborted) {
-          const webhook = this.#queue.shift();
-          if (webhook === undefined) break;
-          await this.#deliver(this.#url, webhook);
-        }
-      } finally {
-        this.#draining = undefined;
+    if (this.#draining !== undefined || this.#paused || this.#url === undefined || this.#closing.signal.aborted || this.#queue.length === 0) return;
+    this.#draining = this.#drain();
+  }
+
+  async #drain(): Promise<void> {
+    // Yield first, so `#draining` holds this promise before the `finally` below can clear it.
+    await Promise.resolve();
+    try {
+      while (!this.#paused && this.#url !== undefined && !this.#closing.signal.aborted) {
+        const webhook = this.#queue.shift();
+        if (webhook === undefined) break;
+        await this.#deliver(this.#url, webhook);
       }
-    })();
+    } finally {
+      this.#draining = undefined;
+    }
   }
 
   async #deliver(url: string, webhook: LocalWebhook): Promise<LocalWebhookDelivery> {
