@@ -86,7 +86,7 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
   const authorization = `Basic ${Buffer.from(`${options.keyId}:${options.keySecret}`).toString('base64')}`;
   const secrets = [options.keySecret, options.webhookSecret];
 
-  async function call<T>(method: 'GET' | 'POST', path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
+  async function call<T>(method: 'GET' | 'POST', path: string, schema: z.ZodType<T>, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
     const url = new URL(path, base);
     let statusCode: number;
     let text: string;
@@ -97,6 +97,7 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
           authorization,
           accept: 'application/json',
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
         },
         body: body === undefined ? null : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
@@ -108,7 +109,8 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
     } catch (error) {
       throw unavailable(`payment provider ${method} ${url.pathname} failed: ${failureClass(error)}`, error);
     }
-    if (statusCode >= 500 || statusCode === 401 || statusCode === 403 || statusCode === 429) {
+    // 409: an idempotent refund with this key is still being processed (Razorpay: retry later).
+    if (statusCode >= 500 || statusCode === 401 || statusCode === 403 || statusCode === 409 || statusCode === 429) {
       throw unavailable(`payment provider ${method} ${url.pathname} answered ${statusCode}`);
     }
     let parsed: unknown;
@@ -162,7 +164,8 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
     async refundPayment(input) {
       const refund = await call('POST', `v1/payments/${checkedId(input.paymentId, 'payment')}/refund`, refundSchema, {
         amount: wireAmount(input.amountPaise), receipt: input.receipt, notes: input.notes, speed: 'normal',
-      });
+      // Razorpay's refund idempotency: a retry after a lost answer returns the first refund, never a second.
+      }, { 'x-refund-idempotency': input.receipt });
       return toRefund(refund);
     },
     verifyCheckoutSignature(input) {

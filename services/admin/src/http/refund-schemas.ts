@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { moneyShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
+
+/**
+ * The request and response shapes of the refund routes. Paise (what goes back to the payer, GST
+ * included) and µ₹ (what leaves the balance) travel as decimal strings.
+ */
+
+const paiseFormatMessage = 'must be a whole number of paise as a decimal string, e.g. "49900" for ₹499.00 (a JSON number is accepted only if it is a safe integer)';
+
+const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-f]{24}$`))
+  .meta({ description: `Id of the ${what}: "${prefix}_" and 24 lowercase hex characters.` });
+
+/** Body of POST /admin/v1/organisations/{id}/topups/{topup_id}/refunds. */
+export const createRefundBody = z.strictObject({
+  amount_paise: z.union([
+    z.string().regex(/^\d{1,15}$/, { error: paiseFormatMessage }),
+    z.number().int({ error: paiseFormatMessage }),
+  ], { error: (issue) => (issue.input === undefined ? 'is required' : paiseFormatMessage) })
+    .transform((value) => BigInt(value))
+    // Razorpay refunds at least ₹1.
+    .pipe(z.bigint().min(100n, { error: 'must be at least 100 (₹1.00)' }).max(10_000_000_000n, { error: 'must be at most 10000000000' }))
+    .meta({ description: 'What goes back to the payer, GST included, at most what is left of the top-up\'s price. Paise (₹1 = 100), as a decimal string.' }),
+});
+
+const refundState = z.enum(['requested', 'debited', 'provider_refunded', 'credit_noted', 'refused'])
+  .meta({ description: 'requested → debited (the ledger took it from the available balance) → provider_refunded (the payment provider refunded it) → credit_noted (the credit note is issued); refused: the ledger refused it and nothing moved.' });
+
+const refundResponse = z.strictObject({
+  id: id('rfd', 'refund'),
+  topup_id: id('top', 'top-up'),
+  amount_paise: z.string().regex(/^\d+$/).meta({ description: 'What goes back to the payer, GST included. Paise (₹1 = 100) as a decimal string.', examples: ['49900'] }),
+  debit_micros: moneyShown('What leaves the balance: credit_micros × amount_paise / price_paise, rounded down.'),
+  state: refundState,
+  provider_refund_id: z.string().nullable().meta({ description: 'The payment provider\'s refund id, once it refunded.' }),
+  credit_note_id: id('doc', 'credit note').nullable().meta({ description: 'The credit note referencing the top-up\'s invoice, once issued.' }),
+  created_at: timestamp,
+});
+
+/** POST .../refunds: the refund as it stands (credit_noted, or debited when the provider call is still to be retried). */
+export const refundEnvelope = z.strictObject({ refund: refundResponse });
+
+/** GET .../refunds: the top-up's refunds, newest first. */
+export const refundListResponse = z.strictObject({ object: z.literal('list'), data: z.array(refundResponse) });
