@@ -230,6 +230,21 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('buying a top-up in 
     const picture = await renderFirstPage(pdf, pictures, 'invoice');
     await publishPaymentsPicture(picture, 'invoice');
   });
+
+  it('a failed payment on the pay page comes back as a failure, and the balance does not move', async () => {
+    const before = await stack.gateway.settledBalance(organisationId);
+    await buyerPage.goto('/#/billing');
+    await buyerPage.getByRole('button', { name: `Buy ${pack.name}` }).click();
+    await buyerPage.getByRole('button', { name: 'Fail payment' }).click();
+    await buyerPage.waitForURL((url) => url.origin === stack.origin && url.hash.includes('error=payment_failed'));
+    await buyerPage.getByRole('alert').filter({ hasText: `The payment for ${pack.name} failed` }).waitFor();
+
+    const listed = await admin('GET', `/organisations/${organisationId}/topups`);
+    const failed = (listed.data as Array<Record<string, any>>).find((item) => item.id !== topUp.id)!;
+    await waitForValue(async () => ((await admin('GET', `/organisations/${organisationId}/topups/${failed.id as string}`)).state === 'failed' ? true : undefined));
+    await buyerPage.getByRole('table', { name: /top-ups/i }).getByRole('row').filter({ hasText: failed.id as string }).filter({ hasText: 'Payment failed' }).waitFor();
+    expect((await stack.gateway.settledBalance(organisationId)).available_micros).toBe(before.available_micros);
+  });
 });
 
 /** `text` as a literal inside a regular expression. */
