@@ -119,19 +119,22 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
    * row lock (with the webhook event's id, when it came by webhook, so a repeat changes nothing):
    * the first captured payment moves it to paid; the same payment again changes nothing; another
    * captured payment of the same order is refunded through the provider and recorded, never
-   * credited. Returns the top-up's id to finish settling, or undefined when no top-up has the order.
+   * credited. Returns the top-up's id to finish settling (undefined when no top-up has the order)
+   * and whether the webhook event had been processed before.
    */
-  async function recordCapturedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<string | undefined> {
+  async function recordCapturedPayment(
+    payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string },
+  ): Promise<{ topUpId: string | undefined; repeated: boolean }> {
     return db.transaction(async (tx) => {
       if (event !== undefined && !await recordWebhookEvent(tx, event.id, event.type)) {
         // A repeated delivery: nothing is applied again, but an unfinished settlement may be finished.
-        return (await findTopUpByOrder(tx, payment.orderId))?.id;
+        return { topUpId: (await findTopUpByOrder(tx, payment.orderId))?.id, repeated: true };
       }
       const topUp = await findTopUpByOrder(tx, payment.orderId, { forUpdate: true });
-      if (!topUp) return undefined;
+      if (!topUp) return { topUpId: undefined, repeated: false };
       if (topUp.providerPaymentId === null) {
         // Orders fix the amount, so a capture of another amount or currency is not ours to credit.
-        if (payment.amountPaise !== topUp.pricePaise || payment.currency !== 'INR' || !canMove(topUp.state, 'paid')) return topUp.id;
+        if (payment.amountPaise !== topUp.pricePaise || payment.currency !== 'INR' || !canMove(topUp.state, 'paid')) return { topUpId: topUp.id, repeated: false };
         await moveTopUp(tx, {
           topUpId: topUp.id, from: topUp.state, to: 'paid', cause, providerPaymentId: payment.id,
           details: { payment_id: payment.id, method: payment.method },
@@ -139,7 +142,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       } else if (topUp.providerPaymentId !== payment.id) {
         await refundDuplicatePayment(tx, topUp, payment.id, cause);
       }
-      return topUp.id;
+      return { topUpId: topUp.id, repeated: false };
     });
   }
 
@@ -168,25 +171,31 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
     });
   }
 
-  /** Settles a captured payment: recorded (paid), credited once, invoiced. The one path of every signal. */
-  async function settleCapturedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<void> {
-    const topUpId = await recordCapturedPayment(payment, cause, event);
+  /**
+   * Settles a captured payment: recorded (paid), credited once, invoiced. The one path of every
+   * signal. Returns whether the webhook event had been processed before.
+   */
+  async function settleCapturedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<boolean> {
+    const { topUpId, repeated } = await recordCapturedPayment(payment, cause, event);
     if (topUpId !== undefined) await finishSettlement(topUpId, cause);
+    return repeated;
   }
 
   /**
    * Records a failed payment: the top-up fails only if it is still awaiting payment (a capture,
-   * earlier or later, wins). With the webhook event's id in the same transaction.
+   * earlier or later, wins). With the webhook event's id in the same transaction; returns whether
+   * that event had been processed before.
    */
-  async function recordFailedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<void> {
-    await db.transaction(async (tx) => {
-      if (event !== undefined && !await recordWebhookEvent(tx, event.id, event.type)) return;
+  async function recordFailedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<boolean> {
+    return db.transaction(async (tx) => {
+      if (event !== undefined && !await recordWebhookEvent(tx, event.id, event.type)) return true;
       const topUp = await findTopUpByOrder(tx, payment.orderId, { forUpdate: true });
-      if (topUp?.state !== 'pending_payment') return;
+      if (topUp?.state !== 'pending_payment') return false;
       await moveTopUp(tx, {
         topUpId: topUp.id, from: 'pending_payment', to: 'failed', cause,
         details: { payment_id: payment.id, method: payment.method, error_description: payment.errorDescription },
       });
+      return false;
     });
   }
 
@@ -416,11 +425,9 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       switch (event.type) {
         case 'payment.captured': case 'order.paid':
           if (event.payment.status !== 'captured') return 'ignored';
-          await settleCapturedPayment(event.payment, `webhook:${event.type}`, ref);
-          return 'processed';
+          return await settleCapturedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
         case 'payment.failed':
-          await recordFailedPayment(event.payment, `webhook:${event.type}`, ref);
-          return 'processed';
+          return await recordFailedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
         case 'refund.processed': {
           // Refunds are recorded by whoever asked for them (duplicate payments here, unspent balance in refunds); only the event id is kept.
           const fresh = await db.transaction((tx) => recordWebhookEvent(tx, eventId, event.type));

@@ -1,0 +1,124 @@
+import { createHmac } from 'node:crypto';
+import { expect, vi } from 'vitest';
+import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
+import { createTestDatabase, type TestDatabase } from '@gateway/testkit';
+import { startAdminHarness, type AdminHarness, type HarnessResponse } from './admin-harness.ts';
+
+/** The provider keys the admin and the local provider share in tests (made up; rzp_test_ shaped). */
+export const testPaymentKeys = {
+  keyId: 'rzp_test_TopUpTests01',
+  keySecret: 'topup-test-key-secret-0123456789',
+  webhookSecret: 'topup-test-webhook-secret-0123456789',
+};
+
+/** A GSTIN registered in Karnataka (29) with a correct check character. */
+export const karnatakaGstin = '29AAGCB7383J1Z4';
+
+/** An admin on real PostgreSQL with the local payment provider, its webhooks pointed at the admin. */
+export interface TopUpsHarness {
+  admin: AdminHarness;
+  payments: LocalPayments;
+  close(): Promise<void>;
+}
+
+/** Starts the local provider, then an admin paying through it (PAYMENT_PROVIDER=local), on a fresh database. */
+export async function startTopUpsHarness(serverUrl: string, env: Record<string, string> = {}): Promise<TopUpsHarness> {
+  const database: TestDatabase = await createTestDatabase(serverUrl);
+  const payments = await startLocalPayments({
+    ...testPaymentKeys,
+    // Quick retries: a webhook the admin refused (503 while the ledger is down) comes back soon.
+    webhookRetry: { attempts: 6, baseDelayMs: 50, timeoutMs: 5_000 },
+  });
+  const admin = await startAdminHarness({
+    databaseUrl: database.url,
+    env: {
+      PAYMENT_PROVIDER: 'local',
+      LOCAL_PAYMENTS_URL: payments.url,
+      RAZORPAY_KEY_ID: testPaymentKeys.keyId,
+      RAZORPAY_KEY_SECRET: testPaymentKeys.keySecret,
+      RAZORPAY_WEBHOOK_SECRET: testPaymentKeys.webhookSecret,
+      INVOICE_SUPPLIER_STATE_CODE: '29',
+      ...env,
+    },
+  });
+  payments.setWebhookUrl(`${admin.baseUrl}/webhooks/razorpay`);
+  return {
+    admin,
+    payments,
+    async close() {
+      await payments.close();
+      await admin.close();
+      await database.drop();
+    },
+  };
+}
+
+/** Asserts the status of an answer, showing its body when it differs. */
+export function expectStatus(response: HarnessResponse, status: number): HarnessResponse {
+  expect(response.status, response.text).toBe(status);
+  return response;
+}
+
+/** A new organisation with a billing profile (Karnataka, registered) and a new active package; their ids. */
+export async function organisationReadyToBuy(admin: AdminHarness, label: string): Promise<{ organisationId: string; packageId: string; creditMicros: string }> {
+  const organisationId = expectStatus(await admin.request('POST', '/admin/v1/organisations', { name: `${label} ${Math.random().toString(36).slice(2, 8)}` }), 201).json.id as string;
+  expectStatus(await admin.request('PUT', `/admin/v1/organisations/${organisationId}/billing-profile`, {
+    legal_name: `${label} Private Limited`, address: '1 MG Road, Bengaluru 560001', state_code: '29', gstin: karnatakaGstin,
+  }), 200);
+  const creditMicros = '500000000';
+  const packageId = expectStatus(await admin.request('POST', '/admin/v1/topup-packages', {
+    name: `${label} ₹590`, price_paise: '59000', credit_micros: creditMicros,
+  }), 201).json.id as string;
+  return { organisationId, packageId, creditMicros };
+}
+
+/** Buys a package; the answer's top-up and checkout block. */
+export async function purchase(admin: AdminHarness, organisationId: string, packageId: string) {
+  const response = expectStatus(await admin.request('POST', `/admin/v1/organisations/${organisationId}/topups`, { package_id: packageId }), 201);
+  return { topUp: response.json.topup, checkout: response.json.checkout };
+}
+
+/** The top-up as the API shows it now. */
+export async function readTopUp(admin: AdminHarness, organisationId: string, topUpId: string) {
+  return expectStatus(await admin.request('GET', `/admin/v1/organisations/${organisationId}/topups/${topUpId}`), 200).json;
+}
+
+/** Waits (polling) until the top-up is in `state`; the top-up then. */
+export async function waitForState(admin: AdminHarness, organisationId: string, topUpId: string, state: string) {
+  return vi.waitFor(async () => {
+    const topUp = await readTopUp(admin, organisationId, topUpId);
+    expect(topUp.state).toBe(state);
+    return topUp;
+  }, { timeout: 15_000, interval: 25 });
+}
+
+/** POSTs a webhook body as given (exact bytes) with its headers. */
+export function postWebhook(admin: AdminHarness, body: string, headers: { signature?: string; eventId?: string }): Promise<HarnessResponse> {
+  return admin.request('POST', '/webhooks/razorpay', body, {
+    'content-type': 'application/json',
+    ...(headers.signature === undefined ? {} : { 'x-razorpay-signature': headers.signature }),
+    ...(headers.eventId === undefined ? {} : { 'x-razorpay-event-id': headers.eventId }),
+  });
+}
+
+/** hex HMAC-SHA256 of a body with a secret: a webhook signature. */
+export function webhookSignature(secret: string, body: string): string {
+  return createHmac('sha256', secret).update(body).digest('hex');
+}
+
+/**
+ * The ledger credits made for top-ups of an organisation (credit id → µ₹) and its credited total:
+ * exactly one `topup:<id>` each, and nothing credited twice.
+ */
+export function topUpCredits(admin: AdminHarness, organisationId: string): { credits: Map<string, bigint>; creditedMicros: bigint } {
+  const credits = new Map<string, bigint>();
+  for (const [creditId, credit] of admin.ledger.credits) {
+    if (credit.organisationId === organisationId && creditId.startsWith('topup:')) credits.set(creditId, credit.amountMicros);
+  }
+  return { credits, creditedMicros: admin.ledger.accounts.get(organisationId)?.creditedMicros ?? 0n };
+}
+
+/** The causes of a top-up's transitions that entered `state` (from another state). */
+export function entriesInto(topUp: { transitions: Array<{ from_state: string | null; to_state: string; cause: string }> }, state: string): string[] {
+  return topUp.transitions.filter((transition) => transition.to_state === state && transition.from_state !== state).map((transition) => transition.cause);
+}
