@@ -87,7 +87,7 @@ export async function pdfText(file: string): Promise<string> {
 const docsFolder = fileURLToPath(new URL('../../../docs/payments/', import.meta.url));
 
 /** Whether this run publishes pictures into docs/payments/ (UPDATE_SCREENSHOTS=1). */
-export const publishingPictures = process.env.UPDATE_SCREENSHOTS === '1';
+const publishingPictures = process.env.UPDATE_SCREENSHOTS === '1';
 
 /** Renders a PDF's first page as `<folder>/<name>.png` at 80 dpi (pdftoppm); returns the file. */
 export async function renderFirstPage(pdf: string, folder: string, name: string): Promise<string> {
