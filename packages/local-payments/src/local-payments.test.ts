@@ -226,6 +226,28 @@ describe('the pay page and webhooks', () => {
     expect(JSON.parse(hook.received[2]!.body)).toMatchObject({ contains: ['refund', 'payment'], payload: { refund: { entity: { amount: 18000, payment_id: paymentId } } } });
   });
 
+  it('honours X-Refund-Idempotency: the same request returns the first refund, a different one is refused', async () => {
+    const hook = await receiver();
+    provider.setWebhookUrl(hook.url);
+    const outcome = provider.pay(await newOrder(), 'pay');
+    if (outcome.outcome !== 'paid') throw new Error('expected a payment');
+    const path = `/v1/payments/${outcome.checkout.razorpay_payment_id}/refund`;
+    const refundOnce = (body: string) => fetch(`${provider.url}${path}`, {
+      method: 'POST', headers: { authorization: basic, 'content-type': 'application/json', 'x-refund-idempotency': 'rfd_idem_key_1' }, body,
+    }).then(async (answer) => ({ status: answer.status, json: await answer.json() as Record<string, unknown> }));
+    const first = await refundOnce('{"amount":10000,"receipt":"rfd_idem_key_1"}');
+    const retried = await refundOnce('{"amount":10000,"receipt":"rfd_idem_key_1"}');
+    expect(first.status).toBe(200);
+    expect(retried.json).toEqual(first.json);
+    expect(provider.refunds()).toHaveLength(1);
+    const different = await refundOnce('{"amount":20000,"receipt":"rfd_idem_key_1"}');
+    expect(different.status).toBe(400);
+    expect(different.json).toMatchObject({ error: { description: 'Different request with the same idempotency key has already been processed.' } });
+    await expect.poll(() => provider.webhookDeliveries().filter((delivery) => delivery.event === 'refund.processed')).toHaveLength(1);
+    await provider.webhooksIdle();
+    expect(webhookEvents(hook.received).filter((event) => event === 'refund.processed')).toHaveLength(1);
+  });
+
   it('answers the pay page for an unknown order with 404 and without a return URL with 400', async () => {
     expect((await fetch(`${provider.url}/pay/order_unknown000000?return_url=http%3A%2F%2Fx%2F`)).status).toBe(404);
     const orderId = await newOrder();
