@@ -17,6 +17,7 @@ import { createLiveEvents } from './domain/live-events.ts';
 import { findProject } from './domain/project-store.ts';
 import { startAlertWorkers } from './wiring/alerts.ts';
 import { createPaymentProvider, startPaymentJobs } from './wiring/payments.ts';
+import { startInvoicingJobs } from './wiring/invoicing.ts';
 import { startRefundJobs } from './wiring/refund-jobs.ts';
 import { createDashboard } from './wiring/dashboard.ts';
 import { attachLiveUpdates } from './wiring/live.ts';
@@ -158,6 +159,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     lifecycle.defer('alert workers', () => alertWorkers.close());
     const paymentJobs = startPaymentJobs({ db, config, logger, service, provider: paymentProvider });
     lifecycle.defer('payment jobs', () => paymentJobs.close());
+    lifecycle.defer('invoicing jobs', startInvoicingJobs({ db, ledger, config, logger }).close);
     lifecycle.defer('refund jobs', startRefundJobs({ db, ledger, config, logger, provider: paymentProvider }).close);
     await people.afterListen(config.ADMIN_PUBLIC_URL ?? `http://${config.BIND_HOST.includes(':') ? `[${config.BIND_HOST}]` : config.BIND_HOST}:${http.port}`);
     // First step of close(): ending the config streams releases calls waiting for acks, so

@@ -5,7 +5,7 @@ import { amountInWords } from './amount-in-words.ts';
 import { formatRate, placeOfSupplyText } from './gst.ts';
 import { formatInr } from './inr-text.ts';
 import { istDate } from './invoice-serial.ts';
-import type { TaxDocument, TaxDocumentKind } from './tax-documents.ts';
+import type { AdvanceAdjustment, TaxDocument, TaxDocumentKind } from './tax-documents.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -116,7 +116,12 @@ export async function renderTaxDocumentPdf(document: TaxDocument, referenced?: R
     line('Advance received for services to be supplied; the tax invoice for the services follows monthly.');
   } else if (document.kind === 'credit_note') {
     line('Issued for the refund of unspent prepaid balance (the wallet is closed: no cash-out or transfer otherwise).');
-  } else if (document.usageMonth === null) {
+  } else if (document.usageMonth !== null) {
+    const adjustments = (document.details['adjusted_against'] ?? []) as AdvanceAdjustment[];
+    const adjusted = adjustments.map((adjustment) => `${adjustment.serial} (${rupees(BigInt(adjustment.amount_paise))})`).join(', ');
+    labelled('Adjusted against receipt vouchers', adjusted === '' ? 'none' : adjusted);
+    line('GST on the advances adjusted here was paid when they were received (receipt vouchers).');
+  } else {
     line('Prepaid credit for the gateway; the price includes GST. The balance is not transferable or redeemable for cash.');
   }
   gap(2);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { financialYearOf, formatSerial, istDate, istMonth, maxSerialLength } from './invoice-serial.ts';
+import { financialYearOf, formatSerial, istDate, istMonth, istMonthStart, maxSerialLength, nextIstMonth } from './invoice-serial.ts';
 
 describe('financialYearOf', () => {
   it('turns at midnight IST between 31 March and 1 April', () => {
@@ -38,5 +38,14 @@ describe('formatSerial', () => {
 
   it('uses only the characters Rule 46 allows', () => {
     expect(formatSerial('GW', '2026-27', 'T', 123n)).toMatch(/^[A-Z0-9/-]{1,16}$/);
+  });
+});
+
+describe('IST months', () => {
+  it('start at 00:00 IST on the first and follow each other across a year end', () => {
+    expect(istMonthStart('2026-07').toISOString()).toBe('2026-06-30T18:30:00.000Z');
+    expect(nextIstMonth('2026-12')).toBe('2027-01');
+    expect(nextIstMonth('2027-01')).toBe('2027-02');
+    expect(nextIstMonth('2027-02')).toBe('2027-03');
   });
 });

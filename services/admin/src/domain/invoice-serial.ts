@@ -75,3 +75,14 @@ export async function allocateSerial(tx: Queryable, input: { prefix: string; ser
   const sequenceNumber = BigInt(rows[0]!.last_number);
   return { financialYear, series: input.series, sequenceNumber, serial: formatSerial(input.prefix, financialYear, input.series, sequenceNumber) };
 }
+
+/** The instant an IST month ('YYYY-MM') begins: its first day at 00:00 IST. */
+export function istMonthStart(month: string): Date {
+  const [year, monthNumber] = month.split('-').map(Number) as [number, number];
+  return new Date(Date.UTC(year, monthNumber - 1, 1) - istOffsetMs);
+}
+
+/** The IST month after one ('2026-12' → '2027-01'). */
+export function nextIstMonth(month: string): string {
+  return istMonth(new Date(istMonthStart(month).getTime() + 32 * 24 * 60 * 60_000));
+}

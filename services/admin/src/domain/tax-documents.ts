@@ -320,3 +320,86 @@ export async function issueCreditNote(tx: Queryable, settings: TaxDocumentSettin
   }, options);
   return { documentId: document.id, serial: document.serial };
 }
+
+/** A receipt voucher's advance consumed by a monthly usage invoice (Rule 50: the invoice is adjusted against it). */
+export interface AdvanceAdjustment {
+  document_id: string;
+  serial: string;
+  amount_paise: string;
+}
+
+/** µ₹ to paise, rounded half up (usage is debited in µ₹; documents are in paise). */
+function microsToPaise(micros: bigint): bigint {
+  return (micros + 5_000n) / 10_000n;
+}
+
+/**
+ * How much of each receipt voucher's advance is still unadjusted: its total, less credit notes
+ * against it and the adjustments earlier monthly invoices recorded, oldest voucher first.
+ */
+async function unadjustedAdvances(tx: Queryable, organisationId: string): Promise<Array<{ document: TaxDocument; remainingPaise: bigint }>> {
+  const documents = await selectTaxDocuments(tx, 'organisation_id = $1', [organisationId]);
+  const consumed = new Map<string, bigint>();
+  const consume = (documentId: string, paise: bigint) => consumed.set(documentId, (consumed.get(documentId) ?? 0n) + paise);
+  for (const document of documents) {
+    if (document.kind === 'credit_note' && document.referencesDocumentId !== null) consume(document.referencesDocumentId, document.totalPaise);
+    if (document.usageMonth !== null) {
+      for (const adjustment of (document.details['adjusted_against'] ?? []) as AdvanceAdjustment[]) consume(adjustment.document_id, BigInt(adjustment.amount_paise));
+    }
+  }
+  return documents
+    .filter((document) => document.kind === 'receipt_voucher')
+    .map((document) => ({ document, remainingPaise: document.totalPaise - (consumed.get(document.id) ?? 0n) }))
+    .filter((advance) => advance.remainingPaise > 0n);
+}
+
+/**
+ * Receipt-voucher mode (Rule 50): the tax invoice for an organisation's usage in one IST month
+ * (usage debited, µ₹, rounded half up to paise; GST inclusive like the price that bought it),
+ * to its billing profile, adjusted against its receipt vouchers' unadjusted advances oldest first
+ * (recorded in details.adjusted_against; usage beyond them in details.not_covered_by_advance_paise).
+ * Idempotent per organisation and month; undefined when there is nothing to invoice (no usage)
+ * or the organisation has no billing profile.
+ */
+export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocumentSettings, input: {
+  organisationId: string; usageMonth: string; usageDebitedMicros: bigint;
+}, options: IssueOptions = {}): Promise<{ documentId: string; serial: string } | undefined> {
+  const profile = await tx.query<{ legal_name: string; address: string; gstin: string | null; state_code: string }>(
+    'SELECT legal_name, address, gstin, state_code FROM billing_profiles WHERE organisation_id = $1 FOR UPDATE', [input.organisationId]);
+  const [existing] = await selectTaxDocuments(tx, 'organisation_id = $1 AND usage_month = $2', [input.organisationId, input.usageMonth]);
+  if (existing !== undefined) return { documentId: existing.id, serial: existing.serial };
+  const totalPaise = microsToPaise(input.usageDebitedMicros);
+  if (totalPaise <= 0n || profile.rows[0] === undefined) return undefined;
+  const recipient = recipientOf(profile.rows[0]);
+
+  const adjustments: AdvanceAdjustment[] = [];
+  let uncovered = totalPaise;
+  for (const advance of await unadjustedAdvances(tx, input.organisationId)) {
+    if (uncovered === 0n) break;
+    const amount = advance.remainingPaise < uncovered ? advance.remainingPaise : uncovered;
+    adjustments.push({ document_id: advance.document.id, serial: advance.document.serial, amount_paise: amount.toString() });
+    uncovered -= amount;
+  }
+  const supplier = supplierOf(settings);
+  const document = await insertTaxDocument(tx, settings, {
+    kind: 'tax_invoice',
+    organisationId: input.organisationId,
+    topUpId: null,
+    refundId: null,
+    usageMonth: input.usageMonth,
+    referencesDocumentId: adjustments[0]?.document_id ?? null,
+    supplier,
+    recipient,
+    placeOfSupply: recipient.state_code,
+    sac: settings.INVOICE_SAC,
+    description: `AI inference API services supplied in ${input.usageMonth} (usage)`,
+    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
+    split: splitInclusiveTotal({ totalPaise, rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: isIntraState(supplier.state_code, recipient.state_code) }),
+    details: {
+      usage_debited_micros: input.usageDebitedMicros.toString(),
+      adjusted_against: adjustments,
+      not_covered_by_advance_paise: uncovered.toString(),
+    },
+  }, options);
+  return { documentId: document.id, serial: document.serial };
+}

@@ -1,0 +1,117 @@
+/**
+ * Receipt-voucher mode (Rule 50) over real PostgreSQL and the fake ledger over real grpc-js: a
+ * top-up issues a receipt voucher with the tax on the advance; after each completed IST month
+ * the invoicing pass issues one tax invoice for the usage the ledger debited in it, adjusted
+ * against the vouchers oldest first, once (a second pass issues nothing); the PDF names the
+ * vouchers adjusted. The admin itself runs the pass with GST_DOCUMENT_MODE=receipt_voucher.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ledgerV1 } from '@gateway/contracts';
+import { openDatabase, type Database } from '@gateway/db';
+import { createLogger } from '@gateway/logger';
+import { createTestDatabase, serviceTlsEnv, sharedTestPki, testPostgresUrl, testTransportSecurity, type TestDatabase } from '@gateway/testkit';
+import { loadAdminConfig, type AdminConfig } from './config.ts';
+import { renderTaxDocumentPdf } from './domain/invoice-pdf.ts';
+import { issueTopUpDocument, selectTaxDocuments } from './domain/tax-documents.ts';
+import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
+import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import { hasPdftotext, insertPaidTopUp, maharashtraRecipient, pdfText } from './test-support/tax-document-fixtures.ts';
+import { invoiceCompletedUsageMonths } from './wiring/invoicing.ts';
+
+const serverUrl = testPostgresUrl();
+const describePg = describe.skipIf(!serverUrl);
+
+let testDatabase: TestDatabase;
+let admin: AdminHarness;
+let db: Database;
+let ledger: GrpcLedger;
+let config: AdminConfig;
+let organisationId: string;
+
+/** A usage record the fake ledger lists and sums, debited `debitedMicros` at `at`. */
+function usage(id: string, at: string, debitedMicros: bigint): ledgerV1.UsageRecord {
+  return ledgerV1.UsageRecord.fromPartial({
+    id, reservationId: `res-${id}`, organisationId, projectId: 'proj_000000000000000000000001', modelSlug: 'chat', inputTokens: 10n, outputTokens: 5n,
+    costMicros: debitedMicros, providerCostMicros: 1n, debitedMicros, billingMode: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
+    usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: `req-${id}`, createdAtMs: BigInt(Date.parse(at)), overrunOutputTokens: 0n,
+  });
+}
+
+beforeAll(async () => {
+  if (!serverUrl) return;
+  testDatabase = await createTestDatabase(serverUrl);
+  admin = await startAdminHarness({ databaseUrl: testDatabase.url, env: { GST_DOCUMENT_MODE: 'receipt_voucher' } });
+  const created = await admin.request('POST', '/admin/v1/organisations', { name: 'Monthly Usage Org' });
+  expect(created.status, created.text).toBe(201);
+  organisationId = created.json.id;
+  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
+  const pki = await sharedTestPki();
+  ledger = createGrpcLedger({ target: admin.ledger.target, callTimeoutMs: 5_000, security: testTransportSecurity(pki, 'admin') });
+  config = loadAdminConfig({
+    ...serviceTlsEnv(pki, 'admin'), LEDGER_GRPC_URL: admin.ledger.target, ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    GST_DOCUMENT_MODE: 'receipt_voucher', INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z5',
+  });
+  await db.query(`INSERT INTO billing_profiles (organisation_id, legal_name, address, state_code, gstin) VALUES ($1, $2, $3, $4, $5)`,
+    [organisationId, maharashtraRecipient.legal_name, maharashtraRecipient.address, maharashtraRecipient.state_code, maharashtraRecipient.gstin]);
+});
+
+afterAll(async () => {
+  ledger?.close();
+  await db?.close();
+  await admin?.close();
+  await testDatabase?.drop();
+});
+
+describePg('receipt-voucher mode', () => {
+  it('invoices each completed month\'s debited usage once, adjusted against the receipt vouchers oldest first', async () => {
+    // two advances in May 2030: ₹1,180 and ₹118
+    const first = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: maharashtraRecipient });
+    const second = await insertPaidTopUp(db, { organisationId, pricePaise: 11_800n, recipient: maharashtraRecipient });
+    const firstVoucher = await db.transaction((tx) => issueTopUpDocument(tx, config, first, { issuedAt: new Date('2030-05-02T10:00:00+05:30') }));
+    const secondVoucher = await db.transaction((tx) => issueTopUpDocument(tx, config, second, { issuedAt: new Date('2030-05-03T10:00:00+05:30') }));
+    expect([firstVoucher.kind, firstVoucher.serial, secondVoucher.serial]).toEqual(['receipt_voucher', 'GW3031R-000001', 'GW3031R-000002']);
+
+    admin.ledger.usage.push(
+      usage('u1', '2030-05-20T10:00:00+05:30', 300_000_000n), // ₹300
+      usage('u2', '2030-05-31T23:59:59+05:30', 4_999n), // rounds to 0 paise alone, but sums: ₹300.004999 → 30000 paise
+      usage('u3', '2030-06-01T00:00:00+05:30', 950_000_000n), // ₹950 in June (00:00 IST on the 1st is June's)
+      usage('u4', '2030-08-15T12:00:00+05:30', 200_000_000n), // ₹200 in August: beyond the advances
+    );
+
+    // 1 July 03:00 IST: June ended less than 6 hours ago, so only May is invoiced
+    const early = await invoiceCompletedUsageMonths({ db, ledger, config, logger: createLogger('admin', 'silent') }, new Date('2030-07-01T03:00:00+05:30'));
+    expect(early.issued).toEqual(['GW3031T-000001']);
+    const later = await invoiceCompletedUsageMonths({ db, ledger, config, logger: createLogger('admin', 'silent') }, new Date('2030-09-02T00:00:00+05:30'));
+    // June and August (July had no usage: nothing issued)
+    expect(later.issued).toEqual(['GW3031T-000002', 'GW3031T-000003']);
+    const again = await invoiceCompletedUsageMonths({ db, ledger, config, logger: createLogger('admin', 'silent') }, new Date('2030-09-03T00:00:00+05:30'));
+    expect(again.issued).toEqual([]);
+
+    const invoices = await selectTaxDocuments(db, 'organisation_id = $1 AND usage_month IS NOT NULL', [organisationId], 'ORDER BY usage_month');
+    expect(invoices.map((invoice) => [invoice.usageMonth, invoice.kind, invoice.totalPaise, invoice.placeOfSupply])).toEqual([
+      ['2030-05', 'tax_invoice', 30_000n, '27'], ['2030-06', 'tax_invoice', 95_000n, '27'], ['2030-08', 'tax_invoice', 20_000n, '27'],
+    ]);
+    // May: ₹300 from the first advance; June: the first's ₹880 left, then ₹70 of the second; August: the second's ₹48, ₹152 uncovered
+    expect(invoices.map((invoice) => invoice.details)).toEqual([
+      { usage_debited_micros: '300004999', adjusted_against: [{ document_id: firstVoucher.documentId, serial: 'GW3031R-000001', amount_paise: '30000' }], not_covered_by_advance_paise: '0' },
+      { usage_debited_micros: '950000000', adjusted_against: [
+        { document_id: firstVoucher.documentId, serial: 'GW3031R-000001', amount_paise: '88000' },
+        { document_id: secondVoucher.documentId, serial: 'GW3031R-000002', amount_paise: '7000' },
+      ], not_covered_by_advance_paise: '0' },
+      { usage_debited_micros: '200000000', adjusted_against: [{ document_id: secondVoucher.documentId, serial: 'GW3031R-000002', amount_paise: '4800' }], not_covered_by_advance_paise: '15200' },
+    ]);
+    // inter-state: IGST on the usage value, taxable + IGST = total
+    expect(invoices[1]).toMatchObject({ taxablePaise: 80_508n, igstPaise: 14_492n, cgstPaise: 0n, sgstPaise: 0n, recipient: maharashtraRecipient });
+
+    if (!hasPdftotext()) {
+      if (process.env['CI'] === 'true') throw new Error('pdftotext (poppler-utils) is required under CI');
+      return;
+    }
+    const text = await pdfText(await renderTaxDocumentPdf(invoices[1]!));
+    for (const field of ['TAX INVOICE', 'Services supplied in 2030-06 (IST)', 'Invoice No.: GW3031T-000002', 'Place of supply: Maharashtra (27)',
+      'IGST @ 18%: ₹144.92', 'Total: ₹950.00', 'Adjusted against receipt vouchers: GW3031R-000001 (₹880.00), GW3031R-000002 (₹70.00)']) {
+      expect(text).toContain(field);
+    }
+  });
+});
