@@ -1,0 +1,242 @@
+/**
+ * Refunds of a top-up's unspent balance, over real PostgreSQL, the fake ledger over real grpc-js
+ * (its RefundCredit keeps the ledger's rules: available only, once per refund id) and the local
+ * payment provider over HTTP (Razorpay's refund API, faults injectable): a refund within the
+ * unspent balance debits the ledger once, refunds the payment once and issues one credit note
+ * referencing the invoice; one beyond it is 409 and moves nothing; a replay answers the same; a
+ * failed provider call is carried forward by the refund job, once.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openDatabase, type Database } from '@gateway/db';
+import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
+import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { newId } from './domain/ids.ts';
+import { markProviderRefundProcessed } from './domain/refunds-service.ts';
+import { issueTopUpDocument, type TaxDocumentSettings } from './domain/tax-documents.ts';
+import { refundEnvelope, refundListResponse } from './http/refund-schemas.ts';
+import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import { createRazorpayClient } from './transport/razorpay-client.ts';
+
+const serverUrl = testPostgresUrl();
+const keyId = 'rzp_test_refundsKey01';
+const keySecret = 'refunds-key-secret';
+const webhookSecret = 'refunds-webhook-secret';
+
+/** The invoice settings the admin runs with (its defaults), for issuing the top-ups' invoices in setup. */
+const invoiceSettings: TaxDocumentSettings = {
+  INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)', INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS',
+  INVOICE_SUPPLIER_GSTIN: undefined, INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800,
+  GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
+};
+
+/** ₹1,180.00 paid (GST included) for ₹1,000 of balance. */
+const pricePaise = 118_000n;
+const creditMicros = 1_000_000_000n;
+
+let testDatabase: TestDatabase;
+let local: LocalPayments;
+let admin: AdminHarness;
+let db: Database;
+
+/** What a test's top-up is: its organisation, id, paid payment and invoice. */
+interface PaidTopUp {
+  organisationId: string;
+  topUpId: string;
+  paymentId: string;
+  invoiceId: string;
+}
+
+/**
+ * An organisation with one invoiced top-up paid through the local provider and credited in the
+ * ledger as `topup:<id>`, of which `spentMicros` is already spent (usage debited).
+ */
+async function invoicedTopUp(spentMicros: bigint): Promise<PaidTopUp> {
+  const created = await admin.request('POST', '/admin/v1/organisations', { name: `Refunds ${newId('organisation').slice(-6)}` });
+  expect(created.status).toBe(201);
+  const organisationId = created.json.id as string;
+  const packageId = newId('topUpPackage');
+  const topUpId = newId('topUp');
+  const provider = createRazorpayClient({ kind: 'local', baseUrl: local.url, keyId, keySecret, webhookSecret });
+  const order = await provider.createOrder({ amountPaise: pricePaise, receipt: topUpId, notes: {} });
+  const paid = local.pay(order.id, 'pay');
+  const paymentId = paid.paymentIds.at(-1)!;
+  const snapshot = { legal_name: 'Refunds Test Pvt Ltd', address: '1 MG Road, Bengaluru', state_code: '29', gstin: null };
+  await db.query('INSERT INTO topup_packages (id, name, price_paise, credit_micros) VALUES ($1, $2, $3, $4)', [packageId, 'Starter', pricePaise, creditMicros]);
+  await db.query(
+    `INSERT INTO topups (id, organisation_id, package_id, price_paise, credit_micros, state, provider, provider_order_id, provider_payment_id,
+       billing_snapshot, paid_at, credited_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, 'credited', 'local', $6, $7, $8, now(), now(), now() + interval '1 day')`,
+    [topUpId, organisationId, packageId, pricePaise, creditMicros, order.id, paymentId, JSON.stringify(snapshot)],
+  );
+  const invoice = await db.transaction((tx) => issueTopUpDocument(tx, invoiceSettings, topUpId));
+  await db.query(`UPDATE topups SET state = 'invoiced' WHERE id = $1`, [topUpId]);
+  // The top-up's one credit, as the top-ups service makes it, then usage spending part of it.
+  admin.ledger.credits.set(`topup:${topUpId}`, { organisationId, amountMicros: creditMicros, reason: 'top-up' });
+  const account = admin.ledger.accounts.get(organisationId)!;
+  Object.assign(account, { creditedMicros: creditMicros, availableMicros: creditMicros - spentMicros, heldMicros: 0n, debitedMicros: spentMicros });
+  return { organisationId, topUpId, paymentId, invoiceId: invoice.documentId };
+}
+
+function refundsPath(topUp: PaidTopUp): string {
+  return `/admin/v1/organisations/${topUp.organisationId}/topups/${topUp.topUpId}/refunds`;
+}
+
+function refund(topUp: PaidTopUp, amountPaise: string, key: string) {
+  return admin.request('POST', refundsPath(topUp), { amount_paise: amountPaise }, { 'idempotency-key': key });
+}
+
+/** The ledger's refunds of one top-up's credit. */
+function ledgerRefundsOf(topUp: PaidTopUp) {
+  return [...admin.ledger.refunds.entries()].filter(([, entry]) => entry.creditId === `topup:${topUp.topUpId}`);
+}
+
+/** The credit notes issued for a top-up. */
+async function creditNotesOf(topUp: PaidTopUp) {
+  const { rows } = await db.query<{ id: string; refund_id: string; references_document_id: string; total_paise: bigint; serial: string }>(
+    `SELECT id, refund_id, references_document_id, total_paise, serial FROM tax_documents WHERE topup_id = $1 AND kind = 'credit_note'`,
+    [topUp.topUpId]);
+  return rows;
+}
+
+async function topUpState(topUpId: string): Promise<string> {
+  return (await db.query<{ state: string }>('SELECT state FROM topups WHERE id = $1', [topUpId])).rows[0]!.state;
+}
+
+describe.skipIf(!serverUrl)('refunds of unspent balance', () => {
+  beforeAll(async () => {
+    testDatabase = await createTestDatabase(serverUrl!);
+    // Webhooks are held (no URL): these tests are about the refund call, not refund.processed.
+    local = await startLocalPayments({ keyId, keySecret, webhookSecret });
+    admin = await startAdminHarness({
+      databaseUrl: testDatabase.url,
+      env: {
+        PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
+        RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100',
+      },
+    });
+    db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
+  });
+
+  afterAll(async () => {
+    await admin?.close();
+    await db?.close();
+    await local?.close();
+    await testDatabase?.drop();
+  });
+
+  it('a refund within the unspent balance debits the ledger once, refunds the payment once and issues one credit note referencing the invoice; a replay answers the same', async () => {
+    const topUp = await invoicedTopUp(400_000_000n);
+    const first = await refund(topUp, '59000', 'refund-half');
+    expect(first.status).toBe(201);
+    const body = refundEnvelope.parse(first.json);
+    // Half the price returns half the credit: 1,000,000,000 × 59,000 / 118,000 µ₹.
+    expect(body.refund).toMatchObject({ topup_id: topUp.topUpId, amount_paise: '59000', debit_micros: '500000000', state: 'credit_noted' });
+
+    expect(ledgerRefundsOf(topUp)).toEqual([[body.refund.id, {
+      organisationId: topUp.organisationId, creditId: `topup:${topUp.topUpId}`, amountMicros: 500_000_000n, reason: `refund ${body.refund.id} of ${topUp.topUpId}`,
+    }]]);
+    expect(admin.ledger.accounts.get(topUp.organisationId)).toMatchObject({ availableMicros: 100_000_000n, creditedMicros: 500_000_000n });
+    const providerRefunds = local.refunds().filter((entry) => entry.payment_id === topUp.paymentId);
+    expect(providerRefunds.map((entry) => ({ id: entry.id, amount: entry.amount, receipt: entry.receipt })))
+      .toEqual([{ id: body.refund.provider_refund_id, amount: 59_000n, receipt: body.refund.id }]);
+    const notes = await creditNotesOf(topUp);
+    expect(notes).toEqual([expect.objectContaining({
+      id: body.refund.credit_note_id, refund_id: body.refund.id, references_document_id: topUp.invoiceId, total_paise: 59_000n,
+    })]);
+    // Partly refunded: the top-up stays invoiced.
+    expect(await topUpState(topUp.topUpId)).toBe('invoiced');
+
+    const replay = await refund(topUp, '59000', 'refund-half');
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.json).toEqual(first.json);
+    const conflicting = await refund(topUp, '100', 'refund-half');
+    expect(conflicting.status).toBe(409);
+    expect(conflicting.json.error.code).toBe('idempotency_conflict');
+    expect(ledgerRefundsOf(topUp)).toHaveLength(1);
+    expect(local.refunds().filter((entry) => entry.payment_id === topUp.paymentId)).toHaveLength(1);
+    expect(await creditNotesOf(topUp)).toHaveLength(1);
+
+    const listed = await admin.request('GET', refundsPath(topUp));
+    expect(listed.status).toBe(200);
+    expect(refundListResponse.parse(listed.json).data).toEqual([body.refund]);
+  });
+
+  it('a refund larger than the unspent balance is 409 and changes nothing; its replay is the same 409', async () => {
+    const topUp = await invoicedTopUp(900_000_000n);
+    const accountBefore = { ...admin.ledger.accounts.get(topUp.organisationId)! };
+    const providerRefundsBefore = local.refunds().length;
+    // ₹590 of the price is 500,000,000 µ₹ of balance; only 100,000,000 µ₹ is unspent.
+    const refused = await refund(topUp, '59000', 'too-much');
+    expect(refused.status).toBe(409);
+    expect(refused.json.error).toMatchObject({ code: 'conflict', message: 'The refund exceeds the unspent balance.' });
+    expect(ledgerRefundsOf(topUp)).toEqual([]);
+    expect(admin.ledger.accounts.get(topUp.organisationId)).toEqual(accountBefore);
+    expect(local.refunds()).toHaveLength(providerRefundsBefore);
+    expect(await creditNotesOf(topUp)).toEqual([]);
+    expect(await topUpState(topUp.topUpId)).toBe('invoiced');
+
+    const replay = await refund(topUp, '59000', 'too-much');
+    expect(replay.status).toBe(409);
+    expect(replay.json.error).toMatchObject({ code: 'conflict', message: 'The refund exceeds the unspent balance.' });
+    // More than is left of the price is refused before the ledger is asked.
+    const beyondPrice = await refund(topUp, '118001', 'beyond-price');
+    expect(beyondPrice.status).toBe(409);
+    expect(beyondPrice.json.error.message).toBe('The refund exceeds what is left of the top-up\'s price: at most 118000 paise can still be refunded.');
+    expect(ledgerRefundsOf(topUp)).toEqual([]);
+    // Exactly the unspent balance still goes through: the refused refund took nothing of the price.
+    const within = await refund(topUp, '11800', 'within');
+    expect(within.status).toBe(201);
+    expect(within.json.refund).toMatchObject({ debit_micros: '100000000', state: 'credit_noted' });
+    expect(admin.ledger.accounts.get(topUp.organisationId)!.availableMicros).toBe(0n);
+  });
+
+  it('refund.processed for a refund whose provider answer was lost records the provider refund, and the job issues the credit note without refunding again', async () => {
+    const topUp = await invoicedTopUp(0n);
+    const refundId = newId('refund');
+    // Debited in the ledger, then the provider refunded but its answer never arrived: the refund is still `debited`.
+    admin.ledger.refunds.set(refundId, { organisationId: topUp.organisationId, creditId: `topup:${topUp.topUpId}`, amountMicros: 500_000_000n, reason: 'r' });
+    await db.query(
+      `INSERT INTO refunds (id, organisation_id, topup_id, amount_paise, debit_micros, state, idempotency_key, debited_at, next_attempt_at)
+       VALUES ($1, $2, $3, 59000, 500000000, 'debited', 'lost-answer', now(), now() + interval '1 hour')`,
+      [refundId, topUp.organisationId, topUp.topUpId]);
+    const provider = createRazorpayClient({ kind: 'local', baseUrl: local.url, keyId, keySecret, webhookSecret });
+    const providerRefund = await provider.refundPayment({ paymentId: topUp.paymentId, amountPaise: 59_000n, receipt: refundId, notes: {} });
+
+    expect(await db.transaction((tx) => markProviderRefundProcessed(tx, { providerRefundId: providerRefund.id, receipt: refundId }))).toBe(true);
+    // Another payment's refund (e.g. a duplicate payment's) matches no refund.
+    expect(await db.transaction((tx) => markProviderRefundProcessed(tx, { providerRefundId: 'rfnd_unrelated', receipt: 'top_other' }))).toBe(false);
+    const done = await vi.waitFor(async () => {
+      const listed = refundListResponse.parse((await admin.request('GET', refundsPath(topUp))).json).data;
+      expect(listed[0]?.state).toBe('credit_noted');
+      return listed;
+    }, { timeout: 15_000, interval: 50 });
+    expect(done[0]).toMatchObject({ id: refundId, provider_refund_id: providerRefund.id });
+    expect(local.refunds().filter((entry) => entry.payment_id === topUp.paymentId)).toHaveLength(1);
+    expect(await creditNotesOf(topUp)).toEqual([expect.objectContaining({ refund_id: refundId, references_document_id: topUp.invoiceId })]);
+    const processed = await db.query<{ provider_processed_at: Date | null }>('SELECT provider_processed_at FROM refunds WHERE id = $1', [refundId]);
+    expect(processed.rows[0]!.provider_processed_at).not.toBeNull();
+  });
+
+  it('a failed provider call leaves the refund debited, and the refund job completes it once; a full refund makes the top-up refunded', async () => {
+    const topUp = await invoicedTopUp(0n);
+    local.injectApiFault({ status: 500 }, 1);
+    const accepted = await refund(topUp, '118000', 'refund-all');
+    expect(accepted.status).toBe(201);
+    expect(accepted.json.refund).toMatchObject({ state: 'debited', provider_refund_id: null, credit_note_id: null, debit_micros: '1000000000' });
+    expect(ledgerRefundsOf(topUp)).toHaveLength(1);
+
+    const done = await vi.waitFor(async () => {
+      const listed = refundListResponse.parse((await admin.request('GET', refundsPath(topUp))).json).data;
+      expect(listed[0]?.state).toBe('credit_noted');
+      return listed;
+    }, { timeout: 15_000, interval: 50 });
+    expect(done).toHaveLength(1);
+    expect(done[0]).toMatchObject({ id: accepted.json.refund.id, state: 'credit_noted' });
+    expect(ledgerRefundsOf(topUp)).toHaveLength(1);
+    expect(local.refunds().filter((entry) => entry.payment_id === topUp.paymentId).map((entry) => entry.amount)).toEqual([118_000n]);
+    expect(await creditNotesOf(topUp)).toEqual([expect.objectContaining({ id: done[0]!.credit_note_id, references_document_id: topUp.invoiceId })]);
+    expect(await topUpState(topUp.topUpId)).toBe('refunded');
+    expect(admin.ledger.accounts.get(topUp.organisationId)).toMatchObject({ creditedMicros: 0n, availableMicros: 0n });
+  });
+});
