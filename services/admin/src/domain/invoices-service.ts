@@ -47,7 +47,7 @@ function decodeCursor(cursor: string): { issuedAt: Date; id: string } {
 }
 
 /** The most documents one export holds; a larger selection asks for narrower filters. */
-export const maxInvoiceExportRows = 100_000;
+const maxInvoiceExportRows = 100_000;
 
 /** The columns of the invoice CSV export (amounts in integer paise). */
 const invoiceExportColumns = [

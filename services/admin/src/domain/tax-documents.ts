@@ -14,7 +14,7 @@ export type TaxDocumentSettings = Pick<AdminConfig,
   | 'INVOICE_SAC' | 'GST_RATE_BASIS_POINTS' | 'GST_DOCUMENT_MODE' | 'INVOICE_SERIAL_PREFIX'>;
 
 /** Who supplies: the operator, as configured when the document was issued. */
-export interface DocumentSupplier {
+interface DocumentSupplier {
   name: string;
   address: string;
   gstin: string | null;
@@ -91,12 +91,12 @@ interface TaxDocumentRow {
 }
 
 /** The columns a document is read with (shared by every query over tax_documents). */
-export const taxDocumentColumns = `id, kind, serial, financial_year, issued_at, organisation_id, topup_id, refund_id, usage_month,
+const taxDocumentColumns = `id, kind, serial, financial_year, issued_at, organisation_id, topup_id, refund_id, usage_month,
   references_document_id, supplier, recipient, place_of_supply, sac, description, rate_basis_points,
   taxable_paise, cgst_paise, sgst_paise, igst_paise, total_paise, details`;
 
 /** A stored row as the domain record. */
-export function toTaxDocument(row: TaxDocumentRow): TaxDocument {
+function toTaxDocument(row: TaxDocumentRow): TaxDocument {
   return {
     id: row.id,
     kind: row.kind,
@@ -140,7 +140,7 @@ function supplierOf(settings: TaxDocumentSettings): DocumentSupplier {
 }
 
 /** A billing snapshot (jsonb) as a recipient; a snapshot missing a field is a broken top-up. */
-export function recipientOf(snapshot: unknown): DocumentRecipient {
+function recipientOf(snapshot: unknown): DocumentRecipient {
   const value = (snapshot ?? {}) as Record<string, unknown>;
   const text = (key: string): string => {
     const field = value[key];
@@ -175,7 +175,7 @@ interface NewDocument {
 }
 
 /** Allocates the next serial of the document's series and inserts it (in the caller's transaction). */
-export async function insertTaxDocument(tx: Queryable, settings: TaxDocumentSettings, document: NewDocument, options: IssueOptions = {}): Promise<TaxDocument> {
+async function insertTaxDocument(tx: Queryable, settings: TaxDocumentSettings, document: NewDocument, options: IssueOptions = {}): Promise<TaxDocument> {
   const issuedAt = options.issuedAt ?? new Date();
   const allocated = await allocateSerial(tx, { prefix: settings.INVOICE_SERIAL_PREFIX, series: seriesOfKind[document.kind], issuedAt });
   const { rows } = await tx.query<TaxDocumentRow>(
