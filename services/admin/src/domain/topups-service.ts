@@ -18,7 +18,7 @@ import {
   listPackages, listTopUpDocuments, listTopUps, listTransitions, recordWebhookEvent, updatePackage,
   type TopUp, type TopUpDocumentRef, type TopUpPackage, type TopUpTransition,
 } from './topup-store.ts';
-import { parsePaymentWebhook } from './topup-webhook.ts';
+import { markProviderRefundProcessed } from './refunds-service.ts';
 
 /** What the top-ups aggregate is built from. */
 export interface TopUpsServiceDeps {
@@ -51,6 +51,15 @@ export interface CheckoutBlock {
   /** The local provider's pay page (returns to the dashboard); null with Razorpay (Checkout opens in the page). */
   payPageUrl: string | null;
 }
+
+/**
+ * A provider webhook's event, as far as top-ups read it (the HTTP layer reads it from the body,
+ * only after the signature over the raw bytes has been verified). Amounts in paise.
+ */
+export type PaymentWebhookEvent =
+  | { type: 'payment.captured' | 'order.paid' | 'payment.failed'; payment: ProviderPayment }
+  | { type: 'refund.processed'; refundId: string; paymentId: string; receipt: string | null }
+  | { type: 'other'; name: string };
 
 /** What became of one webhook delivery. */
 export type WebhookOutcome = 'processed' | 'repeated' | 'ignored';
@@ -405,16 +414,19 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
 
     /**
      * A provider webhook (public): the signature over the raw bytes is verified first (a forged or
-     * re-serialised body is refused and changes nothing), then the event is applied once per
-     * event id, in the transaction that records the id. Events may come in any order and more than
-     * once; unknown events are ignored.
+     * re-serialised body is refused and changes nothing), only then is the body read (`readEvent`,
+     * the wire format's parser), and the event applied once per event id, in the transaction that
+     * records the id. Events may come in any order and more than once; unknown events are ignored.
      */
-    async receivePaymentWebhook(input: { rawBody: Buffer; signature: string | undefined; eventId: string | undefined }): Promise<WebhookOutcome> {
+    async receivePaymentWebhook(
+      input: { rawBody: Buffer; signature: string | undefined; eventId: string | undefined },
+      readEvent: (rawBody: Buffer) => PaymentWebhookEvent | undefined,
+    ): Promise<WebhookOutcome> {
       const paymentProvider = requireProvider();
       if (!paymentProvider.verifyWebhookSignature(input.rawBody, input.signature)) {
         throw new GatewayError('invalid_request', { publicMessage: 'The webhook signature (X-Razorpay-Signature) does not match the body.' });
       }
-      const event = parsePaymentWebhook(input.rawBody);
+      const event = readEvent(input.rawBody);
       if (event === undefined) throw new GatewayError('invalid_request', { publicMessage: 'The webhook body is not a payment event this admin can read.' });
       if (event.type === 'other') return 'ignored';
       const eventId = input.eventId;
@@ -428,11 +440,13 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
           return await settleCapturedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
         case 'payment.failed':
           return await recordFailedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
-        case 'refund.processed': {
-          // Refunds are recorded by whoever asked for them (duplicate payments here, unspent balance in refunds); only the event id is kept.
-          const fresh = await db.transaction((tx) => recordWebhookEvent(tx, eventId, event.type));
-          return fresh ? 'processed' : 'repeated';
-        }
+        case 'refund.processed':
+          // A refund of unspent balance moves on (its credit note follows); a duplicate payment's refund was recorded when made.
+          return await db.transaction(async (tx) => {
+            if (!await recordWebhookEvent(tx, eventId, event.type)) return 'repeated';
+            await markProviderRefundProcessed(tx, { providerRefundId: event.refundId, receipt: event.receipt });
+            return 'processed';
+          });
       }
     },
 

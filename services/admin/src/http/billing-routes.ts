@@ -2,7 +2,7 @@ import type { BillingProfile } from '../domain/billing-profile.ts';
 import type { CheckoutBlock, TopUpView } from '../domain/topups-service.ts';
 import type { TopUpPackage } from '../domain/topup-store.ts';
 import {
-  billingProfileEnvelope, checkoutCallbackBody, createPackageBody, defaultTopUpPageSize, packageListQuery, packageListResponse, packageResponse,
+  billingProfileEnvelope, checkoutCallbackBody, parsePaymentWebhook, createPackageBody, defaultTopUpPageSize, packageListQuery, packageListResponse, packageResponse,
   purchaseBody, purchaseResponse, putBillingProfileBody, topUpListQuery, topUpListResponse, topUpResponse, updatePackageBody, webhookAckResponse,
 } from './billing-schemas.ts';
 import { defineRoute, routeErrors, type AdminRoute, type RouteRequest } from './route-definition.ts';
@@ -185,7 +185,7 @@ export function billingRoutes(): AdminRoute[] {
       async handle({ service }, { rawBody, header }) {
         const status = await service.receivePaymentWebhook({
           rawBody, signature: header('x-razorpay-signature'), eventId: header('x-razorpay-event-id'),
-        });
+        }, parsePaymentWebhook);
         return { status: 200, body: { status } };
       },
     }),

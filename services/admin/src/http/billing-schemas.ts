@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { PaymentWebhookEvent } from '../domain/topups-service.ts';
+import { parseProviderJson } from '../transport/razorpay-client.ts';
 import { displayText, integerIn, moneyMicros, moneyShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
 
 /**
@@ -200,3 +202,63 @@ export const purchaseResponse = z.strictObject({
 export const webhookAckResponse = z.strictObject({
   status: z.enum(['processed', 'repeated', 'ignored']).meta({ description: 'repeated: this event id was processed before; ignored: an event top-ups do not act on.' }),
 });
+
+// ---- the provider's webhook ----
+
+const paymentEntity = z.object({
+  id: z.string().min(1),
+  order_id: z.string().nullable().optional(),
+  amount: z.bigint(),
+  currency: z.string(),
+  status: z.enum(['created', 'authorized', 'captured', 'refunded', 'failed']),
+  method: z.string().nullable().optional(),
+  error_description: z.string().nullable().optional(),
+});
+
+const webhookEnvelope = z.object({
+  event: z.string().min(1),
+  payload: z.object({
+    payment: z.object({ entity: paymentEntity }).optional(),
+    refund: z.object({ entity: z.object({ id: z.string().min(1), payment_id: z.string().min(1), receipt: z.string().nullable().optional() }) }).optional(),
+  }).optional(),
+});
+
+/** Longest provider failure description kept (safe to show; the rest is cut). */
+const maxFailureDescriptionLength = 200;
+
+/**
+ * The event in a verified provider webhook body (Razorpay's envelope: `{ event, payload: { payment:
+ * { entity }, order: { entity }, refund: { entity } } }`), or undefined when the body is not an event this admin
+ * can read (not JSON, or a known event without the entity it needs). Amounts are read exactly
+ * as bigint paise from the JSON text.
+ */
+export function parsePaymentWebhook(rawBody: Buffer): PaymentWebhookEvent | undefined {
+  let json: unknown;
+  try {
+    json = parseProviderJson(rawBody.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const parsed = webhookEnvelope.safeParse(json);
+  if (!parsed.success) return undefined;
+  const { event, payload } = parsed.data;
+  switch (event) {
+    case 'payment.captured': case 'order.paid': case 'payment.failed': {
+      const payment = payload?.payment?.entity;
+      if (payment === undefined || !payment.order_id) return undefined;
+      return {
+        type: event,
+        payment: {
+          id: payment.id, orderId: payment.order_id, amountPaise: payment.amount, currency: payment.currency, status: payment.status,
+          method: payment.method ?? 'unknown', errorDescription: payment.error_description?.slice(0, maxFailureDescriptionLength) ?? null,
+        },
+      };
+    }
+    case 'refund.processed': {
+      const refund = payload?.refund?.entity;
+      return refund === undefined ? undefined : { type: event, refundId: refund.id, paymentId: refund.payment_id, receipt: refund.receipt ?? null };
+    }
+    default:
+      return { type: 'other', name: event };
+  }
+}
