@@ -25,7 +25,7 @@ export interface RefundsServiceDeps {
 type RefundStepsDeps = Omit<RefundsServiceDeps, 'access'>;
 
 /** requested → debited → provider_refunded → credit_noted, or refused (docs: migration 0009). */
-export type RefundState = 'requested' | 'debited' | 'provider_refunded' | 'credit_noted' | 'refused';
+type RefundState = 'requested' | 'debited' | 'provider_refunded' | 'credit_noted' | 'refused';
 
 /** A refund of part or all of a top-up's unspent balance. */
 export interface Refund {
