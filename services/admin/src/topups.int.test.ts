@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testPostgresUrl } from '@gateway/testkit';
+import { startAdminHarness } from './test-support/admin-harness.ts';
 import { billingProfileEnvelope, packageListResponse, purchaseResponse, topUpListResponse, topUpResponse } from './http/billing-schemas.ts';
 import { errorResponse } from './http/response-schemas.ts';
 import {
@@ -361,5 +362,22 @@ describePg('payment signals: exactly one credit', () => {
     expect(ignored.json).toEqual({ status: 'ignored' });
     const notAnEvent = '{"hello":"world"}';
     expectStatus(await postWebhook(admin, notAnEvent, { signature: webhookSignature(testPaymentKeys.webhookSecret, notAnEvent), eventId: 'evt_other_2' }), 400);
+  });
+});
+
+describe('without a payment provider', () => {
+  it('packages and billing profiles work; a purchase is 503 and a webhook changes nothing', async () => {
+    const admin = await startAdminHarness();
+    try {
+      const organisationId = expectStatus(await admin.request('POST', '/admin/v1/organisations', { name: 'No provider' }), 201).json.id as string;
+      expectStatus(await admin.request('PUT', `/admin/v1/organisations/${organisationId}/billing-profile`, { legal_name: 'N P', address: 'Pune', state_code: '27' }), 200);
+      const packageId = expectStatus(await admin.request('POST', '/admin/v1/topup-packages', { name: 'P', price_paise: '10000', credit_micros: '1' }), 201).json.id as string;
+      const refused = expectStatus(await admin.request('POST', `/admin/v1/organisations/${organisationId}/topups`, { package_id: packageId }), 503);
+      expect(refused.json.error.message).toMatch(/PAYMENT_PROVIDER/);
+      expectStatus(await postWebhook(admin, '{}', { signature: webhookSignature('x', '{}'), eventId: 'evt_1' }), 503);
+      expect(expectStatus(await admin.request('GET', `/admin/v1/organisations/${organisationId}/topups`), 200).json.data).toEqual([]);
+    } finally {
+      await admin.close();
+    }
   });
 });
