@@ -162,7 +162,8 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('buying a top-up in 
     // Back on the dashboard: the callback was posted and the top-up settles.
     await buyerPage.waitForURL((url) => url.origin === stack.origin && url.hash.startsWith('#/billing'));
     await buyerPage.getByRole('status').filter({ hasText: `Payment received: ${expectedRupees(pack.creditMicros)} was added` }).waitFor();
-    expect(buyerPage.url()).not.toContain('razorpay_signature'); // the signed fields left the address bar
+    // Once posted, the signed fields leave the address bar (and the history); the top-up's id stays.
+    await buyerPage.waitForURL((url) => url.hash.startsWith('#/billing?topup=top_') && !url.hash.includes('razorpay_'));
 
     const balance = await stack.gateway.settledBalance(organisationId);
     expect(BigInt(balance.available_micros as string)).toBe(openingCreditMicros + pack.creditMicros);
@@ -244,6 +245,43 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('buying a top-up in 
     await waitForValue(async () => ((await admin('GET', `/organisations/${organisationId}/topups/${failed.id as string}`)).state === 'failed' ? true : undefined));
     await buyerPage.getByRole('table', { name: /top-ups/i }).getByRole('row').filter({ hasText: failed.id as string }).filter({ hasText: 'Payment failed' }).waitFor();
     expect((await stack.gateway.settledBalance(organisationId)).available_micros).toBe(before.available_micros);
+  });
+
+  it('a platform admin refunds a tenth of the paid top-up from its row: the matching credit leaves the balance and a credit note is issued', async () => {
+    const created = await admin('POST', '/people', { email: 'priya.platform@example.test', platform_admin: true });
+    const platformContext = await browser.newContext({ baseURL: stack.origin, viewport: { width: 1280, height: 900 }, timezoneId: 'Asia/Kolkata', locale: 'en-IN' });
+    platformContext.setDefaultTimeout(uiTimeout);
+    try {
+      const platform = await platformContext.newPage();
+      await platform.goto(created.link as string);
+      await platform.getByLabel(/your name/i).fill('Priya Nair');
+      await platform.getByLabel(/^new password$/i).fill(password);
+      await platform.getByLabel(/^repeat the password$/i).fill(password);
+      await platform.getByRole('button', { name: /save and sign in/i }).click();
+      await platform.getByRole('navigation', { name: /main/i }).waitFor();
+      await platform.goto(`/#/billing?organisation=${organisationId}`);
+      const before = await stack.gateway.settledBalance(organisationId);
+
+      await platform.getByRole('button', { name: `Refund ${topUp.id as string}` }).click();
+      const dialog = platform.getByRole('dialog');
+      await dialog.getByLabel(/refund \(₹/i).fill('11,800');
+      await dialog.getByRole('button', { name: 'Refund', exact: true }).click();
+      await dialog.getByRole('status').filter({ hasText: `of ${paiseText(1_180_000n)}` }).waitFor();
+
+      // A tenth of the price takes back a tenth of the credit: ₹10,000.00.
+      const refunds = await admin('GET', `/organisations/${organisationId}/topups/${topUp.id as string}/refunds`);
+      expect(refunds.data).toEqual([expect.objectContaining({ amount_paise: '1180000', debit_micros: (pack.creditMicros / 10n).toString() })]);
+      const after = await stack.gateway.settledBalance(organisationId);
+      expect(BigInt(after.available_micros as string)).toBe(BigInt(before.available_micros as string) - pack.creditMicros / 10n);
+      await waitForExactText(statFigure(platform, 'Available balance'), expectedRupees(after.available_micros as string));
+      const notes = await waitForValue(async () => {
+        const list = await admin('GET', `/organisations/${organisationId}/invoices?kind=credit_note`);
+        return (list.data as Array<Record<string, any>>).length === 1 ? list.data as Array<Record<string, any>> : undefined;
+      });
+      expect(notes[0]).toMatchObject({ total_paise: '1180000', references_document_id: (topUp.documents[0] as { id: string }).id });
+    } finally {
+      await platformContext.close();
+    }
   });
 });
 

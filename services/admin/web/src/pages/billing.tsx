@@ -33,6 +33,9 @@ const settledStates: ReadonlySet<TopUpState> = new Set(['credited', 'invoiced', 
 /** How often a top-up just paid for is re-read until it settles, ms (the webhook or callback settles it in moments). */
 const watchIntervalMs = 1_000;
 
+/** How often the top-up list is re-read while one of its top-ups is on its way, ms. */
+const pendingRefreshMs = 3_000;
+
 /** The fields Razorpay Checkout hands its `handler` after a successful payment. */
 interface CheckoutResult {
   razorpay_payment_id: string;
@@ -389,7 +392,7 @@ function PackagesCard(props: { organisationId: string; isOwner: boolean; hasProf
   );
 }
 
-/** The organisation's top-ups, newest first: state, documents (PDF links) and, for platform admins, refunds. */
+/** The organisation's top-ups, newest first: state, documents (PDF links) and, for platform admins, refunds of invoiced ones. */
 function TopUpList(props: { organisationId: string; version: number; isPlatform: boolean; onChanged(): void }) {
   const path = `/admin/v1/organisations/${props.organisationId}/topups`;
   const [topUps, setTopUps] = useState<TopUp[] | undefined>(undefined);
@@ -404,6 +407,19 @@ function TopUpList(props: { organisationId: string; version: number; isPlatform:
       setError(undefined);
     }, setError);
   }, [path, props.version]);
+
+  // A top-up on its way (awaiting payment, paid, credited but not yet invoiced) changes without
+  // moving the balance again, or in another tab: re-read the newest page until none is on its way.
+  const onTheirWay = topUps?.some((topUp) => !settledStates.has(topUp.state) || topUp.state === 'credited') ?? false;
+  useEffect(() => {
+    if (!onTheirWay) return undefined;
+    const timer = setInterval(() => {
+      api.get<CursorPage<TopUp>>(path).then((page) => {
+        setTopUps((current) => [...page.data, ...(current ?? []).filter((shown) => !page.data.some((item) => item.id === shown.id))]);
+      }, () => undefined); // the next tick tries again; a lasting failure shows on the next full load
+    }, pendingRefreshMs);
+    return () => clearInterval(timer);
+  }, [path, onTheirWay]);
 
   async function more() {
     if (nextCursor === null) return;
@@ -448,7 +464,7 @@ function TopUpList(props: { organisationId: string; version: number; isPlatform:
                 )),
               },
               ...(props.isPlatform ? [{
-                header: 'Actions', cell: (topUp: TopUp) => (topUp.state === 'credited' || topUp.state === 'invoiced' ? (
+                header: 'Actions', cell: (topUp: TopUp) => (topUp.state === 'invoiced' ? (
                   <button type="button" class="secondary" aria-label={`Refund ${topUp.id}`} onClick={() => setRefunding(topUp)}>Refund</button>
                 ) : null),
               }] : []),
