@@ -47,5 +47,25 @@ export function moneyShown(description: string) {
     .meta({ description: `${description} Micro-rupees (1 INR = 1,000,000) as a decimal string.`, examples: ['1500000'] });
 }
 
+const paiseFormatMessage = 'must be a whole number of paise as a decimal string, e.g. "49900" for ₹499.00 (a JSON number is accepted only if it is a safe integer)';
+
+/** An amount in paise (₹1 = 100) as a request gives it: a decimal string or a safe JSON integer; becomes a bigint. */
+export function paiseAmount(range: { min: bigint; max: bigint }, description: string) {
+  return z.union([
+    z.string().regex(/^\d{1,15}$/, { error: paiseFormatMessage }),
+    z.number().int({ error: paiseFormatMessage }),
+  ], { error: (issue) => (issue.input === undefined ? 'is required' : paiseFormatMessage) })
+    .transform((value) => BigInt(value))
+    .pipe(z.bigint()
+      .min(range.min, { error: `must be at least ${range.min}` })
+      .max(range.max, { error: `must be at most ${range.max}` }))
+    .meta({ description: `${description} Paise (₹1 = 100), as a decimal string.` });
+}
+
+/** An amount in paise as a response shows it: a decimal string. */
+export function paiseShown(description: string) {
+  return z.string().regex(/^\d+$/).meta({ description: `${description} Paise (₹1 = 100) as a decimal string.`, examples: ['49900'] });
+}
+
 /** An instant as a response shows it: ISO-8601 in UTC. */
 export const timestampShown = z.iso.datetime().meta({ description: 'ISO-8601 timestamp (UTC).' });

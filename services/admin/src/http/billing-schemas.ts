@@ -1,31 +1,13 @@
 import { z } from 'zod';
 import type { PaymentWebhookEvent } from '../domain/topups-service.ts';
 import { parseProviderJson } from '../transport/razorpay-client.ts';
-import { displayText, integerIn, moneyMicros, moneyShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
+import { displayText, integerIn, moneyMicros, moneyShown, paiseAmount, paiseShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
 
 /**
  * The request and response shapes of the billing routes: top-up packages, billing profiles,
  * top-ups and their payment signals. Paise (what is paid, GST included) and µ₹ (what is credited)
  * travel as decimal strings. Responses document the API and tests parse real answers with them.
  */
-
-const paiseFormatMessage = 'must be a whole number of paise as a decimal string, e.g. "49900" for ₹499.00 (a JSON number is accepted only if it is a safe integer)';
-
-/** A price in paise as a request gives it (decimal string or safe JSON integer); becomes a bigint. */
-function paiseAmount(range: { min: bigint; max: bigint }, description: string) {
-  return z.union([
-    z.string().regex(/^\d{1,15}$/, { error: paiseFormatMessage }),
-    z.number().int({ error: paiseFormatMessage }),
-  ], { error: (issue) => (issue.input === undefined ? 'is required' : paiseFormatMessage) })
-    .transform((value) => BigInt(value))
-    .pipe(z.bigint().min(range.min, { error: `must be at least ${range.min}` }).max(range.max, { error: `must be at most ${range.max}` }))
-    .meta({ description: `${description} Paise (₹1 = 100), as a decimal string.` });
-}
-
-/** A paise amount as a response shows it. */
-function paiseShown(description: string) {
-  return z.string().regex(/^\d+$/).meta({ description: `${description} Paise (₹1 = 100) as a decimal string.`, examples: ['49900'] });
-}
 
 const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-f]{24}$`))
   .meta({ description: `Id of the ${what}: "${prefix}_" and 24 lowercase hex characters.` });

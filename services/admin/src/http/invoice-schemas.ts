@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestampShown as timestamp } from '../domain/wire-fields.ts';
+import { timestampShown as timestamp, paiseShown } from '../domain/wire-fields.ts';
 import { instantMs, windowInOrder } from './request-schemas.ts';
 
 /**
@@ -50,10 +50,6 @@ export const platformInvoiceListQuery = z.strictObject({ ...invoiceFilterShape, 
 /** Query of GET /admin/v1/invoices/export (platform). */
 export const platformInvoiceExportQuery = z.strictObject({ ...invoiceFilterShape, organisation_id: organisationFilter }).superRefine(windowInOrder);
 
-/** An amount in integer paise as a decimal string. */
-function paise(description: string) {
-  return z.string().regex(/^\d+$/).meta({ description: `${description} Integer paise (1 INR = 100) as a decimal string.`, examples: ['118000'] });
-}
 
 /** One issued document. */
 export const taxDocumentResponse = z.strictObject({
@@ -74,11 +70,11 @@ export const taxDocumentResponse = z.strictObject({
   sac: z.string(),
   description: z.string(),
   rate_basis_points: z.int().meta({ description: 'GST rate, basis points (1800 = 18%).' }),
-  taxable_paise: paise('Taxable value.'),
-  cgst_paise: paise('Central tax (intra-state).'),
-  sgst_paise: paise('State tax (intra-state).'),
-  igst_paise: paise('Integrated tax (inter-state).'),
-  total_paise: paise('taxable + CGST + SGST + IGST: what was paid (or, on a credit note, credited).'),
+  taxable_paise: paiseShown('Taxable value.'),
+  cgst_paise: paiseShown('Central tax (intra-state).'),
+  sgst_paise: paiseShown('State tax (intra-state).'),
+  igst_paise: paiseShown('Integrated tax (inter-state).'),
+  total_paise: paiseShown('taxable + CGST + SGST + IGST: what was paid (or, on a credit note, credited).'),
   total_in_words: z.string().meta({ description: 'The total in words on the Indian system, as printed.' }),
   references_document_id: z.string().nullable().meta({ description: 'The document a credit note refers to.' }),
   references_serial: z.string().nullable().meta({ description: 'Its serial.' }),

@@ -124,7 +124,7 @@ export function buildOpenApiDocument(routes: readonly AdminRoute[]): Record<stri
     },
     tags: [
       { name: 'organisations' }, { name: 'projects' }, { name: 'gateway models' }, { name: 'balance' }, { name: 'tokens' },
-      { name: 'audit' }, { name: 'analytics' }, { name: 'billing' }, { name: 'people' }, { name: 'sign-in' }, { name: 'system' },
+      { name: 'audit' }, { name: 'analytics' }, { name: 'billing' }, { name: 'invoices' }, { name: 'people' }, { name: 'sign-in' }, { name: 'system' },
     ],
     components: {
       securitySchemes: {

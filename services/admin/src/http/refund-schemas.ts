@@ -1,26 +1,18 @@
 import { z } from 'zod';
-import { moneyShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
+import { moneyShown, paiseAmount, paiseShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
 
 /**
  * The request and response shapes of the refund routes. Paise (what goes back to the payer, GST
  * included) and µ₹ (what leaves the balance) travel as decimal strings.
  */
 
-const paiseFormatMessage = 'must be a whole number of paise as a decimal string, e.g. "49900" for ₹499.00 (a JSON number is accepted only if it is a safe integer)';
-
 const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${prefix}_[0-9a-f]{24}$`))
   .meta({ description: `Id of the ${what}: "${prefix}_" and 24 lowercase hex characters.` });
 
 /** Body of POST /admin/v1/organisations/{id}/topups/{topup_id}/refunds. */
 export const createRefundBody = z.strictObject({
-  amount_paise: z.union([
-    z.string().regex(/^\d{1,15}$/, { error: paiseFormatMessage }),
-    z.number().int({ error: paiseFormatMessage }),
-  ], { error: (issue) => (issue.input === undefined ? 'is required' : paiseFormatMessage) })
-    .transform((value) => BigInt(value))
-    // Razorpay refunds at least ₹1.
-    .pipe(z.bigint().min(100n, { error: 'must be at least 100 (₹1.00)' }).max(10_000_000_000n, { error: 'must be at most 10000000000' }))
-    .meta({ description: 'What goes back to the payer, GST included, at most what is left of the top-up\'s price. Paise (₹1 = 100), as a decimal string.' }),
+  // Razorpay refunds at least ₹1.
+  amount_paise: paiseAmount({ min: 100n, max: 10_000_000_000n }, 'What goes back to the payer, GST included, at most what is left of the top-up\'s price.'),
 });
 
 const refundState = z.enum(['requested', 'debited', 'provider_refunded', 'credit_noted', 'refused'])
@@ -29,7 +21,7 @@ const refundState = z.enum(['requested', 'debited', 'provider_refunded', 'credit
 const refundResponse = z.strictObject({
   id: id('rfd', 'refund'),
   topup_id: id('top', 'top-up'),
-  amount_paise: z.string().regex(/^\d+$/).meta({ description: 'What goes back to the payer, GST included. Paise (₹1 = 100) as a decimal string.', examples: ['49900'] }),
+  amount_paise: paiseShown('What goes back to the payer, GST included.'),
   debit_micros: moneyShown('What leaves the balance: credit_micros × amount_paise / price_paise, rounded down.'),
   state: refundState,
   provider_refund_id: z.string().nullable().meta({ description: 'The payment provider\'s refund id, once it refunded.' }),
