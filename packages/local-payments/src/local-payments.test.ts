@@ -160,6 +160,24 @@ describe('the pay page and webhooks', () => {
     expect(provider.orders()[0]).toMatchObject({ status: 'paid', amount_paid: 236_000n, amount_due: 0n });
   });
 
+  it('captures another amount or currency when a test asks: a smaller capture leaves the order attempted (no order.paid), the full amount pays it', async () => {
+    const hook = await receiver();
+    provider.setWebhookUrl(hook.url);
+    const orderId = await newOrder();
+    const short = provider.pay(orderId, 'pay', { capture: { amountPaise: 1_000n } });
+    expect(short.outcome).toBe('paid');
+    await expect.poll(() => webhookEvents(hook.received)).toEqual(['payment.captured']);
+    expect(JSON.parse(hook.received[0]!.body).payload.payment.entity).toMatchObject({ id: short.paymentIds[0], amount: 1000, currency: 'INR', status: 'captured' });
+    expect(provider.orders()[0]).toMatchObject({ status: 'attempted', amount_paid: 1_000n, amount_due: 117_000n });
+
+    const dollars = provider.pay(orderId, 'pay', { capture: { currency: 'USD' } });
+    await expect.poll(() => webhookEvents(hook.received)).toEqual(['payment.captured', 'payment.captured', 'order.paid']);
+    expect(provider.payments().map((payment) => [payment.id, payment.amount, payment.currency])).toEqual([
+      [short.paymentIds[0], 1_000n, 'INR'], [dollars.paymentIds[0], 118_000n, 'USD'],
+    ]);
+    expect(provider.orders()[0]).toMatchObject({ status: 'paid', amount_due: 0n });
+  });
+
   it('retries a webhook the receiver refuses, with the same bytes and event id, until it is accepted', async () => {
     const hook = await receiver(2);
     provider.setWebhookUrl(hook.url);

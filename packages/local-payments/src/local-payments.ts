@@ -105,6 +105,12 @@ export type LocalPayOutcome =
   | { outcome: 'paid'; paymentIds: string[]; checkout: LocalCheckoutFields }
   | { outcome: 'failed'; paymentIds: string[] };
 
+/** What a test makes a capture carry instead of its order's amount (paise) and currency. */
+export interface LocalCaptureOverride {
+  amountPaise?: bigint;
+  currency?: string;
+}
+
 /** A fault the next API calls answer with instead of their result: an HTTP status, or no answer at all. */
 export type LocalApiFault = { status: number } | 'stall';
 
@@ -136,8 +142,10 @@ export interface LocalPayments {
   /**
    * Does what a pay-page button does, without a browser: `pay` (with `fail_then_pay`, one failed
    * attempt first), `fail`, or `pay_twice`. Throws when the order is unknown or already paid.
+   * `capture` (tests only) makes the captured payments carry another amount (paise) or currency
+   * than the order's; the order is paid only once its amount is covered.
    */
-  pay(orderId: string, action: LocalPayAction, options?: { scenario?: 'fail_then_pay' }): LocalPayOutcome;
+  pay(orderId: string, action: LocalPayAction, options?: { scenario?: 'fail_then_pay'; capture?: LocalCaptureOverride }): LocalPayOutcome;
   /** The next `count` API calls (under /v1) answer with this fault (a 5xx, a 4xx, or never). */
   injectApiFault(fault: LocalApiFault, count?: number): void;
 }
@@ -194,10 +202,10 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     return given.length === expectedAuthorization.length && timingSafeEqual(given, expectedAuthorization);
   }
 
-  function newPayment(order: LocalOrder, outcome: 'captured' | 'failed'): LocalPayment {
+  function newPayment(order: LocalOrder, outcome: 'captured' | 'failed', capture: LocalCaptureOverride = {}): LocalPayment {
     const failed = outcome === 'failed';
     const payment: LocalPayment = {
-      id: newId('pay_'), entity: 'payment', amount: order.amount, currency: order.currency, status: outcome,
+      id: newId('pay_'), entity: 'payment', amount: capture.amountPaise ?? order.amount, currency: capture.currency ?? order.currency, status: outcome,
       order_id: order.id, invoice_id: null, international: false, method: 'upi', amount_refunded: 0n, refund_status: null,
       captured: !failed, description: null, card_id: null, bank: null, wallet: null,
       vpa: failed ? 'failure@razorpay' : 'success@razorpay', email: 'void@razorpay.com', contact: '+919000090000', notes: {},
@@ -217,25 +225,26 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
       outbox.publish('payment.failed', { payment: { ...payment } });
       return payment;
     }
-    const firstCapture = order.status !== 'paid';
+    const wasPaid = order.status === 'paid';
     order.amount_paid += payment.amount;
     order.amount_due = order.amount_paid >= order.amount ? 0n : order.amount - order.amount_paid;
-    order.status = 'paid';
+    // Razorpay pays an order once its amount is covered; a smaller capture leaves it attempted.
+    order.status = order.amount_due === 0n ? 'paid' : 'attempted';
     outbox.publish('payment.captured', { payment: { ...payment } });
-    if (firstCapture) outbox.publish('order.paid', { payment: { ...payment }, order: { ...order } });
+    if (!wasPaid && order.status === 'paid') outbox.publish('order.paid', { payment: { ...payment }, order: { ...order } });
     return payment;
   }
 
-  function pay(orderId: string, action: LocalPayAction, payOptions: { scenario?: string | undefined } = {}): LocalPayOutcome {
+  function pay(orderId: string, action: LocalPayAction, payOptions: { scenario?: string | undefined; capture?: LocalCaptureOverride | undefined } = {}): LocalPayOutcome {
     const order = orders.get(orderId);
     if (order === undefined) throw new PayRefused(404, `There is no order ${orderId}.`);
     if (order.status === 'paid') throw new PayRefused(409, 'This order is already paid.');
     if (action === 'fail') return { outcome: 'failed', paymentIds: [newPayment(order, 'failed').id] };
     const paymentIds: string[] = [];
     if (payOptions.scenario === 'fail_then_pay') paymentIds.push(newPayment(order, 'failed').id);
-    const captured = newPayment(order, 'captured');
+    const captured = newPayment(order, 'captured', payOptions.capture);
     paymentIds.push(captured.id);
-    if (action === 'pay_twice') paymentIds.push(newPayment(order, 'captured').id);
+    if (action === 'pay_twice') paymentIds.push(newPayment(order, 'captured', payOptions.capture).id);
     return {
       outcome: 'paid',
       paymentIds,
