@@ -1,8 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { expect, vi } from 'vitest';
-import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
+import { startLocalPayments, type LocalPayments, type LocalPaymentsLogger, type WebhookRetryPolicy } from '@gateway/local-payments';
+import type { Logger } from '@gateway/logger';
 import { createTestDatabase, type TestDatabase } from '@gateway/testkit';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './admin-harness.ts';
+import { startFakeLedger } from './fake-ledger.ts';
 
 /** The provider keys the admin and the local provider share in tests (made up; rzp_test_ shaped). */
 export const testPaymentKeys = {
@@ -16,41 +18,76 @@ export const karnatakaGstin = '29AAGCB7383J1Z4';
 
 /** An admin on real PostgreSQL with the local payment provider, its webhooks pointed at the admin. */
 export interface TopUpsHarness {
+  /** The running admin (a new object after startAdmin). */
   admin: AdminHarness;
   payments: LocalPayments;
+  /** Stops the admin (a restart's first half); the database, the fake ledger and the provider stay. */
+  stopAdmin(): Promise<void>;
+  /**
+   * Starts the admin again on the same database, fake ledger, token and HTTP port (so the
+   * provider's webhook URL still reaches it), with `env` over the first start's environment.
+   */
+  startAdmin(env?: Record<string, string>): Promise<AdminHarness>;
   close(): Promise<void>;
 }
 
+/** What else a top-ups test may set: the provider's webhook retries, and loggers to read. */
+export interface TopUpsHarnessOptions {
+  webhookRetry?: Partial<WebhookRetryPolicy>;
+  paymentsLogger?: LocalPaymentsLogger;
+  adminLogger?: Logger;
+}
+
 /** Starts the local provider, then an admin paying through it (PAYMENT_PROVIDER=local), on a fresh database. */
-export async function startTopUpsHarness(serverUrl: string, env: Record<string, string> = {}): Promise<TopUpsHarness> {
+export async function startTopUpsHarness(serverUrl: string, env: Record<string, string> = {}, options: TopUpsHarnessOptions = {}): Promise<TopUpsHarness> {
   const database: TestDatabase = await createTestDatabase(serverUrl);
   const payments = await startLocalPayments({
     ...testPaymentKeys,
     // Quick retries: a webhook the admin refused (503 while the ledger is down) comes back soon.
-    webhookRetry: { attempts: 6, baseDelayMs: 50, timeoutMs: 5_000 },
+    webhookRetry: { attempts: 6, baseDelayMs: 50, timeoutMs: 5_000, ...options.webhookRetry },
+    ...(options.paymentsLogger === undefined ? {} : { logger: options.paymentsLogger }),
   });
-  const admin = await startAdminHarness({
-    databaseUrl: database.url,
-    env: {
-      PAYMENT_PROVIDER: 'local',
-      LOCAL_PAYMENTS_URL: payments.url,
-      RAZORPAY_KEY_ID: testPaymentKeys.keyId,
-      RAZORPAY_KEY_SECRET: testPaymentKeys.keySecret,
-      RAZORPAY_WEBHOOK_SECRET: testPaymentKeys.webhookSecret,
-      INVOICE_SUPPLIER_STATE_CODE: '29',
-      ...env,
-    },
+  // The harness owns the fake ledger, so its credits outlive an admin restart.
+  const ledger = await startFakeLedger();
+  const adminEnv = {
+    PAYMENT_PROVIDER: 'local',
+    LOCAL_PAYMENTS_URL: payments.url,
+    RAZORPAY_KEY_ID: testPaymentKeys.keyId,
+    RAZORPAY_KEY_SECRET: testPaymentKeys.keySecret,
+    RAZORPAY_WEBHOOK_SECRET: testPaymentKeys.webhookSecret,
+    INVOICE_SUPPLIER_STATE_CODE: '29',
+    ...env,
+  };
+  const first = await startAdminHarness({
+    databaseUrl: database.url, ledger, env: adminEnv, ...(options.adminLogger === undefined ? {} : { logger: options.adminLogger }),
   });
-  payments.setWebhookUrl(`${admin.baseUrl}/webhooks/razorpay`);
-  return {
-    admin,
+  payments.setWebhookUrl(`${first.baseUrl}/webhooks/razorpay`);
+  let running: AdminHarness | undefined = first;
+  const harness: TopUpsHarness = {
+    admin: first,
     payments,
+    async stopAdmin() {
+      await running?.close();
+      running = undefined;
+    },
+    async startAdmin(restartEnv = {}) {
+      if (running !== undefined) throw new Error('the admin is running: stopAdmin first');
+      running = await startAdminHarness({
+        databaseUrl: database.url, ledger, token: first.token, encryptionKey: first.encryptionKey,
+        env: { ...adminEnv, ...restartEnv, ADMIN_HTTP_PORT: new URL(first.baseUrl).port },
+        ...(options.adminLogger === undefined ? {} : { logger: options.adminLogger }),
+      });
+      harness.admin = running;
+      return running;
+    },
     async close() {
       await payments.close();
-      await admin.close();
+      await running?.close();
+      await ledger.close();
       await database.drop();
     },
   };
+  return harness;
 }
 
 /** Asserts the status of an answer, showing its body when it differs. */
