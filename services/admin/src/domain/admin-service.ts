@@ -39,7 +39,7 @@ export interface AdminServiceDeps {
   liveEvents: LiveEvents;
   /** The payment provider top-ups go through; undefined: none configured. */
   paymentProvider?: PaymentProvider | undefined;
-  /** Where the people aggregate logs sign-ins (person ids, never secrets); silent when absent. */
+  /** Where the people and top-ups aggregates log (sign-ins, payments not credited: ids, never secrets); silent when absent. */
   logger?: Logger;
 }
 
@@ -68,7 +68,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createPeopleService({ db, access, config: deps.config, logger: deps.logger }),
     ...createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents, resolveHost: deps.resolveHost }),
     ...createAnalyticsService({ db, ledger, access }),
-    ...createTopUpsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider, liveEvents: deps.liveEvents }),
+    ...createTopUpsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider, liveEvents: deps.liveEvents, logger: deps.logger }),
     ...createInvoicesService({ db, access, config: deps.config }),
     ...createRefundsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider }),
   };

@@ -69,11 +69,14 @@ export async function moveTopUp(
 /**
  * Records a transition row. Used by moveTopUp, for the first row of a new top-up (from null),
  * and for events that leave the state as it is but must be on the record (a duplicate payment
- * refunded: from = to, cause 'duplicate_payment_refunded').
+ * refunded: from = to, cause 'duplicate_payment_refunded'; a captured payment of the wrong amount
+ * or currency, left for a person to decide: from = to, cause 'payment_amount_mismatch').
  */
 export async function recordTransition(
   tx: Queryable,
-  transition: { topUpId: string; from: TopUpState | null; to: TopUpState; cause: TopUpCause | 'duplicate_payment_refunded'; details: Record<string, string | null> },
+  transition: {
+    topUpId: string; from: TopUpState | null; to: TopUpState; cause: TopUpCause | 'duplicate_payment_refunded' | 'payment_amount_mismatch'; details: Record<string, string | null>;
+  },
 ): Promise<void> {
   await tx.query(
     'INSERT INTO topup_transitions (topup_id, from_state, to_state, cause, details) VALUES ($1, $2, $3, $4, $5)',

@@ -1,5 +1,6 @@
 import type { Database, Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
+import type { Logger } from '@gateway/logger';
 import type { AdminConfig } from '../config.ts';
 import { personIdOf, requirePlatformAdmin, requireRole, type Actor } from './actor.ts';
 import { changedFields, recordAuditEvent } from './audit-log.ts';
@@ -29,6 +30,8 @@ export interface TopUpsServiceDeps {
   /** undefined: PAYMENT_PROVIDER unset, no purchases. */
   provider: PaymentProvider | undefined;
   liveEvents: LiveEvents;
+  /** Where a captured payment the admin will not credit (amount mismatch) is reported; silent when absent. */
+  logger?: Logger | undefined;
 }
 
 /** A top-up as the API shows it: the purchase, its documents and its transitions. */
@@ -67,12 +70,15 @@ export type WebhookOutcome = 'processed' | 'repeated' | 'ignored';
 /** The cause recorded when a second captured payment of an order is refunded. */
 const duplicateRefundCause = 'duplicate_payment_refunded';
 
+/** The cause recorded (once per payment) when a captured payment's amount or currency is not the top-up's. */
+const amountMismatchCause = 'payment_amount_mismatch';
+
 /** Top-ups reconciled per pass at most (the next pass takes the next ones). */
 const reconcileBatch = 50;
 
 /** Top-up packages, billing profiles, purchases and their payment signals (route tag "billing"). */
 export function createTopUpsService(deps: TopUpsServiceDeps) {
-  const { db, ledger, access, config, provider } = deps;
+  const { db, ledger, access, config, provider, logger } = deps;
 
   /** The organisation, if the actor sees it (404) and holds `role` in it (403). */
   async function organisationFor(actor: Actor, organisationId: string, role: 'viewer' | 'owner') {
@@ -124,11 +130,32 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
   }
 
   /**
+   * Puts a captured payment of the wrong amount or currency on the record, once per payment (under
+   * the top-up's row lock, the caller's transaction), and warns the operators: the top-up stays
+   * unpaid and nothing is credited or refunded automatically — whether to refund, or to credit by
+   * hand, is a person's decision (docs/payments.md). Amounts in paise.
+   */
+  async function recordAmountMismatch(tx: Queryable, topUp: TopUp, payment: ProviderPayment): Promise<void> {
+    if (await hasTransitionForPayment(tx, topUp.id, amountMismatchCause, payment.id)) return;
+    await recordTransition(tx, {
+      topUpId: topUp.id, from: topUp.state, to: topUp.state, cause: amountMismatchCause,
+      details: {
+        payment_id: payment.id, expected_paise: topUp.pricePaise.toString(), expected_currency: 'INR',
+        received_paise: payment.amountPaise.toString(), received_currency: payment.currency,
+      },
+    });
+    logger?.warn({
+      topUpId: topUp.id, organisationId: topUp.organisationId, paymentId: payment.id, orderId: payment.orderId,
+      expectedPaise: topUp.pricePaise.toString(), expectedCurrency: 'INR', receivedPaise: payment.amountPaise.toString(), receivedCurrency: payment.currency,
+    }, 'top-up: captured payment does not match the order\'s amount or currency; not credited, not refunded (a person decides)');
+  }
+
+  /**
    * Records a captured payment against its order's top-up, in one transaction under the top-up's
    * row lock (with the webhook event's id, when it came by webhook, so a repeat changes nothing):
    * the first captured payment moves it to paid; the same payment again changes nothing; another
    * captured payment of the same order is refunded through the provider and recorded, never
-   * credited. Returns the top-up's id to finish settling (undefined when no top-up has the order)
+   * credited; a capture of another amount or currency is only recorded (recordAmountMismatch). Returns the top-up's id to finish settling (undefined when no top-up has the order)
    * and whether the webhook event had been processed before.
    */
   async function recordCapturedPayment(
@@ -143,7 +170,11 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       if (!topUp) return { topUpId: undefined, repeated: false };
       if (topUp.providerPaymentId === null) {
         // Orders fix the amount, so a capture of another amount or currency is not ours to credit.
-        if (payment.amountPaise !== topUp.pricePaise || payment.currency !== 'INR' || !canMove(topUp.state, 'paid')) return { topUpId: topUp.id, repeated: false };
+        if (payment.amountPaise !== topUp.pricePaise || payment.currency !== 'INR') {
+          await recordAmountMismatch(tx, topUp, payment);
+          return { topUpId: topUp.id, repeated: false };
+        }
+        if (!canMove(topUp.state, 'paid')) return { topUpId: topUp.id, repeated: false };
         await moveTopUp(tx, {
           topUpId: topUp.id, from: topUp.state, to: 'paid', cause, providerPaymentId: payment.id,
           details: { payment_id: payment.id, method: payment.method },

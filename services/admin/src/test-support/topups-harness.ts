@@ -21,6 +21,8 @@ export interface TopUpsHarness {
   /** The running admin (a new object after startAdmin). */
   admin: AdminHarness;
   payments: LocalPayments;
+  /** The admin's PostgreSQL database (for reading what the API does not show, such as transition details). */
+  databaseUrl: string;
   /** Stops the admin (a restart's first half); the database, the fake ledger and the provider stay. */
   stopAdmin(): Promise<void>;
   /**
@@ -66,6 +68,7 @@ export async function startTopUpsHarness(serverUrl: string, env: Record<string, 
   const harness: TopUpsHarness = {
     admin: first,
     payments,
+    databaseUrl: database.url,
     async stopAdmin() {
       await running?.close();
       running = undefined;
