@@ -153,7 +153,7 @@ export const topUpResponse = z.strictObject({
   transitions: z.array(z.strictObject({
     from_state: topUpState.nullable(),
     to_state: topUpState,
-    cause: z.string().meta({ description: 'purchase, checkout_callback, webhook:<event>, reconciliation, expiry, provider_order_failed, duplicate_payment_refunded, refund.' }),
+    cause: z.string().meta({ description: 'purchase, checkout_callback, webhook:<event>, reconciliation, expiry, provider_order_failed, duplicate_payment_refunded (state unchanged), payment_amount_mismatch (state unchanged: a capture of another amount or currency, left for a person), refund.' }),
     occurred_at: timestamp,
   })).meta({ description: 'Every transition, oldest first (a refunded duplicate payment is recorded with from_state = to_state).' }),
 });
