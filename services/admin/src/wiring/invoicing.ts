@@ -4,6 +4,7 @@ import type { AdminConfig } from '../config.ts';
 import { istMonth, istMonthStart, nextIstMonth } from '../domain/invoice-serial.ts';
 import type { LedgerPort } from '../domain/ledger-port.ts';
 import { issueMonthlyUsageInvoice } from '../domain/tax-documents.ts';
+import { startPeriodicJob } from './periodic-job.ts';
 
 /** How often the monthly usage invoicing pass runs, ms (it issues only for completed months, so hourly is prompt enough). */
 const invoicingIntervalMs = 60 * 60_000;
@@ -58,28 +59,12 @@ export async function invoiceCompletedUsageMonths(deps: InvoicingJobsDeps, now: 
 export function startInvoicingJobs(deps: InvoicingJobsDeps): { close(): Promise<void> } {
   const { config, logger } = deps;
   if (config.GST_DOCUMENT_MODE !== 'receipt_voucher') return { close: async () => {} };
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  const run = () => {
-    running = invoiceCompletedUsageMonths(deps)
-      .then(({ issued }) => { if (issued.length > 0) logger.info({ serials: issued }, 'monthly usage invoices issued'); })
-      .catch((error: unknown) => logger.warn({ err: error }, 'monthly usage invoicing failed; retried at the next interval'))
-      .finally(() => {
-        running = undefined;
-        if (!stopped) timer = setTimeout(run, invoicingIntervalMs);
-      });
-  };
-  timer = setTimeout(run, 0);
-  let closed: Promise<void> | undefined;
-  return {
-    close() {
-      closed ??= (async () => {
-        stopped = true;
-        clearTimeout(timer);
-        await running;
-      })();
-      return closed;
+  return startPeriodicJob({
+    name: 'monthly usage invoicing', firstDelayMs: 0, intervalMs: invoicingIntervalMs, logger,
+    failureMessage: 'monthly usage invoicing failed; retried at the next interval',
+    run: async () => {
+      const { issued } = await invoiceCompletedUsageMonths(deps);
+      if (issued.length > 0) logger.info({ serials: issued }, 'monthly usage invoices issued');
     },
-  };
+  });
 }

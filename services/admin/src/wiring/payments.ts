@@ -4,6 +4,7 @@ import type { AdminConfig } from '../config.ts';
 import type { AdminService } from '../domain/admin-service.ts';
 import type { PaymentProvider } from '../domain/payment-provider.ts';
 import { createRazorpayClient } from '../transport/razorpay-client.ts';
+import { startPeriodicJob } from './periodic-job.ts';
 
 /** The payment provider PAYMENT_PROVIDER names (undefined when unset: no top-ups). */
 export function createPaymentProvider(config: AdminConfig): PaymentProvider | undefined {
@@ -40,33 +41,14 @@ export interface PaymentJobsDeps {
 export function startPaymentJobs(deps: PaymentJobsDeps): { close(): Promise<void> } {
   const { config, logger, service } = deps;
   if (deps.provider === undefined) return { close: async () => {} };
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  const pass = async () => {
-    const { checked, failed } = await service.reconcileTopUps();
-    // Ids and error codes only: provider answers and billing details stay out of the log.
-    for (const { topUpId, error } of failed) logger.warn({ topUpId, err: error }, 'top-up reconciliation failed; retried at a later pass');
-    if (checked > 0) logger.debug({ checked, failed: failed.length }, 'top-ups reconciled');
-  };
-  const run = () => {
-    running = pass()
-      .catch((error: unknown) => logger.warn({ err: error }, 'top-up reconciliation pass failed; retried at the next interval'))
-      .finally(() => {
-        running = undefined;
-        if (!stopped) timer = setTimeout(run, config.PAYMENT_RECONCILE_INTERVAL_MS);
-      });
-  };
-  timer = setTimeout(run, config.PAYMENT_RECONCILE_INTERVAL_MS);
-  let closed: Promise<void> | undefined;
-  return {
-    close() {
-      closed ??= (async () => {
-        stopped = true;
-        clearTimeout(timer);
-        await running;
-      })();
-      return closed;
+  return startPeriodicJob({
+    name: 'top-up reconciliation', firstDelayMs: config.PAYMENT_RECONCILE_INTERVAL_MS, intervalMs: config.PAYMENT_RECONCILE_INTERVAL_MS, logger,
+    failureMessage: 'top-up reconciliation pass failed; retried at the next interval',
+    run: async () => {
+      const { checked, failed } = await service.reconcileTopUps();
+      // Ids and error codes only: provider answers and billing details stay out of the log.
+      for (const { topUpId, error } of failed) logger.warn({ topUpId, err: error }, 'top-up reconciliation failed; retried at a later pass');
+      if (checked > 0) logger.debug({ checked, failed: failed.length }, 'top-ups reconciled');
     },
-  };
+  });
 }

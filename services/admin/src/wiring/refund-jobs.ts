@@ -1,4 +1,5 @@
 import { advanceDueRefunds } from '../domain/refunds-service.ts';
+import { startPeriodicJob } from './periodic-job.ts';
 
 /**
  * The refund job: every PAYMENT_RECONCILE_INTERVAL_MS it carries forward refunds left part-way
@@ -7,23 +8,10 @@ import { advanceDueRefunds } from '../domain/refunds-service.ts';
  * timed from the end of the previous one; close() stops the timer and waits for a pass in progress.
  */
 export function startRefundJobs(deps: Parameters<typeof advanceDueRefunds>[0]): { close(): Promise<void> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  const pass = () => {
-    running = advanceDueRefunds(deps)
-      .then(() => undefined, (error: unknown) => deps.logger.warn({ err: error, worker: 'refunds' }, 'refund pass failed; retried at the next interval'))
-      .finally(() => {
-        running = undefined;
-        if (!stopped) timer = setTimeout(pass, deps.config.PAYMENT_RECONCILE_INTERVAL_MS);
-      });
-  };
-  timer = setTimeout(pass, deps.config.PAYMENT_RECONCILE_INTERVAL_MS);
-  return {
-    async close() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
+  const intervalMs = deps.config.PAYMENT_RECONCILE_INTERVAL_MS;
+  return startPeriodicJob({
+    name: 'refunds', firstDelayMs: intervalMs, intervalMs, logger: deps.logger,
+    failureMessage: 'refund pass failed; retried at the next interval',
+    run: () => advanceDueRefunds(deps),
+  });
 }
