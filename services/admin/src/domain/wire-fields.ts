@@ -69,3 +69,21 @@ export function paiseShown(description: string) {
 
 /** An instant as a response shows it: ISO-8601 in UTC. */
 export const timestampShown = z.iso.datetime().meta({ description: 'ISO-8601 timestamp (UTC).' });
+
+/** A list's page size as a query parameter: an optional decimal string 1..`max` (items) with one message; the route applies `defaultSize` when absent. */
+export function pageLimit(max: number, defaultSize: number) {
+  const message = `must be an integer between 1 and ${max}`;
+  return z.string({ error: 'must be given once' })
+    .regex(/^\d{1,7}$/, { error: message })
+    .transform(Number)
+    .pipe(z.number().int().min(1, { error: message }).max(max, { error: message }))
+    .optional()
+    .meta({ description: `Items per page, 1..${max}; default ${defaultSize}.` });
+}
+
+/** A list's cursor as a query parameter: an optional next_cursor of a previous page, matching `pattern`. */
+export function pageCursor(pattern: RegExp) {
+  return z.string({ error: 'must be given once' }).regex(pattern, { error: 'must be the next_cursor of a previous page' })
+    .optional()
+    .meta({ description: 'next_cursor of the previous page.' });
+}

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { moneyMicros, moneyShown as money, timestampShown as timestamp } from '../domain/wire-fields.ts';
+import { moneyMicros, moneyShown as money, pageCursor, pageLimit, timestampShown as timestamp } from '../domain/wire-fields.ts';
 import { maxWebhookUrlLength } from '../domain/webhook-url.ts';
 
 /**
@@ -7,23 +7,14 @@ import { maxWebhookUrlLength } from '../domain/webhook-url.ts';
  * alert settings). Responses document the API and tests parse real answers with them.
  */
 
-const pageSizeMessage = 'must be an integer between 1 and 100';
+/** The page size of the alert lists when none is given. */
+export const defaultAlertPageSize = 20;
 
 /** Query of the newest-first alert lists: page size and the previous page's next_cursor. */
 export const alertListQuery = z.strictObject({
-  limit: z.string({ error: 'must be given once' })
-    .regex(/^\d{1,7}$/, { error: pageSizeMessage })
-    .transform(Number)
-    .pipe(z.number().int().min(1, { error: pageSizeMessage }).max(100, { error: pageSizeMessage }))
-    .optional()
-    .meta({ description: 'Items per page, 1..100; default 20.' }),
-  cursor: z.string({ error: 'must be given once' }).regex(/^\d{1,19}$/, { error: 'must be the next_cursor of a previous page' })
-    .optional()
-    .meta({ description: 'next_cursor of the previous page.' }),
+  limit: pageLimit(100, defaultAlertPageSize),
+  cursor: pageCursor(/^\d{1,19}$/),
 });
-
-/** The page size of the alert lists when none is given. */
-export const defaultAlertPageSize = 20;
 
 /** Body of PUT /admin/v1/organisations/{id}/webhook. */
 export const putWebhookBody = z.strictObject({

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { PaymentWebhookEvent } from '../domain/topups-service.ts';
 import { parseProviderJson } from '../transport/razorpay-client.ts';
-import { displayText, integerIn, moneyMicros, moneyShown, paiseAmount, paiseShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
+import { displayText, integerIn, moneyMicros, moneyShown, pageCursor, pageLimit, paiseAmount, paiseShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
 
 /**
  * The request and response shapes of the billing routes: top-up packages, billing profiles,
@@ -73,23 +73,14 @@ export const purchaseBody = z.strictObject({
     .meta({ description: 'The package to buy (an active one).' }),
 });
 
-const pageSizeMessage = 'must be an integer between 1 and 100';
+/** The page size of the top-up list when none is given. */
+export const defaultTopUpPageSize = 20;
 
 /** Query of GET /admin/v1/organisations/{id}/topups: page size and the previous page's next_cursor. */
 export const topUpListQuery = z.strictObject({
-  limit: z.string({ error: 'must be given once' })
-    .regex(/^\d{1,7}$/, { error: pageSizeMessage })
-    .transform(Number)
-    .pipe(z.number().int().min(1, { error: pageSizeMessage }).max(100, { error: pageSizeMessage }))
-    .optional()
-    .meta({ description: 'Items per page, 1..100; default 20.' }),
-  cursor: z.string({ error: 'must be given once' }).regex(/^top_[0-9a-f]{24}$/, { error: 'must be the next_cursor of a previous page' })
-    .optional()
-    .meta({ description: 'next_cursor of the previous page.' }),
+  limit: pageLimit(100, defaultTopUpPageSize),
+  cursor: pageCursor(/^top_[0-9a-f]{24}$/),
 });
-
-/** The page size of the top-up list when none is given. */
-export const defaultTopUpPageSize = 20;
 
 const providerId = (what: string) => z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
   .regex(/^[A-Za-z0-9_]{1,64}$/, { error: `must be the payment provider's ${what}` });

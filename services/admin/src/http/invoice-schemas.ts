@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestampShown as timestamp, paiseShown } from '../domain/wire-fields.ts';
+import { pageCursor, pageLimit, timestampShown as timestamp, paiseShown } from '../domain/wire-fields.ts';
 import { instantMs, windowInOrder } from './request-schemas.ts';
 
 /**
@@ -16,23 +16,14 @@ const invoiceFilterShape = {
   kind: documentKind.optional().meta({ description: 'Only this kind: tax_invoice, receipt_voucher or credit_note.' }),
 };
 
-const pageSizeMessage = 'must be an integer between 1 and 500';
+/** The page size of the invoice lists when none is given. */
+export const defaultInvoicePageSize = 100;
 
 /** Paging of the invoice lists: page size and the previous page's next_cursor. */
 const invoicePageShape = {
-  limit: z.string({ error: 'must be given once' })
-    .regex(/^\d{1,7}$/, { error: pageSizeMessage })
-    .transform(Number)
-    .pipe(z.number().int().min(1, { error: pageSizeMessage }).max(500, { error: pageSizeMessage }))
-    .optional()
-    .meta({ description: 'Items per page, 1..500; default 100.' }),
-  cursor: z.string({ error: 'must be given once' }).regex(/^[A-Za-z0-9_-]{1,200}$/, { error: 'must be the next_cursor of a previous page' })
-    .optional()
-    .meta({ description: 'next_cursor of the previous page.' }),
+  limit: pageLimit(500, defaultInvoicePageSize),
+  cursor: pageCursor(/^[A-Za-z0-9_-]{1,200}$/),
 };
-
-/** The page size of the invoice lists when none is given. */
-export const defaultInvoicePageSize = 100;
 
 const organisationFilter = z.string({ error: 'must be given once' }).regex(/^org_[0-9a-f]{24}$/, { error: 'must be an organisation id (org_…)' }).optional()
   .meta({ description: 'Only this organisation\'s documents.' });

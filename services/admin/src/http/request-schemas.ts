@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { gatewayModelCreateShape, gatewayModelSlug, gatewayModelUpdateShape } from '../domain/gateway-model-schema.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
 import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
-import { displayText, integerIn, moneyMicros } from '../domain/wire-fields.ts';
+import { displayText, integerIn, moneyMicros, pageLimit } from '../domain/wire-fields.ts';
 
 /** The largest single manual credit, µ₹ (₹1,000,000,000): a guard against a slipped finger. */
 const maxCreditMicros = 1_000_000_000_000_000n;
@@ -85,23 +85,12 @@ export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
   });
 }
 
-/** A positive page size given as a query parameter. */
-function pageSize(max: number, fallback: number) {
-  const message = `must be an integer between 1 and ${max}`;
-  return z.string({ error: 'must be given once' })
-    .regex(/^\d{1,7}$/, { error: message })
-    .transform(Number)
-    .pipe(z.number().int().min(1, { error: message }).max(max, { error: message }))
-    .optional()
-    .meta({ description: `Items per page, 1..${max}; default ${fallback}.` });
-}
-
 /** The default and largest page sizes of the lists. */
 export const pageSizes = { default: 20, max: 100, usageDefault: 50, usageMax: 500 } as const;
 
 /** Query of the cursor-paged lists (organisations, projects, gateway models). */
 export const listQuery = z.strictObject({
-  limit: pageSize(pageSizes.max, pageSizes.default),
+  limit: pageLimit(pageSizes.max, pageSizes.default),
   after: z.string({ error: 'must be given once' }).min(1).max(200)
     .optional()
     .meta({ description: 'Return the items after this one (its id, or its slug for gateway models).' }),
@@ -135,7 +124,7 @@ export function windowInOrder(query: { from?: number | undefined; to?: number | 
 export const usageQuery = z.strictObject({
   project_id: z.string({ error: 'must be given once' }).max(100).optional().meta({ description: 'Only this project.' }),
   model: gatewayModelSlug.optional().meta({ description: 'Only this gateway model slug.' }),
-  limit: pageSize(pageSizes.usageMax, pageSizes.usageDefault),
+  limit: pageLimit(pageSizes.usageMax, pageSizes.usageDefault),
   cursor: z.string({ error: 'must be given once' }).min(1).max(1024, { error: 'must be at most 1024 characters' })
     .optional()
     .meta({ description: 'next_cursor of the previous page.' }),
@@ -191,7 +180,7 @@ export const createTokenBody = z.strictObject({
 /** Query of GET /admin/v1/audit-events. */
 export const auditEventsQuery = z.strictObject({
   organisation_id: z.string({ error: 'must be given once' }).max(100).optional().meta({ description: 'Only this organisation\'s events.' }),
-  limit: pageSize(pageSizes.max, pageSizes.default),
+  limit: pageLimit(pageSizes.max, pageSizes.default),
   after: z.string({ error: 'must be given once' }).regex(/^\d{1,19}$/, { error: 'must be the id of an audit event' })
     .transform((value) => BigInt(value))
     .optional()
