@@ -16,22 +16,25 @@ function gate() {
   return { open, opened };
 }
 
+/** Starts `run` every 1 ms (first after `firstDelayMs`) with a captured logger. */
+function startTestJob(name: string, run: () => Promise<unknown>, firstDelayMs = 0) {
+  const { logger, lines } = capturedLogger();
+  const job = startPeriodicJob({ name, firstDelayMs, intervalMs: 1, logger, failureMessage: `${name} pass failed; retried at the next interval`, run });
+  return { job, lines };
+}
+
 describe('startPeriodicJob', () => {
   it('runs again and again, never two runs at once', async () => {
-    const { logger } = capturedLogger();
     let inFlight = 0;
     let mostInFlight = 0;
     let runs = 0;
-    const job = startPeriodicJob({
-      name: 'overlap', firstDelayMs: 0, intervalMs: 1, logger, failureMessage: 'overlap failed',
-      run: async () => {
-        inFlight += 1;
-        mostInFlight = Math.max(mostInFlight, inFlight);
-        // Longer than the interval, so an overlapping schedule would start a second run meanwhile.
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        inFlight -= 1;
-        runs += 1;
-      },
+    const { job } = startTestJob('overlap', async () => {
+      inFlight += 1;
+      mostInFlight = Math.max(mostInFlight, inFlight);
+      // Longer than the interval, so an overlapping schedule would start a second run meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      inFlight -= 1;
+      runs += 1;
     });
     await vi.waitFor(() => expect(runs).toBeGreaterThanOrEqual(5));
     await job.close();
@@ -39,17 +42,13 @@ describe('startPeriodicJob', () => {
   });
 
   it('close waits for the run in flight and no run starts after it', async () => {
-    const { logger } = capturedLogger();
     const release = gate();
     let started = 0;
     let finished = 0;
-    const job = startPeriodicJob({
-      name: 'closing', firstDelayMs: 0, intervalMs: 1, logger, failureMessage: 'closing failed',
-      run: async () => {
-        started += 1;
-        await release.opened;
-        finished += 1;
-      },
+    const { job } = startTestJob('closing', async () => {
+      started += 1;
+      await release.opened;
+      finished += 1;
     });
     await vi.waitFor(() => expect(started).toBe(1));
     let closed = false;
@@ -67,23 +66,18 @@ describe('startPeriodicJob', () => {
   });
 
   it('closing before the first run means it never runs', async () => {
-    const { logger } = capturedLogger();
     let started = 0;
-    const job = startPeriodicJob({ name: 'never', firstDelayMs: 1, intervalMs: 1, logger, failureMessage: 'never failed', run: async () => { started += 1; } });
+    const { job } = startTestJob('never', async () => { started += 1; }, 1);
     await job.close();
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(started).toBe(0);
   });
 
   it('logs a failed run with its name and goes on to the next run', async () => {
-    const { logger, lines } = capturedLogger();
     let runs = 0;
-    const job = startPeriodicJob({
-      name: 'flaky', firstDelayMs: 0, intervalMs: 1, logger, failureMessage: 'flaky pass failed; retried at the next interval',
-      run: async () => {
-        runs += 1;
-        if (runs === 1) throw new Error('first run broke');
-      },
+    const { job, lines } = startTestJob('flaky', async () => {
+      runs += 1;
+      if (runs === 1) throw new Error('first run broke');
     });
     await vi.waitFor(() => expect(runs).toBeGreaterThanOrEqual(3));
     await job.close();
