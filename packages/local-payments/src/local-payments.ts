@@ -139,6 +139,8 @@ export interface LocalPayments {
   payments(): LocalPayment[];
   /** The refunds, oldest first (copies). */
   refunds(): LocalRefund[];
+  /** Forgets every order, payment and refund, as a restart of this in-memory provider does (tests of the admin's recovery). */
+  forgetEverything(): void;
   /**
    * Does what a pay-page button does, without a browser: `pay` (with `fail_then_pay`, one failed
    * attempt first), `fail`, or `pay_twice`. Throws when the order is unknown or already paid.
@@ -449,6 +451,11 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     orders: () => copies(orders.values()),
     payments: () => copies(payments.values()),
     refunds: () => copies(refunds.values()),
+    forgetEverything() {
+      orders.clear();
+      payments.clear();
+      refunds.clear();
+    },
     pay: (orderId, action, payOptions) => pay(orderId, action, payOptions),
     injectApiFault(fault, count = 1) {
       for (let index = 0; index < count; index += 1) faults.push(fault);

@@ -84,4 +84,15 @@ describePg('reconciliation', () => {
     await payments.deliverPending();
     expectStatus(await admin.request('GET', `/admin/v1/organisations/${organisationId}/topups/${unpaid.topUp.id}`), 200);
   });
+
+  it('an order the provider no longer knows (the local provider restarted) expires at its deadline instead of failing every pass', async () => {
+    const { admin, payments } = harness;
+    const { organisationId, packageId } = await organisationReadyToBuy(admin, 'Forgotten');
+    const { topUp } = await purchase(admin, organisationId, packageId);
+    // What a restart of the in-memory local provider does: the order, and anything on it, is gone.
+    payments.forgetEverything();
+    const expired = await waitForState(admin, organisationId, topUp.id, 'expired');
+    expect(entriesInto(expired, 'expired')).toEqual(['expiry']);
+    expect(topUpCredits(admin, organisationId).credits.size).toBe(0);
+  });
 });

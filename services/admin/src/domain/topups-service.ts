@@ -240,6 +240,21 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
   }
 
   /** Settles one claimed top-up from the provider's answer (or expires it); see reconcileTopUps. */
+  /**
+   * An order's payments as the provider has them; undefined when the provider does not know the
+   * order (it answers 400: the local provider after a restart, or an order made with other keys).
+   * No payment can have been captured on an order the provider does not know, so such a top-up
+   * simply expires at its deadline instead of failing every reconciliation pass forever.
+   */
+  async function fetchPaymentsOfOrder(orderId: string): Promise<ProviderPayment[] | undefined> {
+    try {
+      return await requireProvider().fetchOrderPayments(orderId);
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === 'invalid_request') return undefined;
+      throw error;
+    }
+  }
+
   async function reconcileTopUp(topUpId: string): Promise<void> {
     const topUp = await findTopUp(db, topUpId);
     if (!topUp) return;
@@ -248,12 +263,14 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       return;
     }
     const expired = topUp.expiresAt.getTime() <= Date.now();
+    let providerForgotOrder = false;
     if (topUp.providerOrderId !== null && (topUp.state === 'pending_payment' || topUp.state === 'failed')) {
-      const payments = await requireProvider().fetchOrderPayments(topUp.providerOrderId);
-      const captured = payments.filter((payment) => payment.status === 'captured');
+      const payments = await fetchPaymentsOfOrder(topUp.providerOrderId);
+      providerForgotOrder = payments === undefined;
+      const captured = (payments ?? []).filter((payment) => payment.status === 'captured');
       for (const payment of captured) await settleCapturedPayment(payment, 'reconciliation');
       if (captured.length > 0) return;
-      const failed = payments.filter((payment) => payment.status === 'failed');
+      const failed = (payments ?? []).filter((payment) => payment.status === 'failed');
       if (!expired && failed.length > 0) await recordFailedPayment(failed.at(-1)!, 'reconciliation');
     }
     if (!expired) return;
@@ -261,7 +278,10 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
     await db.transaction(async (tx) => {
       const locked = await findTopUp(tx, topUpId, { forUpdate: true });
       if (locked && (locked.state === 'created' || locked.state === 'pending_payment') && canMove(locked.state, 'expired')) {
-        await moveTopUp(tx, { topUpId, from: locked.state, to: 'expired', cause: 'expiry', details: { expires_at: locked.expiresAt.toISOString() } });
+        await moveTopUp(tx, {
+          topUpId, from: locked.state, to: 'expired', cause: 'expiry',
+          details: { expires_at: locked.expiresAt.toISOString(), ...(providerForgotOrder ? { provider_order: 'unknown to the provider' } : {}) },
+        });
       }
     });
   }
