@@ -18,6 +18,8 @@ export interface JsonBodyOptions {
   maxDepth?: number;
   /** What strings of the body may hold (see TextRule); default `any`. */
   text?: TextRule;
+  /** Keep the body's bytes for `rawBodyOf` (signed webhooks); off by default, so the proxy's hot path pays nothing for it. */
+  keepRawBody?: boolean;
 }
 
 /** The coding a request declares, normalised; `identity` when it declares none. */
@@ -74,7 +76,7 @@ interface RequestWithRawBody extends Request {
   rawBody?: Buffer;
 }
 
-/** The body's bytes as received (after Content-Encoding decoding), for signature checks; empty when there was none. */
+/** The body's bytes as received (after Content-Encoding decoding), for signature checks; empty when there was none or the parser did not keep them. */
 export function rawBodyOf(request: Request): Buffer {
   return (request as RequestWithRawBody).rawBody ?? Buffer.alloc(0);
 }
@@ -90,7 +92,7 @@ export function createJsonBodyParser(options: JsonBodyOptions): RequestHandler {
   // never over a re-serialisation of the parsed value.
   const parse = express.json({
     limit: options.limitBytes, type: () => true, strict: true,
-    verify: (req, _res, buffer) => { (req as RequestWithRawBody).rawBody = buffer; },
+    ...(options.keepRawBody === true ? { verify: (req: Request, _res: Response, buffer: Buffer) => { (req as RequestWithRawBody).rawBody = buffer; } } : {}),
   });
   const maxDepth = options.maxDepth ?? maxJsonDepth;
   const text = options.text ?? 'any';

@@ -179,7 +179,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
   // Every body is read as JSON whatever its content type, so a wrong type is a clear error;
   // gzip, deflate and br bodies are decoded (the limit counts decoded bytes), other codings are 415.
   // NUL and lone surrogates are refused per field by validateInput, with every other problem.
-  app.use(createJsonBodyParser({ limitBytes: bodyLimitBytes }));
+  app.use(createJsonBodyParser({ limitBytes: bodyLimitBytes, keepRawBody: true }));
 
   // The probes are answered where their routes stand, after the same middleware as every route.
   for (const route of routes) {
