@@ -11,13 +11,14 @@ import { createHmac } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parse as parseCsv } from 'csv-parse/sync';
 import OpenAI from 'openai';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testPostgresUrl } from '@gateway/testkit';
 import { launchChromium, missingBrowser } from './support/chromium.ts';
 import { asSignedInPerson, startDashboardStack, type DashboardStack } from './support/dashboard-stack.ts';
 import { expectedRupees } from './support/rupees.ts';
 import { openScreenshotAlbum, type ScreenshotAlbum } from './support/screenshots.ts';
+import { statFigure, uiTimeout, waitForExactText, waitForValue } from './support/page-waits.ts';
 
 const serverUrl = testPostgresUrl();
 const browserMissing = missingBrowser();
@@ -27,8 +28,6 @@ const prices = { input: 1_000_000_003n, output: 2_000_000_007n };
 /** ₹12,34,567.89: large enough that the Indian grouping shows. */
 const openingCreditMicros = 1_234_567_890_000n;
 const password = 'correct horse battery staple';
-/** How long a page may take to show a state (live updates poll every 100 ms here). */
-const uiTimeout = 15_000;
 
 /** The people of the test, each with their own browser context. */
 const people = {
@@ -38,16 +37,6 @@ const people = {
   platform: { email: 'priya.platform@example.test', name: 'Priya Nair' },
 } as const;
 
-/** Polls `read` until it gives a value (not undefined), for at most uiTimeout; the value or a failure. */
-async function waitForValue<T>(read: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + uiTimeout;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`no value within ${uiTimeout} ms: ${read.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard in a browser', () => {
   let stack: DashboardStack;
@@ -123,23 +112,9 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard in a 
     return copied;
   }
 
-  /** The figure of a statistic ("Available", "Debited", "Customer price"): the definition after its term. */
-  function statFigure(page: Page, term: string): Locator {
-    return page.getByRole('term').filter({ hasText: new RegExp(`^${term}$`) }).locator('xpath=following-sibling::dd[1]');
-  }
-
   /** Waits until the overview's charts include the Checkout project's usage (their text alternative names it). */
   async function chartsShowUsage(page: Page) {
     await page.getByRole('img', { name: /^Cost by project this month.*Checkout ₹/ }).waitFor();
-  }
-
-  /** Waits until a locator's text is exactly `text` (live updates change it in place). */
-  async function waitForExactText(locator: Locator, text: string) {
-    try {
-      await waitForValue(async () => ((await locator.textContent({ timeout: 1000 }).catch(() => null))?.trim() === text ? true : undefined));
-    } catch {
-      throw new Error(`expected "${text}", the page shows "${await locator.textContent({ timeout: 1000 }).catch(() => '(nothing)')}"`);
-    }
   }
 
   beforeAll(async () => {

@@ -10,7 +10,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testPostgresUrl } from '@gateway/testkit';
 import { launchChromium, missingBrowser } from './support/chromium.ts';
@@ -18,14 +18,13 @@ import {
   missingPoppler, pdfText, publishPaymentsPicture, renderFirstPage, startPaymentsStack, testSupplier, type PaymentsStack,
 } from './support/payments-stack.ts';
 import { expectedRupees } from './support/rupees.ts';
+import { statFigure, uiTimeout, waitForExactText, waitForValue } from './support/page-waits.ts';
 
 const serverUrl = testPostgresUrl();
 const browserMissing = missingBrowser();
 const popplerMissing = await missingPoppler();
 
 const password = 'correct horse battery staple';
-/** How long a page may take to show a state (live updates poll every 100 ms here). */
-const uiTimeout = 15_000;
 /** ₹12,34,567.89 before the purchase, so Indian grouping shows in every balance. */
 const openingCreditMicros = 1_234_567_890_000n;
 /** The package: ₹1,18,000.00 including 18 % GST, for ₹1,00,000 of credit. */
@@ -47,16 +46,6 @@ function expectedSplit(pricePaise: bigint) {
 /** Paise as the invoice and the dashboard write them: "₹1,18,000.00". */
 const paiseText = (paise: bigint) => expectedRupees(paise * 10_000n);
 
-/** Polls `read` until it gives a value (not undefined), for at most uiTimeout; the value or a failure. */
-async function waitForValue<T>(read: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + uiTimeout;
-  for (;;) {
-    const value = await read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`no value within ${uiTimeout} ms: ${read.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe.skipIf(!serverUrl || browserMissing !== undefined)('buying a top-up in a browser', () => {
   let stack: PaymentsStack;
@@ -75,20 +64,6 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('buying a top-up in 
   async function openPage(page: Page, name: RegExp) {
     await page.getByRole('navigation', { name: /main/i }).getByRole('link', { name }).click();
     await page.getByRole('heading', { level: 1, name }).waitFor();
-  }
-
-  /** The figure of a statistic: the definition after its term. */
-  function statFigure(page: Page, term: string): Locator {
-    return page.getByRole('term').filter({ hasText: new RegExp(`^${term}$`) }).locator('xpath=following-sibling::dd[1]');
-  }
-
-  /** Waits until a locator's text is exactly `text`. */
-  async function waitForExactText(locator: Locator, text: string) {
-    try {
-      await waitForValue(async () => ((await locator.textContent({ timeout: 1000 }).catch(() => null))?.trim() === text ? true : undefined));
-    } catch {
-      throw new Error(`expected "${text}", the page shows "${await locator.textContent({ timeout: 1000 }).catch(() => '(nothing)')}"`);
-    }
   }
 
   beforeAll(async () => {
