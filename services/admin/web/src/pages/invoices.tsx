@@ -6,7 +6,7 @@ import { formatIst } from '../format.ts';
 import { gstStateLabel } from '../gst-states.ts';
 import type { PageProps } from '../page-props.ts';
 import { documentKindText, documentPdfPath, type CursorPage, type TaxDocument, type TaxDocumentKind } from './billing-types.ts';
-import { istDayEndMs, istDayOf, istDayStartMs } from './ist-dates.ts';
+import { istDayOf, istWindowQuery } from './ist-dates.ts';
 import { formatPaise } from './paise.ts';
 
 /** The filter form as typed: a kind ('' for every kind) and an IST day range ('' for open). */
@@ -29,14 +29,9 @@ const pageSize = 50;
 function invoiceFilterQuery(form: InvoiceFilterForm): { ok: true; query: Record<string, string> } | { ok: false; problem: string } {
   const query: Record<string, string> = {};
   if (form.kind !== '') query.kind = form.kind;
-  const from = form.fromDay === '' ? undefined : istDayStartMs(form.fromDay);
-  if (form.fromDay !== '' && from === undefined) return { ok: false, problem: 'The "from" date is not a valid date.' };
-  const to = form.toDay === '' ? undefined : istDayEndMs(form.toDay);
-  if (form.toDay !== '' && to === undefined) return { ok: false, problem: 'The "to" date is not a valid date.' };
-  if (from !== undefined && to !== undefined && from >= to) return { ok: false, problem: 'The "from" date must not be after the "to" date.' };
-  if (from !== undefined) query.from = String(from);
-  if (to !== undefined) query.to = String(to);
-  return { ok: true, query };
+  const window = istWindowQuery(form.fromDay, form.toDay);
+  if (!window.ok) return window;
+  return { ok: true, query: { ...query, ...window.query } };
 }
 
 /**

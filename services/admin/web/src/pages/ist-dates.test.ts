@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { istDayBefore, istDayEndMs, istDayOf, istDayStartMs } from './ist-dates.ts';
+import { istDayBefore, istDayEndMs, istDayOf, istDayStartMs, istWindowQuery } from './ist-dates.ts';
 
 describe('IST calendar days', () => {
   it('starts a day at 00:00 IST, which is 18:30 UTC the day before', () => {
@@ -27,5 +27,15 @@ describe('IST calendar days', () => {
   it('counts days back in IST', () => {
     expect(istDayBefore(Date.parse('2026-03-01T00:00:00+05:30'), 1)).toBe('2026-02-28');
     expect(istDayBefore(Date.parse('2026-03-01T00:00:00+05:30'), 0)).toBe('2026-03-01');
+  });
+
+  it('makes a from/to window of IST days (to inclusive) or says why it cannot', () => {
+    expect(istWindowQuery('', '')).toEqual({ ok: true, query: {} });
+    expect(istWindowQuery('2026-11-24', '2026-11-24')).toEqual({
+      ok: true, query: { from: String(Date.UTC(2026, 10, 23, 18, 30)), to: String(Date.UTC(2026, 10, 24, 18, 30)) },
+    });
+    expect(istWindowQuery('2026-02-30', '')).toEqual({ ok: false, problem: 'The "from" date is not a valid date.' });
+    expect(istWindowQuery('', 'x')).toEqual({ ok: false, problem: 'The "to" date is not a valid date.' });
+    expect(istWindowQuery('2026-11-25', '2026-11-24')).toEqual({ ok: false, problem: 'The "from" date must not be after the "to" date.' });
   });
 });

@@ -39,3 +39,17 @@ export function istDayOf(ms: number): string {
 export function istDayBefore(ms: number, days: number): string {
   return istDayOf(ms - days * dayMs);
 }
+
+/**
+ * The from/to query of a filter over IST days ("YYYY-MM-DD" or '' for no bound; the "to" day is
+ * included, so its bound is the next day's start), ms since the epoch as strings; or why the two
+ * days cannot make one.
+ */
+export function istWindowQuery(fromDay: string, toDay: string): { ok: true; query: { from?: string; to?: string } } | { ok: false; problem: string } {
+  const from = fromDay === '' ? undefined : istDayStartMs(fromDay);
+  if (fromDay !== '' && from === undefined) return { ok: false, problem: 'The "from" date is not a valid date.' };
+  const to = toDay === '' ? undefined : istDayEndMs(toDay);
+  if (toDay !== '' && to === undefined) return { ok: false, problem: 'The "to" date is not a valid date.' };
+  if (from !== undefined && to !== undefined && from >= to) return { ok: false, problem: 'The "from" date must not be after the "to" date.' };
+  return { ok: true, query: { ...(from === undefined ? {} : { from: String(from) }), ...(to === undefined ? {} : { to: String(to) }) } };
+}

@@ -1,4 +1,4 @@
-import { istDayEndMs, istDayStartMs } from './ist-dates.ts';
+import { istWindowQuery } from './ist-dates.ts';
 
 /** The usage explorer's filter form as the person typed it (empty string: no filter). */
 export interface UsageFilterForm {
@@ -27,12 +27,7 @@ export function usageFilterQuery(form: UsageFilterForm): UsageFilterQuery {
   if (form.projectId !== '') query.project_id = form.projectId;
   const model = form.model.trim();
   if (model !== '') query.model = model;
-  const from = form.fromDay === '' ? undefined : istDayStartMs(form.fromDay);
-  if (form.fromDay !== '' && from === undefined) return { ok: false, problem: 'The "from" date is not a valid date.' };
-  const to = form.toDay === '' ? undefined : istDayEndMs(form.toDay);
-  if (form.toDay !== '' && to === undefined) return { ok: false, problem: 'The "to" date is not a valid date.' };
-  if (from !== undefined && to !== undefined && from >= to) return { ok: false, problem: 'The "from" date must not be after the "to" date.' };
-  if (from !== undefined) query.from = String(from);
-  if (to !== undefined) query.to = String(to);
-  return { ok: true, query };
+  const window = istWindowQuery(form.fromDay, form.toDay);
+  if (!window.ok) return window;
+  return { ok: true, query: { ...query, ...window.query } };
 }
