@@ -13,7 +13,7 @@
  * answers a person may still treat them as a contract fault.
  */
 import {
-  CheckpointResult, CreditResult, GetBalanceResult, OpenAccountResult, RefundCreditResult, ReleaseResult, ReserveResult, SetProjectBudgetResult,
+  AcquireGrantResult, AdjustGrantResult, CheckpointResult, CreditResult, GetBalanceResult, OpenAccountResult, RefundCreditResult, ReleaseResult, ReserveResult, SetProjectBudgetResult,
   SettleResult,
 } from './gen/gateway/ledger/v1/ledger.ts';
 
@@ -45,7 +45,32 @@ const reserve: TransientTable<ReserveResult> = {
   [ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED]: true,
   // The tombstone of an earlier Release stays: this reservation id never holds anything.
   [ReserveResult.RESERVE_RESULT_RELEASED]: false,
+  // The grant was returned or expired (or is short): the same carve will never fit it again.
+  [ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD]: false,
   [ReserveResult.UNRECOGNIZED]: true,
+};
+
+const acquireGrant: TransientTable<AcquireGrantResult> = {
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_UNSPECIFIED]: true,
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK]: false,
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT]: false,
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT]: false,
+  // Written nothing; succeeds once the account is opened.
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN]: true,
+  // Written nothing; a credit, returned holds or a quieter project can make a grant fit later.
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED]: true,
+  [AcquireGrantResult.UNRECOGNIZED]: true,
+};
+
+const adjustGrant: TransientTable<AdjustGrantResult> = {
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_UNSPECIFIED]: true,
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_OK]: false,
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT]: false,
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT]: false,
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN]: false,
+  // Closed or expired first: what it held is back in the wallet already.
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED]: false,
+  [AdjustGrantResult.UNRECOGNIZED]: true,
 };
 
 const settle: TransientTable<SettleResult> = {
@@ -125,7 +150,7 @@ const setProjectBudget: TransientTable<SetProjectBudgetResult> = {
  * (retrying the same request later can succeed). Read as `ledgerResultTransient.reserve[result]`.
  */
 export const ledgerResultTransient = {
-  openAccount, reserve, settle, release, credit, refundCredit, getBalance, checkpoint, setProjectBudget,
+  openAccount, reserve, settle, release, credit, refundCredit, getBalance, checkpoint, setProjectBudget, acquireGrant, adjustGrant,
 } as const;
 
 /** The ledger operations that answer with a result enum (the keys of ledgerResultTransient). */

@@ -22,6 +22,10 @@ export const ledgerConfigSchema = z.object({
   LEDGER_ALERT_POLL_INTERVAL_MS: commonEnv.durationMs(1_000),
   /** Connections in the PostgreSQL pool (ignored with PGlite). */
   LEDGER_DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Largest share of an organisation's available balance (and of a project's budget headroom) one credit grant may hold, percent. */
+  LEDGER_GRANT_MAX_SHARE_PERCENT: z.coerce.number().int().min(1).max(50).default(10),
+  /** How often a replica looks for recalled grants whose owners' Operate streams it serves, ms. */
+  LEDGER_RECALL_POLL_INTERVAL_MS: commonEnv.durationMs(100),
   ...grpcTlsEnv,
 }).superRefine(checkGrpcTlsEnv);
 

@@ -55,6 +55,27 @@ export const proxyConfigSchema = z.object({
   UPSTREAM_IDLE_TIMEOUT_MS: commonEnv.durationMs(60_000),
   UPSTREAM_TOTAL_TIMEOUT_MS: commonEnv.durationMs(300_000),
   LEDGER_CALL_TIMEOUT_MS: commonEnv.durationMs(5_000),
+  /**
+   * Credit grants (docs/proxy.md "Credit grants"): `on` carves each Reserve from a grant this
+   * replica holds, with no ledger round trip before the upstream call; `off` sends every Reserve
+   * to the ledger (the exact per-request path, which near exhaustion every Reserve takes anyway).
+   */
+  PROXY_CREDIT_GRANTS: z.enum(['on', 'off']).default('on'),
+  /** A grant asks for this long of the replica's recent spend for the project, ms. */
+  PROXY_GRANT_WINDOW_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
+  /** A grant's deadline is this long after the ledger's clock, ms; the proxy extends it while it carves from it (EXPIRY). */
+  PROXY_GRANT_TTL_MS: z.coerce.number().int().min(1_000).max(600_000).default(15_000),
+  /** A grant nothing was carved from for this long is returned to the wallet, ms. */
+  PROXY_GRANT_IDLE_RETURN_MS: z.coerce.number().int().min(10).max(600_000).default(2_000),
+  /**
+   * Longest a Reserve refused while the ledger pulls back the organisation's grants from other
+   * replicas keeps trying, ms: money idling in another replica's grant never causes a 402.
+   */
+  PROXY_RECALL_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
+  /** Most RPM tokens one lease from the shared Redis pool takes (fewer as the pool nears its limit). */
+  PROXY_RPM_LEASE_MAX: z.coerce.number().int().min(1).max(1_000).default(8),
+  /** A leased RPM token not used within this long is spent unused, ms (the pool is never exceeded, only briefly under-used). */
+  PROXY_RPM_LEASE_MS: z.coerce.number().int().min(10).max(10_000).default(1_000),
 }).superRefine(checkGrpcTlsEnv);
 
 /** The proxy's validated configuration; keys are the environment variable names. */

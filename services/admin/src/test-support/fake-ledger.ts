@@ -67,6 +67,8 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const unimplemented = (_call: unknown, callback: sendUnaryData<never>) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });
 
   const service: ledgerV1.LedgerServiceServer = {
+    acquireGrant: unimplemented,
+    adjustGrant: unimplemented,
     openAccount: unary('openAccount', (request: ledgerV1.OpenAccountRequest) => {
       if (request.organisationId === '') {
         return ledgerV1.OpenAccountResponse.fromPartial({ result: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_INVALID_ARGUMENT, detail: 'organisation_id is empty' });

@@ -353,6 +353,10 @@ export function createLedgerGrpcService(
 
     reserve: handle('Reserve', reserveWork),
 
+    // Credit grants: implemented by the grants change (docs/ledger.md "Credit grants"); until then refused.
+    acquireGrant: (_call, callback) => callback({ code: grpcStatus.UNIMPLEMENTED, details: 'AcquireGrant is not implemented yet' }),
+    adjustGrant: (_call, callback) => callback({ code: grpcStatus.UNIMPLEMENTED, details: 'AdjustGrant is not implemented yet' }),
+
     settle: handle('Settle', settleWork),
 
     release: handle('Release', releaseWork),

@@ -13,6 +13,8 @@ export const ledgerMethodRoles: MethodRoles<keyof typeof ledgerV1.LedgerServiceS
   release: ['proxy'],
   checkpoint: ['proxy'],
   operate: ['proxy'],
+  acquireGrant: ['proxy'],
+  adjustGrant: ['proxy'],
   openAccount: ['admin'],
   credit: ['admin'],
   refundCredit: ['admin'],

@@ -291,6 +291,8 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
 
   const unimplemented = (_call: unknown, callback: sendUnaryData<never>) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
   const implementation: ledgerV1.LedgerServiceServer = {
+    acquireGrant: unimplemented,
+    adjustGrant: unimplemented,
     reserve: handler('reserve', reserve),
     settle: handler('settle', settle),
     release: handler('release', release),

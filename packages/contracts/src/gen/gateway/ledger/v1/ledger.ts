@@ -110,6 +110,11 @@ export const ReserveResult = {
    * every result above except INVALID_ARGUMENT (ONE_OUTCOME).
    */
   RESERVE_RESULT_RELEASED: 7,
+  /**
+   * RESERVE_RESULT_GRANT_NOT_HELD - Not retryable: grant_id is set but that grant is not held (unknown, returned, expired) or
+   * has less than amount_micros remaining; nothing is held.
+   */
+  RESERVE_RESULT_GRANT_NOT_HELD: 8,
   UNRECOGNIZED: -1,
 } as const;
 
@@ -124,6 +129,7 @@ export namespace ReserveResult {
   export type RESERVE_RESULT_INSUFFICIENT_BALANCE = typeof ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE;
   export type RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED = typeof ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED;
   export type RESERVE_RESULT_RELEASED = typeof ReserveResult.RESERVE_RESULT_RELEASED;
+  export type RESERVE_RESULT_GRANT_NOT_HELD = typeof ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD;
   export type UNRECOGNIZED = typeof ReserveResult.UNRECOGNIZED;
 }
 
@@ -288,6 +294,64 @@ export namespace CheckpointResult {
   export type UNRECOGNIZED = typeof CheckpointResult.UNRECOGNIZED;
 }
 
+/** Results of AcquireGrant, in precedence order. */
+export const AcquireGrantResult = {
+  ACQUIRE_GRANT_RESULT_UNSPECIFIED: 0,
+  /** ACQUIRE_GRANT_RESULT_OK - Held: granted_micros (min_micros <= granted <= want_micros). */
+  ACQUIRE_GRANT_RESULT_OK: 1,
+  ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT: 2,
+  ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT: 3,
+  /** ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN - Retryable once the account is opened. */
+  ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN: 4,
+  /**
+   * ACQUIRE_GRANT_RESULT_NOT_GRANTED - Retryable later: available (or the budget's headroom) is too small for a grant of at
+   * least min_micros; nothing is held and the proxy takes the exact per-request path. The
+   * ledger also pulls back the organisation's other grants (it runs low).
+   */
+  ACQUIRE_GRANT_RESULT_NOT_GRANTED: 5,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type AcquireGrantResult = typeof AcquireGrantResult[keyof typeof AcquireGrantResult];
+
+export namespace AcquireGrantResult {
+  export type ACQUIRE_GRANT_RESULT_UNSPECIFIED = typeof AcquireGrantResult.ACQUIRE_GRANT_RESULT_UNSPECIFIED;
+  export type ACQUIRE_GRANT_RESULT_OK = typeof AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK;
+  export type ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT =
+    typeof AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT;
+  export type ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT = typeof AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT;
+  export type ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN =
+    typeof AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN;
+  export type ACQUIRE_GRANT_RESULT_NOT_GRANTED = typeof AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED;
+  export type UNRECOGNIZED = typeof AcquireGrantResult.UNRECOGNIZED;
+}
+
+/** Results of AdjustGrant, in precedence order. */
+export const AdjustGrantResult = {
+  ADJUST_GRANT_RESULT_UNSPECIFIED: 0,
+  ADJUST_GRANT_RESULT_OK: 1,
+  ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT: 2,
+  ADJUST_GRANT_RESULT_INVALID_ARGUMENT: 3,
+  /** ADJUST_GRANT_RESULT_GRANT_UNKNOWN - Not retryable: no grant with this id. */
+  ADJUST_GRANT_RESULT_GRANT_UNKNOWN: 4,
+  /** ADJUST_GRANT_RESULT_ALREADY_RESOLVED - Not retryable: the grant was closed or expired before this adjustment; nothing changed. */
+  ADJUST_GRANT_RESULT_ALREADY_RESOLVED: 5,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type AdjustGrantResult = typeof AdjustGrantResult[keyof typeof AdjustGrantResult];
+
+export namespace AdjustGrantResult {
+  export type ADJUST_GRANT_RESULT_UNSPECIFIED = typeof AdjustGrantResult.ADJUST_GRANT_RESULT_UNSPECIFIED;
+  export type ADJUST_GRANT_RESULT_OK = typeof AdjustGrantResult.ADJUST_GRANT_RESULT_OK;
+  export type ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT =
+    typeof AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT;
+  export type ADJUST_GRANT_RESULT_INVALID_ARGUMENT = typeof AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT;
+  export type ADJUST_GRANT_RESULT_GRANT_UNKNOWN = typeof AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN;
+  export type ADJUST_GRANT_RESULT_ALREADY_RESOLVED = typeof AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED;
+  export type UNRECOGNIZED = typeof AdjustGrantResult.UNRECOGNIZED;
+}
+
 /** Results of SetProjectBudget, in precedence order. */
 export const SetProjectBudgetResult = {
   SET_PROJECT_BUDGET_RESULT_UNSPECIFIED: 0,
@@ -333,6 +397,14 @@ export interface ReserveRequest {
   /** The reservation expires this long after the database's clock at reserve time, ms. */
   ttlMs: bigint;
   modelSlug: string;
+  /**
+   * When set, the Reserve is held out of this grant's remaining hold instead of the available
+   * balance: a Reserve the proxy carved from the grant in memory and now makes its own
+   * reservation (a stream that outlives one checkpoint interval, so EXPIRY can charge its
+   * checkpoints). Available and the budget are not checked again (the grant passed them);
+   * the grant must be held and have at least amount_micros remaining, else GRANT_NOT_HELD.
+   */
+  grantId?: string | undefined;
 }
 
 export interface ReserveResponse {
@@ -342,6 +414,12 @@ export interface ReserveResponse {
   /** Deadline of the reservation, ms since the Unix epoch (database clock). */
   expiresAtMs: bigint;
   detail: string;
+  /**
+   * On INSUFFICIENT_BALANCE or PROJECT_BUDGET_EXCEEDED: how many grants of the organisation
+   * (of the project, for the budget) the ledger is pulling back because of this refusal; when
+   * positive, the same Reserve may fit once their owners return them (the proxy retries briefly).
+   */
+  grantsRecalled?: number | undefined;
 }
 
 export interface SettleRequest {
@@ -363,6 +441,24 @@ export interface SettleRequest {
    * Non-zero flags the usage record as an overrun. Part of the settle's idempotency payload.
    */
   overrunOutputTokens: bigint;
+  /**
+   * Set for a Reserve the proxy carved from a grant in memory, which the ledger has never seen:
+   * the grant it came from. The ledger then writes the reservation (settled at once, same
+   * reservation_id), debits the cost from the grant's hold (any part beyond what the grant still
+   * holds comes from available and is recorded as overrun), and the unused part of the carve
+   * stays in the grant, not the wallet. If the grant is no longer held (closed, expired), the
+   * cost is debited from available as for a settle after expiry. Ignored when a reservation
+   * with this id exists (a carve made its own reservation: an ordinary Settle). Part of the
+   * settle's idempotency payload.
+   */
+  grantId?:
+    | string
+    | undefined;
+  /**
+   * The carve's size (its Reserve), µ₹; positive when grant_id is set. BOUNDED_OVERRUN is
+   * measured against it.
+   */
+  reservedMicros?: bigint | undefined;
 }
 
 export interface SettleResponse {
@@ -527,6 +623,15 @@ export interface OperationRequest {
   settle?: SettleRequest | undefined;
   release?: ReleaseRequest | undefined;
   checkpoint?: CheckpointRequest | undefined;
+  acquireGrant?: AcquireGrantRequest | undefined;
+  adjustGrant?:
+    | AdjustGrantRequest
+    | undefined;
+  /**
+   * Settles sent together (e.g. every Settle ready after a response): answered in one
+   * settle_batch message, one answer per Settle in the same order. Each is exactly a Settle.
+   */
+  settleBatch?: SettleBatchRequest | undefined;
 }
 
 /** Why an operation failed as a call (what a unary call would have returned as its status). */
@@ -550,6 +655,97 @@ export interface OperationResponse {
   release?: ReleaseResponse | undefined;
   checkpoint?: CheckpointResponse | undefined;
   error?: OperationError | undefined;
+  acquireGrant?: AcquireGrantResponse | undefined;
+  adjustGrant?: AdjustGrantResponse | undefined;
+  settleBatch?:
+    | SettleBatchResponse
+    | undefined;
+  /** Pushed by the ledger with call_id 0 (answers nothing): grants it wants back. */
+  recall?: GrantRecall | undefined;
+}
+
+export interface SettleBatchRequest {
+  settles: SettleRequest[];
+}
+
+export interface SettleBatchResponse {
+  /** One per Settle of the request, in its order. */
+  settles: SettleResponse[];
+}
+
+export interface AcquireGrantRequest {
+  /** Caller-generated id of the grant; also its idempotency key. */
+  grantId: string;
+  organisationId: string;
+  projectId: string;
+  billingMode: BillingMode;
+  /**
+   * Smallest grant worth holding (at least the Reserve that asked), µ₹; positive. When the
+   * ledger's sizing gives less, nothing is granted.
+   */
+  minMicros: bigint;
+  /**
+   * What the proxy would like (its recent spend for the project over a short window), µ₹;
+   * at least min_micros.
+   */
+  wantMicros: bigint;
+  /** The grant expires this long after the database's clock, ms (EXPIRY); AdjustGrant extends it. */
+  ttlMs: bigint;
+  /** The proxy replica that owns the grant (its PROXY_ID): recalls go to its Operate streams. */
+  ownerId: string;
+}
+
+export interface AcquireGrantResponse {
+  result: AcquireGrantResult;
+  /** What the grant holds, µ₹ (0 unless OK). */
+  grantedMicros: bigint;
+  /** Deadline of the grant, ms since the Unix epoch (database clock). */
+  expiresAtMs: bigint;
+  /** Available balance after the call, µ₹. */
+  availableMicros: bigint;
+  detail: string;
+}
+
+export interface AdjustGrantRequest {
+  /** Caller-generated id of this adjustment; its idempotency key. */
+  adjustmentId: string;
+  grantId: string;
+  /**
+   * Returns this much of what the grant holds to the wallet, µ₹ (>= 0): what the proxy has not
+   * carved. Never more than the grant holds.
+   */
+  returnMicros: bigint;
+  /**
+   * Closes the grant: everything it still holds returns to the wallet. A later Settle naming
+   * it is a settle after its resolution (debited from available).
+   */
+  close: boolean;
+  /** When positive, the grant's deadline becomes the database's now plus this, ms. */
+  extendTtlMs: bigint;
+  /** Why, for the movement rows (e.g. `idle`, `recalled`, `shutdown`). */
+  reason: string;
+}
+
+export interface AdjustGrantResponse {
+  result: AdjustGrantResult;
+  /** Returned to the wallet by this adjustment, µ₹. */
+  returnedMicros: bigint;
+  /** What the grant still holds, µ₹. */
+  remainingMicros: bigint;
+  /** Deadline of the grant, ms since the Unix epoch (database clock). */
+  expiresAtMs: bigint;
+  /** The ledger wants this grant back (its organisation runs low): carve nothing more from it. */
+  recalled: boolean;
+  detail: string;
+}
+
+/**
+ * Grants the ledger wants back from the proxy replica on this stream (its organisation runs
+ * low): carve nothing more from them, return what is not carved now, close them once their
+ * carves are settled.
+ */
+export interface GrantRecall {
+  grantIds: string[];
 }
 
 export interface SetProjectBudgetRequest {
@@ -804,6 +1000,7 @@ function createBaseReserveRequest(): ReserveRequest {
     amountMicros: 0n,
     ttlMs: 0n,
     modelSlug: "",
+    grantId: undefined,
   };
 }
 
@@ -835,6 +1032,9 @@ export const ReserveRequest: MessageFns<ReserveRequest> = {
     }
     if (message.modelSlug !== "") {
       writer.uint32(58).string(message.modelSlug);
+    }
+    if (message.grantId !== undefined) {
+      writer.uint32(66).string(message.grantId);
     }
     return writer;
   },
@@ -908,6 +1108,14 @@ export const ReserveRequest: MessageFns<ReserveRequest> = {
             message.modelSlug = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.grantId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -934,12 +1142,13 @@ export const ReserveRequest: MessageFns<ReserveRequest> = {
       : 0n;
     message.ttlMs = (object.ttlMs !== undefined && object.ttlMs !== null) ? BigInt(object.ttlMs) : 0n;
     message.modelSlug = object.modelSlug ?? "";
+    message.grantId = object.grantId ?? undefined;
     return message;
   },
 };
 
 function createBaseReserveResponse(): ReserveResponse {
-  return { result: 0, availableMicros: 0n, expiresAtMs: 0n, detail: "" };
+  return { result: 0, availableMicros: 0n, expiresAtMs: 0n, detail: "", grantsRecalled: undefined };
 }
 
 export const ReserveResponse: MessageFns<ReserveResponse> = {
@@ -961,6 +1170,9 @@ export const ReserveResponse: MessageFns<ReserveResponse> = {
     }
     if (message.detail !== "") {
       writer.uint32(34).string(message.detail);
+    }
+    if (message.grantsRecalled !== undefined) {
+      writer.uint32(40).int32(message.grantsRecalled);
     }
     return writer;
   },
@@ -1010,6 +1222,14 @@ export const ReserveResponse: MessageFns<ReserveResponse> = {
             message.detail = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.grantsRecalled = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1035,6 +1255,7 @@ export const ReserveResponse: MessageFns<ReserveResponse> = {
       ? BigInt(object.expiresAtMs)
       : 0n;
     message.detail = object.detail ?? "";
+    message.grantsRecalled = object.grantsRecalled ?? undefined;
     return message;
   },
 };
@@ -1050,6 +1271,8 @@ function createBaseSettleRequest(): SettleRequest {
     usageSource: 0,
     requestId: "",
     overrunOutputTokens: 0n,
+    grantId: undefined,
+    reservedMicros: undefined,
   };
 }
 
@@ -1096,6 +1319,15 @@ export const SettleRequest: MessageFns<SettleRequest> = {
         throw new globalThis.Error("value provided for field message.overrunOutputTokens of type int64 too large");
       }
       writer.uint32(72).int64(message.overrunOutputTokens);
+    }
+    if (message.grantId !== undefined) {
+      writer.uint32(82).string(message.grantId);
+    }
+    if (message.reservedMicros !== undefined) {
+      if (BigInt.asIntN(64, message.reservedMicros) !== message.reservedMicros) {
+        throw new globalThis.Error("value provided for field message.reservedMicros of type int64 too large");
+      }
+      writer.uint32(88).int64(message.reservedMicros);
     }
     return writer;
   },
@@ -1185,6 +1417,22 @@ export const SettleRequest: MessageFns<SettleRequest> = {
             message.overrunOutputTokens = reader.int64() as bigint;
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.grantId = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.reservedMicros = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1221,6 +1469,10 @@ export const SettleRequest: MessageFns<SettleRequest> = {
     message.overrunOutputTokens = (object.overrunOutputTokens !== undefined && object.overrunOutputTokens !== null)
       ? BigInt(object.overrunOutputTokens)
       : 0n;
+    message.grantId = object.grantId ?? undefined;
+    message.reservedMicros = (object.reservedMicros !== undefined && object.reservedMicros !== null)
+      ? BigInt(object.reservedMicros)
+      : undefined;
     return message;
   },
 };
@@ -2820,6 +3072,9 @@ function createBaseOperationRequest(): OperationRequest {
     settle: undefined,
     release: undefined,
     checkpoint: undefined,
+    acquireGrant: undefined,
+    adjustGrant: undefined,
+    settleBatch: undefined,
   };
 }
 
@@ -2845,6 +3100,15 @@ export const OperationRequest: MessageFns<OperationRequest> = {
     }
     if (message.checkpoint !== undefined) {
       CheckpointRequest.encode(message.checkpoint, writer.uint32(50).fork()).join();
+    }
+    if (message.acquireGrant !== undefined) {
+      AcquireGrantRequest.encode(message.acquireGrant, writer.uint32(58).fork()).join();
+    }
+    if (message.adjustGrant !== undefined) {
+      AdjustGrantRequest.encode(message.adjustGrant, writer.uint32(66).fork()).join();
+    }
+    if (message.settleBatch !== undefined) {
+      SettleBatchRequest.encode(message.settleBatch, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -2910,6 +3174,30 @@ export const OperationRequest: MessageFns<OperationRequest> = {
             message.checkpoint = CheckpointRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.acquireGrant = AcquireGrantRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.adjustGrant = AdjustGrantRequest.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.settleBatch = SettleBatchRequest.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2940,6 +3228,15 @@ export const OperationRequest: MessageFns<OperationRequest> = {
       : undefined;
     message.checkpoint = (object.checkpoint !== undefined && object.checkpoint !== null)
       ? CheckpointRequest.fromPartial(object.checkpoint)
+      : undefined;
+    message.acquireGrant = (object.acquireGrant !== undefined && object.acquireGrant !== null)
+      ? AcquireGrantRequest.fromPartial(object.acquireGrant)
+      : undefined;
+    message.adjustGrant = (object.adjustGrant !== undefined && object.adjustGrant !== null)
+      ? AdjustGrantRequest.fromPartial(object.adjustGrant)
+      : undefined;
+    message.settleBatch = (object.settleBatch !== undefined && object.settleBatch !== null)
+      ? SettleBatchRequest.fromPartial(object.settleBatch)
       : undefined;
     return message;
   },
@@ -3032,6 +3329,10 @@ function createBaseOperationResponse(): OperationResponse {
     release: undefined,
     checkpoint: undefined,
     error: undefined,
+    acquireGrant: undefined,
+    adjustGrant: undefined,
+    settleBatch: undefined,
+    recall: undefined,
   };
 }
 
@@ -3057,6 +3358,18 @@ export const OperationResponse: MessageFns<OperationResponse> = {
     }
     if (message.error !== undefined) {
       OperationError.encode(message.error, writer.uint32(50).fork()).join();
+    }
+    if (message.acquireGrant !== undefined) {
+      AcquireGrantResponse.encode(message.acquireGrant, writer.uint32(58).fork()).join();
+    }
+    if (message.adjustGrant !== undefined) {
+      AdjustGrantResponse.encode(message.adjustGrant, writer.uint32(66).fork()).join();
+    }
+    if (message.settleBatch !== undefined) {
+      SettleBatchResponse.encode(message.settleBatch, writer.uint32(74).fork()).join();
+    }
+    if (message.recall !== undefined) {
+      GrantRecall.encode(message.recall, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -3122,6 +3435,38 @@ export const OperationResponse: MessageFns<OperationResponse> = {
             message.error = OperationError.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.acquireGrant = AcquireGrantResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.adjustGrant = AdjustGrantResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.settleBatch = SettleBatchResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.recall = GrantRecall.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3155,6 +3500,715 @@ export const OperationResponse: MessageFns<OperationResponse> = {
     message.error = (object.error !== undefined && object.error !== null)
       ? OperationError.fromPartial(object.error)
       : undefined;
+    message.acquireGrant = (object.acquireGrant !== undefined && object.acquireGrant !== null)
+      ? AcquireGrantResponse.fromPartial(object.acquireGrant)
+      : undefined;
+    message.adjustGrant = (object.adjustGrant !== undefined && object.adjustGrant !== null)
+      ? AdjustGrantResponse.fromPartial(object.adjustGrant)
+      : undefined;
+    message.settleBatch = (object.settleBatch !== undefined && object.settleBatch !== null)
+      ? SettleBatchResponse.fromPartial(object.settleBatch)
+      : undefined;
+    message.recall = (object.recall !== undefined && object.recall !== null)
+      ? GrantRecall.fromPartial(object.recall)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSettleBatchRequest(): SettleBatchRequest {
+  return { settles: [] };
+}
+
+export const SettleBatchRequest: MessageFns<SettleBatchRequest> = {
+  encode(message: SettleBatchRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.settles) {
+      SettleRequest.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SettleBatchRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSettleBatchRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settles.push(SettleRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SettleBatchRequest>, I>>(base?: I): SettleBatchRequest {
+    return SettleBatchRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SettleBatchRequest>, I>>(object: I): SettleBatchRequest {
+    const message = createBaseSettleBatchRequest();
+    message.settles = object.settles?.map((e) => SettleRequest.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSettleBatchResponse(): SettleBatchResponse {
+  return { settles: [] };
+}
+
+export const SettleBatchResponse: MessageFns<SettleBatchResponse> = {
+  encode(message: SettleBatchResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.settles) {
+      SettleResponse.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SettleBatchResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSettleBatchResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.settles.push(SettleResponse.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SettleBatchResponse>, I>>(base?: I): SettleBatchResponse {
+    return SettleBatchResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SettleBatchResponse>, I>>(object: I): SettleBatchResponse {
+    const message = createBaseSettleBatchResponse();
+    message.settles = object.settles?.map((e) => SettleResponse.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAcquireGrantRequest(): AcquireGrantRequest {
+  return {
+    grantId: "",
+    organisationId: "",
+    projectId: "",
+    billingMode: 0,
+    minMicros: 0n,
+    wantMicros: 0n,
+    ttlMs: 0n,
+    ownerId: "",
+  };
+}
+
+export const AcquireGrantRequest: MessageFns<AcquireGrantRequest> = {
+  encode(message: AcquireGrantRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.grantId !== "") {
+      writer.uint32(10).string(message.grantId);
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(18).string(message.organisationId);
+    }
+    if (message.projectId !== "") {
+      writer.uint32(26).string(message.projectId);
+    }
+    if (message.billingMode !== 0) {
+      writer.uint32(32).int32(message.billingMode);
+    }
+    if (message.minMicros !== 0n) {
+      if (BigInt.asIntN(64, message.minMicros) !== message.minMicros) {
+        throw new globalThis.Error("value provided for field message.minMicros of type int64 too large");
+      }
+      writer.uint32(40).int64(message.minMicros);
+    }
+    if (message.wantMicros !== 0n) {
+      if (BigInt.asIntN(64, message.wantMicros) !== message.wantMicros) {
+        throw new globalThis.Error("value provided for field message.wantMicros of type int64 too large");
+      }
+      writer.uint32(48).int64(message.wantMicros);
+    }
+    if (message.ttlMs !== 0n) {
+      if (BigInt.asIntN(64, message.ttlMs) !== message.ttlMs) {
+        throw new globalThis.Error("value provided for field message.ttlMs of type int64 too large");
+      }
+      writer.uint32(56).int64(message.ttlMs);
+    }
+    if (message.ownerId !== "") {
+      writer.uint32(66).string(message.ownerId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AcquireGrantRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAcquireGrantRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.grantId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.billingMode = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.minMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.wantMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.ttlMs = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.ownerId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AcquireGrantRequest>, I>>(base?: I): AcquireGrantRequest {
+    return AcquireGrantRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AcquireGrantRequest>, I>>(object: I): AcquireGrantRequest {
+    const message = createBaseAcquireGrantRequest();
+    message.grantId = object.grantId ?? "";
+    message.organisationId = object.organisationId ?? "";
+    message.projectId = object.projectId ?? "";
+    message.billingMode = object.billingMode ?? 0;
+    message.minMicros = (object.minMicros !== undefined && object.minMicros !== null) ? BigInt(object.minMicros) : 0n;
+    message.wantMicros = (object.wantMicros !== undefined && object.wantMicros !== null)
+      ? BigInt(object.wantMicros)
+      : 0n;
+    message.ttlMs = (object.ttlMs !== undefined && object.ttlMs !== null) ? BigInt(object.ttlMs) : 0n;
+    message.ownerId = object.ownerId ?? "";
+    return message;
+  },
+};
+
+function createBaseAcquireGrantResponse(): AcquireGrantResponse {
+  return { result: 0, grantedMicros: 0n, expiresAtMs: 0n, availableMicros: 0n, detail: "" };
+}
+
+export const AcquireGrantResponse: MessageFns<AcquireGrantResponse> = {
+  encode(message: AcquireGrantResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.result !== 0) {
+      writer.uint32(8).int32(message.result);
+    }
+    if (message.grantedMicros !== 0n) {
+      if (BigInt.asIntN(64, message.grantedMicros) !== message.grantedMicros) {
+        throw new globalThis.Error("value provided for field message.grantedMicros of type int64 too large");
+      }
+      writer.uint32(16).int64(message.grantedMicros);
+    }
+    if (message.expiresAtMs !== 0n) {
+      if (BigInt.asIntN(64, message.expiresAtMs) !== message.expiresAtMs) {
+        throw new globalThis.Error("value provided for field message.expiresAtMs of type int64 too large");
+      }
+      writer.uint32(24).int64(message.expiresAtMs);
+    }
+    if (message.availableMicros !== 0n) {
+      if (BigInt.asIntN(64, message.availableMicros) !== message.availableMicros) {
+        throw new globalThis.Error("value provided for field message.availableMicros of type int64 too large");
+      }
+      writer.uint32(32).int64(message.availableMicros);
+    }
+    if (message.detail !== "") {
+      writer.uint32(42).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AcquireGrantResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAcquireGrantResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.result = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.grantedMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.expiresAtMs = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.availableMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AcquireGrantResponse>, I>>(base?: I): AcquireGrantResponse {
+    return AcquireGrantResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AcquireGrantResponse>, I>>(object: I): AcquireGrantResponse {
+    const message = createBaseAcquireGrantResponse();
+    message.result = object.result ?? 0;
+    message.grantedMicros = (object.grantedMicros !== undefined && object.grantedMicros !== null)
+      ? BigInt(object.grantedMicros)
+      : 0n;
+    message.expiresAtMs = (object.expiresAtMs !== undefined && object.expiresAtMs !== null)
+      ? BigInt(object.expiresAtMs)
+      : 0n;
+    message.availableMicros = (object.availableMicros !== undefined && object.availableMicros !== null)
+      ? BigInt(object.availableMicros)
+      : 0n;
+    message.detail = object.detail ?? "";
+    return message;
+  },
+};
+
+function createBaseAdjustGrantRequest(): AdjustGrantRequest {
+  return { adjustmentId: "", grantId: "", returnMicros: 0n, close: false, extendTtlMs: 0n, reason: "" };
+}
+
+export const AdjustGrantRequest: MessageFns<AdjustGrantRequest> = {
+  encode(message: AdjustGrantRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.adjustmentId !== "") {
+      writer.uint32(10).string(message.adjustmentId);
+    }
+    if (message.grantId !== "") {
+      writer.uint32(18).string(message.grantId);
+    }
+    if (message.returnMicros !== 0n) {
+      if (BigInt.asIntN(64, message.returnMicros) !== message.returnMicros) {
+        throw new globalThis.Error("value provided for field message.returnMicros of type int64 too large");
+      }
+      writer.uint32(24).int64(message.returnMicros);
+    }
+    if (message.close !== false) {
+      writer.uint32(32).bool(message.close);
+    }
+    if (message.extendTtlMs !== 0n) {
+      if (BigInt.asIntN(64, message.extendTtlMs) !== message.extendTtlMs) {
+        throw new globalThis.Error("value provided for field message.extendTtlMs of type int64 too large");
+      }
+      writer.uint32(40).int64(message.extendTtlMs);
+    }
+    if (message.reason !== "") {
+      writer.uint32(50).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdjustGrantRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdjustGrantRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.adjustmentId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.grantId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.returnMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.close = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.extendTtlMs = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AdjustGrantRequest>, I>>(base?: I): AdjustGrantRequest {
+    return AdjustGrantRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdjustGrantRequest>, I>>(object: I): AdjustGrantRequest {
+    const message = createBaseAdjustGrantRequest();
+    message.adjustmentId = object.adjustmentId ?? "";
+    message.grantId = object.grantId ?? "";
+    message.returnMicros = (object.returnMicros !== undefined && object.returnMicros !== null)
+      ? BigInt(object.returnMicros)
+      : 0n;
+    message.close = object.close ?? false;
+    message.extendTtlMs = (object.extendTtlMs !== undefined && object.extendTtlMs !== null)
+      ? BigInt(object.extendTtlMs)
+      : 0n;
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseAdjustGrantResponse(): AdjustGrantResponse {
+  return { result: 0, returnedMicros: 0n, remainingMicros: 0n, expiresAtMs: 0n, recalled: false, detail: "" };
+}
+
+export const AdjustGrantResponse: MessageFns<AdjustGrantResponse> = {
+  encode(message: AdjustGrantResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.result !== 0) {
+      writer.uint32(8).int32(message.result);
+    }
+    if (message.returnedMicros !== 0n) {
+      if (BigInt.asIntN(64, message.returnedMicros) !== message.returnedMicros) {
+        throw new globalThis.Error("value provided for field message.returnedMicros of type int64 too large");
+      }
+      writer.uint32(16).int64(message.returnedMicros);
+    }
+    if (message.remainingMicros !== 0n) {
+      if (BigInt.asIntN(64, message.remainingMicros) !== message.remainingMicros) {
+        throw new globalThis.Error("value provided for field message.remainingMicros of type int64 too large");
+      }
+      writer.uint32(24).int64(message.remainingMicros);
+    }
+    if (message.expiresAtMs !== 0n) {
+      if (BigInt.asIntN(64, message.expiresAtMs) !== message.expiresAtMs) {
+        throw new globalThis.Error("value provided for field message.expiresAtMs of type int64 too large");
+      }
+      writer.uint32(32).int64(message.expiresAtMs);
+    }
+    if (message.recalled !== false) {
+      writer.uint32(40).bool(message.recalled);
+    }
+    if (message.detail !== "") {
+      writer.uint32(50).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AdjustGrantResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAdjustGrantResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.result = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.returnedMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.remainingMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.expiresAtMs = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.recalled = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AdjustGrantResponse>, I>>(base?: I): AdjustGrantResponse {
+    return AdjustGrantResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AdjustGrantResponse>, I>>(object: I): AdjustGrantResponse {
+    const message = createBaseAdjustGrantResponse();
+    message.result = object.result ?? 0;
+    message.returnedMicros = (object.returnedMicros !== undefined && object.returnedMicros !== null)
+      ? BigInt(object.returnedMicros)
+      : 0n;
+    message.remainingMicros = (object.remainingMicros !== undefined && object.remainingMicros !== null)
+      ? BigInt(object.remainingMicros)
+      : 0n;
+    message.expiresAtMs = (object.expiresAtMs !== undefined && object.expiresAtMs !== null)
+      ? BigInt(object.expiresAtMs)
+      : 0n;
+    message.recalled = object.recalled ?? false;
+    message.detail = object.detail ?? "";
+    return message;
+  },
+};
+
+function createBaseGrantRecall(): GrantRecall {
+  return { grantIds: [] };
+}
+
+export const GrantRecall: MessageFns<GrantRecall> = {
+  encode(message: GrantRecall, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.grantIds) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GrantRecall {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGrantRecall();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.grantIds.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GrantRecall>, I>>(base?: I): GrantRecall {
+    return GrantRecall.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GrantRecall>, I>>(object: I): GrantRecall {
+    const message = createBaseGrantRecall();
+    message.grantIds = object.grantIds?.map((e) => e) || [];
     return message;
   },
 };
@@ -4686,6 +5740,37 @@ export const LedgerServiceService = {
     responseSerialize: (value: OperationResponse): Buffer => Buffer.from(OperationResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): OperationResponse => OperationResponse.decode(value),
   },
+  /**
+   * Holds a credit grant for one proxy replica and one (organisation, project): a hold the
+   * replica carves its requests' Reserves from in memory (RFC 4006's pattern; docs/ledger.md
+   * "Credit grants"). Sized by the ledger: at most what was asked and at most a small share of
+   * what is available (and of the project's budget headroom); nothing when that is below
+   * min_micros. A grant is a reservation in every law (held, CONSERVATION, Verify, EXPIRY).
+   * Idempotent on grant_id.
+   */
+  acquireGrant: {
+    path: "/gateway.ledger.v1.LedgerService/AcquireGrant" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AcquireGrantRequest): Buffer => Buffer.from(AcquireGrantRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AcquireGrantRequest => AcquireGrantRequest.decode(value),
+    responseSerialize: (value: AcquireGrantResponse): Buffer =>
+      Buffer.from(AcquireGrantResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AcquireGrantResponse => AcquireGrantResponse.decode(value),
+  },
+  /**
+   * Returns part or all of a grant to the wallet and/or pushes its deadline out. Idempotent on
+   * adjustment_id.
+   */
+  adjustGrant: {
+    path: "/gateway.ledger.v1.LedgerService/AdjustGrant" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: AdjustGrantRequest): Buffer => Buffer.from(AdjustGrantRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): AdjustGrantRequest => AdjustGrantRequest.decode(value),
+    responseSerialize: (value: AdjustGrantResponse): Buffer => Buffer.from(AdjustGrantResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): AdjustGrantResponse => AdjustGrantResponse.decode(value),
+  },
 } as const;
 
 export interface LedgerServiceServer extends UntypedServiceImplementation {
@@ -4738,6 +5823,20 @@ export interface LedgerServiceServer extends UntypedServiceImplementation {
    * it shuts down, after answering what it received; the caller opens a new one.
    */
   operate: handleBidiStreamingCall<OperationRequest, OperationResponse>;
+  /**
+   * Holds a credit grant for one proxy replica and one (organisation, project): a hold the
+   * replica carves its requests' Reserves from in memory (RFC 4006's pattern; docs/ledger.md
+   * "Credit grants"). Sized by the ledger: at most what was asked and at most a small share of
+   * what is available (and of the project's budget headroom); nothing when that is below
+   * min_micros. A grant is a reservation in every law (held, CONSERVATION, Verify, EXPIRY).
+   * Idempotent on grant_id.
+   */
+  acquireGrant: handleUnaryCall<AcquireGrantRequest, AcquireGrantResponse>;
+  /**
+   * Returns part or all of a grant to the wallet and/or pushes its deadline out. Idempotent on
+   * adjustment_id.
+   */
+  adjustGrant: handleUnaryCall<AdjustGrantRequest, AdjustGrantResponse>;
 }
 
 export interface LedgerServiceClient extends Client {
@@ -4996,6 +6095,48 @@ export interface LedgerServiceClient extends Client {
   operate(): ClientDuplexStream<OperationRequest, OperationResponse>;
   operate(options: Partial<CallOptions>): ClientDuplexStream<OperationRequest, OperationResponse>;
   operate(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<OperationRequest, OperationResponse>;
+  /**
+   * Holds a credit grant for one proxy replica and one (organisation, project): a hold the
+   * replica carves its requests' Reserves from in memory (RFC 4006's pattern; docs/ledger.md
+   * "Credit grants"). Sized by the ledger: at most what was asked and at most a small share of
+   * what is available (and of the project's budget headroom); nothing when that is below
+   * min_micros. A grant is a reservation in every law (held, CONSERVATION, Verify, EXPIRY).
+   * Idempotent on grant_id.
+   */
+  acquireGrant(
+    request: AcquireGrantRequest,
+    callback: (error: ServiceError | null, response: AcquireGrantResponse) => void,
+  ): ClientUnaryCall;
+  acquireGrant(
+    request: AcquireGrantRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AcquireGrantResponse) => void,
+  ): ClientUnaryCall;
+  acquireGrant(
+    request: AcquireGrantRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AcquireGrantResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Returns part or all of a grant to the wallet and/or pushes its deadline out. Idempotent on
+   * adjustment_id.
+   */
+  adjustGrant(
+    request: AdjustGrantRequest,
+    callback: (error: ServiceError | null, response: AdjustGrantResponse) => void,
+  ): ClientUnaryCall;
+  adjustGrant(
+    request: AdjustGrantRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: AdjustGrantResponse) => void,
+  ): ClientUnaryCall;
+  adjustGrant(
+    request: AdjustGrantRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: AdjustGrantResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const LedgerServiceClient = makeGenericClientConstructor(
