@@ -66,7 +66,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   });
   const rateLimiter: RateLimiter = config.REDIS_URL === undefined
     ? new InProcessRateLimiter()
-    : new RedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.PROXY_REDIS_PREFIX, logger });
+    : new RedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.PROXY_REDIS_PREFIX, logger, leaseMax: config.PROXY_RPM_LEASE_MAX, leaseMs: config.PROXY_RPM_LEASE_MS });
   const upstream = new UpstreamTransport({
     connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
     firstByteTimeoutMs: config.UPSTREAM_FIRST_BYTE_TIMEOUT_MS,

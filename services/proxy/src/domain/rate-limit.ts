@@ -25,7 +25,38 @@ export interface RateLimitDecision {
 export interface RateLimiter {
   /** Counts one request against a pool, if it fits. `requestId` makes the entry unique. */
   consume(poolId: string, limit: number, requestId: string): Promise<RateLimitDecision>;
+  /**
+   * The same decision synchronously when it needs no I/O (a leased token, a pool known to be
+   * full, an in-process pool), or undefined when consume() must be awaited: saves a promise
+   * per request on the hot path. Optional; a caller that never uses it loses nothing.
+   */
+  decideNow?(poolId: string, limit: number): RateLimitDecision | undefined;
   close(): Promise<void>;
+}
+
+/**
+ * How many tokens one lease from a shared pool admits (tokens, the Redis script mirrors it
+ * line for line). `free` = limit minus the pool's counted entries, `need` = requests waiting
+ * for a token now, `want` (>= need) = need plus the tokens the replica expects to use within
+ * one lease. Waiting requests get what fits, exactly as per-request admission would give them
+ * (their tokens are used at once). The speculative part, which may lapse unused, is at most a
+ * quarter of what the waiting requests leave free: near the limit (fewer than 4 free after
+ * them) it is 0 and the pool is exactly as strict as per-request admission; far from it, R
+ * replicas leasing at once still leave at least (3/4)^R of the free tokens to the others.
+ */
+export function rpmLeaseSize(free: number, need: number, want: number): number {
+  if (free <= 0) return 0;
+  const forWaiting = Math.min(need, free);
+  const spare = Math.max(0, Math.min(want - forWaiting, Math.floor((free - forWaiting) / 4)));
+  return forWaiting + spare;
+}
+
+/**
+ * Tokens a replica asks one lease for: every waiting request, plus speculation from its
+ * recent demand (`recentDemand` = requests in the last lease period) capped by `leaseMax`.
+ */
+export function rpmLeaseWant(need: number, recentDemand: number, leaseMax: number): number {
+  return Math.max(need, Math.min(leaseMax, recentDemand), 1);
 }
 
 /** Index of the first element >= value in an ascending array. */
@@ -78,12 +109,17 @@ export class InProcessRateLimiter implements RateLimiter {
 
   /** Counts one request against a pool, if it fits. */
   consume(poolId: string, limit: number): Promise<RateLimitDecision> {
+    return Promise.resolve(this.decideNow(poolId, limit));
+  }
+
+  /** consume() without the promise: an in-process pool always decides at once. */
+  decideNow(poolId: string, limit: number): RateLimitDecision {
     let admitted = this.#pools.get(poolId);
     if (admitted === undefined) {
       admitted = [];
       this.#pools.set(poolId, admitted);
     }
-    return Promise.resolve(decideSlidingWindow(admitted, limit, this.#now(), this.#windowMs));
+    return decideSlidingWindow(admitted, limit, this.#now(), this.#windowMs);
   }
 
   /** Forgets pools whose newest admission has left the window (memory stays bounded by active pools). */

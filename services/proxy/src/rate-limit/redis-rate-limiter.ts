@@ -1,38 +1,65 @@
-import { GatewayError } from '@gateway/errors';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '@gateway/logger';
 import { Redis } from 'ioredis';
 import { rpmWindowMs, type RateLimitDecision, type RateLimiter } from '../domain/rate-limit.ts';
+import { LeasedPools, type LeaseReply } from './leased-pools.ts';
 
 /**
- * The sliding window log of domain/rate-limit.ts as one atomic Lua script, so every proxy
- * replica shares one pool per organisation. Time comes from the Redis server (TIME), so
- * replicas with skewed clocks still agree. KEYS[1] = the pool's sorted set;
- * ARGV = limit, window ms, a member unique to the request.
- * Returns {allowed 0|1, remaining, retryAfterMs, resetMs}.
+ * Leases tokens from the sliding window log of domain/rate-limit.ts as one atomic Lua script,
+ * so every proxy replica shares one pool per organisation. Time comes from the Redis server
+ * (TIME), so replicas with skewed clocks still agree. Each admitted token is logged with score
+ * now + leaseMs, its latest possible use, and counts while score > now - window: so no 60-s
+ * window of uses ever holds more than the limit (proof in docs/proxy.md). The size is
+ * rpmLeaseSize (domain/rate-limit.ts), line for line. KEYS[1] = the pool's sorted set;
+ * ARGV = limit, window ms, leaseMs, need, want, a member prefix unique to the call.
+ * Returns {admitted, free before admission, retryAfterMs (when full after it, else 0), resetMs}.
  */
-const slidingWindowScript = `
+const leaseScript = `
 local key = KEYS[1]
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
+local leaseMs = tonumber(ARGV[3])
+local need = tonumber(ARGV[4])
+local want = tonumber(ARGV[5])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
 local count = redis.call('ZCARD', key)
-if count < limit then
-  redis.call('ZADD', key, now, ARGV[3])
-  redis.call('PEXPIRE', key, window)
-  return {1, limit - count - 1, 0, window}
+local free = limit - count
+local admitted = 0
+if free > 0 then
+  local forWaiting = math.min(need, free)
+  local spare = math.max(0, math.min(want - forWaiting, math.floor((free - forWaiting) / 4)))
+  admitted = forWaiting + spare
+  local score = now + leaseMs
+  local i = 1
+  while i <= admitted do
+    local args = {}
+    local last = math.min(admitted, i + 199)
+    for j = i, last do
+      args[#args + 1] = score
+      args[#args + 1] = ARGV[6] .. ':' .. j
+    end
+    redis.call('ZADD', key, unpack(args))
+    i = last + 1
+  end
+  redis.call('PEXPIRE', key, window + leaseMs)
+  count = count + admitted
 end
-local freeing = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')
+local retryAfter = 0
+if count >= limit then
+  local freeing = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')
+  retryAfter = math.max(1, tonumber(freeing[2]) + window - now)
+end
+local reset = 0
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-local retryAfter = math.max(1, tonumber(freeing[2]) + window - now)
-local reset = math.max(1, tonumber(newest[2]) + window - now)
-return {0, 0, retryAfter, reset}
+if newest[2] then reset = math.max(1, tonumber(newest[2]) + window - now) end
+return {admitted, math.max(0, free), retryAfter, reset}
 `;
 
 /** The custom command defineCommand adds to the client. */
 interface RpmCommands {
-  gatewayRpmConsume(key: string, limit: number, windowMs: number, member: string): Promise<[number, number, number, number]>;
+  gatewayRpmLease(key: string, limit: number, windowMs: number, leaseMs: number, need: number, want: number, member: string): Promise<[number, number, number, number]>;
 }
 
 /** Options of the Redis limiter. */
@@ -41,12 +68,17 @@ export interface RedisRateLimiterOptions {
   /** Prefix of every pool key, e.g. `gw:rpm:`. */
   keyPrefix: string;
   logger: Logger;
-  /** Longest a limiter call may take before the request fails closed, ms. */
+  /** Longest a limiter call may take before the request fails closed, ms (capped at leaseMs: a later reply has lapsed). */
   commandTimeoutMs?: number;
+  /** Most tokens one lease takes beyond the requests waiting (PROXY_RPM_LEASE_MAX); default 8. */
+  leaseMax?: number;
+  /** A leased token unused this long after its lease call was sent is spent, ms (PROXY_RPM_LEASE_MS); default 1000. */
+  leaseMs?: number;
 }
 
 /**
- * The shared limiter. When Redis cannot answer, requests fail closed with 503: falling back to
+ * The shared limiter, taking tokens in leases (LeasedPools) so most requests make no Redis
+ * call. When Redis cannot answer and no leased token is left, requests fail closed with 503: falling back to
  * per-replica pools would silently multiply every organisation's limit by the replica count,
  * and admitting everything would remove the limit altogether.
  */
@@ -54,17 +86,23 @@ export class RedisRateLimiter implements RateLimiter {
   readonly #redis: Redis & RpmCommands;
   readonly #keyPrefix: string;
   readonly #logger: Logger;
+  readonly #pools: LeasedPools;
+  readonly #sweepTimer: NodeJS.Timeout;
+  /** Members are `<replica uuid>:<call>:<token>`: unique across replicas, calls and tokens. */
+  readonly #memberPrefix = randomUUID();
+  #calls = 0;
   #lastErrorLoggedAtMs = 0;
 
   /** Connects lazily in the background; consume() fails closed until the connection is up. */
   constructor(options: RedisRateLimiterOptions) {
     this.#keyPrefix = options.keyPrefix;
     this.#logger = options.logger;
+    const leaseMs = options.leaseMs ?? 1000;
     const redis = new Redis(options.url, {
       // Without a connection, commands fail at once instead of queueing behind a reconnect.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      commandTimeout: options.commandTimeoutMs ?? 1000,
+      commandTimeout: Math.min(options.commandTimeoutMs ?? 1000, leaseMs),
       connectTimeout: 2000,
       retryStrategy: (attempt) => Math.min(100 * 2 ** Math.min(attempt, 5), 2000),
       // Checks issued in the same event-loop tick go out in one socket write: under load that
@@ -72,7 +110,7 @@ export class RedisRateLimiter implements RateLimiter {
       // CPU profile, docs/benchmarks.md); a lone request is sent as before.
       enableAutoPipelining: true,
     });
-    redis.defineCommand('gatewayRpmConsume', { numberOfKeys: 1, lua: slidingWindowScript });
+    redis.defineCommand('gatewayRpmLease', { numberOfKeys: 1, lua: leaseScript });
     redis.on('error', (error: Error) => {
       // ioredis repeats connection errors on every retry; one line per 10 s is enough.
       const now = Date.now();
@@ -83,18 +121,32 @@ export class RedisRateLimiter implements RateLimiter {
     });
     redis.on('ready', () => this.#logger.info('Redis rate limiter connected'));
     this.#redis = redis as Redis & RpmCommands;
+    this.#pools = new LeasedPools({ lease: (poolId, limit, need, want) => this.#leaseCall(poolId, limit, need, want, leaseMs), leaseMax: options.leaseMax ?? 8, leaseMs });
+    this.#sweepTimer = setInterval(() => this.#pools.sweep(), rpmWindowMs);
+    this.#sweepTimer.unref();
   }
 
-  /** Counts one request against an organisation's shared pool, if it fits. */
-  async consume(poolId: string, limit: number, requestId: string): Promise<RateLimitDecision> {
-    let reply: [number, number, number, number];
-    try {
-      reply = await this.#redis.gatewayRpmConsume(`${this.#keyPrefix}${poolId}`, limit, rpmWindowMs, requestId);
-    } catch (error) {
-      throw new GatewayError('service_unavailable', { internalMessage: `rate limiter: ${(error as Error).message}`, cause: error });
-    }
-    const [allowed, remaining, retryAfterMs, resetMs] = reply.map(Number) as [number, number, number, number];
-    return { allowed: allowed === 1, limit, remaining, retryAfterMs, resetMs };
+  /** Counts one request against an organisation's shared pool, if it fits: a leased token, else one shared lease call. */
+  consume(poolId: string, limit: number): Promise<RateLimitDecision> {
+    return this.#pools.consume(poolId, limit);
+  }
+
+  /** The decision without a promise when a leased token or a pool known to be full decides it. */
+  decideNow(poolId: string, limit: number): RateLimitDecision | undefined {
+    return this.#pools.decideNow(poolId, limit);
+  }
+
+  /** Unused leased tokens this replica holds for a pool (0 once they lapsed). */
+  localTokens(poolId: string): number {
+    return this.#pools.localTokens(poolId);
+  }
+
+  async #leaseCall(poolId: string, limit: number, need: number, want: number, leaseMs: number): Promise<LeaseReply> {
+    this.#calls += 1;
+    const member = `${this.#memberPrefix}:${String(this.#calls)}`;
+    const reply = await this.#redis.gatewayRpmLease(`${this.#keyPrefix}${poolId}`, limit, rpmWindowMs, leaseMs, need, want, member);
+    const [admitted, free, retryAfterMs, resetMs] = reply.map(Number) as [number, number, number, number];
+    return { admitted, free, retryAfterMs, resetMs };
   }
 
   /** Whether the connection to Redis is up now (for /readyz's body; readiness does not depend on it). */
@@ -104,6 +156,7 @@ export class RedisRateLimiter implements RateLimiter {
 
   /** Closes the connection. */
   async close(): Promise<void> {
+    clearInterval(this.#sweepTimer);
     try {
       if (this.#redis.status === 'ready') await this.#redis.quit();
     } catch {
