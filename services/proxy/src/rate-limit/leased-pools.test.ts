@@ -12,9 +12,9 @@ function manualLease() {
   return { calls, lease };
 }
 
-/** Lets pending promise callbacks run (the lease reply's then/finally). */
+/** Lets the lease calls waiting for the end of this I/O phase go out, and pending callbacks run. */
 async function settled(): Promise<void> {
-  for (let i = 0; i < 5; i += 1) await Promise.resolve();
+  await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
 describe('LeasedPools', () => {
@@ -23,24 +23,29 @@ describe('LeasedPools', () => {
     const { calls, lease } = manualLease();
     const pools = new LeasedPools({ lease, leaseMax: 8, leaseMs: 1000, now: () => now });
     const waiting = [pools.consume('org', 10), pools.consume('org', 10), pools.consume('org', 10)];
+    await settled();
+    // The three that came in the same I/O phase share one call, which asks for each of them.
     expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ poolId: 'org', limit: 10, need: 1 });
-    // The waiters that came while the call was out are served by its tokens: 3 + 1 spare = 4.
-    calls[0]!.answer({ admitted: 4, free: 10, retryAfterMs: 0, resetMs: 61_000 });
+    expect(calls[0]).toMatchObject({ poolId: 'org', limit: 10, need: 3, want: 3 });
+    calls[0]!.answer({ admitted: rpmLeaseSize(10, 3, 3), free: 10, retryAfterMs: 0, resetMs: 61_000 });
     const decisions = await Promise.all(waiting);
     expect(decisions.map((d) => [d.allowed, d.remaining])).toEqual([[true, 9], [true, 8], [true, 7]]);
     expect(decisions[0]!.resetMs).toBe(61_000);
-    await settled();
-    expect(calls).toHaveLength(1);
-    now = 10;
-    expect(pools.decideNow('org', 10)).toMatchObject({ allowed: true, remaining: 6, resetMs: 60_990 });
     expect(pools.localTokens('org')).toBe(0);
+    now = 10;
     const next = pools.consume('org', 10);
+    await settled();
+    // Demand in this lease period is 4 requests: one waits, the want speculates on 3 more.
+    expect(calls[1]).toMatchObject({ need: 1, want: 4 });
+    const admitted = rpmLeaseSize(7, 1, 4);
+    expect(admitted).toBe(2); // a quarter of the 6 the waiting one leaves: 1 spare
+    calls[1]!.answer({ admitted, free: 7, retryAfterMs: 0, resetMs: 61_000 });
+    expect(await next).toMatchObject({ allowed: true, remaining: 6 });
+    now = 20;
+    expect(pools.decideNow('org', 10)).toMatchObject({ allowed: true, remaining: 5, resetMs: 60_990 });
+    await settled();
     expect(calls).toHaveLength(2);
-    // Demand in this lease period was 4 requests + this one: the want speculates on it.
-    expect(calls[1]).toMatchObject({ need: 1, want: 5 });
-    calls[1]!.answer({ admitted: 2, free: 6, retryAfterMs: 0, resetMs: 61_000 });
-    expect(await next).toMatchObject({ allowed: true, remaining: 5 });
+    expect(pools.decideNow('org', 10)).toBeUndefined();
   });
 
   it('spends unused tokens at the lapse, counted from before the call was sent', async () => {
@@ -48,6 +53,7 @@ describe('LeasedPools', () => {
     const { calls, lease } = manualLease();
     const pools = new LeasedPools({ lease, leaseMax: 8, leaseMs: 1000, now: () => now });
     const first = pools.consume('org', 100);
+    await settled();
     now = 400; // the reply takes 400 ms
     calls[0]!.answer({ admitted: 5, free: 100, retryAfterMs: 0, resetMs: 61_000 });
     expect((await first).allowed).toBe(true);
@@ -64,6 +70,7 @@ describe('LeasedPools', () => {
     const { calls, lease } = manualLease();
     const pools = new LeasedPools({ lease, leaseMax: 8, leaseMs: 1000, now: () => now });
     const waiting = [pools.consume('org', 3), pools.consume('org', 3), pools.consume('org', 3)];
+    await settled();
     calls[0]!.answer({ admitted: 1, free: 1, retryAfterMs: 5000, resetMs: 61_000 });
     const decisions = await Promise.all(waiting);
     expect(decisions.map((d) => d.allowed)).toEqual([true, false, false]);
@@ -83,6 +90,7 @@ describe('LeasedPools', () => {
     const { calls, lease } = manualLease();
     const pools = new LeasedPools({ lease, leaseMax: 8, leaseMs: 100, now: () => now });
     const first = pools.consume('org', 10);
+    await settled();
     const late = pools.consume('org', 10); // came while the call was out: not in its batch
     calls[0]!.fail(new Error('connection refused'));
     await expect(first).rejects.toBeInstanceOf(GatewayError);
@@ -99,11 +107,13 @@ describe('LeasedPools', () => {
     const { calls, lease } = manualLease();
     const pools = new LeasedPools({ lease, leaseMax: 8, leaseMs: 1000, now: () => 0 });
     const a = pools.consume('a', 10);
+    await settled();
     calls[0]!.answer({ admitted: 4, free: 10, retryAfterMs: 0, resetMs: 61_000 });
     await a;
     expect(pools.localTokens('a')).toBe(3);
     expect(pools.decideNow('b', 10)).toBeUndefined();
     const b = pools.consume('b', 10);
+    await settled();
     expect(calls.map((c) => c.poolId)).toEqual(['a', 'b']);
     calls[1]!.answer({ admitted: rpmLeaseSize(10, calls[1]!.need, calls[1]!.want), free: 10, retryAfterMs: 0, resetMs: 61_000 });
     expect((await b).allowed).toBe(true);

@@ -60,7 +60,7 @@ interface PoolState {
  * measured from BEFORE the lease call was sent, so every token is used no later than the
  * score the pool logged it with (its lease time + leaseMs): the proof that no window admits
  * more than the limit rests on that (docs/proxy.md "Requests per minute"). Requests that find
- * no valid token wait for one shared lease call per pool.
+ * no valid token wait for one shared lease call per pool (sent once the current I/O phase ends).
  */
 export class LeasedPools {
   readonly #pools = new Map<string, PoolState>();
@@ -159,6 +159,12 @@ export class LeasedPools {
   #startLease(poolId: string, pool: PoolState, limit: number): void {
     if (pool.leasing) return;
     pool.leasing = true;
+    // Sent after the current I/O phase: every request the event loop reads in it joins this
+    // one call (ioredis's auto-pipelining defers the write to about the same point anyway).
+    setImmediate(() => this.#sendLease(poolId, pool, limit));
+  }
+
+  #sendLease(poolId: string, pool: PoolState, limit: number): void {
     const batch = pool.waiters.length;
     const want = rpmLeaseWant(batch, Math.max(pool.previousDemand, pool.periodDemand), this.#leaseMax);
     // The lapse counts from before the call leaves: the pool logs each token at its own (later)
