@@ -4,6 +4,7 @@ import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCh
 import type { ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
 import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
+import { GrantBook } from './billing/grant-book.ts';
 import { createHttpApp } from './http/http-app.ts';
 import { LedgerClient } from './ledger/ledger-client.ts';
 import { GrpcLedger } from './ledger/grpc-ledger.ts';
@@ -64,6 +65,17 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     ledger, logger, maxEntries: config.PROXY_SETTLE_OUTBOX_MAX,
     retryInitialMs: config.PROXY_SETTLE_RETRY_INITIAL_MS, retryMaxMs: config.PROXY_SETTLE_RETRY_MAX_MS,
   });
+  // The billing's Ledger port: Reserve and Checkpoint on the client, Settle and Release through the outbox.
+  const billingLedger = new GrpcLedger(ledger, outbox, { recallWaitMs: config.PROXY_RECALL_WAIT_MS });
+  // Credit grants (docs/proxy.md "Credit grants"): Reserves carved in memory; off = every Reserve at the ledger.
+  const grants = config.PROXY_CREDIT_GRANTS === 'on'
+    ? new GrantBook({
+      ledger: billingLedger, logger, ownerId: config.PROXY_ID, ttlMs: config.PROXY_GRANT_TTL_MS, windowMs: config.PROXY_GRANT_WINDOW_MS,
+      idleReturnMs: config.PROXY_GRANT_IDLE_RETURN_MS, checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
+    })
+    : undefined;
+  billingLedger.grants = grants;
+  if (grants !== undefined) billingLedger.onRecall((grantIds) => grants.recall(grantIds));
   const rateLimiter: RateLimiter = config.REDIS_URL === undefined
     ? new InProcessRateLimiter()
     : new RedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.PROXY_REDIS_PREFIX, logger, leaseMax: config.PROXY_RPM_LEASE_MAX, leaseMs: config.PROXY_RPM_LEASE_MS });
@@ -100,8 +112,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     probes,
     isShuttingDown: lifecycle.isClosing,
     rateLimiter,
-    // The billing's Ledger port: Reserve and Checkpoint on the client, Settle and Release through the outbox.
-    ledger: new GrpcLedger(ledger, outbox),
+    ledger: billingLedger,
     upstream,
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
@@ -142,6 +153,9 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
 
   const http = await lifecycle.start(async () => {
     lifecycle.defer('clients', closeClients);
+    // After the HTTP drain (every carve settled or abandoned), before the ledger client closes:
+    // what the grants still hold goes back to the wallet now rather than at their deadline.
+    if (grants !== undefined) lifecycle.defer('credit grants', () => grants.closeAll());
     const started = await startHttpServer({ listener: httpApp, host: config.BIND_HOST, port: config.PROXY_HTTP_PORT, logger });
     lifecycle.defer('http server', () => drainHttp(started));
     configStream.start();

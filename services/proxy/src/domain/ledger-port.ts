@@ -3,10 +3,11 @@
  * ms, outcomes by name. The gRPC contract (proto enums, the Operate stream, the settle outbox)
  * stays behind it, in `ledger/grpc-ledger.ts`; inference and domain code know only this.
  */
+import type { GrantBook } from '../billing/grant-book.ts';
 import type { TokenUsage } from './pricing.ts';
 
 /** Whose money a Reserve holds: a commercial organisation's wallet, or none (INTERNAL_MODE). */
-type LedgerBillingMode = 'commercial' | 'internal';
+export type LedgerBillingMode = 'commercial' | 'internal';
 
 /** Where a Settle's token counts come from (NOTHING_FREE: the record says which). */
 export type UsageSource = 'upstream' | 'gateway_estimate';
@@ -23,12 +24,17 @@ export interface ReserveOrder {
   /** The reservation expires this long after the ledger's clock at reserve time, ms (EXPIRY). */
   ttlMs: number;
   modelSlug: string;
+  /**
+   * Set when a carve from this grant becomes its own reservation (a promoted stream): the
+   * Reserve is held out of the grant's remaining hold, with no new money checks.
+   */
+  grantId?: string;
 }
 
 /** How the ledger answered a Reserve, in its precedence order; `unrecognized` is a result this build does not know (or none). */
 export type ReserveOutcome =
   | 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'organisation_unknown' | 'insufficient_balance'
-  | 'project_budget_exceeded' | 'released' | 'unrecognized';
+  | 'project_budget_exceeded' | 'released' | 'grant_not_held' | 'unrecognized';
 
 /** The ledger's answer to a Reserve. */
 export interface ReserveAnswer {
@@ -37,6 +43,11 @@ export interface ReserveAnswer {
   transient: boolean;
   /** The ledger's reason, for logs only. */
   detail: string;
+  /**
+   * On a refusal for balance or budget: how many grants (of other replicas or this one) the ledger
+   * is pulling back because of it; when positive the same Reserve may fit shortly.
+   */
+  grantsRecalled: number;
 }
 
 /** What a stream's checkpoint records: its running totals so far (EXPIRY). */
@@ -77,6 +88,11 @@ export interface SettleOrder {
   requestId: string;
   /** Output tokens produced beyond what the client got (BOUNDED_OVERRUN); 0 when none. */
   overrunOutputTokens: number;
+  /**
+   * Set when the Reserve was carved from a grant in memory (the ledger has never seen it): the
+   * grant and the carve's size, µ₹. Ignored by the ledger when the reservation exists (a promoted carve).
+   */
+  carve?: { grantId: string; reservedMicros: bigint };
 }
 
 /** How the ledger answered a Settle. */
@@ -106,6 +122,62 @@ export interface ReleaseAnswer {
   detail: string;
 }
 
+/** A credit grant to ask for: a hold this replica carves its Reserves from in memory (docs/proxy.md "Credit grants"). */
+export interface AcquireGrantOrder {
+  /** Caller-generated, also its idempotency key. */
+  grantId: string;
+  organisationId: string;
+  projectId: string;
+  billingMode: LedgerBillingMode;
+  /** Smallest grant worth holding (the Reserve that asked), µ₹; positive. */
+  minMicros: bigint;
+  /** What the replica would like, µ₹ (>= minMicros). */
+  wantMicros: bigint;
+  /** Deadline after the ledger's clock, ms (EXPIRY). */
+  ttlMs: number;
+  /** This replica's PROXY_ID: recalls are pushed on its Operate streams. */
+  ownerId: string;
+}
+
+/** How the ledger answered an AcquireGrant; `not_granted`: too little available (or budget headroom) for minMicros. */
+export type AcquireGrantOutcome = 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'organisation_unknown' | 'not_granted' | 'unrecognized';
+
+/** The ledger's answer to an AcquireGrant. */
+export interface AcquireGrantAnswer {
+  outcome: AcquireGrantOutcome;
+  /** What the grant holds, µ₹ (0 unless ok). */
+  grantedMicros: bigint;
+  detail: string;
+}
+
+/** A change to a grant: return part of it, close it, and/or push its deadline out. */
+export interface AdjustGrantOrder {
+  /** Caller-generated, its idempotency key. */
+  adjustmentId: string;
+  grantId: string;
+  /** Returned to the wallet, µ₹ (>= 0): what the replica has not carved. */
+  returnMicros: bigint;
+  /** Return everything left and resolve the grant. */
+  close: boolean;
+  /** When positive, the deadline becomes the ledger's now plus this, ms. */
+  extendTtlMs: number;
+  /** Why (`idle`, `recalled`, `shutdown`, `extend`, `replaced`), for the movement rows. */
+  reason: string;
+}
+
+/** How the ledger answered an AdjustGrant. */
+export type AdjustGrantOutcome = 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'grant_unknown' | 'already_resolved' | 'unrecognized';
+
+/** The ledger's answer to an AdjustGrant. */
+export interface AdjustGrantAnswer {
+  outcome: AdjustGrantOutcome;
+  /** What the grant still holds, µ₹. */
+  remainingMicros: bigint;
+  /** The ledger wants the grant back (the pull-side of a recall). */
+  recalled: boolean;
+  detail: string;
+}
+
 /** Who a Settle or Release is for: the organisation whose Settles in flight it counts among, and the request. */
 export interface BillingOwner {
   organisationId: string;
@@ -130,4 +202,17 @@ export interface Ledger {
   settlesBacklogged(): boolean;
   /** Waits (up to timeoutMs) for the organisation's Settles and Releases queued so far; false when it had none. */
   waitForSettlesOf(organisationId: string, timeoutMs: number): Promise<boolean>;
+  /** One attempt at holding a credit grant; a failed call throws. */
+  acquireGrant(order: AcquireGrantOrder): Promise<AcquireGrantAnswer>;
+  /** One attempt at adjusting a grant (idempotent on its adjustment id); a failed call throws. */
+  adjustGrant(order: AdjustGrantOrder): Promise<AdjustGrantAnswer>;
+  /** Calls `listener` with the ids of grants the ledger pushes back (GrantRecall on the Operate stream). */
+  onRecall(listener: (grantIds: readonly string[]) => void): void;
+  /**
+   * The replica's credit grants, carving Reserves in memory (billing/grant-book.ts); undefined
+   * with PROXY_CREDIT_GRANTS=off, when every Reserve takes the exact per-request path.
+   */
+  readonly grants: GrantBook | undefined;
+  /** Longest a Reserve refused while the ledger recalls grants keeps trying, ms (PROXY_RECALL_WAIT_MS). */
+  readonly recallWaitMs: number;
 }

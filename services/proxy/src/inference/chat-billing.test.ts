@@ -3,7 +3,7 @@ import { GatewayError, toHttpError } from '@gateway/errors';
 import { createLogger } from '@gateway/logger';
 import { Writable } from 'node:stream';
 import type {
-  BillingOwner, CheckpointAnswer, Ledger, ReleaseAnswer, ReleaseOrder, ReserveAnswer, ReserveOrder, SettleAnswer, SettleOrder,
+  AcquireGrantAnswer, AdjustGrantAnswer, BillingOwner, CheckpointAnswer, Ledger, ReleaseAnswer, ReleaseOrder, ReserveAnswer, ReserveOrder, SettleAnswer, SettleOrder,
 } from '../domain/ledger-port.ts';
 import type { UpstreamFailure } from '../domain/upstream-failure.ts';
 import { holdReserve, settleFailedCall, type ChatBillingDeps, type ChatInput, type ChatPlan } from './chat-billing.ts';
@@ -15,12 +15,14 @@ class ScriptedLedger implements Ledger {
   readonly releases: ReleaseOrder[] = [];
   settlesInFlight = false;
   readonly answers: Array<ReserveAnswer | Error>;
+  readonly grants = undefined;
+  recallWaitMs = 0;
   constructor(answers: Array<ReserveAnswer | Error>) {
     this.answers = answers;
   }
   async reserve(order: ReserveOrder): Promise<ReserveAnswer> {
     this.reserves.push(order);
-    const answer = this.answers.shift() ?? { outcome: 'ok', transient: false, detail: '' };
+    const answer = this.answers.shift() ?? { outcome: 'ok', transient: false, detail: '', grantsRecalled: 0 };
     if (answer instanceof Error) throw answer;
     return answer;
   }
@@ -35,6 +37,9 @@ class ScriptedLedger implements Ledger {
   }
   settlesBacklogged(): boolean { return false; }
   async waitForSettlesOf(): Promise<boolean> { return this.settlesInFlight; }
+  async acquireGrant(): Promise<AcquireGrantAnswer> { throw new Error('no grants in this test'); }
+  async adjustGrant(): Promise<AdjustGrantAnswer> { throw new Error('no grants in this test'); }
+  onRecall(): void {}
 }
 
 function setup(answers: Array<ReserveAnswer | Error>): { ledger: ScriptedLedger; deps: ChatBillingDeps; input: ChatInput; plan: ChatPlan; background: Promise<unknown>[] } {
@@ -52,7 +57,7 @@ function setup(answers: Array<ReserveAnswer | Error>): { ledger: ScriptedLedger;
       providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n,
     },
   } as unknown as ChatInput;
-  const plan = { promptTokens: 10, maxTokens: 5, amountMicros: 20n, reservationId: 'res_uuid-1' } as ChatPlan;
+  const plan = { promptTokens: 10, maxTokens: 5, amountMicros: 20n, reservationId: 'res_uuid-1', carve: undefined } as ChatPlan;
   return { ledger, deps, input, plan, background };
 }
 
@@ -62,7 +67,7 @@ async function statusOf(promise: Promise<unknown>): Promise<{ status: number; co
   return { status: toHttpError(error).status, code: (error as GatewayError).code };
 }
 
-const answer = (outcome: ReserveAnswer['outcome'], transient: boolean): ReserveAnswer => ({ outcome, transient, detail: 'why' });
+const answer = (outcome: ReserveAnswer['outcome'], transient: boolean, grantsRecalled = 0): ReserveAnswer => ({ outcome, transient, detail: 'why', grantsRecalled });
 
 describe('holdReserve: the ledger\'s answer to HTTP', () => {
   it('holds an OK Reserve in the caller\'s billing mode and logs what it held', async () => {

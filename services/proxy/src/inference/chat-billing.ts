@@ -1,5 +1,6 @@
 import { GatewayError, toGatewayError, type ErrorCode } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
+import type { Carve } from '../billing/grant-book.ts';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
 import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
@@ -43,8 +44,12 @@ export interface BillingLogFields {
   errorCode?: ErrorCode;
   /** Why the error happened, for operators; never shown to the client. */
   errorDetail?: string;
-  /** How long the Reserve call took, ms (where latency goes: docs/benchmarks.md). */
+  /** How long the Reserve took (a carve: microseconds; an acquire or the exact path: a ledger round trip), ms (docs/benchmarks.md). */
   reserveMs?: number;
+  /** The credit grant the Reserve was carved from; absent on the exact path. */
+  grantId?: string;
+  /** A carved stream made its carve its own reservation (EXPIRY). */
+  promoted?: boolean;
   /** How long the Settle took until the ledger's final answer (outbox retries included), ms. */
   settleMs?: number;
   /** Output tokens the upstream produced beyond what the client got (a non-streaming reply cut at its Reserve). */
@@ -80,6 +85,8 @@ export interface ChatPlan {
   amountMicros: bigint;
   upstreamRequest: UpstreamRequest;
   reservationId: string;
+  /** Set by holdReserve when the Reserve was carved from a credit grant in memory (the ledger has not seen it). */
+  carve: Carve | undefined;
 }
 
 /**
@@ -91,7 +98,7 @@ export function planChat(input: ChatInput): ChatPlan {
   const promptTokens = estimatePromptTokens(request, model.tokenizer);
   const maxTokens = effectiveMaxTokens(request.maxTokens, model, promptTokens);
   const upstreamRequest = input.adapter.buildRequest(model.upstream, { request, maxTokens });
-  return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), upstreamRequest, reservationId: `res_${input.requestUuid}` };
+  return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), upstreamRequest, reservationId: `res_${input.requestUuid}`, carve: undefined };
 }
 
 /**
@@ -132,14 +139,26 @@ function reserveCallError(error: unknown): GatewayError {
 /** Refusals that a Settle still in flight (which returns unused hold) can turn into a fit. */
 const refusalsASettleCanLift: ReadonlySet<ReserveOutcome> = new Set(['insufficient_balance', 'project_budget_exceeded']);
 
+/** First wait before a Reserve refused while grants are recalled is tried again, ms; doubled per try up to PROXY_RECALL_WAIT_MS in all. */
+const recallFirstWaitMs = 5;
+
 /**
  * Holds the plan's Reserve; throws the client's error (402, 503, …) when it is not held, and
- * 503 before any Reserve while the settle outbox is full. A Reserve refused for balance or
- * budget while this proxy still has Settles of the organisation in its outbox waits for them
- * (bounded) and is tried once more: those Settles return their unused holds, and
- * a client that sent its next request right after a response must not see a 402 because of a
- * hold the gateway was about to release. (The retry repeats the same reservation id and
- * payload; a refused Reserve wrote nothing, so it is not a replay.)
+ * 503 before any Reserve while the settle outbox is full.
+ *
+ * With credit grants on, the Reserve is carved in memory from this replica's grant for the
+ * (organisation, project) (no ledger call, no await on that path); when it does not fit, one
+ * AcquireGrant shared by the requests waiting on it, then the carve; when no grant is given,
+ * the exact path: a Reserve at the ledger.
+ *
+ * On the exact path a Reserve refused for balance or budget while this proxy still has Settles
+ * of the organisation in its outbox waits for them (bounded) and is tried once more: those
+ * Settles return their unused holds, and a client that sent its next request right after a
+ * response must not see a 402 because of a hold the gateway was about to release. When the
+ * ledger says it is recalling grants because of the refusal (money idling in other replicas'
+ * grants), the Reserve is tried again with growing waits for up to PROXY_RECALL_WAIT_MS. (Each
+ * retry repeats the same reservation id and payload; a refused Reserve wrote nothing, so it is
+ * not a replay.)
  */
 export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan): Promise<void> {
   const { caller, model } = input;
@@ -148,8 +167,21 @@ export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan:
   if (deps.ledger.settlesBacklogged()) {
     throw new GatewayError('service_unavailable', { internalMessage: 'settle outbox full: the ledger is not answering Settles' });
   }
-  let reserved: ReserveAnswer;
   const startedAtMs = performance.now();
+  const grants = deps.ledger.grants;
+  if (grants !== undefined) {
+    const { organisation, project } = caller;
+    const carve = grants.tryCarve(organisation.id, project.id, organisation.billingMode, plan.amountMicros)
+      ?? await grants.acquireAndCarve(organisation.id, project.id, organisation.billingMode, plan.amountMicros);
+    if (carve !== undefined) {
+      plan.carve = carve;
+      input.log.grantId = carve.grantId;
+      input.log.reservedMicros = plan.amountMicros;
+      input.log.reserveMs = elapsedMs(startedAtMs);
+      return;
+    }
+  }
+  let reserved: ReserveAnswer;
   const order: ReserveOrder = {
     reservationId: plan.reservationId,
     organisationId: caller.organisation.id,
@@ -161,7 +193,19 @@ export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan:
   };
   try {
     reserved = await deps.ledger.reserve(order);
+    let recalling = reserved.grantsRecalled > 0;
     if (refusalsASettleCanLift.has(reserved.outcome) && await deps.ledger.waitForSettlesOf(caller.organisation.id, settlesInFlightWaitMs)) {
+      reserved = await deps.ledger.reserve(order);
+      recalling ||= reserved.grantsRecalled > 0;
+    }
+    // Grants being pulled back return their money within a round trip or two of their owners.
+    let waitedMs = 0;
+    let waitMs = recallFirstWaitMs;
+    while (recalling && refusalsASettleCanLift.has(reserved.outcome) && waitedMs < deps.ledger.recallWaitMs) {
+      const sleepMs = Math.min(waitMs, deps.ledger.recallWaitMs - waitedMs);
+      await new Promise((resolve) => setTimeout(resolve, sleepMs));
+      waitedMs += sleepMs;
+      waitMs *= 2;
       reserved = await deps.ledger.reserve(order);
     }
   } catch (error) {
@@ -218,16 +262,27 @@ async function settleUsageOnce(
   log.completionTokens = usage.completionTokens;
   if (overrun !== undefined) log.overrunOutputTokens = overrun.overrunOutputTokens;
   const startedAtMs = performance.now();
-  const settled = await deps.ledger.settle({
-    reservationId: plan.reservationId,
-    usage,
-    costMicros,
-    providerCostMicros,
-    modelSlug: model.slug,
-    usageSource: source,
-    requestId: input.requestId,
-    overrunOutputTokens: overrun?.overrunOutputTokens ?? 0,
-  }, ownerOf(input));
+  const { carve } = plan;
+  const grants = deps.ledger.grants;
+  // A carve's Settle names its grant (always: the ledger ignores it when the carve was promoted to
+  // its own reservation), and U gets r - c back as it leaves: the ledger keeps r - c in the grant.
+  if (carve !== undefined) grants?.settleSent(carve, costMicros);
+  let settled;
+  try {
+    settled = await deps.ledger.settle({
+      reservationId: plan.reservationId,
+      usage,
+      costMicros,
+      providerCostMicros,
+      modelSlug: model.slug,
+      usageSource: source,
+      requestId: input.requestId,
+      overrunOutputTokens: overrun?.overrunOutputTokens ?? 0,
+      carve: carve === undefined ? undefined : { grantId: carve.grantId, reservedMicros: carve.amountMicros },
+    }, ownerOf(input));
+  } finally {
+    if (carve !== undefined) grants?.settleAnswered(carve);
+  }
   log.settleMs = elapsedMs(startedAtMs);
   if (settled === undefined) return; // abandoned at shutdown: the outbox logged it for replay
   if (settled.outcome === 'ok') {
@@ -240,8 +295,15 @@ async function settleUsageOnce(
   }
 }
 
-/** Releases a Reserve whose request certainly reached no upstream, through the outbox. */
+/**
+ * Releases a Reserve whose request certainly reached no upstream: a carve goes back to its
+ * grant in memory (the ledger never saw it), a Reserve at the ledger through the outbox.
+ */
 async function releaseReserve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, reason: string): Promise<void> {
+  if (plan.carve !== undefined) {
+    deps.ledger.grants?.release(plan.carve);
+    return;
+  }
   const released = await deps.ledger.release({ reservationId: plan.reservationId, reason }, ownerOf(input));
   if (released !== undefined && released.outcome !== 'ok') {
     deps.logger.error({ requestId: input.requestId, reservationId: plan.reservationId, result: released.outcome, detail: released.detail }, 'release refused by the ledger');
@@ -268,11 +330,50 @@ export function settleFailedCall(deps: ChatBillingDeps, input: ChatInput, plan: 
 }
 
 /**
+ * Makes a carved stream's carve its own reservation, held out of its grant with no new money
+ * checks (promotion), so its checkpoints exist for EXPIRY to charge. True when the stream now
+ * has a reservation at the ledger to checkpoint.
+ */
+async function promoteCarve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, carve: Carve): Promise<boolean> {
+  const grants = deps.ledger.grants;
+  if (grants === undefined) return false;
+  grants.promotionSent(carve);
+  const { caller } = input;
+  try {
+    const answer = await deps.ledger.reserve({
+      reservationId: plan.reservationId, organisationId: caller.organisation.id, projectId: caller.project.id,
+      billingMode: caller.organisation.billingMode, amountMicros: carve.amountMicros, ttlMs: deps.reserveTtlMs,
+      modelSlug: input.model.slug, grantId: carve.grantId,
+    });
+    if (answer.outcome === 'ok') {
+      grants.promotionAnswered(carve, 'held');
+      input.log.promoted = true;
+      return true;
+    }
+    // GRANT_NOT_HELD: the grant is gone (closed, expired); the stream stays a carve, its Settle debited from available.
+    grants.promotionAnswered(carve, answer.outcome === 'grant_not_held' ? 'refused' : 'unknown');
+    deps.logger.warn({ requestId: input.requestId, reservationId: plan.reservationId, result: answer.outcome, detail: answer.detail }, 'carve promotion refused');
+  } catch (error) {
+    // Unknown outcome: tried again at the next checkpoint (same id and payload); nothing returns to the grant meanwhile.
+    grants.promotionAnswered(carve, 'unknown');
+    deps.logger.warn({ requestId: input.requestId, reservationId: plan.reservationId, err: { message: (error as Error).message } }, 'carve promotion failed');
+  }
+  return false;
+}
+
+/**
  * Sends one checkpoint of a stream's running usage, pushing its Reserve's deadline out by the
  * reserve TTL (EXPIRY). Failures and refusals are logged and never reach the stream: the next
- * checkpoint supersedes this one.
+ * checkpoint supersedes this one. A carved stream sends none until it has run one checkpoint
+ * interval (the meter's first, at its first chunk, is skipped: a short stream costs no ledger
+ * call); then its carve is promoted to its own reservation before its first checkpoint.
  */
 export async function checkpointStream(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, due: CheckpointDue): Promise<void> {
+  const { carve } = plan;
+  const grants = deps.ledger.grants;
+  if (carve !== undefined && grants !== undefined && carve.state !== 'promoted') {
+    if (!grants.promotionDue(carve) || !await promoteCarve(deps, input, plan, carve)) return;
+  }
   const { costMicros, providerCostMicros } = usageCostMicros(due.usage, input.model);
   try {
     const answer = await deps.ledger.checkpoint({

@@ -19,6 +19,9 @@ function fixedCalls(reserveResult: number): { calls: LedgerCalls; reserves: ledg
         checkpoints.push(request);
         return { result: CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED, expiresAtMs: 0n, detail: '' };
       },
+      async acquireGrant() { throw new Error('not in this test'); },
+      async adjustGrant() { throw new Error('not in this test'); },
+      onRecall() {},
     },
   };
 }
@@ -41,7 +44,7 @@ const order = {
 describe('GrpcLedger: the Ledger port over the proto contract', () => {
   it('sends a Reserve in proto terms and answers in domain terms, transient from the contract\'s table', async () => {
     const { calls, reserves } = fixedCalls(ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN);
-    expect(await new GrpcLedger(calls, outbox).reserve(order)).toEqual({ outcome: 'organisation_unknown', transient: true, detail: 'because' });
+    expect(await new GrpcLedger(calls, outbox).reserve(order)).toEqual({ outcome: 'organisation_unknown', transient: true, detail: 'because', grantsRecalled: 0 });
     expect(reserves).toEqual([{
       reservationId: 'res_1', organisationId: 'org', projectId: 'org-project', billingMode: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
       amountMicros: 9_007_199_254_740_993n, ttlMs: 600_000n, modelSlug: 'chat',

@@ -1,6 +1,7 @@
 import { isTransientResult, ledgerResultTransient, ledgerV1 } from '@gateway/contracts';
+import type { GrantBook } from '../billing/grant-book.ts';
 import type {
-  BillingOwner, CheckpointAnswer, CheckpointOrder, CheckpointOutcome, Ledger, ReleaseAnswer, ReleaseOrder, ReleaseOutcome, ReserveAnswer,
+  AcquireGrantAnswer, AcquireGrantOrder, AcquireGrantOutcome, AdjustGrantAnswer, AdjustGrantOrder, AdjustGrantOutcome, BillingOwner, CheckpointAnswer, CheckpointOrder, CheckpointOutcome, Ledger, ReleaseAnswer, ReleaseOrder, ReleaseOutcome, ReserveAnswer,
   ReserveOrder, ReserveOutcome, SettleAnswer, SettleOrder, SettleOutcome,
 } from '../domain/ledger-port.ts';
 import type { SettleOutbox } from './settle-outbox.ts';
@@ -9,12 +10,15 @@ import type { SettleOutbox } from './settle-outbox.ts';
 export interface LedgerCalls {
   reserve(request: ledgerV1.ReserveRequest): Promise<ledgerV1.ReserveResponse>;
   checkpoint(request: ledgerV1.CheckpointRequest): Promise<ledgerV1.CheckpointResponse>;
+  acquireGrant(request: ledgerV1.AcquireGrantRequest): Promise<ledgerV1.AcquireGrantResponse>;
+  adjustGrant(request: ledgerV1.AdjustGrantRequest): Promise<ledgerV1.AdjustGrantResponse>;
+  onRecall(listener: (grantIds: readonly string[]) => void): void;
 }
 
 /** The outbox operations the port needs (SettleOutbox in production). */
 export type LedgerOutbox = Pick<SettleOutbox, 'settle' | 'release' | 'outboxFull' | 'waitForOrganisation'>;
 
-const { ReserveResult, SettleResult, ReleaseResult, CheckpointResult } = ledgerV1;
+const { ReserveResult, SettleResult, ReleaseResult, CheckpointResult, AcquireGrantResult, AdjustGrantResult } = ledgerV1;
 
 /** Proto result -> domain outcome; a value missing here (UNSPECIFIED, UNRECOGNIZED) is `unrecognized`. */
 const reserveOutcomes = new Map<ledgerV1.ReserveResult, ReserveOutcome>([
@@ -25,6 +29,21 @@ const reserveOutcomes = new Map<ledgerV1.ReserveResult, ReserveOutcome>([
   [ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, 'insufficient_balance'],
   [ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, 'project_budget_exceeded'],
   [ReserveResult.RESERVE_RESULT_RELEASED, 'released'],
+  [ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD, 'grant_not_held'],
+]);
+const acquireGrantOutcomes = new Map<ledgerV1.AcquireGrantResult, AcquireGrantOutcome>([
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK, 'ok'],
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT, 'idempotency_conflict'],
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN, 'organisation_unknown'],
+  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED, 'not_granted'],
+]);
+const adjustGrantOutcomes = new Map<ledgerV1.AdjustGrantResult, AdjustGrantOutcome>([
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_OK, 'ok'],
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT, 'idempotency_conflict'],
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN, 'grant_unknown'],
+  [AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED, 'already_resolved'],
 ]);
 
 const settleOutcomes = new Map<ledgerV1.SettleResult, SettleOutcome>([
@@ -68,11 +87,15 @@ function detailOf(known: boolean, result: number, detail: string): string {
 export class GrpcLedger implements Ledger {
   readonly #calls: LedgerCalls;
   readonly #outbox: LedgerOutbox;
+  /** The replica's credit grants, set by createProxyApp when PROXY_CREDIT_GRANTS=on (the book needs this port first). */
+  grants: GrantBook | undefined = undefined;
+  readonly recallWaitMs: number;
 
-  /** Wraps the client and the outbox; opens nothing. */
-  constructor(calls: LedgerCalls, outbox: LedgerOutbox) {
+  /** Wraps the client and the outbox; opens nothing. `recallWaitMs`: PROXY_RECALL_WAIT_MS. */
+  constructor(calls: LedgerCalls, outbox: LedgerOutbox, options: { recallWaitMs?: number } = {}) {
     this.#calls = calls;
     this.#outbox = outbox;
+    this.recallWaitMs = options.recallWaitMs ?? 0;
   }
 
   /** One Reserve call; a failed call throws (LedgerClient makes it `service_unavailable`). */
@@ -85,13 +108,59 @@ export class GrpcLedger implements Ledger {
       amountMicros: order.amountMicros,
       ttlMs: BigInt(order.ttlMs),
       modelSlug: order.modelSlug,
+      grantId: order.grantId,
     });
     const outcome = reserveOutcomes.get(response.result);
     return {
       outcome: outcome ?? 'unrecognized',
       transient: isTransientResult(ledgerResultTransient.reserve, response.result),
       detail: detailOf(outcome !== undefined, response.result, response.detail),
+      grantsRecalled: response.grantsRecalled ?? 0,
     };
+  }
+
+  /** One AcquireGrant call; a failed call throws its gRPC error. */
+  async acquireGrant(order: AcquireGrantOrder): Promise<AcquireGrantAnswer> {
+    const response = await this.#calls.acquireGrant({
+      grantId: order.grantId,
+      organisationId: order.organisationId,
+      projectId: order.projectId,
+      billingMode: protoBillingMode[order.billingMode],
+      minMicros: order.minMicros,
+      wantMicros: order.wantMicros,
+      ttlMs: BigInt(order.ttlMs),
+      ownerId: order.ownerId,
+    });
+    const outcome = acquireGrantOutcomes.get(response.result);
+    return {
+      outcome: outcome ?? 'unrecognized',
+      grantedMicros: outcome === 'ok' ? response.grantedMicros : 0n,
+      detail: detailOf(outcome !== undefined, response.result, response.detail),
+    };
+  }
+
+  /** One AdjustGrant call; a failed call throws its gRPC error. */
+  async adjustGrant(order: AdjustGrantOrder): Promise<AdjustGrantAnswer> {
+    const response = await this.#calls.adjustGrant({
+      adjustmentId: order.adjustmentId,
+      grantId: order.grantId,
+      returnMicros: order.returnMicros,
+      close: order.close,
+      extendTtlMs: BigInt(order.extendTtlMs),
+      reason: order.reason,
+    });
+    const outcome = adjustGrantOutcomes.get(response.result);
+    return {
+      outcome: outcome ?? 'unrecognized',
+      remainingMicros: response.remainingMicros,
+      recalled: response.recalled,
+      detail: detailOf(outcome !== undefined, response.result, response.detail),
+    };
+  }
+
+  /** Hands the grant ids of every recall the ledger pushes to `listener`. */
+  onRecall(listener: (grantIds: readonly string[]) => void): void {
+    this.#calls.onRecall(listener);
   }
 
   /** One Checkpoint call; a failed call throws its gRPC error. */
@@ -122,6 +191,8 @@ export class GrpcLedger implements Ledger {
       usageSource: order.usageSource === 'upstream' ? ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM : ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
       requestId: order.requestId,
       overrunOutputTokens: BigInt(order.overrunOutputTokens),
+      grantId: order.carve?.grantId,
+      reservedMicros: order.carve?.reservedMicros,
     }, owner);
     if (response === undefined) return undefined;
     const outcome = settleOutcomes.get(response.result);

@@ -18,18 +18,28 @@ export interface LedgerClientOptions {
 export type LedgerChannelState = 'up' | 'connecting' | 'idle' | 'down';
 
 /** The hot-path operations the Operate stream carries. */
-type OperationKind = 'reserve' | 'settle' | 'release' | 'checkpoint';
+type OperationKind = 'reserve' | 'release' | 'checkpoint' | 'acquireGrant' | 'adjustGrant' | 'settleBatch';
+
+/** A Settle waiting for the next settle_batch message. */
+interface QueuedSettle {
+  request: ledgerV1.SettleRequest;
+  resolve: (response: ledgerV1.SettleResponse) => void;
+  reject: (error: unknown) => void;
+}
 
 /**
  * The proxy's side of the ledger: one attempt of each hot-path call. Reserve maps a failed call
  * to `service_unavailable`; Settle and Release throw the call's error, and the settle outbox
- * (settle-outbox.ts) repeats them until the ledger answers. All four travel as messages on one
- * Operate stream. Proto in, proto out: `grpc-ledger.ts` turns it into the billing's Ledger port.
+ * (settle-outbox.ts) repeats them until the ledger answers. All of them (and the grant calls)
+ * travel as messages on one Operate stream; Settles in settle_batch messages. Proto in, proto out: `grpc-ledger.ts` turns it into the billing's Ledger port.
  */
 export class LedgerClient {
   readonly #client: ledgerV1.LedgerServiceClient;
   readonly #operations: LedgerOperationStream;
   readonly #callTimeoutMs: number;
+  /** Settles queued while a settle_batch is in flight: they leave together when it is answered. */
+  #queuedSettles: QueuedSettle[] = [];
+  #batchInFlight = false;
 
   /** Creates the channel; it connects on first use and reconnects by itself. */
   constructor(options: LedgerClientOptions) {
@@ -71,9 +81,52 @@ export class LedgerClient {
     return this.#operate('checkpoint', request);
   }
 
-  /** Settles a reservation, once; throws the call's error (the outbox sends it again). */
+  /**
+   * Settles a reservation, once; throws the call's error (the outbox sends it again). Settles
+   * travel in settle_batch messages: with no batch in flight a Settle leaves at once (alone, no
+   * timer); those that arrive while one is in flight leave together in one message as soon as
+   * it is answered, so a busy replica sends one message per ledger round trip, not per request.
+   */
   settle(request: ledgerV1.SettleRequest): Promise<ledgerV1.SettleResponse> {
-    return this.#operate('settle', request);
+    return new Promise((resolve, reject) => {
+      this.#queuedSettles.push({ request, resolve, reject });
+      if (!this.#batchInFlight) void this.#sendBatch();
+    });
+  }
+
+  /** Sends every queued Settle in one settle_batch message, then the next batch while any are queued. */
+  async #sendBatch(): Promise<void> {
+    this.#batchInFlight = true;
+    while (this.#queuedSettles.length > 0) {
+      const batch = this.#queuedSettles;
+      this.#queuedSettles = [];
+      try {
+        const answer = await this.#operate('settleBatch', { settles: batch.map((queued) => queued.request) });
+        if (answer.settles.length !== batch.length) {
+          throw operationError(GrpcStatus.INTERNAL, `ledger answered ${answer.settles.length} of a batch of ${batch.length} settles`);
+        }
+        batch.forEach((queued, index) => queued.resolve(answer.settles[index]!));
+      } catch (error) {
+        // The batch failed as a call: each Settle failed, and the outbox sends each again.
+        for (const queued of batch) queued.reject(error);
+      }
+    }
+    this.#batchInFlight = false;
+  }
+
+  /** Holds a credit grant, once; throws the call's error. */
+  acquireGrant(request: ledgerV1.AcquireGrantRequest): Promise<ledgerV1.AcquireGrantResponse> {
+    return this.#operate('acquireGrant', request);
+  }
+
+  /** Adjusts (returns, closes, extends) a credit grant, once; throws the call's error. */
+  adjustGrant(request: ledgerV1.AdjustGrantRequest): Promise<ledgerV1.AdjustGrantResponse> {
+    return this.#operate('adjustGrant', request);
+  }
+
+  /** Routes the grant ids of every GrantRecall the ledger pushes on the Operate stream to `listener`. */
+  onRecall(listener: (grantIds: readonly string[]) => void): void {
+    this.#operations.onRecall((recall) => listener(recall.grantIds));
   }
 
   /** Releases a reservation, once; throws the call's error (the outbox sends it again). */

@@ -3,7 +3,7 @@ import { errorCodeMetadataKey } from '@gateway/errors';
 import { duplexStream, type DuplexStream } from '@gateway/grpc';
 import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 
-/** One operation to send: exactly one of reserve, settle, release or checkpoint, and the request id to log. */
+/** One operation to send: exactly one of reserve, settle, release, checkpoint, acquire_grant, adjust_grant or settle_batch, and the request id to log. */
 export type Operation = Omit<ledgerV1.OperationRequest, 'callId'>;
 
 /** An open Operate stream and its operations in flight. */
@@ -43,10 +43,17 @@ export class LedgerOperationStream {
   #current: OpenStream | undefined;
   #nextCallId = 1n;
   #closed = false;
+  /** Gets what the ledger pushes unasked (call id 0): grant recalls. */
+  #onRecall: (recall: ledgerV1.GrantRecall) => void = () => {};
 
   /** Uses the client's channel; opens nothing until the first operation. */
   constructor(client: ledgerV1.LedgerServiceClient) {
     this.#client = client;
+  }
+
+  /** Routes the ledger's pushed GrantRecall messages (call id 0, answering nothing) to `listener`. */
+  onRecall(listener: (recall: ledgerV1.GrantRecall) => void): void {
+    this.#onRecall = listener;
   }
 
   /** Sends one operation; resolves with its answer, or rejects with a call error (UNAVAILABLE, DEADLINE_EXCEEDED, or the ledger's own). */
@@ -91,6 +98,11 @@ export class LedgerOperationStream {
     let error: ServiceError;
     try {
       for await (const response of current.stream) {
+        if (response.callId === 0n) {
+          // A push, not an answer: call ids of operations start at 1.
+          if (response.recall !== undefined) this.#onRecall(response.recall);
+          continue;
+        }
         const answered = current.pending.get(response.callId);
         if (answered === undefined) continue; // answered after its deadline: the caller has moved on
         current.pending.delete(response.callId);

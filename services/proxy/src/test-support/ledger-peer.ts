@@ -26,16 +26,32 @@ interface PeerReservation {
 }
 
 /** Ledger methods whose next calls a test can make fail. */
-export type PeerMethod = 'reserve' | 'settle' | 'release' | 'checkpoint';
+export type PeerMethod = 'reserve' | 'settle' | 'release' | 'checkpoint' | 'acquireGrant' | 'adjustGrant';
+
+/** A credit grant in the peer: a hold one proxy replica carves Reserves from (docs/ledger.md "Credit grants"). */
+export interface PeerGrant {
+  request: ledgerV1.AcquireGrantRequest;
+  /** The first answer (a replay answers it again). */
+  response: ledgerV1.AcquireGrantResponse;
+  /** What it still holds, µ₹ (budget headroom only, in internal billing mode). */
+  heldMicros: bigint;
+  state: 'held' | 'closed' | 'expired';
+  /** The peer wants it back (its organisation ran low). */
+  recalled: boolean;
+  expiresAtMs: bigint;
+}
 
 /**
  * A small in-memory ledger for proxy tests: a real grpc-js server implementing LedgerService
  * (unary calls and the Operate stream) with wallets, reservations, settle, release and
  * checkpoint (idempotent on the reservation id, balances conserved), Release tombstones (a
  * Reserve after its Release holds nothing, as the ledger does) and a per-project cap, recording
- * every call and answer. It answers the shared scenario table (`ledgerScenarios` from
- * `@gateway/testkit`) as the real ledger does (ledger-peer-scenarios.int.test.ts); it does not
- * model expiry (no sweeper) nor the admin's calls (UNIMPLEMENTED). A test can make the next
+ * every call and answer. It also holds credit grants as the ledger does (AcquireGrant sized by a
+ * share of available and of budget headroom, AdjustGrant, carved Settles, promoted Reserves,
+ * settle_batch messages, recalls on refusals pushed to the owners' Operate streams). It answers
+ * the shared scenario table (`ledgerScenarios` from `@gateway/testkit`) as the real ledger does
+ * (ledger-peer-scenarios.int.test.ts); it does not model expiry (no sweeper; a test can expire
+ * a grant by hand) nor the admin's calls (UNIMPLEMENTED). A test can make the next
  * calls of a method fail with UNAVAILABLE, or stop the whole peer and restart it on the same
  * port with its state, as a ledger that is down would be.
  */
@@ -46,7 +62,9 @@ export interface LedgerPeer {
   proxySecurity: GrpcTransportSecurity;
   calls: {
     reserve: ledgerV1.ReserveRequest[]; settle: ledgerV1.SettleRequest[]; release: ledgerV1.ReleaseRequest[];
-    checkpoint: ledgerV1.CheckpointRequest[];
+    checkpoint: ledgerV1.CheckpointRequest[]; acquireGrant: ledgerV1.AcquireGrantRequest[]; adjustGrant: ledgerV1.AdjustGrantRequest[];
+    /** How many Settles each settle_batch message carried (each Settle is also in `settle`). */
+    settleBatch: number[];
   };
   /** Opens (or tops up) an organisation's account. */
   credit(organisationId: string, amountMicros: bigint): void;
@@ -63,10 +81,16 @@ export interface LedgerPeer {
   delayNext(method: PeerMethod, delayMs: number): void;
   /** True when a Release of an unknown reservation id left a tombstone (a later Reserve of it holds nothing). */
   tombstoned(reservationId: string): boolean;
+  /** Every credit grant, by id (copies). */
+  grants(): Map<string, PeerGrant>;
+  /** The largest share of available (and of budget headroom) one grant may hold, percent (LEDGER_GRANT_MAX_SHARE_PERCENT; 10 by default). */
+  setGrantSharePercent(percent: number): void;
+  /** Expires a held grant as the ledger's sweeper does at its deadline: what it holds returns to the wallet. */
+  expireGrant(grantId: string): void;
   /** Every answer given, per method, in order (calls failed by failNext have none). */
   answers: {
     reserve: ledgerV1.ReserveResponse[]; settle: ledgerV1.SettleResponse[]; release: ledgerV1.ReleaseResponse[];
-    checkpoint: ledgerV1.CheckpointResponse[];
+    checkpoint: ledgerV1.CheckpointResponse[]; acquireGrant: ledgerV1.AcquireGrantResponse[]; adjustGrant: ledgerV1.AdjustGrantResponse[];
   };
   /**
    * Stops serving, as a killed ledger does (connections cut, calls in flight fail), keeping every
@@ -132,12 +156,18 @@ function validCheckpoint(request: ledgerV1.CheckpointRequest): boolean {
 export async function startLedgerPeer(): Promise<LedgerPeer> {
   const accounts = new Map<string, PeerAccount>();
   const reservations = new Map<string, PeerReservation>();
-  const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [], checkpoint: [] };
-  const answers: LedgerPeer['answers'] = { reserve: [], settle: [], release: [], checkpoint: [] };
+  const calls: LedgerPeer['calls'] = { reserve: [], settle: [], release: [], checkpoint: [], acquireGrant: [], adjustGrant: [], settleBatch: [] };
+  const answers: LedgerPeer['answers'] = { reserve: [], settle: [], release: [], checkpoint: [], acquireGrant: [], adjustGrant: [] };
+  const grants = new Map<string, PeerGrant>();
+  /** First answer of each AdjustGrant, by adjustment id (IDEMPOTENCY). */
+  const adjustments = new Map<string, { request: ledgerV1.AdjustGrantRequest; response: ledgerV1.AdjustGrantResponse }>();
+  /** The Operate streams each grant owner's AcquireGrant/AdjustGrant messages came on: where its recalls are pushed. */
+  const ownerStreams = new Map<string, Set<ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>>>();
+  let grantSharePercent = 10n;
   // Releases that arrived before their Reserve (the ledger's tombstones): the late Reserve holds nothing.
   const tombstones = new Set<string>();
-  const failures: Record<PeerMethod, number> = { reserve: 0, settle: 0, release: 0, checkpoint: 0 };
-  const delays: Record<PeerMethod, number[]> = { reserve: [], settle: [], release: [], checkpoint: [] };
+  const failures: Record<PeerMethod, number> = { reserve: 0, settle: 0, release: 0, checkpoint: 0, acquireGrant: 0, adjustGrant: 0 };
+  const delays: Record<PeerMethod, number[]> = { reserve: [], settle: [], release: [], checkpoint: [], acquireGrant: [], adjustGrant: [] };
   const projectCaps = new Map<string, bigint>();
 
   /** Customer cost settled plus held by a project's reservations, µ₹ (both billing modes). */
@@ -148,7 +178,43 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
       if (reservation.state === 'held') total += reservation.request.amountMicros;
       else if (reservation.state === 'settled') total += reservation.settle!.request.costMicros;
     }
+    // A grant holds budget headroom (both billing modes) like a reservation.
+    for (const grant of grants.values()) if (grant.request.projectId === projectId && grant.state === 'held') total += grant.heldMicros;
     return total;
+  };
+
+  /** The wallet part of a grant's hold: all of it, commercial; nothing, internal (INTERNAL_MODE). */
+  const walletPart = (grant: PeerGrant, micros: bigint) => (grant.request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL ? 0n : micros);
+
+  /** Returns `micros` of a grant's hold to the wallet. */
+  const returnFromGrant = (grant: PeerGrant, micros: bigint) => {
+    grant.heldMicros -= micros;
+    const account = accounts.get(grant.request.organisationId)!;
+    account.heldMicros -= walletPart(grant, micros);
+    account.availableMicros += walletPart(grant, micros);
+  };
+
+  /**
+   * Marks the organisation's held grants (of one project when given) recalled and pushes their
+   * ids to their owners' Operate streams; returns how many are being pulled back (newly or already).
+   */
+  const recallGrants = (organisationId: string, projectId?: string, except?: string): number => {
+    const byOwner = new Map<string, string[]>();
+    let recalling = 0;
+    for (const [grantId, grant] of grants) {
+      if (grant.state !== 'held' || grant.request.organisationId !== organisationId || grantId === except) continue;
+      if (projectId !== undefined && grant.request.projectId !== projectId) continue;
+      recalling += 1;
+      if (grant.recalled) continue;
+      grant.recalled = true;
+      byOwner.set(grant.request.ownerId, [...(byOwner.get(grant.request.ownerId) ?? []), grantId]);
+    }
+    for (const [ownerId, grantIds] of byOwner) {
+      for (const stream of ownerStreams.get(ownerId) ?? []) {
+        if (!stream.destroyed) stream.write({ callId: 0n, recall: { grantIds } });
+      }
+    }
+    return recalling;
   };
 
   /** One call of a method, as a unary call or an Operate message: recorded, then failed, delayed or run. */
@@ -191,13 +257,27 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     if (tombstones.has(request.reservationId)) return { ...base, result: ReserveResult.RESERVE_RESULT_RELEASED };
     if (account === undefined) return { ...base, result: ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN };
     const internal = request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL;
+    if (request.grantId !== undefined) {
+      // A carve made its own reservation: held out of the grant's remaining, no new money checks.
+      const grant = grants.get(request.grantId);
+      if (grant === undefined || grant.state !== 'held' || grant.heldMicros < request.amountMicros) {
+        return { ...base, result: ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD, availableMicros: account.availableMicros };
+      }
+      grant.heldMicros -= request.amountMicros;
+      const heldMicros = walletPart(grant, request.amountMicros); // moved from the grant's hold to the reservation's
+      const expiresAtMs = BigInt(Date.now()) + request.ttlMs;
+      reservations.set(request.reservationId, { request, heldMicros, state: 'held', expiresAtMs, checkpointRequestId: '' });
+      return { ...base, result: ok, availableMicros: account.availableMicros, expiresAtMs };
+    }
     // NO_OVERSPEND (commercial only: INTERNAL_MODE holds nothing), decided before PROJECT_BUDGET.
     if (!internal && account.availableMicros < request.amountMicros) {
-      return { ...base, result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros };
+      const grantsRecalled = recallGrants(request.organisationId);
+      return { ...base, result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros, grantsRecalled };
     }
     const capMicros = projectCaps.get(request.projectId) ?? 0n;
     if (capMicros > 0n && projectSpendMicros(request.projectId) + request.amountMicros > capMicros) {
-      return { ...base, result: ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, availableMicros: account.availableMicros };
+      const grantsRecalled = recallGrants(request.organisationId, request.projectId);
+      return { ...base, result: ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, availableMicros: account.availableMicros, grantsRecalled };
     }
     const heldMicros = internal ? 0n : request.amountMicros;
     account.availableMicros -= heldMicros;
@@ -218,6 +298,7 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
       return { ...reservation.settle!.response, availableMicros: accounts.get(reservation.request.organisationId)!.availableMicros };
     }
     if (!validSettle(request)) return { ...base, result: SettleResult.SETTLE_RESULT_INVALID_ARGUMENT };
+    if (reservation === undefined && request.grantId !== undefined) return settleCarve(request, base);
     if (reservation === undefined) return { ...base, result: SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN };
     if (reservation.state === 'released') return { ...base, result: SettleResult.SETTLE_RESULT_ALREADY_RESOLVED };
     const account = accounts.get(reservation.request.organisationId)!;
@@ -234,6 +315,112 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     };
     reservation.state = 'settled';
     reservation.settle = { request, response };
+    return response;
+  };
+
+  /**
+   * The Settle of a Reserve carved from a grant, which the peer has never seen: the reservation is
+   * written settled at once; the cost comes out of the grant's hold, any part beyond what the grant
+   * still holds (or all of it, for a grant no longer held) out of available; the unused part of the
+   * carve stays in the grant. BOUNDED_OVERRUN: overrun = max(0, cost − carve).
+   */
+  const settleCarve = (request: ledgerV1.SettleRequest, base: ledgerV1.SettleResponse): ledgerV1.SettleResponse => {
+    const { SettleResult } = ledgerV1;
+    const grant = grants.get(request.grantId!);
+    const reservedMicros = request.reservedMicros ?? 0n;
+    if (grant === undefined || reservedMicros <= 0n) return { ...base, result: SettleResult.SETTLE_RESULT_INVALID_ARGUMENT };
+    const account = accounts.get(grant.request.organisationId)!;
+    const internal = grant.request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL;
+    const debitedMicros = internal ? 0n : request.costMicros;
+    // The grant's hold (budget headroom too, internal) pays the cost first.
+    const fromGrantMicros = grant.state === 'held' ? (request.costMicros < grant.heldMicros ? request.costMicros : grant.heldMicros) : 0n;
+    grant.heldMicros -= fromGrantMicros;
+    const fromGrantWallet = walletPart(grant, fromGrantMicros);
+    account.heldMicros -= fromGrantWallet;
+    account.availableMicros -= debitedMicros - fromGrantWallet;
+    account.debitedMicros += debitedMicros;
+    const overrunMicros = debitedMicros > reservedMicros ? debitedMicros - reservedMicros : 0n;
+    const response: ledgerV1.SettleResponse = {
+      ...base, result: SettleResult.SETTLE_RESULT_OK, debitedMicros, releasedMicros: 0n, overrunMicros, availableMicros: account.availableMicros,
+    };
+    reservations.set(request.reservationId, {
+      request: {
+        reservationId: request.reservationId, organisationId: grant.request.organisationId, projectId: grant.request.projectId,
+        billingMode: grant.request.billingMode, amountMicros: reservedMicros, ttlMs: minReserveTtlMs, modelSlug: request.modelSlug,
+      },
+      heldMicros: 0n, state: 'settled', settle: { request, response }, expiresAtMs: 0n, checkpointRequestId: '',
+    });
+    return response;
+  };
+
+  const acquireGrant = (request: ledgerV1.AcquireGrantRequest): ledgerV1.AcquireGrantResponse => {
+    const base = ledgerV1.AcquireGrantResponse.fromPartial({});
+    const { AcquireGrantResult } = ledgerV1;
+    const existing = grants.get(request.grantId);
+    if (existing !== undefined) {
+      if (!samePayload(ledgerV1.AcquireGrantRequest, existing.request, request)) return { ...base, result: AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT };
+      return existing.response;
+    }
+    const internal = request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL;
+    if (!validId(request.grantId) || !validId(request.organisationId) || !validId(request.projectId) || !validId(request.ownerId)
+      || request.minMicros <= 0n || request.wantMicros < request.minMicros || request.wantMicros > maxAmountMicros || !validTtl(request.ttlMs)
+      || (!internal && request.billingMode !== ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL)) {
+      return { ...base, result: AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT };
+    }
+    const account = accounts.get(request.organisationId);
+    if (account === undefined) return { ...base, result: AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN };
+    // Sizing: at most what was asked, a share of available (commercial) and of the budget's headroom.
+    let grantedMicros = request.wantMicros;
+    if (!internal) {
+      const share = account.availableMicros * grantSharePercent / 100n;
+      if (share < grantedMicros) grantedMicros = share;
+    }
+    const capMicros = projectCaps.get(request.projectId) ?? 0n;
+    if (capMicros > 0n) {
+      const headroom = capMicros - projectSpendMicros(request.projectId);
+      const share = headroom > 0n ? headroom * grantSharePercent / 100n : 0n;
+      if (share < grantedMicros) grantedMicros = share;
+    }
+    if (grantedMicros < request.minMicros) {
+      // The organisation runs low: nothing is written, and its other grants are pulled back.
+      recallGrants(request.organisationId);
+      return { ...base, result: AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED, availableMicros: account.availableMicros };
+    }
+    const walletMicros = internal ? 0n : grantedMicros;
+    account.availableMicros -= walletMicros;
+    account.heldMicros += walletMicros;
+    const expiresAtMs = BigInt(Date.now()) + request.ttlMs;
+    const response: ledgerV1.AcquireGrantResponse = {
+      ...base, result: AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK, grantedMicros, expiresAtMs, availableMicros: account.availableMicros,
+    };
+    grants.set(request.grantId, { request, response, heldMicros: grantedMicros, state: 'held', recalled: false, expiresAtMs });
+    return response;
+  };
+
+  const adjustGrant = (request: ledgerV1.AdjustGrantRequest): ledgerV1.AdjustGrantResponse => {
+    const base = ledgerV1.AdjustGrantResponse.fromPartial({});
+    const { AdjustGrantResult } = ledgerV1;
+    const existing = adjustments.get(request.adjustmentId);
+    if (existing !== undefined) {
+      if (!samePayload(ledgerV1.AdjustGrantRequest, existing.request, request)) return { ...base, result: AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT };
+      return existing.response;
+    }
+    if (!validId(request.adjustmentId) || !validId(request.grantId) || !validNonNegative(request.returnMicros) || !validReason(request.reason)
+      || (request.extendTtlMs !== 0n && !validTtl(request.extendTtlMs))) {
+      return { ...base, result: AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT };
+    }
+    const grant = grants.get(request.grantId);
+    if (grant === undefined) return { ...base, result: AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN };
+    if (grant.state !== 'held') return { ...base, result: AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED, expiresAtMs: grant.expiresAtMs };
+    const returnedMicros = request.close ? grant.heldMicros : (request.returnMicros < grant.heldMicros ? request.returnMicros : grant.heldMicros);
+    returnFromGrant(grant, returnedMicros);
+    if (request.close) grant.state = 'closed';
+    if (request.extendTtlMs > 0n) grant.expiresAtMs = BigInt(Date.now()) + request.extendTtlMs;
+    const response: ledgerV1.AdjustGrantResponse = {
+      ...base, result: AdjustGrantResult.ADJUST_GRANT_RESULT_OK, returnedMicros, remainingMicros: grant.heldMicros,
+      expiresAtMs: grant.expiresAtMs, recalled: grant.recalled,
+    };
+    adjustments.set(request.adjustmentId, { request, response });
     return response;
   };
 
@@ -291,8 +478,8 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
 
   const unimplemented = (_call: unknown, callback: sendUnaryData<never>) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
   const implementation: ledgerV1.LedgerServiceServer = {
-    acquireGrant: unimplemented,
-    adjustGrant: unimplemented,
+    acquireGrant: handler('acquireGrant', acquireGrant),
+    adjustGrant: handler('adjustGrant', adjustGrant),
     reserve: handler('reserve', reserve),
     settle: handler('settle', settle),
     release: handler('release', release),
@@ -312,11 +499,14 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     verify: unimplemented,
     operate: (call: ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>) => {
       operateStreams.add(call);
-      call.on('close', () => operateStreams.delete(call));
+      call.on('close', () => {
+        operateStreams.delete(call);
+        for (const streams of ownerStreams.values()) streams.delete(call);
+      });
       call.on('end', () => call.end());
       call.on('data', (message: ledgerV1.OperationRequest) => {
         const { callId } = message;
-        const reply = (key: 'reserve' | 'settle' | 'release' | 'checkpoint') => (error: { code?: number; details?: string } | null, response?: unknown) => {
+        const reply = (key: 'reserve' | 'settle' | 'release' | 'checkpoint' | 'acquireGrant' | 'adjustGrant' | 'settleBatch') => (error: { code?: number; details?: string } | null, response?: unknown) => {
           if (call.destroyed) return;
           call.write(error
             ? { callId, error: { code: error.code ?? GrpcStatus.INTERNAL, message: error.details ?? '', errorCode: 'service_unavailable' } }
@@ -326,6 +516,27 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
         else if (message.settle) answer('settle', settle, message.settle, reply('settle'));
         else if (message.release) answer('release', release, message.release, reply('release'));
         else if (message.checkpoint) answer('checkpoint', checkpoint, message.checkpoint, reply('checkpoint'));
+        else if (message.acquireGrant || message.adjustGrant) {
+          // The ledger learns which stream serves a grant's owner from the grant messages it carried.
+          const ownerId = message.acquireGrant?.ownerId ?? grants.get(message.adjustGrant!.grantId)?.request.ownerId;
+          if (ownerId !== undefined) ownerStreams.set(ownerId, (ownerStreams.get(ownerId) ?? new Set()).add(call));
+          if (message.acquireGrant) answer('acquireGrant', acquireGrant, message.acquireGrant, reply('acquireGrant'));
+          else answer('adjustGrant', adjustGrant, message.adjustGrant!, reply('adjustGrant'));
+        } else if (message.settleBatch) {
+          // Each Settle is exactly a Settle (recorded, failed or delayed as one); one answer per Settle, in order.
+          const { settles } = message.settleBatch;
+          calls.settleBatch.push(settles.length);
+          const results: ledgerV1.SettleResponse[] = [];
+          let failed: { code?: number; details?: string } | null = null;
+          let left = settles.length;
+          if (left === 0) reply('settleBatch')(null, { settles: [] });
+          settles.forEach((settleRequest, index) => answer('settle', settle, settleRequest, (error, response) => {
+            if (error) failed ??= error;
+            else results[index] = response!;
+            left -= 1;
+            if (left === 0) reply('settleBatch')(failed, failed ? undefined : { settles: results });
+          }));
+        }
       });
     },
   };
@@ -365,6 +576,14 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     failNext(method, count) { failures[method] = count; },
     delayNext(method, delayMs) { delays[method].push(delayMs); },
     tombstoned: (reservationId) => tombstones.has(reservationId),
+    grants: () => new Map([...grants].map(([grantId, grant]) => [grantId, { ...grant }])),
+    setGrantSharePercent(percent) { grantSharePercent = BigInt(percent); },
+    expireGrant(grantId) {
+      const grant = grants.get(grantId);
+      if (grant === undefined || grant.state !== 'held') return;
+      returnFromGrant(grant, grant.heldMicros);
+      grant.state = 'expired';
+    },
     answers,
     async stop() {
       if (!serving) return;

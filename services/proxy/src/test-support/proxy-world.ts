@@ -123,8 +123,9 @@ export async function startProxyWorld(
       const config = loadProxyConfig({
         ...serviceTlsEnv(await sharedTestPki(), 'proxy'),
         PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, PROXY_ID: proxyId,
-        // The outbox repeats Settles quickly in tests (10 ms doubling up to 100 ms).
-        PROXY_SETTLE_RETRY_INITIAL_MS: '10', PROXY_SETTLE_RETRY_MAX_MS: '100', ...env,
+        // The outbox repeats Settles quickly in tests (10 ms doubling up to 100 ms). Credit grants are
+        // off unless a test turns them on: most tests count the exact path's ledger calls.
+        PROXY_SETTLE_RETRY_INITIAL_MS: '10', PROXY_SETTLE_RETRY_MAX_MS: '100', PROXY_CREDIT_GRANTS: 'off', ...env,
       });
       const app = await createProxyApp(config, { logger: createLogger('proxy', 'debug', destination) });
       const proxy: TestProxy = { ...app, baseUrl: `http://127.0.0.1:${app.ports.http}/v1`, proxyId, logs };
