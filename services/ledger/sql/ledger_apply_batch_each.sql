@@ -12,8 +12,8 @@
 -- serialization failures are raised in both modes, so the caller retries the whole batch.
 --
 -- Lock order: before the first operation, the rows the batch will lock are locked in the one
--- global order (budget rows -> reservation rows -> account rows -> this month's project-spend
--- rows, each sorted), so batches on any number of replicas, the sweeper and the single-call
+-- global order (budget rows -> reservation rows -> grant rows -> account rows -> this month's
+-- project-spend rows, each sorted), so batches on any number of replicas, the sweeper and the single-call
 -- paths cannot deadlock one another; the operations then re-lock rows they already hold.
 CREATE OR REPLACE FUNCTION ledger_apply_batch_each(ops jsonb, p_isolate boolean)
 RETURNS TABLE (ordinal integer, result text, available_micros bigint, expires_at_ms bigint, debited_micros bigint,
@@ -29,22 +29,28 @@ DECLARE
   v_reserve_projects text[];
   v_reserve_organisations text[];
   v_resolve_ids text[];
+  v_grant_ids text[];
 BEGIN
   SELECT array_agg(DISTINCT o->>'projectId') FILTER (WHERE o->>'kind' = 'reserve' AND o ? 'projectId'),
     array_agg(DISTINCT o->>'organisationId') FILTER (WHERE o->>'kind' = 'reserve' AND o ? 'organisationId'),
-    array_agg(DISTINCT o->>'reservationId') FILTER (WHERE o->>'kind' = 'settle')
-  INTO v_reserve_projects, v_reserve_organisations, v_resolve_ids
+    array_agg(DISTINCT o->>'reservationId') FILTER (WHERE o->>'kind' = 'settle'),
+    array_agg(DISTINCT o->>'grantId') FILTER (WHERE o ? 'grantId')
+  INTO v_reserve_projects, v_reserve_organisations, v_resolve_ids, v_grant_ids
   FROM jsonb_array_elements(ops) AS o;
 
   PERFORM 1 FROM project_budgets b WHERE b.project_id = ANY (v_reserve_projects) ORDER BY b.project_id FOR UPDATE;
   PERFORM 1 FROM reservations r WHERE r.id = ANY (v_resolve_ids) ORDER BY r.id FOR UPDATE;
+  -- The grants of carved Settles and promotions (after reservations, before accounts).
+  PERFORM 1 FROM grants g WHERE g.id = ANY (v_grant_ids) ORDER BY g.id FOR UPDATE;
   PERFORM 1 FROM accounts a
   WHERE a.organisation_id = ANY (v_reserve_organisations)
      OR a.organisation_id IN (SELECT r.organisation_id FROM reservations r WHERE r.id = ANY (v_resolve_ids))
+     OR a.organisation_id IN (SELECT g.organisation_id FROM grants g WHERE g.id = ANY (v_grant_ids))
   ORDER BY a.organisation_id FOR UPDATE;
   PERFORM 1 FROM project_month_spend s
   WHERE s.month = ledger_current_month()
-    AND s.project_id IN (SELECT r.project_id FROM reservations r WHERE r.id = ANY (v_resolve_ids))
+    AND (s.project_id IN (SELECT r.project_id FROM reservations r WHERE r.id = ANY (v_resolve_ids))
+      OR s.project_id IN (SELECT g.project_id FROM grants g WHERE g.id = ANY (v_grant_ids)))
   ORDER BY s.project_id FOR UPDATE;
 
   FOR v_op, v_ordinal IN SELECT e.value, e.ordinality::integer FROM jsonb_array_elements(ops) WITH ORDINALITY AS e LOOP

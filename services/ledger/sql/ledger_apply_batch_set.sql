@@ -4,8 +4,9 @@
 -- ledger_reserve_decision's and each Settle's split ledger_settlement_split's, the functions
 -- the per-operation path (ledger_reserve, ledger_settle) asks, so the two paths cannot disagree.
 --
--- It takes the common shape only: valid Reserves of new ids and valid Settles of held
--- reservations, all ids distinct, no project with a budget cap. Any other batch (replays,
+-- It takes the common shape only: valid Reserves of new ids (no promotion), valid Settles of held
+-- reservations and carved Settles of held grants (a carve's reservation is written settled at
+-- once; see ledger_settle_carved), all ids distinct, no project with a budget cap. Any other batch (replays,
 -- conflicts, invalid input, late settles after expiry, budgeted projects, an id twice) goes to
 -- ledger_apply_batch_each. The batch decides every operation in arrival order in memory and
 -- writes each table once (one multi-row INSERT or UPDATE per table). It reads the balances
@@ -53,6 +54,9 @@ DECLARE
   v_usage_source text[];
   v_request_id text[];
   v_overrun_tokens bigint[];
+  -- A carved Settle's grant and Reserve (µ₹); NULL otherwise.
+  v_grant_ref text[];
+  v_reserved bigint[];
   v_reserve_ids text[];
   -- Reserve ids of the batch with a tombstone (answered 'released', nothing written).
   v_tombstoned text[] := '{}';
@@ -84,6 +88,16 @@ DECLARE
   v_res_project text[] := array_fill(NULL::text, ARRAY[v_count]);
   v_res_billing_mode text[] := array_fill(NULL::text, ARRAY[v_count]);
   v_res_amount bigint[] := array_fill(NULL::bigint, ARRAY[v_count]);
+  -- Carved Settles (a Reserve taken from a grant in memory, no reservation yet): per operation,
+  -- whether it is one, what it takes from its grant's hold and from available (µ₹); per grant
+  -- (sorted, locked), its id and running remaining (µ₹).
+  v_carve boolean[] := array_fill(false, ARRAY[v_count]);
+  v_from_grant bigint[] := array_fill(0::bigint, ARRAY[v_count]);
+  v_from_available bigint[];
+  v_carve_grant_ids text[];
+  v_grants text[] := '{}';
+  v_grant_remaining bigint[] := '{}';
+  v_grant_index integer;
 BEGIN
   SELECT array_agg(x.kind ORDER BY x.ord), array_agg(x."reservationId" ORDER BY x.ord),
     array_agg(x.fingerprint ORDER BY x.ord), array_agg(x."organisationId" ORDER BY x.ord),
@@ -93,22 +107,26 @@ BEGIN
     array_agg(x."outputTokens" ORDER BY x.ord), array_agg(x."costMicros" ORDER BY x.ord),
     array_agg(x."providerCostMicros" ORDER BY x.ord), array_agg(x."usageSource" ORDER BY x.ord),
     array_agg(x."requestId" ORDER BY x.ord), array_agg(coalesce(x."overrunOutputTokens", 0) ORDER BY x.ord),
+    array_agg(x."grantId" ORDER BY x.ord), array_agg(x."reservedMicros" ORDER BY x.ord),
     coalesce(array_agg(x."reservationId") FILTER (WHERE x.kind = 'reserve'), '{}'),
     coalesce(array_agg(x."reservationId") FILTER (WHERE x.kind = 'settle'), '{}'),
     coalesce(array_agg(DISTINCT x."projectId") FILTER (WHERE x.kind = 'reserve'), '{}'),
     -- The common shape, judged on the operations alone: valid Reserves and Settles, ids distinct.
-    bool_and(x.kind IN ('reserve', 'settle') AND x.problems IS NULL AND x."reservationId" IS NOT NULL)
+    -- (a promotion, a Reserve with a grant, takes the loop).
+    bool_and(x.kind IN ('reserve', 'settle') AND x.problems IS NULL AND x."reservationId" IS NOT NULL
+      AND NOT (x.kind = 'reserve' AND x."grantId" IS NOT NULL))
       AND count(DISTINCT x."reservationId") = v_count
   INTO v_kind, v_id, v_fingerprint, v_organisation, v_project, v_billing_mode, v_amount, v_ttl_ms, v_model,
     v_input_tokens, v_output_tokens, v_cost, v_provider_cost, v_usage_source, v_request_id, v_overrun_tokens,
-    v_reserve_ids, v_settle_ids, v_reserve_projects, v_eligible
+    v_grant_ref, v_reserved, v_reserve_ids, v_settle_ids, v_reserve_projects, v_eligible
   FROM ROWS FROM (jsonb_to_recordset(ops) AS (kind text, "reservationId" text, fingerprint text, problems text,
     "organisationId" text, "projectId" text, "billingMode" text, "amountMicros" bigint, "ttlMs" bigint,
     "modelSlug" text, "inputTokens" bigint, "outputTokens" bigint, "costMicros" bigint,
-    "providerCostMicros" bigint, "usageSource" text, "requestId" text, "overrunOutputTokens" bigint)) WITH ORDINALITY
+    "providerCostMicros" bigint, "usageSource" text, "requestId" text, "overrunOutputTokens" bigint,
+    "grantId" text, "reservedMicros" bigint)) WITH ORDINALITY
     AS x(kind, "reservationId", fingerprint, problems, "organisationId", "projectId", "billingMode", "amountMicros",
       "ttlMs", "modelSlug", "inputTokens", "outputTokens", "costMicros", "providerCostMicros", "usageSource",
-      "requestId", "overrunOutputTokens", ord);
+      "requestId", "overrunOutputTokens", "grantId", "reservedMicros", ord);
   -- The tombstone lock (shared) before any row lock, for this path and the loop it may fall back to.
   IF cardinality(v_reserve_ids) > 0 THEN PERFORM ledger_lock_reserve_ids(v_reserve_ids); END IF;
   IF NOT coalesce(v_eligible, false) THEN
@@ -116,8 +134,8 @@ BEGIN
     RETURN;
   END IF;
 
-  -- Lock order of every path: budget rows -> reservation rows -> (later) account rows ->
-  -- project-spend rows, each sorted.
+  -- Lock order of every path: budget rows -> reservation rows -> grant rows -> (later) account
+  -- rows -> project-spend rows, each sorted.
   IF cardinality(v_reserve_projects) > 0 THEN
     PERFORM 1 FROM project_budgets b WHERE b.project_id = ANY (v_reserve_projects) ORDER BY b.project_id FOR UPDATE;
   END IF;
@@ -133,9 +151,45 @@ BEGIN
       v_res_billing_mode[v_index] := res.billing_mode;
       v_res_amount[v_index] := res.amount_micros;
     END LOOP;
-    IF NOT v_eligible OR v_settles_found <> cardinality(v_settle_ids) THEN
+    IF NOT v_eligible THEN
       RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, false);
       RETURN;
+    END IF;
+    -- A Settle whose reservation does not exist is a carve if it names a grant (else: the loop
+    -- answers reservation_unknown). A carve whose reservation exists (a replay, a promotion)
+    -- was found above and is an ordinary Settle.
+    FOR v_index IN 1 .. v_count LOOP
+      IF v_kind[v_index] = 'settle' AND v_res_amount[v_index] IS NULL THEN
+        IF v_grant_ref[v_index] IS NULL OR coalesce(v_reserved[v_index], 0) <= 0 THEN
+          RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, false);
+          RETURN;
+        END IF;
+        v_carve[v_index] := true;
+      END IF;
+    END LOOP;
+    SELECT coalesce(array_agg(DISTINCT v_grant_ref[g]), '{}') INTO v_carve_grant_ids
+    FROM generate_series(1, v_count) AS g WHERE v_carve[g];
+    IF cardinality(v_carve_grant_ids) > 0 THEN
+      -- The carves' grants, locked sorted; each must be held (a settle after its grant was
+      -- closed or expired, or of an unknown grant, takes the loop).
+      FOR res IN SELECT gr.id, gr.organisation_id, gr.project_id, gr.billing_mode, gr.remaining_micros, gr.status
+        FROM grants gr WHERE gr.id = ANY (v_carve_grant_ids) ORDER BY gr.id FOR UPDATE LOOP
+        IF res.status <> 'held' THEN v_eligible := false; END IF;
+        v_grants := v_grants || res.id;
+        v_grant_remaining := v_grant_remaining || res.remaining_micros;
+        FOR v_index IN 1 .. v_count LOOP
+          IF v_carve[v_index] AND v_grant_ref[v_index] = res.id THEN
+            v_res_organisation[v_index] := res.organisation_id;
+            v_res_project[v_index] := res.project_id;
+            v_res_billing_mode[v_index] := res.billing_mode;
+            v_res_amount[v_index] := v_reserved[v_index];
+          END IF;
+        END LOOP;
+      END LOOP;
+      IF NOT v_eligible OR cardinality(v_grants) <> cardinality(v_carve_grant_ids) THEN
+        RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, false);
+        RETURN;
+      END IF;
     END IF;
   END IF;
 
@@ -182,6 +236,25 @@ BEGIN
   FROM generate_series(1, v_count) AS g
   LEFT JOIN LATERAL ledger_settlement_split(v_res_amount[g], v_cost[g]) AS s
     ON v_kind[g] = 'settle' AND v_res_billing_mode[g] = 'commercial';
+  -- What a Settle takes from available: its overrun; a carve's is what its grant no longer holds.
+  v_from_available := v_overrun;
+  -- Carves (ledger_settle_carved's arithmetic), in arrival order against each grant's running
+  -- remaining: from_grant = min(c, remaining), the rest from available; the unused part of the
+  -- carve stays in the grant (released 0); overrun = max(0, c − r) (BOUNDED_OVERRUN). Internal
+  -- billing mode moves no wallet money, but its grant's headroom shrinks the same way.
+  FOR v_index IN 1 .. v_count LOOP
+    IF v_carve[v_index] THEN
+      v_grant_index := array_position(v_grants, v_grant_ref[v_index]);
+      v_from_grant[v_index] := least(v_cost[v_index], v_grant_remaining[v_grant_index]);
+      v_grant_remaining[v_grant_index] := v_grant_remaining[v_grant_index] - v_from_grant[v_index];
+      v_release[v_index] := 0;
+      IF v_res_billing_mode[v_index] = 'commercial' THEN
+        v_debit[v_index] := v_cost[v_index];
+        v_from_available[v_index] := v_cost[v_index] - v_from_grant[v_index];
+        v_overrun[v_index] := greatest(v_cost[v_index] - v_reserved[v_index], 0);
+      END IF;
+    END IF;
+  END LOOP;
 
   -- Pass 1 decides on the unlocked balances (what to write); pass 2, after the accounts are
   -- locked, decides again on the locked balances (NO_OVERSPEND and the answers) and must agree.
@@ -209,15 +282,32 @@ BEGIN
           settle_fingerprint = v_fingerprint[s.g], settle_debited_micros = v_debit[s.g],
           settle_released_micros = v_release[s.g], settle_overrun_micros = v_overrun[s.g], settle_detail = ''
         FROM (SELECT u.id, array_position(v_id, u.id) AS g FROM unnest(v_settle_ids) AS u (id)) AS s
-        WHERE r.id = s.id;
+        WHERE r.id = s.id AND NOT v_carve[s.g];
+      END IF;
+
+      -- Carves: their reservation rows, settled at once (NOTHING_FREE), and each grant's hold
+      -- less what they took from it, one UPDATE.
+      IF cardinality(v_grants) > 0 THEN
+        INSERT INTO reservations (id, organisation_id, project_id, billing_mode, amount_micros, model_slug, status,
+          expires_at, request_fingerprint, resolved_at, settle_fingerprint, settle_debited_micros, settle_released_micros,
+          settle_overrun_micros, settle_detail, grant_id)
+        SELECT v_id[g], v_res_organisation[g], v_res_project[g], v_res_billing_mode[g], v_reserved[g], v_model[g],
+          'settled', now(), 'carved:' || v_grant_ref[g], now(), v_fingerprint[g], v_debit[g], 0, v_overrun[g], '',
+          v_grant_ref[g]
+        FROM generate_series(1, v_count) AS g
+        WHERE v_carve[g]
+        ORDER BY g;
+        UPDATE grants gr SET remaining_micros = d.remaining
+        FROM unnest(v_grants, v_grant_remaining) AS d (id, remaining)
+        WHERE gr.id = d.id AND gr.remaining_micros <> d.remaining;
       END IF;
 
       -- Movements: a Reserve's hold; a Settle's debit, then its unused hold. Internal billing
       -- mode moves no wallet money and writes none; amounts of zero write nothing.
       INSERT INTO movements (organisation_id, kind, amount_micros, credited_delta_micros, available_delta_micros,
-        held_delta_micros, debited_delta_micros, reservation_id, detail)
+        held_delta_micros, debited_delta_micros, reservation_id, grant_id, detail)
       SELECT m.organisation_id, m.kind, m.amount_micros, 0, m.available_delta_micros, m.held_delta_micros,
-        m.debited_delta_micros, v_id[m.g], m.detail
+        m.debited_delta_micros, v_id[m.g], CASE WHEN m.kind = 'settle' AND v_carve[m.g] THEN v_grant_ref[m.g] END, m.detail
       FROM generate_series(1, v_count) AS g
       CROSS JOIN LATERAL (VALUES
         (g, 0, v_organisation[g], 'reserve', CASE WHEN v_kind[g] = 'reserve' AND v_result[g] = 'ok'
@@ -225,8 +315,9 @@ BEGIN
           -v_amount[g], v_amount[g], 0::bigint,
           jsonb_build_object('projectId', v_project[g], 'modelSlug', v_model[g])),
         (g, 1, v_res_organisation[g], 'settle', CASE WHEN v_kind[g] = 'settle' THEN v_debit[g] ELSE 0 END,
-          -v_overrun[g], -(v_debit[g] - v_overrun[g]), v_debit[g],
-          jsonb_build_object('usageSource', v_usage_source[g], 'requestId', v_request_id[g])),
+          -v_from_available[g], -(v_debit[g] - v_from_available[g]), v_debit[g],
+          jsonb_build_object('usageSource', v_usage_source[g], 'requestId', v_request_id[g])
+            || CASE WHEN v_carve[g] THEN jsonb_build_object('carvedFrom', v_grant_ref[g]) ELSE '{}'::jsonb END),
         (g, 2, v_res_organisation[g], 'release', CASE WHEN v_kind[g] = 'settle' THEN v_release[g] ELSE 0 END,
           v_release[g], -v_release[g], 0::bigint,
           jsonb_build_object('reason', 'unused reserve returned at settlement'))
@@ -297,9 +388,10 @@ BEGIN
       ELSE
         v_org_index := array_position(v_orgs, v_res_organisation[v_index]);
         IF v_res_billing_mode[v_index] = 'commercial' THEN
-          -- Held, not expired: the split computed above (ledger_settlement_split).
-          v_held[v_org_index] := v_held[v_org_index] - v_res_amount[v_index];
-          v_available[v_org_index] := v_available[v_org_index] + v_release[v_index] - v_overrun[v_index];
+          -- Held, not expired: the split computed above (ledger_settlement_split); a carve takes
+          -- from its grant's hold what it does not take from available, and returns nothing.
+          v_held[v_org_index] := v_held[v_org_index] - (v_debit[v_index] - v_from_available[v_index]) - v_release[v_index];
+          v_available[v_org_index] := v_available[v_org_index] + v_release[v_index] - v_from_available[v_index];
           v_debited[v_org_index] := v_debited[v_org_index] + v_debit[v_index];
         END IF;
         v_result[v_index] := 'ok';

@@ -14,7 +14,7 @@ BEGIN
   IF NOT FOUND OR budget.monthly_cap_micros <= 0 THEN RETURN false; END IF;
   -- One statement, one snapshot (see ledger_reserve).
   SELECT coalesce((SELECT s.settled_micros FROM project_month_spend s WHERE s.project_id = p_project AND s.month = v_month), 0)
-    + coalesce((SELECT sum(r.amount_micros) FROM reservations r WHERE r.project_id = p_project AND r.status = 'held'), 0)
+    + ledger_project_held(p_project)
   INTO v_spent;
   IF v_spent * 100 < budget.monthly_cap_micros::numeric * budget.soft_alert_percent THEN RETURN false; END IF;
   IF EXISTS (SELECT 1 FROM budget_alerts WHERE project_id = p_project AND month = v_month) THEN RETURN false; END IF;

@@ -46,6 +46,10 @@ BEGIN
       EXISTS (SELECT 1 FROM reservation_tombstones WHERE reservation_id = v_id), true, NULL, false, NULL, NULL, NULL);
   END IF;
 
+  -- A carve the proxy makes its own reservation (promotion): held out of its grant, no balance
+  -- or budget check again (ledger_reserve_from_grant).
+  IF v_result = 'ok' AND op ? 'grantId' THEN RETURN ledger_reserve_from_grant(op); END IF;
+
   IF v_result = 'ok' THEN
     v_organisation := op->>'organisationId';
     v_project := op->>'projectId';
@@ -61,7 +65,7 @@ BEGIN
     IF v_cap IS NOT NULL THEN
       v_month := ledger_current_month();
       SELECT coalesce((SELECT s.settled_micros FROM project_month_spend s WHERE s.project_id = v_project AND s.month = v_month), 0),
-        coalesce((SELECT sum(r.amount_micros) FROM reservations r WHERE r.project_id = v_project AND r.status = 'held'), 0)
+        ledger_project_held(v_project)
       INTO v_settled, v_held;
     END IF;
 

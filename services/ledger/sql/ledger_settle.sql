@@ -6,7 +6,9 @@
 -- it), IDEMPOTENCY (replay, conflict), NOTHING_FREE (exactly one usage record, also after an
 -- expiry: a checkpointed expiry's provisional record is finalised once), EXPIRY (a late settle
 -- adds only what the checkpoint did not charge), INTERNAL_MODE (no wallet change). The money
--- split itself (CONSERVATION, BOUNDED_OVERRUN) is ledger_settlement_split's.
+-- split itself (CONSERVATION, BOUNDED_OVERRUN) is ledger_settlement_split's. A Settle of a carve
+-- (grant_id set, no reservation of this id yet) is ledger_settle_carved's; once its reservation
+-- exists (a replay, or a promoted carve) it is an ordinary Settle here.
 CREATE OR REPLACE FUNCTION ledger_settle(op jsonb) RETURNS ledger_op_result LANGUAGE plpgsql AS $$
 DECLARE
   v_id text := op->>'reservationId';
@@ -34,6 +36,8 @@ BEGIN
   INTO res FROM reservations WHERE id = v_id FOR UPDATE;
   IF NOT FOUND THEN
     IF v_problems IS NOT NULL THEN RETURN ledger_refusal('invalid_argument', v_problems, 0); END IF;
+    -- A carve the proxy took from a grant in memory: the ledger has never seen it.
+    IF op ? 'grantId' THEN RETURN ledger_settle_carved(op); END IF;
     RETURN ledger_refusal('reservation_unknown', 'no reservation has this id', 0);
   END IF;
   IF res.settle_fingerprint IS NOT NULL THEN

@@ -95,7 +95,10 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     const batcher = createLedgerBatcher(database);
     lifecycle.defer('batcher', () => batcher.close());
     const grpcServer = createGrpcServer();
-    const service = createLedgerGrpcService(database, logger, { pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS }, batcher);
+    const service = createLedgerGrpcService(database, logger, {
+      pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS, grantSharePercent: config.LEDGER_GRANT_MAX_SHARE_PERCENT,
+      recallPollIntervalMs: config.LEDGER_RECALL_POLL_INTERVAL_MS,
+    }, batcher);
     // Every method checks the caller's certificate identity against ledgerMethodRoles first.
     grpcServer.addService(ledgerV1.LedgerServiceService, authorizeService(
       ledgerV1.LedgerServiceService, service.implementation, ledgerMethodRoles, { logger, enforce: security.mode === 'mtls' },

@@ -1,5 +1,6 @@
 import type { Database } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
+import { expireDueGrants } from './domain/expire-due-grants.ts';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
 import { pruneReservationTombstones, tombstoneRetentionMs } from './domain/prune-reservation-tombstones.ts';
 
@@ -21,7 +22,7 @@ export interface ExpirySweeperOptions {
 
 /** A running sweeper. */
 export interface ExpirySweeper {
-  /** Runs one pass now (waiting for a running one first); resolves with how many reservations expired. */
+  /** Runs one pass now (waiting for a running one first); resolves with how many reservations and grants expired. */
   sweepNow(): Promise<number>;
   /** Stops the timer and waits for a pass in progress to finish. */
   stop(): Promise<void>;
@@ -29,7 +30,7 @@ export interface ExpirySweeper {
 
 /**
  * Starts the expiry sweeper: every `intervalMs` (and once at start) it expires held
- * reservations past their database-clock deadline (EXPIRY) and prunes Release tombstones past
+ * reservations and credit grants past their database-clock deadline (EXPIRY) and prunes Release tombstones past
  * their retention. Passes never overlap within a
  * process; across replicas, SKIP LOCKED keeps them out of each other's way.
  */
@@ -52,6 +53,15 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
             expiredCount: result.expiredCount, releasedMicros: result.releasedMicros.toString(),
             chargedMicros: result.chargedMicros.toString(),
           }, 'expired reservations');
+        }
+        if (result.expiredCount < batchSize) break;
+      }
+      // Credit grants past their deadline (a SIGKILLed proxy's): what they hold returns to the wallet.
+      for (let batch = 0; batch < maxBatchesPerPass && !stopped; batch++) {
+        const result = await expireDueGrants(options.database, batchSize);
+        expired += result.expiredCount;
+        if (result.expiredCount > 0) {
+          options.logger.info({ expiredCount: result.expiredCount, returnedMicros: result.returnedMicros.toString() }, 'expired credit grants');
         }
         if (result.expiredCount < batchSize) break;
       }

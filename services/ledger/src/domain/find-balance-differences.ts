@@ -2,21 +2,24 @@ import type { Database, Queryable } from '@gateway/db';
 import type { Balances } from './ledger-types.ts';
 
 /** Which balance column a difference is about. */
-export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'project_settled' | 'orphan_row';
+export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'project_settled' | 'orphan_row' | 'grant_remaining';
 
 /**
  * Which check found a difference:
  * - `conservation`: the account row breaks credited = available + held + debited;
  * - `movements`: a balance differs from the sum of its movement deltas;
  * - `credits`: credited differs from the sum of the credits table less the sum of the refunds table;
- * - `holds`: held differs from the Reserves of commercial reservations still held;
+ * - `holds`: held differs from the Reserves of commercial reservations still held plus what
+ *   commercial credit grants still held hold (a grant is a reservation in every law);
+ * - `grants`: a commercial grant's remaining differs from the sum of its movements' held deltas
+ *   (granted, less carved settles' debits, promotions, returns and expiry: CONSERVATION (grants));
  * - `usage`: debited differs from the sum debited on usage records;
  * - `project_spend`: a project's settled spend of a month differs from its usage records' cost;
  * - `orphans`: a reservation, movement or usage record names an account, reservation, credit or refund
  *   that does not exist (the hot tables have no foreign keys since migration 0005: the ledger
  *   functions that write them lock the parent first, and this check proves it held).
  */
-export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage' | 'project_spend' | 'orphans';
+export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage' | 'project_spend' | 'orphans' | 'grants';
 
 /** One disagreement between an account's stored balance and what the rows say it must be, µ₹. */
 export interface BalanceDifference {
@@ -31,6 +34,8 @@ export interface BalanceDifference {
   projectMonth?: { projectId: string; month: string };
   /** For `orphans`: the row (its table and id) and which parent it names but does not have. */
   orphan?: OrphanRow;
+  /** For `grants`: which grant. */
+  grantId?: string;
 }
 
 /** A row whose parent does not exist; for `orphans` differences, accountMicros is 0 and recomputedMicros the row's amount, µ₹. */
@@ -38,7 +43,7 @@ interface OrphanRow {
   table: 'reservations' | 'movements' | 'usage_records';
   /** The row's id (a reservation id, or a movement / usage record serial as decimal). */
   rowId: string;
-  missing: 'account' | 'reservation' | 'credit' | 'refund';
+  missing: 'account' | 'reservation' | 'credit' | 'refund' | 'grant';
 }
 
 /** A sum per organisation, as SQL returns it. */
@@ -102,8 +107,11 @@ export async function verifyLedger(db: Database): Promise<LedgerVerification> {
         SELECT organisation_id, amount_micros FROM credits
         UNION ALL SELECT organisation_id, -amount_micros FROM refunds
       ) money_in GROUP BY organisation_id`);
-    const held = await sumsBy(tx, `SELECT organisation_id, sum(amount_micros)::bigint AS total FROM reservations
-      WHERE status = 'held' AND billing_mode = 'commercial' GROUP BY organisation_id`);
+    // CONSERVATION (holds): requests' holds and grants' remaining holds.
+    const held = await sumsBy(tx, `SELECT organisation_id, sum(amount)::bigint AS total FROM (
+        SELECT organisation_id, amount_micros AS amount FROM reservations WHERE status = 'held' AND billing_mode = 'commercial'
+        UNION ALL SELECT organisation_id, remaining_micros FROM grants WHERE status = 'held' AND billing_mode = 'commercial'
+      ) holds GROUP BY organisation_id`);
     const debited = await sumsBy(tx, 'SELECT organisation_id, sum(debited_micros)::bigint AS total FROM usage_records GROUP BY organisation_id');
 
     const differences: BalanceDifference[] = [];
@@ -133,6 +141,7 @@ export async function verifyLedger(db: Database): Promise<LedgerVerification> {
       note(id, 'movements', 'held', 0n, moved.heldMicros);
       note(id, 'movements', 'debited', 0n, moved.debitedMicros);
     }
+    differences.push(...await grantDifferences(tx));
     differences.push(...await projectSpendDifferences(tx));
     differences.push(...await orphanDifferences(tx));
     return { accountsChecked: BigInt(accounts.rows.length), differences };
@@ -143,6 +152,25 @@ export async function verifyLedger(db: Database): Promise<LedgerVerification> {
 async function sumsBy(tx: Queryable, sql: string): Promise<Map<string, bigint>> {
   const { rows } = await tx.query<SumRow>(sql);
   return new Map(rows.map((row) => [row.organisation_id, row.total]));
+}
+
+/**
+ * CONSERVATION (grants): every commercial grant's remaining equals the sum of the held deltas of
+ * the movements naming it (its `grant` hold, less carved settles' debits from it, promotions'
+ * and returns' `grant_return`, and its `expire`).
+ */
+async function grantDifferences(tx: Queryable): Promise<BalanceDifference[]> {
+  const { rows } = await tx.query<{ organisation_id: string; id: string; remaining_micros: bigint; recomputed: bigint }>(
+    `SELECT g.organisation_id, g.id, g.remaining_micros, coalesce(m.total, 0)::bigint AS recomputed
+     FROM grants g
+     LEFT JOIN (SELECT grant_id, sum(held_delta_micros) AS total FROM movements WHERE grant_id IS NOT NULL GROUP BY grant_id) m
+       ON m.grant_id = g.id
+     WHERE g.billing_mode = 'commercial' AND g.remaining_micros IS DISTINCT FROM coalesce(m.total, 0)`,
+  );
+  return rows.map((row) => ({
+    organisationId: row.organisation_id, check: 'grants', balance: 'grant_remaining', accountMicros: row.remaining_micros,
+    recomputedMicros: row.recomputed, grantId: row.id,
+  }));
 }
 
 /** A project month's settled spend, as the counter holds it and as its usage records add up. */
@@ -208,6 +236,12 @@ async function orphanDifferences(tx: Queryable): Promise<BalanceDifference[]> {
      UNION ALL
      SELECT 'movements', m.id::text, 'refund', m.organisation_id, m.amount_micros
      FROM movements m WHERE m.refund_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM refunds f WHERE f.refund_id = m.refund_id)
+     UNION ALL
+     SELECT 'reservations', r.id, 'grant', r.organisation_id, r.amount_micros
+     FROM reservations r WHERE r.grant_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.id = r.grant_id)
+     UNION ALL
+     SELECT 'movements', m.id::text, 'grant', m.organisation_id, m.amount_micros
+     FROM movements m WHERE m.grant_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.id = m.grant_id)
      UNION ALL
      SELECT 'usage_records', u.id::text, 'account', u.organisation_id, u.cost_micros
      FROM usage_records u WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.organisation_id = u.organisation_id)

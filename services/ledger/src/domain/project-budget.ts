@@ -6,7 +6,7 @@ export interface ProjectSpendNow {
   month: string;
   /** Customer-price cost settled this month, µ₹ (both billing modes). */
   settledMicros: bigint;
-  /** Held by the project's open reservations, µ₹ (both billing modes). */
+  /** Held by the project's open reservations and credit grants, µ₹ (both billing modes). */
   heldMicros: bigint;
 }
 
@@ -17,7 +17,7 @@ export async function readProjectSpendNow(tx: Queryable, projectId: string): Pro
      SELECT month.month,
        coalesce((SELECT settled_micros FROM project_month_spend s WHERE s.project_id = $1 AND s.month = month.month), 0)::bigint
          AS settled_micros,
-       coalesce((SELECT sum(amount_micros) FROM reservations WHERE project_id = $1 AND status = 'held'), 0)::bigint
+       ledger_project_held($1)::bigint
          AS held_micros
      FROM month`,
     [projectId],

@@ -16,6 +16,12 @@ export interface ReserveInput {
   /** Lifetime from the database clock at reserve time, ms (1 s .. 24 h). */
   ttlMs: bigint;
   modelSlug: string;
+  /**
+   * Promotion: the grant this Reserve is held out of (a carve made its own reservation); its
+   * remaining hold must cover the amount, and no balance or budget check runs again. Absent: an
+   * ordinary Reserve against available.
+   */
+  grantId?: string;
 }
 
 /**
@@ -25,7 +31,7 @@ export interface ReserveInput {
  */
 export type ReserveResultName =
   | 'ok' | 'idempotency_conflict' | 'invalid_argument' | 'organisation_unknown' | 'insufficient_balance'
-  | 'project_budget_exceeded' | 'released';
+  | 'project_budget_exceeded' | 'released' | 'grant_not_held';
 
 /** The answer to Reserve. */
 export interface ReserveOutcome {
@@ -62,10 +68,13 @@ export async function reserve(target: LedgerTarget, input: ReserveInput): Promis
     positiveAmountProblem('amount_micros', input.amountMicros),
     reserveTtlProblem('ttl_ms', input.ttlMs),
     idProblem('model_slug', input.modelSlug),
+    input.grantId !== undefined ? idProblem('grant_id', input.grantId) : undefined,
   );
   const fingerprint = fingerprintOf('reserve', {
     organisationId: input.organisationId, projectId: input.projectId, billingMode: input.billingMode,
     amountMicros: input.amountMicros, ttlMs: input.ttlMs, modelSlug: input.modelSlug,
+    // Only when set, so ordinary Reserves keep the fingerprint they had before grants existed.
+    ...(input.grantId !== undefined ? { grantId: input.grantId } : {}),
   });
 
   if (problems.length > 0) {
@@ -77,6 +86,7 @@ export async function reserve(target: LedgerTarget, input: ReserveInput): Promis
     fields: {
       organisationId: input.organisationId, projectId: input.projectId, billingMode: input.billingMode!,
       amountMicros: input.amountMicros.toString(), ttlMs: input.ttlMs.toString(), modelSlug: input.modelSlug,
+      ...(input.grantId !== undefined ? { grantId: input.grantId } : {}),
     },
   }));
 }

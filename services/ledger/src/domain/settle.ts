@@ -1,7 +1,7 @@
 import { runnerOf, type LedgerTarget } from './apply-ledger-operations.ts';
 import { fingerprintOf } from './fingerprint.ts';
 import type { UsageSource } from './ledger-types.ts';
-import { idProblem, nonNegativeAmountProblem, optionalIdProblem, problemsOf } from './validation.ts';
+import { idProblem, nonNegativeAmountProblem, optionalIdProblem, positiveAmountProblem, problemsOf } from './validation.ts';
 
 /** The actual usage of a reserved request, to debit and record. */
 export interface SettleInput {
@@ -23,6 +23,13 @@ export interface SettleInput {
    * neither delivered nor in costMicros, their provider cost inside providerCostMicros; 0: none.
    */
   overrunOutputTokens: bigint;
+  /**
+   * A carve's Settle: the grant the proxy carved this Reserve from in memory (the ledger has no
+   * reservation of this id yet). Ignored when the reservation exists (a promoted carve).
+   */
+  grantId?: string;
+  /** The carve's Reserve, µ₹; positive when grantId is set (BOUNDED_OVERRUN is measured against it). */
+  reservedMicros?: bigint;
 }
 
 /** Results of Settle, in precedence order. */
@@ -73,6 +80,9 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
     input.usageSource === null ? 'usage_source must be USAGE_SOURCE_UPSTREAM or USAGE_SOURCE_GATEWAY_ESTIMATE' : undefined,
     optionalIdProblem('request_id', input.requestId),
     nonNegativeAmountProblem('overrun_output_tokens', input.overrunOutputTokens),
+    input.grantId !== undefined ? idProblem('grant_id', input.grantId) : undefined,
+    input.grantId !== undefined ? positiveAmountProblem('reserved_micros', input.reservedMicros ?? 0n) : undefined,
+    input.grantId === undefined && (input.reservedMicros ?? 0n) !== 0n ? 'reserved_micros must be 0 without grant_id' : undefined,
   );
   const fingerprint = fingerprintOf('settle', {
     inputTokens: input.inputTokens, outputTokens: input.outputTokens, costMicros: input.costMicros,
@@ -81,6 +91,8 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
     // Only when non-zero, so a settle without overrun keeps the fingerprint it had before the
     // field existed (a replay across the upgrade is still a replay, not a conflict).
     ...(input.overrunOutputTokens !== 0n ? { overrunOutputTokens: input.overrunOutputTokens } : {}),
+    // A carve's grant and Reserve are part of its payload (only when set, like the overrun).
+    ...(input.grantId !== undefined ? { grantId: input.grantId, reservedMicros: input.reservedMicros ?? 0n } : {}),
   });
 
   const answer = problems.length > 0
@@ -93,6 +105,7 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
         costMicros: input.costMicros.toString(), providerCostMicros: input.providerCostMicros.toString(),
         modelSlug: input.modelSlug, usageSource: input.usageSource!, requestId: input.requestId,
         overrunOutputTokens: input.overrunOutputTokens.toString(),
+        ...(input.grantId !== undefined ? { grantId: input.grantId, reservedMicros: (input.reservedMicros ?? 0n).toString() } : {}),
       },
     });
   return {

@@ -9,6 +9,9 @@ import { checkpoint, type CheckpointResultName } from '../domain/checkpoint.ts';
 import { credit, type CreditResultName } from '../domain/credit.ts';
 import { verifyLedger, type BalanceDifference } from '../domain/find-balance-differences.ts';
 import { getProjectSpend } from '../domain/get-project-spend.ts';
+import {
+  acquireGrant, adjustGrant, findRecalledGrants, recallGrants, type AcquireGrantResultName, type AdjustGrantResultName,
+} from '../domain/grants.ts';
 import { listBudgetAlerts, parseAlertCursor, type BudgetAlertView } from '../domain/list-budget-alerts.ts';
 import { setProjectBudget, type SetProjectBudgetResultName } from '../domain/set-project-budget.ts';
 import { summarizeUsage } from '../domain/summarize-usage.ts';
@@ -35,6 +38,23 @@ const reserveResults: Record<ReserveResultName, ledgerV1.ReserveResult> = {
   insufficient_balance: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE,
   project_budget_exceeded: ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED,
   released: ledgerV1.ReserveResult.RESERVE_RESULT_RELEASED,
+  grant_not_held: ledgerV1.ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD,
+};
+
+const acquireGrantResults: Record<AcquireGrantResultName, ledgerV1.AcquireGrantResult> = {
+  ok: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK,
+  idempotency_conflict: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT,
+  invalid_argument: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT,
+  organisation_unknown: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN,
+  not_granted: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED,
+};
+
+const adjustGrantResults: Record<AdjustGrantResultName, ledgerV1.AdjustGrantResult> = {
+  ok: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_OK,
+  idempotency_conflict: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT,
+  invalid_argument: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT,
+  grant_unknown: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN,
+  already_resolved: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED,
 };
 
 const checkpointResults: Record<CheckpointResultName, ledgerV1.CheckpointResult> = {
@@ -118,7 +138,9 @@ function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.Balan
     ? `${difference.balance}:${difference.projectMonth.projectId}:${difference.projectMonth.month}`
     : difference.orphan
       ? `${difference.balance}:${difference.orphan.table}:${difference.orphan.rowId}:missing_${difference.orphan.missing}`
-      : difference.balance;
+      : difference.grantId
+        ? `${difference.balance}:${difference.grantId}`
+        : difference.balance;
   return {
     organisationId: difference.organisationId, check: difference.check, balance,
     accountMicros: difference.accountMicros, recomputedMicros: difference.recomputedMicros,
@@ -129,6 +151,17 @@ function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.Balan
 export interface BudgetAlertWatchOptions {
   /** How often a watch looks for new alerts, ms. Polling the table works with any number of replicas. */
   pollIntervalMs: number;
+  /** Largest share of available (and budget headroom) one credit grant may hold, percent (LEDGER_GRANT_MAX_SHARE_PERCENT; default 10). */
+  grantSharePercent?: number;
+  /** How often recalled grants of the owners this replica serves are looked for, ms (LEDGER_RECALL_POLL_INTERVAL_MS; default 100). */
+  recallPollIntervalMs?: number;
+}
+
+/** One Operate stream as the recall push sees it: how to push, and which recalls it was already told. */
+interface RecallTarget {
+  push(grantIds: string[]): void;
+  /** Grant ids already pushed on this stream (pruned to those still held and recalled). */
+  pushed: Set<string>;
 }
 
 /** The extra handle of the service: ending open watches at shutdown, so the gRPC drain is not held up by them. */
@@ -154,6 +187,9 @@ interface Handled<Res> {
   outcome: string;
   subject: Record<string, string>;
 }
+
+/** Reserve results after which held grants of the organisation (or project) are pulled back. */
+const recallingReserveResults = new Set<ReserveResultName>(['insufficient_balance', 'project_budget_exceeded']);
 
 /** The methods that only read: logged at debug, since they are polled (balances, usage, alerts). */
 const readMethods = new Set(['GetBalance', 'ListUsage', 'GetProjectSpend', 'SummarizeUsage', 'ListBudgetAlerts']);
@@ -190,16 +226,126 @@ export function createLedgerGrpcService(
   const handle = <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>) =>
     unaryHandler<Req, Res>(logger, method, (request, metadata) => perform(method, work, request, requestIdOf(metadata)));
 
+  const grantSharePercent = watchOptions.grantSharePercent ?? 10;
+  const recallPollIntervalMs = watchOptions.recallPollIntervalMs ?? 100;
+  // Recall push (docs/ledger.md "Recall"): owner (PROXY_ID) -> the Operate streams of this
+  // replica that carried its grant messages.
+  const recallTargets = new Map<string, Set<RecallTarget>>();
+  let recallTimer: NodeJS.Timeout | undefined;
+  let recallPolling = false;
+
+  /** Pushes recalls to the streams of their owners that this replica serves, each id once per stream. */
+  const pushRecalls = (recalled: ReadonlyArray<{ grantId: string; ownerId: string }>) => {
+    const byOwner = new Map<string, string[]>();
+    for (const { grantId, ownerId } of recalled) byOwner.set(ownerId, [...(byOwner.get(ownerId) ?? []), grantId]);
+    for (const [ownerId, grantIds] of byOwner) {
+      for (const target of recallTargets.get(ownerId) ?? []) {
+        const fresh = grantIds.filter((id) => !target.pushed.has(id));
+        if (fresh.length === 0) continue;
+        for (const id of fresh) target.pushed.add(id);
+        target.push(fresh);
+        logger.info({ ownerId, grantIds: fresh }, 'grant recall pushed');
+      }
+    }
+  };
+
+  /** The poller: recalled held grants of the owners served here (marked by any replica), pushed if not yet. */
+  const pollRecalls = async () => {
+    if (recallPolling || recallTargets.size === 0) return;
+    recallPolling = true;
+    try {
+      const recalled = await findRecalledGrants(db, [...recallTargets.keys()]);
+      const stillRecalled = new Set(recalled.map((grant) => grant.grantId));
+      // Forget pushes of grants resolved since: the set stays as small as what is outstanding.
+      for (const targets of recallTargets.values()) {
+        for (const target of targets) for (const id of target.pushed) if (!stillRecalled.has(id)) target.pushed.delete(id);
+      }
+      pushRecalls(recalled);
+    } catch (error) {
+      logger.warn({ err: error }, 'recall poll failed; will retry');
+    } finally {
+      recallPolling = false;
+    }
+  };
+
+  /** Registers a stream as serving an owner (learned from its grant messages); starts the poller. */
+  const serveOwner = (ownerId: string, target: RecallTarget) => {
+    if (ownerId === '') return;
+    let targets = recallTargets.get(ownerId);
+    if (!targets) { targets = new Set(); recallTargets.set(ownerId, targets); }
+    targets.add(target);
+    if (!recallTimer && !operationStreamsEnded) {
+      recallTimer = setInterval(() => { void pollRecalls(); }, recallPollIntervalMs);
+      recallTimer.unref();
+    }
+  };
+
+  /** Forgets a stream that ended; stops the poller when no owner is served. */
+  const forgetTarget = (target: RecallTarget) => {
+    for (const [ownerId, targets] of recallTargets) {
+      targets.delete(target);
+      if (targets.size === 0) recallTargets.delete(ownerId);
+    }
+    if (recallTargets.size === 0 && recallTimer) { clearInterval(recallTimer); recallTimer = undefined; }
+  };
+
   // The hot-path methods' work, shared by their unary calls and the Operate stream.
   const reserveWork = async (request: ledgerV1.ReserveRequest): Promise<Handled<ledgerV1.ReserveResponse>> => {
     const outcome = await reserve(batcher, {
       reservationId: request.reservationId, organisationId: request.organisationId, projectId: request.projectId,
       billingMode: billingModeFromProto(request.billingMode), amountMicros: request.amountMicros,
-      ttlMs: request.ttlMs, modelSlug: request.modelSlug,
+      ttlMs: request.ttlMs, modelSlug: request.modelSlug, ...(request.grantId !== undefined ? { grantId: request.grantId } : {}),
+    });
+    // A refusal while money may idle in other replicas' grants: pull them back, and say how many
+    // are coming, so the caller retries briefly instead of answering 402 (NO_OVERSPEND's promise).
+    let grantsRecalled: number | undefined;
+    if (recallingReserveResults.has(outcome.result) && request.grantId === undefined) {
+      const budgetBound = outcome.result === 'project_budget_exceeded';
+      const recalled = await recallGrants(db, {
+        organisationId: budgetBound ? null : request.organisationId, projectId: budgetBound ? request.projectId : null,
+      });
+      grantsRecalled = recalled.length;
+      pushRecalls(recalled.filter((grant) => grant.newlyRecalled));
+    }
+    return {
+      response: { ...outcome, result: reserveResults[outcome.result], ...(grantsRecalled !== undefined ? { grantsRecalled } : {}) },
+      outcome: outcome.result,
+      subject: {
+        reservationId: request.reservationId, organisationId: request.organisationId,
+        ...(request.grantId !== undefined ? { grantId: request.grantId } : {}),
+        ...(grantsRecalled ? { grantsRecalled: String(grantsRecalled) } : {}),
+      },
+    };
+  };
+  const acquireGrantWork = async (request: ledgerV1.AcquireGrantRequest): Promise<Handled<ledgerV1.AcquireGrantResponse>> => {
+    const { recalled, ...outcome } = await acquireGrant(db, {
+      grantId: request.grantId, organisationId: request.organisationId, projectId: request.projectId,
+      billingMode: billingModeFromProto(request.billingMode), minMicros: request.minMicros, wantMicros: request.wantMicros,
+      ttlMs: request.ttlMs, ownerId: request.ownerId,
+    }, grantSharePercent);
+    pushRecalls(recalled.filter((grant) => grant.newlyRecalled));
+    return {
+      response: { ...outcome, result: acquireGrantResults[outcome.result] },
+      outcome: outcome.result,
+      subject: {
+        grantId: request.grantId, organisationId: request.organisationId, projectId: request.projectId, ownerId: request.ownerId,
+        grantedMicros: outcome.grantedMicros.toString(), ...(recalled.length > 0 ? { grantsRecalled: String(recalled.length) } : {}),
+      },
+    };
+  };
+  // The owner of the adjusted grant, for the stream that carried the adjustment.
+  const adjustGrantWork = async (request: ledgerV1.AdjustGrantRequest): Promise<Handled<ledgerV1.AdjustGrantResponse> & { ownerId: string }> => {
+    const { ownerId, ...outcome } = await adjustGrant(db, {
+      adjustmentId: request.adjustmentId, grantId: request.grantId, returnMicros: request.returnMicros, close: request.close,
+      extendTtlMs: request.extendTtlMs, reason: request.reason,
     });
     return {
-      response: { ...outcome, result: reserveResults[outcome.result] },
-      outcome: outcome.result, subject: { reservationId: request.reservationId, organisationId: request.organisationId },
+      response: { ...outcome, result: adjustGrantResults[outcome.result] },
+      outcome: outcome.result, ownerId,
+      subject: {
+        adjustmentId: request.adjustmentId, grantId: request.grantId, returnedMicros: outcome.returnedMicros.toString(),
+        ...(request.close ? { close: 'true' } : {}),
+      },
     };
   };
   const settleWork = async (request: ledgerV1.SettleRequest): Promise<Handled<ledgerV1.SettleResponse>> => {
@@ -208,6 +354,7 @@ export function createLedgerGrpcService(
       costMicros: request.costMicros, providerCostMicros: request.providerCostMicros, modelSlug: request.modelSlug,
       usageSource: usageSourceFromProto(request.usageSource), requestId: request.requestId,
       overrunOutputTokens: request.overrunOutputTokens,
+      ...(request.grantId !== undefined ? { grantId: request.grantId, reservedMicros: request.reservedMicros ?? 0n } : {}),
     });
     return {
       response: { ...outcome, result: settleResults[outcome.result] },
@@ -232,8 +379,11 @@ export function createLedgerGrpcService(
   const operationStreams = new Set<() => void>();
   let operationStreamsEnded = false;
 
-  /** Answers one message of an Operate stream exactly as the unary method would, errors included. */
-  const answerOperation = async (message: ledgerV1.OperationRequest): Promise<ledgerV1.OperationResponse> => {
+  /**
+   * Answers one message of an Operate stream exactly as the unary method would, errors included.
+   * Grant messages also teach the stream's recall target which owner it serves.
+   */
+  const answerOperation = async (message: ledgerV1.OperationRequest, target: RecallTarget): Promise<ledgerV1.OperationResponse> => {
     const { callId } = message;
     const requestId = requestIdFrom(message.requestId === '' ? undefined : message.requestId);
     let method = 'Operate';
@@ -242,6 +392,29 @@ export function createLedgerGrpcService(
       if (message.settle) { method = 'Settle'; return { callId, settle: await perform(method, settleWork, message.settle, requestId) }; }
       if (message.release) { method = 'Release'; return { callId, release: await perform(method, releaseWork, message.release, requestId) }; }
       if (message.checkpoint) { method = 'Checkpoint'; return { callId, checkpoint: await perform(method, checkpointWork, message.checkpoint, requestId) }; }
+      if (message.settleBatch) {
+        // Each Settle exactly as alone (its own log line, through the batcher, so they group-commit
+        // together); answered in the request's order. Any failure fails the message as a call.
+        method = 'Settle';
+        const settles = await Promise.all(message.settleBatch.settles.map((settleRequest) => perform(method, settleWork, settleRequest, requestId)));
+        return { callId, settleBatch: { settles } };
+      }
+      if (message.acquireGrant) {
+        method = 'AcquireGrant';
+        serveOwner(message.acquireGrant.ownerId, target);
+        return { callId, acquireGrant: await perform(method, acquireGrantWork, message.acquireGrant, requestId) };
+      }
+      if (message.adjustGrant) {
+        method = 'AdjustGrant';
+        let ownerId = '';
+        const response = await perform(method, async (request: ledgerV1.AdjustGrantRequest) => {
+          const handled = await adjustGrantWork(request);
+          ownerId = handled.ownerId;
+          return handled;
+        }, message.adjustGrant, requestId);
+        serveOwner(ownerId, target);
+        return { callId, adjustGrant: response };
+      }
       throw new GatewayError('invalid_request', { publicMessage: 'The operation names no method.' });
     } catch (error) {
       const { errorCode, status } = reportCallFailure(logger, method, error, { requestId });
@@ -257,6 +430,10 @@ export function createLedgerGrpcService(
    */
   const operate = (call: ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>) => {
     const stream = duplexStream(call);
+    const target: RecallTarget = {
+      pushed: new Set(),
+      push: (grantIds) => { if (!finished) void stream.send({ callId: 0n, recall: { grantIds } }); },
+    };
     let unanswered = 0;
     let closing = false;
     let finished = false;
@@ -264,6 +441,7 @@ export function createLedgerGrpcService(
       if (finished || unanswered > 0) return;
       finished = true;
       operationStreams.delete(close);
+      forgetTarget(target);
       stream.end(); // nothing to end if the caller went away
     };
     const close = () => { closing = true; finish(); };
@@ -280,7 +458,7 @@ export function createLedgerGrpcService(
           }
           unanswered += 1;
           // An answer to a caller that went away is dropped (send resolves false).
-          void answerOperation(message).then((response) => stream.send(response)).finally(() => {
+          void answerOperation(message, target).then((response) => stream.send(response)).finally(() => {
             unanswered -= 1;
             if (closing) finish();
           });
@@ -353,9 +531,13 @@ export function createLedgerGrpcService(
 
     reserve: handle('Reserve', reserveWork),
 
-    // Credit grants: implemented by the grants change (docs/ledger.md "Credit grants"); until then refused.
-    acquireGrant: (_call, callback) => callback({ code: grpcStatus.UNIMPLEMENTED, details: 'AcquireGrant is not implemented yet' }),
-    adjustGrant: (_call, callback) => callback({ code: grpcStatus.UNIMPLEMENTED, details: 'AdjustGrant is not implemented yet' }),
+    // Credit grants (docs/ledger.md "Credit grants"). Unary calls teach no recall target: recalls
+    // reach a replica on its Operate stream, or through AdjustGrantResponse.recalled.
+    acquireGrant: handle('AcquireGrant', acquireGrantWork),
+    adjustGrant: handle<ledgerV1.AdjustGrantRequest, ledgerV1.AdjustGrantResponse>('AdjustGrant', async (request) => {
+      const { ownerId: _ownerId, ...handled } = await adjustGrantWork(request);
+      return handled;
+    }),
 
     settle: handle('Settle', settleWork),
 
@@ -453,6 +635,7 @@ export function createLedgerGrpcService(
       for (const finish of [...watches]) finish();
       operationStreamsEnded = true;
       for (const close of [...operationStreams]) close();
+      if (recallTimer) { clearInterval(recallTimer); recallTimer = undefined; }
     },
   };
 }
