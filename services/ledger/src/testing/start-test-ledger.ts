@@ -42,6 +42,8 @@ export interface TestLedger {
   summarizeUsage(request: Partial<ledgerV1.SummarizeUsageRequest>): Promise<ledgerV1.SummarizeUsageResponse>;
   listBudgetAlerts(request: Partial<ledgerV1.ListBudgetAlertsRequest>): Promise<ledgerV1.ListBudgetAlertsResponse>;
   verify(): Promise<ledgerV1.VerifyResponse>;
+  acquireGrant(request: Partial<ledgerV1.AcquireGrantRequest>): Promise<ledgerV1.AcquireGrantResponse>;
+  adjustGrant(request: Partial<ledgerV1.AdjustGrantRequest>): Promise<ledgerV1.AdjustGrantResponse>;
   /** Rows in each ledger table: "nothing written" is these counts not moving. */
   countRows(): Promise<Record<string, bigint>>;
   close(): Promise<void>;
@@ -132,10 +134,17 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
       afterId: '', organisationId: '', limit: 0, ...request,
     }, callDeadlineMs),
     verify: () => callUnary(admin.verify, admin, {}, callDeadlineMs),
+    acquireGrant: (request) => callUnary(client.acquireGrant, client, {
+      grantId: uniqueId('grant'), organisationId: '', projectId: 'project-1', billingMode: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
+      minMicros: 1n, wantMicros: 1n, ttlMs: 60_000n, ownerId: 'proxy-a', ...request,
+    }, callDeadlineMs),
+    adjustGrant: (request) => callUnary(client.adjustGrant, client, {
+      adjustmentId: uniqueId('adj'), grantId: '', returnMicros: 0n, close: false, extendTtlMs: 0n, reason: 'test', ...request,
+    }, callDeadlineMs),
     async countRows() {
       const counts: Record<string, bigint> = {};
       for (const table of ['accounts', 'credits', 'refunds', 'reservations', 'movements', 'usage_records', 'project_budgets',
-        'project_budget_changes', 'project_month_spend', 'budget_alerts']) {
+        'project_budget_changes', 'project_month_spend', 'budget_alerts', 'grants', 'grant_adjustments']) {
         const { rows } = await database.query<{ count: bigint }>(`SELECT count(*) AS count FROM ${table}`);
         counts[table] = rows[0]!.count;
       }
@@ -153,7 +162,9 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
         `SELECT (coalesce((SELECT sum(checkpoint_sequence::numeric + checkpoint_cost_micros::numeric * 3
              + floor(extract(epoch FROM expires_at) * 1000000)::numeric) FROM reservations), 0)
            + coalesce((SELECT sum(settled_micros::numeric) FROM project_month_spend), 0)
-           + coalesce((SELECT sum(monthly_cap_micros::numeric + soft_alert_percent) FROM project_budgets), 0))::text AS total`,
+           + coalesce((SELECT sum(monthly_cap_micros::numeric + soft_alert_percent) FROM project_budgets), 0)
+           + coalesce((SELECT sum(remaining_micros::numeric * 11 + floor(extract(epoch FROM expires_at) * 1000000)::numeric
+               + (recalled_at IS NOT NULL)::int) FROM grants), 0))::text AS total`,
       );
       counts.columnTotal = BigInt(columns.rows[0]!.total.split('.')[0]!);
       return counts;
