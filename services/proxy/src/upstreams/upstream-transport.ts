@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
 import { Agent, buildConnector } from 'undici';
 import {
   AddressRefusedError, addressRefusedCode, checkedLookup, disallowedAddressReason, systemResolver, type HostResolver,
@@ -128,6 +129,11 @@ function targetOf(baseUrl: string, request: UpstreamRequest): { origin: string; 
   return { origin: base.origin, path };
 }
 
+/** True when a body's last byte has arrived (pushed, maybe not yet read): reading it to the end costs nothing and fails nothing. */
+function bodyHasArrived(body: Readable): boolean {
+  return body.readableEnded || (body as unknown as { _readableState?: { ended?: boolean } })._readableState?.ended === true;
+}
+
 class ResponseTooLargeError extends Error {
   override name = 'ResponseTooLargeError';
 }
@@ -238,15 +244,23 @@ export class UpstreamTransport {
         close();
         return { kind: 'http_error', statusCode: response.statusCode };
       }
+      const body = response.body;
       return {
         kind: 'stream',
         stream: {
           statusCode: response.statusCode,
-          body: response.body,
+          // Leaving the loop early (at [DONE]) must not destroy the body: destroying an unfinished
+          // stream builds an AbortError with its stack trace, on every successful stream. close() decides.
+          body: body.iterator({ destroyOnReturn: false }),
           failureOf: classify,
           close: () => {
             close();
-            if (!response.body.destroyed) response.body.destroy();
+            if (body.destroyed) return;
+            // The usual end of a stream: its HTTP body has fully arrived (the upstream ended it
+            // right after [DONE]). Draining it returns the connection to the pool and builds no
+            // error; a body still open (an upstream that lingers after [DONE]) is cut.
+            if (bodyHasArrived(body)) body.resume();
+            else body.destroy();
           },
         },
       };
