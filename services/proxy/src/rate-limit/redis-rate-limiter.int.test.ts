@@ -33,7 +33,7 @@ describe.skipIf(!redisUrl)('RedisRateLimiter with leased tokens', () => {
 
   /** The pool's log: member -> score (ms, the token's latest possible use). */
   async function poolLog(key: string): Promise<Map<string, number>> {
-    const flat = await redis.zrange(key, 0, -1, 'WITHSCORES');
+    const flat = await redis.zrange(key, '0', '-1', 'WITHSCORES');
     const log = new Map<string, number>();
     for (let i = 0; i < flat.length; i += 2) log.set(flat[i]!, Number(flat[i + 1]));
     return log;
