@@ -144,7 +144,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
           // BOUNDED_OVERRUN: a chunk that would take the running cost past the Reserve is not relayed.
           if (!meter.deliver(event.text, finishes(event.choices))) return 'cost_stop';
           if (!opened) { sink.open(); opened = true; }
-          frames += head + JSON.stringify(event.choices) + tail;
+          frames += head + (event.json ?? JSON.stringify(event.choices)) + tail;
           break;
       }
     }

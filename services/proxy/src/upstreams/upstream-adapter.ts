@@ -41,8 +41,11 @@ export interface StreamChoice {
 
 /** What a stream decoder makes of the upstream's events. */
 export type StreamEvent =
-  /** Choices to relay; `text` is everything in them that counts as completion tokens. */
-  | { kind: 'chunk'; choices: StreamChoice[]; text: string }
+  /**
+   * Choices to relay; `text` is everything in them that counts as completion tokens; `json`, when
+   * the decoder has it, is exactly `JSON.stringify(choices)` (saves serialising the common chunk).
+   */
+  | { kind: 'chunk'; choices: StreamChoice[]; text: string; json?: string }
   /** The usage the upstream reports for the whole request. */
   | { kind: 'usage'; usage: NormalizedUsage }
   /** The upstream ended the stream normally. */

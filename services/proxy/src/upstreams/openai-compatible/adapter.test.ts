@@ -105,4 +105,39 @@ describe('OpenAI-compatible streaming and providers', () => {
       { kind: 'error', reason: 'upstream sent an error event' },
     ]);
   });
+
+  it('decodes the common text chunk without a parse into the same events and bytes as the parse, and leaves every other shape to it', () => {
+    const chunk = (delta: string, rest = '', head = '"id":"vendor-id","object":"chat.completion.chunk","created":1,"model":"vendor-model","system_fingerprint":"fp_secret",') =>
+      `{${head}"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":null}]${rest}}`;
+    const decode = (data: string) => {
+      const out: StreamEvent[] = [];
+      openAiCompatibleAdapter.createStreamDecoder().decode(undefined, data, out);
+      return out;
+    };
+    const viaParse = (data: string) => {
+      // The same chunk with a nested vendor member cannot take the fast path.
+      const out: StreamEvent[] = [];
+      openAiCompatibleAdapter.createStreamDecoder().decode(undefined, `${data.slice(0, -1)},"vendor":{"region":"east-7"}}`, out);
+      return out;
+    };
+    for (const data of [
+      chunk('{"content":" w2 é\u2028"}', ',"usage":null'),
+      chunk('{"role":"assistant","content":""}', ',"service_tier":"default","obfuscation":"abc"'),
+      chunk('{"content":"Hi there"}', '', ''),
+    ]) {
+      const [fast] = decode(data);
+      expect(fast).toMatchObject({ kind: 'chunk' });
+      if (fast?.kind !== 'chunk') continue;
+      expect(fast.json).toBe(JSON.stringify(fast.choices));
+      const [parsed] = viaParse(data);
+      expect(parsed).toMatchObject({ kind: 'chunk', text: fast.text, choices: fast.choices });
+      expect(parsed).not.toHaveProperty('json');
+    }
+    // Not the common shape: an error member (anywhere), escapes, nested vendor members, a raw control character.
+    expect(decode(chunk('{"content":"x"}', ',"error":{"message":"vendor secret"}'))).toEqual([{ kind: 'error', reason: 'upstream sent an error event' }]);
+    expect(decode(chunk('{"content":"x"}', '', '"error":"vendor secret",'))).toEqual([{ kind: 'error', reason: 'upstream sent an error event' }]);
+    expect(decode(chunk('{"content":"a\\nb"}'))).toEqual([{ kind: 'chunk', text: 'a\nb', choices: [{ index: 0, delta: { content: 'a\nb' }, logprobs: null, finish_reason: null }] }]);
+    expect(decode(chunk('{"content":"x"}', ',"vendor":{"region":"east-7"}'))).toEqual([{ kind: 'chunk', text: 'x', choices: [{ index: 0, delta: { content: 'x' }, logprobs: null, finish_reason: null }] }]);
+    expect(decode(chunk('{"content":"a\nb"}'))).toEqual([{ kind: 'error', reason: 'chunk is not JSON' }]);
+  });
 });

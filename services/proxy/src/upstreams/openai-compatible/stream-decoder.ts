@@ -56,6 +56,24 @@ function toolCallDeltas(value: unknown, position: number): { calls: StreamToolCa
   return { calls, text };
 }
 
+/** A top-level member the fast path may skip: any key but `error` and `choices` (which decide), with a string without escapes, a number or null. */
+const skippedMember = String.raw`"(?!error"|choices")[A-Za-z0-9_]{1,64}":(?:"[^"\\\x00-\x1f]*"|-?[0-9][0-9.eE+-]*|null)`;
+
+/**
+ * The chunk nearly every stream consists of, matched without JSON.parse (whose allocations were
+ * a large part of a stream's CPU): one choice of index 0 whose delta is a content string without
+ * escapes (optionally after `"role":"assistant"`), no logprobs, no finish reason, and besides
+ * `choices` only flat members (id, object, created, model, system_fingerprint, `usage: null`, …),
+ * none of them `error`. The content is relayed as the same JSON text JSON.stringify would give: a
+ * JSON string without a backslash or control character (raw control characters are not JSON: those
+ * chunks go to the parse, which refuses them) is its own serialisation. Anything else (escapes, tool calls, logprobs, finish reasons, a usage object,
+ * nested vendor fields) takes the full allowlisting parse below, so the bytes the client gets are
+ * the same either way.
+ */
+const commonContentChunk = new RegExp(
+  `^\\{(?:${skippedMember},)*"choices":\\[\\{"index":0,"delta":\\{("role":"assistant",)?"content":"([^"\\\\\\x00-\\x1f]*)"\\},"logprobs":null,"finish_reason":null\\}\\](?:,${skippedMember})*\\}$`,
+);
+
 /**
  * Decodes an OpenAI-compatible chunk stream. Every chunk is rebuilt from an allowlist (role,
  * content, refusal, tool call fragments, logprobs, a standard finish reason), so nothing of the
@@ -66,6 +84,17 @@ export class OpenAiStreamDecoder implements StreamDecoder {
   /** Decodes one `data:` payload. */
   decode(_event: string | undefined, data: string, out: StreamEvent[]): void {
     if (data === '[DONE]') { out.push({ kind: 'done' }); return; }
+    const common = commonContentChunk.exec(data);
+    if (common !== null) {
+      // The shape of nearly every chunk: one text delta and nothing else of ours (see commonContentChunk).
+      const content = common[2]!;
+      const delta: StreamChoice['delta'] = common[1] === undefined ? { content } : { role: 'assistant', content };
+      const json = common[1] === undefined
+        ? `[{"index":0,"delta":{"content":"${content}"},"logprobs":null,"finish_reason":null}]`
+        : `[{"index":0,"delta":{"role":"assistant","content":"${content}"},"logprobs":null,"finish_reason":null}]`;
+      out.push({ kind: 'chunk', choices: [{ index: 0, delta, logprobs: null, finish_reason: null }], text: content, json });
+      return;
+    }
     let chunk: unknown;
     try {
       chunk = JSON.parse(data);
