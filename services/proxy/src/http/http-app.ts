@@ -53,6 +53,19 @@ function resolveModel(snapshot: ConfigSnapshot, organisation: OrganisationEntry,
   return model;
 }
 
+/**
+ * Answers 200 with a JSON body in one write (headers and body together), without express's
+ * res.json/res.send (content-type lookup, freshness check, extra header passes): the same
+ * status, content-type and content-length they send for a completion.
+ */
+function sendJson(res: Response, body: unknown): void {
+  const json = JSON.stringify(body);
+  res.statusCode = 200;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(json));
+  res.end(json);
+}
+
 /** The OpenAI model object of a gateway model: the slug and nothing upstream. */
 function modelObject(model: GatewayModelEntry): { id: string; object: 'model'; created: number; owned_by: 'gateway' } {
   return { id: model.slug, object: 'model', created: model.createdAtS, owned_by: 'gateway' };
@@ -186,7 +199,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     }
     const input = { requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter, request, log: context.log };
     if (!request.stream) {
-      await completeChat(inferenceDeps, input, (body) => { res.status(200).json(body); });
+      await completeChat(inferenceDeps, input, (body) => { sendJson(res, body); });
       return;
     }
     const stop = new AbortController();

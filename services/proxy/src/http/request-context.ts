@@ -61,6 +61,11 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean): R
       const responseFinished = res.writableFinished;
       void (context.work ?? Promise.resolve()).then(() => {
         const { log } = context;
+        const level = quietPaths.has(req.path) ? 'debug'
+          : log.errorCode === 'internal_error' ? 'error' : res.statusCode >= 500 ? 'warn' : 'info';
+        // Built only when it will be written: at a level above info (as the bench runs) the
+        // line of every successful request was a dozen fields of garbage.
+        if (!logger.isLevelEnabled(level)) return;
         const line = {
           requestId, method: req.method, path: req.path, status: res.statusCode,
           durationMs: Math.round(performance.now() - startedAtMs),
@@ -73,10 +78,7 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean): R
           clientClosedEarly: responseFinished ? undefined : true,
           rateLimitMs: log.rateLimitMs, reserveMs: log.reserveMs, upstreamMs: log.upstreamMs, settleMs: log.settleMs,
         };
-        if (quietPaths.has(req.path)) logger.debug(line, 'request');
-        else if (log.errorCode === 'internal_error') logger.error(line, 'request');
-        else if (res.statusCode >= 500) logger.warn(line, 'request');
-        else logger.info(line, 'request');
+        logger[level](line, 'request');
       });
     });
     next();
