@@ -57,8 +57,8 @@ describe('ledger app', () => {
       const app = await createLedgerApp(loadLedgerConfig(testEnv), { database, logger: createLogger('ledger', 'silent') });
       await app.close();
       const { rows } = await database.query<{ count: bigint }>('SELECT count(*) AS count FROM schema_migrations');
-      // Every migration in services/ledger/migrations (0001..0009) applied.
-      expect(rows[0]!.count).toBe(9n);
+      // Every migration in services/ledger/migrations (0001..0010) applied.
+      expect(rows[0]!.count).toBe(10n);
     } finally {
       await database.close();
     }
