@@ -77,7 +77,7 @@ for (const backend of ['postgres', 'pglite'] as TestBackend[]) {
       expect(recalls).toEqual([[heldGrant]]);
       const after = await ledger.countRows();
       // Nothing held or written but the recall mark (columnTotal moves by exactly 1).
-      expect({ ...after, columnTotal: after.columnTotal - 1n }).toEqual(before);
+      expect({ ...after, columnTotal: after.columnTotal! - 1n }).toEqual(before);
       expect(await grantRow(ledger, heldGrant)).toMatchObject({ status: 'held', recalled: true, remaining_micros: 1_000n });
       // The pull side: AdjustGrant answers recalled too; returning all closes nothing but gives the money back.
       const returned = await ledger.adjustGrant({ grantId: heldGrant, returnMicros: 5_000n, reason: 'recalled' });
