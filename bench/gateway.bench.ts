@@ -5,13 +5,21 @@
  * and the three services as processes over real PostgreSQL and Redis, then drives each target
  * (upstream direct, baseline, gateway) with autocannon at concurrency 1 and 32, non-streaming
  * (a fixed small completion) and streaming (64 chunks). Every gateway request is real: key
- * check, Redis RPM (limit above the load), durable Reserve, upstream call, Settle and usage
- * record. Afterwards the ledger's balances must verify and the debited total must equal the
- * priced usage the upstream reported for every request the gateway answered; otherwise the
- * benchmark fails. Results go to bench-results/gateway.json and the table in docs/benchmarks.md.
+ * check, RPM tokens leased from the Redis pool (limit above the load), its Reserve carved from
+ * the proxy's credit grant (or, without one, a durable Reserve at the ledger), upstream call,
+ * Settle and usage record, with credit grants on as deployed. Then the low-balance
+ * case: a second organisation credited exactly `lowBalanceCapacity` Reserves of a request whose
+ * cost equals its Reserve, and three times as many requests over 3 proxy processes; it reports
+ * how many were admitted against that exact capacity. Afterwards, once both organisations hold
+ * nothing (every Settle applied and every grant returned: idle return, or the sweeper at the
+ * grant's deadline), the ledger's balances must verify, the debited total must equal the priced
+ * usage the upstream reported for every request the gateway answered, and the low-balance
+ * organisation's debits must equal its admitted requests' cost; otherwise the benchmark fails.
+ * Results go to bench-results/gateway.json and the table in docs/benchmarks.md.
  *
  * Environment: TEST_DATABASE_URL / TEST_REDIS_URL (or the conventional local servers);
  * BENCH_DURATION_S (per measurement, default 8); BENCH_TTFB_SAMPLES (default 200);
+ * BENCH_LOW_BALANCE_CAPACITY (Reserves the low-balance organisation holds, default 300);
  * BENCH_PROXY_CPU_PROF=1 runs the proxy with `--cpu-prof` into bench-results/profiles (summarise
  * with `node bench/support/cpu-profile-summary.ts <file>`). The proxy runs with the NODE_OPTIONS
  * of deploy/kubernetes/proxy.yaml (its heap sizing in production); BENCH_PROXY_NODE_OPTIONS
@@ -61,6 +69,21 @@ const inputPriceMicrosPerMtok = 1_000_000n;
 const outputPriceMicrosPerMtok = 2_000_000n;
 const nonStreamingBody = { model: 'bench', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] };
 const streamingBody = { ...nonStreamingBody, stream: true, messages: [{ role: 'user', content: 'Benchmark stream [[fake:reply_words=64]]' }] };
+/**
+ * The low-balance case's model and request: input 1 µ₹ per million tokens (the prompt side is
+ * 1 µ₹ whatever the count, so the proxy's estimate and the upstream's count price alike) and
+ * 2 µ₹ per output token, with a reply of exactly max_tokens words: cost = Reserve = 1 + 2 × 16.
+ */
+const exactModel = { slug: 'bench-exact', inputPriceMicrosPerMtok: 1n, outputPriceMicrosPerMtok: 2_000_000n, replyWords: 16 } as const;
+const exactBody = { model: exactModel.slug, max_tokens: exactModel.replyWords, messages: [{ role: 'user', content: `Benchmark exact [[fake:reply_words=${exactModel.replyWords}]]` }] };
+/** What one exact request reserves and costs, µ₹ (written out, not the proxy's pricing code). */
+const exactRequestMicros = 1n + 2n * BigInt(exactModel.replyWords);
+/** Reserves the low-balance organisation's credit holds exactly; the case sends three times as many requests. */
+const lowBalanceCapacity = Number(process.env.BENCH_LOW_BALANCE_CAPACITY ?? 300);
+/** Proxy processes of the low-balance case (the measured proxy and two more). */
+const lowBalanceProxies = 3;
+/** Longest the money check waits for both organisations to hold nothing, ms: grants go back when idle (PROXY_GRANT_IDLE_RETURN_MS) or at their deadline (PROXY_GRANT_TTL_MS plus a sweep). */
+const nothingHeldTimeoutMs = 40_000;
 
 /** A helper process that prints `{"port":N}` first. */
 async function startHelper(script: string, args: string[] = []): Promise<{ child: ChildProcess; port: number }> {
@@ -183,6 +206,36 @@ async function streamingTtfb(url: string, headers: Record<string, string>): Prom
   return { p50Ms: at(0.5), p99Ms: at(0.99), ok };
 }
 
+/** What the low-balance case saw: requests sent, admitted (200), refused with 402, anything else, and the request rate over the case. */
+interface LowBalanceResult { sent: number; admitted: number; refused: number; other: number; rps: number }
+
+/**
+ * Sends `total` exact requests at `connections` concurrency, request i through proxy i mod n,
+ * to an organisation whose balance fits fewer: counts what was admitted and what was refused.
+ */
+async function lowBalanceRun(urls: readonly string[], apiKey: string, total: number, connections: number): Promise<LowBalanceResult> {
+  const result: LowBalanceResult = { sent: 0, admitted: 0, refused: 0, other: 0, rps: 0 };
+  const body = JSON.stringify(exactBody);
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(Array.from({ length: connections }, async () => {
+    for (let i = next++; i < total; i = next++) {
+      result.sent += 1;
+      try {
+        const response = await request(urls[i % urls.length]!, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` }, body });
+        await response.body.arrayBuffer();
+        if (response.statusCode === 200) result.admitted += 1;
+        else if (response.statusCode === 402) result.refused += 1;
+        else result.other += 1;
+      } catch {
+        result.other += 1;
+      }
+    }
+  }));
+  result.rps = Math.round(total / ((performance.now() - started) / 1000));
+  return result;
+}
+
 async function main(): Promise<void> {
   const infrastructure = await resolveTestInfrastructure();
   if (!infrastructure.postgresUrl || !infrastructure.redisUrl) throw new Error(`benchmark needs PostgreSQL and Redis: ${infrastructure.problems.join('; ')}`);
@@ -197,7 +250,7 @@ async function main(): Promise<void> {
     helpers.push(baseline.child);
 
     const adminToken = issueSecret('adminToken').secret;
-    const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc, proxyHttp] = await Promise.all(Array.from({ length: 5 }, freePort));
+    const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc, proxyHttp] = await Promise.all(Array.from({ length: 5 }, freePort)) as [number, number, number, number, number];
     const common = { DATABASE_URL: database.url, LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1' };
     // Internal gRPC is mTLS, as in production, so the figures include its cost.
     const pki = await createTestPki();
@@ -210,16 +263,22 @@ async function main(): Promise<void> {
     });
     services.push(admin);
     await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`);
-    const proxy = startService('proxy', {
-      ...serviceTlsEnv(pki, 'proxy'),
-      LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(proxyHttp),
-      ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
-      REDIS_URL: infrastructure.redisUrl, PROXY_REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`,
-      NODE_OPTIONS: proxyNodeOptions,
-    });
+    const redisPrefix = `bench:${randomBytes(4).toString('hex')}:`;
+    // Every proxy replica shares the RPM pool (one Redis prefix) and the ledger, as in a deployment.
+    const startProxy = async (index: number, port: number) => {
+      const started = startService('proxy', {
+        ...serviceTlsEnv(pki, 'proxy'),
+        LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `bench-proxy-${index}`,
+        ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+        REDIS_URL: infrastructure.redisUrl!, PROXY_REDIS_PREFIX: redisPrefix,
+        NODE_OPTIONS: proxyNodeOptions,
+      });
+      services.push(started);
+      await waitUntilReady(started, `http://127.0.0.1:${port}/readyz`);
+      return started;
+    };
     if (proxyProfileOptions !== '') mkdirSync(profileDir, { recursive: true });
-    services.push(proxy);
-    await waitUntilReady(proxy, `http://127.0.0.1:${proxyHttp}/readyz`);
+    const proxy = await startProxy(0, proxyHttp);
 
     const adminCall = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const response = await fetch(`http://127.0.0.1:${adminHttp}/admin/v1${path}`, {
@@ -235,9 +294,18 @@ async function main(): Promise<void> {
       input_price_micros_per_mtok: inputPriceMicrosPerMtok.toString(), output_price_micros_per_mtok: outputPriceMicrosPerMtok.toString(),
       upstream: { provider_kind: 'openai_compatible', base_url: `${upstreamOrigin}/v1`, model: 'bench-upstream' },
     });
+    await adminCall('POST', '/gateway-models', {
+      slug: exactModel.slug, default_max_tokens: exactModel.replyWords, max_context_tokens: 8192,
+      input_price_micros_per_mtok: exactModel.inputPriceMicrosPerMtok.toString(), output_price_micros_per_mtok: exactModel.outputPriceMicrosPerMtok.toString(),
+      upstream: { provider_kind: 'openai_compatible', base_url: `${upstreamOrigin}/v1`, model: 'bench-upstream' },
+    });
     const organisation = await adminCall('POST', '/organisations', { name: 'Bench', rpm_limit: 1_000_000, allowed_gateway_models: ['bench'] });
     await adminCall('POST', `/organisations/${organisation.id}/credits`, { amount_micros: '1000000000000', reason: 'benchmark' }, { 'idempotency-key': 'bench' });
     const { api_key: apiKey } = await adminCall('POST', `/organisations/${organisation.id}/projects`, { name: 'bench' });
+    const lowBalanceCreditMicros = exactRequestMicros * BigInt(lowBalanceCapacity);
+    const lowOrganisation = await adminCall('POST', '/organisations', { name: 'Bench low balance', rpm_limit: 1_000_000, allowed_gateway_models: [exactModel.slug] });
+    await adminCall('POST', `/organisations/${lowOrganisation.id}/credits`, { amount_micros: lowBalanceCreditMicros.toString(), reason: 'benchmark low balance' }, { 'idempotency-key': 'bench-low' });
+    const { api_key: lowApiKey } = await adminCall('POST', `/organisations/${lowOrganisation.id}/projects`, { name: 'bench-low' });
 
     // The usage the upstream reports for each request shape, and its price: what the gateway must debit.
     const side = (tokens: bigint, price: bigint) => (tokens * price + 999_999n) / 1_000_000n;
@@ -282,21 +350,32 @@ async function main(): Promise<void> {
       baselineMb: peakRssMb(baseline.child.pid),
     };
 
+    // Low balance over 3 proxies (after the measurements and the RSS reading, which it would disturb).
+    const extraPorts = await Promise.all(Array.from({ length: lowBalanceProxies - 1 }, freePort));
+    const lowBalanceBases = [proxyHttp, ...(await Promise.all(extraPorts.map(async (port, i) => { await startProxy(i + 1, port); return port; })))]
+      .map((port) => `http://127.0.0.1:${port}/v1/chat/completions`);
+    const lowBalance = await lowBalanceRun(lowBalanceBases, lowApiKey as string, lowBalanceCapacity * 3, 32);
+    process.stdout.write(`low balance over ${lowBalanceProxies} proxies: capacity ${lowBalanceCapacity} Reserves, ${lowBalance.sent} requests at 32 connections: admitted ${lowBalance.admitted}, refused 402 ${lowBalance.refused}, other ${lowBalance.other}, ${lowBalance.rps} req/s\n`);
+
     // Money: every usage record of the run priced at what the upstream reported, and verify clean.
     const ledgerDb = await openDatabase({ url: database.url, schema: 'ledger', poolSize: 2 });
     try {
-      // Settles follow their responses by a few milliseconds: wait (up to 10 s) until the last
-      // ones have landed, so that the check sees every request's final money.
-      for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
-        const held = await ledgerDb.query<{ held_micros: bigint }>('SELECT held_micros FROM accounts WHERE organisation_id = $1', [organisation.id]);
-        if (held.rows[0]?.held_micros === 0n) break;
+      // Settles follow their responses (batched), and each proxy's grants go back to the wallet
+      // when idle or at their deadline: wait until both organisations hold nothing, so that the
+      // check sees every request's final money and no µ₹ parked in a grant.
+      const heldOf = async () => (await ledgerDb.query<{ held_micros: bigint }>(
+        'SELECT COALESCE(sum(held_micros), 0)::bigint AS held_micros FROM accounts WHERE organisation_id = ANY($1)', [[organisation.id, lowOrganisation.id]])).rows[0]!.held_micros;
+      const waitStartedMs = Date.now();
+      for (const deadline = Date.now() + nothingHeldTimeoutMs; Date.now() < deadline;) {
+        if (await heldOf() === 0n) break;
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
+      const nothingHeldAfterMs = Date.now() - waitStartedMs;
       const differences = await findBalanceDifferences(ledgerDb);
       // Every usage record must carry usage the upstream reported for one of the two shapes.
       const groups = await ledgerDb.query<{ input_tokens: bigint; output_tokens: bigint; usage_source: string; records: bigint; cost: bigint }>(
         `SELECT input_tokens, output_tokens, usage_source, count(*)::bigint AS records, sum(cost_micros)::bigint AS cost
-         FROM usage_records GROUP BY input_tokens, output_tokens, usage_source`);
+         FROM usage_records WHERE organisation_id = $1 GROUP BY input_tokens, output_tokens, usage_source`, [organisation.id]);
       // autocannon ends each run by closing its connections, which cuts streams in flight: the
       // gateway then bills what it delivered, counted by itself (gateway_estimate). At most one
       // stream per connection can be cut per run (warm-up and measured phase).
@@ -322,8 +401,19 @@ async function main(): Promise<void> {
       const account = await ledgerDb.query<{ debited_micros: bigint; held_micros: bigint }>(
         'SELECT debited_micros, held_micros FROM accounts WHERE organisation_id = $1', [organisation.id]);
       const { debited_micros: debited, held_micros: held } = account.rows[0]!;
-      const moneyOk = differences.length === 0 && unexplained.length === 0 && debited === expected && held === 0n;
-      process.stdout.write(`ledger: ${usageRecords} usage records (${cutStreams} streams cut by the load generator), debited ${debited} µ₹, priced upstream usage ${expected} µ₹, held ${held} µ₹, verify differences ${differences.length}${unexplained.length ? `, unexplained usage: ${unexplained.join(', ')}` : ''}\n`);
+      // The low-balance organisation: every admitted request debited exactly its Reserve (= its
+      // cost), nothing else, and what is left is available again.
+      const low = (await ledgerDb.query<{ available_micros: bigint; held_micros: bigint; debited_micros: bigint; records: bigint; off_price: bigint }>(
+        `SELECT a.available_micros, a.held_micros, a.debited_micros,
+                (SELECT count(*) FROM usage_records u WHERE u.organisation_id = a.organisation_id)::bigint AS records,
+                (SELECT count(*) FROM usage_records u WHERE u.organisation_id = a.organisation_id AND (u.cost_micros <> $2 OR u.usage_source <> 'upstream'))::bigint AS off_price
+         FROM accounts a WHERE a.organisation_id = $1`, [lowOrganisation.id, exactRequestMicros])).rows[0]!;
+      const lowDebitExpected = exactRequestMicros * BigInt(lowBalance.admitted);
+      const lowMoneyOk = low.held_micros === 0n && low.debited_micros === lowDebitExpected && low.available_micros === lowBalanceCreditMicros - lowDebitExpected
+        && low.records === BigInt(lowBalance.admitted) && low.off_price === 0n;
+      const moneyOk = differences.length === 0 && unexplained.length === 0 && debited === expected && held === 0n && lowMoneyOk;
+      process.stdout.write(`ledger (nothing held after ${nothingHeldAfterMs} ms): ${usageRecords} usage records (${cutStreams} streams cut by the load generator), debited ${debited} µ₹, priced upstream usage ${expected} µ₹, held ${held} µ₹, verify differences ${differences.length}${unexplained.length ? `, unexplained usage: ${unexplained.join(', ')}` : ''}\n`);
+      process.stdout.write(`ledger, low balance: ${low.records} usage records (${low.off_price} not at ${exactRequestMicros} µ₹), debited ${low.debited_micros} µ₹ of ${lowBalanceCreditMicros} µ₹ (admitted × cost ${lowDebitExpected} µ₹), available ${low.available_micros} µ₹, held ${low.held_micros} µ₹\n`);
 
       const ratio = (mode: string, connections: number) => {
         const of = (target: string) => rows.find((r) => r.target === target && r.mode === mode && r.connections === connections)!;
@@ -333,12 +423,17 @@ async function main(): Promise<void> {
         date: new Date().toISOString(),
         machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version },
         durationS, proxyVariant, rows, ttfb, rss,
+        lowBalance: { proxies: lowBalanceProxies, capacity: lowBalanceCapacity, ...lowBalance },
         ratios: {
           nonStreamingC1: ratio('non-streaming', 1), nonStreamingC32: ratio('non-streaming', 32),
           streamingC1: ratio('streaming', 1), streamingC32: ratio('streaming', 32),
           streamingTtfbAddedP50Ms: Number((ttfb.gateway.p50Ms - ttfb.baseline.p50Ms).toFixed(2)),
         },
-        money: { usageRecords: Number(usageRecords), cutStreams: Number(cutStreams), debitedMicros: debited.toString(), expectedMicros: expected.toString(), verifyDifferences: differences.length, ok: moneyOk },
+        money: {
+          usageRecords: Number(usageRecords), cutStreams: Number(cutStreams), debitedMicros: debited.toString(), expectedMicros: expected.toString(),
+          lowBalanceDebitedMicros: low.debited_micros.toString(), lowBalanceExpectedMicros: lowDebitExpected.toString(),
+          nothingHeldAfterMs, verifyDifferences: differences.length, ok: moneyOk,
+        },
       };
       mkdirSync('bench-results', { recursive: true });
       writeFileSync('bench-results/gateway.json', `${JSON.stringify(summary, null, 2)}\n`);
@@ -359,7 +454,12 @@ async function main(): Promise<void> {
 }
 
 /** Rewrites the generated table between the markers of docs/benchmarks.md. */
-function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; cpuModel?: string | undefined; node: string }; rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number; cpuMsPerRequest?: number; machineCpuMsPerRequest?: number; breakdown?: CpuBreakdown }>; ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }> }): void {
+function updateBenchmarksDoc(summary: {
+  date: string; machine: { cpus: number; cpuModel?: string | undefined; node: string };
+  rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number; cpuMsPerRequest?: number; machineCpuMsPerRequest?: number; breakdown?: CpuBreakdown }>;
+  ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }>;
+  lowBalance: { proxies: number; capacity: number } & LowBalanceResult;
+}): void {
   const path = `${repoRoot}docs/benchmarks.md`;
   const start = '<!-- bench:gateway:start -->';
   const end = '<!-- bench:gateway:end -->';
@@ -375,6 +475,7 @@ function updateBenchmarksDoc(summary: { date: string; machine: { cpus: number; c
     'CPU ms / request: CPU time of the target\'s own process per answered request (for the gateway the proxy alone), 10 ms clock ticks over the measurement; machine CPU: every process on the machine, the load generator included.',
     `Gateway CPU by component, ms / request (proxy, ledger, admin, PostgreSQL, Redis): ${summary.rows.filter((r) => r.breakdown).map((r) => `${r.mode} c=${r.connections}: ${Object.values(r.breakdown!).join(' / ')}`).join('; ')}.`,
     `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
+    `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused}, other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
     end,
