@@ -55,6 +55,24 @@ const project = 'org-project';
 const settled = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('GrantBook: carving Reserves from credit grants in memory', () => {
+  it('asks for the next grant in the background once three quarters are carved, so steady traffic never waits for an AcquireGrant', async () => {
+    const ledger = new ModelLedger();
+    const clock = { nowMs: 1_000 };
+    const book = bookWith(ledger, clock);
+    await book.acquireAndCarve(org, project, 'commercial', 100n); // grant of 400, U 300
+    expect(book.tryCarve(org, project, 'commercial', 100n)).toBeDefined(); // U 200: half carved, no renewal yet
+    expect(ledger.acquires).toHaveLength(1);
+    expect(book.tryCarve(org, project, 'commercial', 150n)).toBeDefined(); // U 50 < 400 / 4: renewal starts
+    expect(ledger.acquires).toHaveLength(2);
+    expect(book.tryCarve(org, project, 'commercial', 10n)).toBeDefined(); // still carved from the old grant meanwhile, and no second renewal
+    expect(ledger.acquires).toHaveLength(2);
+    await settled();
+    // The new grant is current; the old one carves nothing more and keeps its carves until they settle.
+    const carve = book.tryCarve(org, project, 'commercial', 100n)!;
+    expect(carve.grantId).toBe(ledger.acquires[1]!.grantId);
+    expect(book.grants().map((grant) => grant.state)).toEqual(['draining', 'active']);
+  });
+
   it('acquires once for the first Reserve (a few Reserves\' worth), then carves synchronously with exact bigint arithmetic', async () => {
     const ledger = new ModelLedger();
     const clock = { nowMs: 1_000 };

@@ -52,6 +52,8 @@ type GrantState = 'active' | 'draining' | 'closing' | 'closed';
 class Grant {
   readonly id: string;
   readonly slot: KeySlot;
+  /** What the ledger granted, µ₹. */
+  readonly grantedMicros: bigint;
   /** U: what may still be carved, µ₹; never more than what the ledger holds for the grant. */
   uncarvedMicros: bigint;
   /** Carves not yet released, settled or promoted. */
@@ -75,6 +77,7 @@ class Grant {
   constructor(id: string, slot: KeySlot, grantedMicros: bigint, sentAtMs: number, ttlMs: number) {
     this.id = id;
     this.slot = slot;
+    this.grantedMicros = grantedMicros;
     this.uncarvedMicros = grantedMicros;
     this.deadlineMs = sentAtMs + ttlMs;
     this.lastUsedMs = sentAtMs;
@@ -176,6 +179,12 @@ export class GrantBook {
     grant.uncarvedMicros -= amountMicros;
     grant.outstanding += 1;
     grant.lastUsedMs = nowMs;
+    // Renewed before it runs out: once three quarters are carved, the next grant is asked for in
+    // the background, so no request waits for an AcquireGrant while traffic is steady. (The ledger
+    // sizes it; near exhaustion it grants nothing and this key takes the exact path after U is used.)
+    if (grant.uncarvedMicros * 4n < grant.grantedMicros && slot.acquiring === undefined && nowMs >= slot.notBeforeMs) {
+      slot.acquiring = this.#acquire(slot, amountMicros).finally(() => { slot.acquiring = undefined; });
+    }
     return new Carve(grant, amountMicros, nowMs);
   }
 
