@@ -35,7 +35,10 @@ DECLARE
   v_by_budget numeric;
   v_expires_at_ms bigint;
 BEGIN
-  SELECT g.fingerprint, g.organisation_id, g.granted_micros, floor(extract(epoch FROM g.expires_at) * 1000)::bigint AS expires_ms
+  -- A replay answers the first answer (IDEMPOTENCY): the first deadline is created_at + ttl (one
+  -- transaction, one now()), not expires_at, which AdjustGrant's extend may have moved since.
+  SELECT g.fingerprint, g.organisation_id, g.granted_micros,
+    floor(extract(epoch FROM g.created_at + (op->>'ttlMs')::bigint * interval '1 millisecond') * 1000)::bigint AS expires_ms
   INTO earlier FROM grants g WHERE g.id = v_id;
   IF FOUND THEN
     IF earlier.fingerprint <> v_fingerprint THEN
