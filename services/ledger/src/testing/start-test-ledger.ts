@@ -55,6 +55,11 @@ export interface TestLedgerOptions {
   serverUrl?: string;
   /** Sweeper interval, ms; short so expiry tests finish quickly. */
   sweepIntervalMs?: number;
+  /**
+   * An existing PostgreSQL database to run over instead of a fresh one (a second replica of a
+   * ledger already started on it); it is not dropped on close.
+   */
+  databaseUrl?: string;
 }
 
 /** A fresh id with a readable prefix, so concurrent tests never share rows. */
@@ -78,10 +83,11 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
   let app: LedgerApp;
   const logger = createLogger('ledger', 'silent');
   if (backend === 'postgres') {
-    if (!options.serverUrl) throw new Error('the postgres backend needs a server URL');
-    testDatabase = await createTestDatabase(options.serverUrl);
-    app = await createLedgerApp(loadLedgerConfig({ ...env, DATABASE_URL: testDatabase.url, LEDGER_DB_POOL_SIZE: '20' }), { logger });
-    database = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 4 });
+    if (!options.serverUrl && !options.databaseUrl) throw new Error('the postgres backend needs a server URL');
+    if (!options.databaseUrl) testDatabase = await createTestDatabase(options.serverUrl!);
+    const url = options.databaseUrl ?? testDatabase!.url;
+    app = await createLedgerApp(loadLedgerConfig({ ...env, DATABASE_URL: url, LEDGER_DB_POOL_SIZE: '20' }), { logger });
+    database = await openDatabase({ url, schema: 'ledger', poolSize: 4 });
   } else {
     database = await openDatabase({ schema: 'ledger' });
     app = await createLedgerApp(loadLedgerConfig(env), { logger, database });
