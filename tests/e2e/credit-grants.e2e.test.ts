@@ -146,47 +146,59 @@ describe.skipIf(!serverUrl || !redisUrl)(`credit grants across proxy processes (
       const organisation = await gateway.createOrganisation('sigkill', creditMicros);
       const prefix = 'kill';
       // 9 clients over 3 proxies, alternating 2-second streams (20 words, 100 ms apart: promoted
-      // after one checkpoint interval) and short completions (8 words after 50 ms).
-      const load = startLoad({
-        proxyBases: gateway.proxyBases, apiKey: organisation.apiKey, model: gateway.modelSlug, requestIdPrefix: prefix,
-        clients: 9, streamWords: 20, chunkDelayMs: 100, jsonWords: 8, jsonDelayMs: 50,
-      });
+      // after one checkpoint interval) and short completions (8 words after 50 ms), in two groups
+      // out of step (the second starts once the first's streams are under way), so that streams of
+      // different ages are open at any moment.
+      const loadShape = { proxyBases: gateway.proxyBases, apiKey: organisation.apiKey, model: gateway.modelSlug, streamWords: 20, chunkDelayMs: 100, jsonWords: 8, jsonDelayMs: 50 };
+      const firstGroup = startLoad({ ...loadShape, requestIdPrefix: `${prefix}-a`, clients: 5 });
+      await waitFor('the first group\'s streams under way', () => firstGroup.requests.some((r) => r.stream && r.wordTimesMs.length >= 5), 20_000, 10);
+      const secondGroup = startLoad({ ...loadShape, requestIdPrefix: `${prefix}-b`, clients: 4 });
+      const loads = [firstGroup, secondGroup];
+      const allRequests = () => loads.flatMap((l) => l.requests);
+      const completed = () => firstGroup.completed() + secondGroup.completed();
       const onProxy0 = (r: LoadRequest) => r.proxyIndex === 0;
-      const now = () => Date.now();
-      // Steady state on proxy 0: completions done, and a stream open past its promotion and one still young.
-      await waitFor('steady load on proxy 0', () => {
-        const open = load.open().filter((r) => onProxy0(r) && r.stream && r.wordTimesMs.length > 0);
-        return load.requests.filter((r) => onProxy0(r) && r.status === 200 && r.complete).length >= 20
-          && open.some((r) => now() - r.startedAtMs > checkpointIntervalMs + 300) && open.some((r) => now() - r.startedAtMs < checkpointIntervalMs - 300);
-      }, 30_000, 20);
+      const openStreamsOnProxy0 = () => allRequests().filter((r) => onProxy0(r) && r.endedAtMs === undefined && r.stream && r.wordTimesMs.length > 0);
+      // Steady state on proxy 0: completions done, and a stream open well past its promotion (one
+      // checkpoint interval, plus slack for the promotion's Reserve and its first checkpoint).
+      const promotionSlackMs = 500;
+      await waitFor('steady load on proxy 0', () => allRequests().filter((r) => onProxy0(r) && r.status === 200 && r.complete).length >= 20
+        && openStreamsOnProxy0().some((r) => Date.now() - r.startedAtMs > checkpointIntervalMs + promotionSlackMs), 30_000, 10);
       const killedAtMs = Date.now();
+      const openAtKill = openStreamsOnProxy0();
+      const streamAgesAtKill = openAtKill.map((r) => killedAtMs - r.startedAtMs);
+      const promotedAtKill = openAtKill.filter((r) => killedAtMs - r.startedAtMs > checkpointIntervalMs + promotionSlackMs).map((r) => r.requestId);
       await gateway.kill(0);
       // The other proxies keep serving for a while; then the load stops.
-      const completedAtKill = load.completed();
-      await waitFor('traffic on the surviving proxies', () => load.completed() >= completedAtKill + 20, 20_000);
-      await load.stop();
+      const completedAtKill = completed();
+      await waitFor('traffic on the surviving proxies', () => completed() >= completedAtKill + 20, 20_000);
+      await Promise.all(loads.map((l) => l.stop()));
 
       const balance = await balanceOnceNothingHeld(gateway, organisation.id, Math.max(grantTtlMs, reserveTtlMs) + 20_000);
       const records = await gateway.usage(organisation.id);
       const recordsById = new Map<string, number>();
       for (const record of records) recordsById.set(record.requestId, (recordsById.get(record.requestId) ?? 0) + 1);
-      const proxyOf = new Map(load.requests.map((r) => [r.requestId, r.proxyIndex]));
+      const proxyOf = new Map(allRequests().map((r) => [r.requestId, r.proxyIndex]));
       const reached = reachedTags(gateway.upstream, `${prefix}-`);
       const missing = reached.filter((id) => !recordsById.has(id));
       // The bound: requests of the killed proxy that were open at the kill or ended within one report
       // interval before it (their Settles may not have left its memory; a carved stream reports
       // only once promoted, one interval after it started).
-      const exposed = new Set(load.requests.filter((r) => onProxy0(r) && (r.endedAtMs === undefined || r.endedAtMs >= killedAtMs - checkpointIntervalMs)).map((r) => r.requestId));
+      const exposed = new Set(allRequests().filter((r) => onProxy0(r) && (r.endedAtMs === undefined || r.endedAtMs >= killedAtMs - checkpointIntervalMs)).map((r) => r.requestId));
       const reachedOnProxy0 = reached.filter((id) => proxyOf.get(id) === 0);
       const exposedReached = reachedOnProxy0.filter((id) => exposed.has(id));
       console.log(`sigkill: ${reached.length} requests reached the upstream (${reachedOnProxy0.length} through the killed proxy), ${records.length} usage records; ` +
         `missing ${missing.length} (all through the killed proxy: ${missing.every((id) => proxyOf.get(id) === 0)}), ` +
-        `bound ${exposedReached.length} (killed proxy's requests open at the kill or ended within ${checkpointIntervalMs} ms before it); ` +
+        `bound ${exposedReached.length} (killed proxy's requests open at the kill or ended within ${checkpointIntervalMs} ms before it; ` +
+        `its open streams were ${streamAgesAtKill.sort((x, y) => x - y).join(', ')} ms old, promoted after ${checkpointIntervalMs}); ` +
         `debited ${balance.debitedMicros} µ₹, held ${balance.heldMicros} µ₹`);
 
       // NOTHING_FREE everywhere but on the killed proxy, and there only within the bound.
       expect(missing.filter((id) => proxyOf.get(id) !== 0)).toEqual([]);
       expect(missing.filter((id) => !exposed.has(id))).toEqual([]);
+      // A stream that ran past its promotion became its own reservation and checkpointed: EXPIRY
+      // charged what it had reported, under its request id.
+      expect(promotedAtKill.length).toBeGreaterThan(0);
+      expect(promotedAtKill.filter((id) => !recordsById.has(id))).toEqual([]);
       expect([...recordsById].filter(([, count]) => count > 1)).toEqual([]);
       expect(records.filter((r) => !reached.includes(r.requestId)).map((r) => r.requestId)).toEqual([]);
       // CONSERVATION seen from outside; every µ₹ debited is on a usage record.
