@@ -5,7 +5,10 @@
  * PostgreSQL's raw rate of single-statement autocommit UPDATEs (one hot row, or 1,000 rows).
  * Reserve and Settle go through a LedgerBatcher, as the gRPC handlers do: group commit, one
  * round trip and one commit per batch of queued operations (see docs/ledger.md).
- * Afterwards every balance is verified from the rows; the process exits 1 if the ledger does
+ * Credit grants: carved settles per second (a Settle with grant_id and reserved_micros, the proxy's
+ * common request since issue 14: its Reserve was carved from a grant in memory) through the same
+ * batcher on the hot organisation, against four grants (four proxy replicas), with the same baseline.
+ * Afterwards every grant is closed and every balance is verified from the rows; the process exits 1 if the ledger does
  * not agree to the micro-rupee or if the money does not add up. Run time is bounded (< 3 min).
  *
  * Environment: TEST_DATABASE_URL or DATABASE_URL (a server URL; a fresh database is created and
@@ -19,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { openDatabase, type Database } from '@gateway/db';
 import { credit } from '../src/domain/credit.ts';
 import { verifyLedger } from '../src/domain/find-balance-differences.ts';
+import { acquireGrant, adjustGrant } from '../src/domain/grants.ts';
 import { createLedgerBatcher } from '../src/domain/ledger-batcher.ts';
 import { openAccount } from '../src/domain/open-account.ts';
 import { reserve, type ReserveInput } from '../src/domain/reserve.ts';
@@ -42,6 +46,7 @@ interface Measurement {
   /** Mean operations per batch (transaction) during the run. */
   meanBatchOperations: number;
   concurrency: number;
+  /** Reserve+Settle pairs per second, or carved settles per second for the grant scenario. */
   pairsPerSecond: number;
   baselineUpdatesPerSecond: number;
   ratio: number;
@@ -140,13 +145,47 @@ try {
     }
   }
 
+  // Credit grants: carved settles (one operation each, no Reserve call) on the hot organisation.
+  const grantIds = ['bench-grant-0', 'bench-grant-1', 'bench-grant-2', 'bench-grant-3'];
+  for (const grantId of grantIds) {
+    const granted = await acquireGrant(db, {
+      grantId, organisationId: hot, projectId: `${hot}-project`, billingMode: 'commercial', minMicros: 1n,
+      wantMicros: 10_000_000_000n, ttlMs: 3_600_000n, ownerId: grantId,
+    }, 10);
+    if (granted.result !== 'ok') throw new Error(`bench grant refused: ${granted.result} ${granted.detail}`);
+  }
+  let carveSerial = 0;
+  const carvedSettle = async (loop: number) => {
+    const reservationId = `bench-carve-${process.pid}-${carveSerial++}`;
+    const settled = await settle(batcher, {
+      reservationId, inputTokens: 100n, outputTokens: 20n, costMicros, providerCostMicros: 100n, modelSlug: 'bench-model',
+      usageSource: 'upstream', requestId: reservationId, overrunOutputTokens: 0n, grantId: grantIds[loop % grantIds.length]!, reservedMicros: reserveMicros,
+    });
+    if (settled.result !== 'ok' || settled.debitedMicros !== costMicros) throw new Error(`bench carved settle failed: ${settled.result} ${settled.detail}`);
+  };
+  for (const concurrency of [1, 64]) {
+    const baseline = await runFor(concurrency, secondsPerMeasurement, async () => {
+      await db.query('UPDATE bench_counter SET n = n + 1 WHERE id = $1', [0]);
+    });
+    const baselineRate = baseline.count / baseline.elapsedS;
+    batchSizes.length = 0;
+    const run = await runFor(concurrency, secondsPerMeasurement, (loop) => carvedSettle(loop));
+    const rate = run.count / run.elapsedS;
+    measurements.push({
+      scenario: 'carved settles, one hot organisation', meanBatchOperations: Number((batchSizes.reduce((a, b) => a + b, 0) / Math.max(1, batchSizes.length)).toFixed(1)),
+      concurrency, pairsPerSecond: Math.round(rate), baselineUpdatesPerSecond: Math.round(baselineRate), ratio: Number((rate / baselineRate).toFixed(3)), pairs: run.count,
+    });
+  }
+
   console.table(measurements.map((m) => ({
-    scenario: m.scenario, concurrency: m.concurrency, 'pairs/s': m.pairsPerSecond,
-    'baseline UPDATE/s': m.baselineUpdatesPerSecond, 'pairs/s ÷ baseline': m.ratio, 'ops/batch': m.meanBatchOperations,
+    scenario: m.scenario, concurrency: m.concurrency, 'pairs (carves)/s': m.pairsPerSecond,
+    'baseline UPDATE/s': m.baselineUpdatesPerSecond, 'rate ÷ baseline': m.ratio, 'ops/batch': m.meanBatchOperations,
   })));
 
   await batcher.close();
-  // Correctness owned by this benchmark: every pair debited exactly its cost, nothing stays held,
+  // The grants give back what they still hold, so nothing stays held.
+  for (const grantId of grantIds) await adjustGrant(db, { adjustmentId: `close-${grantId}`, grantId, returnMicros: 0n, close: true, extendTtlMs: 0n, reason: 'bench done' });
+  // Correctness owned by this benchmark: every pair and every carve debited exactly its cost, nothing stays held,
   // and every balance agrees with the rows.
   const totalPairs = BigInt(measurements.reduce((sum, m) => sum + m.pairs, 0));
   const sums = await db.query<{ debited: string; held: string }>(
@@ -154,7 +193,7 @@ try {
   const { accountsChecked, differences } = await verifyLedger(db);
   const debitedOk = BigInt(sums.rows[0]!.debited) === totalPairs * costMicros;
   const heldOk = BigInt(sums.rows[0]!.held) === 0n;
-  console.log(`verify: ${accountsChecked} accounts, ${differences.length} difference(s); debited ${sums.rows[0]!.debited} µ₹ for ${totalPairs} pairs (${debitedOk ? 'exact' : 'WRONG'}); held ${sums.rows[0]!.held} µ₹`);
+  console.log(`verify: ${accountsChecked} accounts, ${differences.length} difference(s); debited ${sums.rows[0]!.debited} µ₹ for ${totalPairs} pairs and carves (${debitedOk ? 'exact' : 'WRONG'}); held ${sums.rows[0]!.held} µ₹`);
   for (const difference of differences) console.log('DIFFERENCE', difference);
   failed = differences.length > 0 || !debitedOk || !heldOk;
 
