@@ -115,19 +115,34 @@ function cpuTimeMs(pid: number | undefined): number {
   return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8')).cpuMs;
 }
 
-/** CPU time (user + system) all processes whose command name is `name` have used so far, ms (e.g. every postgres backend). */
-function cpuTimeOfCommandMs(name: string): number {
-  let total = 0;
+/** CPU time (user + system) each process whose command name is `name` has used so far, ms by pid (e.g. every postgres backend). */
+function cpuTimesOfCommandMs(name: string): Map<number, number> {
+  const times = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const { command, cpuMs } = parseProcStat(readFileSync(`/proc/${entry}/stat`, 'utf8'));
-      if (command === name) total += cpuMs;
+      if (command === name) times.set(Number(entry), cpuMs);
     } catch {
       // The process ended between the listing and the read.
     }
   }
-  return total;
+  return times;
+}
+
+/**
+ * CPU used between two samples by pid, ms: a process started since counts whole, one that ended
+ * since counts nothing of that interval (an undercount; a difference of sums would go negative).
+ */
+function cpuSpentMs(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>): number {
+  let spent = 0;
+  for (const [pid, cpuMs] of after) spent += cpuMs - (before.get(pid) ?? 0);
+  return spent;
+}
+
+/** One process's CPU so far as a by-pid sample (empty without a pid). */
+function cpuTimesOfPid(pid: number | undefined): Map<number, number> {
+  return pid === undefined ? new Map() : new Map([[pid, cpuTimeMs(pid)]]);
 }
 
 /** Busy CPU time of the whole machine so far (all cores, everything but idle and iowait), ms. */
@@ -153,14 +168,15 @@ interface LoadResult {
 /** What load() samples before and after a measurement for the CPU figures. */
 interface CpuSampling { measuredPid?: number; componentPids?: { proxy?: number; ledger?: number; admin?: number } }
 
-function sampleCpu(sampling: CpuSampling): { measured: number; machine: number; components: CpuBreakdown } {
+/** The CPU figures' sample: the measured process, the machine, and each component's processes by pid, ms so far. */
+function sampleCpu(sampling: CpuSampling): { measured: number; machine: number; components: Record<keyof CpuBreakdown, Map<number, number>> } {
   const pids = sampling.componentPids ?? {};
   return {
     measured: cpuTimeMs(sampling.measuredPid),
     machine: machineBusyMs(),
     components: {
-      proxy: cpuTimeMs(pids.proxy), ledger: cpuTimeMs(pids.ledger), admin: cpuTimeMs(pids.admin),
-      postgres: sampling.componentPids ? cpuTimeOfCommandMs('postgres') : 0, redis: sampling.componentPids ? cpuTimeOfCommandMs('redis-server') : 0,
+      proxy: cpuTimesOfPid(pids.proxy), ledger: cpuTimesOfPid(pids.ledger), admin: cpuTimesOfPid(pids.admin),
+      postgres: sampling.componentPids ? cpuTimesOfCommandMs('postgres') : new Map(), redis: sampling.componentPids ? cpuTimesOfCommandMs('redis-server') : new Map(),
     },
   };
 }
@@ -183,7 +199,7 @@ async function load(url: string, headers: Record<string, string>, body: unknown,
     ...(measuredPid === undefined || answered === 0 ? {} : { cpuMsPerRequest: perRequest(after.measured - before.measured) }),
     ...(answered === 0 ? {} : { machineCpuMsPerRequest: perRequest(after.machine - before.machine) }),
     ...(sampling.componentPids === undefined || answered === 0 ? {} : {
-      breakdown: Object.fromEntries(Object.keys(after.components).map((key) => [key, perRequest(after.components[key as keyof CpuBreakdown] - before.components[key as keyof CpuBreakdown])])) as unknown as CpuBreakdown,
+      breakdown: Object.fromEntries(Object.keys(after.components).map((key) => [key, perRequest(cpuSpentMs(before.components[key as keyof CpuBreakdown], after.components[key as keyof CpuBreakdown]))])) as unknown as CpuBreakdown,
     }),
   };
 }
