@@ -315,7 +315,7 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
   }
 
   it('keeps NO_OVERSPEND, CONSERVATION, PROJECT_BUDGET, ONE_OUTCOME and IDEMPOTENCY through acquires, carved settles, promotions, returns, closes and expiries', async () => {
-    await fc.assert(fc.asyncProperty(grantScenario, fc.bigInt(300_000n, 3_000_000n), async (steps, capMicros) => {
+    const property = fc.asyncProperty(grantScenario, fc.bigInt(300_000n, 3_000_000n), async (steps, capMicros) => {
       const organisations = [uniqueId('gprop-org'), uniqueId('gprop-org')];
       const creditedByModel = new Map<string, bigint>();
       for (const organisationId of organisations) {
@@ -593,7 +593,13 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
         if (grant.status === 'held') expect(grant.closes + grant.expiries).toBe(0n);
         if (grant.expiries === 1n) expect([grant.status, grant.closes]).toEqual(['expired', 0n]);
       }
-    }), { numRuns: grantRuns, endOnFailure: true });
+    });
+    // Rarer paths (a carve beyond its grant or after a close, a recall) come up a handful of times
+    // per grantRuns; a seed that happens to miss one gets more runs (new random cases), not a pass.
+    for (let round = 0; round < 4; round += 1) {
+      await fc.assert(property, { numRuns: grantRuns, endOnFailure: true });
+      if (Object.values(reached).every((count) => count > 0)) break;
+    }
     for (const [rule, count] of Object.entries(reached)) expect({ rule, count }).not.toEqual({ rule, count: 0 });
-  }, 300_000);
+  }, 600_000);
 });
