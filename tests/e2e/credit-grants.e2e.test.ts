@@ -158,15 +158,19 @@ describe.skipIf(!serverUrl || !redisUrl)(`credit grants across proxy processes (
       const completed = () => firstGroup.completed() + secondGroup.completed();
       const onProxy0 = (r: LoadRequest) => r.proxyIndex === 0;
       const openStreamsOnProxy0 = () => allRequests().filter((r) => onProxy0(r) && r.endedAtMs === undefined && r.stream && r.wordTimesMs.length > 0);
-      // Steady state on proxy 0: completions done, and a stream open well past its promotion (one
-      // checkpoint interval, plus slack for the promotion's Reserve and its first checkpoint).
-      const promotionSlackMs = 500;
-      await waitFor('steady load on proxy 0', () => allRequests().filter((r) => onProxy0(r) && r.status === 200 && r.complete).length >= 20
-        && openStreamsOnProxy0().some((r) => Date.now() - r.startedAtMs > checkpointIntervalMs + promotionSlackMs), 30_000, 10);
+      // Steady state on proxy 0: completions done, and an open stream of it that the ledger already
+      // holds as its own checkpointed reservation (promoted one checkpoint interval after it started).
+      let promotedAtKill: string[] = [];
+      const promotedOpenOnProxy0 = async () => {
+        const promoted = new Set(await gateway.promotedStreams(organisation.id));
+        promotedAtKill = openStreamsOnProxy0().map((r) => r.requestId).filter((id) => promoted.has(id));
+        return promotedAtKill.length > 0;
+      };
+      await waitFor('steady load on proxy 0', async () => allRequests().filter((r) => onProxy0(r) && r.status === 200 && r.complete).length >= 20
+        && await promotedOpenOnProxy0(), 30_000, 50);
       const killedAtMs = Date.now();
       const openAtKill = openStreamsOnProxy0();
       const streamAgesAtKill = openAtKill.map((r) => killedAtMs - r.startedAtMs);
-      const promotedAtKill = openAtKill.filter((r) => killedAtMs - r.startedAtMs > checkpointIntervalMs + promotionSlackMs).map((r) => r.requestId);
       await gateway.kill(0);
       // The other proxies keep serving for a while; then the load stops.
       const completedAtKill = completed();

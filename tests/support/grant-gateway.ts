@@ -96,6 +96,11 @@ export interface GrantGateway {
    * tagged with its request id so the fake upstream's log says whether it reached the upstream.
    */
   exactChat(proxyIndex: number, apiKey: string, requestId: string): Promise<ChatOutcome>;
+  /**
+   * Request ids of the organisation's streams whose carve the ledger holds as its own, checkpointed
+   * reservation (promoted: EXPIRY will charge its checkpoint), read from the ledger's database.
+   */
+  promotedStreams(organisationId: string): Promise<string[]>;
   /** SIGKILLs proxy `index` (no drain, nothing flushed) and resolves once it has exited. */
   kill(index: number): Promise<void>;
   /** Runs the ledger's Verify over the database (the CLI, as an operator would): exit code and its summary line. */
@@ -233,6 +238,12 @@ export async function startGrantGateway(options: GrantGatewayOptions): Promise<G
         } catch {
           return { requestId, proxyIndex, status: 0 };
         }
+      },
+      async promotedStreams(organisationId) {
+        const rows = await database.query<{ request_id: string }>(
+          `SELECT request_id FROM ledger.reservations
+           WHERE organisation_id = $1 AND grant_id IS NOT NULL AND status = 'held' AND checkpoint_sequence > 0`, [organisationId]);
+        return rows.map((row) => row.request_id);
       },
       async kill(index) {
         const { child } = proxies[index]!;

@@ -4,6 +4,8 @@ import pg from 'pg';
 /** A database made for one test file, so tests never see each other's rows. */
 export interface TestDatabase {
   url: string;
+  /** Runs one read-only query on its own connection (tests that wait for a state the services keep in the database). */
+  query<Row extends Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
   drop(): Promise<void>;
 }
 
@@ -21,6 +23,15 @@ export async function createTestDatabase(serverUrl: string): Promise<TestDatabas
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
+    async query<Row extends Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<Row[]> {
+      const client = new pg.Client({ connectionString: url.toString() });
+      await client.connect();
+      try {
+        return (await client.query<Row>(sql, params)).rows;
+      } finally {
+        await client.end();
+      }
+    },
     async drop() {
       const client = new pg.Client({ connectionString: serverUrl });
       await client.connect();
