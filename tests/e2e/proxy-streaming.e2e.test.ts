@@ -26,12 +26,26 @@ describe.skipIf(!serverUrl)('proxy streaming end to end', () => {
   let gateway: E2eGateway;
 
   beforeAll(async () => {
-    gateway = await startE2eGateway({ serverUrl: serverUrl!, creditMicros });
+    // Credit grants on (the default), returned after 200 ms without carves so a test can wait for held = 0.
+    gateway = await startE2eGateway({ serverUrl: serverUrl!, creditMicros, proxyEnv: { PROXY_GRANT_IDLE_RETURN_MS: '200' } });
   }, 120_000);
   afterAll(async () => { await gateway?.close(); });
 
   async function usageRecords(organisationId = gateway.organisationId): Promise<Array<Record<string, any>>> {
     return (await gateway.admin('GET', `/organisations/${organisationId}/usage`)).data as Array<Record<string, any>>;
+  }
+
+  /**
+   * The organisation's balance once it holds nothing: the proxy carves Reserves from a credit grant
+   * and returns what the grant still holds after PROXY_GRANT_IDLE_RETURN_MS without carves.
+   */
+  async function balanceOnceNothingHeld(organisationId = gateway.organisationId): Promise<Record<string, any>> {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const balance = await gateway.admin('GET', `/organisations/${organisationId}/balance`);
+      if (balance.held_micros === '0' || Date.now() > deadline) return balance;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   async function waitForUsageCount(count: number): Promise<Array<Record<string, any>>> {
@@ -58,7 +72,7 @@ describe.skipIf(!serverUrl)('proxy streaming end to end', () => {
     const [record] = await waitForUsageCount(1);
     const costMicros = e2eCostMicros(7, 6);
     expect(record).toMatchObject({ model: gateway.modelSlug, input_tokens: 7, output_tokens: 6, cost_micros: costMicros.toString(), usage_source: 'upstream' });
-    expect(await gateway.admin('GET', `/organisations/${gateway.organisationId}/balance`)).toMatchObject({
+    expect(await balanceOnceNothingHeld()).toMatchObject({
       credited_micros: creditMicros.toString(), held_micros: '0',
       debited_micros: costMicros.toString(), available_micros: (creditMicros - costMicros).toString(),
     });
@@ -93,7 +107,7 @@ describe.skipIf(!serverUrl)('proxy streaming end to end', () => {
     const costMicros = e2eCostMicros(promptTokens, record.output_tokens);
     expect(record).toMatchObject({ input_tokens: promptTokens, cost_micros: costMicros.toString(), debited_micros: costMicros.toString(), usage_source: 'gateway_estimate' });
 
-    const after = await gateway.admin('GET', `/organisations/${gateway.organisationId}/balance`);
+    const after = await balanceOnceNothingHeld();
     expect(after).toMatchObject({
       held_micros: '0',
       debited_micros: (BigInt(before.debited_micros) + costMicros).toString(),
