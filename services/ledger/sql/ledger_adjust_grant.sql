@@ -6,7 +6,8 @@
 -- is one `grant_return` movement (held −a, available +a) naming the grant, never more than the
 -- grant holds (return_micros is capped at remaining); `close` returns everything left and
 -- resolves the grant (status closed). INTERNAL_MODE: no movement, no wallet change. EXPIRY:
--- extend_ttl_ms > 0 makes the deadline now() + extend by the database clock.
+-- extend_ttl_ms > 0 makes the deadline now() + extend by the database clock. On a recalled grant,
+-- every adjustment but a bare extension answers the recall (recall_answered_at, migration 0011).
 -- Lock order: grant row -> account row (the global order: budget -> reservations -> grants ->
 -- accounts -> spend).
 CREATE OR REPLACE FUNCTION ledger_adjust_grant(op jsonb)
@@ -60,6 +61,12 @@ BEGIN
   v_expires_at := CASE WHEN v_extend > 0 THEN now() + v_extend * interval '1 millisecond' ELSE g.expires_at END;
   UPDATE grants gr SET remaining_micros = gr.remaining_micros - v_return, expires_at = v_expires_at,
     status = CASE WHEN v_close THEN 'closed' ELSE gr.status END,
+    -- The owner heard the recall: anything but a bare extension answers it (a return, a close, or
+    -- an adjustment that changes nothing, which is how an owner with nothing uncarved says so).
+    recall_answered_at = CASE
+      WHEN gr.recalled_at IS NOT NULL AND gr.recall_answered_at IS NULL
+        AND (v_close OR (op->>'returnMicros')::bigint > 0 OR v_extend = 0) THEN now()
+      ELSE gr.recall_answered_at END,
     resolved_at = CASE WHEN v_close THEN now() ELSE gr.resolved_at END
   WHERE gr.id = v_grant;
   IF g.billing_mode = 'commercial' AND v_return > 0 THEN

@@ -2,9 +2,11 @@
 -- organisation runs low (AcquireGrant answered not_granted, or an exact Reserve was refused
 -- insufficient_balance / project_budget_exceeded), money may be idling in other replicas'
 -- grants: every held grant in scope is marked recalled (once; recalled_at) so its owner returns
--- what it has not carved. Scope: p_organisation's commercial held grants (the balance ran low),
+-- what it has not carved. Grants whose owner has answered the recall (recall_answered_at: it
+-- returned what it had not carved) are not returned: no more money can come back from them by
+-- recalling, so a refusal counts only recalls still unanswered. Scope: p_organisation's commercial held grants (the balance ran low),
 -- and/or p_project's held grants of both modes (the budget ran low). Returns every held grant in
--- scope that is recalled (newly or before), with its owner, so the caller answers how many
+-- scope that is recalled (newly or before) and not yet answered, with its owner, so the caller answers how many
 -- (ReserveResponse.grants_recalled) and pushes the new ones to the owners it serves.
 -- Decides: no balance (recalling moves no money: the owner's AdjustGrant does); it serves
 -- NO_OVERSPEND's promise that a refusal is not caused by money idling in another grant.
@@ -29,6 +31,6 @@ BEGIN
   )
   SELECT g.id, g.owner_id, g.id IN (SELECT m.id FROM marked m)
   FROM grants g JOIN scope ON scope.id = g.id
-  WHERE g.status = 'held';
+  WHERE g.status = 'held' AND g.recall_answered_at IS NULL;
 END
 $$;

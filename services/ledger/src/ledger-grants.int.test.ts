@@ -99,6 +99,22 @@ for (const backend of ['postgres', 'pglite'] as TestBackend[]) {
       expect(none).toMatchObject({ result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, grantsRecalled: 0 });
     });
 
+    it('counts a recall in grants_recalled only until its owner answers it: a bare extension does not answer, a return (even of 0) does', async () => {
+      const organisationId = await fundedOrganisation(ledger, 1_000n);
+      const grantId = uniqueId('grant');
+      await ledger.acquireGrant({ grantId, organisationId, minMicros: 100n, wantMicros: 100n });
+      expect(await ledger.reserve({ organisationId, amountMicros: 950n })).toMatchObject({ grantsRecalled: 1 });
+      await ledger.adjustGrant({ grantId, extendTtlMs: 60_000n, reason: 'extend' });
+      expect(await ledger.reserve({ organisationId, amountMicros: 950n })).toMatchObject({ grantsRecalled: 1 });
+      // The owner has carved everything (nothing to give back): a return of 0 is its answer.
+      await ledger.adjustGrant({ grantId, returnMicros: 0n, reason: 'recalled' });
+      const refused = await ledger.reserve({ organisationId, amountMicros: 950n });
+      expect(refused).toMatchObject({ result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, grantsRecalled: 0, availableMicros: 900n });
+      // Still held (its carves are outstanding) and still counted in held, but no longer waited for.
+      expect(await grantRow(ledger, grantId)).toMatchObject({ status: 'held', remaining_micros: 100n });
+      expect(await balancesOf(ledger, organisationId)).toMatchObject({ availableMicros: 900n, heldMicros: 100n });
+    });
+
     it('carved settles debit the grant\'s hold, the unused part stays in the grant, beyond the grant from available (BOUNDED_OVERRUN); replay and conflict (IDEMPOTENCY)', async () => {
       const organisationId = await fundedOrganisation(ledger, 10_000n);
       const grantId = uniqueId('grant');

@@ -159,6 +159,25 @@ describe('GrantBook: carving Reserves from credit grants in memory', () => {
     expect(book.grants()).toEqual([]);
   });
 
+  it('answers a recall once, also for a replaced grant and when nothing is left uncarved (a return of 0)', async () => {
+    const ledger = new ModelLedger();
+    const book = bookWith(ledger, { nowMs: 0 });
+    const first = (await book.acquireAndCarve(org, project, 'commercial', 100n))!;
+    const all = [first, book.tryCarve(org, project, 'commercial', 100n)!, book.tryCarve(org, project, 'commercial', 100n)!];
+    all.push(book.tryCarve(org, project, 'commercial', 100n)!); // U 0: the background renewal replaced it
+    await settled();
+    expect(book.grants().map((grant) => grant.state)).toEqual(['draining', 'active']);
+    book.recall([first.grantId]);
+    book.recall([first.grantId]); // pushed again (another ledger replica): answered once
+    await settled();
+    expect(ledger.adjusts).toEqual([expect.objectContaining({ grantId: first.grantId, returnMicros: 0n, close: false, extendTtlMs: 0, reason: 'recalled' })]);
+    for (const carve of all) book.release(carve);
+    book.tick();
+    await settled();
+    expect(ledger.adjusts.at(-1)).toMatchObject({ grantId: first.grantId, close: true });
+    expect(ledger.held.has(first.grantId)).toBe(false);
+  });
+
   it('closes a grant idle for PROXY_GRANT_IDLE_RETURN_MS with nothing outstanding, and not one in use', async () => {
     const ledger = new ModelLedger();
     const clock = { nowMs: 0 };

@@ -68,6 +68,8 @@ class Grant {
   /** Why a draining grant will be closed (`recalled`, `replaced`, `shutdown`, `idle`). */
   closeReason = '';
   extending = false;
+  /** The ledger's recall was answered (U returned, or the grant closed): later pushes of it are ignored. */
+  recallAnswered = false;
   /** The close's adjustment id, kept so a retried close is the same adjustment (IDEMPOTENCY). */
   closeAdjustmentId: string | undefined;
   /** The close in flight, so shutdown can wait for it. */
@@ -268,12 +270,16 @@ export class GrantBook {
   recall(grantIds: readonly string[]): void {
     for (const grantId of grantIds) {
       const grant = this.#grants.get(grantId);
-      if (grant === undefined || grant.state !== 'active') continue;
+      // A grant already closing answers the recall by its close.
+      if (grant === undefined || grant.recallAnswered || grant.state === 'closing' || grant.state === 'closed') continue;
+      grant.recallAnswered = true;
       this.#options.logger.info({ grantId, uncarvedMicros: grant.uncarvedMicros.toString() }, 'credit grant recalled');
+      // A draining grant (replaced, idle) is answered too: its U is still held at the ledger.
       this.#drain(grant, 'recalled');
       if (!grant.busy) { void this.#close(grant); continue; }
+      // Return U, even when it is 0: the adjustment is the recall's answer, after which a Reserve
+      // refused at the ledger no longer waits for this grant (ReserveResponse.grants_recalled).
       const returnMicros = grant.uncarvedMicros;
-      if (returnMicros <= 0n) continue;
       grant.uncarvedMicros = 0n;
       void this.#adjust(grant, { returnMicros, close: false, extendTtlMs: 0, reason: 'recalled' }).then((answer) => {
         // Not returned (the call failed): it stays held until the grant closes (and at worst expires).

@@ -38,6 +38,8 @@ export interface PeerGrant {
   state: 'held' | 'closed' | 'expired';
   /** The peer wants it back (its organisation ran low). */
   recalled: boolean;
+  /** Its owner answered the recall (an adjustment other than a bare extension). */
+  recallAnswered: boolean;
   expiresAtMs: bigint;
 }
 
@@ -196,7 +198,8 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
 
   /**
    * Marks the organisation's held grants (of one project when given) recalled and pushes their
-   * ids to their owners' Operate streams; returns how many are being pulled back (newly or already).
+   * ids to their owners' Operate streams; returns how many are being pulled back and not yet
+   * answered by their owners (as the ledger does, migration 0011).
    */
   const recallGrants = (organisationId: string, projectId?: string, except?: string): number => {
     const byOwner = new Map<string, string[]>();
@@ -204,6 +207,8 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     for (const [grantId, grant] of grants) {
       if (grant.state !== 'held' || grant.request.organisationId !== organisationId || grantId === except) continue;
       if (projectId !== undefined && grant.request.projectId !== projectId) continue;
+      // An owner that answered the recall (returned U or closed) has nothing more to give back.
+      if (grant.recallAnswered) continue;
       recalling += 1;
       if (grant.recalled) continue;
       grant.recalled = true;
@@ -393,7 +398,7 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     const response: ledgerV1.AcquireGrantResponse = {
       ...base, result: AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK, grantedMicros, expiresAtMs, availableMicros: account.availableMicros,
     };
-    grants.set(request.grantId, { request, response, heldMicros: grantedMicros, state: 'held', recalled: false, expiresAtMs });
+    grants.set(request.grantId, { request, response, heldMicros: grantedMicros, state: 'held', recalled: false, recallAnswered: false, expiresAtMs });
     return response;
   };
 
@@ -416,6 +421,8 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     returnFromGrant(grant, returnedMicros);
     if (request.close) grant.state = 'closed';
     if (request.extendTtlMs > 0n) grant.expiresAtMs = BigInt(Date.now()) + request.extendTtlMs;
+    // Anything but a bare extension answers a recall (ledger_adjust_grant).
+    if (grant.recalled && (request.close || request.returnMicros > 0n || request.extendTtlMs === 0n)) grant.recallAnswered = true;
     const response: ledgerV1.AdjustGrantResponse = {
       ...base, result: AdjustGrantResult.ADJUST_GRANT_RESULT_OK, returnedMicros, remainingMicros: grant.heldMicros,
       expiresAtMs: grant.expiresAtMs, recalled: grant.recalled,

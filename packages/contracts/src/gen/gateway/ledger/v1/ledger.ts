@@ -416,8 +416,9 @@ export interface ReserveResponse {
   detail: string;
   /**
    * On INSUFFICIENT_BALANCE or PROJECT_BUDGET_EXCEEDED: how many grants of the organisation
-   * (of the project, for the budget) the ledger is pulling back because of this refusal; when
-   * positive, the same Reserve may fit once their owners return them (the proxy retries briefly).
+   * (of the project, for the budget) the ledger is pulling back and their owners have not yet
+   * answered (AdjustGrant); when positive, the same Reserve may fit once they return what they
+   * have not carved (the proxy retries briefly).
    */
   grantsRecalled?: number | undefined;
 }
@@ -720,7 +721,10 @@ export interface AdjustGrantRequest {
    * it is a settle after its resolution (debited from available).
    */
   close: boolean;
-  /** When positive, the grant's deadline becomes the database's now plus this, ms. */
+  /**
+   * When positive, the grant's deadline becomes the database's now plus this, ms. On a recalled
+   * grant, any adjustment but a bare extension answers the recall (return_micros may be 0).
+   */
   extendTtlMs: bigint;
   /** Why, for the movement rows (e.g. `idle`, `recalled`, `shutdown`). */
   reason: string;
