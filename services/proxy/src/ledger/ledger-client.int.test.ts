@@ -35,6 +35,19 @@ describe('LedgerClient over the Operate stream', () => {
     expect(peer.account('org')).toEqual({ creditedMicros: 1_000n, availableMicros: 960n, heldMicros: 0n, debitedMicros: 40n });
   });
 
+  it('sends Settles queued while a batch is in flight together, at most 512 to a settle_batch message, each answered', async () => {
+    peer = await startLedgerPeer();
+    peer.credit('org', 1_000_000n);
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 5_000 });
+    const ids = Array.from({ length: 1_201 }, (_, index) => `r-batch-${index}`);
+    for (const id of ids) expect((await client.reserve(reserveRequest(id))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
+    // The first leaves alone at once; the 1,200 queued behind it leave 512, 512 and 176 to a message.
+    const answers = await Promise.all(ids.map((id) => client!.settle(settleRequest(id))));
+    expect(answers.every((answer) => answer.result === SettleResult.SETTLE_RESULT_OK)).toBe(true);
+    expect(peer.calls.settleBatch).toEqual([1, 512, 512, 176]);
+    expect(peer.account('org')).toMatchObject({ heldMicros: 0n, debitedMicros: 1_201n * 40n });
+  });
+
   it('fails an operation past its deadline as unavailable, and the stream still serves the next one', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);

@@ -20,6 +20,13 @@ export type LedgerChannelState = 'up' | 'connecting' | 'idle' | 'down';
 /** The hot-path operations the Operate stream carries. */
 type OperationKind = 'reserve' | 'release' | 'checkpoint' | 'acquireGrant' | 'adjustGrant' | 'settleBatch';
 
+/**
+ * Most Settles in one settle_batch message: after a ledger outage the outbox may hand over
+ * thousands at once, and one message must stay far below gRPC's 4 MiB receive limit (a Settle is
+ * a few hundred bytes) and not hold the ledger's batcher for long.
+ */
+const maxSettlesPerBatch = 512;
+
 /** A Settle waiting for the next settle_batch message. */
 interface QueuedSettle {
   request: ledgerV1.SettleRequest;
@@ -94,12 +101,11 @@ export class LedgerClient {
     });
   }
 
-  /** Sends every queued Settle in one settle_batch message, then the next batch while any are queued. */
+  /** Sends the queued Settles in settle_batch messages (at most maxSettlesPerBatch each), one in flight at a time. */
   async #sendBatch(): Promise<void> {
     this.#batchInFlight = true;
     while (this.#queuedSettles.length > 0) {
-      const batch = this.#queuedSettles;
-      this.#queuedSettles = [];
+      const batch = this.#queuedSettles.splice(0, maxSettlesPerBatch);
       try {
         const answer = await this.#operate('settleBatch', { settles: batch.map((queued) => queued.request) });
         if (answer.settles.length !== batch.length) {
