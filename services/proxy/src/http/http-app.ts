@@ -7,7 +7,7 @@ import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.t
 import { parseChatRequest } from '../domain/chat-request.ts';
 import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../domain/config-snapshot.ts';
 import type { Ledger } from '../domain/ledger-port.ts';
-import { rateLimitHeaders, retryAfterSeconds, type RateLimiter } from '../domain/rate-limit.ts';
+import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision, type RateLimiter } from '../domain/rate-limit.ts';
 import { elapsedMs } from '../inference/chat-billing.ts';
 import { completeChat, type UpstreamPort } from '../inference/complete-chat.ts';
 import { streamChat, type StreamSink, type StreamStopReason } from '../inference/stream-chat.ts';
@@ -106,16 +106,32 @@ export function createHttpApp(services: HttpAppServices): Express {
     return snapshot;
   }
 
-  /** Counts the request against its organisation's pool; sets the x-ratelimit-* headers either way. */
-  async function applyRateLimit(organisation: OrganisationEntry, res: Response, context: RequestContext): Promise<void> {
-    if (organisation.rpmLimit === 0) return; // 0: the organisation has no RPM limit
-    const startedAtMs = performance.now();
-    const decision = await services.rateLimiter.consume(organisation.id, organisation.rpmLimit, context.requestUuid);
+  /** Sets the x-ratelimit-* headers of a decision; throws the 429 of a refusal. */
+  function answerRateLimit(decision: RateLimitDecision, res: Response, context: RequestContext, startedAtMs: number): void {
     context.log.rateLimitMs = elapsedMs(startedAtMs);
-    res.set(rateLimitHeaders(decision));
+    const headers = rateLimitHeaders(decision);
+    for (const name in headers) res.setHeader(name, headers[name]!);
     if (!decision.allowed) {
       throw new GatewayError('rate_limit_exceeded', { headers: { 'retry-after': String(retryAfterSeconds(decision)) } });
     }
+  }
+
+  /**
+   * Counts the request against its organisation's pool; sets the x-ratelimit-* headers either way.
+   * Synchronous (no promise) when the limiter decides without I/O (a leased token, a full pool,
+   * the in-process pool); consume() only when decideNow has no answer, or the request would be
+   * counted twice.
+   */
+  function applyRateLimit(organisation: OrganisationEntry, res: Response, context: RequestContext): Promise<void> | undefined {
+    if (organisation.rpmLimit === 0) return undefined; // 0: the organisation has no RPM limit
+    const startedAtMs = performance.now();
+    const decided = services.rateLimiter.decideNow?.(organisation.id, organisation.rpmLimit);
+    if (decided !== undefined) {
+      answerRateLimit(decided, res, context, startedAtMs);
+      return undefined;
+    }
+    return services.rateLimiter.consume(organisation.id, organisation.rpmLimit, context.requestUuid)
+      .then((decision) => { answerRateLimit(decision, res, context, startedAtMs); });
   }
 
   /** Snapshot and key: what every inference route checks first, synchronously. */
@@ -177,7 +193,14 @@ export function createHttpApp(services: HttpAppServices): Express {
           res.on('close', onClose);
         });
       },
-      end() { res.end(); },
+      isOpen() { return !res.destroyed && !res.writableEnded; },
+      end(frames) {
+        // write + end rather than end(frames): the socket is corked, so the frames, the chunked
+        // framing and the terminating chunk still leave in one writev, and the response head is
+        // not concatenated to (and copied with) the frames, as res.end(string) before the head went out would do.
+        if (frames !== undefined && !res.destroyed && !res.writableEnded) res.write(frames);
+        res.end();
+      },
     };
   }
 
@@ -187,7 +210,8 @@ export function createHttpApp(services: HttpAppServices): Express {
     // (that round trip is on every request's latency). Only callers with a valid key get this
     // far, the body is bounded by PROXY_MAX_BODY_BYTES, and a refusal still answers 429 first.
     const body = readJsonBody(req, res).then((json) => ({ json }), (error: unknown) => ({ error }));
-    await applyRateLimit(caller.organisation, res, context);
+    const limited = applyRateLimit(caller.organisation, res, context);
+    if (limited !== undefined) await limited;
     const read = await body;
     if ('error' in read) throw read.error;
     const request = parseChatRequest(read.json, { maxMessageChars: services.maxMessageChars });

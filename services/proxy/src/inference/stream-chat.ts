@@ -15,8 +15,10 @@ export interface StreamSink {
   open(): void;
   /** Writes one frame; true (or a promise of it, once the client has drained) while the client is there. */
   write(frame: string): boolean | Promise<boolean>;
-  /** Ends the response. */
-  end(): void;
+  /** True while the client is there and the response not ended (what write() would say, without writing). */
+  isOpen(): boolean;
+  /** Ends the response, after writing `frames` (the last ones) in the same write when given. */
+  end(frames?: string): void;
 }
 
 /** Why a relay was told to stop from outside: the client went away, or the process is shutting down. */
@@ -100,9 +102,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
   const tail = request.includeUsage ? ',"usage":null}\n\n' : '}\n\n';
   const meter = new StreamMeter({ model, promptTokens: plan.promptTokens, reserveMicros: plan.amountMicros, checkpointIntervalMs: deps.checkpointIntervalMs });
 
-  const events: StreamEvent[] = [];
   const decoder = input.adapter.createStreamDecoder();
-  const parser = new SseParser((sse) => decoder.decode(sse.event, sse.data, events));
   let opened = false;
   let ending: StreamEnding | undefined;
   let failureReason = '';
@@ -125,38 +125,48 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
     frames = '';
     return sink.write(batch);
   };
-  /** Takes in the decoded events, queueing their frames; returns how the stream ends when one of them ends it. */
-  const decodedEnding = (): StreamEnding | undefined => {
-    for (let i = 0; i < events.length; i += 1) {
-      const event = events[i]!;
-      switch (event.kind) {
-        case 'usage':
-          meter.reportUsage(event.usage);
-          break;
-        case 'done':
-          // Stop reading here: an upstream that keeps the connection open after [DONE] must not
-          // turn a finished answer into an idle timeout.
-          return 'completed';
-        case 'error':
-          failureReason = event.reason;
-          return 'upstream_failed';
-        case 'chunk':
-          // BOUNDED_OVERRUN: a chunk that would take the running cost past the Reserve is not relayed.
-          if (!meter.deliver(event.text, finishes(event.choices))) return 'cost_stop';
-          if (!opened) { sink.open(); opened = true; }
-          frames += head + (event.json ?? JSON.stringify(event.choices)) + tail;
-          break;
-      }
+  /** Takes in one decoded event, queueing its frame; returns how the stream ends when it ends it. */
+  const endingOf = (event: StreamEvent): StreamEnding | undefined => {
+    switch (event.kind) {
+      case 'usage':
+        meter.reportUsage(event.usage);
+        return undefined;
+      case 'done':
+        // Stop reading here: an upstream that keeps the connection open after [DONE] must not
+        // turn a finished answer into an idle timeout.
+        return 'completed';
+      case 'error':
+        failureReason = event.reason;
+        return 'upstream_failed';
+      case 'chunk':
+        // BOUNDED_OVERRUN: a chunk that would take the running cost past the Reserve is not relayed.
+        if (!meter.deliver(event.text, finishes(event.choices))) return 'cost_stop';
+        if (!opened) { sink.open(); opened = true; }
+        frames += head + JSON.stringify(event.choices) + tail;
+        return undefined;
+      case 'text':
+        // The common chunk: no finish reason, its choices already serialised by the decoder.
+        if (!meter.deliver(event.text, false)) return 'cost_stop';
+        if (!opened) { sink.open(); opened = true; }
+        frames += head + event.json + tail;
+        return undefined;
     }
-    return undefined;
   };
-  /** Relays the decoded events; returns how the stream ends when one of them ends it. */
+  // Each event is taken in as the decoder yields it (no array of a read's events); the first one
+  // that ends the stream decides, and the events after it in the same read are ignored.
+  let decided: StreamEnding | undefined;
+  const take = { push(event: StreamEvent): void { if (decided === undefined) decided = endingOf(event); } };
+  const parser = new SseParser((event, data) => { decoder.decode(event, data, take); });
+  /** Relays the events decoded from the bytes pushed since the last call; returns how the stream ends when one of them ends it. */
   const handleEvents = async (): Promise<StreamEnding | undefined> => {
-    const decoded = decodedEnding();
-    events.length = 0;
-    // The frames before an ending are the client's (and billed as delivered): they go out
-    // first, and a client that is gone by then makes the ending client_closed, as a failed
-    // write of any of them would have.
+    const decoded = decided;
+    decided = undefined;
+    // A clean ending writes its frames, its own frames and the end of the response in one
+    // write (below); a client that is gone by then makes it client_closed, as a failed write
+    // of those frames would have.
+    if (decoded === 'completed' || decoded === 'cost_stop') return frames !== '' && !sink.isOpen() ? 'client_closed' : decoded;
+    // The frames before any other ending are the client's (and billed as delivered): they go
+    // out first, and a client that is gone by then makes the ending client_closed.
     if (!(await flush())) return 'client_closed';
     return decoded;
   };
@@ -198,14 +208,15 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
     case 'completed':
     case 'cost_stop': {
       if (!opened) { sink.open(); opened = true; }
-      if (ending === 'cost_stop') {
-        await sink.write(`${head}[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]${tail}`);
-      }
-      if (request.includeUsage) await sink.write(usageFrame(billed.usage));
+      // The frames of the last read, the ending's own frames and [DONE] go out in one write
+      // with the end of the response (one pass through the HTTP framing instead of four).
+      let last = frames;
+      frames = '';
+      if (ending === 'cost_stop') last += `${head}[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]${tail}`;
+      if (request.includeUsage) last += usageFrame(billed.usage);
       // Settled after the response (as completions are): the client does not wait for the commit.
       const settled = settleUsage(deps, input, plan, billed.usage, billed.source);
-      await sink.write('data: [DONE]\n\n');
-      sink.end();
+      sink.end(`${last}data: [DONE]\n\n`);
       await settled;
       return;
     }

@@ -41,11 +41,14 @@ export interface StreamChoice {
 
 /** What a stream decoder makes of the upstream's events. */
 export type StreamEvent =
+  /** Choices to relay; `text` is everything in them that counts as completion tokens. */
+  | { kind: 'chunk'; choices: StreamChoice[]; text: string }
   /**
-   * Choices to relay; `text` is everything in them that counts as completion tokens; `json`, when
-   * the decoder has it, is exactly `JSON.stringify(choices)` (saves serialising the common chunk).
+   * The common chunk, already serialised: one choice of index 0 whose delta is `text` as its
+   * content (and maybe the assistant role), without logprobs or a finish reason; `json` is exactly
+   * the `JSON.stringify` of its choices array, so it is relayed without building objects.
    */
-  | { kind: 'chunk'; choices: StreamChoice[]; text: string; json?: string }
+  | { kind: 'text'; text: string; json: string }
   /** The usage the upstream reports for the whole request. */
   | { kind: 'usage'; usage: NormalizedUsage }
   /** The upstream ended the stream normally. */
@@ -53,10 +56,15 @@ export type StreamEvent =
   /** The upstream reported an error inside the stream, or sent something unusable; the reason is for logs only. */
   | { kind: 'error'; reason: string };
 
+/** Where a decoder's events go, in order: an array, or the relay taking each at once. */
+export interface StreamEventSink {
+  push(event: StreamEvent): unknown;
+}
+
 /** Turns one upstream's SSE events into the gateway's stream events; holds the state of one stream. */
 export interface StreamDecoder {
-  /** Decodes one SSE event (name and data), appending what it yields to `out`. */
-  decode(event: string | undefined, data: string, out: StreamEvent[]): void;
+  /** Decodes one SSE event (name and data), handing what it yields to `out`. */
+  decode(event: string | undefined, data: string, out: StreamEventSink): void;
 }
 
 /**

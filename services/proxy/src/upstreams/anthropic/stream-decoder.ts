@@ -1,4 +1,4 @@
-import type { StreamDecoder, StreamEvent } from '../upstream-adapter.ts';
+import type { StreamDecoder, StreamEventSink } from '../upstream-adapter.ts';
 
 type Json = Record<string, unknown>;
 
@@ -32,7 +32,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
   #toolIndexByBlock = new Map<number, number>();
 
   /** Decodes one event; the `type` inside its data decides, as Anthropic documents. */
-  decode(_event: string | undefined, data: string, out: StreamEvent[]): void {
+  decode(_event: string | undefined, data: string, out: StreamEventSink): void {
     let message: unknown;
     try {
       message = JSON.parse(data);

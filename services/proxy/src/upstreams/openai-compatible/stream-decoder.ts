@@ -1,6 +1,6 @@
 import { standardFinishReason } from '../../domain/normalized-completion.ts';
 import type { NormalizedTokenLogprob } from '../../domain/normalized-completion.ts';
-import type { StreamChoice, StreamDecoder, StreamEvent, StreamToolCallDelta } from '../upstream-adapter.ts';
+import type { StreamChoice, StreamDecoder, StreamEventSink, StreamToolCallDelta } from '../upstream-adapter.ts';
 
 type Json = Record<string, unknown>;
 
@@ -66,12 +66,13 @@ const skippedMember = String.raw`"(?!error"|choices")[A-Za-z0-9_]{1,64}":(?:"[^"
  * `choices` only flat members (id, object, created, model, system_fingerprint, `usage: null`, …),
  * none of them `error`. The content is relayed as the same JSON text JSON.stringify would give: a
  * JSON string without a backslash or control character (raw control characters are not JSON: those
- * chunks go to the parse, which refuses them) is its own serialisation. Anything else (escapes, tool calls, logprobs, finish reasons, a usage object,
+ * chunks go to the parse, which refuses them) is its own serialisation, so the choices array is
+ * relayed as the very substring of the upstream's chunk (no new string). Anything else (escapes, tool calls, logprobs, finish reasons, a usage object,
  * nested vendor fields) takes the full allowlisting parse below, so the bytes the client gets are
  * the same either way.
  */
 const commonContentChunk = new RegExp(
-  `^\\{(?:${skippedMember},)*"choices":\\[\\{"index":0,"delta":\\{("role":"assistant",)?"content":"([^"\\\\\\x00-\\x1f]*)"\\},"logprobs":null,"finish_reason":null\\}\\](?:,${skippedMember})*\\}$`,
+  `^\\{(?:${skippedMember},)*"choices":(\\[\\{"index":0,"delta":\\{(?:"role":"assistant",)?"content":"([^"\\\\\\x00-\\x1f]*)"\\},"logprobs":null,"finish_reason":null\\}\\])(?:,${skippedMember})*\\}$`,
 );
 
 /**
@@ -82,17 +83,13 @@ const commonContentChunk = new RegExp(
  */
 export class OpenAiStreamDecoder implements StreamDecoder {
   /** Decodes one `data:` payload. */
-  decode(_event: string | undefined, data: string, out: StreamEvent[]): void {
+  decode(_event: string | undefined, data: string, out: StreamEventSink): void {
     if (data === '[DONE]') { out.push({ kind: 'done' }); return; }
     const common = commonContentChunk.exec(data);
     if (common !== null) {
-      // The shape of nearly every chunk: one text delta and nothing else of ours (see commonContentChunk).
-      const content = common[2]!;
-      const delta: StreamChoice['delta'] = common[1] === undefined ? { content } : { role: 'assistant', content };
-      const json = common[1] === undefined
-        ? `[{"index":0,"delta":{"content":"${content}"},"logprobs":null,"finish_reason":null}]`
-        : `[{"index":0,"delta":{"role":"assistant","content":"${content}"},"logprobs":null,"finish_reason":null}]`;
-      out.push({ kind: 'chunk', choices: [{ index: 0, delta, logprobs: null, finish_reason: null }], text: content, json });
+      // The shape of nearly every chunk: one text delta and nothing else of ours (see
+      // commonContentChunk); its choices array is relayed as the upstream's own substring.
+      out.push({ kind: 'text', text: common[2]!, json: common[1]! });
       return;
     }
     let chunk: unknown;

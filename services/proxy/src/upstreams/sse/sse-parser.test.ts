@@ -3,7 +3,7 @@ import { SseParser, type SseEvent } from './sse-parser.ts';
 
 function parse(pieces: readonly string[], end = false): SseEvent[] {
   const events: SseEvent[] = [];
-  const parser = new SseParser((event) => events.push(event));
+  const parser = new SseParser((event, data) => events.push({ event, data }));
   for (const piece of pieces) parser.push(Buffer.from(piece));
   if (end) parser.end();
   return events;
@@ -23,7 +23,7 @@ describe('SseParser', () => {
   it('handles CRLF, multi-line data, no space after the colon, and multi-byte characters split between chunks', () => {
     const bytes = Buffer.from('data:{"t":"नमस्ते"}\r\ndata: second\r\n\r\n');
     const events: SseEvent[] = [];
-    const parser = new SseParser((event) => events.push(event));
+    const parser = new SseParser((event, data) => events.push({ event, data }));
     for (let i = 0; i < bytes.length; i += 3) parser.push(bytes.subarray(i, i + 3));
     expect(events).toEqual([{ event: undefined, data: '{"t":"नमस्ते"}\nsecond' }]);
   });
