@@ -94,3 +94,56 @@ describe('UpstreamTransport SSRF guard at connect time', () => {
     expect(upstream.requests).toHaveLength(0);
   });
 });
+
+describe('UpstreamTransport non-streaming outcomes', () => {
+  /** An HTTP upstream whose answer each test scripts. */
+  async function scriptedUpstream(answer: (res: import('node:http').ServerResponse) => void) {
+    const { createServer: createHttpServer } = await import('node:http');
+    const server = createHttpServer((req, res) => { req.resume(); req.on('end', () => answer(res)); });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const endpoint = { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, allowPrivateNetwork: true };
+    return { endpoint, close: () => new Promise<void>((done) => { server.closeAllConnections(); server.close(() => done()); }) };
+  }
+
+  it('collects a JSON answer sent in many pieces (multi-byte characters split between them), call after call', async () => {
+    const upstream = await scriptedUpstream((res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const text = JSON.stringify({ id: 'x', text: 'é'.repeat(5000) });
+      for (let i = 0; i < text.length; i += 700) res.write(text.slice(i, i + 700));
+      res.end();
+    });
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        expect(await transport.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'response', statusCode: 200, json: { id: 'x', text: 'é'.repeat(5000) } });
+      }
+    } finally { await upstream.close(); }
+  });
+
+  it('answers http_error for a non-2xx (its body discarded), failed for a body that is not JSON or too large', async () => {
+    let body = '';
+    let status = 200;
+    const upstream = await scriptedUpstream((res) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(body); });
+    const small = new UpstreamTransport({ connectTimeoutMs: 2_000, firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, totalTimeoutMs: 10_000, maxResponseBytes: 1000, resolve });
+    try {
+      status = 503; body = '{"error":"vendor secret"}';
+      expect(await small.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'http_error', statusCode: 503 });
+      status = 200; body = 'not json';
+      expect(await small.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'failed', reason: 'response body is not JSON' });
+      body = JSON.stringify({ text: 'x'.repeat(2000) });
+      expect(await small.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'failed', reason: 'ResponseTooLargeError' });
+      body = '{}';
+      expect(await small.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'response', statusCode: 200, json: {} });
+    } finally { await small.close(); await upstream.close(); }
+  });
+
+  it('times out a body that never ends within the total time, and a refused connection is unreachable', async () => {
+    const upstream = await scriptedUpstream((res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.write('{"partial":'); });
+    const quick = new UpstreamTransport({ connectTimeoutMs: 2_000, firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, totalTimeoutMs: 200, resolve });
+    try {
+      expect(await quick.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'timeout', reason: 'no complete answer within 200 ms' });
+      const closed = await scriptedUpstream(() => undefined);
+      await closed.close();
+      expect(await quick.send(closed.endpoint, chatRequest)).toMatchObject({ kind: 'unreachable', reason: expect.stringMatching(/ECONNREFUSED/) });
+    } finally { await quick.close(); await upstream.close(); }
+  });
+});

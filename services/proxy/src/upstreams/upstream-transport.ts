@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
-import { Agent, buildConnector } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 import {
   AddressRefusedError, addressRefusedCode, checkedLookup, disallowedAddressReason, systemResolver, type HostResolver,
 } from '@gateway/address-policy';
@@ -134,8 +134,102 @@ function bodyHasArrived(body: Readable): boolean {
   return body.readableEnded || (body as unknown as { _readableState?: { ended?: boolean } })._readableState?.ended === true;
 }
 
-class ResponseTooLargeError extends Error {
-  override name = 'ResponseTooLargeError';
+/** What a failed non-streaming call was, by the error undici reports (or the total timer). */
+function failedCallOutcome(error: unknown, totalTimedOut: boolean, totalTimeoutMs: number): UpstreamOutcome {
+  if (totalTimedOut) return { kind: 'timeout', reason: `no complete answer within ${totalTimeoutMs} ms` };
+  const code = errorCodeOf(error);
+  if (code !== undefined && timeoutErrorCodes.has(code)) return { kind: 'timeout', reason: reasonOf(error) };
+  if (code !== undefined && connectErrorCodes.has(code)) return { kind: 'unreachable', reason: reasonOf(error) };
+  return { kind: 'failed', reason: reasonOf(error) };
+}
+
+/**
+ * One non-streaming call as an undici dispatch handler: the body's chunks are collected as they
+ * arrive, with no Readable, async iterator or AbortController per call (their objects were a
+ * large part of a completion's garbage); the total timeout is one timer that aborts through
+ * undici's controller. The first outcome settles the call; later callbacks change nothing.
+ */
+class CompletionCall implements Dispatcher.DispatchHandler {
+  readonly #resolve: (outcome: UpstreamOutcome) => void;
+  readonly #maxResponseBytes: number;
+  readonly #totalTimeoutMs: number;
+  readonly #timer: NodeJS.Timeout;
+  #controller: Dispatcher.DispatchController | undefined;
+  #settled = false;
+  #totalTimedOut = false;
+  #statusCode = 0;
+  #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(resolve: (outcome: UpstreamOutcome) => void, maxResponseBytes: number, totalTimeoutMs: number) {
+    this.#resolve = resolve;
+    this.#maxResponseBytes = maxResponseBytes;
+    this.#totalTimeoutMs = totalTimeoutMs;
+    this.#timer = setTimeout(() => {
+      this.#totalTimedOut = true;
+      this.#finish(failedCallOutcome(undefined, true, totalTimeoutMs));
+    }, totalTimeoutMs);
+  }
+
+  /** Settles the call once; stops the timer and cuts the call when it is still running. */
+  #finish(outcome: UpstreamOutcome, cut = true): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    clearTimeout(this.#timer);
+    this.#chunks = [];
+    this.#resolve(outcome);
+    if (cut && this.#controller !== undefined && !this.#controller.aborted) this.#controller.abort(new Error('upstream call ended by the gateway'));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    // The total time ran out before the request was handed to a connection.
+    if (this.#settled) controller.abort(new Error('upstream call ended by the gateway'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.#statusCode = statusCode;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    this.#size += chunk.length;
+    // A non-2xx body is read and discarded (vendor text never travels further), up to the same limit.
+    if (this.#size > this.#maxResponseBytes) {
+      this.#finish(this.#isSuccess() ? { kind: 'failed', reason: 'ResponseTooLargeError' } : { kind: 'http_error', statusCode: this.#statusCode });
+      return;
+    }
+    if (this.#isSuccess()) this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.#settled) return;
+    if (!this.#isSuccess()) { this.#finish({ kind: 'http_error', statusCode: this.#statusCode }, false); return; }
+    const text = this.#chunks.length === 1 ? this.#chunks[0]!.toString('utf8') : Buffer.concat(this.#chunks, this.#size).toString('utf8');
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      this.#finish({ kind: 'failed', reason: 'response body is not JSON' }, false);
+      return;
+    }
+    this.#finish({ kind: 'response', statusCode: this.#statusCode, json }, false);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.fail(error);
+  }
+
+  /** The call failed (undici's error, or dispatch refusing the request outright). */
+  fail(error: unknown): void {
+    // An answer whose status was already a failure stays that failure (its body was only being discarded).
+    if (this.#statusCode !== 0 && !this.#isSuccess()) { this.#finish({ kind: 'http_error', statusCode: this.#statusCode }, false); return; }
+    this.#finish(failedCallOutcome(error, this.#totalTimedOut, this.#totalTimeoutMs), false);
+  }
+
+  #isSuccess(): boolean {
+    return this.#statusCode >= 200 && this.#statusCode < 300;
+  }
 }
 
 /**
@@ -172,44 +266,17 @@ export class UpstreamTransport {
     return endpoint.allowPrivateNetwork === true ? this.#privateAgent : this.#checkedAgent;
   }
 
-  /** Sends one request to an upstream endpoint (base URL e.g. `https://api.example.com/v1`). */
-  async send(endpoint: UpstreamEndpoint, request: UpstreamRequest): Promise<UpstreamOutcome> {
+  /** Sends one request to an upstream endpoint (base URL e.g. `https://api.example.com/v1`); never rejects. */
+  send(endpoint: UpstreamEndpoint, request: UpstreamRequest): Promise<UpstreamOutcome> {
     const { origin, path } = targetOf(endpoint.baseUrl, request);
-    const abort = new AbortController();
-    let totalTimedOut = false;
-    const timer = setTimeout(() => { totalTimedOut = true; abort.abort(); }, this.#totalTimeoutMs);
-    try {
-      const response = await this.#agentFor(endpoint).request({
-        origin, path, method: 'POST', headers: request.headers, body: request.body, signal: abort.signal,
-      });
-      if (response.statusCode < 200 || response.statusCode >= 300) {
-        await response.body.dump().catch(() => undefined);
-        return { kind: 'http_error', statusCode: response.statusCode };
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of response.body) {
-        size += (chunk as Buffer).length;
-        if (size > this.#maxResponseBytes) {
-          response.body.destroy();
-          throw new ResponseTooLargeError(`response larger than ${this.#maxResponseBytes} bytes`);
-        }
-        chunks.push(chunk as Buffer);
-      }
+    return new Promise((resolve) => {
+      const call = new CompletionCall(resolve, this.#maxResponseBytes, this.#totalTimeoutMs);
       try {
-        return { kind: 'response', statusCode: response.statusCode, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
-      } catch {
-        return { kind: 'failed', reason: 'response body is not JSON' };
+        this.#agentFor(endpoint).dispatch({ origin, path, method: 'POST', headers: request.headers, body: request.body }, call);
+      } catch (error) {
+        call.fail(error);
       }
-    } catch (error) {
-      if (totalTimedOut) return { kind: 'timeout', reason: `no complete answer within ${this.#totalTimeoutMs} ms` };
-      const code = errorCodeOf(error);
-      if (code !== undefined && timeoutErrorCodes.has(code)) return { kind: 'timeout', reason: reasonOf(error) };
-      if (code !== undefined && connectErrorCodes.has(code)) return { kind: 'unreachable', reason: reasonOf(error) };
-      return { kind: 'failed', reason: reasonOf(error) };
-    } finally {
-      clearTimeout(timer);
-    }
+    });
   }
 
   /**
