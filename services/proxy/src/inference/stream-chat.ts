@@ -55,30 +55,25 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
   const plan = planChat(input);
   await holdReserve(deps, input, plan);
 
-  const upstreamAbort = new AbortController();
-  const onStop = () => upstreamAbort.abort();
-  if (input.stop.aborted) onStop();
-  else input.stop.addEventListener('abort', onStop, { once: true });
-
   let opened: UpstreamStreamOutcome;
   const upstreamStartedAtMs = performance.now();
   try {
-    opened = await deps.upstream.openStream(model.upstream, plan.upstreamRequest, upstreamAbort.signal);
+    // The stop signal cuts the upstream call itself (client gone, shutdown); the relay's own
+    // endings cut it through the stream's abort().
+    opened = await deps.upstream.openStream(model.upstream, plan.upstreamRequest, input.stop);
   } catch (error) {
     opened = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
   }
   log.upstreamMs = elapsedMs(upstreamStartedAtMs);
   if (opened.kind !== 'stream') {
-    input.stop.removeEventListener('abort', onStop);
     log.upstreamOutcome = opened.kind;
     throw settleFailedCall(deps, input, plan, opened);
   }
   log.upstreamOutcome = 'stream';
   log.upstreamStatus = opened.stream.statusCode;
   try {
-    await relay(deps, input, plan, opened.stream, upstreamAbort);
+    await relay(deps, input, plan, opened.stream);
   } finally {
-    input.stop.removeEventListener('abort', onStop);
     opened.stream.close();
   }
 }
@@ -94,7 +89,7 @@ function finishes(choices: StreamChoice[]): boolean {
  * chunk whether it may go and after each read whether a checkpoint is due; then writes the
  * ending the meter's figures call for and settles them.
  */
-async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPlan, stream: UpstreamStream, upstreamAbort: AbortController): Promise<void> {
+async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPlan, stream: UpstreamStream): Promise<void> {
   const { model, log, request, sink } = input;
   const createdS = Math.floor(Date.now() / 1000);
   // Everything but `choices` is the gateway's own and the same in every chunk: serialised once.
@@ -196,7 +191,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
       failureReason = failure.reason;
     }
   }
-  if (ending !== 'completed') upstreamAbort.abort();
+  if (ending !== 'completed') stream.abort();
   log.streamOutcome = ending;
 
   const billed = meter.bill(ending);

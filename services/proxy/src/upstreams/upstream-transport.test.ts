@@ -147,3 +147,80 @@ describe('UpstreamTransport non-streaming outcomes', () => {
     } finally { await quick.close(); await upstream.close(); }
   });
 });
+
+describe('UpstreamTransport streamed calls', () => {
+  /** An HTTP upstream whose streamed answer each test scripts; resolves `closed` when a response's connection closes. */
+  async function scriptedStream(answer: (res: import('node:http').ServerResponse) => void) {
+    const { createServer: createHttpServer } = await import('node:http');
+    let closedConnections = 0;
+    const server = createHttpServer((req, res) => { req.resume(); req.on('end', () => answer(res)); });
+    server.on('connection', (socket) => { socket.on('close', () => { closedConnections += 1; }); });
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const endpoint = { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, allowPrivateNetwork: true };
+    return { endpoint, closedConnections: () => closedConnections, close: () => new Promise<void>((done) => { server.closeAllConnections(); server.close(() => done()); }) };
+  }
+  async function until(condition: () => boolean): Promise<void> {
+    while (!condition()) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  it('hands a slow reader every byte of a large body (the connection paused, then resumed), and a non-2xx is http_error', async () => {
+    const piece = 'x'.repeat(16 * 1024);
+    let status = 200;
+    const upstream = await scriptedStream((res) => {
+      res.writeHead(status, { 'content-type': 'text/event-stream' });
+      for (let i = 0; i < 64; i += 1) res.write(piece);
+      res.end();
+    });
+    try {
+      const opened = await transport.openStream(upstream.endpoint, chatRequest, new AbortController().signal);
+      if (opened.kind !== 'stream') throw new Error(`no stream: ${opened.kind}`);
+      let received = 0;
+      for await (const bytes of opened.stream.body) {
+        received += bytes.length;
+        await new Promise((resolve) => setTimeout(resolve, 1)); // a slow client
+      }
+      opened.stream.close();
+      expect(received).toBe(64 * piece.length);
+      status = 503;
+      expect(await transport.openStream(upstream.endpoint, chatRequest, new AbortController().signal)).toEqual({ kind: 'http_error', statusCode: 503 });
+    } finally { await upstream.close(); }
+  });
+
+  it('fails the body as aborted by the gateway when the signal fires, and as a timeout on an idle gap', async () => {
+    const upstream = await scriptedStream((res) => { res.writeHead(200, { 'content-type': 'text/event-stream' }); res.write('data: first\n\n'); });
+    const idle = new UpstreamTransport({ connectTimeoutMs: 2_000, firstByteTimeoutMs: 5_000, idleTimeoutMs: 150, totalTimeoutMs: 10_000, resolve });
+    try {
+      const stop = new AbortController();
+      const opened = await transport.openStream(upstream.endpoint, chatRequest, stop.signal);
+      if (opened.kind !== 'stream') throw new Error(`no stream: ${opened.kind}`);
+      const reader = opened.stream.body[Symbol.asyncIterator]();
+      expect((await reader.next()).done).toBe(false);
+      const pending = reader.next();
+      stop.abort('client_closed');
+      const error = await pending.then(() => undefined, (e: unknown) => e);
+      expect(opened.stream.failureOf(error)).toEqual({ kind: 'failed', reason: 'aborted by the gateway' });
+      opened.stream.close();
+
+      const idled = await idle.openStream(upstream.endpoint, chatRequest, new AbortController().signal);
+      if (idled.kind !== 'stream') throw new Error(`no stream: ${idled.kind}`);
+      const failure = await (async () => { try { for await (const _ of idled.stream.body) { /* read */ } } catch (e) { return idled.stream.failureOf(e); } return undefined; })();
+      expect(failure).toMatchObject({ kind: 'timeout', reason: expect.stringMatching(/UND_ERR_BODY_TIMEOUT/) });
+      idled.stream.close();
+    } finally { await idle.close(); await upstream.close(); }
+  });
+
+  it('cuts the connection of a body still open at close() (an upstream lingering after [DONE])', async () => {
+    const upstream = await scriptedStream((res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: [DONE]\n\n');
+    });
+    try {
+      const lingering = await transport.openStream(upstream.endpoint, chatRequest, new AbortController().signal);
+      if (lingering.kind !== 'stream') throw new Error(`no stream: ${lingering.kind}`);
+      for await (const _ of lingering.stream.body) break;
+      lingering.stream.close();
+      await until(() => upstream.closedConnections() === 1);
+      expect(upstream.closedConnections()).toBe(1);
+    } finally { await upstream.close(); }
+  });
+});
