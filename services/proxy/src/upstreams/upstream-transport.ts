@@ -122,10 +122,21 @@ function guardedConnector(timeoutMs: number, resolve: HostResolver, allowPrivate
   };
 }
 
+/** A base URL taken apart once: its origin, its path without trailing slashes, and its query. */
+interface ParsedBase { origin: string; path: string; search: string }
+/** Base URLs come from the config snapshot (a few per model): parsed once, not per call. Bounded. */
+const parsedBases = new Map<string, ParsedBase>();
+
 /** Origin and path (with the base URL's query, e.g. Azure's api-version, kept) of a request. */
 function targetOf(baseUrl: string, request: UpstreamRequest): { origin: string; path: string } {
-  const base = new URL(baseUrl);
-  let path = `${base.pathname.replace(/\/+$/, '')}${request.path}`;
+  let base = parsedBases.get(baseUrl);
+  if (base === undefined) {
+    const url = new URL(baseUrl);
+    base = { origin: url.origin, path: url.pathname.replace(/\/+$/, ''), search: url.search };
+    if (parsedBases.size >= 1000) parsedBases.clear();
+    parsedBases.set(baseUrl, base);
+  }
+  let path = `${base.path}${request.path}`;
   if (base.search !== '') path += path.includes('?') ? `&${base.search.slice(1)}` : base.search;
   return { origin: base.origin, path };
 }
