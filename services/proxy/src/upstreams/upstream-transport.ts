@@ -141,6 +141,9 @@ function targetOf(baseUrl: string, request: UpstreamRequest): { origin: string; 
   return { origin: base.origin, path };
 }
 
+/** Bytes of a non-2xx body read (and discarded) before its connection is cut instead, as undici's dump() does. */
+const discardedBodyBytes = 128 * 1024;
+
 /** What a failed non-streaming call was, by the error undici reports (or the total timer). */
 function failedCallOutcome(error: unknown, totalTimedOut: boolean, totalTimeoutMs: number): UpstreamOutcome {
   if (totalTimedOut) return { kind: 'timeout', reason: `no complete answer within ${totalTimeoutMs} ms` };
@@ -201,11 +204,10 @@ class CompletionCall implements Dispatcher.DispatchHandler {
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.#settled) return;
     this.#size += chunk.length;
-    // A non-2xx body is read and discarded (vendor text never travels further), up to the same limit.
-    if (this.#size > this.#maxResponseBytes) {
-      this.#finish(this.#isSuccess() ? { kind: 'failed', reason: 'ResponseTooLargeError' } : { kind: 'http_error', statusCode: this.#statusCode });
-      return;
-    }
+    // A non-2xx body is read and discarded (vendor text never travels further), up to 128 KiB as
+    // undici's dump() did; past that (or a 2xx past the response limit) the connection is cut.
+    if (!this.#isSuccess() && this.#size > discardedBodyBytes) { this.#finish({ kind: 'http_error', statusCode: this.#statusCode }); return; }
+    if (this.#size > this.#maxResponseBytes) { this.#finish({ kind: 'failed', reason: 'ResponseTooLargeError' }); return; }
     if (this.#isSuccess()) this.#chunks.push(chunk);
   }
 
@@ -238,9 +240,6 @@ class CompletionCall implements Dispatcher.DispatchHandler {
     return this.#statusCode >= 200 && this.#statusCode < 300;
   }
 }
-
-/** Bytes of a non-2xx body read (and discarded) before its connection is cut instead, as undici's dump() does. */
-const discardedBodyBytes = 128 * 1024;
 
 /** Unread body bytes above which a streamed call's connection is paused until the reader catches up. */
 const streamHighWaterBytes = 64 * 1024;
