@@ -56,6 +56,12 @@ function deployedProxyNodeOptions(): string {
   return match[1]!;
 }
 const deployedNodeOptions = deployedProxyNodeOptions();
+/** glibc's malloc arena cap the proxy is deployed with (MALLOC_ARENA_MAX in the same manifest), or none. */
+function deployedMallocArenaMax(): string | undefined {
+  const manifest = readFileSync(`${repoRoot}deploy/kubernetes/proxy.yaml`, 'utf8');
+  return /name: MALLOC_ARENA_MAX, value: "([^"]*)"/.exec(manifest)?.[1];
+}
+const mallocArenaMax = deployedMallocArenaMax();
 /** Node flags of the proxy process: the deployed ones unless an experiment replaces them, plus an opt-in CPU profile. */
 const proxyProfileOptions = process.env.BENCH_PROXY_CPU_PROF === '1' ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '';
 const proxyHeapOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? deployedNodeOptions;
@@ -287,7 +293,7 @@ async function main(): Promise<void> {
         LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `bench-proxy-${index}`,
         ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
         REDIS_URL: infrastructure.redisUrl!, PROXY_REDIS_PREFIX: redisPrefix,
-        NODE_OPTIONS: proxyNodeOptions,
+        NODE_OPTIONS: proxyNodeOptions, ...(mallocArenaMax === undefined ? {} : { MALLOC_ARENA_MAX: mallocArenaMax }),
       });
       services.push(started);
       await waitUntilReady(started, `http://127.0.0.1:${port}/readyz`);
@@ -490,7 +496,7 @@ function updateBenchmarksDoc(summary: {
     `Streaming time to first byte, p50 / p99: baseline ${summary.ttfb.baseline!.p50Ms} / ${summary.ttfb.baseline!.p99Ms} ms, gateway ${summary.ttfb.gateway!.p50Ms} / ${summary.ttfb.gateway!.p99Ms} ms.`,
     'CPU ms / request: CPU time of the target\'s own process per answered request (for the gateway the proxy alone), 10 ms clock ticks over the measurement; machine CPU: every process on the machine, the load generator included.',
     `Gateway CPU by component, ms / request (proxy, ledger, admin, PostgreSQL, Redis): ${summary.rows.filter((r) => r.breakdown).map((r) => `${r.mode} c=${r.connections}: ${Object.values(r.breakdown!).join(' / ')}`).join('; ')}.`,
-    `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
+    `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`${mallocArenaMax === undefined ? '' : ` and \`MALLOC_ARENA_MAX=${mallocArenaMax}\``}): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
     `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused}, other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
