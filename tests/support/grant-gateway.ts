@@ -16,6 +16,7 @@ import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
 import { issueSecret } from '@gateway/secrets';
 import { createTestDatabase, sharedTestPki, serviceTlsEnv, startServiceProcess, uniqueRedisPrefix, type TestDatabase } from '@gateway/testkit';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from './service-processes.ts';
+import { readAllUsage, readBalance, type ListedUsageRecord, type OrganisationBalance } from './admin-money-reads.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -44,22 +45,10 @@ export interface GrantGatewayOptions {
 }
 
 /** A balance as the admin API gives it, µ₹. */
-export interface GrantBalance {
-  creditedMicros: bigint;
-  availableMicros: bigint;
-  heldMicros: bigint;
-  debitedMicros: bigint;
-}
+export type GrantBalance = OrganisationBalance;
 
 /** One usage record as the admin API lists it. */
-export interface GrantUsageRecord {
-  requestId: string;
-  inputTokens: number;
-  outputTokens: number;
-  costMicros: bigint;
-  debitedMicros: bigint;
-  usageSource: string;
-}
+export type GrantUsageRecord = ListedUsageRecord;
 
 /** An organisation made for one test, with a project key. */
 export interface GrantOrganisation {
@@ -198,28 +187,10 @@ export async function startGrantGateway(options: GrantGatewayOptions): Promise<G
         return { id, apiKey: project.api_key as string };
       },
       async balance(organisationId) {
-        const b = await adminCall('GET', `/organisations/${organisationId}/balance`);
-        return {
-          creditedMicros: BigInt(b.credited_micros), availableMicros: BigInt(b.available_micros),
-          heldMicros: BigInt(b.held_micros), debitedMicros: BigInt(b.debited_micros),
-        };
+        return readBalance(adminCall, organisationId);
       },
       async usage(organisationId) {
-        const records: GrantUsageRecord[] = [];
-        let cursor: string | undefined;
-        for (let page = 0; page < 1_000; page += 1) {
-          const query = new URLSearchParams({ limit: '500', ...(cursor === undefined ? {} : { cursor }) });
-          const json = await adminCall('GET', `/organisations/${organisationId}/usage?${query}`);
-          for (const record of json.data as Array<Record<string, any>>) {
-            records.push({
-              requestId: record.request_id, inputTokens: record.input_tokens, outputTokens: record.output_tokens,
-              costMicros: BigInt(record.cost_micros), debitedMicros: BigInt(record.debited_micros), usageSource: record.usage_source,
-            });
-          }
-          cursor = json.next_cursor ?? undefined;
-          if (cursor === undefined) break;
-        }
-        return records;
+        return readAllUsage(adminCall, organisationId);
       },
       async exactChat(proxyIndex, apiKey, requestId) {
         const body = {

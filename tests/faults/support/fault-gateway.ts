@@ -13,6 +13,7 @@ import { startServiceProcess } from '@gateway/testkit/outside-vitest';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../../support/service-processes.ts';
 import { killPidSync, onWorkerExit, removeSync } from './cleanup.ts';
 import type { LocalPostgres, LocalRedis } from './local-servers.ts';
+import { readAllUsage, readBalance, type ListedUsageRecord, type OrganisationBalance } from '../../support/admin-money-reads.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -63,22 +64,10 @@ export interface FaultOrganisation {
 }
 
 /** A balance as the admin API gives it, µ₹. */
-export interface FaultBalance {
-  creditedMicros: bigint;
-  availableMicros: bigint;
-  heldMicros: bigint;
-  debitedMicros: bigint;
-}
+export type FaultBalance = OrganisationBalance;
 
 /** One usage record as the admin API lists it. */
-export interface FaultUsageRecord {
-  requestId: string;
-  inputTokens: number;
-  outputTokens: number;
-  costMicros: bigint;
-  debitedMicros: bigint;
-  usageSource: string;
-}
+export type FaultUsageRecord = ListedUsageRecord;
 
 /** A running fault gateway. */
 export interface FaultGateway {
@@ -214,28 +203,10 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
       return made;
     },
     async balance(organisationId) {
-      const json = await adminCall('GET', `/organisations/${organisationId}/balance`);
-      return {
-        creditedMicros: BigInt(json.credited_micros), availableMicros: BigInt(json.available_micros),
-        heldMicros: BigInt(json.held_micros), debitedMicros: BigInt(json.debited_micros),
-      };
+      return readBalance(adminCall, organisationId);
     },
     async usage(organisationId) {
-      const records: FaultUsageRecord[] = [];
-      let cursor: string | undefined;
-      for (let page = 0; page < 1_000; page += 1) {
-        const query = new URLSearchParams({ limit: '500', ...(cursor === undefined ? {} : { cursor }) });
-        const json = await adminCall('GET', `/organisations/${organisationId}/usage?${query}`);
-        for (const record of json.data as Array<Record<string, any>>) {
-          records.push({
-            requestId: record.request_id, inputTokens: record.input_tokens, outputTokens: record.output_tokens,
-            costMicros: BigInt(record.cost_micros), debitedMicros: BigInt(record.debited_micros), usageSource: record.usage_source,
-          });
-        }
-        cursor = json.next_cursor ?? undefined;
-        if (cursor === undefined || cursor === '') return records;
-      }
-      throw new Error('usage paging did not end within 1,000 pages');
+      return readAllUsage(adminCall, organisationId);
     },
     outputs() {
       const live = [...running].map((service) => `--- ${service.name} (pid ${service.child.pid}) running:\n${lastLines(service.output())}`);
