@@ -169,10 +169,33 @@ interface LoadResult {
   machineCpuMsPerRequest?: number;
   /** The gateway's components' CPU per answered request, ms. */
   breakdown?: CpuBreakdown;
+  /** The deepest settle outbox the proxy's /readyz reported during the measurement (sampled every 100 ms). */
+  settleOutboxMax?: number;
 }
 
-/** What load() samples before and after a measurement for the CPU figures. */
-interface CpuSampling { measuredPid?: number; componentPids?: { proxy?: number; ledger?: number; admin?: number } }
+/** What load() samples before and after a measurement for the CPU figures (and, for the gateway, its /readyz during it). */
+interface CpuSampling { measuredPid?: number; componentPids?: { proxy?: number; ledger?: number; admin?: number }; readyzUrl?: string }
+
+/**
+ * Polls the proxy's /readyz every 100 ms until stopped and keeps the deepest settle outbox it
+ * reported (Settles sent and not yet answered: what a SIGKILL would lose at that moment).
+ */
+function sampleOutboxDepth(readyzUrl: string): { stop(): Promise<number> } {
+  let deepest = 0;
+  let running = true;
+  const polling = (async () => {
+    while (running) {
+      try {
+        const body = await (await fetch(readyzUrl)).json() as { dependencies?: Record<string, string> };
+        deepest = Math.max(deepest, Number(body.dependencies?.settle_outbox ?? 0));
+      } catch {
+        // A missed sample changes nothing but the maximum's resolution.
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  return { async stop() { running = false; await polling; return deepest; } };
+}
 
 /** The CPU figures' sample: the measured process, the machine, and each component's processes by pid, ms so far. */
 function sampleCpu(sampling: CpuSampling): { measured: number; machine: number; components: Record<keyof CpuBreakdown, Map<number, number>> } {
@@ -190,9 +213,11 @@ function sampleCpu(sampling: CpuSampling): { measured: number; machine: number; 
 async function load(url: string, headers: Record<string, string>, body: unknown, connections: number, sampling: CpuSampling): Promise<LoadResult> {
   const options = { url, method: 'POST' as const, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), connections, pipelining: 1 };
   await autocannon({ ...options, duration: 2 }); // warm-up: pools, JIT, caches
+  const outbox = sampling.readyzUrl === undefined ? undefined : sampleOutboxDepth(sampling.readyzUrl);
   const before = sampleCpu(sampling);
   const result = await autocannon({ ...options, duration: durationS });
   const after = sampleCpu(sampling);
+  const settleOutboxMax = await outbox?.stop();
   const answered = result['2xx'] + result.non2xx;
   const perRequest = (ms: number) => Number((ms / Math.max(1, answered)).toFixed(3));
   const measuredPid = sampling.measuredPid;
@@ -204,6 +229,7 @@ async function load(url: string, headers: Record<string, string>, body: unknown,
     failed: result.non2xx + result.errors + result.timeouts,
     ...(measuredPid === undefined || answered === 0 ? {} : { cpuMsPerRequest: perRequest(after.measured - before.measured) }),
     ...(answered === 0 ? {} : { machineCpuMsPerRequest: perRequest(after.machine - before.machine) }),
+    ...(settleOutboxMax === undefined ? {} : { settleOutboxMax }),
     ...(sampling.componentPids === undefined || answered === 0 ? {} : {
       breakdown: Object.fromEntries(Object.keys(after.components).map((key) => [key, perRequest(cpuSpentMs(before.components[key as keyof CpuBreakdown], after.components[key as keyof CpuBreakdown]))])) as unknown as CpuBreakdown,
     }),
@@ -352,10 +378,13 @@ async function main(): Promise<void> {
           const body = mode === 'streaming' ? streamingBody : nonStreamingBody;
           const result = await load(target.url, target.headers, body, connections, {
             measuredPid: target.pid,
-            ...(target.name === 'gateway' ? { componentPids: { proxy: proxy.child.pid, ledger: ledger.child.pid, admin: admin.child.pid } } : {}),
+            ...(target.name === 'gateway' ? {
+              componentPids: { proxy: proxy.child.pid, ledger: ledger.child.pid, admin: admin.child.pid },
+              readyzUrl: `http://127.0.0.1:${proxyHttp}/readyz`,
+            } : {}),
           });
           rows.push({ target: target.name, mode, connections, ...result });
-          process.stdout.write(`${mode.padEnd(14)} c=${String(connections).padEnd(3)} ${target.name.padEnd(9)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms  ok ${result.ok}  failed ${result.failed}  cpu ${result.cpuMsPerRequest ?? '-'} ms/req  machine ${result.machineCpuMsPerRequest ?? '-'} ms/req${result.breakdown ? `  ${JSON.stringify(result.breakdown)}` : ''}\n`);
+          process.stdout.write(`${mode.padEnd(14)} c=${String(connections).padEnd(3)} ${target.name.padEnd(9)} ${String(result.rps).padStart(6)} req/s  p50 ${result.p50Ms} ms  p99 ${result.p99Ms} ms  ok ${result.ok}  failed ${result.failed}  cpu ${result.cpuMsPerRequest ?? '-'} ms/req  machine ${result.machineCpuMsPerRequest ?? '-'} ms/req${result.breakdown ? `  ${JSON.stringify(result.breakdown)}` : ''}${result.settleOutboxMax === undefined ? '' : `  outbox max ${result.settleOutboxMax}`}\n`);
         }
       }
     }
@@ -478,7 +507,7 @@ async function main(): Promise<void> {
 /** Rewrites the generated table between the markers of docs/benchmarks.md. */
 function updateBenchmarksDoc(summary: {
   date: string; machine: { cpus: number; cpuModel?: string | undefined; node: string };
-  rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number; cpuMsPerRequest?: number; machineCpuMsPerRequest?: number; breakdown?: CpuBreakdown }>;
+  rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number; cpuMsPerRequest?: number; machineCpuMsPerRequest?: number; breakdown?: CpuBreakdown; settleOutboxMax?: number }>;
   ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }>;
   lowBalance: { proxies: number; capacity: number } & LowBalanceResult;
 }): void {
@@ -496,6 +525,7 @@ function updateBenchmarksDoc(summary: {
     `Streaming time to first byte, p50 / p99: baseline ${summary.ttfb.baseline!.p50Ms} / ${summary.ttfb.baseline!.p99Ms} ms, gateway ${summary.ttfb.gateway!.p50Ms} / ${summary.ttfb.gateway!.p99Ms} ms.`,
     'CPU ms / request: CPU time of the target\'s own process per answered request (for the gateway the proxy alone), 10 ms clock ticks over the measurement; machine CPU: every process on the machine, the load generator included.',
     `Gateway CPU by component, ms / request (proxy, ledger, admin, PostgreSQL, Redis): ${summary.rows.filter((r) => r.breakdown).map((r) => `${r.mode} c=${r.connections}: ${Object.values(r.breakdown!).join(' / ')}`).join('; ')}.`,
+    `Deepest settle outbox of the proxy during each gateway measurement (its /readyz, every 100 ms; what a SIGKILL would lose at that moment): ${summary.rows.filter((r) => r.settleOutboxMax !== undefined).map((r) => `${r.mode} c=${r.connections}: ${r.settleOutboxMax}`).join('; ')}.`,
     `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`${mallocArenaMax === undefined ? '' : ` and \`MALLOC_ARENA_MAX=${mallocArenaMax}\``}): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
     `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused}, other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     '',

@@ -100,7 +100,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     },
     { name: 'ledger', state: () => ledger.channelState() },
     { name: 'redis', state: () => (rateLimiter instanceof RedisRateLimiter ? rateLimiter.connectionState() : 'in_process') },
-    { name: 'settle_outbox', ready: () => !outbox.outboxFull() },
+    // Its state is the depth: Settles and Releases waiting for the ledger's answer (what a SIGKILL would lose).
+    { name: 'settle_outbox', ready: () => !outbox.outboxFull(), state: () => String(outbox.outboxDepth()) },
   ];
   const isReady = () => lifecycle.isReady() && dependencies.every((dependency) => dependency.ready?.() ?? true);
   const probes = createHealthProbes({ isServing: lifecycle.isReady, dependencies });

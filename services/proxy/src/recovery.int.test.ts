@@ -115,11 +115,15 @@ describe('/readyz of the proxy', () => {
     await world?.close();
   });
 
-  it.skipIf(!redisUrl)('is ready with a fresh snapshot, naming redis, ledger and config as up', async () => {
+  it.skipIf(!redisUrl)('is ready with a fresh snapshot, naming redis, ledger and config as up and the settle outbox\'s depth', async () => {
     const proxy = await world.startProxy({ REDIS_URL: redisUrl!, PROXY_REDIS_PREFIX: uniqueRedisPrefix('readyz') });
     await waitFor(() => proxy.isReady(), 10_000, 'first snapshot');
     expect(await chat(world, proxy)).toBe(200);
-    expect(await readyz(proxy)).toEqual({ status: 200, body: { status: 'ready', dependencies: { config: 'fresh', ledger: 'up', redis: 'up' } } });
+    // Once its Settle is answered, the outbox is empty (its depth is what a SIGKILL would lose).
+    expect(await proxy.idle()).toBe(true);
+    expect(await readyz(proxy)).toEqual({
+      status: 200, body: { status: 'ready', dependencies: { config: 'fresh', ledger: 'up', redis: 'up', settle_outbox: '0' } },
+    });
   });
 
   it('stays ready when Redis is unreachable (each request is a 503), and names redis down', async () => {
