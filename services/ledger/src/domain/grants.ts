@@ -1,23 +1,11 @@
 import type { Database, Queryable } from '@gateway/db';
 import { fingerprintOf } from './fingerprint.ts';
 import type { BillingMode } from './ledger-types.ts';
-import { IdempotencyKeyRace, runIdempotentTransaction } from './run-idempotent-transaction.ts';
+import { runIdempotentTransaction } from './run-idempotent-transaction.ts';
 import { idProblem, nonNegativeAmountProblem, positiveAmountProblem, problemsOf, reasonProblem, reserveTtlProblem } from './validation.ts';
 
 /** SQLSTATE the grant functions raise when a racing call with the same new key committed first. */
 const keyRaceSqlState = 'LR001';
-
-/** Runs one grant function in its own transaction; a lost idempotency-key race runs it again (then a replay). */
-async function runGrantStatement<Row>(db: Database, key: string, work: (tx: Queryable) => Promise<Row>): Promise<Row> {
-  return runIdempotentTransaction(db, async (tx) => {
-    try {
-      return await work(tx);
-    } catch (error) {
-      if ((error as { code?: unknown }).code === keyRaceSqlState) throw new IdempotencyKeyRace(key);
-      throw error;
-    }
-  });
-}
 
 /** An AcquireGrant request: a hold for one proxy replica and one (organisation, project). */
 export interface AcquireGrantInput {
@@ -85,13 +73,13 @@ export async function acquireGrant(db: Database, input: AcquireGrantInput, share
       billingMode: input.billingMode!, minMicros: input.minMicros.toString(), wantMicros: input.wantMicros.toString(),
       ttlMs: input.ttlMs.toString(), ownerId: input.ownerId,
     };
-  const row = await runGrantStatement(db, input.grantId, async (tx) => {
+  const row = await runIdempotentTransaction(db, async (tx) => {
     const { rows } = await tx.query<{
       result: AcquireGrantResultName; granted_micros: bigint; expires_at_ms: bigint; available_micros: bigint; detail: string;
       recall_organisation: boolean; recall_project: boolean;
     }>('SELECT * FROM ledger_acquire_grant($1::jsonb, $2)', [JSON.stringify(op), sharePercent]);
     return rows[0]!;
-  });
+  }, { sqlState: keyRaceSqlState, key: input.grantId });
   const recalled = row.result === 'not_granted' && (row.recall_organisation || row.recall_project)
     ? await recallGrants(db, {
       organisationId: row.recall_organisation ? input.organisationId : null,
@@ -164,13 +152,13 @@ export async function adjustGrant(db: Database, input: AdjustGrantInput): Promis
       adjustmentId: input.adjustmentId, grantId: input.grantId, fingerprint, returnMicros: input.returnMicros.toString(),
       close: input.close, extendTtlMs: input.extendTtlMs.toString(), reason: input.reason,
     };
-  const row = await runGrantStatement(db, input.adjustmentId, async (tx) => {
+  const row = await runIdempotentTransaction(db, async (tx) => {
     const { rows } = await tx.query<{
       result: AdjustGrantResultName; returned_micros: bigint; remaining_micros: bigint; expires_at_ms: bigint; recalled: boolean;
       owner_id: string; detail: string;
     }>('SELECT * FROM ledger_adjust_grant($1::jsonb)', [JSON.stringify(op)]);
     return rows[0]!;
-  });
+  }, { sqlState: keyRaceSqlState, key: input.adjustmentId });
   return {
     result: row.result, returnedMicros: row.returned_micros, remainingMicros: row.remaining_micros, expiresAtMs: row.expires_at_ms,
     recalled: row.recalled, ownerId: row.owner_id, detail: row.detail,

@@ -1,6 +1,6 @@
 import type { Database } from '@gateway/db';
 import { fingerprintOf } from './fingerprint.ts';
-import { IdempotencyKeyRace, runIdempotentTransaction } from './run-idempotent-transaction.ts';
+import { runIdempotentTransaction } from './run-idempotent-transaction.ts';
 import { idProblem, positiveAmountProblem, problemsOf, reasonProblem } from './validation.ts';
 
 /** A refund of part of a credit's unspent money (the admin's refund of a top-up). */
@@ -51,21 +51,16 @@ export async function refundCredit(db: Database, input: RefundCreditInput): Prom
     organisationId: input.organisationId, creditId: input.creditId, amountMicros: input.amountMicros, reason: input.reason,
   });
   return runIdempotentTransaction(db, async (tx): Promise<RefundCreditOutcome> => {
-    try {
-      const { rows } = await tx.query<{ result: RefundCreditResultName; available_micros: bigint; detail: string }>(
-        'SELECT result, available_micros, detail FROM ledger_refund_credit($1, $2, $3, $4, $5, $6, $7)',
-        // With problems only the key, the fingerprint and the problems matter (a replay or conflict
-        // still takes precedence): the other fields may not even fit their SQL types (NUL, > int64).
-        problems.length > 0
-          ? [input.refundId, '', '', 0n, '', fingerprint, problems.join('; ')]
-          : [input.refundId, input.organisationId, input.creditId, input.amountMicros, input.reason, fingerprint, ''],
-      );
-      const row = rows[0];
-      if (!row) throw new Error('ledger_refund_credit returned no row');
-      return { result: row.result, availableMicros: row.available_micros, detail: row.detail };
-    } catch (error) {
-      if ((error as { code?: unknown }).code === refundIdRaceSqlState) throw new IdempotencyKeyRace(input.refundId);
-      throw error;
-    }
-  });
+    const { rows } = await tx.query<{ result: RefundCreditResultName; available_micros: bigint; detail: string }>(
+      'SELECT result, available_micros, detail FROM ledger_refund_credit($1, $2, $3, $4, $5, $6, $7)',
+      // With problems only the key, the fingerprint and the problems matter (a replay or conflict
+      // still takes precedence): the other fields may not even fit their SQL types (NUL, > int64).
+      problems.length > 0
+        ? [input.refundId, '', '', 0n, '', fingerprint, problems.join('; ')]
+        : [input.refundId, input.organisationId, input.creditId, input.amountMicros, input.reason, fingerprint, ''],
+    );
+    const row = rows[0];
+    if (!row) throw new Error('ledger_refund_credit returned no row');
+    return { result: row.result, availableMicros: row.available_micros, detail: row.detail };
+  }, { sqlState: refundIdRaceSqlState, key: input.refundId });
 }
