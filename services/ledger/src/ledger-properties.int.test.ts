@@ -11,6 +11,25 @@ const serverUrl = testPostgresUrl();
 /** Runs per property; raise with LEDGER_PROPERTY_RUNS for a longer search. */
 const numRuns = Number(process.env.LEDGER_PROPERTY_RUNS ?? '25');
 
+/**
+ * CONSERVATION and NO_OVERSPEND for each organisation of a run, read from the database: credited
+ * = available + held + debited and equals the credits the model saw succeed; only recorded
+ * overruns (settle movements' negative available deltas, carves beyond their grant included)
+ * take available below zero.
+ */
+async function checkOrganisationBalances(ledger: TestLedger, organisations: string[], creditedByModel: Map<string, bigint>): Promise<void> {
+  for (const organisationId of organisations) {
+    const balance = await ledger.getBalance(organisationId);
+    expect(balance.creditedMicros).toBe(balance.availableMicros + balance.heldMicros + balance.debitedMicros);
+    expect(balance.creditedMicros).toBe(creditedByModel.get(organisationId));
+    const { rows } = await ledger.database.query<{ overrun: bigint }>(
+      `SELECT coalesce(-sum(available_delta_micros), 0)::bigint AS overrun FROM movements WHERE organisation_id = $1 AND kind = 'settle'`,
+      [organisationId]);
+    expect(balance.availableMicros + rows[0]!.overrun).toBeGreaterThanOrEqual(0n);
+    if (rows[0]!.overrun === 0n) expect(balance.availableMicros).toBeGreaterThanOrEqual(0n);
+  }
+}
+
 /** One operation of a step; indexes pick an organisation, project or earlier reservation (modulo). */
 type Operation =
   | { kind: 'credit'; organisation: number; amountMicros: bigint }
@@ -56,18 +75,7 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
 
   /** NO_OVERSPEND, CONSERVATION and PROJECT_BUDGET for the organisations and projects of one run, from the database in one snapshot. */
   async function checkLaws(organisations: string[], projects: string[], caps: Map<string, bigint>, creditedByModel: Map<string, bigint>) {
-    for (const organisationId of organisations) {
-      const balance = await ledger.getBalance(organisationId);
-      // CONSERVATION, and the credits the model saw succeed.
-      expect(balance.creditedMicros).toBe(balance.availableMicros + balance.heldMicros + balance.debitedMicros);
-      expect(balance.creditedMicros).toBe(creditedByModel.get(organisationId));
-      // NO_OVERSPEND: only recorded overruns (settle movements' negative available deltas) can take available below zero.
-      const { rows } = await ledger.database.query<{ overrun: bigint }>(
-        `SELECT coalesce(-sum(available_delta_micros), 0)::bigint AS overrun FROM movements WHERE organisation_id = $1 AND kind = 'settle'`,
-        [organisationId]);
-      expect(balance.availableMicros + rows[0]!.overrun).toBeGreaterThanOrEqual(0n);
-      if (rows[0]!.overrun === 0n) expect(balance.availableMicros).toBeGreaterThanOrEqual(0n);
-    }
+    await checkOrganisationBalances(ledger, organisations, creditedByModel);
     for (const projectId of projects) {
       const cap = caps.get(projectId);
       if (cap === undefined) continue;
@@ -280,17 +288,7 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
 
   /** NO_OVERSPEND, CONSERVATION, PROJECT_BUDGET and the grants' own rules, from the database, then Verify. */
   async function checkGrantLaws(organisations: string[], budgetedProject: string, capMicros: bigint, creditedByModel: Map<string, bigint>) {
-    for (const organisationId of organisations) {
-      const balance = await ledger.getBalance(organisationId);
-      expect(balance.creditedMicros).toBe(balance.availableMicros + balance.heldMicros + balance.debitedMicros);
-      expect(balance.creditedMicros).toBe(creditedByModel.get(organisationId));
-      // NO_OVERSPEND: only recorded overruns (settle movements' available deltas, carves beyond their grant included) take available below zero.
-      const { rows } = await ledger.database.query<{ overrun: bigint }>(
-        `SELECT coalesce(-sum(available_delta_micros), 0)::bigint AS overrun FROM movements WHERE organisation_id = $1 AND kind = 'settle'`,
-        [organisationId]);
-      expect(balance.availableMicros + rows[0]!.overrun).toBeGreaterThanOrEqual(0n);
-      if (rows[0]!.overrun === 0n) expect(balance.availableMicros).toBeGreaterThanOrEqual(0n);
-    }
+    await checkOrganisationBalances(ledger, organisations, creditedByModel);
     // A grant's remaining never goes below zero nor above what it was granted; a resolved one holds nothing.
     const grants = await ledger.database.query<{ id: string; granted_micros: bigint; remaining_micros: bigint; status: string }>(
       'SELECT id, granted_micros, remaining_micros, status FROM grants WHERE organisation_id = ANY ($1)', [organisations]);
