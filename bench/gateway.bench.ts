@@ -46,22 +46,17 @@ const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
 const ttfbSamples = Number(process.env.BENCH_TTFB_SAMPLES ?? 200);
 const profileDir = `${repoRoot}bench-results/profiles`;
 /**
- * The Node flags the proxy is deployed with (its heap sizing), read from its Kubernetes manifest
- * so that the benchmark measures the proxy as it runs in production and the two cannot drift.
+ * The proxy's deployed process settings, read from its Kubernetes manifest so that the benchmark
+ * measures the proxy as it runs in production and the two cannot drift: its Node flags (heap
+ * sizing; required) and glibc's malloc arena cap (when the manifest sets one).
  */
-function deployedProxyNodeOptions(): string {
+function deployedProxyEnv(): { nodeOptions: string; mallocArenaMax: string | undefined } {
   const manifest = readFileSync(`${repoRoot}deploy/kubernetes/proxy.yaml`, 'utf8');
-  const match = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(manifest);
-  if (!match) throw new Error('deploy/kubernetes/proxy.yaml sets no NODE_OPTIONS for the proxy');
-  return match[1]!;
+  const nodeOptions = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(manifest)?.[1];
+  if (nodeOptions === undefined) throw new Error('deploy/kubernetes/proxy.yaml sets no NODE_OPTIONS for the proxy');
+  return { nodeOptions, mallocArenaMax: /name: MALLOC_ARENA_MAX, value: "([^"]*)"/.exec(manifest)?.[1] };
 }
-const deployedNodeOptions = deployedProxyNodeOptions();
-/** glibc's malloc arena cap the proxy is deployed with (MALLOC_ARENA_MAX in the same manifest), or none. */
-function deployedMallocArenaMax(): string | undefined {
-  const manifest = readFileSync(`${repoRoot}deploy/kubernetes/proxy.yaml`, 'utf8');
-  return /name: MALLOC_ARENA_MAX, value: "([^"]*)"/.exec(manifest)?.[1];
-}
-const mallocArenaMax = deployedMallocArenaMax();
+const { nodeOptions: deployedNodeOptions, mallocArenaMax } = deployedProxyEnv();
 /** Node flags of the proxy process: the deployed ones unless an experiment replaces them, plus an opt-in CPU profile. */
 const proxyProfileOptions = process.env.BENCH_PROXY_CPU_PROF === '1' ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '';
 const proxyHeapOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? deployedNodeOptions;
