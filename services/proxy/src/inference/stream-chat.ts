@@ -134,17 +134,15 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
         failureReason = event.reason;
         return 'upstream_failed';
       case 'chunk':
+      case 'text': {
+        // A 'text' event is the common chunk: no finish reason, its choices already serialised by the decoder.
+        const isText = event.kind === 'text';
         // BOUNDED_OVERRUN: a chunk that would take the running cost past the Reserve is not relayed.
-        if (!meter.deliver(event.text, finishes(event.choices))) return 'cost_stop';
+        if (!meter.deliver(event.text, !isText && finishes(event.choices))) return 'cost_stop';
         if (!opened) { sink.open(); opened = true; }
-        frames += head + JSON.stringify(event.choices) + tail;
+        frames += head + (isText ? event.json : JSON.stringify(event.choices)) + tail;
         return undefined;
-      case 'text':
-        // The common chunk: no finish reason, its choices already serialised by the decoder.
-        if (!meter.deliver(event.text, false)) return 'cost_stop';
-        if (!opened) { sink.open(); opened = true; }
-        frames += head + event.json + tail;
-        return undefined;
+      }
     }
   };
   // Each event is taken in as the decoder yields it (no array of a read's events); the first one
