@@ -297,11 +297,11 @@ async function main(): Promise<void> {
     const common = { DATABASE_URL: database.url, LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1' };
     // Internal gRPC is mTLS, as in production, so the figures include its cost.
     const pki = await createTestPki();
-    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
+    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0' });
     services.push(ledger);
     await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
     const admin = startService('admin', {
-      ...common, ...serviceTlsEnv(pki, 'admin'), ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+      ...common, ...serviceTlsEnv(pki, 'admin'), ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
     });
     services.push(admin);
@@ -311,7 +311,7 @@ async function main(): Promise<void> {
     const startProxy = async (index: number, port: number) => {
       const started = startService('proxy', {
         ...serviceTlsEnv(pki, 'proxy'),
-        LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `bench-proxy-${index}`,
+        LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: `bench-proxy-${index}`,
         ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
         REDIS_URL: infrastructure.redisUrl!, PROXY_REDIS_PREFIX: redisPrefix,
         NODE_OPTIONS: proxyNodeOptions, ...(mallocArenaMax === undefined ? {} : { MALLOC_ARENA_MAX: mallocArenaMax }),

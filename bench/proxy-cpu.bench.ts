@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     env: {
       PATH: process.env.PATH ?? '', ...serviceTlsEnv(await sharedTestPki(), 'proxy'),
       NODE_OPTIONS: [profileOptions, deployedNodeOptions].filter((o) => o !== '').join(' '),
-      LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: 'bench-proxy',
+      LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: 'bench-proxy',
       ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address,
     },
   });

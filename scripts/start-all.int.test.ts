@@ -16,7 +16,7 @@ describe('the README start command (scripts/start-all.ts)', () => {
     const { DATABASE_URL: _database, REDIS_URL: _redis, ...inherited } = process.env;
     const child = spawn(process.execPath, [join(repoRoot, 'scripts/start-all.ts')], {
       cwd: repoRoot,
-      env: { ...inherited, DATA_DIR: dataDir, PROXY_HTTP_PORT: '0', ADMIN_HTTP_PORT: '0', DEMO_UPSTREAM_PORT: '0', LOCAL_PAYMENTS_PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '3000' },
+      env: { ...inherited, DATA_DIR: dataDir, PROXY_HTTP_PORT: '0', PROXY_METRICS_PORT: '0', ADMIN_HTTP_PORT: '0', ADMIN_METRICS_PORT: '0', DEMO_UPSTREAM_PORT: '0', LOCAL_PAYMENTS_PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '3000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

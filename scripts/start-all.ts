@@ -157,7 +157,9 @@ async function main(): Promise<void> {
   }
 
   const ledger = await createLedgerApp(
-    loadLedgerConfig({ ...shared, ...tlsOf('ledger'), LEDGER_GRPC_PORT: orDefault('LEDGER_GRPC_PORT', '0'), LEDGER_HTTP_PORT: orDefault('LEDGER_HTTP_PORT', '0') }),
+    loadLedgerConfig({ ...shared, ...tlsOf('ledger'), LEDGER_GRPC_PORT: orDefault('LEDGER_GRPC_PORT', '0'), LEDGER_HTTP_PORT: orDefault('LEDGER_HTTP_PORT', '0'),
+      LEDGER_METRICS_PORT: orDefault('LEDGER_METRICS_PORT', '0'),
+    }),
     { logger: createLogger('ledger', logLevel as 'info') },
   );
   running.push({ name: 'ledger', close: () => ledger.close() });
@@ -171,6 +173,7 @@ async function main(): Promise<void> {
       ...tlsOf('admin'),
       ...paymentEnv,
       ADMIN_GRPC_PORT: orDefault('ADMIN_GRPC_PORT', '0'),
+      ADMIN_METRICS_PORT: orDefault('ADMIN_METRICS_PORT', '0'),
       LEDGER_GRPC_URL: ledgerUrl,
       ADMIN_ENCRYPTION_KEY: developmentEncryptionKey(),
       DEMO_UPSTREAM_URL: demoUpstream.baseUrl,
@@ -188,7 +191,9 @@ async function main(): Promise<void> {
   localPayments?.setWebhookUrl(`http://${bindHost}:${admin.ports.http}/webhooks/razorpay`);
 
   const proxy = await createProxyApp(
-    loadProxyConfig({ ...shared, ...tlsOf('proxy'), ADMIN_GRPC_URL: `127.0.0.1:${admin.ports.grpc}`, LEDGER_GRPC_URL: ledgerUrl }),
+    loadProxyConfig({ ...shared, ...tlsOf('proxy'), ADMIN_GRPC_URL: `127.0.0.1:${admin.ports.grpc}`, LEDGER_GRPC_URL: ledgerUrl,
+      PROXY_METRICS_PORT: orDefault('PROXY_METRICS_PORT', '0'),
+    }),
     { logger: createLogger('proxy', logLevel as 'info') },
   );
   running.push({ name: 'proxy', close: () => proxy.close() });

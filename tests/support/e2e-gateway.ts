@@ -106,12 +106,12 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
   };
 
   try {
-    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp) });
+    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0' });
     services.push(ledger);
     await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
     const adminService = startService('admin', {
       ...common, ...serviceTlsEnv(pki, 'admin'),
-      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
       ...options.adminEnv,
     });
@@ -119,7 +119,7 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
     await waitUntilReady(adminService, `http://127.0.0.1:${adminHttp}/readyz`);
     const proxies = proxyPorts.map((port, index) => startService('proxy', {
       ...serviceTlsEnv(pki, 'proxy'),
-      LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `e2e-proxy-${index}`,
+      LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: `e2e-proxy-${index}`,
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`, ...options.proxyEnv,
     }));
     services.push(...proxies);

@@ -138,20 +138,20 @@ export async function startGrantGateway(options: GrantGatewayOptions): Promise<G
 
   try {
     const ledger = startService('ledger', {
-      ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), ...options.ledgerEnv,
+      ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0', ...options.ledgerEnv,
     });
     services.push(ledger);
     await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
     const admin = startService('admin', {
       ...common, ...serviceTlsEnv(pki, 'admin'),
-      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
     });
     services.push(admin);
     await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`);
     const proxies = proxyPorts.map((port, index) => startService('proxy', {
       ...serviceTlsEnv(pki, 'proxy'),
-      LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: `grants-e2e-proxy-${index}`,
+      LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: `grants-e2e-proxy-${index}`,
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       REDIS_URL: options.redisUrl, PROXY_REDIS_PREFIX: redisPrefix, PROXY_CREDIT_GRANTS: creditGrantsMode,
       ...options.proxyEnv,

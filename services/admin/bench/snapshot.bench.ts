@@ -123,7 +123,7 @@ async function measure(serverUrl: string, projects: number): Promise<ScaleResult
     const admin = startService('admin', {
       ...serviceTlsEnv(pki, 'admin'),
       DATABASE_URL: database.url, LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1',
-      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${deadLedger}`,
+      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${deadLedger}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
       SNAPSHOT_ACK_TIMEOUT_MS: '5000',
     });
@@ -134,7 +134,7 @@ async function measure(serverUrl: string, projects: number): Promise<ScaleResult
     const lonelyPort = proxyPorts.pop()!;
     const lonely = startService('proxy', {
       ...serviceTlsEnv(pki, 'proxy'),
-      LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(lonelyPort), PROXY_ID: 'bench-no-snapshot',
+      LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(lonelyPort), PROXY_METRICS_PORT: '0', PROXY_ID: 'bench-no-snapshot',
       ADMIN_GRPC_URL: `127.0.0.1:${deadAdmin}`, LEDGER_GRPC_URL: `127.0.0.1:${deadLedger}`,
     });
     services.push(lonely);
@@ -152,7 +152,7 @@ async function measure(serverUrl: string, projects: number): Promise<ScaleResult
       const id = `bench-proxy-${index}`;
       const proxy = startService('proxy', {
         ...serviceTlsEnv(pki, 'proxy'),
-        LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_ID: id,
+        LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: id,
         ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${deadLedger}`, LEDGER_CALL_TIMEOUT_MS: '500',
       });
       services.push(proxy);

@@ -5,6 +5,7 @@ import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcSer
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
+import { createServiceMetrics, startMetricsServer, type AdminMetrics } from '@gateway/telemetry';
 import type { AdminConfig } from './config.ts';
 import { configMethodRoles } from './config-stream/config-method-roles.ts';
 import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
@@ -29,7 +30,9 @@ import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
 
 /** A running admin: its bound ports, its readiness, and how to stop it completely. */
 export interface AdminApp {
-  ports: { http: number; grpc: number };
+  ports: { http: number; grpc: number; metrics: number };
+  /** The admin's Prometheus metrics (also served on ADMIN_METRICS_PORT); tests read them directly. */
+  metrics: AdminMetrics;
   /** true once the database is migrated and both servers listen; false again once closing. */
   isReady(): boolean;
   /** Stops taking work, drains for up to SHUTDOWN_GRACE_MS, and releases every timer, socket and pool. */
@@ -70,7 +73,11 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
   // Each step registers its close as soon as it has started: a failed start closes what had
   // started, in reverse; close() turns not ready at once and runs the same steps.
   const lifecycle = createLifecycle({ logger });
+  const metrics = createServiceMetrics('admin');
   const ports = await lifecycle.start(async () => {
+    // Started first, stopped last: a scrape answers through the start and the drain.
+    const metricsServer = await startMetricsServer({ metrics, host: config.BIND_HOST, port: config.ADMIN_METRICS_PORT, logger });
+    lifecycle.defer('metrics server', () => metricsServer.close(0));
     const db = deps.database ?? await openDatabase({
       url: config.DATABASE_URL,
       dataDir: config.DATABASE_URL ? undefined : join(config.DATA_DIR, 'admin'),
@@ -168,12 +175,13 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     lifecycle.defer('config streams', () => hub.close());
 
     logger.info({ httpPort: http.port, grpcPort, ledger: config.LEDGER_GRPC_URL }, 'admin ready');
-    return { http: http.port, grpc: grpcPort };
+    return { http: http.port, grpc: grpcPort, metrics: metricsServer.port };
   });
 
   let closed: Promise<void> | undefined;
   return {
     ports,
+    metrics,
     isReady: lifecycle.isReady,
     close() {
       closed ??= lifecycle.close().then(() => logger.info('admin stopped'));

@@ -24,6 +24,14 @@ export const adminConfigSchema = z.object({
   ADMIN_HTTP_PORT: commonEnv.port(8081),
   /** Port of the config stream (gateway.config.v1.ConfigService) that proxies connect to. */
   ADMIN_GRPC_PORT: commonEnv.port(50052),
+  /** Internal port of GET /metrics (Prometheus), apart from the API people and scripts use (0: any free port). */
+  ADMIN_METRICS_PORT: commonEnv.port(9102),
+  /**
+   * `apply`: the admin brings its schema up to this build at start (one machine, `pnpm start`).
+   * `verify`: it only checks the schema is current and refuses to start otherwise: in Kubernetes
+   * the release's migration Job applies it once (docs/deploy.md "Upgrades").
+   */
+  ADMIN_MIGRATIONS: z.enum(['apply', 'verify']).default('apply'),
   /** host:port (or any grpc-js target) of the ledger's gRPC server. */
   LEDGER_GRPC_URL: z.string().regex(/^\S+$/, 'must be a gRPC target such as 127.0.0.1:50051').default('127.0.0.1:50051'),
   /** Base64 of the 32-byte AES-256-GCM key that encrypts upstream credentials at rest. */

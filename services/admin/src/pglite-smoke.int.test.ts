@@ -28,7 +28,7 @@ describe('the admin on embedded PGlite', () => {
     const encryptionKey = randomBytes(32).toString('base64');
     const env = (demoUrl: string, extra: Record<string, string> = {}) => loadAdminConfig({
       ...tlsEnv,
-      DATA_DIR: dataDir, ADMIN_HTTP_PORT: '0', ADMIN_GRPC_PORT: '0', LEDGER_GRPC_URL: ledger.target,
+      DATA_DIR: dataDir, ADMIN_HTTP_PORT: '0', ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: '0', LEDGER_GRPC_URL: ledger.target,
       ADMIN_ENCRYPTION_KEY: encryptionKey, DEMO_UPSTREAM_URL: demoUrl, SNAPSHOT_ACK_TIMEOUT_MS: '300',
       // As `pnpm start` runs it: the demo upstream is on loopback, which only this setting serves.
       ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true', ...extra,
@@ -98,7 +98,7 @@ describe('the admin on embedded PGlite', () => {
     const logs = captureLogs();
     const app = await createAdminApp(loadAdminConfig({
       ...serviceTlsEnv(await sharedTestPki(), 'admin'),
-      DATA_DIR: mkdtempSync(join(dataDir, 'no-handover-')), ADMIN_HTTP_PORT: '0', ADMIN_GRPC_PORT: '0',
+      DATA_DIR: mkdtempSync(join(dataDir, 'no-handover-')), ADMIN_HTTP_PORT: '0', ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: '0',
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     }), { logger: logs.logger });
     try {

@@ -17,7 +17,7 @@ import { startTestLedger, uniqueId } from './testing/start-test-ledger.ts';
 
 const serverUrl = testPostgresUrl();
 const pki = await sharedTestPki();
-const testEnv = { ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '2000' };
+const testEnv = { ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LEDGER_METRICS_PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_GRACE_MS: '2000' };
 /** Credentials of the admin, the caller of the methods these tests use. */
 const adminCredentials = () => channelCredentials(testTransportSecurity(pki, 'admin'));
 
@@ -93,7 +93,7 @@ describe('ledger app', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'ledger-main-'));
     const mainPath = fileURLToPath(new URL('./main.ts', import.meta.url));
     const child = spawn(process.execPath, [mainPath], {
-      env: { PATH: process.env.PATH, ...serviceTlsEnv(pki, 'ledger'), DATA_DIR: dataDir, LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '2000' },
+      env: { PATH: process.env.PATH, ...serviceTlsEnv(pki, 'ledger'), DATA_DIR: dataDir, LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LEDGER_METRICS_PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '2000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -4,6 +4,7 @@ import { openDatabase, type Database } from '@gateway/db';
 import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createProbeOnlyListener, createLifecycle, startHttpServer } from '@gateway/service-runtime';
+import { createServiceMetrics, startMetricsServer, type LedgerMetrics } from '@gateway/telemetry';
 import type { LedgerConfig } from './config.ts';
 import { createLedgerBatcher } from './domain/ledger-batcher.ts';
 import { prepareLedgerSchema } from './ledger-schema.ts';
@@ -13,7 +14,9 @@ import { ledgerMethodRoles } from './transport/ledger-method-roles.ts';
 
 /** A running ledger: its bound ports, whether it can serve, and how to stop it. */
 export interface LedgerApp {
-  ports: { grpc: number; http: number };
+  ports: { grpc: number; http: number; metrics: number };
+  /** The ledger's Prometheus metrics (also served on LEDGER_METRICS_PORT); tests read them directly. */
+  metrics: LedgerMetrics;
   /** True once migrations ran, while the database answers and until close() begins. */
   isReady(): boolean;
   /** Stops taking calls, lets in-flight ones finish (up to SHUTDOWN_GRACE_MS), then releases everything it opened. */
@@ -64,8 +67,12 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
   // started, in reverse, and close() is the reverse of start (sweeper, gRPC drain, health
   // server, then the database they used).
   const lifecycle = createLifecycle({ logger });
+  const metrics = createServiceMetrics('ledger');
   const ports = await lifecycle.start(async () => {
     if (ownsDatabase) lifecycle.defer('database', () => database.close());
+    // Started before the migrations, stopped after everything else: a scrape answers throughout.
+    const metricsServer = await startMetricsServer({ metrics, host: config.BIND_HOST, port: config.LEDGER_METRICS_PORT, logger });
+    lifecycle.defer('metrics server', () => metricsServer.close(0));
     const { applied } = await prepareLedgerSchema(database);
     logger.info({ applied, database: database.kind }, 'ledger database migrated');
 
@@ -114,13 +121,14 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
       onPass: (answered) => { databaseAnswered = answered; },
     });
     lifecycle.defer('expiry sweeper', () => sweeper.stop());
-    return { grpc: grpcPort, http: health.port };
+    return { grpc: grpcPort, http: health.port, metrics: metricsServer.port };
   });
   logger.info({ ports }, 'ledger listening');
 
   let closed: Promise<void> | undefined;
   return {
     ports,
+    metrics,
     isReady: () => lifecycle.isReady() && databaseAnswered,
     close() {
       closed ??= lifecycle.close().then(() => logger.info('ledger stopped'));

@@ -16,6 +16,23 @@ export const ledgerConfigSchema = z.object({
   LEDGER_GRPC_PORT: commonEnv.port(50051),
   /** HTTP port of /healthz and /readyz (0: any free port). */
   LEDGER_HTTP_PORT: commonEnv.port(8082),
+  /** Internal port of GET /metrics (Prometheus), apart from the probes (0: any free port). */
+  LEDGER_METRICS_PORT: commonEnv.port(9103),
+  /**
+   * `apply`: the ledger brings its schema up to this build at start (one machine, `pnpm start`).
+   * `verify`: it only checks the schema is current and refuses to start otherwise: in Kubernetes
+   * the release's migration Job applies it once (docs/deploy.md "Upgrades").
+   */
+  LEDGER_MIGRATIONS: z.enum(['apply', 'verify']).default('apply'),
+  /** How often the ledger re-checks its books (the `verify` checks) and exports the differences as metrics, ms. */
+  LEDGER_VERIFY_INTERVAL_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(300_000),
+  /** Monthly partitions of the usage records created ahead of the current month. */
+  LEDGER_USAGE_PARTITIONS_AHEAD: z.coerce.number().int().min(1).max(24).default(3),
+  /**
+   * Whole months of raw usage records kept before the current one (older monthly partitions are
+   * dropped; daily roll-ups and money movements are kept). 0 keeps every raw record.
+   */
+  LEDGER_USAGE_RETENTION_MONTHS: z.coerce.number().int().min(0).max(1200).default(0),
   /** How often the sweeper looks for reservations past their deadline, ms. */
   LEDGER_SWEEP_INTERVAL_MS: commonEnv.durationMs(5_000),
   /** How often a WatchBudgetAlerts stream looks for new alerts, ms. */

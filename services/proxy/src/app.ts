@@ -1,6 +1,7 @@
 import { grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCheck, type RunningHttpServer } from '@gateway/service-runtime';
+import { createServiceMetrics, startMetricsServer, type ProxyMetrics } from '@gateway/telemetry';
 import type { ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
 import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
@@ -16,7 +17,9 @@ import { UpstreamTransport } from './upstreams/upstream-transport.ts';
 
 /** A running proxy: its bound port, readiness, and a close that leaves nothing running. */
 export interface ProxyApp {
-  ports: { http: number };
+  ports: { http: number; metrics: number };
+  /** The proxy's Prometheus metrics (also served on PROXY_METRICS_PORT); tests read them directly. */
+  metrics: ProxyMetrics;
   /** True while the proxy holds a fresh config snapshot and is not shutting down. */
   isReady(): boolean;
   /** Stops taking requests, lets in-flight ones finish (up to SHUTDOWN_GRACE_MS), then closes everything. */
@@ -46,6 +49,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const tasks = new TaskTracker();
   // Its steps close in reverse: the HTTP drain (which still needs the ledger for its Settles), then the clients.
   const lifecycle = createLifecycle({ logger });
+  const metrics = createServiceMetrics('proxy');
 
   const configStream = new ConfigStreamClient({
     address: config.ADMIN_GRPC_URL,
@@ -106,6 +110,13 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const isReady = () => lifecycle.isReady() && dependencies.every((dependency) => dependency.ready?.() ?? true);
   const probes = createHealthProbes({ isServing: lifecycle.isReady, dependencies });
   const activeStreams = new Set<AbortController>();
+  // State gauges are read at scrape time, not kept up to date on every change.
+  metrics.onCollect(() => {
+    metrics.proxyOutboxDepth.set(outbox.outboxDepth());
+    metrics.proxyConfigVersion.set(Number(configStream.appliedVersion()));
+    metrics.proxyConfigFresh.set(configStream.isFresh() ? 1 : 0);
+    metrics.proxyActiveStreams.set(activeStreams.size);
+  });
 
   const httpApp = createHttpApp({
     logger,
@@ -153,6 +164,9 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   };
 
   const http = await lifecycle.start(async () => {
+    // The metrics listener stops last (registered first): a scrape during the drain still answers.
+    const metricsServer = await startMetricsServer({ metrics, host: config.BIND_HOST, port: config.PROXY_METRICS_PORT, logger });
+    lifecycle.defer('metrics server', () => metricsServer.close(0));
     lifecycle.defer('clients', closeClients);
     // After the HTTP drain (every carve settled or abandoned), before the ledger client closes:
     // what the grants still hold goes back to the wallet now rather than at their deadline.
@@ -160,9 +174,9 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     const started = await startHttpServer({ listener: httpApp, host: config.BIND_HOST, port: config.PROXY_HTTP_PORT, logger });
     lifecycle.defer('http server', () => drainHttp(started));
     configStream.start();
-    return started;
+    return { http: started, metricsPort: metricsServer.port };
   });
-  const port = http.port;
+  const port = http.http.port;
   logger.info({ port, host: config.BIND_HOST, rateLimiter: config.REDIS_URL === undefined ? 'in-process' : 'redis' }, 'proxy listening');
 
   let closing: Promise<void> | undefined;
@@ -171,5 +185,5 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     return closing;
   };
 
-  return { ports: { http: port }, isReady, close, idle: (timeoutMs = 10_000) => tasks.drain(timeoutMs) };
+  return { ports: { http: port, metrics: http.metricsPort }, metrics, isReady, close, idle: (timeoutMs = 10_000) => tasks.drain(timeoutMs) };
 }

@@ -50,7 +50,7 @@ describe('readiness', () => {
     await new Promise<void>((resolve) => unused.close(() => resolve()));
 
     const app = await createProxyApp(
-      loadProxyConfig({ ...serviceTlsEnv(await sharedTestPki(), 'proxy'), PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: `127.0.0.1:${port}`, LEDGER_GRPC_URL: world.ledger.address }),
+      loadProxyConfig({ ...serviceTlsEnv(await sharedTestPki(), 'proxy'), PROXY_HTTP_PORT: '0', PROXY_METRICS_PORT: '0', ADMIN_GRPC_URL: `127.0.0.1:${port}`, LEDGER_GRPC_URL: world.ledger.address }),
       { logger: createLogger('proxy', 'silent') },
     );
     try {
@@ -157,7 +157,7 @@ describe('large snapshots', () => {
     const bigAdmin = await startConfigPeer(state);
     const tlsEnv = serviceTlsEnv(await sharedTestPki(), 'proxy');
     const start = (env: Record<string, string>) => createProxyApp(
-      loadProxyConfig({ ...tlsEnv, PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: bigAdmin.address, LEDGER_GRPC_URL: world.ledger.address, ...env }),
+      loadProxyConfig({ ...tlsEnv, PROXY_HTTP_PORT: '0', PROXY_METRICS_PORT: '0', ADMIN_GRPC_URL: bigAdmin.address, LEDGER_GRPC_URL: world.ledger.address, ...env }),
       { logger: createLogger('proxy', 'silent') },
     );
     const roomy = await start({ PROXY_ID: 'roomy' });

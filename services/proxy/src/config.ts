@@ -14,6 +14,8 @@ export const proxyConfigSchema = z.object({
   LOG_LEVEL: commonEnv.logLevel,
   SHUTDOWN_GRACE_MS: commonEnv.durationMs(10_000),
   PROXY_HTTP_PORT: commonEnv.port(8080),
+  /** Internal port of GET /metrics (Prometheus), apart from the public API (0: any free port). */
+  PROXY_METRICS_PORT: commonEnv.port(9101),
   /** Stable id of this process in the admin's view of connected proxies. */
   PROXY_ID: z.string().min(1).max(200).default(() => `${hostname()}-${process.pid}`),
   ADMIN_GRPC_URL: grpcAddress.default('127.0.0.1:50052'),

@@ -145,20 +145,20 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
   };
   const startLedger = async () => {
     gateway.ledger = await launch('ledger', {
-      ...common, ...security.env('ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp),
+      ...common, ...security.env('ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0',
       LEDGER_SWEEP_INTERVAL_MS: String(faultTimings.sweepIntervalMs),
     }, `http://127.0.0.1:${ledgerHttp}/readyz`);
   };
   const startAdmin = async () => {
     gateway.admin = await launch('admin', {
-      ...common, ...security.env('admin'), ADMIN_HTTP_PORT: String(adminHttp), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: ledgerGrpcAddress,
+      ...common, ...security.env('admin'), ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: ledgerGrpcAddress,
       ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
       ADMIN_HEARTBEAT_INTERVAL_MS: String(faultTimings.heartbeatIntervalMs), SHUTDOWN_GRACE_MS: String(faultTimings.adminShutdownGraceMs),
     }, `http://127.0.0.1:${adminHttp}/readyz`);
   };
   const startProxy = async (index: number) => {
     gateway.proxies[index] = await launch('proxy', {
-      LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1', ...security.env('proxy'), PROXY_HTTP_PORT: String(proxyPorts[index]), PROXY_ID: `fault-proxy-${index}`,
+      LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1', ...security.env('proxy'), PROXY_HTTP_PORT: String(proxyPorts[index]), PROXY_METRICS_PORT: '0', PROXY_ID: `fault-proxy-${index}`,
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: ledgerGrpcAddress, REDIS_URL: options.redis.url,
       RESERVE_TTL_MS: String(faultTimings.reserveTtlMs), PROXY_CHECKPOINT_INTERVAL_MS: String(faultTimings.checkpointIntervalMs),
       PROXY_CONFIG_STALENESS_MS: String(faultTimings.stalenessMs), SHUTDOWN_GRACE_MS: String(faultTimings.proxyShutdownGraceMs),

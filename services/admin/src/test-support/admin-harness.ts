@@ -61,7 +61,7 @@ export async function startAdminHarness(options: AdminHarnessOptions = {}): Prom
   const encryptionKey = options.encryptionKey ?? randomBytes(32).toString('base64');
   const config = loadAdminConfig({
     ...serviceTlsEnv(await sharedTestPki(), 'admin'),
-    ADMIN_HTTP_PORT: '0',
+    ADMIN_HTTP_PORT: '0', ADMIN_METRICS_PORT: '0',
     ADMIN_GRPC_PORT: '0',
     LEDGER_GRPC_URL: ledger.target,
     ADMIN_ENCRYPTION_KEY: encryptionKey,

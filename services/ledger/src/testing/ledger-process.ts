@@ -23,7 +23,7 @@ export async function startLedgerProcess(databaseUrl: string, env: Record<string
     // The ledger's certificate from the test process's PKI: clients dial it with sharedTestPki() identities.
     ...serviceTlsEnv(await sharedTestPki(), 'ledger'),
     DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1',
-    LEDGER_GRPC_PORT: String(grpcPort), LEDGER_HTTP_PORT: String(httpPort), ...env,
+    LEDGER_GRPC_PORT: String(grpcPort), LEDGER_HTTP_PORT: String(httpPort), LEDGER_METRICS_PORT: '0', ...env,
   });
   try {
     await waitUntilReady(service, `http://127.0.0.1:${httpPort}/readyz`, timeoutMs);

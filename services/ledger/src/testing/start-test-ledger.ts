@@ -77,7 +77,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
   const pki = await sharedTestPki();
   const env: Record<string, string> = {
     ...serviceTlsEnv(pki, 'ledger'),
-    LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LOG_LEVEL: 'silent',
+    LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LEDGER_METRICS_PORT: '0', LOG_LEVEL: 'silent',
     LEDGER_SWEEP_INTERVAL_MS: String(options.sweepIntervalMs ?? 100), SHUTDOWN_GRACE_MS: '2000',
   };
   let app: LedgerApp;

@@ -122,7 +122,7 @@ export async function startProxyWorld(
       const proxyId = `test-proxy-${proxies.length}`;
       const config = loadProxyConfig({
         ...serviceTlsEnv(await sharedTestPki(), 'proxy'),
-        PROXY_HTTP_PORT: '0', ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, PROXY_ID: proxyId,
+        PROXY_HTTP_PORT: '0', PROXY_METRICS_PORT: '0', ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, PROXY_ID: proxyId,
         // The outbox repeats Settles quickly in tests (10 ms doubling up to 100 ms). Credit grants are
         // off unless a test turns them on: most tests count the exact path's ledger calls.
         PROXY_SETTLE_RETRY_INITIAL_MS: '10', PROXY_SETTLE_RETRY_MAX_MS: '100', PROXY_CREDIT_GRANTS: 'off', ...env,

@@ -1,0 +1,220 @@
+/**
+ * The one home of every metric the gateway exports: name, type, help, labels and buckets. The
+ * services instantiate what they need from here (service-metrics.ts); the Prometheus alert rules
+ * and the Grafana dashboard under deploy/ are checked against it, so a renamed metric cannot
+ * leave an alert watching nothing.
+ *
+ * Cardinality is bounded by design: no label ever carries an organisation, project, key, person
+ * or request id. `model` is a slug from the platform's catalogue (unknown names become
+ * `unknown`), `route` a route template, `error_code` a code of @gateway/errors' catalogue.
+ */
+
+/** Latency buckets, seconds: sub-millisecond (a carve, a Redis lease) to the longest upstream call. */
+export const latencyBucketsSeconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** Batch-size buckets, operations per database transaction (the ledger's group commit, at most 512). */
+export const batchSizeBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
+
+/** What one metric is: Prometheus type, help text, label names, and buckets for histograms. */
+export interface MetricDescriptor {
+  name: string;
+  type: 'counter' | 'gauge' | 'histogram';
+  help: string;
+  labelNames: readonly string[];
+  buckets?: readonly number[];
+  /** The services that export it. */
+  services: readonly ('proxy' | 'ledger' | 'admin')[];
+}
+
+const describe = <const D extends MetricDescriptor>(descriptor: D): D => descriptor;
+
+/** Every metric of the gateway, by a stable key (the key is what code uses; the name is what Prometheus sees). */
+export const metricCatalogue = {
+  // --- HTTP, every service with an HTTP API (proxy /v1, admin /admin/v1 and the dashboard) ---
+  httpRequests: describe({
+    name: 'gateway_http_requests_total', type: 'counter', services: ['proxy', 'admin'],
+    help: 'HTTP requests answered, by route template, model slug (inference routes; empty elsewhere), status and error code (empty on success).',
+    labelNames: ['route', 'method', 'model', 'status', 'error_code'],
+  }),
+  httpRequestDuration: describe({
+    name: 'gateway_http_request_duration_seconds', type: 'histogram', services: ['proxy', 'admin'],
+    help: 'Whole-request time from the first byte read to the last byte written (a stream: to its end), seconds.',
+    labelNames: ['route', 'model', 'status_class'], buckets: latencyBucketsSeconds,
+  }),
+
+  // --- Proxy: the inference hot path ---
+  proxyTimeToFirstByte: describe({
+    name: 'gateway_proxy_time_to_first_byte_seconds', type: 'histogram', services: ['proxy'],
+    help: 'From the request read to the first byte of the response body sent to the client, seconds.',
+    labelNames: ['model', 'stream'], buckets: latencyBucketsSeconds,
+  }),
+  proxyUpstreamDuration: describe({
+    name: 'gateway_proxy_upstream_duration_seconds', type: 'histogram', services: ['proxy'],
+    help: 'One upstream call from dispatch to its last body byte (or failure), seconds.',
+    labelNames: ['provider_kind', 'outcome'], buckets: latencyBucketsSeconds,
+  }),
+  proxyUpstreamRequests: describe({
+    name: 'gateway_proxy_upstream_requests_total', type: 'counter', services: ['proxy'],
+    help: 'Upstream calls by provider kind and outcome (ok, http_error, timeout, connect_error, aborted, bad_response).',
+    labelNames: ['provider_kind', 'outcome'],
+  }),
+  proxyLedgerCallDuration: describe({
+    name: 'gateway_proxy_ledger_call_duration_seconds', type: 'histogram', services: ['proxy'],
+    help: 'Billing steps as the proxy sees them: reserve (path carved = from a credit grant in memory, exact = at the ledger), settle, release, checkpoint, acquire_grant, adjust_grant; seconds.',
+    labelNames: ['operation', 'path'], buckets: latencyBucketsSeconds,
+  }),
+  proxyReserves: describe({
+    name: 'gateway_proxy_reserves_total', type: 'counter', services: ['proxy'],
+    help: 'Reserves by path (carved, exact) and outcome (held, insufficient_balance, budget_exceeded, ledger_unavailable, error).',
+    labelNames: ['path', 'outcome'],
+  }),
+  proxyTokens: describe({
+    name: 'gateway_proxy_tokens_total', type: 'counter', services: ['proxy'],
+    help: 'Tokens billed, by model slug and kind (input, output).',
+    labelNames: ['model', 'kind'],
+  }),
+  proxyChargedMicros: describe({
+    name: 'gateway_proxy_charged_micros_total', type: 'counter', services: ['proxy'],
+    help: 'Micro-rupees charged by the Settles the proxy sent, by model slug (an observation: the ledger is the record).',
+    labelNames: ['model'],
+  }),
+  proxyRpmRefusals: describe({
+    name: 'gateway_proxy_rpm_refusals_total', type: 'counter', services: ['proxy'],
+    help: 'Requests refused with 429 by the requests-per-minute limit, by the pool that was full (key, project).',
+    labelNames: ['scope'],
+  }),
+  proxyActiveStreams: describe({
+    name: 'gateway_proxy_active_streams', type: 'gauge', services: ['proxy'],
+    help: 'Streaming responses in flight now.',
+    labelNames: [],
+  }),
+  proxyOutboxDepth: describe({
+    name: 'gateway_proxy_settle_outbox_depth', type: 'gauge', services: ['proxy'],
+    help: 'Settles and Releases waiting for the ledger to answer (what a SIGKILL of this replica would leave to the expiry sweeper).',
+    labelNames: [],
+  }),
+  proxyOutboxOldestAge: describe({
+    name: 'gateway_proxy_settle_outbox_oldest_age_seconds', type: 'gauge', services: ['proxy'],
+    help: 'Age of the oldest entry in the settle outbox, seconds (0 when empty).',
+    labelNames: [],
+  }),
+  proxyOutboxAbandoned: describe({
+    name: 'gateway_proxy_settle_outbox_abandoned_total', type: 'counter', services: ['proxy'],
+    help: 'Outbox entries given up at shutdown and logged for replay.',
+    labelNames: [],
+  }),
+  proxyConfigVersion: describe({
+    name: 'gateway_proxy_config_version', type: 'gauge', services: ['proxy'],
+    help: 'Version of the config snapshot this replica applied (0 before the first).',
+    labelNames: [],
+  }),
+  proxyConfigStaleness: describe({
+    name: 'gateway_proxy_config_staleness_seconds', type: 'gauge', services: ['proxy'],
+    help: 'Seconds since the config stream last confirmed the snapshot (a message or heartbeat); the proxy refuses traffic past PROXY_CONFIG_STALENESS_MS.',
+    labelNames: [],
+  }),
+  proxyConfigFresh: describe({
+    name: 'gateway_proxy_config_fresh', type: 'gauge', services: ['proxy'],
+    help: '1 while the applied config snapshot is fresh, else 0.',
+    labelNames: [],
+  }),
+  proxyGrantHeldMicros: describe({
+    name: 'gateway_proxy_grant_held_micros', type: 'gauge', services: ['proxy'],
+    help: 'Micro-rupees this replica holds in credit grants and has not carved yet.',
+    labelNames: [],
+  }),
+
+  // --- Ledger ---
+  ledgerRpcRequests: describe({
+    name: 'gateway_ledger_rpc_requests_total', type: 'counter', services: ['ledger'],
+    help: 'gRPC calls and Operate-stream operations answered, by method (Reserve, settle_batch, ...) and gRPC status code name.',
+    labelNames: ['method', 'code'],
+  }),
+  ledgerRpcDuration: describe({
+    name: 'gateway_ledger_rpc_duration_seconds', type: 'histogram', services: ['ledger'],
+    help: 'Time from receiving a call or stream operation to sending its answer, seconds.',
+    labelNames: ['method'], buckets: latencyBucketsSeconds,
+  }),
+  ledgerBatchSize: describe({
+    name: 'gateway_ledger_batch_size', type: 'histogram', services: ['ledger'],
+    help: 'Operations committed in one database transaction by the group commit, by operation.',
+    labelNames: ['operation'], buckets: batchSizeBuckets,
+  }),
+  ledgerCommitDuration: describe({
+    name: 'gateway_ledger_commit_duration_seconds', type: 'histogram', services: ['ledger'],
+    help: 'One group-commit transaction from BEGIN to COMMIT, seconds.',
+    labelNames: ['operation'], buckets: latencyBucketsSeconds,
+  }),
+  ledgerSweeperPasses: describe({
+    name: 'gateway_ledger_sweeper_passes_total', type: 'counter', services: ['ledger'],
+    help: 'Expiry sweeper passes by outcome (ok, error).',
+    labelNames: ['outcome'],
+  }),
+  ledgerSweeperExpired: describe({
+    name: 'gateway_ledger_sweeper_expired_total', type: 'counter', services: ['ledger'],
+    help: 'Holds the sweeper resolved at their deadline, by kind (reservation, grant).',
+    labelNames: ['kind'],
+  }),
+  ledgerSweeperPassDuration: describe({
+    name: 'gateway_ledger_sweeper_pass_duration_seconds', type: 'histogram', services: ['ledger'],
+    help: 'One sweeper pass, seconds.',
+    labelNames: [], buckets: latencyBucketsSeconds,
+  }),
+  ledgerHoldsPastDeadline: describe({
+    name: 'gateway_ledger_holds_past_deadline', type: 'gauge', services: ['ledger'],
+    help: 'Holds still open more than one sweep interval past their deadline, by kind (reservation, grant); anything above 0 for long means the sweeper is not keeping up (EXPIRY).',
+    labelNames: ['kind'],
+  }),
+  ledgerVerifyDifferences: describe({
+    name: 'gateway_ledger_verify_differences', type: 'gauge', services: ['ledger'],
+    help: 'Differences the last periodic verify found, by check (balances, usage, grants, ...); must be 0 (CONSERVATION).',
+    labelNames: ['check'],
+  }),
+  ledgerVerifyLastSuccess: describe({
+    name: 'gateway_ledger_verify_last_success_timestamp_seconds', type: 'gauge', services: ['ledger'],
+    help: 'Unix time of the last periodic verify that ran to completion (whatever it found).',
+    labelNames: [],
+  }),
+  ledgerVerifyDuration: describe({
+    name: 'gateway_ledger_verify_duration_seconds', type: 'gauge', services: ['ledger'],
+    help: 'How long the last periodic verify took, seconds.',
+    labelNames: [],
+  }),
+  ledgerUsagePartitions: describe({
+    name: 'gateway_ledger_usage_partitions', type: 'gauge', services: ['ledger'],
+    help: 'Monthly partitions of the usage records, by state (past, current, ahead).',
+    labelNames: ['state'],
+  }),
+  ledgerUsageRowsPruned: describe({
+    name: 'gateway_ledger_usage_rows_pruned_total', type: 'counter', services: ['ledger'],
+    help: 'Raw usage records removed by retention (LEDGER_USAGE_RETENTION_MONTHS); their roll-ups and money movements stay.',
+    labelNames: [],
+  }),
+
+  // --- Admin ---
+  adminConfigVersion: describe({
+    name: 'gateway_admin_config_version', type: 'gauge', services: ['admin'],
+    help: 'Latest config version the admin publishes to proxies.',
+    labelNames: [],
+  }),
+  adminConnectedProxies: describe({
+    name: 'gateway_admin_connected_proxies', type: 'gauge', services: ['admin'],
+    help: 'Proxies connected to this admin replica\'s config stream now.',
+    labelNames: [],
+  }),
+  adminPaymentEvents: describe({
+    name: 'gateway_admin_payment_events_total', type: 'counter', services: ['admin'],
+    help: 'Payment provider webhooks and reconciliations by kind and outcome (credited, duplicate, rejected, mismatch).',
+    labelNames: ['kind', 'outcome'],
+  }),
+  adminAlertDeliveries: describe({
+    name: 'gateway_admin_alert_deliveries_total', type: 'counter', services: ['admin'],
+    help: 'Alert deliveries by channel (email, webhook) and outcome (delivered, failed).',
+    labelNames: ['channel', 'outcome'],
+  }),
+} as const satisfies Record<string, MetricDescriptor>;
+
+/** A key of the catalogue. */
+export type MetricKey = keyof typeof metricCatalogue;
+
+/** Every metric name the gateway exports, the Node.js defaults (prefix `nodejs_`, `process_`) aside. */
+export const exportedMetricNames: ReadonlySet<string> = new Set(Object.values(metricCatalogue).map((descriptor) => descriptor.name));
