@@ -1,0 +1,194 @@
+import type { ErrorCode } from '@gateway/errors';
+import type { ProxyMetrics } from '@gateway/telemetry';
+
+/**
+ * What the proxy observes about each request, in one place: the inference code calls a method
+ * of its request's observer at each step (RPM, Reserve, upstream, first byte, Settle, end), and
+ * the observer turns that into metrics (and, with tracing on, spans). The hot path is
+ * benchmarked (bench/proxy-cpu.bench.ts), so an observer is one object of plain fields per
+ * request: timestamps are `performance.now()` readings kept in fields (no Date, no closure per
+ * call), and label objects are built only when a metric is recorded.
+ */
+
+/** A route template of the proxy's public API (a label value: never a concrete path). */
+export type ProxyRoute = '/v1/chat/completions' | '/v1/models' | '/v1/models/:slug';
+
+/** Route label of a request that matched no route (the 404) or was refused before routing (a malformed path). */
+export const unmatchedRoute = 'unmatched';
+
+/** How a Reserve was held: carved from a credit grant in memory, or at the ledger (exact). */
+export type ReservePath = 'carved' | 'exact';
+
+/** What became of a Reserve, as the proxy saw it (the `outcome` label of proxyReserves). */
+export type ReserveMetricOutcome = 'held' | 'insufficient_balance' | 'budget_exceeded' | 'ledger_unavailable' | 'error';
+
+/** What became of one upstream call (the `outcome` label): `aborted` = the gateway cut it (client gone, shutdown, cost stop). */
+export type UpstreamMetricOutcome = 'ok' | 'http_error' | 'timeout' | 'connect_error' | 'aborted' | 'bad_response';
+
+/** The RPM pool that refused a request (the `scope` label of proxyRpmRefusals). */
+export type RpmScope = 'organisation';
+
+/** Seconds between two performance.now() readings (ms): the unit every histogram of the catalogue takes. */
+function secondsSince(startedAtMs: number): number {
+  return (performance.now() - startedAtMs) / 1000;
+}
+
+/** The `status_class` label of a status: `2xx`, `4xx`, `5xx`. Fixed strings, so nothing is built per request. */
+function statusClassOf(status: number): string {
+  if (status < 200) return '1xx';
+  if (status < 300) return '2xx';
+  if (status < 400) return '3xx';
+  if (status < 500) return '4xx';
+  return '5xx';
+}
+
+/**
+ * The proxy's telemetry: its metrics, and the factory of per-request observers. One per proxy
+ * (createProxyApp builds it next to the metrics registry).
+ */
+export class ProxyTelemetry {
+  /** The proxy's metrics registry and its catalogue objects. */
+  readonly metrics: ProxyMetrics;
+
+  /** Wraps the proxy's metrics; nothing is recorded until a request starts. */
+  constructor(metrics: ProxyMetrics) {
+    this.metrics = metrics;
+  }
+
+  /**
+   * Starts observing one request of a public route. `startedAtMs` is the performance.now()
+   * reading of when the proxy began reading it (the request context's), so the duration covers
+   * what ran before the route's handler.
+   */
+  startRequest(route: ProxyRoute, method: string, requestId: string, startedAtMs: number): RequestObserver {
+    return new RequestObserver(this, route, method, requestId, startedAtMs);
+  }
+
+  /** Counts a request no route matched (the 404) or refused before routing (a malformed path): route `unmatched`. */
+  unmatchedRequest(method: string, status: number, errorCode: ErrorCode | undefined, startedAtMs: number): void {
+    this.metrics.httpRequests.inc({ route: unmatchedRoute, method, model: '', status, error_code: errorCode ?? '' });
+    this.metrics.httpRequestDuration.observe({ route: unmatchedRoute, model: '', status_class: statusClassOf(status) }, secondsSince(startedAtMs));
+  }
+}
+
+/**
+ * One request's observations. Created when a /v1 request reaches its handler; `finish` is called
+ * once when its response is over (the request context's close). Steps that did not happen are
+ * simply never called: a 401 has no Reserve, a 429 no model.
+ */
+export class RequestObserver {
+  readonly #telemetry: ProxyTelemetry;
+  readonly #route: ProxyRoute;
+  readonly #method: string;
+  /** The request id (echoed to the client): for spans, never a metric label. */
+  readonly requestId: string;
+  readonly #startedAtMs: number;
+  /** Gateway model slug ('' until the body named one; `unknown` when it named none the snapshot has). */
+  #model = '';
+  #stream = false;
+  #reserveStartedAtMs = 0;
+  #upstreamStartedAtMs = 0;
+  #providerKind = '';
+  #upstreamOpen = false;
+  #firstByteSeen = false;
+  #settleStartedAtMs = 0;
+  #settlePath: ReservePath = 'exact';
+  #finished = false;
+
+  /** Use ProxyTelemetry.startRequest. */
+  constructor(telemetry: ProxyTelemetry, route: ProxyRoute, method: string, requestId: string, startedAtMs: number) {
+    this.#telemetry = telemetry;
+    this.#route = route;
+    this.#method = method;
+    this.requestId = requestId;
+    this.#startedAtMs = startedAtMs;
+  }
+
+  /** The request named a model the snapshot has (`slug` is the gateway's slug) and asked for a stream or not. */
+  modelResolved(slug: string, stream: boolean): void {
+    this.#model = slug;
+    this.#stream = stream;
+  }
+
+  /** The request named a model the snapshot does not have: its label is `unknown` (bounded, whatever the client sent). */
+  modelUnknown(stream: boolean): void {
+    this.#model = 'unknown';
+    this.#stream = stream;
+  }
+
+  /** The RPM pool refused the request (it is answered 429). */
+  rpmRefused(scope: RpmScope): void {
+    this.#telemetry.metrics.proxyRpmRefusals.inc({ scope });
+  }
+
+  /** The Reserve starts (a carve or a ledger call follows). */
+  reserveStarted(): void {
+    this.#reserveStartedAtMs = performance.now();
+  }
+
+  /** The Reserve ended: the path it took and whether it was held. */
+  reserveEnded(path: ReservePath, outcome: ReserveMetricOutcome): void {
+    const { metrics } = this.#telemetry;
+    this.#settlePath = path;
+    metrics.proxyLedgerCallDuration.observe({ operation: 'reserve', path }, secondsSince(this.#reserveStartedAtMs));
+    metrics.proxyReserves.inc({ path, outcome });
+  }
+
+  /** The upstream call is dispatched to a provider of this kind (e.g. `openai_compatible`). */
+  upstreamStarted(providerKind: string): void {
+    this.#providerKind = providerKind;
+    this.#upstreamStartedAtMs = performance.now();
+    this.#upstreamOpen = true;
+  }
+
+  /**
+   * The upstream call is over: its answer read (non-streaming), its stream ended, or it failed.
+   * Once per call; a second call (an ending reported twice) changes nothing.
+   */
+  upstreamEnded(outcome: UpstreamMetricOutcome): void {
+    if (!this.#upstreamOpen) return;
+    this.#upstreamOpen = false;
+    const { metrics } = this.#telemetry;
+    const labels = { provider_kind: this.#providerKind, outcome };
+    metrics.proxyUpstreamDuration.observe(labels, secondsSince(this.#upstreamStartedAtMs));
+    metrics.proxyUpstreamRequests.inc(labels);
+  }
+
+  /** The first byte of a completion's body goes to the client (the JSON answer, or a stream's first frame). Once per request. */
+  firstByte(): void {
+    if (this.#firstByteSeen) return;
+    this.#firstByteSeen = true;
+    this.#telemetry.metrics.proxyTimeToFirstByte.observe({ model: this.#model, stream: this.#stream ? 'true' : 'false' }, secondsSince(this.#startedAtMs));
+  }
+
+  /**
+   * The Settle is sent, with the numbers it carries: the tokens billed and what they cost, µ₹
+   * (the ledger is the record; this is an observation, converted to a JS number here only).
+   */
+  settleStarted(promptTokens: number, completionTokens: number, costMicros: bigint): void {
+    const { metrics } = this.#telemetry;
+    this.#settleStartedAtMs = performance.now();
+    const model = this.#model;
+    if (promptTokens > 0) metrics.proxyTokens.inc({ model, kind: 'input' }, promptTokens);
+    if (completionTokens > 0) metrics.proxyTokens.inc({ model, kind: 'output' }, completionTokens);
+    if (costMicros > 0n) metrics.proxyChargedMicros.inc({ model }, Number(costMicros));
+  }
+
+  /** The ledger answered the Settle (outbox retries included), or it was abandoned at shutdown. */
+  settleEnded(): void {
+    this.#telemetry.metrics.proxyLedgerCallDuration.observe({ operation: 'settle', path: this.#settlePath }, secondsSince(this.#settleStartedAtMs));
+  }
+
+  /**
+   * The response is over (sent, or the client went away): counts the request by route, model,
+   * status and error code ('' on success) and records its whole duration. Once per request.
+   */
+  finish(status: number, errorCode: ErrorCode | undefined): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const { metrics } = this.#telemetry;
+    const model = this.#model;
+    metrics.httpRequests.inc({ route: this.#route, method: this.#method, model, status, error_code: errorCode ?? '' });
+    metrics.httpRequestDuration.observe({ route: this.#route, model, status_class: statusClassOf(status) }, secondsSince(this.#startedAtMs));
+  }
+}
