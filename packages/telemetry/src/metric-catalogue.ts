@@ -203,12 +203,12 @@ export const metricCatalogue = {
   }),
   adminPaymentEvents: describe({
     name: 'gateway_admin_payment_events_total', type: 'counter', services: ['admin'],
-    help: 'Payment provider webhooks and reconciliations by kind and outcome (credited, duplicate, rejected, mismatch).',
+    help: 'Payment events by kind (webhook, reconciliation, checkout) and outcome: a webhook processed, duplicate, ignored, rejected (bad signature or body) or error; a reconciled top-up checked or error; mismatch (a captured payment of another amount or currency, not credited) on top of the event\'s own outcome.',
     labelNames: ['kind', 'outcome'],
   }),
   adminAlertDeliveries: describe({
     name: 'gateway_admin_alert_deliveries_total', type: 'counter', services: ['admin'],
-    help: 'Alert deliveries by channel (email, webhook) and outcome (delivered, failed).',
+    help: 'Alert delivery attempts by channel (email, webhook) and outcome (delivered, failed: retried later or given up).',
     labelNames: ['channel', 'outcome'],
   }),
 } as const satisfies Record<string, MetricDescriptor>;
