@@ -66,3 +66,16 @@ export async function applySqlSources(db: Database, directory: string, options: 
     return { applied };
   });
 }
+
+/**
+ * Reads, without writing, the SQL sources of a folder whose current text the database has not
+ * applied (no `schema_functions` record, or another checksum): what `applySqlSources` would run.
+ */
+export async function pendingSqlSources(db: Database, directory: string): Promise<string[]> {
+  const sources = readSqlSources(directory);
+  const table = await db.query<{ found: string | null }>('SELECT to_regclass($1)::text AS found', [`${db.schema}.schema_functions`]);
+  if (table.rows[0]?.found == null) return sources.map((source) => source.name);
+  const recorded = await db.query<{ name: string; checksum: string }>(`SELECT name, checksum FROM ${db.schema}.schema_functions`);
+  const recordedChecksums = new Map(recorded.rows.map((row) => [row.name, row.checksum]));
+  return sources.filter((source) => recordedChecksums.get(source.name) !== source.checksum).map((source) => source.name);
+}

@@ -63,6 +63,33 @@ export function readSupersededChecksums(directory: string): SupersededChecksum[]
   });
 }
 
+/** How the database's record of one applied migration compares with this build's file. */
+type RecordedMigration = { version: number; checksum: string; name: string };
+
+/**
+ * Compares the recorded migrations with this build's files: a record this build does not know,
+ * or whose file changed without a reviewed `superseded-checksums.json` entry, throws (the service
+ * must not run on a schema it cannot vouch for). Returns the records whose reviewed new checksum
+ * is still to be written.
+ */
+function checkRecordedMigrations(recorded: RecordedMigration[], migrations: Migration[], supersededChecksums: SupersededChecksum[]): Migration[] {
+  const toReRecord: Migration[] = [];
+  for (const row of recorded) {
+    const migration = migrations.find((m) => m.version === row.version);
+    if (!migration) throw new Error(`database has migration ${row.version} (${row.name}) that this build does not know: is it older than the database?`);
+    if (migration.checksum === row.checksum) continue;
+    const accepted = supersededChecksums.find((entry) => entry.version === row.version && entry.from === row.checksum && entry.to === migration.checksum);
+    if (!accepted) throw new Error(`migration ${row.version} (${row.name}) was changed after it was applied`);
+    toReRecord.push(migration);
+  }
+  return toReRecord;
+}
+
+/** A migration's label in logs and messages, e.g. `0012_usage_partitions`. */
+function labelOf(migration: Migration): string {
+  return `${String(migration.version).padStart(4, '0')}_${migration.name}`;
+}
+
 /**
  * Applies the pending migrations of a folder, in order, in one transaction, and records each in
  * `schema_migrations`. An advisory lock makes concurrent replicas wait rather than race; a
@@ -81,27 +108,46 @@ export async function migrate(db: Database, directory: string): Promise<{ applie
       checksum text NOT NULL,
       applied_at timestamptz NOT NULL DEFAULT now()
     )`);
-    const recorded = await tx.query<{ version: number; checksum: string; name: string }>('SELECT version, checksum, name FROM schema_migrations ORDER BY version');
-    const recordedByVersion = new Map(recorded.rows.map((row) => [row.version, row]));
+    const recorded = await tx.query<RecordedMigration>('SELECT version, checksum, name FROM schema_migrations ORDER BY version');
+    const recordedVersions = new Set(recorded.rows.map((row) => row.version));
     const superseded: string[] = [];
-    for (const row of recorded.rows) {
-      const migration = migrations.find((m) => m.version === row.version);
-      if (!migration) throw new Error(`database has migration ${row.version} (${row.name}) that this build does not know: is it older than the database?`);
-      if (migration.checksum === row.checksum) continue;
-      const accepted = supersededChecksums.find((entry) => entry.version === row.version && entry.from === row.checksum && entry.to === migration.checksum);
-      if (!accepted) throw new Error(`migration ${row.version} (${row.name}) was changed after it was applied`);
-      await tx.query('UPDATE schema_migrations SET checksum = $2 WHERE version = $1', [row.version, migration.checksum]);
-      superseded.push(`${String(migration.version).padStart(4, '0')}_${migration.name}`);
+    for (const migration of checkRecordedMigrations(recorded.rows, migrations, supersededChecksums)) {
+      await tx.query('UPDATE schema_migrations SET checksum = $2 WHERE version = $1', [migration.version, migration.checksum]);
+      superseded.push(labelOf(migration));
     }
     const applied: string[] = [];
     for (const migration of migrations) {
-      if (recordedByVersion.has(migration.version)) continue;
+      if (recordedVersions.has(migration.version)) continue;
       await tx.exec(migration.sql);
       await tx.query('INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)', [migration.version, migration.name, migration.checksum]);
-      applied.push(`${String(migration.version).padStart(4, '0')}_${migration.name}`);
+      applied.push(labelOf(migration));
     }
     return { applied, superseded };
   });
+}
+
+/** What `migrate()` would still do to a database, found without changing anything. */
+export interface MigrationStatus {
+  /** Migrations of this build the database has not applied, e.g. `0012_usage_partitions`. */
+  pending: string[];
+  /** Applied migrations whose reviewed new checksum (superseded-checksums.json) is not recorded yet. */
+  superseded: string[];
+}
+
+/**
+ * Reads, without writing, which migrations of a folder a database lacks. Throws as `migrate()`
+ * does on a record this build does not know or a changed file, since applying would fail too.
+ */
+export async function readMigrationStatus(db: Database, directory: string): Promise<MigrationStatus> {
+  const migrations = readMigrations(directory);
+  const supersededChecksums = readSupersededChecksums(directory);
+  const table = await db.query<{ found: string | null }>('SELECT to_regclass($1)::text AS found', [`${db.schema}.schema_migrations`]);
+  const recorded = table.rows[0]?.found == null ? [] : (await db.query<RecordedMigration>(`SELECT version, checksum, name FROM ${db.schema}.schema_migrations ORDER BY version`)).rows;
+  const recordedVersions = new Set(recorded.map((row) => row.version));
+  return {
+    pending: migrations.filter((migration) => !recordedVersions.has(migration.version)).map(labelOf),
+    superseded: checkRecordedMigrations(recorded, migrations, supersededChecksums).map(labelOf),
+  };
 }
 
 /** The advisory lock key that migrations and SQL sources of one schema share, so replicas take turns. */

@@ -1,11 +1,11 @@
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { migrate, openDatabase, type Database } from '@gateway/db';
+import { openDatabase, type Database } from '@gateway/db';
 import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
 import { createServiceMetrics, startMetricsServer, type AdminMetrics } from '@gateway/telemetry';
+import { prepareAdminSchema } from './admin-schema.ts';
 import type { AdminConfig } from './config.ts';
 import { configMethodRoles } from './config-stream/config-method-roles.ts';
 import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
@@ -57,8 +57,7 @@ export interface AdminAppDeps {
   resolveHost?: HostResolver;
 }
 
-/** The folder of the admin's SQL migrations. */
-export const adminMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
+export { adminMigrationsDir } from './admin-schema.ts';
 
 /**
  * Starts the admin: migrates its schema, makes sure a platform admin can log in, seeds the demo
@@ -84,7 +83,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       schema: 'admin',
     });
     if (ownsDatabase) lifecycle.defer('database', () => db.close());
-    const { applied } = await migrate(db, adminMigrationsDir);
+    const { applied } = await prepareAdminSchema(db, config.ADMIN_MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, 'admin migrations applied');
 
     const cipher = createCredentialCipher(config.ADMIN_ENCRYPTION_KEY);

@@ -73,7 +73,7 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     // Started before the migrations, stopped after everything else: a scrape answers throughout.
     const metricsServer = await startMetricsServer({ metrics, host: config.BIND_HOST, port: config.LEDGER_METRICS_PORT, logger });
     lifecycle.defer('metrics server', () => metricsServer.close(0));
-    const { applied } = await prepareLedgerSchema(database);
+    const { applied } = await prepareLedgerSchema(database, config.LEDGER_MIGRATIONS);
     logger.info({ applied, database: database.kind }, 'ledger database migrated');
 
     // The health server starts first and stops last, so probes see 503 (not a refused

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { applySqlSources, migrate, type Database } from '@gateway/db';
+import { applySqlSources, migrate, verifySchemaCurrent, type Database } from '@gateway/db';
 
 /** The ledger's versioned schema migrations (tables, types, triggers): schema only. */
 export const ledgerMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -17,13 +17,23 @@ export interface LedgerSchemaReport {
   functions: string[];
 }
 
+/** What an operator runs to apply the ledger's schema (the release's migration Job runs it). */
+export const ledgerMigrateCommand = 'node services/ledger/src/migrate-cli.ts';
+
 /**
  * Brings a ledger database up to this build: the schema migrations, then the SQL function
  * sources (`services/ledger/sql`), each in one transaction under the same advisory lock, so
  * replicas starting together take turns. Migrations never call these functions (a new
- * database has none until the second step). Every start, every test and the benchmark call this.
+ * database has none until the second step). Every start (LEDGER_MIGRATIONS=apply), every test,
+ * the benchmark and the migrate CLI call this. With `verify` (Kubernetes: the release's migration
+ * Job applied them) it changes nothing, and throws SchemaNotCurrentError naming the pending
+ * migrations and function files unless the schema is already current.
  */
-export async function prepareLedgerSchema(db: Database): Promise<LedgerSchemaReport> {
+export async function prepareLedgerSchema(db: Database, mode: 'apply' | 'verify' = 'apply'): Promise<LedgerSchemaReport> {
+  if (mode === 'verify') {
+    await verifySchemaCurrent(db, { migrations: ledgerMigrationsDir, sqlSources: ledgerSqlDir, migrateCommand: ledgerMigrateCommand });
+    return { applied: [], superseded: [], functions: [] };
+  }
   const { applied, superseded } = await migrate(db, ledgerMigrationsDir);
   // After any migration, every file again: a migration may have dropped or changed what a function uses.
   const { applied: functions } = await applySqlSources(db, ledgerSqlDir, { reapply: applied.length > 0 || superseded.length > 0 });
