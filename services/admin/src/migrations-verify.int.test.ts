@@ -1,0 +1,74 @@
+/**
+ * ADMIN_MIGRATIONS=verify against real PostgreSQL: on a fresh database the admin refuses to
+ * start and names the pending migrations; the migrate CLI (the release's Job in Kubernetes)
+ * applies them; then the admin starts.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { createLogger } from '@gateway/logger';
+import { SchemaNotCurrentError } from '@gateway/db';
+import { createTestDatabase, serviceTlsEnv, sharedTestPki, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { adminMigrationsDir } from './admin-schema.ts';
+import { createAdminApp } from './app.ts';
+import { loadAdminConfig } from './config.ts';
+import { startFakeLedger } from './test-support/fake-ledger.ts';
+
+const serverUrl = testPostgresUrl();
+const databases: TestDatabase[] = [];
+afterAll(async () => { await Promise.all(databases.map((database) => database.drop())); });
+
+const migrateCli = fileURLToPath(new URL('./migrate-cli.ts', import.meta.url));
+const migrationNames = readdirSync(adminMigrationsDir).filter((file) => file.endsWith('.sql')).map((file) => file.replace(/\.sql$/, '')).sort();
+
+/** Runs the migrate CLI as the Job does: its own process, only DATABASE_URL set. */
+function runMigrateCli(databaseUrl: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [migrateCli], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe.skipIf(!serverUrl)('ADMIN_MIGRATIONS=verify', () => {
+  it('refuses a fresh database naming every pending migration, starts once the migrate CLI ran', async () => {
+    const database = await createTestDatabase(serverUrl!);
+    databases.push(database);
+    const ledger = await startFakeLedger();
+    const config = loadAdminConfig({
+      ...serviceTlsEnv(await sharedTestPki(), 'admin'), DATABASE_URL: database.url, ADMIN_MIGRATIONS: 'verify',
+      ADMIN_HTTP_PORT: '0', ADMIN_GRPC_PORT: '0', ADMIN_METRICS_PORT: '0', LEDGER_GRPC_URL: ledger.target,
+      ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), SHUTDOWN_GRACE_MS: '2000',
+    });
+    const logger = createLogger('admin', 'silent');
+    try {
+      const refusal = await createAdminApp(config, { logger }).then(() => undefined, (error: unknown) => error);
+      expect(refusal).toBeInstanceOf(SchemaNotCurrentError);
+      expect((refusal as SchemaNotCurrentError).pendingMigrations).toEqual(migrationNames);
+      expect((refusal as Error).message).toContain(`pending migrations: ${migrationNames.join(', ')}`);
+      expect((refusal as Error).message).toContain('node services/admin/src/migrate-cli.ts');
+      expect(await database.query("SELECT to_regclass('admin.schema_migrations') AS found")).toEqual([{ found: null }]);
+
+      const first = await runMigrateCli(database.url);
+      expect(first.stderr).toBe('');
+      expect(first.code).toBe(0);
+      expect(first.stdout).toContain(`migrations applied: ${migrationNames.join(', ')}`);
+      expect((await runMigrateCli(database.url)).stdout).toContain('migrations applied: none');
+
+      const admin = await createAdminApp(config, { logger });
+      try {
+        expect(admin.isReady()).toBe(true);
+      } finally {
+        await admin.close();
+      }
+    } finally {
+      await ledger.close();
+    }
+  });
+});
