@@ -10,3 +10,4 @@ export {
   ledgerScenarios, runLedgerScenario, type LedgerLaw, type LedgerScenario, type LedgerScenarioTarget, type ScenarioBalance,
   type ScenarioMoney, type ScenarioStep,
 } from './ledger-scenarios.ts';
+export { startOtlpReceiver, otlpSpanKind, type OtlpReceiver, type ReceivedSpan, type ReceivedAttribute } from './otlp-receiver.ts';

@@ -459,7 +459,15 @@ export interface SettleRequest {
    * The carve's size (its Reserve), µ₹; positive when grant_id is set. BOUNDED_OVERRUN is
    * measured against it.
    */
-  reservedMicros?: bigint | undefined;
+  reservedMicros?:
+    | bigint
+    | undefined;
+  /**
+   * W3C trace context (`traceparent`) of the caller's span for this Settle: the ledger's span
+   * of a settle_batch links to each Settle's trace (a batch carries Settles of many requests).
+   * Not part of the idempotency payload. Unset when the caller does not trace.
+   */
+  traceparent?: string | undefined;
 }
 
 export interface SettleResponse {
@@ -632,7 +640,16 @@ export interface OperationRequest {
    * Settles sent together (e.g. every Settle ready after a response): answered in one
    * settle_batch message, one answer per Settle in the same order. Each is exactly a Settle.
    */
-  settleBatch?: SettleBatchRequest | undefined;
+  settleBatch?:
+    | SettleBatchRequest
+    | undefined;
+  /**
+   * W3C trace context of the caller's span (`traceparent`, e.g. 00-<trace id>-<span id>-01), so
+   * the ledger's span of this operation joins the caller's trace: a stream's gRPC metadata is
+   * sent once per stream, not per message. A unary call sends it as `traceparent` metadata.
+   * Unset when the caller does not trace; a malformed value starts a new trace.
+   */
+  traceparent?: string | undefined;
 }
 
 /** Why an operation failed as a call (what a unary call would have returned as its status). */
@@ -1277,6 +1294,7 @@ function createBaseSettleRequest(): SettleRequest {
     overrunOutputTokens: 0n,
     grantId: undefined,
     reservedMicros: undefined,
+    traceparent: undefined,
   };
 }
 
@@ -1332,6 +1350,9 @@ export const SettleRequest: MessageFns<SettleRequest> = {
         throw new globalThis.Error("value provided for field message.reservedMicros of type int64 too large");
       }
       writer.uint32(88).int64(message.reservedMicros);
+    }
+    if (message.traceparent !== undefined) {
+      writer.uint32(98).string(message.traceparent);
     }
     return writer;
   },
@@ -1437,6 +1458,14 @@ export const SettleRequest: MessageFns<SettleRequest> = {
             message.reservedMicros = reader.int64() as bigint;
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1477,6 +1506,7 @@ export const SettleRequest: MessageFns<SettleRequest> = {
     message.reservedMicros = (object.reservedMicros !== undefined && object.reservedMicros !== null)
       ? BigInt(object.reservedMicros)
       : undefined;
+    message.traceparent = object.traceparent ?? undefined;
     return message;
   },
 };
@@ -3079,6 +3109,7 @@ function createBaseOperationRequest(): OperationRequest {
     acquireGrant: undefined,
     adjustGrant: undefined,
     settleBatch: undefined,
+    traceparent: undefined,
   };
 }
 
@@ -3113,6 +3144,9 @@ export const OperationRequest: MessageFns<OperationRequest> = {
     }
     if (message.settleBatch !== undefined) {
       SettleBatchRequest.encode(message.settleBatch, writer.uint32(74).fork()).join();
+    }
+    if (message.traceparent !== undefined) {
+      writer.uint32(82).string(message.traceparent);
     }
     return writer;
   },
@@ -3202,6 +3236,14 @@ export const OperationRequest: MessageFns<OperationRequest> = {
             message.settleBatch = SettleBatchRequest.decode(reader, reader.uint32());
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.traceparent = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3242,6 +3284,7 @@ export const OperationRequest: MessageFns<OperationRequest> = {
     message.settleBatch = (object.settleBatch !== undefined && object.settleBatch !== null)
       ? SettleBatchRequest.fromPartial(object.settleBatch)
       : undefined;
+    message.traceparent = object.traceparent ?? undefined;
     return message;
   },
 };
