@@ -11,6 +11,8 @@ import { prepareLedgerSchema } from './ledger-schema.ts';
 import { startExpirySweeper, type ExpirySweeper } from './expiry-sweeper.ts';
 import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
 import { ledgerMethodRoles } from './transport/ledger-method-roles.ts';
+import { instrumentUnaryCalls } from './transport/rpc-metrics.ts';
+import { startVerifyMonitor } from './verify-monitor.ts';
 
 /** A running ledger: its bound ports, whether it can serve, and how to stop it. */
 export interface LedgerApp {
@@ -99,17 +101,18 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
 
     // Group commit for Reserve and Settle: closed after the gRPC drain (steps close in reverse),
     // so every call that was let in gets its answer.
-    const batcher = createLedgerBatcher(database);
+    const batcher = createLedgerBatcher(database, { metrics });
     lifecycle.defer('batcher', () => batcher.close());
     const grpcServer = createGrpcServer();
     const service = createLedgerGrpcService(database, logger, {
       pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS, grantSharePercent: config.LEDGER_GRANT_MAX_SHARE_PERCENT,
-      recallPollIntervalMs: config.LEDGER_RECALL_POLL_INTERVAL_MS,
+      recallPollIntervalMs: config.LEDGER_RECALL_POLL_INTERVAL_MS, rpcMetrics: metrics,
     }, batcher);
-    // Every method checks the caller's certificate identity against ledgerMethodRoles first.
-    grpcServer.addService(ledgerV1.LedgerServiceService, authorizeService(
+    // Every method checks the caller's certificate identity against ledgerMethodRoles first;
+    // every unary answer, a refusal included, is counted (Operate counts its operations itself).
+    grpcServer.addService(ledgerV1.LedgerServiceService, instrumentUnaryCalls(ledgerV1.LedgerServiceService, authorizeService(
       ledgerV1.LedgerServiceService, service.implementation, ledgerMethodRoles, { logger, enforce: security.mode === 'mtls' },
-    ));
+    ), metrics));
     const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT, security);
     lifecycle.defer('grpc server', () => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
     // Watches and Operate streams never finish on their own: end them first, so the drain waits
@@ -118,9 +121,11 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
 
     const sweeper: ExpirySweeper = startExpirySweeper({
       database, logger, intervalMs: config.LEDGER_SWEEP_INTERVAL_MS,
-      onPass: (answered) => { databaseAnswered = answered; },
+      onPass: (answered) => { databaseAnswered = answered; }, metrics,
     });
     lifecycle.defer('expiry sweeper', () => sweeper.stop());
+    const verifyMonitor = startVerifyMonitor({ database, logger, metrics, intervalMs: config.LEDGER_VERIFY_INTERVAL_MS });
+    lifecycle.defer('periodic verify', () => verifyMonitor.stop());
     return { grpc: grpcPort, http: health.port, metrics: metricsServer.port };
   });
   logger.info({ ports }, 'ledger listening');

@@ -1,5 +1,7 @@
 import type { Database } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
+import type { LedgerMetrics } from '@gateway/telemetry';
+import { countHoldsPastDeadline } from './domain/count-holds-past-deadline.ts';
 import { expireDueGrants } from './domain/expire-due-grants.ts';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
 import { pruneReservationTombstones, tombstoneRetentionMs } from './domain/prune-reservation-tombstones.ts';
@@ -18,7 +20,15 @@ export interface ExpirySweeperOptions {
   tombstoneRetentionMs?: number;
   /** Told after every pass whether the database answered (feeds readiness). */
   onPass?(databaseAnswered: boolean): void;
+  /**
+   * Where passes, expiries and the holds left past their deadline are recorded; none: not
+   * recorded (and the overdue holds are not counted).
+   */
+  metrics?: SweeperMetrics;
 }
+
+/** The metrics the sweeper feeds. */
+export type SweeperMetrics = Pick<LedgerMetrics, 'ledgerSweeperPasses' | 'ledgerSweeperExpired' | 'ledgerSweeperPassDuration' | 'ledgerHoldsPastDeadline'>;
 
 /** A running sweeper. */
 export interface ExpirySweeper {
@@ -42,12 +52,17 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<number> | undefined;
 
+  const { metrics } = options;
+
   const pass = async (): Promise<number> => {
     let expired = 0;
+    const startedAt = performance.now();
+    let outcome: 'ok' | 'error' = 'ok';
     try {
       for (let batch = 0; batch < maxBatchesPerPass && !stopped; batch++) {
         const result = await expireDueReservations(options.database, batchSize);
         expired += result.expiredCount;
+        metrics?.ledgerSweeperExpired.inc({ kind: 'reservation' }, result.expiredCount);
         if (result.expiredCount > 0) {
           options.logger.info({
             expiredCount: result.expiredCount, releasedMicros: result.releasedMicros.toString(),
@@ -60,6 +75,7 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
       for (let batch = 0; batch < maxBatchesPerPass && !stopped; batch++) {
         const result = await expireDueGrants(options.database, batchSize);
         expired += result.expiredCount;
+        metrics?.ledgerSweeperExpired.inc({ kind: 'grant' }, result.expiredCount);
         if (result.expiredCount > 0) {
           options.logger.info({ expiredCount: result.expiredCount, returnedMicros: result.returnedMicros.toString() }, 'expired credit grants');
         }
@@ -70,10 +86,29 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
       if (pruned > 0) options.logger.info({ prunedCount: pruned }, 'pruned release tombstones');
       options.onPass?.(true);
     } catch (error) {
+      outcome = 'error';
       options.logger.warn({ err: error }, 'expiry sweep failed; will retry');
       options.onPass?.(false);
     }
+    if (metrics) {
+      metrics.ledgerSweeperPasses.inc({ outcome });
+      metrics.ledgerSweeperPassDuration.observe((performance.now() - startedAt) / 1000);
+      // Once per pass, not per scrape: what is still held one interval past its deadline after
+      // this pass is what the sweepers (every replica's) are not keeping up with.
+      if (outcome === 'ok' && !stopped) await refreshHoldsPastDeadline(metrics);
+    }
     return expired;
+  };
+
+  const refreshHoldsPastDeadline = async (target: SweeperMetrics) => {
+    try {
+      const overdue = await countHoldsPastDeadline(options.database, options.intervalMs);
+      target.ledgerHoldsPastDeadline.set({ kind: 'reservation' }, overdue.reservations);
+      target.ledgerHoldsPastDeadline.set({ kind: 'grant' }, overdue.grants);
+    } catch (error) {
+      // The gauge keeps its last value; the next pass counts again.
+      options.logger.warn({ err: error }, 'counting holds past their deadline failed; will retry');
+    }
   };
 
   const runPass = (): Promise<number> => {

@@ -1,4 +1,5 @@
 import type { Database } from '@gateway/db';
+import type { LedgerMetrics } from '@gateway/telemetry';
 import {
   applyLedgerOperations, type LedgerOperation, type LedgerOperationAnswer, type LedgerOperationRunner,
 } from './apply-ledger-operations.ts';
@@ -21,6 +22,17 @@ export interface LedgerBatcherOptions {
   minExtraBatchOperations?: number;
   /** Called after each batch with how many operations it held (tests, metrics). */
   onBatch?: (operations: number) => void;
+  /** Where each transaction's size and duration are recorded (`ledgerBatchSize`, `ledgerCommitDuration`); none: not recorded. */
+  metrics?: BatcherMetrics;
+}
+
+/** The metrics the group commit feeds, one observation per database transaction. */
+export type BatcherMetrics = Pick<LedgerMetrics, 'ledgerBatchSize' | 'ledgerCommitDuration'>;
+
+/** A transaction's `operation` label: `reserve` or `settle` when it holds only that kind, else `mixed`. */
+export function batchOperationLabel(operations: readonly LedgerOperation[]): 'reserve' | 'settle' | 'mixed' {
+  const first = operations[0]?.kind ?? 'reserve';
+  return operations.every((operation) => operation.kind === first) ? first : 'mixed';
 }
 
 /** Group commit for Reserve and Settle: a runner that applies queued operations in batches. */
@@ -68,6 +80,20 @@ export function createLedgerBatcher(db: Database, options: LedgerBatcherOptions 
   let idle: Promise<void> = Promise.resolve();
   let markIdle: () => void = () => undefined;
 
+  // One database transaction (one statement, one commit), timed and sized when metrics are given.
+  const apply = async (operations: LedgerOperation[]): Promise<LedgerOperationAnswer[]> => {
+    const { metrics } = options;
+    if (!metrics) return applyLedgerOperations(db, operations);
+    const startedAt = performance.now();
+    try {
+      return await applyLedgerOperations(db, operations);
+    } finally {
+      const operation = batchOperationLabel(operations);
+      metrics.ledgerBatchSize.observe({ operation }, operations.length);
+      metrics.ledgerCommitDuration.observe({ operation }, (performance.now() - startedAt) / 1000);
+    }
+  };
+
   const settleOne = (pending: Pending, answer: LedgerOperationAnswer) => {
     if (answer.ok) pending.resolve(answer);
     else pending.reject(answer.error);
@@ -75,14 +101,14 @@ export function createLedgerBatcher(db: Database, options: LedgerBatcherOptions 
 
   const runBatch = async (batch: Pending[]) => {
     try {
-      const answers = await applyLedgerOperations(db, batch.map((pending) => pending.operation));
+      const answers = await apply(batch.map((pending) => pending.operation));
       batch.forEach((pending, index) => settleOne(pending, answers[index]!));
     } catch (error) {
       if (batch.length === 1) { batch[0]!.reject(error as Error); return; }
       // The batch rolled back as a whole and left nothing: each operation is tried alone, in order.
       for (const pending of batch) {
         try {
-          const [answer] = await applyLedgerOperations(db, [pending.operation]);
+          const [answer] = await apply([pending.operation]);
           settleOne(pending, answer!);
         } catch (aloneError) {
           pending.reject(aloneError as Error);

@@ -24,6 +24,7 @@ import { refundCredit, type RefundCreditResultName } from '../domain/refund-cred
 import { release, type ReleaseResultName } from '../domain/release.ts';
 import { reserve, type ReserveResultName } from '../domain/reserve.ts';
 import { settle, type SettleResultName } from '../domain/settle.ts';
+import { observeRpc, operationLabel, type RpcMetrics } from './rpc-metrics.ts';
 
 const openAccountResults: Record<OpenAccountResultName, ledgerV1.OpenAccountResult> = {
   ok: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_OK,
@@ -155,6 +156,8 @@ export interface BudgetAlertWatchOptions {
   grantSharePercent?: number;
   /** How often recalled grants of the owners this replica serves are looked for, ms (LEDGER_RECALL_POLL_INTERVAL_MS; default 100). */
   recallPollIntervalMs?: number;
+  /** Where each Operate-stream operation is counted (unary calls are counted by instrumentUnaryCalls around the service); none: not counted. */
+  rpcMetrics?: RpcMetrics;
 }
 
 /** One Operate stream as the recall push sees it: how to push, and which recalls it was already told. */
@@ -227,6 +230,7 @@ export function createLedgerGrpcService(
     unaryHandler<Req, Res>(logger, method, (request, metadata) => perform(method, work, request, requestIdOf(metadata)));
 
   const grantSharePercent = watchOptions.grantSharePercent ?? 10;
+  const { rpcMetrics } = watchOptions;
   const recallPollIntervalMs = watchOptions.recallPollIntervalMs ?? 100;
   // Recall push (docs/ledger.md "Recall"): owner (PROXY_ID) -> the Operate streams of this
   // replica that carried its grant messages.
@@ -457,8 +461,12 @@ export function createLedgerGrpcService(
             continue;
           }
           unanswered += 1;
+          const receivedAtMs = performance.now();
           // An answer to a caller that went away is dropped (send resolves false).
-          void answerOperation(message, target).then((response) => stream.send(response)).finally(() => {
+          void answerOperation(message, target).then((response) => {
+            if (rpcMetrics) observeRpc(rpcMetrics, operationLabel(message), response.error?.code ?? grpcStatus.OK, receivedAtMs);
+            return stream.send(response);
+          }).finally(() => {
             unanswered -= 1;
             if (closing) finish();
           });
