@@ -11,3 +11,4 @@ export {
   type ScenarioMoney, type ScenarioStep,
 } from './ledger-scenarios.ts';
 export { startOtlpReceiver, otlpSpanKind, type OtlpReceiver, type ReceivedSpan, type ReceivedAttribute } from './otlp-receiver.ts';
+export { parsePrometheusText, scrapeMetrics, sumSamples, type PrometheusSample } from './prometheus-text.ts';
