@@ -276,6 +276,16 @@ export function activeTraceparent(): string | undefined {
   return traceparentOf(active);
 }
 
+/** `base` (default the root context) with `span` as its active span: what a span's own work runs in. */
+export function contextWithSpan(span: Span, base: Context = ROOT_CONTEXT): Context {
+  return trace.setSpan(base, span);
+}
+
+/** The span active now (made so by withContext), or undefined: with tracing off, always undefined. */
+export function activeSpan(): Span | undefined {
+  return trace.getActiveSpan();
+}
+
 /** Runs `work` with `context` active (the process's context manager carries it across awaits). */
 export function withContext<T>(context: Context, work: () => T): T {
   return contextApi.with(context, work);

@@ -4,7 +4,7 @@ import { openDatabase, type Database } from '@gateway/db';
 import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createProbeOnlyListener, createLifecycle, startHttpServer } from '@gateway/service-runtime';
-import { createServiceMetrics, startMetricsServer, type LedgerMetrics } from '@gateway/telemetry';
+import { createServiceMetrics, startMetricsServer, startTracing, type LedgerMetrics, type ServiceTracing } from '@gateway/telemetry';
 import type { LedgerConfig } from './config.ts';
 import { createLedgerBatcher } from './domain/ledger-batcher.ts';
 import { prepareLedgerSchema } from './ledger-schema.ts';
@@ -12,6 +12,7 @@ import { startExpirySweeper, type ExpirySweeper } from './expiry-sweeper.ts';
 import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
 import { ledgerMethodRoles } from './transport/ledger-method-roles.ts';
 import { instrumentUnaryCalls } from './transport/rpc-metrics.ts';
+import { traceUnaryCalls } from './transport/rpc-tracing.ts';
 import { startVerifyMonitor } from './verify-monitor.ts';
 
 /** A running ledger: its bound ports, whether it can serve, and how to stop it. */
@@ -30,6 +31,8 @@ export interface LedgerAppDeps {
   logger?: Logger;
   /** A database to use (and migrate); the caller keeps ownership and closes it. */
   database?: Database;
+  /** The ledger's tracing (tests); default: startTracing from the OTEL_* variables of the process (off when none is set). */
+  tracing?: ServiceTracing;
 }
 
 /** How long a readiness probe waits for the database, ms. */
@@ -70,8 +73,12 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
   // server, then the database they used).
   const lifecycle = createLifecycle({ logger });
   const metrics = createServiceMetrics('ledger');
+  // A malformed OTEL_* value fails the start here, before anything opens.
+  const tracing = deps.tracing ?? startTracing('ledger', process.env, logger);
   const ports = await lifecycle.start(async () => {
     if (ownsDatabase) lifecycle.defer('database', () => database.close());
+    // Closed last of all: the spans of the calls the gRPC drain let finish are exported too.
+    lifecycle.defer('tracing', () => tracing.shutdown());
     // Started before the migrations, stopped after everything else: a scrape answers throughout.
     const metricsServer = await startMetricsServer({ metrics, host: config.BIND_HOST, port: config.LEDGER_METRICS_PORT, logger });
     lifecycle.defer('metrics server', () => metricsServer.close(0));
@@ -106,13 +113,14 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     const grpcServer = createGrpcServer();
     const service = createLedgerGrpcService(database, logger, {
       pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS, grantSharePercent: config.LEDGER_GRANT_MAX_SHARE_PERCENT,
-      recallPollIntervalMs: config.LEDGER_RECALL_POLL_INTERVAL_MS, rpcMetrics: metrics,
+      recallPollIntervalMs: config.LEDGER_RECALL_POLL_INTERVAL_MS, rpcMetrics: metrics, tracing,
     }, batcher);
     // Every method checks the caller's certificate identity against ledgerMethodRoles first;
     // every unary answer, a refusal included, is counted (Operate counts its operations itself).
-    grpcServer.addService(ledgerV1.LedgerServiceService, instrumentUnaryCalls(ledgerV1.LedgerServiceService, authorizeService(
+    // With tracing on, each unary call is a SERVER span continuing the caller's traceparent metadata.
+    grpcServer.addService(ledgerV1.LedgerServiceService, traceUnaryCalls(ledgerV1.LedgerServiceService, instrumentUnaryCalls(ledgerV1.LedgerServiceService, authorizeService(
       ledgerV1.LedgerServiceService, service.implementation, ledgerMethodRoles, { logger, enforce: security.mode === 'mtls' },
-    ), metrics));
+    ), metrics), tracing));
     const grpcPort = await startGrpcServer(grpcServer, config.BIND_HOST, config.LEDGER_GRPC_PORT, security);
     lifecycle.defer('grpc server', () => stopGrpcServer(grpcServer, config.SHUTDOWN_GRACE_MS));
     // Watches and Operate streams never finish on their own: end them first, so the drain waits

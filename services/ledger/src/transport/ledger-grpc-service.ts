@@ -4,6 +4,7 @@ import { GatewayError, toGrpcError } from '@gateway/errors';
 import { duplexStream, reportCallFailure, unaryHandler, type Metadata } from '@gateway/grpc';
 import { status as grpcStatus, type ServerDuplexStream, type ServerWritableStream } from '@grpc/grpc-js';
 import { requestIdFrom, type Logger } from '@gateway/logger';
+import { activeSpan, type ServiceTracing } from '@gateway/telemetry';
 import { runAlone, type LedgerOperationRunner } from '../domain/apply-ledger-operations.ts';
 import { checkpoint, type CheckpointResultName } from '../domain/checkpoint.ts';
 import { credit, type CreditResultName } from '../domain/credit.ts';
@@ -25,6 +26,7 @@ import { release, type ReleaseResultName } from '../domain/release.ts';
 import { reserve, type ReserveResultName } from '../domain/reserve.ts';
 import { settle, type SettleResultName } from '../domain/settle.ts';
 import { observeRpc, operationLabel, type RpcMetrics } from './rpc-metrics.ts';
+import { ledgerOutcomeAttribute, traceOperation } from './rpc-tracing.ts';
 
 const openAccountResults: Record<OpenAccountResultName, ledgerV1.OpenAccountResult> = {
   ok: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_OK,
@@ -158,6 +160,8 @@ export interface BudgetAlertWatchOptions {
   recallPollIntervalMs?: number;
   /** Where each Operate-stream operation is counted (unary calls are counted by instrumentUnaryCalls around the service); none: not counted. */
   rpcMetrics?: RpcMetrics;
+  /** The ledger's tracing: each Operate message a SERVER span (unary calls: traceUnaryCalls around the service); none or off: no spans. */
+  tracing?: ServiceTracing;
 }
 
 /** One Operate stream as the recall push sees it: how to push, and which recalls it was already told. */
@@ -218,6 +222,8 @@ export function createLedgerGrpcService(
       const { response, outcome, subject } = await work(request);
       const level = readMethods.has(method) ? 'debug' : 'info';
       logger[level]({ method, requestId, outcome, ...subject, durationMs: Math.round(performance.now() - startedAt) }, 'ledger call');
+      // The call's span, when traced (rpc-tracing.ts makes it active); undefined with tracing off.
+      activeSpan()?.setAttribute(ledgerOutcomeAttribute, outcome);
       return response;
     } catch (error) {
       if (error instanceof InvalidQueryError) {
@@ -387,7 +393,7 @@ export function createLedgerGrpcService(
    * Answers one message of an Operate stream exactly as the unary method would, errors included.
    * Grant messages also teach the stream's recall target which owner it serves.
    */
-  const answerOperation = async (message: ledgerV1.OperationRequest, target: RecallTarget): Promise<ledgerV1.OperationResponse> => {
+  const answerUntraced = async (message: ledgerV1.OperationRequest, target: RecallTarget): Promise<ledgerV1.OperationResponse> => {
     const { callId } = message;
     const requestId = requestIdFrom(message.requestId === '' ? undefined : message.requestId);
     let method = 'Operate';
@@ -425,6 +431,11 @@ export function createLedgerGrpcService(
       return { callId, error: { code: status.code, message: status.details, errorCode } };
     }
   };
+  // Each message in its own SERVER span when tracing is on; off, the untraced function itself (no wrapper per message).
+  const { tracing } = watchOptions;
+  const answerOperation = tracing?.enabled
+    ? (message: ledgerV1.OperationRequest, target: RecallTarget) => traceOperation(tracing, message, () => answerUntraced(message, target))
+    : answerUntraced;
 
   /**
    * Operate: each message is answered on its own (concurrently, through the same batcher as the

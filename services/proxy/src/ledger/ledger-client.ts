@@ -1,8 +1,9 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { fromGrpcError } from '@gateway/errors';
 import { channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
+import { activeTraceparent } from '@gateway/telemetry';
 import { connectivityState as ConnectivityState, status as GrpcStatus } from '@grpc/grpc-js';
-import { LedgerOperationStream, operationError } from './operation-stream.ts';
+import { LedgerOperationStream, operationError, type Operation } from './operation-stream.ts';
 
 /** Options of the ledger client. */
 export interface LedgerClientOptions {
@@ -59,12 +60,16 @@ export class LedgerClient {
   /**
    * One hot-path operation as a message on the Operate stream. Throws a grpc-js-shaped call
    * error (the call failed, or the ledger answered the message with an error), so callers map
-   * failures as for any call.
+   * failures as for any call. The message carries the caller's trace context (the request's
+   * step span, docs/tracing.md) unless `traced` is false; with tracing off there is none.
    */
   async #operate<Kind extends OperationKind>(
-    kind: Kind, request: NonNullable<ledgerV1.OperationRequest[Kind]>,
+    kind: Kind, request: NonNullable<ledgerV1.OperationRequest[Kind]>, traced = true,
   ): Promise<NonNullable<ledgerV1.OperationResponse[Kind]>> {
-    const response = await this.#operations.send({ requestId: '', [kind]: request }, this.#callTimeoutMs);
+    const operation: Operation = { requestId: '', [kind]: request };
+    const traceparent = traced ? activeTraceparent() : undefined;
+    if (traceparent !== undefined) operation.traceparent = traceparent;
+    const response = await this.#operations.send(operation, this.#callTimeoutMs);
     if (response.error !== undefined) throw operationError(response.error.code, response.error.message, response.error.errorCode);
     const answer = response[kind];
     if (answer === undefined) throw operationError(GrpcStatus.INTERNAL, `ledger answered a ${kind} with another operation`);
@@ -95,8 +100,12 @@ export class LedgerClient {
    * it is answered, so a busy replica sends one message per ledger round trip, not per request.
    */
   settle(request: ledgerV1.SettleRequest): Promise<ledgerV1.SettleResponse> {
+    // Each Settle carries its own request's trace context: the batch it leaves in may hold
+    // Settles of many requests, and the ledger's batch span links to each of them.
+    const traceparent = activeTraceparent();
+    const carried = traceparent === undefined ? request : { ...request, traceparent };
     return new Promise((resolve, reject) => {
-      this.#queuedSettles.push({ request, resolve, reject });
+      this.#queuedSettles.push({ request: carried, resolve, reject });
       if (!this.#batchInFlight) void this.#sendBatch();
     });
   }
@@ -107,7 +116,8 @@ export class LedgerClient {
     while (this.#queuedSettles.length > 0) {
       const batch = this.#queuedSettles.splice(0, maxSettlesPerBatch);
       try {
-        const answer = await this.#operate('settleBatch', { settles: batch.map((queued) => queued.request) });
+        // The message itself is no one request's: its Settles carry their own contexts.
+        const answer = await this.#operate('settleBatch', { settles: batch.map((queued) => queued.request) }, false);
         if (answer.settles.length !== batch.length) {
           throw operationError(GrpcStatus.INTERNAL, `ledger answered ${answer.settles.length} of a batch of ${batch.length} settles`);
         }
