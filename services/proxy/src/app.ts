@@ -12,6 +12,7 @@ import { GrpcLedger } from './ledger/grpc-ledger.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { TaskTracker } from './task-tracker.ts';
+import { ProxyTelemetry } from './telemetry/request-observer.ts';
 import { supportsProviderKind } from './upstreams/upstream-adapters.ts';
 import { UpstreamTransport } from './upstreams/upstream-transport.ts';
 
@@ -70,7 +71,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     retryInitialMs: config.PROXY_SETTLE_RETRY_INITIAL_MS, retryMaxMs: config.PROXY_SETTLE_RETRY_MAX_MS,
   });
   // The billing's Ledger port: Reserve and Checkpoint on the client, Settle and Release through the outbox.
-  const billingLedger = new GrpcLedger(ledger, outbox, { recallWaitMs: config.PROXY_RECALL_WAIT_MS });
+  const billingLedger = new GrpcLedger(ledger, outbox, { recallWaitMs: config.PROXY_RECALL_WAIT_MS, callDuration: metrics.proxyLedgerCallDuration });
   // Credit grants (docs/proxy.md "Credit grants"): Reserves carved in memory; off = every Reserve at the ledger.
   const grants = config.PROXY_CREDIT_GRANTS === 'on'
     ? new GrantBook({
@@ -111,11 +112,21 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const probes = createHealthProbes({ isServing: lifecycle.isReady, dependencies });
   const activeStreams = new Set<AbortController>();
   // State gauges are read at scrape time, not kept up to date on every change.
+  let abandonedCounted = 0;
   metrics.onCollect(() => {
     metrics.proxyOutboxDepth.set(outbox.outboxDepth());
+    const oldestQueuedAtMs = outbox.oldestQueuedAtMs();
+    metrics.proxyOutboxOldestAge.set(oldestQueuedAtMs === undefined ? 0 : Math.max(0, Date.now() - oldestQueuedAtMs) / 1000);
+    // A counter only grows: what the outbox gave up since the last scrape.
+    const abandoned = outbox.abandonedCount;
+    if (abandoned > abandonedCounted) metrics.proxyOutboxAbandoned.inc(abandoned - abandonedCounted);
+    abandonedCounted = abandoned;
     metrics.proxyConfigVersion.set(Number(configStream.appliedVersion()));
     metrics.proxyConfigFresh.set(configStream.isFresh() ? 1 : 0);
+    metrics.proxyConfigStaleness.set(configStream.stalenessMs() / 1000);
     metrics.proxyActiveStreams.set(activeStreams.size);
+    // An observation of money: µ₹ as a JS number at the edge (exact below 2^53 µ₹, i.e. ₹9 billion).
+    metrics.proxyGrantHeldMicros.set(grants === undefined ? 0 : Number(grants.uncarvedMicros()));
   });
 
   const httpApp = createHttpApp({
@@ -132,6 +143,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     reserveTtlMs: config.RESERVE_TTL_MS,
     checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
     activeStreams,
+    telemetry: new ProxyTelemetry(metrics),
   });
 
   const closeClients = async () => {

@@ -326,6 +326,13 @@ export class GrantBook {
     await Promise.all(closing);
   }
 
+  /** µ₹ the replica's grants still hold uncarved (U summed over every grant not yet forgotten): the proxyGrantHeldMicros gauge, read at scrape time. */
+  uncarvedMicros(): bigint {
+    let total = 0n;
+    for (const grant of this.#grants.values()) total += grant.uncarvedMicros;
+    return total;
+  }
+
   /** The grants held, for tests and the log: id, key, U and what is outstanding. */
   grants(): Array<{ grantId: string; organisationId: string; projectId: string; uncarvedMicros: bigint; outstanding: number; settlesInFlight: number; state: string }> {
     return [...this.#grants.values()].map((grant) => ({

@@ -55,6 +55,8 @@ export class ConfigStreamClient {
   #snapshot: LiveConfigSnapshot | undefined;
   /** When the last update was applied (or the current stream opened, before any), ms. */
   #lastAppliedAtMs = 0;
+  /** When start() ran, ms: staleness counts from here until the first update is applied. */
+  #startedAtMs = 0;
   /** When the current stream was opened, ms: a stream that never speaks is redialled too. */
   #streamOpenedAtMs = 0;
   /** Set when the snapshot went stale; cleared only by a full snapshot. */
@@ -88,6 +90,7 @@ export class ConfigStreamClient {
 
   /** Opens the stream and starts the staleness watchdog. */
   start(): void {
+    this.#startedAtMs = this.#options.now();
     const checkEveryMs = Math.max(10, Math.min(1000, Math.floor(this.#options.stalenessMs / 4)));
     this.#watchdogTimer = setInterval(() => this.#checkStaleness(), checkEveryMs);
     this.#watchdogTimer.unref();
@@ -103,6 +106,15 @@ export class ConfigStreamClient {
   isFresh(): boolean {
     return this.#snapshot !== undefined && !this.#awaitingFull
       && this.#options.now() - this.#lastAppliedAtMs <= this.#options.stalenessMs;
+  }
+
+  /**
+   * How long since the admin last confirmed the snapshot (an update or heartbeat applied), ms;
+   * before the first one, since start(). What the proxyConfigStaleness gauge reports (in seconds):
+   * past PROXY_CONFIG_STALENESS_MS the proxy refuses traffic.
+   */
+  stalenessMs(): number {
+    return this.#options.now() - (this.#snapshot === undefined ? this.#startedAtMs : this.#lastAppliedAtMs);
   }
 
   /** The version of the snapshot held (fresh or not); 0 before the first. */

@@ -11,6 +11,7 @@ import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision, type RateL
 import { elapsedMs } from '../inference/chat-billing.ts';
 import { completeChat, type UpstreamPort } from '../inference/complete-chat.ts';
 import { streamChat, type StreamSink, type StreamStopReason } from '../inference/stream-chat.ts';
+import type { ProxyRoute, ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
 import { contextOf, requestContext, sendError, type RequestContext } from './request-context.ts';
 
@@ -34,10 +35,12 @@ export interface HttpAppServices {
   checkpointIntervalMs: number;
   /** Stop controllers of the streams being relayed; shutdown aborts them with 'shutdown' once the grace runs out. */
   activeStreams: Set<AbortController>;
+  /** The proxy's metrics, observed per request (PROXY_METRICS_PORT serves them). */
+  telemetry: ProxyTelemetry;
 }
 
-/** A handler of an inference route: gets the request's context; whatever it throws becomes the error response. */
-type InferenceHandler = (req: Request, res: Response, context: RequestContext) => Promise<void>;
+/** A handler of an inference route: gets the request's context and observer; whatever it throws becomes the error response. */
+type InferenceHandler = (req: Request, res: Response, context: RequestContext, observer: RequestObserver) => Promise<void>;
 
 function sameAnswerForMissingModel(slug: string): GatewayError {
   return new GatewayError('model_not_found', {
@@ -58,8 +61,9 @@ function resolveModel(snapshot: ConfigSnapshot, organisation: OrganisationEntry,
  * res.json/res.send (content-type lookup, freshness check, extra header passes): the same
  * status, content-type and content-length they send for a completion.
  */
-function sendJson(res: Response, body: unknown): void {
+function sendJson(res: Response, body: unknown, observer: RequestObserver): void {
   const json = JSON.stringify(body);
+  observer.firstByte();
   res.statusCode = 200;
   res.setHeader('content-type', 'application/json; charset=utf-8');
   res.setHeader('content-length', Buffer.byteLength(json));
@@ -112,6 +116,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     const headers = rateLimitHeaders(decision);
     for (const name in headers) res.setHeader(name, headers[name]!);
     if (!decision.allowed) {
+      context.observer?.rpmRefused('organisation');
       throw new GatewayError('rate_limit_exceeded', { headers: { 'retry-after': String(retryAfterSeconds(decision)) } });
     }
   }
@@ -150,17 +155,19 @@ export function createHttpApp(services: HttpAppServices): Express {
     return identified;
   }
 
-  /** Runs an inference handler as tracked work, answering with the error of anything it throws. */
-  function inference(handler: InferenceHandler): RequestHandler {
+  /** Runs an inference handler of a route as tracked work, answering with the error of anything it throws; the route's observer counts it. */
+  function inference(route: ProxyRoute, handler: InferenceHandler): RequestHandler {
     return (req, res) => {
       const context = contextOf(res);
-      const work = handler(req, res, context).catch((error: unknown) => sendError(res, error));
+      const observer = services.telemetry.startRequest(route, req.method, context.requestId, context.startedAtMs);
+      context.observer = observer;
+      const work = handler(req, res, context, observer).catch((error: unknown) => sendError(res, error));
       context.work = work;
       return services.track(work);
     };
   }
 
-  app.use(requestContext(services.logger, services.isShuttingDown));
+  app.use(requestContext(services.logger, services.isShuttingDown, services.telemetry));
   // A malformed path is a 400 before any key check: no credential is needed to learn it, and nothing is revealed.
   app.use(createRequestGuard());
 
@@ -175,9 +182,10 @@ export function createHttpApp(services: HttpAppServices): Express {
   };
 
   /** The SSE response of a streaming completion, with backpressure: a slow client slows the relay, nothing piles up. */
-  function sseSink(res: Response): StreamSink {
+  function sseSink(res: Response, observer: RequestObserver): StreamSink {
     return {
       open() {
+        observer.firstByte();
         res.status(200);
         res.setHeader('content-type', 'text/event-stream; charset=utf-8');
         res.setHeader('cache-control', 'no-cache');
@@ -204,7 +212,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     };
   }
 
-  app.post('/v1/chat/completions', inference(async (req, res, context) => {
+  app.post('/v1/chat/completions', inference('/v1/chat/completions', async (req, res, context, observer) => {
     const { snapshot, caller } = identify(req, context);
     // The body is read while the RPM check's Redis round trip is in flight rather than after it
     // (that round trip is on every request's latency). Only callers with a valid key get this
@@ -216,14 +224,17 @@ export function createHttpApp(services: HttpAppServices): Express {
     if ('error' in read) throw read.error;
     const request = parseChatRequest(read.json, { maxMessageChars: services.maxMessageChars });
     context.log.model = request.model;
+    // The label is the slug when the snapshot has it (bounded by the catalogue), whatever the client sent otherwise.
+    if (snapshot.modelsBySlug.has(request.model)) observer.modelResolved(request.model, request.stream);
+    else observer.modelUnknown(request.stream);
     const model = resolveModel(snapshot, caller.organisation, request.model);
     const adapter = adapterFor(model.upstream.providerKind);
     if (adapter === undefined) {
       throw new GatewayError('service_unavailable', { internalMessage: `no adapter for ${model.upstream.providerKind}` });
     }
-    const input = { requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter, request, log: context.log };
+    const input = { requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter, request, log: context.log, observer };
     if (!request.stream) {
-      await completeChat(inferenceDeps, input, (body) => { sendJson(res, body); });
+      await completeChat(inferenceDeps, input, (body) => { sendJson(res, body, observer); });
       return;
     }
     const stop = new AbortController();
@@ -231,14 +242,14 @@ export function createHttpApp(services: HttpAppServices): Express {
     res.once('close', onClose);
     services.activeStreams.add(stop);
     try {
-      await streamChat(inferenceDeps, { ...input, sink: sseSink(res), stop: stop.signal });
+      await streamChat(inferenceDeps, { ...input, sink: sseSink(res, observer), stop: stop.signal });
     } finally {
       services.activeStreams.delete(stop);
       res.off('close', onClose);
     }
   }));
 
-  app.get('/v1/models', inference(async (req, res, context) => {
+  app.get('/v1/models', inference('/v1/models', async (req, res, context) => {
     const { snapshot, caller } = await admit(req, res, context);
     const data = [...caller.organisation.allowedModelSlugs]
       .map((slug) => snapshot.modelsBySlug.get(slug))
@@ -248,7 +259,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     res.json({ object: 'list', data });
   }));
 
-  app.get('/v1/models/*slug', inference(async (req, res, context) => {
+  app.get('/v1/models/*slug', inference('/v1/models/:slug', async (req, res, context) => {
     const { snapshot, caller } = await admit(req, res, context);
     const segments = (req.params as { slug?: string[] }).slug ?? [];
     res.json(modelObject(resolveModel(snapshot, caller.organisation, segments.join('/'))));

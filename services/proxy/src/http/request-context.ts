@@ -4,6 +4,7 @@ import { toGatewayError, toHttpError } from '@gateway/errors';
 import { frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { BillingLogFields } from '../inference/complete-chat.ts';
+import type { ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
 
 /** What one request's log line says beyond method, path, status and duration. */
 interface RequestLogFields extends BillingLogFields {
@@ -27,6 +28,10 @@ export interface RequestContext {
   log: RequestLogFields;
   /** The handler's work; the log line waits for it even when the client hung up early. */
   work: Promise<void> | undefined;
+  /** performance.now() when the request reached the proxy, ms: where its duration (metrics, log) starts. */
+  startedAtMs: number;
+  /** The request's metrics (and spans), set by a /v1 route's handler; undefined for probes and unmatched paths. */
+  observer: RequestObserver | undefined;
 }
 
 /** The context of a request (set by requestContext()). */
@@ -43,15 +48,17 @@ function bigintText(value: bigint | undefined): string | undefined {
 /**
  * Gives each request its id (echoed as `x-request-id`) and writes exactly one log line per
  * request once both the response and the handler's work are done. Headers and bodies are
- * never logged, so neither the API key nor the upstream credential can reach a log.
+ * never logged, so neither the API key nor the upstream credential can reach a log. When the
+ * response is over, the request is counted: by its route's observer, or as `unmatched` when no
+ * /v1 route took it (probes are not counted).
  */
-export function requestContext(logger: Logger, isShuttingDown: () => boolean): RequestHandler {
+export function requestContext(logger: Logger, isShuttingDown: () => boolean, telemetry: ProxyTelemetry): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const startedAtMs = performance.now();
     const header = req.headers['x-request-id'];
     const requestId = requestIdFrom(header);
     const requestUuid = typeof header === 'string' && header === requestId ? randomUUID() : requestId;
-    const context: RequestContext = { requestId, requestUuid, log: {}, work: undefined };
+    const context: RequestContext = { requestId, requestUuid, log: {}, work: undefined, startedAtMs, observer: undefined };
     res.locals.context = context;
     res.setHeader('x-request-id', requestId);
     // Keep-alive connections are not reused once shutdown starts, so the drain can finish.
@@ -59,6 +66,9 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean): R
 
     res.once('close', () => {
       const responseFinished = res.writableFinished;
+      // Counted when the response is over (a stream: at its end), before its Settle may have been answered.
+      if (context.observer !== undefined) context.observer.finish(res.statusCode, context.log.errorCode);
+      else if (!quietPaths.has(req.path)) telemetry.unmatchedRequest(req.method, res.statusCode, context.log.errorCode, startedAtMs);
       void (context.work ?? Promise.resolve()).then(() => {
         const { log } = context;
         const level = quietPaths.has(req.path) ? 'debug'

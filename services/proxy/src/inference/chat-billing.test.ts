@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, toHttpError } from '@gateway/errors';
 import { createLogger } from '@gateway/logger';
+import { createServiceMetrics, type ProxyMetrics } from '@gateway/telemetry';
 import { Writable } from 'node:stream';
 import type {
   AcquireGrantAnswer, AdjustGrantAnswer, BillingOwner, CheckpointAnswer, Ledger, ReleaseAnswer, ReleaseOrder, ReserveAnswer, ReserveOrder, SettleAnswer, SettleOrder,
 } from '../domain/ledger-port.ts';
 import type { UpstreamFailure } from '../domain/upstream-failure.ts';
+import { ProxyTelemetry } from '../telemetry/request-observer.ts';
 import { holdReserve, settleFailedCall, type ChatBillingDeps, type ChatInput, type ChatPlan } from './chat-billing.ts';
 
 /** An in-memory Ledger port that answers each Reserve from a script and records what it was sent. */
@@ -42,8 +44,11 @@ class ScriptedLedger implements Ledger {
   onRecall(): void {}
 }
 
-function setup(answers: Array<ReserveAnswer | Error>): { ledger: ScriptedLedger; deps: ChatBillingDeps; input: ChatInput; plan: ChatPlan; background: Promise<unknown>[] } {
+function setup(answers: Array<ReserveAnswer | Error>): {
+  ledger: ScriptedLedger; deps: ChatBillingDeps; input: ChatInput; plan: ChatPlan; background: Promise<unknown>[]; metrics: ProxyMetrics;
+} {
   const ledger = new ScriptedLedger(answers);
+  const metrics = createServiceMetrics('proxy');
   const background: Promise<unknown>[] = [];
   const deps: ChatBillingDeps = {
     ledger, reserveTtlMs: 600_000, logger: createLogger('proxy', 'silent', new Writable({ write(_chunk, _encoding, done) { done(); } })),
@@ -51,6 +56,7 @@ function setup(answers: Array<ReserveAnswer | Error>): { ledger: ScriptedLedger;
   };
   const input = {
     requestId: 'req-1', requestUuid: 'uuid-1', log: {},
+    observer: new ProxyTelemetry(metrics).startRequest('/v1/chat/completions', 'POST', 'req-1', performance.now()),
     caller: { organisation: { id: 'org', billingMode: 'internal' }, project: { id: 'org-project' } },
     model: {
       slug: 'chat', tokenizer: 'cl100k_base', inputPriceMicrosPerMtok: 1_000_000n, outputPriceMicrosPerMtok: 2_000_000n,
@@ -58,7 +64,14 @@ function setup(answers: Array<ReserveAnswer | Error>): { ledger: ScriptedLedger;
     },
   } as unknown as ChatInput;
   const plan = { promptTokens: 10, maxTokens: 5, amountMicros: 20n, reservationId: 'res_uuid-1', carve: undefined } as ChatPlan;
-  return { ledger, deps, input, plan, background };
+  return { ledger, deps, input, plan, background, metrics };
+}
+
+/** The proxyReserves series of a registry, as `path/outcome` → count. */
+async function reservesCounted(metrics: ProxyMetrics): Promise<Record<string, number>> {
+  const counted: Record<string, number> = {};
+  for (const { labels, value } of (await metrics.proxyReserves.get()).values) counted[`${labels.path}/${labels.outcome}`] = value;
+  return counted;
 }
 
 async function statusOf(promise: Promise<unknown>): Promise<{ status: number; code: string }> {
@@ -71,32 +84,35 @@ const answer = (outcome: ReserveAnswer['outcome'], transient: boolean, grantsRec
 
 describe('holdReserve: the ledger\'s answer to HTTP', () => {
   it('holds an OK Reserve in the caller\'s billing mode and logs what it held', async () => {
-    const { ledger, deps, input, plan } = setup([]);
+    const { ledger, deps, input, plan, metrics } = setup([]);
     await holdReserve(deps, input, plan);
     expect(ledger.reserves).toEqual([{
       reservationId: 'res_uuid-1', organisationId: 'org', projectId: 'org-project', billingMode: 'internal', amountMicros: 20n, ttlMs: 600_000, modelSlug: 'chat',
     }]);
     expect(input.log.reservedMicros).toBe(20n);
+    expect(await reservesCounted(metrics)).toEqual({ 'exact/held': 1 });
   });
 
   it('answers 402 for money, 503 for what retrying can lift, 500 for what it cannot, reading the transient flag', async () => {
-    const cases: Array<[ReserveAnswer, number, string]> = [
-      [answer('insufficient_balance', true), 402, 'insufficient_balance'],
-      [answer('project_budget_exceeded', true), 402, 'budget_exceeded'],
+    // The last column is the proxyReserves outcome the refusal is counted under.
+    const cases: Array<[ReserveAnswer, number, string, string]> = [
+      [answer('insufficient_balance', true), 402, 'insufficient_balance', 'insufficient_balance'],
+      [answer('project_budget_exceeded', true), 402, 'budget_exceeded', 'budget_exceeded'],
       // An account not opened yet: the same Reserve succeeds once it is (the contract's table says transient).
-      [answer('organisation_unknown', true), 503, 'service_unavailable'],
+      [answer('organisation_unknown', true), 503, 'service_unavailable', 'error'],
       // Our own Release reached the ledger first: a new request gets a new reservation id.
-      [answer('released', false), 503, 'service_unavailable'],
-      [answer('idempotency_conflict', false), 500, 'internal_error'],
-      [answer('invalid_argument', false), 500, 'internal_error'],
+      [answer('released', false), 503, 'service_unavailable', 'error'],
+      [answer('idempotency_conflict', false), 500, 'internal_error', 'error'],
+      [answer('invalid_argument', false), 500, 'internal_error', 'error'],
       // The flag decides, not the name: the same outcome called transient is a 503.
-      [answer('invalid_argument', true), 503, 'service_unavailable'],
+      [answer('invalid_argument', true), 503, 'service_unavailable', 'error'],
       // A result this build does not know is a contract fault, whatever the table guesses.
-      [answer('unrecognized', true), 500, 'internal_error'],
+      [answer('unrecognized', true), 500, 'internal_error', 'error'],
     ];
-    for (const [reserved, status, code] of cases) {
-      const { deps, input, plan } = setup([reserved]);
+    for (const [reserved, status, code, counted] of cases) {
+      const { deps, input, plan, metrics } = setup([reserved]);
       expect(await statusOf(holdReserve(deps, input, plan)), reserved.outcome).toEqual({ status, code });
+      expect(await reservesCounted(metrics), reserved.outcome).toEqual({ [`exact/${counted}`]: 1 });
     }
   });
 
@@ -112,8 +128,9 @@ describe('holdReserve: the ledger\'s answer to HTTP', () => {
   });
 
   it('releases a Reserve whose call failed (its outcome is unknown) and answers 503', async () => {
-    const { ledger, deps, input, plan, background } = setup([new GatewayError('service_unavailable', { internalMessage: 'ledger down' })]);
+    const { ledger, deps, input, plan, background, metrics } = setup([new GatewayError('service_unavailable', { internalMessage: 'ledger down' })]);
     expect((await statusOf(holdReserve(deps, input, plan))).status).toBe(503);
+    expect(await reservesCounted(metrics)).toEqual({ 'exact/ledger_unavailable': 1 });
     await Promise.all(background);
     expect(ledger.releases).toEqual([{ reservationId: 'res_uuid-1', reason: 'reserve_outcome_unknown' }]);
   });

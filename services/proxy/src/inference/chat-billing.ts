@@ -9,6 +9,7 @@ import { effectiveMaxTokens, reserveMicros, usageCostMicros, type TokenUsage } f
 import type { CheckpointDue } from '../domain/stream-meter.ts';
 import { estimatePromptTokens } from '../domain/token-estimate.ts';
 import { failedCall, type UpstreamFailure } from '../domain/upstream-failure.ts';
+import type { ReserveMetricOutcome, RequestObserver } from '../telemetry/request-observer.ts';
 import type { UpstreamAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 
 /** What billing a completion needs besides the request. */
@@ -74,6 +75,8 @@ export interface ChatInput {
   adapter: UpstreamAdapter;
   request: ChatRequest;
   log: BillingLogFields;
+  /** The request's metrics (and spans): told of the Reserve, the upstream call and the Settle. */
+  observer: RequestObserver;
 }
 
 /** What the gateway decided for a request before any money moves. */
@@ -127,6 +130,16 @@ function reserveRefusal(answer: ReserveAnswer): GatewayError {
   }
 }
 
+/** The proxyReserves outcome of a Reserve the ledger answered. */
+function reserveMetricOutcome(outcome: ReserveOutcome): ReserveMetricOutcome {
+  switch (outcome) {
+    case 'ok': return 'held';
+    case 'insufficient_balance': return 'insufficient_balance';
+    case 'project_budget_exceeded': return 'budget_exceeded';
+    default: return 'error';
+  }
+}
+
 /** Keeps only errors a failed Reserve call may show the client; anything else is ours to hide. */
 function reserveCallError(error: unknown): GatewayError {
   const gatewayError = toGatewayError(error);
@@ -168,6 +181,8 @@ export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan:
     throw new GatewayError('service_unavailable', { internalMessage: 'settle outbox full: the ledger is not answering Settles' });
   }
   const startedAtMs = performance.now();
+  const { observer } = input;
+  observer.reserveStarted();
   const grants = deps.ledger.grants;
   if (grants !== undefined) {
     const { organisation, project } = caller;
@@ -178,6 +193,7 @@ export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan:
       input.log.grantId = carve.grantId;
       input.log.reservedMicros = plan.amountMicros;
       input.log.reserveMs = elapsedMs(startedAtMs);
+      observer.reserveEnded('carved', 'held');
       return;
     }
   }
@@ -214,10 +230,13 @@ export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan:
     // Release until the ledger answers; on an unknown id it leaves a tombstone that makes the
     // late Reserve hold nothing.
     deps.background(deps.ledger.release({ reservationId: plan.reservationId, reason: 'reserve_outcome_unknown' }, ownerOf(input)));
-    throw reserveCallError(error);
+    const clientError = reserveCallError(error);
+    observer.reserveEnded('exact', clientError.code === 'service_unavailable' ? 'ledger_unavailable' : 'error');
+    throw clientError;
   } finally {
     input.log.reserveMs = elapsedMs(startedAtMs);
   }
+  observer.reserveEnded('exact', reserveMetricOutcome(reserved.outcome));
   if (reserved.outcome !== 'ok') throw reserveRefusal(reserved);
   input.log.reservedMicros = plan.amountMicros;
 }
@@ -262,6 +281,8 @@ async function settleUsageOnce(
   log.completionTokens = usage.completionTokens;
   if (overrun !== undefined) log.overrunOutputTokens = overrun.overrunOutputTokens;
   const startedAtMs = performance.now();
+  // Counted as sent, from the very numbers the Settle carries (the ledger's answer is the record).
+  input.observer.settleStarted(usage.promptTokens, usage.completionTokens, costMicros);
   const { carve } = plan;
   const grants = deps.ledger.grants;
   // A carve's Settle names its grant (always: the ledger ignores it when the carve was promoted to
@@ -282,6 +303,7 @@ async function settleUsageOnce(
     }, ownerOf(input));
   } finally {
     if (carve !== undefined) grants?.settleAnswered(carve);
+    input.observer.settleEnded();
   }
   log.settleMs = elapsedMs(startedAtMs);
   if (settled === undefined) return; // abandoned at shutdown: the outbox logged it for replay

@@ -1,6 +1,7 @@
 import { buildChatCompletionBody, cutCompletion, estimateCompletionTokens, type ChatCompletionBody } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
 import { outputTokensWithin, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
+import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamEndpoint, UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
 import {
@@ -13,6 +14,16 @@ export type { BillingLogFields } from './chat-billing.ts';
 export interface UpstreamPort {
   send(endpoint: UpstreamEndpoint, request: UpstreamRequest): Promise<UpstreamOutcome>;
   openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal): Promise<UpstreamStreamOutcome>;
+}
+
+/** The metrics outcome of an upstream call that produced no usable answer (the transport's kinds). */
+export function upstreamFailureOutcome(kind: 'http_error' | 'unreachable' | 'timeout' | 'failed'): UpstreamMetricOutcome {
+  switch (kind) {
+    case 'http_error': return 'http_error';
+    case 'unreachable': return 'connect_error';
+    case 'timeout': return 'timeout';
+    case 'failed': return 'bad_response';
+  }
 }
 
 /** What completeChat needs besides the request. */
@@ -31,12 +42,13 @@ export interface CompleteChatDeps extends ChatBillingDeps {
  * they are thrown); the upstream's status, headers and text go nowhere but the log's status code.
  */
 export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (body: ChatCompletionBody) => void): Promise<void> {
-  const { model, log } = input;
+  const { model, log, observer } = input;
   const plan = planChat(input);
   await holdReserve(deps, input, plan);
 
   let outcome: UpstreamOutcome;
   const upstreamStartedAtMs = performance.now();
+  observer.upstreamStarted(model.upstream.providerKind);
   try {
     outcome = await deps.upstream.send(model.upstream, plan.upstreamRequest);
   } catch (error) {
@@ -44,15 +56,20 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
   }
   log.upstreamMs = elapsedMs(upstreamStartedAtMs);
   log.upstreamOutcome = outcome.kind;
-  if (outcome.kind !== 'response') throw settleFailedCall(deps, input, plan, outcome);
+  if (outcome.kind !== 'response') {
+    observer.upstreamEnded(upstreamFailureOutcome(outcome.kind));
+    throw settleFailedCall(deps, input, plan, outcome);
+  }
 
   log.upstreamStatus = outcome.statusCode;
   let completion: NormalizedCompletion;
   try {
     completion = input.adapter.parseResponse(outcome.json);
   } catch {
+    observer.upstreamEnded('bad_response');
     throw settleFailedCall(deps, input, plan, { kind: 'unusable_answer' });
   }
+  observer.upstreamEnded('ok');
 
   const produced: TokenUsage = completion.usage
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };

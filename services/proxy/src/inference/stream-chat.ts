@@ -3,11 +3,12 @@ import { chunkFrameHead } from '../domain/completion-response.ts';
 import type { TokenUsage } from '../domain/pricing.ts';
 import { StreamMeter, type StreamEnding } from '../domain/stream-meter.ts';
 import { streamFailureError } from '../domain/upstream-failure.ts';
+import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import { SseParser } from '../upstreams/sse/sse-parser.ts';
 import type { StreamChoice, StreamEvent } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamStream, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
 import { checkpointStream, elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage, type ChatInput, type ChatPlan } from './chat-billing.ts';
-import type { CompleteChatDeps } from './complete-chat.ts';
+import { upstreamFailureOutcome, type CompleteChatDeps } from './complete-chat.ts';
 
 /** Where a stream's frames go: the HTTP response, behind a port so the relay has no transport in it. */
 export interface StreamSink {
@@ -23,6 +24,16 @@ export interface StreamSink {
 
 /** Why a relay was told to stop from outside: the client went away, or the process is shutting down. */
 export type StreamStopReason = 'client_closed' | 'shutdown';
+
+/** The metrics outcome of a stream's upstream call by how the stream ended: `aborted` when the gateway cut it. */
+const upstreamOutcomeOfEnding: Record<StreamEnding, UpstreamMetricOutcome> = {
+  completed: 'ok',
+  cost_stop: 'aborted',
+  client_closed: 'aborted',
+  shutdown: 'aborted',
+  upstream_failed: 'bad_response',
+  upstream_timeout: 'timeout',
+};
 
 /** What streamChat needs besides the request. */
 export interface StreamChatDeps extends CompleteChatDeps {
@@ -51,12 +62,13 @@ export interface StreamChatInput extends ChatInput {
  *   before the first byte is an ordinary 502/504.
  */
 export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): Promise<void> {
-  const { model, log } = input;
+  const { model, log, observer } = input;
   const plan = planChat(input);
   await holdReserve(deps, input, plan);
 
   let opened: UpstreamStreamOutcome;
   const upstreamStartedAtMs = performance.now();
+  observer.upstreamStarted(model.upstream.providerKind);
   try {
     // The stop signal cuts the upstream call itself (client gone, shutdown); the relay's own
     // endings cut it through the stream's abort().
@@ -67,6 +79,7 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
   log.upstreamMs = elapsedMs(upstreamStartedAtMs);
   if (opened.kind !== 'stream') {
     log.upstreamOutcome = opened.kind;
+    observer.upstreamEnded(opened.kind === 'failed' && input.stop.aborted ? 'aborted' : upstreamFailureOutcome(opened.kind));
     throw settleFailedCall(deps, input, plan, opened);
   }
   log.upstreamOutcome = 'stream';
@@ -75,6 +88,8 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
     await relay(deps, input, plan, opened.stream);
   } finally {
     opened.stream.close();
+    // The relay reports how the call ended; one that threw before deciding leaves a cut call (a no-op otherwise).
+    observer.upstreamEnded('aborted');
   }
 }
 
@@ -191,6 +206,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
   }
   if (ending !== 'completed') stream.abort();
   log.streamOutcome = ending;
+  input.observer.upstreamEnded(upstreamOutcomeOfEnding[ending]);
 
   const billed = meter.bill(ending);
   const usageFrame = (usage: TokenUsage) => `${head}[],"usage":${JSON.stringify({

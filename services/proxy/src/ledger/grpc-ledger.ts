@@ -1,4 +1,5 @@
 import { isTransientResult, ledgerResultTransient, ledgerV1 } from '@gateway/contracts';
+import type { ProxyMetrics } from '@gateway/telemetry';
 import type { GrantBook } from '../billing/grant-book.ts';
 import type {
   AcquireGrantAnswer, AcquireGrantOrder, AcquireGrantOutcome, AdjustGrantAnswer, AdjustGrantOrder, AdjustGrantOutcome, BillingOwner, CheckpointAnswer, CheckpointOrder, CheckpointOutcome, Ledger, ReleaseAnswer, ReleaseOrder, ReleaseOutcome, ReserveAnswer,
@@ -73,6 +74,9 @@ const protoBillingMode = {
   internal: ledgerV1.BillingMode.BILLING_MODE_INTERNAL,
 } as const;
 
+/** Ledger calls timed here; Reserve and Settle are timed per request by its observer (they carry the path). */
+type TimedOperation = 'release' | 'checkpoint' | 'acquire_grant' | 'adjust_grant';
+
 /** The ledger's detail, prefixed with the raw result code when the build does not know it (for the log). */
 function detailOf(known: boolean, result: number, detail: string): string {
   return known ? detail : `result ${result}${detail ? `: ${detail}` : ''}`;
@@ -90,12 +94,22 @@ export class GrpcLedger implements Ledger {
   /** The replica's credit grants, set by createProxyApp when PROXY_CREDIT_GRANTS=on (the book needs this port first). */
   grants: GrantBook | undefined = undefined;
   readonly recallWaitMs: number;
+  readonly #callDuration: ProxyMetrics['proxyLedgerCallDuration'] | undefined;
 
-  /** Wraps the client and the outbox; opens nothing. `recallWaitMs`: PROXY_RECALL_WAIT_MS. */
-  constructor(calls: LedgerCalls, outbox: LedgerOutbox, options: { recallWaitMs?: number } = {}) {
+  /**
+   * Wraps the client and the outbox; opens nothing. `recallWaitMs`: PROXY_RECALL_WAIT_MS;
+   * `callDuration`: the histogram Release, Checkpoint and the grant calls are timed into.
+   */
+  constructor(calls: LedgerCalls, outbox: LedgerOutbox, options: { recallWaitMs?: number; callDuration?: ProxyMetrics['proxyLedgerCallDuration'] } = {}) {
     this.#calls = calls;
     this.#outbox = outbox;
     this.recallWaitMs = options.recallWaitMs ?? 0;
+    this.#callDuration = options.callDuration;
+  }
+
+  /** Records how long a call took, seconds since `startedAtMs` (a performance.now() reading), answered or failed. */
+  #timed(operation: TimedOperation, startedAtMs: number): void {
+    this.#callDuration?.observe({ operation, path: '' }, (performance.now() - startedAtMs) / 1000);
   }
 
   /** One Reserve call; a failed call throws (LedgerClient makes it `service_unavailable`). */
@@ -121,6 +135,7 @@ export class GrpcLedger implements Ledger {
 
   /** One AcquireGrant call; a failed call throws its gRPC error. */
   async acquireGrant(order: AcquireGrantOrder): Promise<AcquireGrantAnswer> {
+    const startedAtMs = performance.now();
     const response = await this.#calls.acquireGrant({
       grantId: order.grantId,
       organisationId: order.organisationId,
@@ -130,7 +145,7 @@ export class GrpcLedger implements Ledger {
       wantMicros: order.wantMicros,
       ttlMs: BigInt(order.ttlMs),
       ownerId: order.ownerId,
-    });
+    }).finally(() => { this.#timed('acquire_grant', startedAtMs); });
     const outcome = acquireGrantOutcomes.get(response.result);
     return {
       outcome: outcome ?? 'unrecognized',
@@ -141,6 +156,7 @@ export class GrpcLedger implements Ledger {
 
   /** One AdjustGrant call; a failed call throws its gRPC error. */
   async adjustGrant(order: AdjustGrantOrder): Promise<AdjustGrantAnswer> {
+    const startedAtMs = performance.now();
     const response = await this.#calls.adjustGrant({
       adjustmentId: order.adjustmentId,
       grantId: order.grantId,
@@ -148,7 +164,7 @@ export class GrpcLedger implements Ledger {
       close: order.close,
       extendTtlMs: BigInt(order.extendTtlMs),
       reason: order.reason,
-    });
+    }).finally(() => { this.#timed('adjust_grant', startedAtMs); });
     const outcome = adjustGrantOutcomes.get(response.result);
     return {
       outcome: outcome ?? 'unrecognized',
@@ -165,6 +181,7 @@ export class GrpcLedger implements Ledger {
 
   /** One Checkpoint call; a failed call throws its gRPC error. */
   async checkpoint(order: CheckpointOrder): Promise<CheckpointAnswer> {
+    const startedAtMs = performance.now();
     const response = await this.#calls.checkpoint({
       reservationId: order.reservationId,
       sequence: order.sequence,
@@ -174,7 +191,7 @@ export class GrpcLedger implements Ledger {
       providerCostMicros: order.providerCostMicros,
       extendTtlMs: BigInt(order.extendTtlMs),
       requestId: order.requestId,
-    });
+    }).finally(() => { this.#timed('checkpoint', startedAtMs); });
     const outcome = checkpointOutcomes.get(response.result);
     return { outcome: outcome ?? 'unrecognized', detail: detailOf(outcome !== undefined, response.result, response.detail) };
   }
@@ -201,7 +218,9 @@ export class GrpcLedger implements Ledger {
 
   /** Queues the Release in the outbox; resolves with the ledger's final answer (undefined: abandoned at shutdown). */
   async release(order: ReleaseOrder, owner: BillingOwner): Promise<ReleaseAnswer | undefined> {
+    const startedAtMs = performance.now();
     const response = await this.#outbox.release({ reservationId: order.reservationId, reason: order.reason }, owner);
+    this.#timed('release', startedAtMs);
     if (response === undefined) return undefined;
     const outcome = releaseOutcomes.get(response.result);
     return { outcome: outcome ?? 'unrecognized', detail: detailOf(outcome !== undefined, response.result, response.detail) };

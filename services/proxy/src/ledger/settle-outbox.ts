@@ -117,6 +117,15 @@ export class SettleOutbox {
     return this.#entries.size;
   }
 
+  /**
+   * Date.now() when the oldest unanswered entry was queued, or undefined when the outbox is empty
+   * (a Set iterates in insertion order, so its first entry is the oldest).
+   */
+  oldestQueuedAtMs(): number | undefined {
+    for (const entry of this.#entries) return entry.queuedAtMs;
+    return undefined;
+  }
+
   /** Entries given up at shutdown since the process started (each logged with what a replay needs). */
   get abandonedCount(): number {
     return this.#abandonedCount;
