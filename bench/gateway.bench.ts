@@ -22,7 +22,7 @@
  * BENCH_LOW_BALANCE_CAPACITY (Reserves the low-balance organisation holds, default 300);
  * BENCH_PROXY_CPU_PROF=1 runs the proxy with `--cpu-prof` into bench-results/profiles (summarise
  * with `node bench/support/cpu-profile-summary.ts <file>`). The proxy runs with the NODE_OPTIONS
- * of deploy/kubernetes/proxy.yaml (its heap sizing in production); BENCH_PROXY_NODE_OPTIONS
+ * of deploy/kubernetes/base/proxy.yaml (its heap sizing in production); BENCH_PROXY_NODE_OPTIONS
  * replaces them to try other heap settings (an empty value: Node's defaults);
  * BENCH_PROXY_LOG_LEVEL (default warn, like the other services) e.g. `info` to include the
  * per-request log line. Runs with any of these leave docs/benchmarks.md unchanged.
@@ -51,9 +51,9 @@ const profileDir = `${repoRoot}bench-results/profiles`;
  * sizing; required) and glibc's malloc arena cap (when the manifest sets one).
  */
 function deployedProxyEnv(): { nodeOptions: string; mallocArenaMax: string | undefined } {
-  const manifest = readFileSync(`${repoRoot}deploy/kubernetes/proxy.yaml`, 'utf8');
+  const manifest = readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8');
   const nodeOptions = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(manifest)?.[1];
-  if (nodeOptions === undefined) throw new Error('deploy/kubernetes/proxy.yaml sets no NODE_OPTIONS for the proxy');
+  if (nodeOptions === undefined) throw new Error('deploy/kubernetes/base/proxy.yaml sets no NODE_OPTIONS for the proxy');
   return { nodeOptions, mallocArenaMax: /name: MALLOC_ARENA_MAX, value: "([^"]*)"/.exec(manifest)?.[1] };
 }
 const { nodeOptions: deployedNodeOptions, mallocArenaMax } = deployedProxyEnv();

@@ -31,7 +31,7 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const onlyMode = process.env.BENCH_MODE;
 const profileDir = `${repoRoot}bench-results/profiles`;
 const logLevel = process.env.BENCH_PROXY_LOG_LEVEL ?? 'warn';
-const deployedNodeOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(`${repoRoot}deploy/kubernetes/proxy.yaml`, 'utf8'))?.[1] ?? '';
+const deployedNodeOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8'))?.[1] ?? '';
 const profileOptions = process.env.BENCH_PROXY_CPU_PROF === '1' ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '';
 const bodies = {
   'non-streaming': { model: 'chat', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] },

@@ -1,36 +1,39 @@
 /**
- * The Kubernetes manifests (deploy/kubernetes) as a security contract, checked without a cluster:
- * every object validates against the Kubernetes / cert-manager schemas; every Deployment runs a
- * hardened pod with its mTLS identity mounted; the namespace denies by default and the ledger's
- * gRPC port admits only the proxy and the admin; nothing turns on plaintext gRPC.
+ * The Kubernetes manifests (deploy/kubernetes) as a security contract, checked without a cluster
+ * on every overlay as `kubectl apply -k` renders it (tests/deploy/kustomize.ts): every object
+ * validates against the Kubernetes / cert-manager / Prometheus Operator schemas; every workload
+ * runs a hardened pod; every Deployment has its mTLS identity mounted; the namespace denies by
+ * default, the ledger's gRPC port admits only the proxy and the admin, and the metrics ports only
+ * the monitoring namespace; nothing turns on plaintext gRPC. The cross-references between objects
+ * (selectors, env, Secrets, probes, grace, migrations) are in tests/deploy/cross-references.test.ts.
  * The checks are functions returning problems so that the last block can prove each one catches
  * the mistake it is there for (a check that cannot fail protects nothing).
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import { parseAllDocuments } from 'yaml';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { Job } from 'kubernetes-models/batch/v1/Job';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { Certificate } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Certificate';
 import { Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Issuer';
+import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import {
+  deployments, manifestRoot, namespace, nameLabel, overlayNames, podLabels, readManifestFile, renderOverlay, roleOf, roles, secretsExample, selects, workloads,
+  type K8sObject, type LabelSelector, type Role,
+} from './deploy/rendered-manifests.ts';
 
-const manifestDir = new URL('../deploy/kubernetes/', import.meta.url);
-const namespace = 'inr-gateway';
-const roles = ['proxy', 'admin', 'ledger'] as const;
-/** A service of the gateway, as named in its labels, Service, certificate and SPIFFE id. */
-type Role = (typeof roles)[number];
-const nameLabel = 'app.kubernetes.io/name';
 const tlsDir = '/var/run/gateway/tls';
 const ledgerGrpcPort = 50051;
 const adminGrpcPort = 50052;
+/** The metrics port of each service (its *_METRICS_PORT in the manifests). */
+const metricsPorts: Record<Role, number> = { proxy: 9101, admin: 9102, ledger: 9103 };
 
-/** A parsed manifest object; only the fields the checks read are typed. */
-type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; spec?: any; [field: string]: any };
-/** A label selector (matchLabels, matchExpressions) as Kubernetes defines it. */
-type LabelSelector = { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
 /** One entry of a NetworkPolicy rule's `from` / `to`. */
 type PolicyPeer = { podSelector?: LabelSelector; namespaceSelector?: LabelSelector; ipBlock?: { cidr: string; except?: string[] } };
 /** One entry of a NetworkPolicy rule's `ports`. */
@@ -38,47 +41,7 @@ type PolicyPort = { protocol?: string; port?: number | string; endPort?: number 
 /** One ingress or egress rule. */
 type PolicyRule = { from?: PolicyPeer[]; to?: PolicyPeer[]; ports?: PolicyPort[] };
 
-/** Parses a multi-document YAML file as Kubernetes does (YAML 1.1: `0440` is octal, `yes` a boolean). */
-function parseManifestFile(fileName: string): K8sObject[] {
-  const text = readFileSync(new URL(fileName, manifestDir), 'utf8');
-  return parseAllDocuments(text, { version: '1.1' }).flatMap((document) => {
-    if (document.errors.length > 0) throw new Error(`${fileName}: ${document.errors.map((error) => error.message).join('; ')}`);
-    const value = document.toJS() as K8sObject | null;
-    return value === null ? [] : [value];
-  });
-}
-
-const manifestFiles = readdirSync(manifestDir).filter((name) => name.endsWith('.yaml')).sort();
-const kustomization = parseManifestFile('kustomization.yaml')[0]!;
-const resourceFiles = kustomization.resources as string[];
-/** What `kubectl apply -k` applies. */
-const applied: K8sObject[] = resourceFiles.flatMap(parseManifestFile);
-/** Everything under deploy/kubernetes, the example Secret included. */
-const everything: K8sObject[] = manifestFiles.filter((name) => name !== 'kustomization.yaml').flatMap(parseManifestFile);
-
-const deployments = (objects: K8sObject[]) => objects.filter((object) => object.kind === 'Deployment');
 const networkPolicies = (objects: K8sObject[]) => objects.filter((object) => object.kind === 'NetworkPolicy');
-const podLabels = (deployment: K8sObject): Record<string, string> => deployment.spec.template.metadata.labels;
-const roleOf = (deployment: K8sObject): Role => podLabels(deployment)[nameLabel] as Role;
-
-/** Whether a label selector selects a set of labels (an empty selector selects everything). */
-function selects(selector: LabelSelector | undefined, labels: Record<string, string>): boolean {
-  if (selector === undefined) return false;
-  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) if (labels[key] !== value) return false;
-  for (const expression of selector.matchExpressions ?? []) {
-    const has = Object.hasOwn(labels, expression.key);
-    const value = labels[expression.key];
-    const values = expression.values ?? [];
-    const ok =
-      expression.operator === 'In' ? has && values.includes(value!)
-      : expression.operator === 'NotIn' ? !has || !values.includes(value!)
-      : expression.operator === 'Exists' ? has
-      : expression.operator === 'DoesNotExist' ? !has
-      : false;
-    if (!ok) return false;
-  }
-  return true;
-}
 
 /** The values a selector pins `app.kubernetes.io/name` to, or undefined when it lets any name through. */
 function pinnedNames(selector: LabelSelector | undefined): string[] | undefined {
@@ -128,7 +91,9 @@ function cidrContains(cidr: string, address: string): boolean {
 type Endpoint = { pod: { labels: Record<string, string>; namespace: string; namespaceLabels: Record<string, string> } } | { address: string };
 
 const namespaceLabelsOf = (name: string): Record<string, string> => ({ 'kubernetes.io/metadata.name': name });
-const gatewayPod = (role: Role): Endpoint => ({ pod: { labels: { [nameLabel]: role, 'app.kubernetes.io/part-of': 'inr-gateway' }, namespace, namespaceLabels: namespaceLabelsOf(namespace) } });
+/** A pod of this namespace whose `app.kubernetes.io/name` is `name` (a service, or a migration Job's `<service>-migrate`). */
+const labelledPod = (name: string): Endpoint => ({ pod: { labels: { [nameLabel]: name, 'app.kubernetes.io/part-of': 'inr-gateway' }, namespace, namespaceLabels: namespaceLabelsOf(namespace) } });
+const gatewayPod = (role: Role): Endpoint => labelledPod(role);
 
 /** Whether a policy peer matches an endpoint, seen from a policy in `namespace`. */
 function peerMatches(peer: PolicyPeer, endpoint: Endpoint): boolean {
@@ -284,24 +249,55 @@ function insecureSwitches(value: unknown, path = ''): string[] {
   return found;
 }
 
-/** Schema classes of kubernetes-models by `apiVersion/kind`; an unlisted kind fails the test so it gets one. */
+/** Schema classes by `apiVersion/kind`; an unlisted kind fails the test so it gets one. */
 const schemaClasses: Record<string, new (data: any) => { validate(): void }> = {
   'v1/Namespace': Namespace,
   'v1/Secret': Secret,
   'v1/Service': Service,
   'apps/v1/Deployment': Deployment,
+  'batch/v1/Job': Job,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'cert-manager.io/v1/Certificate': Certificate,
   'cert-manager.io/v1/Issuer': Issuer,
+  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
 };
 
-describe('deploy/kubernetes manifests', () => {
-  it('kustomization applies every manifest but the example Secret, and each exists', () => {
-    const expected = manifestFiles.filter((name) => name !== 'kustomization.yaml' && name !== 'secrets.example.yaml');
-    expect([...resourceFiles].sort()).toEqual(expected);
+/** The `resources` of a kustomization file under deploy/kubernetes. */
+const resourcesOf = (kustomizationPath: string): string[] => readManifestFile(kustomizationPath)[0]!.resources as string[];
+/** The YAML files of a directory under deploy/kubernetes, kustomization.yaml excepted. */
+const manifestFilesIn = (directory: string): string[] => readdirSync(new URL(directory, manifestRoot)).filter((name) => name.endsWith('.yaml') && name !== 'kustomization.yaml').sort();
+
+describe('deploy/kubernetes layout', () => {
+  it('the base lists every manifest beside it, the migrations base every Job file, and the example Secret is in no kustomization', () => {
+    expect(resourcesOf('base/kustomization.yaml').sort()).toEqual(manifestFilesIn('base/'));
+    expect(resourcesOf('base/migrations/kustomization.yaml').sort()).toEqual(manifestFilesIn('base/migrations/'));
+    expect(manifestFilesIn('./')).toEqual(['secrets.example.yaml']);
   });
 
-  it('every object validates against the Kubernetes or cert-manager schema', () => {
+  it('there is a dev and a production overlay, each the base plus its release\'s migration Jobs', () => {
+    expect(overlayNames).toEqual(['dev', 'production']);
+    for (const overlay of overlayNames) {
+      expect(resourcesOf(`overlays/${overlay}/kustomization.yaml`), overlay).toEqual(['../../base', 'migrations']);
+      expect(resourcesOf(`overlays/${overlay}/migrations/kustomization.yaml`), overlay).toEqual(['../../../base/migrations']);
+    }
+  });
+
+  it('the gateway bench can still read the proxy heap flags from base/proxy.yaml', () => {
+    // bench/gateway.bench.ts reads NODE_OPTIONS with exactly this expression.
+    const match = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(new URL('base/proxy.yaml', manifestRoot), 'utf8'));
+    expect(match?.[1]).toMatch(/--max-old-space-size=\d+/);
+  });
+});
+
+describe.each(overlayNames)('overlay %s', (overlay) => {
+  const applied = renderOverlay(overlay);
+  /** What is applied, and the example Secret applied beside it. */
+  const everything = [...applied, secretsExample];
+
+  it('every object validates against the Kubernetes, cert-manager or Prometheus Operator schema', () => {
     const invalid: string[] = [];
     for (const object of everything) {
       const SchemaClass = schemaClasses[`${object.apiVersion}/${object.kind}`];
@@ -328,8 +324,9 @@ describe('deploy/kubernetes manifests', () => {
     for (const role of roles) expect(applied.some((object) => object.kind === 'Service' && object.metadata.name === role), role).toBe(true);
   });
 
-  it('every pod runs hardened: non-root, read-only root, no privilege escalation, no capabilities, RuntimeDefault seccomp, no token', () => {
-    expect(deployments(applied).flatMap(podHardeningProblems)).toEqual([]);
+  it('every pod (Deployments and migration Jobs) runs hardened: non-root, read-only root, no privilege escalation, no capabilities, RuntimeDefault seccomp, no token', () => {
+    expect(workloads(applied).length).toBeGreaterThan(3);
+    expect(workloads(applied).flatMap(podHardeningProblems)).toEqual([]);
   });
 
   it('the namespace enforces the restricted Pod Security Standard', () => {
@@ -352,7 +349,7 @@ describe('deploy/kubernetes manifests', () => {
 
   it('nothing sets GRPC_INSECURE (plaintext gRPC is for development only)', () => {
     expect(everything.flatMap((object) => insecureSwitches(object, `${object.kind}/${object.metadata.name}`))).toEqual([]);
-    expect(readFileSync(new URL('../Dockerfile', manifestDir), 'utf8')).not.toMatch(/GRPC_INSECURE/);
+    expect(readFileSync(new URL('../Dockerfile', manifestRoot), 'utf8')).not.toMatch(/GRPC_INSECURE/);
   });
 
   it('cert-manager issues each service one certificate carrying its SPIFFE id and the names peers dial', () => {
@@ -397,33 +394,39 @@ describe('deploy/kubernetes manifests', () => {
     expect(ledgerGrpcIngressProblems(applied)).toEqual([]);
   });
 
-  it('pod to pod: exactly proxy -> ledger, proxy -> admin and admin -> ledger, each on its gRPC port', () => {
+  it('pod to pod: exactly proxy -> ledger, proxy -> admin and admin -> ledger, each on its gRPC port; no pod reaches another\'s metrics', () => {
     const allowed: string[] = [];
-    for (const from of roles) {
+    const sources = [...roles, 'ledger-migrate', 'admin-migrate'];
+    for (const from of sources) {
       for (const to of roles) {
-        for (const port of [8080, 8081, 8082, ledgerGrpcPort, adminGrpcPort]) {
-          if (connectionAllowed(applied, gatewayPod(from), gatewayPod(to), port)) allowed.push(`${from} -> ${to}:${port}`);
+        for (const port of [8080, 8081, 8082, ledgerGrpcPort, adminGrpcPort, ...Object.values(metricsPorts)]) {
+          if (connectionAllowed(applied, labelledPod(from), gatewayPod(to), port)) allowed.push(`${from} -> ${to}:${port}`);
         }
       }
     }
     expect(allowed.sort()).toEqual(['admin -> ledger:50051', 'proxy -> admin:50052', 'proxy -> ledger:50051']);
   });
 
-  it('from outside: the proxy HTTP port from anywhere, the admin HTTP port from the ingress controller, nothing else', () => {
+  it('from outside: the proxy HTTP port from anywhere, the admin HTTP port from the ingress controller, the metrics ports from the monitoring namespace, nothing else', () => {
     const internet: Endpoint = { address: '203.0.113.7' };
     const ingressController: Endpoint = { pod: { labels: { 'app.kubernetes.io/name': 'ingress-nginx' }, namespace: 'ingress-nginx', namespaceLabels: namespaceLabelsOf('ingress-nginx') } };
+    const prometheus: Endpoint = { pod: { labels: { 'app.kubernetes.io/name': 'prometheus' }, namespace: 'monitoring', namespaceLabels: namespaceLabelsOf('monitoring') } };
     const otherPod: Endpoint = { pod: { labels: { app: 'something' }, namespace: 'default', namespaceLabels: namespaceLabelsOf('default') } };
     expect(connectionAllowed(applied, internet, gatewayPod('proxy'), 8080)).toBe(true);
     expect(connectionAllowed(applied, ingressController, gatewayPod('admin'), 8081)).toBe(true);
     expect(connectionAllowed(applied, internet, gatewayPod('admin'), 8081)).toBe(false);
-    for (const source of [internet, ingressController, otherPod]) {
+    for (const source of [internet, ingressController, otherPod, prometheus]) {
       expect(connectionAllowed(applied, source, gatewayPod('ledger'), ledgerGrpcPort)).toBe(false);
       expect(connectionAllowed(applied, source, gatewayPod('ledger'), 8082)).toBe(false);
       expect(connectionAllowed(applied, source, gatewayPod('admin'), adminGrpcPort)).toBe(false);
     }
+    for (const role of roles) {
+      expect(connectionAllowed(applied, prometheus, gatewayPod(role), metricsPorts[role]), `monitoring -> ${role} metrics`).toBe(true);
+      for (const source of [internet, ingressController, otherPod]) expect(connectionAllowed(applied, source, gatewayPod(role), metricsPorts[role]), `${role} metrics`).toBe(false);
+    }
   });
 
-  it('egress: DNS for all, PostgreSQL for ledger and admin, Redis for the proxy, public 443 for the proxy only', () => {
+  it('egress: DNS for all, PostgreSQL for ledger, admin and their migration Jobs, Redis for the proxy, public 443 for the proxy only', () => {
     const kubeDns: Endpoint = { pod: { labels: { 'k8s-app': 'kube-dns' }, namespace: 'kube-system', namespaceLabels: namespaceLabelsOf('kube-system') } };
     const postgres: Endpoint = { pod: { labels: { 'app.kubernetes.io/name': 'postgresql' }, namespace: 'postgres', namespaceLabels: namespaceLabelsOf('postgres') } };
     const redis: Endpoint = { pod: { labels: { 'app.kubernetes.io/name': 'redis' }, namespace: 'redis', namespaceLabels: namespaceLabelsOf('redis') } };
@@ -435,22 +438,23 @@ describe('deploy/kubernetes manifests', () => {
       expect(connectionAllowed(applied, gatewayPod(role), { address: '203.0.113.7' }, 443), `${role} public 443`).toBe(role === 'proxy');
       expect(connectionAllowed(applied, gatewayPod(role), { address: '203.0.113.7' }, 80), `${role} public 80`).toBe(false);
     }
+    for (const job of workloads(applied).filter((workload) => workload.kind === 'Job')) {
+      const pod = labelledPod(podLabels(job)[nameLabel]!);
+      expect(connectionAllowed(applied, pod, kubeDns, 53, 'UDP'), `${job.metadata.name} DNS`).toBe(true);
+      expect(connectionAllowed(applied, pod, postgres, 5432), `${job.metadata.name} PostgreSQL`).toBe(true);
+      expect(connectionAllowed(applied, pod, redis, 6379), `${job.metadata.name} Redis`).toBe(false);
+      expect(connectionAllowed(applied, pod, { address: '203.0.113.7' }, 443), `${job.metadata.name} public 443`).toBe(false);
+    }
     // The SSRF guard one layer down: no private, loopback, link-local (metadata) or shared range.
     for (const address of ['10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '127.0.0.1', '100.64.0.1']) {
       expect(connectionAllowed(applied, gatewayPod('proxy'), { address }, 443), address).toBe(false);
     }
   });
-
-  it('the gateway bench can still read the proxy heap flags from proxy.yaml', () => {
-    // bench/gateway.bench.ts reads NODE_OPTIONS with exactly this expression.
-    const match = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(new URL('proxy.yaml', manifestDir), 'utf8'));
-    expect(match?.[1]).toMatch(/--max-old-space-size=\d+/);
-  });
 });
 
 describe('the manifest checks catch the mistakes they are for', () => {
-  /** A deep copy of what is applied, to break one thing in. */
-  const copy = (): K8sObject[] => structuredClone(applied);
+  /** A fresh render of the production overlay, to break one thing in. */
+  const copy = (): K8sObject[] => renderOverlay('production');
   const ledgerPolicyWith = (from: PolicyPeer[] | undefined, ports?: PolicyPort[]): K8sObject => ({
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -466,19 +470,21 @@ describe('the manifest checks catch the mistakes they are for', () => {
   ])('pod hardening: %s', (_mistake, breakIt) => {
     const objects = copy();
     breakIt(deployments(objects)[0]!.spec.template.spec.containers[0]);
-    expect(deployments(objects).flatMap(podHardeningProblems)).not.toEqual([]);
+    expect(workloads(objects).flatMap(podHardeningProblems)).not.toEqual([]);
   });
 
-  it('pod hardening: a mounted service account token, no seccomp, no fsGroup', () => {
-    for (const breakIt of [
-      (pod: any) => { pod.automountServiceAccountToken = true; },
-      (pod: any) => { delete pod.securityContext.seccompProfile; },
-      (pod: any) => { delete pod.securityContext.fsGroup; },
-      (pod: any) => { pod.securityContext.runAsNonRoot = false; },
-    ]) {
-      const objects = copy();
-      breakIt(deployments(objects)[1]!.spec.template.spec);
-      expect(deployments(objects).flatMap(podHardeningProblems)).not.toEqual([]);
+  it('pod hardening: a mounted service account token, no seccomp, no fsGroup, in a Deployment or a migration Job', () => {
+    for (const pick of [(objects: K8sObject[]) => deployments(objects)[1]!, (objects: K8sObject[]) => objects.find((object) => object.kind === 'Job')!]) {
+      for (const breakIt of [
+        (pod: any) => { pod.automountServiceAccountToken = true; },
+        (pod: any) => { delete pod.securityContext.seccompProfile; },
+        (pod: any) => { delete pod.securityContext.fsGroup; },
+        (pod: any) => { pod.securityContext.runAsNonRoot = false; },
+      ]) {
+        const objects = copy();
+        breakIt(pick(objects).spec.template.spec);
+        expect(workloads(objects).flatMap(podHardeningProblems)).not.toEqual([]);
+      }
     }
   });
 
@@ -533,5 +539,13 @@ describe('the manifest checks catch the mistakes they are for', () => {
     const egress = objects.find((object) => object.metadata.name === 'proxy-egress')!;
     egress.spec.egress = egress.spec.egress.filter((rule: PolicyRule) => !rule.to?.some((peer) => peer.podSelector?.matchLabels?.[nameLabel] === 'ledger'));
     expect(connectionAllowed(objects, gatewayPod('proxy'), gatewayPod('ledger'), ledgerGrpcPort)).toBe(false);
+  });
+
+  it('the connection model: a metrics rule on every port lets the monitoring namespace reach the ledger\'s gRPC', () => {
+    const objects = copy();
+    const metricsIngress = objects.find((object) => object.metadata.name === 'metrics-ingress')!;
+    delete metricsIngress.spec.ingress[0].ports;
+    const prometheus: Endpoint = { pod: { labels: {}, namespace: 'monitoring', namespaceLabels: namespaceLabelsOf('monitoring') } };
+    expect(connectionAllowed(objects, prometheus, gatewayPod('ledger'), ledgerGrpcPort)).toBe(true);
   });
 });
