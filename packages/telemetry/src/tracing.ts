@@ -256,6 +256,8 @@ export function linksFromTraceparents(values: ReadonlyArray<string | undefined>)
  */
 export interface OutgoingSpanSlot {
   span: Span | undefined;
+  /** Set once the request's work is over: a timer it left behind then carries no context of it. */
+  closed?: boolean;
 }
 
 const outgoingSlotKey = createContextKey('inr-gateway outgoing span slot');
@@ -272,7 +274,10 @@ export function requestContextOf(span: Span, slot: OutgoingSpanSlot, base: Conte
 export function activeTraceparent(): string | undefined {
   const active = contextApi.active();
   const slot = active.getValue(outgoingSlotKey) as OutgoingSpanSlot | undefined;
-  if (slot?.span !== undefined) return traceparentOfSpanContext(slot.span.spanContext());
+  if (slot !== undefined) {
+    if (slot.closed === true) return undefined;
+    if (slot.span !== undefined) return traceparentOfSpanContext(slot.span.spanContext());
+  }
   return traceparentOf(active);
 }
 

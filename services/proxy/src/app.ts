@@ -1,7 +1,7 @@
 import { grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCheck, type RunningHttpServer } from '@gateway/service-runtime';
-import { createServiceMetrics, startMetricsServer, type ProxyMetrics } from '@gateway/telemetry';
+import { createServiceMetrics, startMetricsServer, startTracing, type ProxyMetrics, type ServiceTracing } from '@gateway/telemetry';
 import type { ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
 import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
@@ -35,6 +35,8 @@ export interface ProxyApp {
 /** Optional collaborators of createProxyApp. */
 export interface ProxyAppDeps {
   logger?: Logger;
+  /** The proxy's tracing (tests); default: startTracing from the OTEL_* variables of the process (off when none is set). */
+  tracing?: ServiceTracing;
 }
 
 /**
@@ -51,6 +53,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   // Its steps close in reverse: the HTTP drain (which still needs the ledger for its Settles), then the clients.
   const lifecycle = createLifecycle({ logger });
   const metrics = createServiceMetrics('proxy');
+  // A malformed OTEL_* value fails the start here, before anything opens.
+  const tracing = deps.tracing ?? startTracing('proxy', process.env, logger);
 
   const configStream = new ConfigStreamClient({
     address: config.ADMIN_GRPC_URL,
@@ -143,7 +147,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     reserveTtlMs: config.RESERVE_TTL_MS,
     checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
     activeStreams,
-    telemetry: new ProxyTelemetry(metrics),
+    telemetry: new ProxyTelemetry(metrics, tracing),
   });
 
   const closeClients = async () => {
@@ -179,6 +183,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     // The metrics listener stops last (registered first): a scrape during the drain still answers.
     const metricsServer = await startMetricsServer({ metrics, host: config.BIND_HOST, port: config.PROXY_METRICS_PORT, logger });
     lifecycle.defer('metrics server', () => metricsServer.close(0));
+    // After the drain and the clients: the spans of the last requests and their Settles are exported.
+    lifecycle.defer('tracing', () => tracing.shutdown());
     lifecycle.defer('clients', closeClients);
     // After the HTTP drain (every carve settled or abandoned), before the ledger client closes:
     // what the grants still hold goes back to the wallet now rather than at their deadline.

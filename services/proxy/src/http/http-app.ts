@@ -113,6 +113,7 @@ export function createHttpApp(services: HttpAppServices): Express {
   /** Sets the x-ratelimit-* headers of a decision; throws the 429 of a refusal. */
   function answerRateLimit(decision: RateLimitDecision, res: Response, context: RequestContext, startedAtMs: number): void {
     context.log.rateLimitMs = elapsedMs(startedAtMs);
+    context.observer?.rpmChecked(startedAtMs, decision.allowed);
     const headers = rateLimitHeaders(decision);
     for (const name in headers) res.setHeader(name, headers[name]!);
     if (!decision.allowed) {
@@ -161,7 +162,8 @@ export function createHttpApp(services: HttpAppServices): Express {
       const context = contextOf(res);
       const observer = services.telemetry.startRequest(route, req.method, context.requestId, context.startedAtMs);
       context.observer = observer;
-      const work = handler(req, res, context, observer).catch((error: unknown) => sendError(res, error));
+      // observer.run: with tracing on, the handler's ledger calls carry the request's spans.
+      const work = observer.run(() => handler(req, res, context, observer)).catch((error: unknown) => sendError(res, error));
       context.work = work;
       return services.track(work);
     };

@@ -137,7 +137,8 @@ export class LedgerClient {
 
   /** Adjusts (returns, closes, extends) a credit grant, once; throws the call's error. */
   adjustGrant(request: ledgerV1.AdjustGrantRequest): Promise<ledgerV1.AdjustGrantResponse> {
-    return this.#operate('adjustGrant', request);
+    // Grant housekeeping (returns, extensions, closes), not any one request's work: untraced.
+    return this.#operate('adjustGrant', request, false);
   }
 
   /** Routes the grant ids of every GrantRecall the ledger pushes on the Operate stream to `listener`. */

@@ -1,5 +1,6 @@
 import type { ErrorCode } from '@gateway/errors';
-import type { ProxyMetrics } from '@gateway/telemetry';
+import { tracingOff, type ProxyMetrics, type ServiceTracing } from '@gateway/telemetry';
+import { RequestTrace } from './request-trace.ts';
 
 /**
  * What the proxy observes about each request, in one place: the inference code calls a method
@@ -49,10 +50,13 @@ function statusClassOf(status: number): string {
 export class ProxyTelemetry {
   /** The proxy's metrics registry and its catalogue objects. */
   readonly metrics: ProxyMetrics;
+  /** The proxy's tracing; off (the default), a request builds no span and no trace object. */
+  readonly tracing: ServiceTracing;
 
-  /** Wraps the proxy's metrics; nothing is recorded until a request starts. */
-  constructor(metrics: ProxyMetrics) {
+  /** Wraps the proxy's metrics and tracing; nothing is recorded until a request starts. */
+  constructor(metrics: ProxyMetrics, tracing: ServiceTracing = tracingOff) {
     this.metrics = metrics;
+    this.tracing = tracing;
   }
 
   /**
@@ -94,6 +98,8 @@ export class RequestObserver {
   #settleStartedAtMs = 0;
   #settlePath: ReservePath = 'exact';
   #finished = false;
+  /** The request's spans (request-trace.ts); undefined with tracing off, so each step's tracing is one branch. */
+  readonly #trace: RequestTrace | undefined;
 
   /** Use ProxyTelemetry.startRequest. */
   constructor(telemetry: ProxyTelemetry, route: ProxyRoute, method: string, requestId: string, startedAtMs: number) {
@@ -102,18 +108,35 @@ export class RequestObserver {
     this.#method = method;
     this.requestId = requestId;
     this.#startedAtMs = startedAtMs;
+    const { tracing } = telemetry;
+    this.#trace = tracing.enabled ? new RequestTrace(tracing.tracer, route, method, requestId, startedAtMs) : undefined;
+  }
+
+  /**
+   * Runs the request's work (the route's handler, its Settle included): with tracing on, in the
+   * request's trace context, so the ledger calls it makes carry its spans; off, just calls it.
+   */
+  run<T>(work: () => Promise<T>): Promise<T> {
+    return this.#trace === undefined ? work() : this.#trace.run(work);
+  }
+
+  /** The RPM pool decided, between `startedAtMs` (performance.now()) and now: traced as the `rpm` span (the refusal is counted by rpmRefused). */
+  rpmChecked(startedAtMs: number, allowed: boolean): void {
+    this.#trace?.rpm(startedAtMs, allowed);
   }
 
   /** The request named a model the snapshot has (`slug` is the gateway's slug) and asked for a stream or not. */
   modelResolved(slug: string, stream: boolean): void {
     this.#model = slug;
     this.#stream = stream;
+    this.#trace?.model(slug, stream);
   }
 
   /** The request named a model the snapshot does not have: its label is `unknown` (bounded, whatever the client sent). */
   modelUnknown(stream: boolean): void {
     this.#model = 'unknown';
     this.#stream = stream;
+    this.#trace?.model('unknown', stream);
   }
 
   /** The RPM pool refused the request (it is answered 429). */
@@ -124,6 +147,7 @@ export class RequestObserver {
   /** The Reserve starts (a carve or a ledger call follows). */
   reserveStarted(): void {
     this.#reserveStartedAtMs = performance.now();
+    this.#trace?.reserveStarted();
   }
 
   /** The Reserve ended: the path it took and whether it was held. */
@@ -132,6 +156,7 @@ export class RequestObserver {
     this.#settlePath = path;
     metrics.proxyLedgerCallDuration.observe({ operation: 'reserve', path }, secondsSince(this.#reserveStartedAtMs));
     metrics.proxyReserves.inc({ path, outcome });
+    this.#trace?.reserveEnded(path, outcome);
   }
 
   /** The upstream call is dispatched to a provider of this kind (e.g. `openai_compatible`). */
@@ -139,6 +164,7 @@ export class RequestObserver {
     this.#providerKind = providerKind;
     this.#upstreamStartedAtMs = performance.now();
     this.#upstreamOpen = true;
+    this.#trace?.upstreamStarted(providerKind);
   }
 
   /**
@@ -152,6 +178,7 @@ export class RequestObserver {
     const labels = { provider_kind: this.#providerKind, outcome };
     metrics.proxyUpstreamDuration.observe(labels, secondsSince(this.#upstreamStartedAtMs));
     metrics.proxyUpstreamRequests.inc(labels);
+    this.#trace?.upstreamEnded(outcome);
   }
 
   /** The first byte of a completion's body goes to the client (the JSON answer, or a stream's first frame). Once per request. */
@@ -159,6 +186,7 @@ export class RequestObserver {
     if (this.#firstByteSeen) return;
     this.#firstByteSeen = true;
     this.#telemetry.metrics.proxyTimeToFirstByte.observe({ model: this.#model, stream: this.#stream ? 'true' : 'false' }, secondsSince(this.#startedAtMs));
+    this.#trace?.firstByte();
   }
 
   /**
@@ -172,11 +200,13 @@ export class RequestObserver {
     if (promptTokens > 0) metrics.proxyTokens.inc({ model, kind: 'input' }, promptTokens);
     if (completionTokens > 0) metrics.proxyTokens.inc({ model, kind: 'output' }, completionTokens);
     if (costMicros > 0n) metrics.proxyChargedMicros.inc({ model }, Number(costMicros));
+    this.#trace?.settleStarted(promptTokens, completionTokens, costMicros);
   }
 
   /** The ledger answered the Settle (outbox retries included), or it was abandoned at shutdown. */
   settleEnded(): void {
     this.#telemetry.metrics.proxyLedgerCallDuration.observe({ operation: 'settle', path: this.#settlePath }, secondsSince(this.#settleStartedAtMs));
+    this.#trace?.settleEnded();
   }
 
   /**
@@ -190,5 +220,6 @@ export class RequestObserver {
     const model = this.#model;
     metrics.httpRequests.inc({ route: this.#route, method: this.#method, model, status, error_code: errorCode ?? '' });
     metrics.httpRequestDuration.observe({ route: this.#route, model, status_class: statusClassOf(status) }, secondsSince(this.#startedAtMs));
+    this.#trace?.finish(status, errorCode);
   }
 }
