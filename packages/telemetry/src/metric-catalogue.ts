@@ -79,7 +79,7 @@ export const metricCatalogue = {
   }),
   proxyRpmRefusals: describe({
     name: 'gateway_proxy_rpm_refusals_total', type: 'counter', services: ['proxy'],
-    help: 'Requests refused with 429 by the requests-per-minute limit, by the pool that was full (key, project).',
+    help: 'Requests refused with 429 by the requests-per-minute limit, by the pool that was full (organisation: the RPM pool is per organisation).',
     labelNames: ['scope'],
   }),
   proxyActiveStreams: describe({
