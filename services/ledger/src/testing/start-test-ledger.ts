@@ -55,6 +55,8 @@ export interface TestLedgerOptions {
   serverUrl?: string;
   /** Sweeper interval, ms; short so expiry tests finish quickly. */
   sweepIntervalMs?: number;
+  /** Periodic verify interval, ms (LEDGER_VERIFY_INTERVAL_MS); default the service's. */
+  verifyIntervalMs?: number;
   /**
    * An existing PostgreSQL database to run over instead of a fresh one (a second replica of a
    * ledger already started on it); it is not dropped on close.
@@ -79,6 +81,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     ...serviceTlsEnv(pki, 'ledger'),
     LEDGER_GRPC_PORT: '0', LEDGER_HTTP_PORT: '0', LEDGER_METRICS_PORT: '0', LOG_LEVEL: 'silent',
     LEDGER_SWEEP_INTERVAL_MS: String(options.sweepIntervalMs ?? 100), SHUTDOWN_GRACE_MS: '2000',
+    ...(options.verifyIntervalMs === undefined ? {} : { LEDGER_VERIFY_INTERVAL_MS: String(options.verifyIntervalMs) }),
   };
   let app: LedgerApp;
   const logger = createLogger('ledger', 'silent');
