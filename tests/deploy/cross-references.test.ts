@@ -123,7 +123,7 @@ function selectorProblems(objects: K8sObject[]): string[] {
   for (const monitor of objects.filter((object) => object.kind === 'ServiceMonitor')) {
     const at = `ServiceMonitor ${monitor.metadata.name}`;
     const namespaces: string[] = monitor.spec.namespaceSelector?.matchNames ?? [monitor.metadata.namespace];
-    const scraped = services.filter((service) => namespaces.includes(service.metadata.namespace) && selects(monitor.spec.selector, service.metadata.labels ?? {}));
+    const scraped = services.filter((service) => namespaces.includes(service.metadata.namespace ?? '') && selects(monitor.spec.selector, service.metadata.labels ?? {}));
     for (const role of roles) if (!scraped.some((service) => service.metadata.name === role)) problems.push(`${at}: does not select the ${role} Service`);
     for (const endpoint of monitor.spec.endpoints ?? []) {
       for (const service of scraped) {
@@ -369,7 +369,7 @@ describe('the cross-reference checks catch the mistakes they are for', () => {
     ['replicas on the autoscaled Deployment', (objects: K8sObject[]) => { deploymentOf(objects, 'proxy')!.spec.replicas = 3; }],
     ['an HPA on CPU without a CPU request', (objects: K8sObject[]) => { delete containerOf(objects, 'proxy').resources.requests.cpu; }],
     ['a ServiceMonitor on a port no Service has', (objects: K8sObject[]) => { find(objects, 'ServiceMonitor', 'inr-gateway').spec.endpoints[0].port = 'prometheus'; }],
-    ['a ServiceMonitor that misses a Service', (objects: K8sObject[]) => { delete find(objects, 'Service', 'admin').metadata.labels['app.kubernetes.io/part-of']; }],
+    ['a ServiceMonitor that misses a Service', (objects: K8sObject[]) => { delete find(objects, 'Service', 'admin').metadata.labels!['app.kubernetes.io/part-of']; }],
     ['topology spread counting other pods', (objects: K8sObject[]) => { deploymentOf(objects, 'ledger')!.spec.template.spec.topologySpreadConstraints[0].labelSelector.matchLabels[nameLabel] = 'proxy'; }],
   ])('selectors: %s', (_mistake, breakIt) => {
     const objects = production();
