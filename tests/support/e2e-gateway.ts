@@ -35,6 +35,8 @@ export interface E2eGatewayOptions {
   logLevel?: string;
   /** Extra environment of the admin (e.g. LIVE_POLL_MS for the dashboard's browser tests). */
   adminEnv?: Record<string, string>;
+  /** Extra environment of the ledger (e.g. OTEL_EXPORTER_OTLP_ENDPOINT for the tracing test). */
+  ledgerEnv?: Record<string, string>;
 }
 
 /** An admin API answer: status, headers and the parsed body. */
@@ -106,7 +108,7 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
   };
 
   try {
-    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0' });
+    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0', ...options.ledgerEnv });
     services.push(ledger);
     await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
     const adminService = startService('admin', {

@@ -105,8 +105,11 @@ async function bodyOf(request: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Starts a receiver of OTLP/HTTP JSON trace exports at POST /v1/traces. */
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/**
+ * Starts a receiver of OTLP/HTTP JSON trace exports at POST /v1/traces, on `port` (default 0: a
+ * free one). A given port that is taken rejects with EADDRINUSE.
+ */
+export async function startOtlpReceiver(options: { port?: number } = {}): Promise<OtlpReceiver> {
   const received: ReceivedSpan[] = [];
   const headers: Array<Record<string, string | string[] | undefined>> = [];
   let exports = 0;
@@ -141,7 +144,10 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     })().catch(() => { if (!response.headersSent) response.writeHead(400).end(); });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => { server.off('error', reject); resolve(); });
+  });
   const { port } = server.address() as AddressInfo;
   return {
     endpoint: `http://127.0.0.1:${port}`,

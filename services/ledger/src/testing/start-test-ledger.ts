@@ -3,6 +3,7 @@ import { ledgerV1 } from '@gateway/contracts';
 import { openDatabase, type Database } from '@gateway/db';
 import { callUnary, channelCredentials } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
+import { tracingOff, type ServiceTracing } from '@gateway/telemetry';
 import {
   createTestDatabase, serviceTlsEnv, sharedTestPki, testTransportSecurity, type TestDatabase, type TestIdentity, type TestPki,
 } from '@gateway/testkit';
@@ -62,6 +63,8 @@ export interface TestLedgerOptions {
    * ledger already started on it); it is not dropped on close.
    */
   databaseUrl?: string;
+  /** The ledger's tracing (the tracing test's, exporting to its receiver); default off. */
+  tracing?: ServiceTracing;
 }
 
 /** A fresh id with a readable prefix, so concurrent tests never share rows. */
@@ -89,11 +92,11 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     if (!options.serverUrl && !options.databaseUrl) throw new Error('the postgres backend needs a server URL');
     if (!options.databaseUrl) testDatabase = await createTestDatabase(options.serverUrl!);
     const url = options.databaseUrl ?? testDatabase!.url;
-    app = await createLedgerApp(loadLedgerConfig({ ...env, DATABASE_URL: url, LEDGER_DB_POOL_SIZE: '20' }), { logger });
+    app = await createLedgerApp(loadLedgerConfig({ ...env, DATABASE_URL: url, LEDGER_DB_POOL_SIZE: '20' }), { logger, tracing: options.tracing ?? tracingOff });
     database = await openDatabase({ url, schema: 'ledger', poolSize: 4 });
   } else {
     database = await openDatabase({ schema: 'ledger' });
-    app = await createLedgerApp(loadLedgerConfig(env), { logger, database });
+    app = await createLedgerApp(loadLedgerConfig(env), { logger, database, tracing: options.tracing ?? tracingOff });
   }
   const clientAs = (identity: TestIdentity) =>
     new ledgerV1.LedgerServiceClient(`127.0.0.1:${app.ports.grpc}`, channelCredentials(testTransportSecurity(pki, identity)));

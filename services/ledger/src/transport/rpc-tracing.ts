@@ -29,6 +29,12 @@ export const ledgerOutcomeAttribute = 'gateway.ledger.outcome';
 /** Attribute with the number of Settles a settle_batch carried. */
 export const ledgerBatchSizeAttribute = 'gateway.ledger.batch_size';
 
+/**
+ * Reads the admin polls (its dashboard and alert workers, every second or so): traced only as
+ * part of a caller's trace, never as a trace of their own, or a poll would be a trace a second.
+ */
+const polledReads = new Set(['GetBalance', 'ListUsage', 'GetProjectSpend', 'SummarizeUsage', 'ListBudgetAlerts']);
+
 /** The operation an Operate message carries, as a method name (SettleBatch for a settle_batch). */
 function operationMethodOf(message: ledgerV1.OperationRequest): string {
   if (message.reserve) return 'Reserve';
@@ -76,7 +82,7 @@ function metadataText(metadata: { get(key: string): Array<string | Buffer> } | u
 /**
  * Wraps every unary method of `implementation` in a SERVER span continuing the caller's
  * `traceparent` metadata; the method's work runs with the span active (so the service can add
- * the outcome). Streaming methods pass through (Operate traces each message: traceOperation).
+ * the outcome). A polled read with no caller trace runs untraced. Streaming methods pass through (Operate traces each message: traceOperation).
  * With tracing off, returns `implementation` itself: no wrapper on any call.
  */
 export function traceUnaryCalls<Implementation extends UntypedServiceImplementation>(
@@ -89,8 +95,11 @@ export function traceUnaryCalls<Implementation extends UntypedServiceImplementat
     if (handler === undefined || attributes.requestStream || attributes.responseStream) continue;
     const method = attributes.path.slice(attributes.path.lastIndexOf('/') + 1);
     const unary = handler as (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => void;
+    const polled = polledReads.has(method);
     wrapped[key] = (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
-      const parent = contextFromTraceparent(metadataText(call.metadata, traceparentMetadataKey));
+      const traceparent = metadataText(call.metadata, traceparentMetadataKey);
+      if (polled && traceparent === undefined) { unary(call, callback); return; }
+      const parent = contextFromTraceparent(traceparent);
       const span = startLedgerSpan(tracing, method, method, 'unary', parent);
       withContext(contextWithSpan(span, parent), () => {
         unary(call, (error, ...rest) => {
