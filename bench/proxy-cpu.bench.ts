@@ -13,9 +13,13 @@
  * (a `--cpu-prof` profile of the proxy under bench-results/profiles; summarise it with
  * `node bench/support/cpu-profile-summary.ts <file>`), BENCH_PROXY_NODE_OPTIONS (replaces the
  * manifest's flags), BENCH_PROXY_LOG_LEVEL (default `warn`, as
- * the gateway bench runs it; `info` writes the per-request log line, to /dev/null).
+ * the gateway bench runs it; `info` writes the per-request log line, to /dev/null),
+ * BENCH_PROXY_TRACING=1 (the proxy exports its traces over OTLP/HTTP to a sink in this process
+ * that reads and drops them: what tracing on costs the proxy).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -84,6 +88,13 @@ async function main(): Promise<void> {
   const forget = setInterval(() => { for (const list of Object.values(ledger.calls)) list.length = 0; for (const list of Object.values(ledger.answers)) list.length = 0; }, 1000);
   if (profileOptions !== '') mkdirSync(profileDir, { recursive: true });
 
+  // Tracing on: an OTLP endpoint that reads each export and drops it (the receiver's cost is not the proxy's).
+  const traceSink = process.env.BENCH_PROXY_TRACING === '1'
+    ? createServer((request, response) => { request.resume(); request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}')); })
+    : undefined;
+  if (traceSink !== undefined) await new Promise<void>((resolve) => traceSink.listen(0, '127.0.0.1', resolve));
+  const tracingEnv = traceSink === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(traceSink.address() as AddressInfo).port}` };
+
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const proxy = spawn(process.execPath, ['services/proxy/src/main.ts'], {
     cwd: repoRoot,
@@ -92,7 +103,7 @@ async function main(): Promise<void> {
       PATH: process.env.PATH ?? '', ...serviceTlsEnv(await sharedTestPki(), 'proxy'),
       NODE_OPTIONS: [profileOptions, deployedNodeOptions].filter((o) => o !== '').join(' '),
       LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: 'bench-proxy',
-      ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address,
+      ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, ...tracingEnv,
     },
   });
   const exited = new Promise((resolve) => proxy.once('exit', resolve));
@@ -123,6 +134,8 @@ async function main(): Promise<void> {
     proxy.kill('SIGTERM');
     await exited;
     upstream.child.kill('SIGTERM');
+    traceSink?.closeAllConnections();
+    traceSink?.close();
     await Promise.all([ledger.close(), admin.close()]);
   }
 }
