@@ -17,7 +17,8 @@ import { bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
 import { createLiveEvents } from './domain/live-events.ts';
 import { findProject } from './domain/project-store.ts';
 import { startAlertWorkers } from './wiring/alerts.ts';
-import { createPaymentProvider, startPaymentJobs } from './wiring/payments.ts';
+import { countPaymentMismatch, countPaymentWebhooks, createPaymentProvider, startPaymentJobs } from './wiring/payments.ts';
+import { observeAdminState } from './wiring/state-metrics.ts';
 import { startInvoicingJobs } from './wiring/invoicing.ts';
 import { startRefundJobs } from './wiring/refund-jobs.ts';
 import { createDashboard } from './wiring/dashboard.ts';
@@ -118,12 +119,13 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
     lifecycle.defer('config stream hub', () => hub.close());
+    observeAdminState(metrics, { db, hub });
     const liveEvents = createLiveEvents();
     const paymentProvider = createPaymentProvider(config);
-    const service = createAdminService({
+    const service = countPaymentWebhooks(createAdminService({
       db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents, logger,
-      paymentProvider,
-    });
+      paymentProvider, onPaymentAmountMismatch: countPaymentMismatch(metrics),
+    }), metrics);
     const people = createPeopleWiring({ db, config, logger, onSetupLink: deps.onSetupLink });
 
     if (config.DEMO_UPSTREAM_URL !== undefined && await service.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
@@ -154,6 +156,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       dashboard,
       trustProxy: config.ADMIN_TRUST_PROXY,
       logger,
+      metrics,
       // Ready once the database is migrated and both servers listen; not ready from the start of close().
       probes: createHealthProbes({ isServing: lifecycle.isReady }),
     });
@@ -161,9 +164,9 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     lifecycle.defer('http server', () => http.close(config.SHUTDOWN_GRACE_MS));
     const live = attachLiveUpdates({ server: http.server, db, ledger, liveEvents, config, logger, authenticate: people.authenticate });
     lifecycle.defer('live updates', () => live.close());
-    const alertWorkers = startAlertWorkers({ db, ledger, cipher, config, logger, liveEvents, resolveHost });
+    const alertWorkers = startAlertWorkers({ db, ledger, cipher, config, logger, liveEvents, resolveHost, metrics });
     lifecycle.defer('alert workers', () => alertWorkers.close());
-    const paymentJobs = startPaymentJobs({ db, config, logger, service, provider: paymentProvider });
+    const paymentJobs = startPaymentJobs({ db, config, logger, service, provider: paymentProvider, metrics });
     lifecycle.defer('payment jobs', () => paymentJobs.close());
     lifecycle.defer('invoicing jobs', startInvoicingJobs({ db, ledger, config, logger }).close);
     lifecycle.defer('refund jobs', startRefundJobs({ db, ledger, config, logger, provider: paymentProvider }).close);

@@ -20,6 +20,7 @@ import type { LiveEvents } from './live-events.ts';
 import { createPeopleService } from './people-service.ts';
 import { createInvoicesService } from './invoices-service.ts';
 import type { PaymentProvider } from './payment-provider.ts';
+import type { TopUpCause } from './topup-state.ts';
 import { createRefundsService } from './refunds-service.ts';
 import { createTopUpsService } from './topups-service.ts';
 
@@ -41,6 +42,8 @@ export interface AdminServiceDeps {
   paymentProvider?: PaymentProvider | undefined;
   /** Where the people and top-ups aggregates log (sign-ins, payments not credited: ids, never secrets); silent when absent. */
   logger?: Logger;
+  /** Told of each captured payment newly recorded as not matching its order (the admin's payment metrics). */
+  onPaymentAmountMismatch?: (cause: TopUpCause) => void;
 }
 
 /** The admin's business operations, with no transport in them: every aggregate's, side by side. */
@@ -68,7 +71,10 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createPeopleService({ db, access, config: deps.config, logger: deps.logger }),
     ...createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents, resolveHost: deps.resolveHost }),
     ...createAnalyticsService({ db, ledger, access }),
-    ...createTopUpsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider, liveEvents: deps.liveEvents, logger: deps.logger }),
+    ...createTopUpsService({
+      db, ledger, access, config: deps.config, provider: deps.paymentProvider, liveEvents: deps.liveEvents, logger: deps.logger,
+      onAmountMismatch: deps.onPaymentAmountMismatch,
+    }),
     ...createInvoicesService({ db, access, config: deps.config }),
     ...createRefundsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider }),
   };

@@ -29,6 +29,8 @@ export interface AlertJobsDeps {
   sender: WebhookSender;
   /** Undefined when SMTP_URL / SMTP_FROM are not set: alerts are then not emailed. */
   mailer: Mailer | undefined;
+  /** Told of each delivery attempt once recorded: its channel and whether it delivered (the admin's alert metrics). */
+  onDeliveryAttempt?: ((channel: ClaimedDelivery['channel'], delivered: boolean) => void) | undefined;
 }
 
 /** The context a webhook's signing secret is sealed with: a sealed value copied to another organisation does not open. */
@@ -215,6 +217,7 @@ async function attemptDelivery(deps: AlertJobsDeps, claimed: ClaimedDelivery): P
     { baseMs: deps.config.ALERT_RETRY_BASE_MS, windowMs: deps.config.ALERT_RETRY_WINDOW_MS }, claimed.firstAttemptAt, finishedAt, claimed.attempt,
   );
   await recordAttempt(deps.db, claimed, outcome, next);
+  deps.onDeliveryAttempt?.(claimed.channel, outcome.delivered);
   const log = {
     deliveryId: claimed.id, alertId: claimed.alertId, organisationId: claimed.organisationId, channel: claimed.channel, attempt: claimed.attempt,
     statusCode: outcome.statusCode, errorClass: outcome.errorClass, durationMs: outcome.durationMs,

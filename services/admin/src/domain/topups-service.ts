@@ -32,6 +32,8 @@ export interface TopUpsServiceDeps {
   liveEvents: LiveEvents;
   /** Where a captured payment the admin will not credit (amount mismatch) is reported; silent when absent. */
   logger?: Logger | undefined;
+  /** Told of each captured payment newly recorded as not matching its order (metrics), with the signal that brought it. */
+  onAmountMismatch?: ((cause: TopUpCause) => void) | undefined;
 }
 
 /** A top-up as the API shows it: the purchase, its documents and its transitions. */
@@ -135,7 +137,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
    * unpaid and nothing is credited or refunded automatically — whether to refund, or to credit by
    * hand, is a person's decision (docs/payments.md). Amounts in paise.
    */
-  async function recordAmountMismatch(tx: Queryable, topUp: TopUp, payment: ProviderPayment): Promise<void> {
+  async function recordAmountMismatch(tx: Queryable, topUp: TopUp, payment: ProviderPayment, cause: TopUpCause): Promise<void> {
     if (await hasTransitionForPayment(tx, topUp.id, amountMismatchCause, payment.id)) return;
     await recordTransition(tx, {
       topUpId: topUp.id, from: topUp.state, to: topUp.state, cause: amountMismatchCause,
@@ -148,6 +150,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       topUpId: topUp.id, organisationId: topUp.organisationId, paymentId: payment.id, orderId: payment.orderId,
       expectedPaise: topUp.pricePaise.toString(), expectedCurrency: 'INR', receivedPaise: payment.amountPaise.toString(), receivedCurrency: payment.currency,
     }, 'top-up: captured payment does not match the order\'s amount or currency; not credited, not refunded (a person decides)');
+    deps.onAmountMismatch?.(cause);
   }
 
   /**
@@ -171,7 +174,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       if (topUp.providerPaymentId === null) {
         // Orders fix the amount, so a capture of another amount or currency is not ours to credit.
         if (payment.amountPaise !== topUp.pricePaise || payment.currency !== 'INR') {
-          await recordAmountMismatch(tx, topUp, payment);
+          await recordAmountMismatch(tx, topUp, payment, cause);
           return { topUpId: topUp.id, repeated: false };
         }
         if (!canMove(topUp.state, 'paid')) return { topUpId: topUp.id, repeated: false };

@@ -7,7 +7,8 @@ import { canSeeOrganisation, requirePlatformAdmin, requireRole, systemActor, typ
 import { isId } from '../domain/ids.ts';
 import { notFound } from '../domain/resource-access.ts';
 import { sameOriginRequest } from './session-cookie.ts';
-import type { AdminRoute, RouteContext } from './route-definition.ts';
+import { createRouteResolver, observeHttpRequest, type HttpMetrics } from './http-metrics.ts';
+import { expressPathOf, type AdminRoute, type RouteContext } from './route-definition.ts';
 import { idempotencyKeyHeader } from './request-schemas.ts';
 import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
 
@@ -32,6 +33,8 @@ export interface AdminHttpAppDeps {
    * decides `secure` and its X-Forwarded-For the client address (throttling per address).
    */
   trustProxy?: boolean;
+  /** Where every answered request is counted and timed, by route template (ADMIN_METRICS_PORT); none: not recorded. */
+  metrics?: HttpMetrics | undefined;
 }
 
 /** What a request presents to prove who it is. */
@@ -58,11 +61,6 @@ const bodyLimitBytes = 1024 * 1024;
 /** A header's single value (the first, if repeated). */
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-/** Express path of a route: `{param}` becomes `:param` unless the route gives its own. */
-function expressPathOf(route: AdminRoute): string {
-  return route.expressPath ?? route.path.replace(/\{([^}]+)\}/g, ':$1');
 }
 
 /** A request's path for its log line: no query, and a one-time link's token (a secret) left out. */
@@ -118,6 +116,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
   app.set('etag', false);
   // One hop: the proxy's own X-Forwarded-* entries count, whatever a client put before them does not.
   if (deps.trustProxy === true) app.set('trust proxy', 1);
+  const routeOf = createRouteResolver(routes);
 
   app.use((request: Request, response: Response, next: NextFunction) => {
     const startedAt = process.hrtime.bigint();
@@ -141,6 +140,13 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       };
       if (line.status >= 500) logger.error(line, 'request failed');
       else logger.info(line, 'request');
+      if (deps.metrics) {
+        const path = request.originalUrl.split('?')[0]!;
+        observeHttpRequest(deps.metrics, {
+          template: routeOf(request.method, path), method: request.method, path, status: line.status,
+          errorCode: (response.locals.errorCode as string | undefined) ?? '', seconds: durationMs / 1000,
+        });
+      }
     };
     response.on('finish', logOnce);
     response.on('close', logOnce);

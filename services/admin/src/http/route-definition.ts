@@ -105,6 +105,11 @@ export type AdminRoute = RouteDescription & (
   | { probe: 'liveness' | 'readiness'; handle?: undefined }
 );
 
+/** Express path of a route: `{param}` becomes `:param` unless the route gives its own. */
+export function expressPathOf(route: Pick<RouteDescription, 'path' | 'expressPath'>): string {
+  return route.expressPath ?? route.path.replace(/\{([^}]+)\}/g, ':$1');
+}
+
 /** Declares a route with handler types inferred from its query and body schemas. */
 export function defineRoute<Query extends z.ZodType = z.ZodUndefined, Body extends z.ZodType = z.ZodUndefined>(
   route: Omit<RouteDescription, 'query' | 'body'> & {

@@ -1,4 +1,5 @@
 import type { HostResolver } from '@gateway/address-policy';
+import type { AdminMetrics } from '@gateway/telemetry';
 import { checkLowBalances, deliverDueAlerts, pollLedgerBudgetAlerts, type AlertJobsDeps } from '../domain/alert-jobs.ts';
 import { createMailer } from '../domain/mailer.ts';
 import { createWebhookSender } from '../transport/webhook-sender.ts';
@@ -8,6 +9,8 @@ import { startPeriodicJob } from './periodic-job.ts';
 export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender' | 'mailer'> {
   /** Resolves webhook host names for the connect-time SSRF check; default the system resolver. */
   resolveHost?: HostResolver | undefined;
+  /** Where each delivery attempt is counted, by channel and outcome (delivered, failed); none: not counted. */
+  metrics?: Pick<AdminMetrics, 'adminAlertDeliveries'> | undefined;
 }
 
 /**
@@ -20,7 +23,11 @@ export function startAlertWorkers(deps: AlertWorkersDeps): { close(): Promise<vo
   const sender = createWebhookSender({
     timeoutMs: config.ALERT_WEBHOOK_TIMEOUT_MS, allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolve: deps.resolveHost,
   });
-  const jobs: AlertJobsDeps = { ...deps, sender, mailer: createMailer(config) };
+  const { metrics } = deps;
+  const jobs: AlertJobsDeps = {
+    ...deps, sender, mailer: createMailer(config),
+    onDeliveryAttempt: metrics && ((channel, delivered) => { metrics.adminAlertDeliveries.inc({ channel, outcome: delivered ? 'delivered' : 'failed' }); }),
+  };
   const failureMessage = 'alert worker pass failed; retried at the next interval';
   const worker = (name: string, intervalMs: number, run: () => Promise<unknown>) =>
     startPeriodicJob({ name, firstDelayMs: intervalMs, intervalMs, run, failureMessage, logger });

@@ -1,8 +1,11 @@
 import type { Database } from '@gateway/db';
+import { toGatewayError, toHttpError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
+import type { AdminMetrics } from '@gateway/telemetry';
 import type { AdminConfig } from '../config.ts';
 import type { AdminService } from '../domain/admin-service.ts';
 import type { PaymentProvider } from '../domain/payment-provider.ts';
+import type { TopUpCause } from '../domain/topup-state.ts';
 import { createRazorpayClient } from '../transport/razorpay-client.ts';
 import { startPeriodicJob } from './periodic-job.ts';
 
@@ -22,6 +25,46 @@ export function createPaymentProvider(config: AdminConfig): PaymentProvider | un
   return createRazorpayClient({ kind, baseUrl, keyId, keySecret, webhookSecret });
 }
 
+/** The metric payment events are counted in. */
+export type PaymentMetrics = Pick<AdminMetrics, 'adminPaymentEvents'>;
+
+/** The `kind` label of the signal that brought a payment: webhook, reconciliation or checkout (the browser's callback). */
+function paymentEventKind(cause: TopUpCause): string {
+  if (cause.startsWith('webhook:')) return 'webhook';
+  if (cause === 'checkout_callback') return 'checkout';
+  return cause === 'reconciliation' ? 'reconciliation' : 'other';
+}
+
+/** Counts a captured payment newly recorded as not matching its order (`outcome=mismatch`), by the signal that brought it. */
+export function countPaymentMismatch(metrics: PaymentMetrics): (cause: TopUpCause) => void {
+  return (cause) => { metrics.adminPaymentEvents.inc({ kind: paymentEventKind(cause), outcome: 'mismatch' }); };
+}
+
+/** The webhook answers as metric outcomes. */
+const webhookOutcomes = { processed: 'processed', repeated: 'duplicate', ignored: 'ignored' } as const;
+
+/**
+ * The service with its payment webhook counted: `kind=webhook` and outcome processed, duplicate,
+ * ignored, rejected (a 4xx: bad signature, unreadable body, bad event id) or error (a 5xx).
+ */
+export function countPaymentWebhooks<Service extends Pick<AdminService, 'receivePaymentWebhook'>>(service: Service, metrics: PaymentMetrics): Service {
+  const receive = service.receivePaymentWebhook;
+  return {
+    ...service,
+    async receivePaymentWebhook(...args: Parameters<AdminService['receivePaymentWebhook']>) {
+      try {
+        const status = await receive(...args);
+        metrics.adminPaymentEvents.inc({ kind: 'webhook', outcome: webhookOutcomes[status] });
+        return status;
+      } catch (error) {
+        const rejected = toHttpError(toGatewayError(error)).status < 500;
+        metrics.adminPaymentEvents.inc({ kind: 'webhook', outcome: rejected ? 'rejected' : 'error' });
+        throw error;
+      }
+    },
+  };
+}
+
 /** What the payment jobs need. */
 export interface PaymentJobsDeps {
   db: Database;
@@ -29,6 +72,8 @@ export interface PaymentJobsDeps {
   logger: Logger;
   service: AdminService;
   provider: PaymentProvider | undefined;
+  /** Where each reconciled top-up is counted (`kind=reconciliation`, outcome checked or error); none: not counted. */
+  metrics?: PaymentMetrics;
 }
 
 /**
@@ -45,7 +90,16 @@ export function startPaymentJobs(deps: PaymentJobsDeps): { close(): Promise<void
     name: 'top-up reconciliation', firstDelayMs: config.PAYMENT_RECONCILE_INTERVAL_MS, intervalMs: config.PAYMENT_RECONCILE_INTERVAL_MS, logger,
     failureMessage: 'top-up reconciliation pass failed; retried at the next interval',
     run: async () => {
-      const { checked, failed } = await service.reconcileTopUps();
+      let reconciled: Awaited<ReturnType<AdminService['reconcileTopUps']>>;
+      try {
+        reconciled = await service.reconcileTopUps();
+      } catch (error) {
+        deps.metrics?.adminPaymentEvents.inc({ kind: 'reconciliation', outcome: 'error' });
+        throw error;
+      }
+      const { checked, failed } = reconciled;
+      deps.metrics?.adminPaymentEvents.inc({ kind: 'reconciliation', outcome: 'checked' }, checked - failed.length);
+      deps.metrics?.adminPaymentEvents.inc({ kind: 'reconciliation', outcome: 'error' }, failed.length);
       // Ids and error codes only: provider answers and billing details stay out of the log.
       for (const { topUpId, error } of failed) logger.warn({ topUpId, err: error }, 'top-up reconciliation failed; retried at a later pass');
       if (checked > 0) logger.debug({ checked, failed: failed.length }, 'top-ups reconciled');

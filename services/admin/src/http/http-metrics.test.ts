@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { createServiceMetrics } from '@gateway/telemetry';
+import { createAdminRoutes } from './admin-routes.ts';
+import { createRouteResolver, observeHttpRequest } from './http-metrics.ts';
+
+describe('admin HTTP metrics', () => {
+  const routeOf = createRouteResolver(createAdminRoutes({ allowPrivate: false }));
+
+  it('names the route template a request is for, as express matches it', () => {
+    expect(routeOf('GET', '/admin/v1/organisations/org_123')).toBe('/admin/v1/organisations/:id');
+    expect(routeOf('GET', '/admin/v1/organisations/org_123/')).toBe('/admin/v1/organisations/:id');
+    expect(routeOf('HEAD', '/admin/v1/organisations/org_123/balance')).toBe('/admin/v1/organisations/:id/balance');
+    expect(routeOf('POST', '/admin/v1/organisations')).toBe('/admin/v1/organisations');
+    // A model slug may contain slashes: one template still.
+    expect(routeOf('GET', '/admin/v1/gateway-models/openai/gpt-4o')).toBe('/admin/v1/gateway-models/:slug');
+    expect(routeOf('GET', '/readyz')).toBe('/readyz');
+    expect(routeOf('DELETE', '/admin/v1/organisations')).toBeUndefined();
+    expect(routeOf('GET', '/admin/v1/no-such-thing')).toBeUndefined();
+  });
+
+  it('labels by template, never by path: an unmatched failure is `unmatched`, a success outside the table the dashboard\'s', async () => {
+    const metrics = createServiceMetrics('admin');
+    const answered = { method: 'GET', errorCode: '', seconds: 0.01 };
+    observeHttpRequest(metrics, { ...answered, template: '/admin/v1/organisations/:id', path: '/admin/v1/organisations/org_9', status: 200 });
+    observeHttpRequest(metrics, { ...answered, template: undefined, path: '/secret-looking/path', status: 404, errorCode: 'not_found' });
+    observeHttpRequest(metrics, { ...answered, template: undefined, path: '/assets/app.0123456789abcdef.js', status: 200 });
+    observeHttpRequest(metrics, { ...answered, template: undefined, path: '/organisations/org_9', status: 200 });
+    const counted = (await metrics.httpRequests.get()).values.map((value) => value.labels);
+    expect(counted).toEqual([
+      { route: '/admin/v1/organisations/:id', method: 'GET', model: '', status: '200', error_code: '' },
+      { route: 'unmatched', method: 'GET', model: '', status: '404', error_code: 'not_found' },
+      { route: '/assets/:asset', method: 'GET', model: '', status: '200', error_code: '' },
+      { route: '/*page', method: 'GET', model: '', status: '200', error_code: '' },
+    ]);
+    expect(JSON.stringify(counted)).not.toContain('org_9');
+  });
+});
