@@ -86,7 +86,7 @@ function checkRecordedMigrations(recorded: RecordedMigration[], migrations: Migr
 }
 
 /** A migration's label in logs and messages, e.g. `0012_usage_partitions`. */
-function labelOf(migration: Migration): string {
+function labelOf(migration: Pick<Migration, 'version' | 'name'>): string {
   return `${String(migration.version).padStart(4, '0')}_${migration.name}`;
 }
 
@@ -132,21 +132,31 @@ export interface MigrationStatus {
   pending: string[];
   /** Applied migrations whose reviewed new checksum (superseded-checksums.json) is not recorded yet. */
   superseded: string[];
+  /**
+   * Migrations the database has and this build does not know: a newer release's migration Job
+   * ran (this pod is an old one restarting mid-rollout, or a rollback). Not a refusal: a release's
+   * migrations only add what the previous release can run beside (docs/deploy.md, "Upgrades").
+   */
+  ahead: string[];
 }
 
 /**
- * Reads, without writing, which migrations of a folder a database lacks. Throws as `migrate()`
- * does on a record this build does not know or a changed file, since applying would fail too.
+ * Reads, without writing, which migrations of a folder a database lacks. A changed file throws
+ * as `migrate()` does. Unlike `migrate()`, a database ahead of this build is reported, not
+ * refused; then the recorded checksums are not compared either, since the newer release may have
+ * re-recorded a reviewed superseded text this build does not list.
  */
 export async function readMigrationStatus(db: Database, directory: string): Promise<MigrationStatus> {
   const migrations = readMigrations(directory);
-  const supersededChecksums = readSupersededChecksums(directory);
   const table = await db.query<{ found: string | null }>('SELECT to_regclass($1)::text AS found', [`${db.schema}.schema_migrations`]);
   const recorded = table.rows[0]?.found == null ? [] : (await db.query<RecordedMigration>(`SELECT version, checksum, name FROM ${db.schema}.schema_migrations ORDER BY version`)).rows;
+  const known = new Set(migrations.map((migration) => migration.version));
+  const ahead = recorded.filter((row) => !known.has(row.version)).map((row) => labelOf({ version: row.version, name: row.name }));
   const recordedVersions = new Set(recorded.map((row) => row.version));
   return {
     pending: migrations.filter((migration) => !recordedVersions.has(migration.version)).map(labelOf),
-    superseded: checkRecordedMigrations(recorded, migrations, supersededChecksums).map(labelOf),
+    superseded: ahead.length > 0 ? [] : checkRecordedMigrations(recorded, migrations, readSupersededChecksums(directory)).map(labelOf),
+    ahead,
   };
 }
 

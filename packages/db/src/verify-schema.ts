@@ -37,12 +37,16 @@ export interface SchemaSources {
  * migration and SQL function source of this build is applied, and throws SchemaNotCurrentError
  * naming what is not. In Kubernetes the release's migration Job applies them once; a pod that
  * starts before the Job finished exits, and the kubelet restarts it until the schema is current.
+ * A database ahead of this build (a newer release's Job ran: an old pod restarting mid-rollout,
+ * or a rollback) passes, and its function sources, which are the newer release's, are not
+ * compared. Returns the migrations the database has beyond this build.
  */
-export async function verifySchemaCurrent(db: Database, sources: SchemaSources): Promise<void> {
+export async function verifySchemaCurrent(db: Database, sources: SchemaSources): Promise<{ ahead: string[] }> {
   const status = await readMigrationStatus(db, sources.migrations);
   // Pending migrations mean every function file is re-applied after them, whatever its checksum.
-  const functions = sources.sqlSources === undefined ? [] : await pendingSqlSources(db, sources.sqlSources);
+  const functions = sources.sqlSources === undefined || status.ahead.length > 0 ? [] : await pendingSqlSources(db, sources.sqlSources);
   if (status.pending.length > 0 || status.superseded.length > 0 || functions.length > 0) {
     throw new SchemaNotCurrentError(db.schema, status, functions, sources.migrateCommand);
   }
+  return { ahead: status.ahead };
 }

@@ -93,6 +93,24 @@ describe.skipIf(!serverUrl)('LEDGER_MIGRATIONS=verify', async () => {
     await ledger.close();
   });
 
+  it('starts on a database a newer release migrated (an old pod restarting mid-rollout, a rollback), whose function sources differ', async () => {
+    const database = await createTestDatabase(serverUrl!);
+    databases.push(database);
+    expect((await runMigrateCli(database.url)).code).toBe(0);
+    await database.query("INSERT INTO ledger.schema_migrations (version, name, checksum) VALUES (9999, 'from_a_newer_release', 'x') RETURNING version");
+    await database.query('UPDATE ledger.schema_functions SET checksum = $1 WHERE name = $2 RETURNING name', ['the-newer-text', functionNames[0]]);
+    const ledger = await startLedger(database.url);
+    try {
+      expect(ledger.isReady()).toBe(true);
+    } finally {
+      await ledger.close();
+    }
+    // Its migrate CLI (the old release's Job) still refuses to apply an older schema over it.
+    const outcome = await runMigrateCli(database.url);
+    expect(outcome.code).toBe(1);
+    expect(outcome.stderr).toMatch(/migration 9999 \(from_a_newer_release\) that this build does not know/);
+  });
+
   it('the migrate CLI without DATABASE_URL exits 2 and says why', async () => {
     const outcome = await runMigrateCli('');
     expect(outcome.code).toBe(2);
