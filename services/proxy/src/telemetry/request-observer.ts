@@ -15,7 +15,7 @@ import { RequestTrace } from './request-trace.ts';
 export type ProxyRoute = '/v1/chat/completions' | '/v1/models' | '/v1/models/:slug';
 
 /** Route label of a request that matched no route (the 404) or was refused before routing (a malformed path). */
-export const unmatchedRoute = 'unmatched';
+const unmatchedRoute = 'unmatched';
 
 /** How a Reserve was held: carved from a credit grant in memory, or at the ledger (exact). */
 export type ReservePath = 'carved' | 'exact';
