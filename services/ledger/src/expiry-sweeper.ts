@@ -28,7 +28,7 @@ export interface ExpirySweeperOptions {
 }
 
 /** The metrics the sweeper feeds. */
-export type SweeperMetrics = Pick<LedgerMetrics, 'ledgerSweeperPasses' | 'ledgerSweeperExpired' | 'ledgerSweeperPassDuration' | 'ledgerHoldsPastDeadline'>;
+type SweeperMetrics = Pick<LedgerMetrics, 'ledgerSweeperPasses' | 'ledgerSweeperExpired' | 'ledgerSweeperPassDuration' | 'ledgerHoldsPastDeadline'>;
 
 /** A running sweeper. */
 export interface ExpirySweeper {

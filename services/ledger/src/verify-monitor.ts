@@ -4,7 +4,7 @@ import type { LedgerMetrics } from '@gateway/telemetry';
 import { verifyLedger, type BalanceCheck, type BalanceDifference, type LedgerVerification } from './domain/find-balance-differences.ts';
 
 /** The metrics the periodic verify sets. */
-export type VerifyMetrics = Pick<LedgerMetrics, 'ledgerVerifyDifferences' | 'ledgerVerifyLastSuccess' | 'ledgerVerifyDuration'>;
+type VerifyMetrics = Pick<LedgerMetrics, 'ledgerVerifyDifferences' | 'ledgerVerifyLastSuccess' | 'ledgerVerifyDuration'>;
 
 /** How the periodic verify runs. */
 export interface VerifyMonitorOptions {
@@ -18,7 +18,7 @@ export interface VerifyMonitorOptions {
 }
 
 /** What one attempt did: verified (with how many differences), skipped (another replica was verifying), or failed. */
-export type VerifyRun =
+type VerifyRun =
   | { outcome: 'verified'; accountsChecked: bigint; differences: number }
   | { outcome: 'skipped' }
   | { outcome: 'failed' };

@@ -12,7 +12,7 @@ const dashboardAssetRoute = '/assets/:asset';
 const dashboardPageRoute = '/*page';
 
 /** A route's template as a label: the OpenAPI path with `{param}` written `:param` (`/admin/v1/organisations/:id`). */
-export function routeTemplateOf(route: Pick<RouteDescription, 'path'>): string {
+function routeTemplateOf(route: Pick<RouteDescription, 'path'>): string {
   return route.path.replace(/\{([^}]+)\}/g, ':$1');
 }
 

@@ -27,10 +27,10 @@ export interface LedgerBatcherOptions {
 }
 
 /** The metrics the group commit feeds, one observation per database transaction. */
-export type BatcherMetrics = Pick<LedgerMetrics, 'ledgerBatchSize' | 'ledgerCommitDuration'>;
+type BatcherMetrics = Pick<LedgerMetrics, 'ledgerBatchSize' | 'ledgerCommitDuration'>;
 
 /** A transaction's `operation` label: `reserve` or `settle` when it holds only that kind, else `mixed`. */
-export function batchOperationLabel(operations: readonly LedgerOperation[]): 'reserve' | 'settle' | 'mixed' {
+function batchOperationLabel(operations: readonly LedgerOperation[]): 'reserve' | 'settle' | 'mixed' {
   const first = operations[0]?.kind ?? 'reserve';
   return operations.every((operation) => operation.kind === first) ? first : 'mixed';
 }

@@ -8,7 +8,7 @@ import type { LedgerMetrics } from '@gateway/telemetry';
 export type RpcMetrics = Pick<LedgerMetrics, 'ledgerRpcRequests' | 'ledgerRpcDuration'>;
 
 /** The name of a gRPC status code as Prometheus sees it (OK, INVALID_ARGUMENT, ...); UNKNOWN for a number grpc-js does not name. */
-export function grpcCodeName(code: number): string {
+function grpcCodeName(code: number): string {
   return grpcStatus[code] ?? 'UNKNOWN';
 }
 
