@@ -5,7 +5,7 @@ import { migrate, verifySchemaCurrent, type Database } from '@gateway/db';
 export const adminMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 
 /** What an operator runs to apply the admin's schema (the release's migration Job runs it). */
-export const adminMigrateCommand = 'node services/admin/src/migrate-cli.ts';
+const adminMigrateCommand = 'node services/admin/src/migrate-cli.ts';
 
 /**
  * Brings the admin's schema up to this build (`apply`: every start of `pnpm start`, the tests and

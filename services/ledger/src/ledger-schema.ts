@@ -18,7 +18,7 @@ export interface LedgerSchemaReport {
 }
 
 /** What an operator runs to apply the ledger's schema (the release's migration Job runs it). */
-export const ledgerMigrateCommand = 'node services/ledger/src/migrate-cli.ts';
+const ledgerMigrateCommand = 'node services/ledger/src/migrate-cli.ts';
 
 /**
  * Brings a ledger database up to this build: the schema migrations, then the SQL function
