@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configV1, ledgerV1 } from '@gateway/contracts';
 import { issueSecret } from '@gateway/secrets';
-import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
+import { scrapeMetrics, serviceTlsEnv, sharedTestPki, sumSamples } from '@gateway/testkit';
 import { createLogger } from '@gateway/logger';
 import { createProxyApp } from './app.ts';
 import { loadProxyConfig } from './config.ts';
@@ -62,6 +62,20 @@ describe('readiness', () => {
       const inference = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${acme.apiKey}` }, body: '{}' });
       expect(inference.status).toBe(503);
       expect(((await inference.json()) as { error: { code: string } }).error.code).toBe('service_unavailable');
+
+      // Its metrics say so: no snapshot, not fresh, and a staleness that grows from the start until one arrives.
+      const metricsUrl = `http://127.0.0.1:${app.ports.metrics}/metrics`;
+      const samples = await scrapeMetrics(metricsUrl);
+      expect(sumSamples(samples, 'gateway_proxy_config_fresh')).toBe(0);
+      expect(sumSamples(samples, 'gateway_proxy_config_version')).toBe(0);
+      const firstStaleness = sumSamples(samples, 'gateway_proxy_config_staleness_seconds');
+      expect(firstStaleness).toBeGreaterThan(0);
+      let staleness = firstStaleness;
+      for (const deadline = Date.now() + 5000; staleness <= firstStaleness && Date.now() < deadline;) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        staleness = sumSamples(await scrapeMetrics(metricsUrl), 'gateway_proxy_config_staleness_seconds');
+      }
+      expect(staleness).toBeGreaterThan(firstStaleness);
     } finally {
       await app.close();
     }

@@ -4,6 +4,7 @@
 // grants off is the exact path.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
+import { scrapeMetrics, sumSamples } from '@gateway/testkit';
 import { startProxyWorld, stateOf, gatewayModel, tenant, waitFor, type ProxyWorld, type TestProxy } from './test-support/proxy-world.ts';
 
 const acme = tenant('acme');
@@ -50,6 +51,14 @@ describe('credit grants against the ledger peer', () => {
     expect(account.debitedMicros).toBeGreaterThan(0n);
     expect(account.creditedMicros).toBe(account.availableMicros + account.heldMicros + account.debitedMicros);
     expect(account.heldMicros).toBeGreaterThan(0n); // the grant still holds its remainder
+    // The proxy's gauge of what its grants hold uncarved is that remainder, once every grant it replaced is closed.
+    const heldGauge = async () => sumSamples(await scrapeMetrics(`http://127.0.0.1:${proxy.ports.metrics}/metrics`), 'gateway_proxy_grant_held_micros');
+    let gauge = await heldGauge();
+    for (const deadline = Date.now() + 5000; gauge !== Number(world.ledger.account('acme')!.heldMicros) && Date.now() < deadline;) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      gauge = await heldGauge();
+    }
+    expect(gauge).toBe(Number(world.ledger.account('acme')!.heldMicros));
     await proxy.close();
     const after = world.ledger.account('acme')!;
     expect(after.heldMicros).toBe(0n);
