@@ -45,14 +45,23 @@ describe('SettleOutbox against a ledger peer', () => {
     const { peer, client, outbox } = await start();
     expect((await client.reserve(reserveRequest('r-out'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
     await peer.stop();
+    expect(outbox.oldestQueuedAtMs()).toBeUndefined();
+    const queuedFromMs = Date.now();
     const settled = outbox.settle(settleRequest('r-out'), owner('r-out'));
     expect(outbox.outboxDepth()).toBe(1);
+    const oldestMs = outbox.oldestQueuedAtMs()!;
+    expect(oldestMs).toBeGreaterThanOrEqual(queuedFromMs);
     // The old client gave up after 3 attempts; the outbox is still at it after 8.
     await waitFor(() => attemptsLogged('r-out') >= 8, 10_000, 'eight failed attempts');
     expect(peer.calls.settle).toHaveLength(0);
+    // An entry queued later leaves the oldest entry's age as it was (the metric's oldest age keeps growing).
+    const released = outbox.release({ reservationId: 'r-later', reason: 'reserve_outcome_unknown' }, owner('r-later'));
+    expect(outbox.oldestQueuedAtMs()).toBe(oldestMs);
     await peer.restart();
     expect((await settled)?.result).toBe(SettleResult.SETTLE_RESULT_OK);
+    expect((await released)?.result).toBe(ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN);
     expect(outbox.outboxDepth()).toBe(0);
+    expect(outbox.oldestQueuedAtMs()).toBeUndefined();
     expect(peer.account('org')).toEqual({ creditedMicros: 1_000n, availableMicros: 960n, heldMicros: 0n, debitedMicros: 40n });
   });
 
