@@ -15,7 +15,8 @@
  * manifest's flags), BENCH_PROXY_LOG_LEVEL (default `warn`, as
  * the gateway bench runs it; `info` writes the per-request log line, to /dev/null),
  * BENCH_PROXY_TRACING=1 (the proxy exports its traces over OTLP/HTTP to a sink in this process
- * that reads and drops them: what tracing on costs the proxy).
+ * that reads and drops them: what tracing on costs the proxy; OTEL_TRACES_SAMPLER and
+ * OTEL_TRACES_SAMPLER_ARG are passed on, e.g. `parentbased_traceidratio` and `0.1`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -93,7 +94,11 @@ async function main(): Promise<void> {
     ? createServer((request, response) => { request.resume(); request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}')); })
     : undefined;
   if (traceSink !== undefined) await new Promise<void>((resolve) => traceSink.listen(0, '127.0.0.1', resolve));
-  const tracingEnv = traceSink === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(traceSink.address() as AddressInfo).port}` };
+  const tracingEnv: Record<string, string> = traceSink === undefined ? {} : {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(traceSink.address() as AddressInfo).port}`,
+    ...(process.env.OTEL_TRACES_SAMPLER ? { OTEL_TRACES_SAMPLER: process.env.OTEL_TRACES_SAMPLER } : {}),
+    ...(process.env.OTEL_TRACES_SAMPLER_ARG ? { OTEL_TRACES_SAMPLER_ARG: process.env.OTEL_TRACES_SAMPLER_ARG } : {}),
+  };
 
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const proxy = spawn(process.execPath, ['services/proxy/src/main.ts'], {

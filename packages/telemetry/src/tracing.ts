@@ -150,7 +150,7 @@ function installContextManager(): void {
   contextApi.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 }
 
-/** The SDK's own warnings (an export that failed, a dropped span) in the service's log, once per process. */
+/** The SDK's own warnings (an export that failed, a dropped span) in the service's log. */
 function installDiagLogger(logger: Logger): void {
   const diagLogger: DiagLogger = {
     error: (message, ...args) => logger.warn({ args }, `opentelemetry: ${message}`),
@@ -159,7 +159,7 @@ function installDiagLogger(logger: Logger): void {
     debug: () => {},
     verbose: () => {},
   };
-  // Returns false (and changes nothing) when another service of this process registered first.
+  // One diag logger per process: under `pnpm start` the last service to start reports for all three.
   diag.setLogger(diagLogger, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
 }
 

@@ -4,6 +4,7 @@ import { configV1 } from '@gateway/contracts';
 import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
 import { createLogger } from '@gateway/logger';
 import { issueSecret } from '@gateway/secrets';
+import { tracingOff } from '@gateway/telemetry';
 import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { createProxyApp, type ProxyApp } from '../app.ts';
 import { loadProxyConfig } from '../config.ts';
@@ -127,7 +128,8 @@ export async function startProxyWorld(
         // off unless a test turns them on: most tests count the exact path's ledger calls.
         PROXY_SETTLE_RETRY_INITIAL_MS: '10', PROXY_SETTLE_RETRY_MAX_MS: '100', PROXY_CREDIT_GRANTS: 'off', ...env,
       });
-      const app = await createProxyApp(config, { logger: createLogger('proxy', 'debug', destination) });
+      // Tracing off whatever the shell's OTEL_* say: a test run exports nothing.
+      const app = await createProxyApp(config, { logger: createLogger('proxy', 'debug', destination), tracing: tracingOff });
       const proxy: TestProxy = { ...app, baseUrl: `http://127.0.0.1:${app.ports.http}/v1`, proxyId, logs };
       proxies.push(proxy);
       return proxy;
