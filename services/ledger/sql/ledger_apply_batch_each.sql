@@ -13,7 +13,7 @@
 --
 -- Lock order: before the first operation, the rows the batch will lock are locked in the one
 -- global order (budget rows -> reservation rows -> grant rows -> account rows -> this month's
--- project-spend rows, each sorted), so batches on any number of replicas, the sweeper and the single-call
+-- project-spend rows -> today's usage roll-up rows of those projects, each sorted), so batches on any number of replicas, the sweeper and the single-call
 -- paths cannot deadlock one another; the operations then re-lock rows they already hold.
 CREATE OR REPLACE FUNCTION ledger_apply_batch_each(ops jsonb, p_isolate boolean)
 RETURNS TABLE (ordinal integer, result text, available_micros bigint, expires_at_ms bigint, debited_micros bigint,
@@ -52,6 +52,11 @@ BEGIN
     AND (s.project_id IN (SELECT r.project_id FROM reservations r WHERE r.id = ANY (v_resolve_ids))
       OR s.project_id IN (SELECT g.project_id FROM grants g WHERE g.id = ANY (v_grant_ids)))
   ORDER BY s.project_id FOR UPDATE;
+  PERFORM 1 FROM usage_daily d
+  WHERE d.day = (now() AT TIME ZONE 'Asia/Kolkata')::date
+    AND (d.organisation_id, d.project_id) IN (SELECT r.organisation_id, r.project_id FROM reservations r WHERE r.id = ANY (v_resolve_ids)
+      UNION ALL SELECT g.organisation_id, g.project_id FROM grants g WHERE g.id = ANY (v_grant_ids))
+  ORDER BY d.organisation_id, d.project_id, d.model_slug, d.billing_mode FOR UPDATE;
 
   FOR v_op, v_ordinal IN SELECT e.value, e.ordinality::integer FROM jsonb_array_elements(ops) WITH ORDINALITY AS e LOOP
     v_state := NULL;

@@ -21,7 +21,9 @@
 -- written; the answers' balances come from the locked run. Its Reserves take their tombstone
 -- lock buckets (shared) right after parsing, before any row lock; a tombstoned Reserve is
 -- answered 'released' and writes nothing (ONE_OUTCOME). Project spend rows are upserted last,
--- after the accounts (the global lock order: budgets -> reservations -> accounts -> spend).
+-- after the accounts, and the usage records' daily roll-ups after them, one row per organisation,
+-- project, model and billing mode of the batch (the global lock order: budgets -> reservations ->
+-- accounts -> spend -> roll-ups).
 CREATE OR REPLACE FUNCTION ledger_apply_batch_set(ops jsonb)
 RETURNS TABLE (ordinal integer, result text, available_micros bigint, expires_at_ms bigint, debited_micros bigint,
   released_micros bigint, overrun_micros bigint, detail text, error_state text, error_message text)
@@ -29,6 +31,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
   v_count integer := jsonb_array_length(ops);
   v_month text := ledger_current_month();
+  -- The day of this batch's usage records (their created_at is now()), Asia/Kolkata.
+  v_day date := (now() AT TIME ZONE 'Asia/Kolkata')::date;
   v_eligible boolean;
   v_index integer;
   v_org_index integer;
@@ -415,6 +419,25 @@ BEGIN
   GROUP BY v_res_project[g]
   ORDER BY v_res_project[g]
   ON CONFLICT (project_id, month) DO UPDATE SET settled_micros = project_month_spend.settled_micros + EXCLUDED.settled_micros;
+
+  -- Today's roll-ups of the batch's usage records, aggregated per key (each row locked once per
+  -- batch, in key order), after the spend rows.
+  IF cardinality(v_settle_ids) > 0 THEN
+    INSERT INTO usage_daily AS d (day, organisation_id, project_id, model_slug, billing_mode, requests, input_tokens,
+      output_tokens, cost_micros, provider_cost_micros, debited_micros)
+    SELECT v_day, v_res_organisation[g], v_res_project[g], v_model[g], v_res_billing_mode[g], count(*),
+      sum(v_input_tokens[g])::bigint, sum(v_output_tokens[g])::bigint, sum(v_cost[g])::bigint,
+      sum(v_provider_cost[g])::bigint, sum(v_debit[g])::bigint
+    FROM generate_series(1, v_count) AS g
+    WHERE v_kind[g] = 'settle'
+    GROUP BY v_res_organisation[g], v_res_project[g], v_model[g], v_res_billing_mode[g]
+    ORDER BY v_res_organisation[g], v_res_project[g], v_model[g], v_res_billing_mode[g]
+    ON CONFLICT (day, organisation_id, project_id, model_slug, billing_mode) DO UPDATE SET
+      requests = d.requests + EXCLUDED.requests, input_tokens = d.input_tokens + EXCLUDED.input_tokens,
+      output_tokens = d.output_tokens + EXCLUDED.output_tokens, cost_micros = d.cost_micros + EXCLUDED.cost_micros,
+      provider_cost_micros = d.provider_cost_micros + EXCLUDED.provider_cost_micros,
+      debited_micros = d.debited_micros + EXCLUDED.debited_micros;
+  END IF;
 
   RETURN QUERY
   SELECT g, v_result[g], v_answer_available[g], v_expires_at_ms[g], v_debit[g], v_release[g], v_overrun[g],

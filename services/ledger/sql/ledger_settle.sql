@@ -9,6 +9,7 @@
 -- split itself (CONSERVATION, BOUNDED_OVERRUN) is ledger_settlement_split's. A Settle of a carve
 -- (grant_id set, no reservation of this id yet) is ledger_settle_carved's; once its reservation
 -- exists (a replay, or a promoted carve) it is an ordinary Settle here.
+-- Every record it writes or finalises is added to its daily roll-up (ledger_add_usage_daily), last.
 CREATE OR REPLACE FUNCTION ledger_settle(op jsonb) RETURNS ledger_op_result LANGUAGE plpgsql AS $$
 DECLARE
   v_id text := op->>'reservationId';
@@ -30,9 +31,12 @@ DECLARE
   v_month text;
   v_actual boolean;
   v_overrun_tokens bigint := coalesce((op->>'overrunOutputTokens')::bigint, 0);
+  -- The provisional record as the expiry wrote it, and the record as written or finalised now.
+  v_old record;
+  v_new record;
 BEGIN
   SELECT organisation_id, project_id, billing_mode, amount_micros, status, settle_fingerprint, settle_debited_micros,
-    settle_released_micros, settle_overrun_micros, settle_detail, expiry_charged_micros
+    settle_released_micros, settle_overrun_micros, settle_detail, expiry_charged_micros, created_at
   INTO res FROM reservations WHERE id = v_id FOR UPDATE;
   IF NOT FOUND THEN
     IF v_problems IS NOT NULL THEN RETURN ledger_refusal('invalid_argument', v_problems, 0); END IF;
@@ -101,6 +105,9 @@ BEGIN
     -- The provisional record from the checkpoint becomes final: with the actual totals when they
     -- are at least what was charged, else with the charged figures kept.
     v_actual := v_cost >= v_charged;
+    -- The record is no older than its reservation: the month partitions before it are not searched.
+    SELECT u.model_slug, u.input_tokens, u.output_tokens, u.cost_micros, u.provider_cost_micros, u.debited_micros
+    INTO v_old FROM usage_records u WHERE u.reservation_id = v_id AND u.provisional AND u.created_at >= res.created_at;
     UPDATE usage_records SET provisional = false,
       input_tokens = CASE WHEN v_actual THEN (op->>'inputTokens')::bigint ELSE input_tokens END,
       output_tokens = CASE WHEN v_actual THEN (op->>'outputTokens')::bigint ELSE output_tokens END,
@@ -114,8 +121,10 @@ BEGIN
       request_id = CASE WHEN coalesce(op->>'requestId', '') <> '' THEN op->>'requestId' ELSE request_id END,
       -- The overrun is a fact about the request whichever figures stand: it always flags the record.
       overrun_output_tokens = v_overrun_tokens
-    WHERE reservation_id = v_id AND provisional
-    RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') INTO v_month;
+    WHERE reservation_id = v_id AND provisional AND created_at >= res.created_at
+    RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month, created_at, model_slug, input_tokens,
+      output_tokens, cost_micros, provider_cost_micros, debited_micros
+    INTO v_new;
     IF NOT FOUND THEN
       RAISE EXCEPTION 'reservation % expired with a checkpoint but has no provisional usage record', v_id;
     END IF;
@@ -125,12 +134,39 @@ BEGIN
     VALUES (v_id, res.organisation_id, res.project_id, op->>'modelSlug', (op->>'inputTokens')::bigint,
       (op->>'outputTokens')::bigint, v_cost, (op->>'providerCostMicros')::bigint, v_debited, res.billing_mode,
       op->>'usageSource', op->>'requestId', v_overrun_tokens)
-    RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') INTO v_month;
+    RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month, created_at, model_slug, input_tokens,
+      output_tokens, cost_micros, provider_cost_micros, debited_micros
+    INTO v_new;
   END IF;
+  v_month := v_new.month;
   IF v_extra > 0 THEN
     INSERT INTO project_month_spend (project_id, month, organisation_id, settled_micros)
     VALUES (res.project_id, v_month, res.organisation_id, v_extra)
     ON CONFLICT (project_id, month) DO UPDATE SET settled_micros = project_month_spend.settled_micros + EXCLUDED.settled_micros;
+  END IF;
+  -- The roll-up, after the spend row (lock order). A finalised record leaves its provisional
+  -- figures' row (one request fewer) for its final figures' (one more): the same row unless the
+  -- model changed, so then one update of the differences.
+  IF NOT v_finalising THEN
+    PERFORM ledger_add_usage_daily(v_new.created_at, res.organisation_id, res.project_id, v_new.model_slug, res.billing_mode,
+      1, v_new.input_tokens, v_new.output_tokens, v_new.cost_micros, v_new.provider_cost_micros, v_new.debited_micros);
+  ELSIF v_old.model_slug = v_new.model_slug THEN
+    UPDATE usage_daily d SET input_tokens = d.input_tokens + v_new.input_tokens - v_old.input_tokens,
+      output_tokens = d.output_tokens + v_new.output_tokens - v_old.output_tokens,
+      cost_micros = d.cost_micros + v_new.cost_micros - v_old.cost_micros,
+      provider_cost_micros = d.provider_cost_micros + v_new.provider_cost_micros - v_old.provider_cost_micros,
+      debited_micros = d.debited_micros + v_new.debited_micros - v_old.debited_micros
+    WHERE d.day = (v_new.created_at AT TIME ZONE 'Asia/Kolkata')::date AND d.organisation_id = res.organisation_id
+      AND d.project_id = res.project_id AND d.model_slug = v_old.model_slug AND d.billing_mode = res.billing_mode;
+  ELSE
+    UPDATE usage_daily d SET requests = d.requests - 1, input_tokens = d.input_tokens - v_old.input_tokens,
+      output_tokens = d.output_tokens - v_old.output_tokens, cost_micros = d.cost_micros - v_old.cost_micros,
+      provider_cost_micros = d.provider_cost_micros - v_old.provider_cost_micros,
+      debited_micros = d.debited_micros - v_old.debited_micros
+    WHERE d.day = (v_new.created_at AT TIME ZONE 'Asia/Kolkata')::date AND d.organisation_id = res.organisation_id
+      AND d.project_id = res.project_id AND d.model_slug = v_old.model_slug AND d.billing_mode = res.billing_mode;
+    PERFORM ledger_add_usage_daily(v_new.created_at, res.organisation_id, res.project_id, v_new.model_slug, res.billing_mode,
+      1, v_new.input_tokens, v_new.output_tokens, v_new.cost_micros, v_new.provider_cost_micros, v_new.debited_micros);
   END IF;
   PERFORM ledger_raise_soft_alert_if_due(res.project_id);
   RETURN ROW('ok', v_available, 0::bigint, v_debited, v_released, v_overrun, v_detail)::ledger_op_result;

@@ -15,7 +15,8 @@
 -- IDEMPOTENCY: a replay finds the reservation and is answered by ledger_settle. A concurrent
 -- carved Settle of the same id that committed first is seen after the grant row lock (then a
 -- replay); one that commits later raises LR001 (the caller runs it again: a replay).
--- Lock order: (the reservation does not exist) grant row -> account row -> spend row.
+-- Lock order: (the reservation does not exist) grant row -> account row -> spend row -> the usage
+-- record's daily roll-up row (ledger_add_usage_daily).
 CREATE OR REPLACE FUNCTION ledger_settle_carved(op jsonb) RETURNS ledger_op_result LANGUAGE plpgsql AS $$
 DECLARE
   v_id text := op->>'reservationId';
@@ -32,6 +33,7 @@ DECLARE
   v_detail text;
   v_available bigint;
   v_month text;
+  v_created_at timestamptz;
 BEGIN
   SELECT gr.organisation_id, gr.project_id, gr.billing_mode, gr.remaining_micros, gr.status
   INTO g FROM grants gr WHERE gr.id = v_grant FOR UPDATE;
@@ -82,12 +84,14 @@ BEGIN
   VALUES (v_id, g.organisation_id, g.project_id, op->>'modelSlug', (op->>'inputTokens')::bigint,
     (op->>'outputTokens')::bigint, v_cost, (op->>'providerCostMicros')::bigint, v_debited, g.billing_mode,
     op->>'usageSource', op->>'requestId', coalesce((op->>'overrunOutputTokens')::bigint, 0))
-  RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') INTO v_month;
+  RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM'), created_at INTO v_month, v_created_at;
   IF v_cost > 0 THEN
     INSERT INTO project_month_spend (project_id, month, organisation_id, settled_micros)
     VALUES (g.project_id, v_month, g.organisation_id, v_cost)
     ON CONFLICT (project_id, month) DO UPDATE SET settled_micros = project_month_spend.settled_micros + EXCLUDED.settled_micros;
   END IF;
+  PERFORM ledger_add_usage_daily(v_created_at, g.organisation_id, g.project_id, op->>'modelSlug', g.billing_mode, 1,
+    (op->>'inputTokens')::bigint, (op->>'outputTokens')::bigint, v_cost, (op->>'providerCostMicros')::bigint, v_debited);
   PERFORM ledger_raise_soft_alert_if_due(g.project_id);
   RETURN ROW('ok', v_available, 0::bigint, v_debited, 0::bigint, v_overrun, v_detail)::ledger_op_result;
 END

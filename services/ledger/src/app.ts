@@ -13,6 +13,7 @@ import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
 import { ledgerMethodRoles } from './transport/ledger-method-roles.ts';
 import { instrumentUnaryCalls } from './transport/rpc-metrics.ts';
 import { traceUnaryCalls } from './transport/rpc-tracing.ts';
+import { startUsageMaintenance } from './usage-maintenance.ts';
 import { startVerifyMonitor } from './verify-monitor.ts';
 
 /** A running ledger: its bound ports, whether it can serve, and how to stop it. */
@@ -134,6 +135,11 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     lifecycle.defer('expiry sweeper', () => sweeper.stop());
     const verifyMonitor = startVerifyMonitor({ database, logger, metrics, intervalMs: config.LEDGER_VERIFY_INTERVAL_MS });
     lifecycle.defer('periodic verify', () => verifyMonitor.stop());
+    // The usage records' monthly partitions: created ahead, strays moved, old months dropped by retention.
+    const usageMaintenance = startUsageMaintenance({
+      database, logger, metrics, partitionsAhead: config.LEDGER_USAGE_PARTITIONS_AHEAD, retentionMonths: config.LEDGER_USAGE_RETENTION_MONTHS,
+    });
+    lifecycle.defer('usage maintenance', () => usageMaintenance.stop());
     return { grpc: grpcPort, http: health.port, metrics: metricsServer.port };
   });
   logger.info({ ports }, 'ledger listening');

@@ -214,7 +214,7 @@ describe.skipIf(!serverUrl)('the ledger schema: migrations, then the SQL sources
 
     const upgrade = await prepareLedgerSchema(upgraded);
     expect(upgrade.superseded).toEqual(readSupersededChecksums(ledgerMigrationsDir).map((e) => (oldApplied.applied.find((name) => Number(name.slice(0, 4)) === e.version))));
-    expect(upgrade.applied).toEqual(['0008_drop_ledger_refuse_unheld', '0009_refunds', '0010_credit_grants', '0011_grant_recall_answers']);
+    expect(upgrade.applied).toEqual(['0008_drop_ledger_refuse_unheld', '0009_refunds', '0010_credit_grants', '0011_grant_recall_answers', '0012_usage_at_volume']);
     expect(upgrade.functions).toEqual(readSqlSources(ledgerSqlDir).map((source) => source.name));
     // The recorded checksums are the new files' now: the next start is a plain start.
     expect(await prepareLedgerSchema(upgraded)).toEqual({ applied: [], superseded: [], functions: [] });

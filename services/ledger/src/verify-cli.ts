@@ -8,8 +8,11 @@ import { verifyLedger } from './domain/find-balance-differences.ts';
 
 /** The line printed for one difference, µ₹. */
 function describe(difference: Awaited<ReturnType<typeof verifyLedger>>['differences'][number]): string {
+  const rollup = difference.usageRollup;
   const where = difference.projectMonth ? ` project=${difference.projectMonth.projectId} month=${difference.projectMonth.month}`
-    : difference.orphan ? ` table=${difference.orphan.table} row=${difference.orphan.rowId} missing=${difference.orphan.missing}` : '';
+    : difference.orphan ? ` table=${difference.orphan.table} row=${difference.orphan.rowId} missing=${difference.orphan.missing}`
+    : rollup ? ` day=${rollup.day} project=${rollup.projectId} model=${rollup.modelSlug} billing_mode=${rollup.billingMode} column=${rollup.column}`
+    : difference.reservationId ? ` reservation=${difference.reservationId}` : '';
   return `DIFFERENCE organisation=${difference.organisationId} check=${difference.check} balance=${difference.balance}${where} ` +
     `stored=${difference.accountMicros} recomputed=${difference.recomputedMicros} delta=${difference.recomputedMicros - difference.accountMicros}`;
 }

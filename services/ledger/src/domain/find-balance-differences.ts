@@ -2,7 +2,8 @@ import type { Database, Queryable } from '@gateway/db';
 import type { Balances } from './ledger-types.ts';
 
 /** Which balance column a difference is about. */
-export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'project_settled' | 'orphan_row' | 'grant_remaining';
+export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'project_settled' | 'orphan_row' | 'grant_remaining'
+  | 'usage_rollup' | 'usage_record';
 
 /**
  * Which check found a difference:
@@ -13,13 +14,19 @@ export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'proje
  *   commercial credit grants still held hold (a grant is a reservation in every law);
  * - `grants`: a commercial grant's remaining differs from the sum of its movements' held deltas
  *   (granted, less carved settles' debits, promotions, returns and expiry: CONSERVATION (grants));
- * - `usage`: debited differs from the sum debited on usage records;
- * - `project_spend`: a project's settled spend of a month differs from its usage records' cost;
+ * - `usage`: debited differs from the sum debited on the daily usage roll-ups (kept for every day,
+ *   also after retention dropped a month's raw records);
+ * - `usage_rollups`: a daily roll-up differs from the raw usage records it adds up (checked for
+ *   every day whose raw records are kept: from usage_retention's day on, or every day);
+ * - `duplicates`: a reservation has more than one usage record (NOTHING_FREE: each month's
+ *   partition refuses a second one; across months the reservation row is the guard, and this proves it held);
+ * - `project_spend`: a project's settled spend of a month differs from the cost on its daily roll-ups;
  * - `orphans`: a reservation, movement or usage record names an account, reservation, credit or refund
  *   that does not exist (the hot tables have no foreign keys since migration 0005: the ledger
  *   functions that write them lock the parent first, and this check proves it held).
  */
-export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage' | 'project_spend' | 'orphans' | 'grants';
+export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage' | 'usage_rollups' | 'duplicates'
+  | 'project_spend' | 'orphans' | 'grants';
 
 /** One disagreement between an account's stored balance and what the rows say it must be, µ₹. */
 export interface BalanceDifference {
@@ -36,6 +43,23 @@ export interface BalanceDifference {
   orphan?: OrphanRow;
   /** For `grants`: which grant. */
   grantId?: string;
+  /**
+   * For `usage_rollups`: which roll-up and which of its columns; accountMicros is the roll-up's
+   * value and recomputedMicros the raw records' sum, in the column's unit (µ₹, tokens or requests).
+   */
+  usageRollup?: UsageRollupKey;
+  /** For `duplicates`: the reservation; accountMicros is 1 (records it may have) and recomputedMicros how many it has. */
+  reservationId?: string;
+}
+
+/** One daily usage roll-up (its key) and the column that disagrees. */
+interface UsageRollupKey {
+  /** Asia/Kolkata, e.g. '2026-11-21'. */
+  day: string;
+  projectId: string;
+  modelSlug: string;
+  billingMode: string;
+  column: 'requests' | 'input_tokens' | 'output_tokens' | 'cost_micros' | 'provider_cost_micros' | 'debited_micros';
 }
 
 /** A row whose parent does not exist; for `orphans` differences, accountMicros is 0 and recomputedMicros the row's amount, µ₹. */
@@ -81,8 +105,10 @@ export async function recomputeBalances(db: Queryable): Promise<Map<string, Bala
 /**
  * Checks CONSERVATION against the rows, in one snapshot: for every account,
  * credited = available + held + debited, and each balance equals what the movements add up to;
- * credited also equals the credits less the refunds, held the Reserves still held, debited the usage records'
- * debits (and PROJECT_BUDGET's spend rows their usage records, and every row its parent).
+ * credited also equals the credits less the refunds, held the Reserves still held, debited the daily
+ * usage roll-ups' debits, each roll-up its raw usage records where they are kept (so, through the
+ * roll-ups, the usage records agree with the movements), no reservation has two usage records,
+ * PROJECT_BUDGET's spend rows equal their roll-ups, and every row has its parent.
  * Returns every difference found; an empty list means the ledger agrees to the µ₹.
  */
 export async function findBalanceDifferences(db: Database): Promise<BalanceDifference[]> {
@@ -112,7 +138,8 @@ export async function verifyLedger(db: Database): Promise<LedgerVerification> {
         SELECT organisation_id, amount_micros AS amount FROM reservations WHERE status = 'held' AND billing_mode = 'commercial'
         UNION ALL SELECT organisation_id, remaining_micros FROM grants WHERE status = 'held' AND billing_mode = 'commercial'
       ) holds GROUP BY organisation_id`);
-    const debited = await sumsBy(tx, 'SELECT organisation_id, sum(debited_micros)::bigint AS total FROM usage_records GROUP BY organisation_id');
+    // The roll-ups cover every day (retention drops raw records, never roll-ups).
+    const debited = await sumsBy(tx, 'SELECT organisation_id, sum(debited_micros)::bigint AS total FROM usage_daily GROUP BY organisation_id');
 
     const differences: BalanceDifference[] = [];
     const note = (organisationId: string, check: BalanceCheck, balance: BalanceName, accountMicros: bigint, recomputedMicros: bigint) => {
@@ -142,6 +169,8 @@ export async function verifyLedger(db: Database): Promise<LedgerVerification> {
       note(id, 'movements', 'debited', 0n, moved.debitedMicros);
     }
     differences.push(...await grantDifferences(tx));
+    differences.push(...await usageRollupDifferences(tx));
+    differences.push(...await duplicateUsageDifferences(tx));
     differences.push(...await projectSpendDifferences(tx));
     differences.push(...await orphanDifferences(tx));
     return { accountsChecked: BigInt(accounts.rows.length), differences };
@@ -182,14 +211,14 @@ interface ProjectSpendRow {
   recomputed: string | null;
 }
 
-/** Compares every project_month_spend counter with the cost of the usage records of that project and month. */
+/** Compares every project_month_spend counter with the cost on the daily roll-ups of that project and month. */
 async function projectSpendDifferences(tx: Queryable): Promise<BalanceDifference[]> {
   const { rows } = await tx.query<ProjectSpendRow>(
-    // Project ids are global (the admin issues them), so spend is keyed by project and month.
+    // Project ids are global (the admin issues them), so spend is keyed by project and month. The
+    // roll-ups' days are Asia/Kolkata days, so a day's month is the month of its records.
     `WITH recomputed AS (
-       SELECT min(organisation_id) AS organisation_id, project_id,
-         to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month, sum(cost_micros) AS total
-       FROM usage_records GROUP BY 2, 3 HAVING sum(cost_micros) > 0
+       SELECT min(organisation_id) AS organisation_id, project_id, to_char(day, 'YYYY-MM') AS month, sum(cost_micros) AS total
+       FROM usage_daily GROUP BY 2, 3 HAVING sum(cost_micros) > 0
      )
      SELECT coalesce(s.organisation_id, r.organisation_id) AS organisation_id, coalesce(s.project_id, r.project_id) AS project_id,
        coalesce(s.month, r.month) AS month, s.settled_micros AS counter, r.total::text AS recomputed
@@ -200,6 +229,83 @@ async function projectSpendDifferences(tx: Queryable): Promise<BalanceDifference
     organisationId: row.organisation_id, check: 'project_spend', balance: 'project_settled',
     accountMicros: row.counter ?? 0n, recomputedMicros: row.recomputed === null ? 0n : BigInt(row.recomputed),
     projectMonth: { projectId: row.project_id, month: row.month },
+  }));
+}
+
+/** A roll-up column as stored and as its raw records add up, as SQL returns it. */
+interface UsageRollupSqlRow {
+  organisation_id: string;
+  day: string;
+  project_id: string;
+  model_slug: string;
+  billing_mode: string;
+  column_name: UsageRollupKey['column'];
+  stored: string | null;
+  recomputed: string | null;
+}
+
+/** Most roll-up and duplicate differences reported by one verification (each is a bug; the first ones say enough). */
+const maxUsageDifferencesReported = 1_000;
+
+/**
+ * Compares every daily roll-up with the raw usage records of its day, organisation, project, model
+ * and billing mode, for the days whose raw records are kept (usage_retention: retention dropped
+ * the months before that day). One pass over the kept raw records.
+ */
+async function usageRollupDifferences(tx: Queryable): Promise<BalanceDifference[]> {
+  // The aggregate has one group per roll-up row; give it room instead of spilling to disk.
+  await tx.query("SET LOCAL work_mem = '64MB'");
+  const { rows } = await tx.query<UsageRollupSqlRow>(
+    `WITH kept AS (SELECT (SELECT raw_from_day FROM usage_retention) AS from_day),
+     raw AS (
+       SELECT (u.created_at AT TIME ZONE 'Asia/Kolkata')::date AS day, u.organisation_id, u.project_id, u.model_slug,
+         u.billing_mode, count(*)::numeric AS requests, sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens,
+         sum(u.cost_micros) AS cost_micros, sum(u.provider_cost_micros) AS provider_cost_micros, sum(u.debited_micros) AS debited_micros
+       FROM usage_records u, kept
+       WHERE kept.from_day IS NULL OR u.created_at >= kept.from_day::timestamp AT TIME ZONE 'Asia/Kolkata'
+       GROUP BY 1, 2, 3, 4, 5
+     ),
+     rollup AS (
+       SELECT d.* FROM usage_daily d, kept WHERE kept.from_day IS NULL OR d.day >= kept.from_day
+     ),
+     compared AS (
+       SELECT coalesce(r.organisation_id, d.organisation_id) AS organisation_id, coalesce(r.day, d.day) AS day,
+         coalesce(r.project_id, d.project_id) AS project_id, coalesce(r.model_slug, d.model_slug) AS model_slug,
+         coalesce(r.billing_mode, d.billing_mode) AS billing_mode,
+         ARRAY[d.requests::numeric, d.input_tokens, d.output_tokens, d.cost_micros, d.provider_cost_micros, d.debited_micros] AS stored,
+         ARRAY[r.requests, r.input_tokens, r.output_tokens, r.cost_micros, r.provider_cost_micros, r.debited_micros] AS recomputed
+       FROM raw r FULL JOIN rollup d ON d.day = r.day AND d.organisation_id = r.organisation_id AND d.project_id = r.project_id
+         AND d.model_slug = r.model_slug AND d.billing_mode = r.billing_mode
+     )
+     SELECT c.organisation_id, to_char(c.day, 'YYYY-MM-DD') AS day, c.project_id, c.model_slug, c.billing_mode,
+       x.column_name, coalesce(x.stored, 0)::text AS stored, coalesce(x.recomputed, 0)::text AS recomputed
+     FROM compared c
+     CROSS JOIN LATERAL unnest(ARRAY['requests', 'input_tokens', 'output_tokens', 'cost_micros', 'provider_cost_micros', 'debited_micros'],
+       c.stored, c.recomputed) AS x (column_name, stored, recomputed)
+     WHERE coalesce(x.stored, 0) <> coalesce(x.recomputed, 0)
+     ORDER BY 1, 2, 3, 4, 5, 6
+     LIMIT ${maxUsageDifferencesReported}`,
+  );
+  return rows.map((row) => ({
+    organisationId: row.organisation_id, check: 'usage_rollups', balance: 'usage_rollup',
+    accountMicros: BigInt(row.stored ?? '0'), recomputedMicros: BigInt(row.recomputed ?? '0'),
+    usageRollup: { day: row.day, projectId: row.project_id, modelSlug: row.model_slug, billingMode: row.billing_mode, column: row.column_name },
+  }));
+}
+
+/**
+ * Every reservation with more than one usage record. A month's partition refuses a second record
+ * by its unique index, so a duplicate would sit in two months: one pass over the raw records.
+ */
+async function duplicateUsageDifferences(tx: Queryable): Promise<BalanceDifference[]> {
+  const { rows } = await tx.query<{ organisation_id: string; reservation_id: string; records: bigint }>(
+    `SELECT min(organisation_id) AS organisation_id, reservation_id, count(*) AS records
+     FROM usage_records GROUP BY reservation_id HAVING count(*) > 1
+     ORDER BY reservation_id LIMIT ${maxUsageDifferencesReported}`,
+  );
+  return rows.map((row) => ({
+    organisationId: row.organisation_id, check: 'duplicates', balance: 'usage_record', accountMicros: 1n,
+    recomputedMicros: row.records, reservationId: row.reservation_id,
   }));
 }
 

@@ -90,6 +90,8 @@ export function windowProblem(field: string, valueMs: bigint): string | undefine
 /**
  * Lists an organisation's usage records newest first, with keyset pagination on
  * (created_at, id): a page never repeats or skips a record that existed when the listing began.
+ * Each page reads only the month partitions its window and cursor allow, through each one's
+ * (organisation, created_at, id) index: a deep page costs what the first does.
  * Throws InvalidQueryError for bad input.
  */
 export async function listUsage(db: Queryable, input: ListUsageInput): Promise<UsagePage> {
@@ -121,6 +123,9 @@ export async function listUsage(db: Queryable, input: ListUsageInput): Promise<U
        AND ($5::bigint = 0 OR created_at < timestamptz 'epoch' + $5::bigint * interval '1 millisecond')
        AND ($6::bigint IS NULL
          OR (created_at, id) < (timestamptz 'epoch' + $6::bigint * interval '1 microsecond', $7::bigint))
+       -- Implied by the keyset condition, but in a form partition pruning reads: a deep page
+       -- skips the months after its cursor.
+       AND ($6::bigint IS NULL OR created_at <= timestamptz 'epoch' + $6::bigint * interval '1 microsecond')
      ORDER BY created_at DESC, id DESC
      LIMIT $8`,
     [input.organisationId, input.projectId, input.modelSlug, input.fromMs, input.toMs,

@@ -56,10 +56,68 @@ interface SummaryRow {
   billing_mode: BillingMode | '';
 }
 
+/** India Standard Time's offset from UTC, ms: +05:30, without daylight saving since 1945 (every date a usage record can have). */
+const istOffsetMs = 19_800_000n;
+/** One day, ms. */
+const dayMs = 86_400_000n;
+
+/** How a window splits: whole Asia/Kolkata days, read from the daily roll-ups, and the partial days at its edges, read from raw records. */
+export interface UsageWindowSplit {
+  /** Whether any whole day lies in the window. */
+  hasWholeDays: boolean;
+  /** First whole day, e.g. '2026-11-01'; null: from the first day there is. */
+  wholeDaysFrom: string | null;
+  /** The day after the last whole day (exclusive); null: up to the last day there is. */
+  wholeDaysTo: string | null;
+  /** Ranges of raw records outside the whole days, ms since the epoch (from inclusive, to exclusive); at most two. */
+  rawRanges: Array<{ fromMs: bigint; toMs: bigint }>;
+}
+
+/** The start of the Asia/Kolkata day that contains an instant, ms since the epoch. */
+function istDayStartMs(instantMs: bigint): bigint {
+  const shifted = instantMs + istOffsetMs;
+  const floorDays = shifted >= 0n ? shifted / dayMs : -((-shifted + dayMs - 1n) / dayMs);
+  return floorDays * dayMs - istOffsetMs;
+}
+
+/** The Asia/Kolkata date of a day that starts at `dayStartMs`, e.g. '2026-11-21'. */
+function istDate(dayStartMs: bigint): string {
+  return new Date(Number(dayStartMs + istOffsetMs)).toISOString().slice(0, 10);
+}
+
 /**
- * Aggregates an organisation's usage records by calendar day in Asia/Kolkata and model, ordered
- * by day then model, for reports. Sums are computed as numeric and read back as exact integers.
- * Throws InvalidQueryError for bad input.
+ * Splits a SummarizeUsage window (ms since the epoch, 0 = unbounded) into the whole Asia/Kolkata
+ * days inside it and the partial days at its ends: a month's or a day's window is whole days
+ * only, so it reads roll-ups alone, however many records the days hold.
+ */
+export function splitUsageWindow(fromMs: bigint, toMs: bigint): UsageWindowSplit {
+  const from = fromMs > 0n ? fromMs : null;
+  const to = toMs > 0n ? toMs : null;
+  const wholeStart = from === null ? null : (istDayStartMs(from) === from ? from : istDayStartMs(from) + dayMs);
+  const wholeEnd = to === null ? null : istDayStartMs(to);
+  if (wholeStart !== null && wholeEnd !== null && wholeStart >= wholeEnd) {
+    return { hasWholeDays: false, wholeDaysFrom: null, wholeDaysTo: null, rawRanges: [{ fromMs: from!, toMs: to! }] };
+  }
+  const rawRanges: UsageWindowSplit['rawRanges'] = [];
+  if (from !== null && wholeStart !== null && from < wholeStart) rawRanges.push({ fromMs: from, toMs: wholeStart });
+  if (to !== null && wholeEnd !== null && wholeEnd < to) rawRanges.push({ fromMs: wholeEnd, toMs: to });
+  return {
+    hasWholeDays: true,
+    wholeDaysFrom: wholeStart === null ? null : istDate(wholeStart),
+    wholeDaysTo: wholeEnd === null ? null : istDate(wholeEnd),
+    rawRanges,
+  };
+}
+
+/** An instant in ms as the ISO text a timestamptz parameter takes. */
+const isoOf = (instantMs: bigint): string => new Date(Number(instantMs)).toISOString();
+
+/**
+ * Aggregates an organisation's usage by calendar day in Asia/Kolkata and model, ordered by day
+ * then model, for reports. Whole days come from the daily roll-ups (usage_daily), the partial
+ * days at the window's edges from the raw records (their month partitions only), so the answer
+ * costs the same at any volume of records. Sums are computed as numeric and read back as exact
+ * integers. Throws InvalidQueryError for bad input.
  */
 export async function summarizeUsage(db: Queryable, input: SummarizeUsageInput): Promise<UsageSummaryRowView[]> {
   const problems = problemsOf(
@@ -72,22 +130,38 @@ export async function summarizeUsage(db: Queryable, input: SummarizeUsageInput):
     input.fromMs > 0n && input.toMs > 0n && input.fromMs >= input.toMs ? 'from_ms must be before to_ms' : undefined,
   );
   if (problems.length > 0) throw new InvalidQueryError(problems.join('; '));
+  const split = splitUsageWindow(input.fromMs, input.toMs);
+  // Two raw ranges at most; one is repeated when there is only one (an OR of the same range counts nothing twice).
+  const [firstRaw, secondRaw] = [split.rawRanges[0], split.rawRanges[1] ?? split.rawRanges[0]];
   const { rows } = await db.query<SummaryRow>(
-    `SELECT to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM-DD') AS day, model_slug,
-       CASE WHEN $5::boolean THEN organisation_id ELSE '' END AS organisation_id,
-       CASE WHEN $6::boolean THEN project_id ELSE '' END AS project_id,
-       CASE WHEN $5::boolean THEN billing_mode ELSE '' END AS billing_mode,
-       count(*) AS requests,
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day, model_slug,
+       CASE WHEN $3::boolean THEN organisation_id ELSE '' END AS organisation_id,
+       CASE WHEN $4::boolean THEN project_id ELSE '' END AS project_id,
+       CASE WHEN $3::boolean THEN billing_mode ELSE '' END AS billing_mode,
+       sum(requests)::bigint AS requests,
        sum(input_tokens)::text AS input_tokens, sum(output_tokens)::text AS output_tokens, sum(cost_micros)::text AS cost_micros,
        sum(provider_cost_micros)::text AS provider_cost_micros, sum(debited_micros)::text AS debited_micros
-     FROM usage_records
-     WHERE ($5::boolean OR organisation_id = $1)
-       AND ($2::text = '' OR project_id = $2)
-       AND ($3::bigint = 0 OR created_at >= timestamptz 'epoch' + $3::bigint * interval '1 millisecond')
-       AND ($4::bigint = 0 OR created_at < timestamptz 'epoch' + $4::bigint * interval '1 millisecond')
+     FROM (
+       SELECT day, model_slug, organisation_id, project_id, billing_mode, requests, input_tokens, output_tokens, cost_micros,
+         provider_cost_micros, debited_micros
+       FROM usage_daily
+       WHERE $5::boolean AND ($3::boolean OR organisation_id = $1) AND ($2::text = '' OR project_id = $2)
+         AND ($6::date IS NULL OR day >= $6::date) AND ($7::date IS NULL OR day < $7::date)
+       UNION ALL
+       SELECT (created_at AT TIME ZONE 'Asia/Kolkata')::date, model_slug, organisation_id, project_id, billing_mode, 1,
+         input_tokens, output_tokens, cost_micros, provider_cost_micros, debited_micros
+       FROM usage_records
+       WHERE $8::boolean AND ($3::boolean OR organisation_id = $1) AND ($2::text = '' OR project_id = $2)
+         AND ((created_at >= $9::timestamptz AND created_at < $10::timestamptz)
+           OR (created_at >= $11::timestamptz AND created_at < $12::timestamptz))
+     ) AS usage
      GROUP BY 1, 2, 3, 4, 5
+     HAVING sum(requests) > 0
      ORDER BY 1, 2, 3, 4, 5`,
-    [input.organisationId, input.projectId, input.fromMs, input.toMs, input.allOrganisations, input.groupByProject],
+    [input.organisationId, input.projectId, input.allOrganisations, input.groupByProject,
+      split.hasWholeDays, split.wholeDaysFrom, split.wholeDaysTo, firstRaw !== undefined,
+      firstRaw ? isoOf(firstRaw.fromMs) : null, firstRaw ? isoOf(firstRaw.toMs) : null,
+      secondRaw ? isoOf(secondRaw.fromMs) : null, secondRaw ? isoOf(secondRaw.toMs) : null],
   );
   return rows.map((row) => ({
     organisationId: row.organisation_id, projectId: row.project_id, billingMode: row.billing_mode === '' ? null : row.billing_mode,

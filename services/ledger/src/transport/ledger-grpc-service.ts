@@ -143,7 +143,11 @@ function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.Balan
       ? `${difference.balance}:${difference.orphan.table}:${difference.orphan.rowId}:missing_${difference.orphan.missing}`
       : difference.grantId
         ? `${difference.balance}:${difference.grantId}`
-        : difference.balance;
+        : difference.usageRollup
+          ? `${difference.balance}:${difference.usageRollup.day}:${difference.usageRollup.projectId}:${difference.usageRollup.modelSlug}:${difference.usageRollup.billingMode}:${difference.usageRollup.column}`
+          : difference.reservationId
+            ? `${difference.balance}:${difference.reservationId}`
+            : difference.balance;
   return {
     organisationId: difference.organisationId, check: difference.check, balance,
     accountMicros: difference.accountMicros, recomputedMicros: difference.recomputedMicros,

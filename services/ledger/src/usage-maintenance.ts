@@ -1,0 +1,265 @@
+import type { Database, Queryable } from '@gateway/db';
+import type { Logger } from '@gateway/logger';
+import type { LedgerMetrics } from '@gateway/telemetry';
+
+/**
+ * The usage records' monthly partitions (docs/ledger.md, "Usage at volume"; migration 0012):
+ * created ahead of need, kept free of strays in the DEFAULT partition, and with retention, old
+ * months dropped whole. Months are calendar months in Asia/Kolkata, like every month of the ledger.
+ */
+
+/** How a maintenance pass runs. */
+export interface UsagePartitionOptions {
+  /** Months after the current one that must have a partition (LEDGER_USAGE_PARTITIONS_AHEAD). */
+  partitionsAhead: number;
+  /** Whole months of raw records kept before the current one; 0 keeps every month (LEDGER_USAGE_RETENTION_MONTHS). */
+  retentionMonths: number;
+}
+
+/** Month partitions by where they stand against the current month. */
+interface UsagePartitionCounts {
+  past: number;
+  current: number;
+  ahead: number;
+}
+
+/** What one maintenance pass did. */
+export interface UsageMaintenanceReport {
+  /** Month partitions created, e.g. `usage_records_p2026_12`. */
+  created: string[];
+  /** Records moved out of the DEFAULT partition into the partition of their month. */
+  movedFromDefault: bigint;
+  /** Month partitions dropped by retention. */
+  dropped: string[];
+  /** Raw records in the dropped partitions (from their roll-ups' request counts, which Verify checks against them). */
+  rowsPruned: bigint;
+  /** The month partitions after the pass. */
+  partitions: UsagePartitionCounts;
+}
+
+/** The name every month partition has: `usage_records_p` + year + `_` + month. */
+const partitionNamePattern = /^usage_records_p(\d{4})_(\d{2})$/;
+
+/** A month as the ledger writes it, e.g. '2026-11'. */
+const monthPattern = /^(\d{4})-(\d{2})$/;
+
+/** How long a pass's DDL waits for a lock before giving up until the next pass, ms: the hot path queues behind a waiting ALTER. */
+const ddlLockTimeoutMs = 2_000;
+
+/** The partition of a month, e.g. '2026-11' -> `usage_records_p2026_11`. */
+export function usagePartitionName(month: string): string {
+  const match = monthPattern.exec(month);
+  if (!match) throw new Error(`not a month: ${month}`);
+  return `usage_records_p${match[1]}_${match[2]}`;
+}
+
+/** A month `count` months after `month` (negative: before), e.g. ('2026-11', 2) -> '2027-01'. */
+export function addMonths(month: string, count: number): string {
+  const match = monthPattern.exec(month);
+  if (!match) throw new Error(`not a month: ${month}`);
+  const index = Number(match[1]) * 12 + Number(match[2]) - 1 + count;
+  return `${String(Math.floor(index / 12)).padStart(4, '0')}-${String((index % 12) + 1).padStart(2, '0')}`;
+}
+
+/** The month partitions that exist, by month ('2026-11'), sorted. */
+async function monthPartitions(db: Queryable): Promise<string[]> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent = 'usage_records'::regclass`,
+  );
+  return rows.flatMap((row) => {
+    const match = partitionNamePattern.exec(row.name);
+    return match ? [`${match[1]}-${match[2]}`] : [];
+  }).sort();
+}
+
+/** Runs `work` in a transaction that holds the partitions' advisory lock (replicas take turns) and gives up on a busy table lock. */
+async function underPartitionLock<T>(db: Database, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.query(`SET LOCAL lock_timeout = '${ddlLockTimeoutMs}ms'`);
+    await tx.query("SELECT pg_advisory_xact_lock(hashtext('ledger usage partitions'))");
+    return work(tx);
+  });
+}
+
+/**
+ * Creates the partition of a month unless it exists: a copy of the DEFAULT partition (its columns,
+ * checks, defaults and indexes, among them the UNIQUE reservation_id that guards IDEMPOTENCY within
+ * the month), filled with the month's records the DEFAULT partition caught, then attached. Answers
+ * how many records moved, or undefined when the partition already existed.
+ */
+async function createMonthPartition(db: Database, month: string): Promise<bigint | undefined> {
+  const name = usagePartitionName(month);
+  return underPartitionLock(db, async (tx) => {
+    if ((await monthPartitions(tx)).includes(month)) return undefined;
+    // The month's bounds as the database's Asia/Kolkata has them (text with an offset, so any session time zone reads them back alike).
+    const bounds = await tx.query<{ from_at: string; to_at: string }>(
+      `SELECT (m::timestamp AT TIME ZONE 'Asia/Kolkata')::text AS from_at,
+         ((m + interval '1 month')::timestamp AT TIME ZONE 'Asia/Kolkata')::text AS to_at
+       FROM (SELECT ($1 || '-01')::date AS m) AS month`,
+      [month],
+    );
+    const { from_at: fromAt, to_at: toAt } = bounds.rows[0]!;
+    await tx.query(`CREATE TABLE ${name} (LIKE usage_records_default INCLUDING ALL)`);
+    const strays = await tx.query<{ count: bigint }>(
+      'SELECT count(*) AS count FROM usage_records_default WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz',
+      [fromAt, toAt],
+    );
+    const moved = strays.rows[0]!.count;
+    if (moved > 0n) {
+      // A move, not a change: the records leave the DEFAULT partition for their month's in this one
+      // transaction. The append-only trigger is off for this transaction's DELETE alone (the
+      // ALTER holds the DEFAULT partition's lock until commit, so no other writer sees it off).
+      await tx.query('ALTER TABLE usage_records_default DISABLE TRIGGER usage_records_finalise_only');
+      await tx.query(
+        `WITH moved AS (
+           DELETE FROM usage_records_default WHERE created_at >= $1::timestamptz AND created_at < $2::timestamptz RETURNING *
+         ) INSERT INTO ${name} SELECT * FROM moved`,
+        [fromAt, toAt],
+      );
+      await tx.query('ALTER TABLE usage_records_default ENABLE TRIGGER usage_records_finalise_only');
+    }
+    await tx.query(`ALTER TABLE usage_records ATTACH PARTITION ${name} FOR VALUES FROM ('${fromAt}') TO ('${toAt}')`);
+    return moved;
+  });
+}
+
+/**
+ * Drops the partition of a month (retention): its raw records go, its roll-ups and every money
+ * movement stay, and usage_retention records that raw records are kept only from the next month
+ * on. Answers how many records it held (from the roll-ups), or undefined when it did not exist.
+ */
+async function dropMonthPartition(db: Database, month: string): Promise<bigint | undefined> {
+  const name = usagePartitionName(month);
+  return underPartitionLock(db, async (tx) => {
+    if (!(await monthPartitions(tx)).includes(month)) return undefined;
+    const { rows } = await tx.query<{ requests: string }>(
+      `SELECT coalesce(sum(requests), 0)::text AS requests FROM usage_daily
+       WHERE day >= ($1 || '-01')::date AND day < (($1 || '-01')::date + interval '1 month')::date`,
+      [month],
+    );
+    await tx.query(`DROP TABLE ${name}`);
+    await tx.query(
+      `INSERT INTO usage_retention (raw_from_day) VALUES ((($1 || '-01')::date + interval '1 month')::date)
+       ON CONFLICT (only_row) DO UPDATE SET raw_from_day = greatest(usage_retention.raw_from_day, EXCLUDED.raw_from_day), updated_at = now()`,
+      [month],
+    );
+    return BigInt(rows[0]!.requests);
+  });
+}
+
+/**
+ * One maintenance pass: partitions for the current month and `partitionsAhead` after it, and for
+ * any month a record in the DEFAULT partition belongs to (moving those records there); then,
+ * with `retentionMonths` > 0, drops the partitions of months before the current one by more than
+ * that. Each step is its own short transaction; a step that cannot get its lock in time fails the
+ * pass (the next pass retries) and leaves everything as it was.
+ */
+export async function maintainUsagePartitions(db: Database, options: UsagePartitionOptions): Promise<UsageMaintenanceReport> {
+  const { rows: [now] } = await db.query<{ month: string }>('SELECT ledger_current_month() AS month');
+  const current = now!.month;
+  const strayMonths = await db.query<{ month: string }>(
+    `SELECT DISTINCT to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month FROM usage_records_default`,
+  );
+  const wanted = new Set([
+    ...Array.from({ length: options.partitionsAhead + 1 }, (_, step) => addMonths(current, step)),
+    ...strayMonths.rows.map((row) => row.month),
+  ]);
+  const report: UsageMaintenanceReport = { created: [], movedFromDefault: 0n, dropped: [], rowsPruned: 0n, partitions: { past: 0, current: 0, ahead: 0 } };
+  const existing = new Set(await monthPartitions(db));
+  for (const month of [...wanted].sort()) {
+    if (existing.has(month)) continue;
+    const moved = await createMonthPartition(db, month);
+    if (moved === undefined) continue;
+    report.created.push(usagePartitionName(month));
+    report.movedFromDefault += moved;
+  }
+  if (options.retentionMonths > 0) {
+    const oldestKept = addMonths(current, -options.retentionMonths);
+    for (const month of await monthPartitions(db)) {
+      if (month >= oldestKept) break;
+      const pruned = await dropMonthPartition(db, month);
+      if (pruned === undefined) continue;
+      report.dropped.push(usagePartitionName(month));
+      report.rowsPruned += pruned;
+    }
+  }
+  for (const month of await monthPartitions(db)) {
+    if (month < current) report.partitions.past++;
+    else if (month === current) report.partitions.current++;
+    else report.partitions.ahead++;
+  }
+  return report;
+}
+
+/** How the periodic maintenance runs. */
+export interface UsageMaintenanceOptions extends UsagePartitionOptions {
+  database: Database;
+  logger: Logger;
+  /** Pause between passes, ms (default one hour: a month's partition is due weeks ahead). */
+  intervalMs?: number;
+  /** Where the partitions gauge and the pruned-rows counter go. */
+  metrics?: Pick<LedgerMetrics, 'ledgerUsagePartitions' | 'ledgerUsageRowsPruned'>;
+}
+
+/** A running maintenance. */
+export interface UsageMaintenance {
+  /** Runs one pass now (after a pass in progress, if any); resolves with its report, or undefined when it failed (logged). */
+  runNow(): Promise<UsageMaintenanceReport | undefined>;
+  /** Stops the timer and waits for a pass in progress. */
+  stop(): Promise<void>;
+}
+
+/** Default pause between maintenance passes, ms. */
+const defaultMaintenanceIntervalMs = 60 * 60 * 1000;
+
+/**
+ * Starts the usage maintenance: one pass at once and then every `intervalMs`. Passes never overlap
+ * within a process; across replicas the advisory lock makes them take turns, and each step
+ * re-checks under it, so two replicas never create or drop the same month.
+ */
+export function startUsageMaintenance(options: UsageMaintenanceOptions): UsageMaintenance {
+  const { database, logger, metrics } = options;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<UsageMaintenanceReport | undefined> = Promise.resolve(undefined);
+
+  const pass = async (): Promise<UsageMaintenanceReport | undefined> => {
+    try {
+      const report = await maintainUsagePartitions(database, options);
+      if (report.created.length > 0 || report.dropped.length > 0) {
+        logger.info({
+          created: report.created, movedFromDefault: report.movedFromDefault.toString(), dropped: report.dropped,
+          rowsPruned: report.rowsPruned.toString(),
+        }, 'usage partitions maintained');
+      }
+      if (metrics) {
+        for (const [state, count] of Object.entries(report.partitions)) metrics.ledgerUsagePartitions.set({ state }, count);
+        // A counter takes a JS number; observation only, never money.
+        if (report.rowsPruned > 0n) metrics.ledgerUsageRowsPruned.inc(Number(report.rowsPruned));
+      }
+      return report;
+    } catch (error) {
+      logger.warn({ err: error }, 'usage partition maintenance failed; the next pass retries');
+      return undefined;
+    }
+  };
+  const runNow = () => {
+    running = running.then(pass);
+    return running;
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => { void runNow().then(schedule); }, options.intervalMs ?? defaultMaintenanceIntervalMs);
+    timer.unref();
+  };
+  void runNow().then(schedule);
+  return {
+    runNow,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}
