@@ -18,16 +18,16 @@ import {
 const ledgerService = 'gateway.ledger.v1.LedgerService';
 
 /** The gRPC metadata key of the caller's trace context on a unary call (W3C Trace Context's header name). */
-export const traceparentMetadataKey = 'traceparent';
+const traceparentMetadataKey = 'traceparent';
 
 /** Attribute naming the ledger operation a span is (Reserve, Settle, SettleBatch, ...), whichever the transport. */
-export const ledgerOperationAttribute = 'gateway.ledger.operation';
+const ledgerOperationAttribute = 'gateway.ledger.operation';
 /** Attribute naming how the operation arrived: `unary` or `operate` (a message on the Operate stream). */
-export const ledgerTransportAttribute = 'gateway.ledger.transport';
+const ledgerTransportAttribute = 'gateway.ledger.transport';
 /** Attribute with the domain outcome of the operation (ok, insufficient_balance, ...), set by the service. */
 export const ledgerOutcomeAttribute = 'gateway.ledger.outcome';
 /** Attribute with the number of Settles a settle_batch carried. */
-export const ledgerBatchSizeAttribute = 'gateway.ledger.batch_size';
+const ledgerBatchSizeAttribute = 'gateway.ledger.batch_size';
 
 /**
  * Reads the admin polls (its dashboard and alert workers, every second or so): traced only as

@@ -15,21 +15,21 @@ import type { ProxyRoute, ReserveMetricOutcome, ReservePath, UpstreamMetricOutco
  */
 
 /** Attribute: the gateway's request id, as echoed in `x-request-id`. */
-export const requestIdAttribute = 'gateway.request_id';
+const requestIdAttribute = 'gateway.request_id';
 /** Attribute: the gateway model slug the request named (`unknown` when the snapshot has none by that name). */
-export const modelAttribute = 'gateway.model';
+const modelAttribute = 'gateway.model';
 /** Attribute: whether the request asked for a stream. */
-export const streamAttribute = 'gateway.stream';
+const streamAttribute = 'gateway.stream';
 /** Attribute: how the Reserve was held, `carved` (from a credit grant in memory) or `exact` (at the ledger). */
-export const reservePathAttribute = 'gateway.reserve.path';
+const reservePathAttribute = 'gateway.reserve.path';
 /** Attribute: what became of the Reserve (held, insufficient_balance, ...). */
-export const reserveOutcomeAttribute = 'gateway.reserve.outcome';
+const reserveOutcomeAttribute = 'gateway.reserve.outcome';
 /** Attribute: the upstream's provider kind (openai_compatible, anthropic, ...). */
-export const providerKindAttribute = 'gateway.upstream.provider_kind';
+const providerKindAttribute = 'gateway.upstream.provider_kind';
 /** Attribute: what became of the upstream call (ok, http_error, timeout, ...). */
-export const upstreamOutcomeAttribute = 'gateway.upstream.outcome';
+const upstreamOutcomeAttribute = 'gateway.upstream.outcome';
 /** Attribute: whether the RPM pool let the request through. */
-export const rpmAllowedAttribute = 'gateway.rpm.allowed';
+const rpmAllowedAttribute = 'gateway.rpm.allowed';
 
 /** Upstream outcomes that are the upstream's failure (an `aborted` call was cut by the gateway: not an error of the call). */
 const failedUpstreamOutcomes = new Set<UpstreamMetricOutcome>(['http_error', 'timeout', 'connect_error', 'bad_response']);
