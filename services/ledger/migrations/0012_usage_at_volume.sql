@@ -138,6 +138,30 @@ $$;
 CREATE TRIGGER usage_daily_never_deleted BEFORE DELETE OR TRUNCATE ON usage_daily
   FOR EACH STATEMENT EXECUTE FUNCTION refuse_rollup_delete();
 
+-- The one usage record written outside the SQL functions, the sweeper's provisional record
+-- (domain/expire-due-reservations.ts), is rolled up by this trigger, so a replica of any release
+-- (an old one during a rolling update too) keeps the roll-ups whole. Deferred to the commit, the
+-- roll-up row is locked last, as on every other path (lock order: ... spend -> roll-ups). The
+-- settle paths write their records' roll-ups themselves (provisional = false: the WHEN skips them
+-- at no cost), and a late settle that finalises a provisional record moves its figures (ledger_settle).
+-- Created after the copy above, whose provisional records the INSERT INTO usage_daily already counted.
+CREATE FUNCTION usage_record_rollup_provisional() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO usage_daily AS d (day, organisation_id, project_id, model_slug, billing_mode, requests, input_tokens,
+    output_tokens, cost_micros, provider_cost_micros, debited_micros)
+  VALUES ((NEW.created_at AT TIME ZONE 'Asia/Kolkata')::date, NEW.organisation_id, NEW.project_id, NEW.model_slug,
+    NEW.billing_mode, 1, NEW.input_tokens, NEW.output_tokens, NEW.cost_micros, NEW.provider_cost_micros, NEW.debited_micros)
+  ON CONFLICT (day, organisation_id, project_id, model_slug, billing_mode) DO UPDATE SET
+    requests = d.requests + 1, input_tokens = d.input_tokens + EXCLUDED.input_tokens,
+    output_tokens = d.output_tokens + EXCLUDED.output_tokens, cost_micros = d.cost_micros + EXCLUDED.cost_micros,
+    provider_cost_micros = d.provider_cost_micros + EXCLUDED.provider_cost_micros,
+    debited_micros = d.debited_micros + EXCLUDED.debited_micros;
+  RETURN NULL;
+END
+$$;
+CREATE CONSTRAINT TRIGGER usage_records_rollup_provisional AFTER INSERT ON usage_records
+  DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.provisional) EXECUTE FUNCTION usage_record_rollup_provisional();
+
 -- From which day (Asia/Kolkata) raw usage records are kept: no row until retention first drops a
 -- month. One row at most.
 CREATE TABLE usage_retention (

@@ -2,7 +2,8 @@
 -- volume"), in the transaction that writes the usage record: the day is that of the record's
 -- created_at in Asia/Kolkata, the key its organisation, project, model and billing mode. Amounts
 -- in µ₹, tokens and requests as counts; all must be >= 0 (the row's checks). The per-operation
--- paths call it (ledger_settle, ledger_settle_carved, the sweeper's provisional records); the
+-- paths call it (ledger_settle, ledger_settle_carved; the sweeper's provisional records are rolled up
+-- by the usage_records_rollup_provisional trigger of migration 0012); the
 -- set-based batch upserts its aggregate per key in one statement instead.
 -- Lock order: it locks (or creates) the roll-up row last, after accounts and project spend.
 -- Decides: no law; the roll-ups are what Verify checks `usage` and `project_spend` against.

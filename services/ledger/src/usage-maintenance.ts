@@ -86,9 +86,10 @@ async function underPartitionLock<T>(db: Database, work: (tx: Queryable) => Prom
  * Creates the partition of a month unless it exists: a copy of the DEFAULT partition (its columns,
  * checks, defaults and indexes, among them the UNIQUE reservation_id that guards IDEMPOTENCY within
  * the month), filled with the month's records the DEFAULT partition caught, then attached. Answers
- * how many records moved, or undefined when the partition already existed.
+ * how many records moved, or undefined when the partition already existed. Maintenance passes call
+ * it; so does the usage benchmark for the past months it loads.
  */
-async function createMonthPartition(db: Database, month: string): Promise<bigint | undefined> {
+export async function createUsagePartition(db: Database, month: string): Promise<bigint | undefined> {
   const name = usagePartitionName(month);
   return underPartitionLock(db, async (tx) => {
     if ((await monthPartitions(tx)).includes(month)) return undefined;
@@ -169,7 +170,7 @@ export async function maintainUsagePartitions(db: Database, options: UsagePartit
   const existing = new Set(await monthPartitions(db));
   for (const month of [...wanted].sort()) {
     if (existing.has(month)) continue;
-    const moved = await createMonthPartition(db, month);
+    const moved = await createUsagePartition(db, month);
     if (moved === undefined) continue;
     report.created.push(usagePartitionName(month));
     report.movedFromDefault += moved;

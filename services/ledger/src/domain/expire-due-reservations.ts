@@ -113,14 +113,14 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
     }
     // Usage records and project spend, projects in a fixed order (spend rows are locked by the upsert).
     const checkpointed = rows.filter((row) => row.checkpoint_sequence > 0n)
-      .sort((a, b) => compareKeys([a.project_id], [b.project_id]));
-    const recorded: Array<{ row: ExpiredRow; createdAt: Date }> = [];
+      .sort((a, b) => (a.project_id < b.project_id ? -1 : a.project_id > b.project_id ? 1 : 0));
     for (const row of checkpointed) {
-      const inserted = await tx.query<{ month: string; created_at: Date }>(
+      // Its daily roll-up is written at commit by the usage_records_rollup_provisional trigger (0012).
+      const inserted = await tx.query<{ month: string }>(
         `INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
            cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, provisional)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'gateway_estimate', $11, true)
-         RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month, created_at`,
+         RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month`,
         [row.id, row.organisation_id, row.project_id, row.model_slug, row.checkpoint_input_tokens, row.checkpoint_output_tokens,
           row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, row.charged_micros, row.billing_mode, row.request_id],
       );
@@ -128,30 +128,10 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
         projectId: row.project_id, organisationId: row.organisation_id, month: inserted.rows[0]!.month,
         costMicros: row.checkpoint_cost_micros,
       });
-      recorded.push({ row, createdAt: inserted.rows[0]!.created_at });
-    }
-    // Their daily roll-ups last (lock order: accounts -> spend -> roll-ups), in key order.
-    recorded.sort((a, b) => compareKeys(
-      [a.row.organisation_id, a.row.project_id, a.row.model_slug, a.row.billing_mode],
-      [b.row.organisation_id, b.row.project_id, b.row.model_slug, b.row.billing_mode]));
-    for (const { row, createdAt } of recorded) {
-      await tx.query('SELECT ledger_add_usage_daily($1, $2, $3, $4, $5, 1, $6, $7, $8, $9, $10)', [
-        createdAt, row.organisation_id, row.project_id, row.model_slug, row.billing_mode, row.checkpoint_input_tokens,
-        row.checkpoint_output_tokens, row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, row.charged_micros,
-      ]);
     }
     for (const projectId of new Set(checkpointed.map((row) => row.project_id))) {
       await raiseSoftAlertIfDue(tx, projectId);
     }
     return { expiredCount: rows.length, releasedMicros, chargedMicros };
   });
-}
-
-/** Orders two keys of strings column by column: the sweeper's lock order (should another writer lock in another order, the deadlock is detected and the transaction retried). */
-function compareKeys(a: readonly string[], b: readonly string[]): number {
-  for (let index = 0; index < a.length; index++) {
-    if (a[index]! < b[index]!) return -1;
-    if (a[index]! > b[index]!) return 1;
-  }
-  return 0;
 }

@@ -11,6 +11,11 @@ import type { Database } from '@gateway/db';
 export interface UsageHistoryPlan {
   /** Organisations the records spread over; their accounts must exist and hold enough available for the commercial records. */
   organisations: readonly string[];
+  /**
+   * The first `heavy` organisations also take every other record between them (traffic is skewed:
+   * a few organisations send most requests), spread over all their projects and models. 0: none.
+   */
+  heavy?: number;
   /** Projects of each organisation (`<organisation>-p<n>`). */
   projectsPerOrganisation: number;
   /** Model slugs the records spread over. */
@@ -36,8 +41,10 @@ export interface UsageHistoryTotals {
 }
 
 /**
- * Writes the plan's records. Record i: organisation i mod O; project (i div O) mod P; model
- * (i div 7) mod M; month (i div 3) mod the months; a moment spread over the month by i; cost
+ * Writes the plan's records. Record i, with k = i div 2 when `heavy` > 0 (else k = i): an odd i
+ * (every i without heavy organisations) goes to organisation k mod O, project (k div O) mod P,
+ * model (i div 7) mod M; an even i to heavy organisation k mod H, project (k div H) mod P, model
+ * (k div (H·P)) mod M. Month (i div 3) mod the months; a moment spread over the month by i; cost
  * 1,000 + i mod 5,000 µ₹, provider cost half of it; tokens from i. Deterministic, so a test can
  * recompute any sum.
  */
@@ -51,15 +58,20 @@ export async function seedUsageHistory(db: Database, plan: UsageHistoryPlan): Pr
       await tx.query(
         `CREATE TEMP TABLE seed_usage ON COMMIT DROP AS
          SELECT $7::text || '-' || i AS reservation_id, o.organisation_id,
-           o.organisation_id || '-p' || ((i / $9::integer) % $3::integer) AS project_id,
-           ($2::text[])[1 + (i / 7) % cardinality($2::text[])] AS model_slug,
+           o.organisation_id || '-p' || o.project AS project_id, ($2::text[])[1 + o.model] AS model_slug,
            CASE WHEN $6::integer > 0 AND i % $6::integer = 0 THEN 'commercial' ELSE 'internal' END AS billing_mode,
            (100 + i % 900)::bigint AS input_tokens, (10 + i % 90)::bigint AS output_tokens,
            (1000 + i % 5000)::bigint AS cost_micros, ((1000 + i % 5000) / 2)::bigint AS provider_cost_micros,
            CASE WHEN $6::integer > 0 AND i % $6::integer = 0 THEN (1000 + i % 5000)::bigint ELSE 0::bigint END AS debited_micros,
            m.starts_at + ((i::bigint * 7919) % m.seconds) * interval '1 second' + (i % 1000) * interval '1 millisecond' AS created_at
          FROM generate_series($4::bigint, $5::bigint) AS i
-         CROSS JOIN LATERAL (SELECT ($1::text[])[1 + i % $9::integer] AS organisation_id) AS o
+         CROSS JOIN LATERAL (
+           SELECT ($1::text[])[1 + CASE WHEN h.heavy THEN h.k % $10::integer ELSE h.k % $9::integer END] AS organisation_id,
+             CASE WHEN h.heavy THEN (h.k / $10::integer) % $3::integer ELSE (h.k / $9::integer) % $3::integer END AS project,
+             CASE WHEN h.heavy THEN (h.k / ($10::integer * $3::integer)) % cardinality($2::text[])
+               ELSE (i / 7) % cardinality($2::text[]) END AS model
+           FROM (SELECT $10::integer > 0 AND i % 2 = 0 AS heavy, CASE WHEN $10::integer > 0 THEN i / 2 ELSE i END AS k) AS h
+         ) AS o
          CROSS JOIN LATERAL (
            SELECT (month::timestamp AT TIME ZONE 'Asia/Kolkata') AS starts_at,
              extract(epoch FROM ((month + interval '1 month')::timestamp AT TIME ZONE 'Asia/Kolkata')
@@ -67,7 +79,7 @@ export async function seedUsageHistory(db: Database, plan: UsageHistoryPlan): Pr
            FROM (SELECT (($8::text[])[1 + (i / 3) % cardinality($8::text[])] || '-01')::date AS month) AS x
          ) AS m`,
         [plan.organisations, plan.models, plan.projectsPerOrganisation, first, last, plan.commercialEvery, plan.idPrefix,
-          plan.months, plan.organisations.length],
+          plan.months, plan.organisations.length, plan.heavy ?? 0],
       );
       await tx.query(
         `INSERT INTO reservations (id, organisation_id, project_id, billing_mode, amount_micros, model_slug, status, created_at,
