@@ -13,7 +13,8 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { adminConfigSchema } from '@gateway/admin';
 import { ledgerConfigSchema } from '@gateway/ledger';
-import { proxyConfigSchema } from '@gateway/proxy';
+import { proxyConfigSchema, proxyDrainBoundMs } from '@gateway/proxy';
+import { hardStopMarginMs } from '@gateway/service-runtime';
 import {
   deploymentOf, deployments, envValue, jobs, nameLabel, namespace, overlayNames, podLabels, renderOverlay, roleOf, roles, secretsExample, selects, workloads,
   type K8sObject, type LabelSelector, type Role,
@@ -46,12 +47,6 @@ const secretVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'ADMIN_ENCRYPTION_
 /** The proxy's metrics port variable and friends, by role. */
 const metricsPortVariable: Record<Role, string> = { proxy: 'PROXY_METRICS_PORT', admin: 'ADMIN_METRICS_PORT', ledger: 'LEDGER_METRICS_PORT' };
 const migrationsVariable: Record<'admin' | 'ledger', string> = { admin: 'ADMIN_MIGRATIONS', ledger: 'LEDGER_MIGRATIONS' };
-
-/**
- * Time the ledger and the admin take past SHUTDOWN_GRACE_MS to close before they exit on their own,
- * ms (runServiceProcess's hard stop margin in packages/service-runtime).
- */
-const serviceHardStopMarginMs = 5_000;
 
 /** The value a container's config sees for a variable: its literal, else the schema's default. */
 function configValue(role: Role, container: any, name: string): unknown {
@@ -217,11 +212,10 @@ function probeProblems(objects: K8sObject[]): string[] {
 }
 
 /**
- * Each pod's terminationGracePeriodSeconds exceeds the longest its service takes to stop after
- * the kubelet starts stopping it: the preStop sleep, then SHUTDOWN_GRACE_MS, then for the proxy
- * the Settles of streams cut at the grace (3 × LEDGER_CALL_TIMEOUT_MS + 1 s, settleBoundMs in
- * services/proxy/src/app.ts) and 2 s to hand the outbox over and close sockets, for the ledger
- * and the admin the hard-stop margin.
+ * Each pod's terminationGracePeriodSeconds exceeds the longest its process can take to stop after
+ * the kubelet starts stopping it: the preStop sleep, then its stop bound (SHUTDOWN_GRACE_MS; for
+ * the proxy proxyDrainBoundMs, which adds the Settles of streams cut at the grace and the
+ * outbox's hand-over), then runServiceProcess's hard-stop margin, after which it exits by itself.
  */
 function graceProblems(objects: K8sObject[]): string[] {
   const problems: string[] = [];
@@ -233,9 +227,10 @@ function graceProblems(objects: K8sObject[]): string[] {
     if (preStop?.sleep?.seconds === undefined) problems.push(`${role}: no preStop sleep (endpoints would still send requests to a pod that stopped accepting)`);
     const preStopMs = (preStop?.sleep?.seconds ?? 0) * 1000;
     const shutdownGraceMs = configValue(role, container, 'SHUTDOWN_GRACE_MS') as number;
-    const drainMs = role === 'proxy'
-      ? preStopMs + shutdownGraceMs + (3 * (configValue(role, container, 'LEDGER_CALL_TIMEOUT_MS') as number) + 1000) + 2000
-      : preStopMs + shutdownGraceMs + serviceHardStopMarginMs;
+    const stopBoundMs = role === 'proxy'
+      ? proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: shutdownGraceMs, LEDGER_CALL_TIMEOUT_MS: configValue(role, container, 'LEDGER_CALL_TIMEOUT_MS') as number })
+      : shutdownGraceMs;
+    const drainMs = preStopMs + stopBoundMs + hardStopMarginMs;
     const graceMs = (pod.terminationGracePeriodSeconds ?? 30) * 1000;
     if (!(graceMs > drainMs)) problems.push(`${role}: terminationGracePeriodSeconds ${graceMs / 1000} s does not exceed its drain bound of ${drainMs / 1000} s`);
   }

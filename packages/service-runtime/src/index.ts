@@ -28,15 +28,21 @@ export interface ServiceProcessOptions<Config extends LifecycleConfig> {
   service: string;
   loadConfig(env: Record<string, string | undefined>): Config;
   start(config: Config, logger: Logger): Promise<RunningService>;
+  /**
+   * The longest the service's close may take after the signal, ms; default SHUTDOWN_GRACE_MS.
+   * A service whose drain goes on past the grace (the proxy settles cut streams) says how long.
+   */
+  stopBoundMs?(config: Config): number;
 }
 
-/** Time past the grace period allowed for closing pools and sockets before giving up, ms. */
-const hardStopMarginMs = 5_000;
+/** Time past the stop bound allowed for closing pools and sockets before giving up, ms. */
+export const hardStopMarginMs = 5_000;
 
 /**
  * Runs a service as a process: loads its config (every problem printed at once, exit 1), starts
  * it, and on SIGTERM or SIGINT closes it (the app turns not ready and drains for up to
- * SHUTDOWN_GRACE_MS) and exits 0. A stop that overruns the grace, or a failed start, exits 1.
+ * SHUTDOWN_GRACE_MS, or the service's stopBoundMs) and exits 0. A stop that overruns that bound
+ * by more than the hard-stop margin, or a failed start, exits 1.
  */
 export async function runServiceProcess<Config extends LifecycleConfig>(options: ServiceProcessOptions<Config>): Promise<void> {
   let config: Config;
@@ -62,11 +68,12 @@ export async function runServiceProcess<Config extends LifecycleConfig>(options:
   const stop = (signal: NodeJS.Signals) => {
     if (stopSignal) return;
     stopSignal = signal;
-    logger.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'stopping: not ready, draining');
+    const stopBoundMs = options.stopBoundMs?.(config) ?? config.SHUTDOWN_GRACE_MS;
+    logger.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS, stopBoundMs }, 'stopping: not ready, draining');
     setTimeout(() => {
       logger.error('clean stop took too long; exiting');
       process.exit(1);
-    }, config.SHUTDOWN_GRACE_MS + hardStopMarginMs).unref();
+    }, stopBoundMs + hardStopMarginMs).unref();
     if (running) closeAndExit(running);
   };
   // Installed before the start, so a signal during start-up is not lost: it stops the service

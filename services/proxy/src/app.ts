@@ -2,7 +2,7 @@ import { grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCheck, type RunningHttpServer } from '@gateway/service-runtime';
 import { createServiceMetrics, startMetricsServer, startTracing, type ProxyMetrics, type ServiceTracing } from '@gateway/telemetry';
-import type { ProxyConfig } from './config.ts';
+import { proxySettleBoundMs, type ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
 import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
 import { GrantBook } from './billing/grant-book.ts';
@@ -157,7 +157,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   };
 
   // After the grace, cut streams still get time for their Settles to leave the outbox (a few attempts).
-  const settleBoundMs = config.LEDGER_CALL_TIMEOUT_MS * 3 + 1000;
+  const settleBoundMs = proxySettleBoundMs(config);
   /** The proxy's drain: the HTTP server's close stage, waiting for every request's billing rather than for its bytes. */
   const drainHttp = async (http: RunningHttpServer) => {
     // No new connections; idle keep-alive ones closed; responses still to be written end their connection.

@@ -87,3 +87,20 @@ export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
 export function loadProxyConfig(env: Record<string, string | undefined> = process.env): ProxyConfig {
   return loadConfig('proxy', proxyConfigSchema, env);
 }
+
+/**
+ * How long the proxy may still work for cut streams after SHUTDOWN_GRACE_MS, ms: their Settles get
+ * a few attempts at the ledger (three call deadlines and a second) before the outbox hands over.
+ */
+export function proxySettleBoundMs(config: Pick<ProxyConfig, 'LEDGER_CALL_TIMEOUT_MS'>): number {
+  return config.LEDGER_CALL_TIMEOUT_MS * 3 + 1000;
+}
+
+/**
+ * The longest the proxy's drain takes after SIGTERM, ms: the grace, the cut streams' settle bound,
+ * a second for the outbox's hand-over and a second for the last responses to flush. The process
+ * exit and the pod's terminationGracePeriodSeconds are both measured against it.
+ */
+export function proxyDrainBoundMs(config: Pick<ProxyConfig, 'SHUTDOWN_GRACE_MS' | 'LEDGER_CALL_TIMEOUT_MS'>): number {
+  return config.SHUTDOWN_GRACE_MS + proxySettleBoundMs(config) + 2000;
+}

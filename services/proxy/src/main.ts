@@ -1,13 +1,16 @@
 /**
  * The proxy process: `node services/proxy/src/main.ts`. On SIGTERM in-flight requests finish
- * (each settles or releases its Reserve) for up to SHUTDOWN_GRACE_MS before the exit.
+ * (each settles or releases its Reserve) for up to SHUTDOWN_GRACE_MS; streams still running are
+ * then cut and settle what they delivered (proxyDrainBoundMs) before the exit.
  */
 import { runServiceProcess } from '@gateway/service-runtime';
 import { createProxyApp } from './app.ts';
-import { loadProxyConfig } from './config.ts';
+import { loadProxyConfig, proxyDrainBoundMs } from './config.ts';
 
 await runServiceProcess({
   service: 'proxy',
   loadConfig: loadProxyConfig,
+  // Cut streams settle after the grace: the process must not exit before they had their chance.
+  stopBoundMs: (config) => proxyDrainBoundMs(config),
   start: (config, logger) => createProxyApp(config, { logger }),
 });
