@@ -1,7 +1,7 @@
 /**
  * `pnpm bench usage`: whether the usage reads stay flat as the usage records grow (docs/ledger.md,
- * "Usage at volume"). Loads 100 thousand usage records, times the reads, loads up to 10 million
- * and times them again; the figure is the ratio of the two times (target: about 1). The records
+ * "Usage at volume"). One ledger holds 100 thousand usage records, another 10 million; the same
+ * reads are timed on both, and the figure is the ratio of the two times (target: about 1). The records
  * spread over six past months, 1,000 organisations (two projects each; 20 of them send half of
  * all requests, and their reads are the ones timed), three models and both billing modes (every
  * tenth commercial, with its debit and movement), written set-based as the
@@ -14,11 +14,14 @@
  * - a deep page by keyset (the page after a cursor three months back),
  * - for contrast, the month summaries as computed before migration 0012 (one aggregate over the
  *   raw records), which grow with the records.
- * Afterwards Verify must find no difference across the partitions; the process exits 1 otherwise.
- * Writes bench-results/usage-volume.json.
+ * The two sizes are two ledger databases, timed in alternating rounds (small, large, small, ...),
+ * so a change in the machine's load touches both alike. Afterwards Verify must find no difference
+ * in either, across the partitions; the process exits 1 otherwise. Writes
+ * bench-results/usage-volume.json.
  *
  * Environment: TEST_DATABASE_URL or DATABASE_URL (a server URL; a fresh database is created and
- * dropped), BENCH_USAGE_RECORDS (the large size, default 10,000,000), BENCH_USAGE_SMALL (default 100,000).
+ * dropped), BENCH_USAGE_RECORDS (the large size, default 10,000,000), BENCH_USAGE_SMALL (default
+ * 100,000), BENCH_KEEP_DATABASES=1 (keep both databases and print their URLs, to look at plans).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -73,28 +76,34 @@ async function createBenchDatabase(): Promise<{ url: string; drop(): Promise<voi
 interface Timing {
   read: string;
   records: number;
-  /** Median over the calls, ms. */
+  /** Median over the calls of every round, ms. */
   medianMs: number;
-  /** 95th percentile over the calls, ms. */
+  /** 95th percentile over the same calls, ms. */
   p95Ms: number;
   calls: number;
   /** Rows (summary) or records (listing) the last call answered. */
   answered: number;
 }
 
-/** Times `read` once per argument after one warm-up pass; answers the median and p95 in ms. */
-async function time<T>(name: string, records: number, args: readonly T[], read: (arg: T) => Promise<number>): Promise<Timing> {
-  for (const arg of args) await read(arg);
-  const samples: number[] = [];
-  let answered = 0;
-  for (const arg of args) {
-    const started = performance.now();
-    answered = await read(arg);
-    samples.push(performance.now() - started);
-  }
-  samples.sort((a, b) => a - b);
-  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
-  return { read: name, records, medianMs: Number(at(0.5).toFixed(3)), p95Ms: Number(at(0.95).toFixed(3)), calls: samples.length, answered };
+/** A read the benchmark times: called once per argument in each round. */
+interface TimedRead {
+  name: string;
+  args: readonly string[];
+  /** Answers how many rows or records it got. */
+  read(db: Database, arg: string): Promise<number>;
+}
+
+/** Samples of one read at one size, ms, and what its last call answered. */
+interface Samples {
+  ms: number[];
+  answered: number;
+}
+
+/** The median and 95th percentile of samples, ms. */
+function summarise(read: string, records: number, samples: Samples): Timing {
+  const sorted = [...samples.ms].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { read, records, medianMs: Number(at(0.5).toFixed(3)), p95Ms: Number(at(0.95).toFixed(3)), calls: sorted.length, answered: samples.answered };
 }
 
 /** The month summary as SummarizeUsage computed it before migration 0012: one aggregate over the raw records of the window. */
@@ -112,37 +121,50 @@ async function rawMonthSummary(db: Database, organisationId: string | null, from
   return rowCount;
 }
 
-/** Every timed read at the current size. */
-async function measure(db: Database, records: number, window: { fromMs: bigint; toMs: bigint }, deepCursorMicros: bigint): Promise<Timing[]> {
-  await db.exec('ANALYZE usage_daily; ANALYZE usage_records; ANALYZE reservations; ANALYZE movements');
+/** The reads timed at each size. */
+function timedReads(window: { fromMs: bigint; toMs: bigint }, deepCursorMicros: bigint): TimedRead[] {
   const summaryOf = (organisationId: string) => ({
-    organisationId, allOrganisations: false, groupByProject: true, projectId: '', ...window,
+    organisationId, allOrganisations: organisationId === '', groupByProject: true, projectId: '', ...window,
   });
+  const page = (db: Database, organisationId: string, pageToken: string) =>
+    listUsage(db, { organisationId, projectId: '', modelSlug: '', fromMs: 0n, toMs: 0n, pageSize: 50, pageToken });
   const deepToken = encodePageToken({ createdAtMicros: deepCursorMicros, id: 2n ** 63n - 1n });
-  const timings = [
-    await time('month summary, one organisation', records, timedOrganisations,
-      async (organisationId) => (await summarizeUsage(db, summaryOf(organisationId))).length),
-    await time('month summary, every organisation', records, [1, 2, 3, 4, 5],
-      async () => (await summarizeUsage(db, { ...summaryOf(''), allOrganisations: true })).length),
-    await time('listing, first page (50)', records, timedOrganisations,
-      async (organisationId) => (await listUsage(db, { organisationId, projectId: '', modelSlug: '', fromMs: 0n, toMs: 0n, pageSize: 50, pageToken: '' })).records.length),
-    await time('listing, deep page by keyset (50)', records, timedOrganisations,
-      async (organisationId) => (await listUsage(db, { organisationId, projectId: '', modelSlug: '', fromMs: 0n, toMs: 0n, pageSize: 50, pageToken: deepToken })).records.length),
-    await time('before 0012: month summary from raw records, one organisation', records, timedOrganisations,
-      (organisationId) => rawMonthSummary(db, organisationId, window.fromMs, window.toMs)),
-    await time('before 0012: month summary from raw records, every organisation', records, [1, 2, 3],
-      () => rawMonthSummary(db, null, window.fromMs, window.toMs)),
+  return [
+    { name: 'month summary, one organisation', args: timedOrganisations, read: async (db, organisationId) => (await summarizeUsage(db, summaryOf(organisationId))).length },
+    { name: 'month summary, every organisation', args: [''], read: async (db) => (await summarizeUsage(db, summaryOf(''))).length },
+    { name: 'listing, first page (50)', args: timedOrganisations, read: async (db, organisationId) => (await page(db, organisationId, '')).records.length },
+    { name: 'listing, deep page by keyset (50)', args: timedOrganisations, read: async (db, organisationId) => (await page(db, organisationId, deepToken)).records.length },
+    { name: 'before 0012: month summary from raw records, one organisation', args: timedOrganisations,
+      read: (db, organisationId) => rawMonthSummary(db, organisationId, window.fromMs, window.toMs) },
+    { name: 'before 0012: month summary from raw records, every organisation', args: [''], read: (db) => rawMonthSummary(db, null, window.fromMs, window.toMs) },
   ];
-  console.table(timings);
-  return timings;
 }
 
-const benchDatabase = await createBenchDatabase();
-let failed = false;
-let database: Database | undefined;
-try {
-  database = await openDatabase({ url: benchDatabase.url, schema: 'ledger', poolSize: 4 });
-  const db = database;
+/** Calls every read once per argument on `db`, adding each call's time to `samples` (by read name). */
+async function timeRound(db: Database, reads: readonly TimedRead[], samples: Map<string, Samples>, warmUp: boolean): Promise<void> {
+  for (const read of reads) {
+    const entry = samples.get(read.name) ?? { ms: [], answered: 0 };
+    samples.set(read.name, entry);
+    if (warmUp) for (const arg of read.args) await read.read(db, arg);
+    for (const arg of read.args) {
+      const started = performance.now();
+      entry.answered = await read.read(db, arg);
+      entry.ms.push(performance.now() - started);
+    }
+  }
+}
+
+/** A bench database made ready for a plan: schema, partitions (the six past months too), funded accounts. */
+interface PreparedLedger {
+  db: Database;
+  months: string[];
+  window: { fromMs: bigint; toMs: bigint };
+  deepCursorMicros: bigint;
+  partitionsCreatedAtStart: string[];
+}
+
+/** Migrates a bench database, creates its partitions and funds every organisation. */
+async function prepareLedger(db: Database): Promise<PreparedLedger> {
   await prepareLedgerSchema(db);
   const partitions = await maintainUsagePartitions(db, { partitionsAhead: 3, retentionMonths: 0 });
   for (const organisationId of organisations) {
@@ -153,62 +175,90 @@ try {
   const months = Array.from({ length: monthsBack }, (_, index) => addMonths(clock!.month, index - monthsBack));
   // The past months' partitions, as maintenance created them when each month was ahead.
   for (const month of months) await createUsagePartition(db, month);
-  // The timed month: the third of the six; the deep cursor: the start of the fourth from now.
+  // The timed month: the third of the six; the deep cursor: the start of the fourth.
   const bounds = await db.query<{ from_ms: string; to_ms: string; deep_micros: string }>(
     `SELECT (extract(epoch FROM ($1 || '-01')::date::timestamp AT TIME ZONE 'Asia/Kolkata') * 1000)::bigint::text AS from_ms,
        (extract(epoch FROM (($1 || '-01')::date + interval '1 month')::timestamp AT TIME ZONE 'Asia/Kolkata') * 1000)::bigint::text AS to_ms,
        (extract(epoch FROM ($2 || '-01')::date::timestamp AT TIME ZONE 'Asia/Kolkata') * 1000000)::bigint::text AS deep_micros`,
     [months[2], months[3]],
   );
-  const window = { fromMs: BigInt(bounds.rows[0]!.from_ms), toMs: BigInt(bounds.rows[0]!.to_ms) };
-  const deepCursorMicros = BigInt(bounds.rows[0]!.deep_micros);
+  return {
+    db, months, partitionsCreatedAtStart: partitions.created,
+    window: { fromMs: BigInt(bounds.rows[0]!.from_ms), toMs: BigInt(bounds.rows[0]!.to_ms) },
+    deepCursorMicros: BigInt(bounds.rows[0]!.deep_micros),
+  };
+}
+
+/** Rounds of timed reads; each round times the small ledger, then the large one, so drift in the machine's load touches both sizes alike. */
+const rounds = 3;
+const keepDatabases = process.env.BENCH_KEEP_DATABASES === '1';
+
+const benchDatabases = [await createBenchDatabase(), await createBenchDatabase()];
+const databases: Database[] = [];
+let failed = false;
+try {
+  for (const bench of benchDatabases) databases.push(await openDatabase({ url: bench.url, schema: 'ledger', poolSize: 4 }));
+  const [small, large] = [await prepareLedger(databases[0]!), await prepareLedger(databases[1]!)];
   const plan: Omit<UsageHistoryPlan, 'firstIndex' | 'count'> = {
-    organisations, heavy: heavyOrganisations, projectsPerOrganisation: 2, models, months, commercialEvery: 10, idPrefix: 'bench',
+    organisations, heavy: heavyOrganisations, projectsPerOrganisation: 2, models, months: small.months, commercialEvery: 10, idPrefix: 'bench',
   };
-
   const loads: Array<{ records: number; seconds: number }> = [];
-  const load = async (firstIndex: number, count: number) => {
+  for (const [ledger, count] of [[small, smallSize], [large, largeSize]] as const) {
     const started = performance.now();
-    await seedUsageHistory(db, { ...plan, firstIndex, count });
-    loads.push({ records: firstIndex + count, seconds: Number(((performance.now() - started) / 1000).toFixed(1)) });
-    console.log(`loaded ${count} usage records (now ${firstIndex + count}) in ${loads.at(-1)!.seconds} s`);
-  };
-  await load(0, smallSize);
-  const small = await measure(db, smallSize, window, deepCursorMicros);
-  await load(smallSize, largeSize - smallSize);
-  const large = await measure(db, largeSize, window, deepCursorMicros);
+    await seedUsageHistory(ledger.db, { ...plan, firstIndex: 0, count });
+    loads.push({ records: count, seconds: Number(((performance.now() - started) / 1000).toFixed(1)) });
+    console.log(`loaded ${count} usage records in ${loads.at(-1)!.seconds} s`);
+    await ledger.db.exec('ANALYZE usage_daily; ANALYZE usage_records; ANALYZE reservations; ANALYZE movements');
+  }
 
-  const ratios = small.map((timing, index) => ({
-    read: timing.read, [`${smallSize} ms`]: timing.medianMs, [`${largeSize} ms`]: large[index]!.medianMs,
-    ratio: Number((large[index]!.medianMs / timing.medianMs).toFixed(2)),
+  const reads = timedReads(small.window, small.deepCursorMicros);
+  const samples = [new Map<string, Samples>(), new Map<string, Samples>()];
+  for (let round = 0; round < rounds; round++) {
+    await timeRound(small.db, reads, samples[0]!, round === 0);
+    await timeRound(large.db, reads, samples[1]!, round === 0);
+  }
+  const [smallTimings, largeTimings] = [0, 1].map((size) =>
+    reads.map((read) => summarise(read.name, size === 0 ? smallSize : largeSize, samples[size]!.get(read.name)!)));
+  console.table([...smallTimings!, ...largeTimings!]);
+  const ratios = smallTimings!.map((timing, index) => ({
+    read: timing.read, [`${smallSize} ms`]: timing.medianMs, [`${largeSize} ms`]: largeTimings![index]!.medianMs,
+    ratio: Number((largeTimings![index]!.medianMs / timing.medianMs).toFixed(2)),
   }));
   console.table(ratios);
 
-  const sizes = await db.query<{ usage_records: string; usage_daily: string; partitions: string; default_rows: string; bytes: string }>(
+  const sizes = await large.db.query<{ usage_records: string; usage_daily: string; partitions: string; default_rows: string; bytes: string }>(
     `SELECT (SELECT count(*) FROM usage_records)::text AS usage_records, (SELECT count(*) FROM usage_daily)::text AS usage_daily,
        (SELECT count(*) FROM pg_inherits WHERE inhparent = 'usage_records'::regclass)::text AS partitions,
        (SELECT count(*) FROM usage_records_default)::text AS default_rows,
        (SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits WHERE inhparent = 'usage_records'::regclass)::text AS bytes`,
   );
-  console.log('tables', sizes.rows[0]);
-  const verifyStarted = performance.now();
-  const { accountsChecked, differences } = await verifyLedger(db);
-  const verifySeconds = Number(((performance.now() - verifyStarted) / 1000).toFixed(1));
-  console.log(`verify: ${accountsChecked} accounts, ${differences.length} difference(s) across ${sizes.rows[0]!.partitions} partitions in ${verifySeconds} s`);
-  for (const difference of differences.slice(0, 20)) console.log('DIFFERENCE', difference);
-  failed = differences.length > 0 || BigInt(sizes.rows[0]!.usage_records) !== BigInt(largeSize) || sizes.rows[0]!.default_rows !== '0';
+  console.log('large ledger tables', sizes.rows[0]);
+  const verifications = [];
+  for (const ledger of [small, large]) {
+    const verifyStarted = performance.now();
+    const { accountsChecked, differences } = await verifyLedger(ledger.db);
+    const seconds = Number(((performance.now() - verifyStarted) / 1000).toFixed(1));
+    console.log(`verify: ${accountsChecked} accounts, ${differences.length} difference(s) in ${seconds} s`);
+    for (const difference of differences.slice(0, 20)) console.log('DIFFERENCE', difference);
+    verifications.push({ accountsChecked: accountsChecked.toString(), differences: differences.length, seconds });
+  }
+  failed = verifications.some((verification) => verification.differences > 0)
+    || BigInt(sizes.rows[0]!.usage_records) !== BigInt(largeSize) || sizes.rows[0]!.default_rows !== '0';
 
   mkdirSync(join(repoRoot, 'bench-results'), { recursive: true });
   writeFileSync(join(repoRoot, 'bench-results', 'usage-volume.json'), JSON.stringify({
-    measuredAt: new Date().toISOString(), smallSize, largeSize, organisations: organisations.length, months,
-    partitionsCreatedAtStart: partitions.created, loads, small, large, ratios, tables: sizes.rows[0],
-    verify: { accountsChecked: accountsChecked.toString(), differences: differences.length, seconds: verifySeconds },
+    measuredAt: new Date().toISOString(), smallSize, largeSize, organisations: organisations.length, heavyOrganisations,
+    months: small.months, rounds, partitionsCreatedAtStart: large.partitionsCreatedAtStart, loads, small: smallTimings,
+    large: largeTimings, ratios, largeTables: sizes.rows[0], verify: { small: verifications[0], large: verifications[1] },
   }, null, 2));
 } catch (error) {
   failed = true;
   console.error('benchmark failed:', error);
 } finally {
-  await database?.close();
-  await benchDatabase.drop();
+  for (const db of databases) await db.close();
+  for (const bench of benchDatabases) {
+    if (keepDatabases) console.log(`kept ${bench.url}`);
+    else await bench.drop();
+  }
 }
 process.exit(failed ? 1 : 0);
