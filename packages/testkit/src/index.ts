@@ -2,7 +2,7 @@
 export { testPostgresUrl, testRedisUrl } from './provided-infrastructure.ts';
 export { createTestDatabase, uniqueRedisPrefix, type TestDatabase } from './databases.ts';
 export { resolveTestInfrastructure, type TestInfrastructure } from './infrastructure.ts';
-export { freePort, startServiceProcess, waitUntilReady, type ServiceProcess } from './service-processes.ts';
+export { freePort, runNodeScript, startServiceProcess, waitUntilReady, type ScriptOutcome, type ServiceProcess } from './service-processes.ts';
 export {
   createTestPki, serviceTlsEnv, sharedTestPki, sharedTestPkiNow, testTransportSecurity, type TestIdentity, type TestPki, type TestTlsFiles,
 } from './test-pki.ts';

@@ -63,3 +63,23 @@ export async function waitUntilReady(service: ServiceProcess, readyUrl: string, 
   }
   throw new Error(`${service.name} was not ready at ${readyUrl} within ${timeoutMs} ms:\n${service.output()}`);
 }
+
+/** What a finished script printed and how it exited. */
+export interface ScriptOutcome {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `node <entryPath>` to its end with exactly the given environment (plus PATH), as a Job or an operator would. */
+export function runNodeScript(entryPath: string, env: Record<string, string>): Promise<ScriptOutcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [entryPath], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}

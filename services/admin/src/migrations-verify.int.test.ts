@@ -3,13 +3,12 @@
  * start and names the pending migrations; the migrate CLI (the release's Job in Kubernetes)
  * applies them; then the admin starts.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '@gateway/logger';
 import { SchemaNotCurrentError } from '@gateway/db';
-import { createTestDatabase, serviceTlsEnv, sharedTestPki, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { createTestDatabase, runNodeScript, serviceTlsEnv, sharedTestPki, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { adminMigrationsDir } from './admin-schema.ts';
 import { createAdminApp } from './app.ts';
@@ -24,17 +23,7 @@ const migrateCli = fileURLToPath(new URL('./migrate-cli.ts', import.meta.url));
 const migrationNames = readdirSync(adminMigrationsDir).filter((file) => file.endsWith('.sql')).map((file) => file.replace(/\.sql$/, '')).sort();
 
 /** Runs the migrate CLI as the Job does: its own process, only DATABASE_URL set. */
-function runMigrateCli(databaseUrl: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [migrateCli], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const runMigrateCli = (databaseUrl: string) => runNodeScript(migrateCli, { DATABASE_URL: databaseUrl });
 
 describe.skipIf(!serverUrl)('ADMIN_MIGRATIONS=verify', () => {
   it('refuses a fresh database naming every pending migration, starts once the migrate CLI ran', async () => {

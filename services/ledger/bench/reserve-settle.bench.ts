@@ -15,11 +15,11 @@
  * dropped), BENCH_SECONDS (per measurement, default 4), BENCH_BATCHES_IN_FLIGHT (the batcher's
  * maxBatchesInFlight; default: the batcher's default).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openDatabase, type Database } from '@gateway/db';
+import { createBenchDatabase } from './bench-database.ts';
 import { credit } from '../src/domain/credit.ts';
 import { verifyLedger } from '../src/domain/find-balance-differences.ts';
 import { acquireGrant, adjustGrant } from '../src/domain/grants.ts';
@@ -30,7 +30,6 @@ import { settle, type SettleInput } from '../src/domain/settle.ts';
 import { prepareLedgerSchema } from '../src/ledger-schema.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const serverUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const secondsPerMeasurement = Number(process.env.BENCH_SECONDS ?? '4');
 if (!Number.isFinite(secondsPerMeasurement) || secondsPerMeasurement <= 0 || secondsPerMeasurement > 15) {
   process.stderr.write('BENCH_SECONDS must be a number in (0, 15]\n');
@@ -67,24 +66,6 @@ async function runFor(concurrency: number, seconds: number, worker: (loop: numbe
   return { count, elapsedS: (performance.now() - startedAt) / 1000 };
 }
 
-/** Creates a fresh database on the server; returns its URL and how to drop it. */
-async function createBenchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `gw_bench_${randomBytes(5).toString('hex')}`;
-  const admin = await openDatabase({ url: serverUrl, schema: 'public', poolSize: 1 });
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      try {
-        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await admin.close();
-      }
-    },
-  };
-}
 
 const benchDatabase = await createBenchDatabase();
 let failed = false;

@@ -23,11 +23,11 @@
  * dropped), BENCH_USAGE_RECORDS (the large size, default 10,000,000), BENCH_USAGE_SMALL (default
  * 100,000), BENCH_KEEP_DATABASES=1 (keep both databases and print their URLs, to look at plans).
  */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openDatabase, type Database } from '@gateway/db';
+import { createBenchDatabase } from './bench-database.ts';
 import { credit } from '../src/domain/credit.ts';
 import { verifyLedger } from '../src/domain/find-balance-differences.ts';
 import { listUsage } from '../src/domain/list-usage.ts';
@@ -39,7 +39,6 @@ import { seedUsageHistory, type UsageHistoryPlan } from '../src/testing/seed-usa
 import { addMonths, createUsagePartition, maintainUsagePartitions } from '../src/usage-maintenance.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
-const serverUrl = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const largeSize = Number(process.env.BENCH_USAGE_RECORDS ?? '10000000');
 const smallSize = Number(process.env.BENCH_USAGE_SMALL ?? '100000');
 if (!Number.isInteger(largeSize) || !Number.isInteger(smallSize) || smallSize <= 0 || largeSize <= smallSize) {
@@ -53,24 +52,6 @@ const timedOrganisations = organisations.slice(0, heavyOrganisations);
 const models = ['model-a', 'model-b', 'model-c'];
 const monthsBack = 6;
 
-/** Creates a fresh database on the server; returns its URL and how to drop it. */
-async function createBenchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `gw_bench_${randomBytes(5).toString('hex')}`;
-  const admin = await openDatabase({ url: serverUrl, schema: 'public', poolSize: 1 });
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      try {
-        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await admin.close();
-      }
-    },
-  };
-}
 
 /** One timed read at one size. */
 interface Timing {

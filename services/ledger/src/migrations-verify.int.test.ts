@@ -4,12 +4,11 @@
  * migrations and the SQL function sources; then the ledger starts. A changed function file
  * that was not applied is refused the same way.
  */
-import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createLogger } from '@gateway/logger';
 import { SchemaNotCurrentError } from '@gateway/db';
-import { createTestDatabase, serviceTlsEnv, sharedTestPki, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { createTestDatabase, runNodeScript, serviceTlsEnv, sharedTestPki, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLedgerApp } from './app.ts';
 import { loadLedgerConfig } from './config.ts';
@@ -25,17 +24,7 @@ const migrationNames = readdirSync(ledgerMigrationsDir).filter((file) => file.en
 const functionNames = readdirSync(ledgerSqlDir).filter((file) => file.endsWith('.sql')).map((file) => file.replace(/\.sql$/, '')).sort();
 
 /** Runs the migrate CLI as the Job does: its own process, only DATABASE_URL set. */
-function runMigrateCli(databaseUrl: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [migrateCli], { env: { PATH: process.env.PATH ?? '', DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
-    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const runMigrateCli = (databaseUrl: string) => runNodeScript(migrateCli, { DATABASE_URL: databaseUrl });
 
 describe.skipIf(!serverUrl)('LEDGER_MIGRATIONS=verify', async () => {
   const pki = await sharedTestPki();
