@@ -149,4 +149,33 @@ describe('the proxy\'s /metrics', () => {
       expect(text, secret).not.toContain(secret);
     }
   });
+
+  it('counts a client that hangs up before a non-streaming answer as 499 (error_code \'\'), not as a 200 with a first byte', async () => {
+    const chat = { route: '/v1/chat/completions', method: 'POST', model: 'chat' };
+    const { samples: before } = await scrapeWhen(() => true);
+    const countOf = (samples: PrometheusSample[], status: string) => sumSamples(samples, 'gateway_http_requests_total', { ...chat, status });
+    const firstBytes = (samples: PrometheusSample[]) => sumSamples(samples, 'gateway_proxy_time_to_first_byte_seconds_count', { model: 'chat', stream: 'false' });
+
+    // The upstream answers after 1.5 s; the client leaves as soon as the upstream has the request.
+    const hangUp = new AbortController();
+    const answer = fetch(`${proxy.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acme.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'slow [[fake:delay_ms=1500]] [[fake:tag=hang-up]]' }] }),
+      signal: hangUp.signal,
+    });
+    await waitFor(() => world.upstream.requests.some((request) => request.tag === 'hang-up'), 5000, 'the upstream to receive the request');
+    hangUp.abort();
+    await expect(answer).rejects.toThrow();
+
+    await scrapeWhen((scraped) => countOf(scraped, '499') === countOf(before, '499') + 1);
+    // The handler goes on to the upstream's answer and its Settle; then nothing more is counted.
+    await proxy.idle();
+    const { samples } = await scrapeWhen(() => true);
+    expect(sumSamples(samples, 'gateway_http_requests_total', { ...chat, status: '499', error_code: '' }) - countOf(before, '499')).toBe(1);
+    expect(countOf(samples, '200')).toBe(countOf(before, '200'));
+    expect(firstBytes(samples)).toBe(firstBytes(before));
+    expect(sumSamples(samples, 'gateway_http_request_duration_seconds_count', { route: '/v1/chat/completions', model: 'chat', status_class: '4xx' })
+      - sumSamples(before, 'gateway_http_request_duration_seconds_count', { route: '/v1/chat/completions', model: 'chat', status_class: '4xx' })).toBe(1);
+  });
 });

@@ -63,6 +63,8 @@ function resolveModel(snapshot: ConfigSnapshot, organisation: OrganisationEntry,
  */
 function sendJson(res: Response, body: unknown, observer: RequestObserver): void {
   const json = JSON.stringify(body);
+  // A client that hung up was counted (499) when it left: its answer has no first byte to time.
+  if (res.destroyed) return;
   observer.firstByte();
   res.statusCode = 200;
   res.setHeader('content-type', 'application/json; charset=utf-8');

@@ -41,6 +41,13 @@ export function contextOf(res: Response): RequestContext {
 
 const quietPaths = new Set(['/healthz', '/readyz']);
 
+/**
+ * The status a request is counted and logged with when its client went away before any answer
+ * was sent (nginx's "client closed request"; the error catalogue has no code for it, since no
+ * one receives an error: its error_code label is '').
+ */
+export const clientClosedStatus = 499;
+
 function bigintText(value: bigint | undefined): string | undefined {
   return value === undefined ? undefined : value.toString();
 }
@@ -66,18 +73,21 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, te
 
     res.once('close', () => {
       const responseFinished = res.writableFinished;
+      // A client gone before the answer's head left: Node's statusCode is then its default 200,
+      // which would count a hang-up as a success. nginx's 499 says what happened instead.
+      const status = res.headersSent ? res.statusCode : clientClosedStatus;
       // Counted when the response is over (a stream: at its end), before its Settle may have been answered.
-      if (context.observer !== undefined) context.observer.finish(res.statusCode, context.log.errorCode);
-      else if (!quietPaths.has(req.path)) telemetry.unmatchedRequest(req.method, res.statusCode, context.log.errorCode, startedAtMs);
+      if (context.observer !== undefined) context.observer.finish(status, context.log.errorCode);
+      else if (!quietPaths.has(req.path)) telemetry.unmatchedRequest(req.method, status, context.log.errorCode, startedAtMs);
       void (context.work ?? Promise.resolve()).then(() => {
         const { log } = context;
         const level = quietPaths.has(req.path) ? 'debug'
-          : log.errorCode === 'internal_error' ? 'error' : res.statusCode >= 500 ? 'warn' : 'info';
+          : log.errorCode === 'internal_error' ? 'error' : status >= 500 ? 'warn' : 'info';
         // Built only when it will be written: at a level above info (as the bench runs) the
         // line of every successful request was a dozen fields of garbage.
         if (!logger.isLevelEnabled(level)) return;
         const line = {
-          requestId, method: req.method, path: req.path, status: res.statusCode,
+          requestId, method: req.method, path: req.path, status,
           durationMs: Math.round(performance.now() - startedAtMs),
           organisationId: log.organisationId, projectId: log.projectId, model: log.model,
           reservedMicros: bigintText(log.reservedMicros), debitedMicros: bigintText(log.debitedMicros),
