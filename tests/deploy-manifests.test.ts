@@ -426,7 +426,7 @@ describe.each(overlayNames)('overlay %s', (overlay) => {
     }
   });
 
-  it('egress: DNS for all, PostgreSQL for ledger, admin and their migration Jobs, Redis for the proxy, public 443 for the proxy only', () => {
+  it('egress: DNS for all, PostgreSQL for ledger, admin and their migration Jobs, Redis for the proxy, public 443 for proxy and admin, SMTP 465/587 for the admin only', () => {
     const kubeDns: Endpoint = { pod: { labels: { 'k8s-app': 'kube-dns' }, namespace: 'kube-system', namespaceLabels: namespaceLabelsOf('kube-system') } };
     const postgres: Endpoint = { pod: { labels: { 'app.kubernetes.io/name': 'postgresql' }, namespace: 'postgres', namespaceLabels: namespaceLabelsOf('postgres') } };
     const redis: Endpoint = { pod: { labels: { 'app.kubernetes.io/name': 'redis' }, namespace: 'redis', namespaceLabels: namespaceLabelsOf('redis') } };
@@ -435,8 +435,10 @@ describe.each(overlayNames)('overlay %s', (overlay) => {
       expect(connectionAllowed(applied, gatewayPod(role), kubeDns, 53, 'TCP'), `${role} DNS/TCP`).toBe(true);
       expect(connectionAllowed(applied, gatewayPod(role), postgres, 5432), `${role} PostgreSQL`).toBe(role !== 'proxy');
       expect(connectionAllowed(applied, gatewayPod(role), redis, 6379), `${role} Redis`).toBe(role === 'proxy');
-      expect(connectionAllowed(applied, gatewayPod(role), { address: '203.0.113.7' }, 443), `${role} public 443`).toBe(role === 'proxy');
+      expect(connectionAllowed(applied, gatewayPod(role), { address: '203.0.113.7' }, 443), `${role} public 443`).toBe(role !== 'ledger');
+      for (const smtp of [465, 587]) expect(connectionAllowed(applied, gatewayPod(role), { address: '203.0.113.7' }, smtp), `${role} public ${smtp}`).toBe(role === 'admin');
       expect(connectionAllowed(applied, gatewayPod(role), { address: '203.0.113.7' }, 80), `${role} public 80`).toBe(false);
+      expect(connectionAllowed(applied, gatewayPod(role), { address: '203.0.113.7' }, 25), `${role} public 25`).toBe(false);
     }
     for (const job of workloads(applied).filter((workload) => workload.kind === 'Job')) {
       const pod = labelledPod(podLabels(job)[nameLabel]!);
@@ -448,6 +450,8 @@ describe.each(overlayNames)('overlay %s', (overlay) => {
     // The SSRF guard one layer down: no private, loopback, link-local (metadata) or shared range.
     for (const address of ['10.0.0.1', '172.16.5.4', '192.168.1.1', '169.254.169.254', '127.0.0.1', '100.64.0.1']) {
       expect(connectionAllowed(applied, gatewayPod('proxy'), { address }, 443), address).toBe(false);
+      // The admin calls customers' webhook URLs: the same ranges stay closed to it.
+      for (const port of [443, 465, 587]) expect(connectionAllowed(applied, gatewayPod('admin'), { address }, port), `admin ${address}:${port}`).toBe(false);
     }
   });
 });
