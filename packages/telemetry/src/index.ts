@@ -6,7 +6,7 @@ export {
 } from './service-metrics.ts';
 export { startMetricsServer, type MetricsServerOptions } from './metrics-server.ts';
 export {
-  startTracing, tracingOff, tracingRequested, tracesEndpointOf, samplerOf, traceparentOf, traceparentOfSpanContext, spanContextFromTraceparent,
+  startTracing, tracingOff, tracingShutdownTimeoutMs, tracingRequested, tracesEndpointOf, samplerOf, traceparentOf, traceparentOfSpanContext, spanContextFromTraceparent,
   contextFromTraceparent, linksFromTraceparents, requestContextOf, activeTraceparent, withContext, contextWithSpan, activeSpan,
   type ServiceTracing, type TracingEnv, type OutgoingSpanSlot,
 } from './tracing.ts';

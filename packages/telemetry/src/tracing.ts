@@ -46,8 +46,8 @@ export const tracingOff: ServiceTracing = Object.freeze({
   shutdown: async () => {},
 });
 
-/** How long shutdown waits for the last export, ms (a collector that is gone must not hold up a service's stop). */
-const shutdownTimeoutMs = 5_000;
+/** How long shutdown waits for the last export, ms (a collector that is gone must not hold up a service's stop; a service's stop bound counts it). */
+export const tracingShutdownTimeoutMs = 5_000;
 
 /** Whether a variable is set to something (Kubernetes and shells often produce empty strings). */
 function present(env: TracingEnv, name: string): string | undefined {
@@ -197,7 +197,7 @@ export function startTracing(service: ServiceName, env: TracingEnv, logger?: Log
     shutdown() {
       stopped ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
-        const timeout = new Promise<void>((resolve) => { timer = setTimeout(resolve, shutdownTimeoutMs); });
+        const timeout = new Promise<void>((resolve) => { timer = setTimeout(resolve, tracingShutdownTimeoutMs); });
         try {
           await Promise.race([provider.shutdown().catch((error: unknown) => logger?.warn({ err: error }, 'tracing shutdown failed')), timeout]);
         } finally {
