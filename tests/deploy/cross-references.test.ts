@@ -214,8 +214,9 @@ function probeProblems(objects: K8sObject[]): string[] {
 /**
  * Each pod's terminationGracePeriodSeconds exceeds the longest its process can take to stop after
  * the kubelet starts stopping it: the preStop sleep, then its stop bound (SHUTDOWN_GRACE_MS; for
- * the proxy proxyDrainBoundMs, which adds the Settles of streams cut at the grace and the
- * outbox's hand-over), then runServiceProcess's hard-stop margin, after which it exits by itself.
+ * the proxy proxyDrainBoundMs, which adds the Settles of streams cut at the grace, the
+ * outbox's hand-over, the credit grants' closing and tracing's last export), then
+ * runServiceProcess's hard-stop margin, after which it exits by itself.
  */
 function graceProblems(objects: K8sObject[]): string[] {
   const problems: string[] = [];

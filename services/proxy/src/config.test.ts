@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
-import { loadProxyConfig } from './config.ts';
+import { tracingShutdownTimeoutMs } from '@gateway/telemetry';
+import { loadProxyConfig, proxyDrainBoundMs } from './config.ts';
 
 /** The service-identity files every valid configuration names (paths only; nothing is read here). */
 const tls = { GRPC_TLS_CA_FILE: '/tls/ca.crt', GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key' };
@@ -38,5 +39,14 @@ describe('loadProxyConfig', () => {
     const problems = (error as ConfigError).problems;
     expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['ADMIN_GRPC_URL', 'PROXY_CONFIG_MAX_MESSAGE_BYTES', 'PROXY_HTTP_PORT', 'REDIS_URL', 'RESERVE_TTL_MS']);
     expect((error as ConfigError).message).not.toContain('hunter2');
+  });
+});
+
+describe('proxyDrainBoundMs', () => {
+  it('counts every stop step after SIGTERM: grace, cut streams\' Settles, outbox hand-over and flush, grant close, last span export', () => {
+    // 30 s grace + (3 × 5 s + 1 s) Settles + 2 s + 5 s AdjustGrant close + 5 s tracing export.
+    expect(tracingShutdownTimeoutMs).toBe(5_000);
+    expect(proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: 30_000, LEDGER_CALL_TIMEOUT_MS: 5_000 })).toBe(58_000);
+    expect(proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: 0, LEDGER_CALL_TIMEOUT_MS: 1_000 })).toBe(4_000 + 2_000 + 1_000 + 5_000);
   });
 });

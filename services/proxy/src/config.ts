@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { commonEnv, loadConfig, z } from '@gateway/config';
 import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
+import { tracingShutdownTimeoutMs } from '@gateway/telemetry';
 
 const grpcAddress = z.string().regex(/^\S+:\d+$/, 'must be host:port');
 
@@ -97,10 +98,14 @@ export function proxySettleBoundMs(config: Pick<ProxyConfig, 'LEDGER_CALL_TIMEOU
 }
 
 /**
- * The longest the proxy's drain takes after SIGTERM, ms: the grace, the cut streams' settle bound,
- * a second for the outbox's hand-over and a second for the last responses to flush. The process
- * exit and the pod's terminationGracePeriodSeconds are both measured against it.
+ * The longest the proxy's stop takes after SIGTERM, ms: the HTTP drain (the grace, the cut
+ * streams' settle bound, a second for the outbox's hand-over and a second for the last responses
+ * to flush), then the stop steps after it: the credit grants' closing AdjustGrant calls (sent
+ * together, each bounded by LEDGER_CALL_TIMEOUT_MS) and tracing's last export
+ * (tracingShutdownTimeoutMs). The process exit and the pod's terminationGracePeriodSeconds are
+ * both measured against it.
  */
 export function proxyDrainBoundMs(config: Pick<ProxyConfig, 'SHUTDOWN_GRACE_MS' | 'LEDGER_CALL_TIMEOUT_MS'>): number {
-  return config.SHUTDOWN_GRACE_MS + proxySettleBoundMs(config) + 2000;
+  const httpDrainMs = config.SHUTDOWN_GRACE_MS + proxySettleBoundMs(config) + 2000;
+  return httpDrainMs + config.LEDGER_CALL_TIMEOUT_MS + tracingShutdownTimeoutMs;
 }
