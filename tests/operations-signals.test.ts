@@ -229,6 +229,8 @@ const requiredAlerts: readonly [string, string][] = [
   ['GatewayLedgerVerifyDifferences', 'gateway_ledger_verify_differences'],
   ['GatewayLedgerVerifyNotRunning', 'gateway_ledger_verify_last_success_timestamp_seconds'],
   ['GatewayLedgerHoldsPastDeadline', 'gateway_ledger_holds_past_deadline'],
+  // Abandoned Settles seen from the ledger: the proxy's own counter dies with the proxy.
+  ['GatewayLedgerReservationsExpired', 'gateway_ledger_sweeper_expired_total'],
   ['GatewayTargetDown', 'up'],
   ['GatewayLedgerCommitLatencyHigh', 'gateway_ledger_commit_duration_seconds_bucket'],
   ['GatewayRpmRefusalSpike', 'gateway_proxy_rpm_refusals_total'],
