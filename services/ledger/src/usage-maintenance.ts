@@ -1,6 +1,7 @@
 import type { Database, Queryable } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
 import type { LedgerMetrics } from '@gateway/telemetry';
+import { periodicVerifyLockKey } from './periodic-verify-lock.ts';
 
 /**
  * The usage records' monthly partitions (docs/ledger.md, "Usage at volume"; migration 0012):
@@ -33,6 +34,8 @@ export interface UsageMaintenanceReport {
   dropped: string[];
   /** Raw records in the dropped partitions (from their roll-ups' request counts, which Verify checks against them). */
   rowsPruned: bigint;
+  /** Month partitions to create or drop left to the next pass because a periodic verify was running. */
+  deferred: string[];
   /** The month partitions after the pass. */
   partitions: UsagePartitionCounts;
 }
@@ -43,8 +46,14 @@ const partitionNamePattern = /^usage_records_p(\d{4})_(\d{2})$/;
 /** A month as the ledger writes it, e.g. '2026-11'. */
 const monthPattern = /^(\d{4})-(\d{2})$/;
 
-/** How long a pass's DDL waits for a lock before giving up until the next pass, ms: the hot path queues behind a waiting ALTER. */
-const ddlLockTimeoutMs = 2_000;
+/**
+ * How long a pass's DDL waits for a lock before giving up until the next pass, ms: while DROP
+ * TABLE or ATTACH PARTITION waits, every Settle that writes a usage record queues behind it.
+ */
+const ddlLockTimeoutMs = 200;
+
+/** What a step answers when a periodic verify holds its advisory lock: the step waits for the next pass. */
+const deferredForVerify = 'deferred';
 
 /** The partition of a month, e.g. '2026-11' -> `usage_records_p2026_11`. */
 export function usagePartitionName(month: string): string {
@@ -73,11 +82,23 @@ async function monthPartitions(db: Queryable): Promise<string[]> {
   }).sort();
 }
 
-/** Runs `work` in a transaction that holds the partitions' advisory lock (replicas take turns) and gives up on a busy table lock. */
-async function underPartitionLock<T>(db: Database, work: (tx: Queryable) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` in a transaction that holds the partitions' advisory lock (replicas take turns) and
+ * gives up on a busy table lock. It also takes the periodic verify's advisory lock, and when a
+ * verify holds it answers 'deferred' without running `work`: a verify reads usage_retention from
+ * its snapshot, so a month dropped under it would make every roll-up of that month a difference.
+ * Holding it, the step keeps a verify from starting until the step commits (that verify skips its
+ * turn as running elsewhere). DateStyle ISO: the bounds are rendered as text and read back, and
+ * another style (SQL with Asia/Kolkata prints 'IST', which PostgreSQL reads as Israel time) would
+ * shift them.
+ */
+async function underPartitionLock<T>(db: Database, work: (tx: Queryable) => Promise<T>): Promise<T | typeof deferredForVerify> {
   return db.transaction(async (tx) => {
     await tx.query(`SET LOCAL lock_timeout = '${ddlLockTimeoutMs}ms'`);
+    await tx.query("SET LOCAL datestyle = 'ISO, YMD'");
     await tx.query("SELECT pg_advisory_xact_lock(hashtext('ledger usage partitions'))");
+    const { rows } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [periodicVerifyLockKey(db.schema)]);
+    if (!rows[0]?.locked) return deferredForVerify;
     return work(tx);
   });
 }
@@ -86,10 +107,11 @@ async function underPartitionLock<T>(db: Database, work: (tx: Queryable) => Prom
  * Creates the partition of a month unless it exists: a copy of the DEFAULT partition (its columns,
  * checks, defaults and indexes, among them the UNIQUE reservation_id that guards IDEMPOTENCY within
  * the month), filled with the month's records the DEFAULT partition caught, then attached. Answers
- * how many records moved, or undefined when the partition already existed. Maintenance passes call
- * it; so does the usage benchmark for the past months it loads.
+ * how many records moved, undefined when the partition already existed, or 'deferred' when a
+ * periodic verify was running (nothing done). Maintenance passes call it; so does the usage
+ * benchmark for the past months it loads.
  */
-export async function createUsagePartition(db: Database, month: string): Promise<bigint | undefined> {
+export async function createUsagePartition(db: Database, month: string): Promise<bigint | undefined | typeof deferredForVerify> {
   const name = usagePartitionName(month);
   return underPartitionLock(db, async (tx) => {
     if ((await monthPartitions(tx)).includes(month)) return undefined;
@@ -128,9 +150,10 @@ export async function createUsagePartition(db: Database, month: string): Promise
 /**
  * Drops the partition of a month (retention): its raw records go, its roll-ups and every money
  * movement stay, and usage_retention records that raw records are kept only from the next month
- * on. Answers how many records it held (from the roll-ups), or undefined when it did not exist.
+ * on. Answers how many records it held (from the roll-ups), undefined when it did not exist, or
+ * 'deferred' when a periodic verify was running (nothing dropped).
  */
-async function dropMonthPartition(db: Database, month: string): Promise<bigint | undefined> {
+async function dropMonthPartition(db: Database, month: string): Promise<bigint | undefined | typeof deferredForVerify> {
   const name = usagePartitionName(month);
   return underPartitionLock(db, async (tx) => {
     if (!(await monthPartitions(tx)).includes(month)) return undefined;
@@ -154,7 +177,8 @@ async function dropMonthPartition(db: Database, month: string): Promise<bigint |
  * any month a record in the DEFAULT partition belongs to (moving those records there); then,
  * with `retentionMonths` > 0, drops the partitions of months before the current one by more than
  * that. Each step is its own short transaction; a step that cannot get its lock in time fails the
- * pass (the next pass retries) and leaves everything as it was.
+ * pass (the next pass retries) and leaves everything as it was; a step that finds a periodic
+ * verify running is left to the next pass (report.deferred).
  */
 export async function maintainUsagePartitions(db: Database, options: UsagePartitionOptions): Promise<UsageMaintenanceReport> {
   const { rows: [now] } = await db.query<{ month: string }>('SELECT ledger_current_month() AS month');
@@ -166,12 +190,18 @@ export async function maintainUsagePartitions(db: Database, options: UsagePartit
     ...Array.from({ length: options.partitionsAhead + 1 }, (_, step) => addMonths(current, step)),
     ...strayMonths.rows.map((row) => row.month),
   ]);
-  const report: UsageMaintenanceReport = { created: [], movedFromDefault: 0n, dropped: [], rowsPruned: 0n, partitions: { past: 0, current: 0, ahead: 0 } };
+  const report: UsageMaintenanceReport = {
+    created: [], movedFromDefault: 0n, dropped: [], rowsPruned: 0n, deferred: [], partitions: { past: 0, current: 0, ahead: 0 },
+  };
   const existing = new Set(await monthPartitions(db));
   for (const month of [...wanted].sort()) {
     if (existing.has(month)) continue;
     const moved = await createUsagePartition(db, month);
     if (moved === undefined) continue;
+    if (moved === deferredForVerify) {
+      report.deferred.push(usagePartitionName(month));
+      continue;
+    }
     report.created.push(usagePartitionName(month));
     report.movedFromDefault += moved;
   }
@@ -181,6 +211,10 @@ export async function maintainUsagePartitions(db: Database, options: UsagePartit
       if (month >= oldestKept) break;
       const pruned = await dropMonthPartition(db, month);
       if (pruned === undefined) continue;
+      if (pruned === deferredForVerify) {
+        report.deferred.push(usagePartitionName(month));
+        continue;
+      }
       report.dropped.push(usagePartitionName(month));
       report.rowsPruned += pruned;
     }
@@ -228,10 +262,10 @@ export function startUsageMaintenance(options: UsageMaintenanceOptions): UsageMa
   const pass = async (): Promise<UsageMaintenanceReport | undefined> => {
     try {
       const report = await maintainUsagePartitions(database, options);
-      if (report.created.length > 0 || report.dropped.length > 0) {
+      if (report.created.length > 0 || report.dropped.length > 0 || report.deferred.length > 0) {
         logger.info({
           created: report.created, movedFromDefault: report.movedFromDefault.toString(), dropped: report.dropped,
-          rowsPruned: report.rowsPruned.toString(),
+          rowsPruned: report.rowsPruned.toString(), deferredForVerify: report.deferred,
         }, 'usage partitions maintained');
       }
       if (metrics) {
