@@ -55,6 +55,20 @@ describe('service metrics and the /metrics listener', () => {
     }
   });
 
+  it('answers a scrape whose refresh hangs (a database that does not answer), with that refresh\'s last values', async () => {
+    const metrics = createServiceMetrics('admin');
+    let calls = 0;
+    metrics.onCollect(() => {
+      calls += 1;
+      if (calls === 1) { metrics.adminConfigVersion.set(7); return; }
+      return new Promise<void>(() => {}); // never settles
+    });
+    expect(await metrics.render()).toContain('gateway_admin_config_version{service="admin"} 7');
+    // The second scrape's refresh hangs; the scrape still answers, with the value the first one set.
+    expect(await metrics.render()).toContain('gateway_admin_config_version{service="admin"} 7');
+    expect(calls).toBe(2);
+  });
+
   it('keeps two services in one process apart (pnpm start runs all three)', async () => {
     const proxy = createServiceMetrics('proxy');
     const admin = createServiceMetrics('admin');

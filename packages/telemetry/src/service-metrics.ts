@@ -22,8 +22,9 @@ export interface MetricsRegistry {
   registry: Registry;
   /**
    * Registers a refresh that runs before every scrape: gauges that mirror a state (outbox depth,
-   * config staleness) are set from it instead of on every change. A refresh that throws is
-   * skipped for that scrape; the others still run.
+   * config staleness) are set from it instead of on every change. A refresh that throws, or has
+   * not finished within refreshTimeoutMs (a database that hangs), is skipped for that scrape: its
+   * gauges keep their last values and the scrape still answers; the others still run.
    */
   onCollect(refresh: () => void | Promise<void>): void;
   /** Runs the refreshes, then renders every metric in the Prometheus text format. */
@@ -39,6 +40,20 @@ export type ProxyMetrics = ServiceMetrics<'proxy'>;
 export type LedgerMetrics = ServiceMetrics<'ledger'>;
 /** The metrics of the admin. */
 export type AdminMetrics = ServiceMetrics<'admin'>;
+
+/** How long a scrape waits for each onCollect refresh before rendering without it, ms. */
+export const refreshTimeoutMs = 1_000;
+
+/** Runs one refresh, waiting at most refreshTimeoutMs; a late one finishes in the background and sets its gauges then. */
+async function refreshWithin(refresh: () => void | Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => { timer = setTimeout(resolve, refreshTimeoutMs); });
+  try {
+    await Promise.race([Promise.resolve().then(refresh).catch(() => undefined), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Builds the prom-client object of one catalogue entry in a registry. */
 function instantiate(descriptor: MetricDescriptor, registry: Registry): Counter | Gauge | Histogram {
@@ -65,7 +80,7 @@ export function createServiceMetrics<S extends ServiceName>(service: S): Service
     registry,
     onCollect: (refresh: () => void | Promise<void>) => { refreshes.push(refresh); },
     render: async () => {
-      await Promise.allSettled(refreshes.map(async (refresh) => refresh()));
+      await Promise.all(refreshes.map(refreshWithin));
       return registry.metrics();
     },
   } satisfies MetricsRegistry;
