@@ -2,6 +2,7 @@ import type { Database, Queryable } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
 import type { LedgerMetrics } from '@gateway/telemetry';
 import { verifyLedger, type BalanceCheck, type BalanceDifference, type LedgerVerification } from './domain/find-balance-differences.ts';
+import { periodicVerifyLockKey } from './periodic-verify-lock.ts';
 
 /** The metrics the periodic verify sets. */
 type VerifyMetrics = Pick<LedgerMetrics, 'ledgerVerifyDifferences' | 'ledgerVerifyLastSuccess' | 'ledgerVerifyDuration'>;
@@ -74,6 +75,11 @@ function differenceFields(difference: BalanceDifference): Record<string, string>
     ...(difference.projectMonth ? { projectId: difference.projectMonth.projectId, month: difference.projectMonth.month } : {}),
     ...(difference.orphan ? { table: difference.orphan.table, rowId: difference.orphan.rowId, missing: difference.orphan.missing } : {}),
     ...(difference.grantId ? { grantId: difference.grantId } : {}),
+    ...(difference.usageRollup ? {
+      day: difference.usageRollup.day, projectId: difference.usageRollup.projectId, modelSlug: difference.usageRollup.modelSlug,
+      billingMode: difference.usageRollup.billingMode, column: difference.usageRollup.column,
+    } : {}),
+    ...(difference.reservationId ? { reservationId: difference.reservationId } : {}),
   };
 }
 
@@ -98,9 +104,11 @@ async function verifyUnlessRunningElsewhere(
   if (database.kind === 'pglite') return { verification: await verifyLedger(database) };
   try {
     return await database.transaction(async (tx): Promise<VerifyAttempt> => {
+      // Before the first query, which takes the snapshot: a partition dropped by retention is then either gone from it or waits for the run's end.
+      await tx.query('LOCK TABLE usage_records IN ACCESS SHARE MODE');
       const { rows } = await tx.query<{ locked: boolean; pid: number; started: string }>(
         'SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked, pg_backend_pid() AS pid, now()::text AS started',
-        [`gateway-ledger:${database.schema}:periodic-verify`],
+        [periodicVerifyLockKey(database.schema)],
       );
       if (!rows[0]?.locked) return { skipped: 'running_elsewhere' };
       const recent = await tx.query<{ recent: boolean }>(
