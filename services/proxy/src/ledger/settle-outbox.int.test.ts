@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
 import { createLogger } from '@gateway/logger';
+import { requestContextOf, startTracing, traceparentOfSpanContext, withContext, type OutgoingSpanSlot } from '@gateway/telemetry';
 import { startLedgerPeer, type LedgerPeer } from '../test-support/ledger-peer.ts';
 import { waitFor } from '../test-support/proxy-world.ts';
 import { LedgerClient } from './ledger-client.ts';
@@ -108,6 +109,30 @@ describe('SettleOutbox against a ledger peer', () => {
     expect(await outbox.waitForOrganisation('org', 5_000)).toBe(true);
     expect(peer.reservationState('r-wait')).toBe('settled');
     expect((await settled)?.result).toBe(SettleResult.SETTLE_RESULT_OK);
+  });
+
+  it('sends every attempt of a Settle with the traceparent of the step that queued it, after the request\'s work (and its context) has ended', async () => {
+    // Spans are made (valid ids) but none sampled, so nothing is exported to the unused endpoint.
+    const tracing = startTracing('proxy', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLER: 'always_off' });
+    try {
+      const { peer, client, outbox } = await start();
+      expect((await client.reserve(reserveRequest('r-traced'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
+      peer.failNext('settle', 2);
+      // As RequestTrace does: the request's work runs in a context whose slot names its settle step.
+      const server = tracing.tracer.startSpan('POST /v1/chat/completions');
+      const step = tracing.tracer.startSpan('settle');
+      const slot: OutgoingSpanSlot = { span: step };
+      const settled = withContext(requestContextOf(server, slot), () => outbox.settle(settleRequest('r-traced'), owner('r-traced')));
+      // The work is over (RequestTrace.run's finally) before the retries go out.
+      slot.span = undefined;
+      slot.closed = true;
+      expect((await settled)?.result).toBe(SettleResult.SETTLE_RESULT_OK);
+      const expected = traceparentOfSpanContext(step.spanContext());
+      expect(expected).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+      expect(peer.calls.settle.map((request) => request.traceparent)).toEqual([expected, expected, expected]);
+    } finally {
+      await tracing.shutdown();
+    }
   });
 
   it('abandons what is left at shutdown with one replayable error line per entry, and counts them', async () => {

@@ -1,6 +1,7 @@
 import { isTransientResult, ledgerResultTransient, ledgerV1 } from '@gateway/contracts';
 import { fromGrpcError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
+import { activeTraceparent, contextFromTraceparent, withContext } from '@gateway/telemetry';
 
 /** The single-attempt ledger calls the outbox repeats (LedgerClient in production); a failed call throws. */
 export interface OutboxLedger {
@@ -34,6 +35,12 @@ type Entry = {
   owner: OutboxOwner;
   /** Date.now() when it was queued. */
   queuedAtMs: number;
+  /**
+   * The `traceparent` active when it was queued (the request's settle step), carried by every
+   * attempt: a retry runs after the request's work has ended and its trace context with it.
+   * Undefined with tracing off.
+   */
+  traceparent: string | undefined;
   attempts: number;
   /** Why the last attempt did not end it (a call error or a retryable result). */
   lastFailure: string | undefined;
@@ -185,7 +192,7 @@ export class SettleOutbox {
   #fresh(owner: OutboxOwner): Omit<Entry, 'kind' | 'request' | 'resolve'> {
     let markDone = () => {};
     const done = new Promise<void>((resolve) => { markDone = resolve; });
-    return { owner, queuedAtMs: Date.now(), attempts: 0, lastFailure: undefined, abandoned: false, wake: undefined, done, markDone };
+    return { owner, queuedAtMs: Date.now(), traceparent: activeTraceparent(), attempts: 0, lastFailure: undefined, abandoned: false, wake: undefined, done, markDone };
   }
 
   #start(entry: Entry): void {
@@ -214,11 +221,11 @@ export class SettleOutbox {
       entry.attempts += 1;
       try {
         if (entry.kind === 'settle') {
-          const response = await this.#ledger.settle(entry.request);
+          const response = await this.#traced(entry, () => this.#ledger.settle(entry.request));
           if (!isTransientResult(ledgerResultTransient.settle, response.result)) { this.#finish(entry, response); return; }
           entry.lastFailure = `result ${response.result}${response.detail ? ` (${response.detail})` : ''}`;
         } else {
-          const response = await this.#ledger.release(entry.request);
+          const response = await this.#traced(entry, () => this.#ledger.release(entry.request));
           if (!isTransientResult(ledgerResultTransient.release, response.result)) { this.#finish(entry, response); return; }
           entry.lastFailure = `result ${response.result}${response.detail ? ` (${response.detail})` : ''}`;
         }
@@ -237,6 +244,14 @@ export class SettleOutbox {
       });
       entry.wake = undefined;
     }
+  }
+
+  /**
+   * Makes one attempt in the trace context the entry was queued in (its captured traceparent), so
+   * the ledger links the batch that settles it to its request whichever attempt gets through.
+   */
+  #traced<T>(entry: Entry, attempt: () => Promise<T>): Promise<T> {
+    return entry.traceparent === undefined ? attempt() : withContext(contextFromTraceparent(entry.traceparent), attempt);
   }
 
   /** Wait after the n-th failed attempt, ms: initial × 2^(n−1), capped, with equal jitter (half fixed, half random). */
