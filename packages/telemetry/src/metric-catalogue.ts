@@ -141,7 +141,7 @@ export const metricCatalogue = {
   }),
   ledgerCommitDuration: describe({
     name: 'gateway_ledger_commit_duration_seconds', type: 'histogram', services: ['ledger'],
-    help: 'One group-commit transaction from BEGIN to COMMIT, seconds.',
+    help: 'One committed group-commit transaction from BEGIN to COMMIT, seconds (a batch that rolled back as a whole is not observed).',
     labelNames: ['operation'], buckets: latencyBucketsSeconds,
   }),
   ledgerSweeperPasses: describe({

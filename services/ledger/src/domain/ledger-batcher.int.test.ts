@@ -1,4 +1,5 @@
 import { openDatabase, type Database } from '@gateway/db';
+import { createServiceMetrics } from '@gateway/telemetry';
 import { prepareLedgerSchema } from '../ledger-schema.ts';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -163,4 +164,43 @@ describe.skipIf(!serverUrl)('ledger batches (group commit) over PostgreSQL', () 
     await Promise.all(batchers.map((batcher) => batcher.close()));
     expect(await findBalanceDifferences(db)).toEqual([]);
   }, 90_000);
+
+  it('observes only committed transactions: a batch that rolled back as a whole is not counted, its operations retried alone are', async () => {
+    const org = 'org-rolled-back-batch';
+    await openAccount(db, org);
+    await credit(db, { creditId: 'fund-rolled-back-batch', organisationId: org, amountMicros: 10_000_000n, reason: '' });
+    // The database as the batcher sees it: the first batch waits until released, the second fails
+    // as a whole (a stand-in for a connection lost mid-batch), the rest go through.
+    let batchCalls = 0;
+    let releaseFirst!: () => void;
+    const firstReleased = new Promise<void>((resolve) => { releaseFirst = resolve; });
+    const failingOnce: Database = {
+      ...db,
+      query: async (text, params) => {
+        if (text.includes('ledger_apply_batch')) {
+          batchCalls += 1;
+          if (batchCalls === 1) await firstReleased;
+          if (batchCalls === 2) throw new Error('connection lost (test)');
+        }
+        return db.query(text, params);
+      },
+    };
+    const metrics = createServiceMetrics('ledger');
+    const batcher = createLedgerBatcher(failingOnce, { metrics, maxBatchesInFlight: 1 });
+    const first = reserve(batcher, reserveInput('r-rb-1', org, 100_000n));
+    // Queued behind the first: one batch of two once it is released.
+    const others = [reserve(batcher, reserveInput('r-rb-2', org, 100_000n)), reserve(batcher, reserveInput('r-rb-3', org, 100_000n))];
+    releaseFirst();
+    for (const outcome of await Promise.all([first, ...others])) expect(outcome.result).toBe('ok');
+    await batcher.close();
+    expect(batchCalls).toBe(4);
+    const observed = async (metricName: string) => (await metrics.ledgerBatchSize.get()).values
+      .find((value) => value.metricName === metricName && value.labels.operation === 'reserve')?.value;
+    // Three commits of one Reserve each; the rolled-back batch of two is not among them.
+    expect(await observed('gateway_ledger_batch_size_count')).toBe(3);
+    expect(await observed('gateway_ledger_batch_size_sum')).toBe(3);
+    const durations = (await metrics.ledgerCommitDuration.get()).values
+      .find((value) => value.metricName === 'gateway_ledger_commit_duration_seconds_count' && value.labels.operation === 'reserve');
+    expect(durations?.value).toBe(3);
+  }, 60_000);
 });

@@ -81,17 +81,17 @@ export function createLedgerBatcher(db: Database, options: LedgerBatcherOptions 
   let markIdle: () => void = () => undefined;
 
   // One database transaction (one statement, one commit), timed and sized when metrics are given.
+  // Only a committed transaction is observed: a batch that rolled back as a whole is not a commit,
+  // and its operations are observed again when they are retried (and commit) alone.
   const apply = async (operations: LedgerOperation[]): Promise<LedgerOperationAnswer[]> => {
     const { metrics } = options;
     if (!metrics) return applyLedgerOperations(db, operations);
     const startedAt = performance.now();
-    try {
-      return await applyLedgerOperations(db, operations);
-    } finally {
-      const operation = batchOperationLabel(operations);
-      metrics.ledgerBatchSize.observe({ operation }, operations.length);
-      metrics.ledgerCommitDuration.observe({ operation }, (performance.now() - startedAt) / 1000);
-    }
+    const answers = await applyLedgerOperations(db, operations);
+    const operation = batchOperationLabel(operations);
+    metrics.ledgerBatchSize.observe({ operation }, operations.length);
+    metrics.ledgerCommitDuration.observe({ operation }, (performance.now() - startedAt) / 1000);
+    return answers;
   };
 
   const settleOne = (pending: Pending, answer: LedgerOperationAnswer) => {
