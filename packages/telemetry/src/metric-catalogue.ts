@@ -208,7 +208,7 @@ export const metricCatalogue = {
   }),
   adminAlertDeliveries: describe({
     name: 'gateway_admin_alert_deliveries_total', type: 'counter', services: ['admin'],
-    help: 'Alert delivery attempts by channel (email, webhook) and outcome (delivered, failed: retried later or given up).',
+    help: 'Alert delivery attempts by channel (email, webhook) and outcome: delivered; failed (the send failed: mail relay error, webhook endpoint error or timeout; retried later or given up); undeliverable (nothing to send to: no owner email, email off, alert or webhook gone, address refused).',
     labelNames: ['channel', 'outcome'],
   }),
 } as const satisfies Record<string, MetricDescriptor>;

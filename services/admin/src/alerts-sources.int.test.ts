@@ -246,5 +246,10 @@ describePg('alerts from the ledger and the balance', () => {
         .filter((entry) => entry.channel === 'email').map((entry) => [entry.state, entry.attempts.map((attempt) => attempt.error)]);
       expect(states).toEqual([['failed', ['no_recipients']], ['failed', ['no_recipients']], ['failed', ['no_recipients']]]);
     }, waitLong);
+    // Nothing to send to is undeliverable, not a failing relay: GatewayAlertEmailFailing watches `failed` only.
+    const emailAttempts = async (outcome: string) => (await admin.app.metrics.adminAlertDeliveries.get()).values
+      .filter((value) => value.labels.channel === 'email' && value.labels.outcome === outcome).reduce((sum, value) => sum + value.value, 0);
+    expect(await emailAttempts('undeliverable')).toBeGreaterThanOrEqual(3);
+    expect(await emailAttempts('failed')).toBe(0);
   });
 });

@@ -29,9 +29,17 @@ export interface AlertJobsDeps {
   sender: WebhookSender;
   /** Undefined when SMTP_URL / SMTP_FROM are not set: alerts are then not emailed. */
   mailer: Mailer | undefined;
-  /** Told of each delivery attempt once recorded: its channel and whether it delivered (the admin's alert metrics). */
-  onDeliveryAttempt?: ((channel: ClaimedDelivery['channel'], delivered: boolean) => void) | undefined;
+  /** Told of each delivery attempt once recorded: its channel and outcome (the admin's alert metrics). */
+  onDeliveryAttempt?: ((channel: ClaimedDelivery['channel'], outcome: DeliveryAttemptOutcome) => void) | undefined;
 }
+
+/**
+ * What one delivery attempt came to: delivered; failed, when the send itself failed (the mail
+ * relay refused or was unreachable, the webhook endpoint errored or timed out); or undeliverable,
+ * when there was nothing to send to and no send was made (no owner email, email off, the alert or
+ * webhook gone, a refused address). Only `failed` says the sending path is broken.
+ */
+export type DeliveryAttemptOutcome = 'delivered' | 'failed' | 'undeliverable';
 
 /** The context a webhook's signing secret is sealed with: a sealed value copied to another organisation does not open. */
 export function webhookSecretContext(organisationId: string): string {
@@ -217,7 +225,8 @@ async function attemptDelivery(deps: AlertJobsDeps, claimed: ClaimedDelivery): P
     { baseMs: deps.config.ALERT_RETRY_BASE_MS, windowMs: deps.config.ALERT_RETRY_WINDOW_MS }, claimed.firstAttemptAt, finishedAt, claimed.attempt,
   );
   await recordAttempt(deps.db, claimed, outcome, next);
-  deps.onDeliveryAttempt?.(claimed.channel, outcome.delivered);
+  // A final failure decided before any send (finalFailure) is undeliverable, not a failing relay or endpoint.
+  deps.onDeliveryAttempt?.(claimed.channel, outcome.delivered ? 'delivered' : outcome.final ? 'undeliverable' : 'failed');
   const log = {
     deliveryId: claimed.id, alertId: claimed.alertId, organisationId: claimed.organisationId, channel: claimed.channel, attempt: claimed.attempt,
     statusCode: outcome.statusCode, errorClass: outcome.errorClass, durationMs: outcome.durationMs,

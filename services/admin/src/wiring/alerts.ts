@@ -9,7 +9,7 @@ import { startPeriodicJob } from './periodic-job.ts';
 export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender' | 'mailer'> {
   /** Resolves webhook host names for the connect-time SSRF check; default the system resolver. */
   resolveHost?: HostResolver | undefined;
-  /** Where each delivery attempt is counted, by channel and outcome (delivered, failed); none: not counted. */
+  /** Where each delivery attempt is counted, by channel and outcome (delivered, failed, undeliverable); none: not counted. */
   metrics?: Pick<AdminMetrics, 'adminAlertDeliveries'> | undefined;
 }
 
@@ -26,7 +26,7 @@ export function startAlertWorkers(deps: AlertWorkersDeps): { close(): Promise<vo
   const { metrics } = deps;
   const jobs: AlertJobsDeps = {
     ...deps, sender, mailer: createMailer(config),
-    onDeliveryAttempt: metrics && ((channel, delivered) => { metrics.adminAlertDeliveries.inc({ channel, outcome: delivered ? 'delivered' : 'failed' }); }),
+    onDeliveryAttempt: metrics && ((channel, outcome) => { metrics.adminAlertDeliveries.inc({ channel, outcome }); }),
   };
   const failureMessage = 'alert worker pass failed; retried at the next interval';
   const worker = (name: string, intervalMs: number, run: () => Promise<unknown>) =>
