@@ -46,7 +46,7 @@ const quietPaths = new Set(['/healthz', '/readyz']);
  * was sent (nginx's "client closed request"; the error catalogue has no code for it, since no
  * one receives an error: its error_code label is '').
  */
-export const clientClosedStatus = 499;
+const clientClosedStatus = 499;
 
 function bigintText(value: bigint | undefined): string | undefined {
   return value === undefined ? undefined : value.toString();
