@@ -60,6 +60,16 @@ describe.skipIf(!serverUrl)('admin /metrics', () => {
     for (const route of routes) expect(route === 'unmatched' || route!.startsWith('/')).toBe(true);
   });
 
+  it('exports the series the payment and alert-email alerts watch at 0 from the start, so increase() sees their first event', async () => {
+    const { text } = await scrape();
+    for (const kind of ['webhook', 'checkout', 'reconciliation']) {
+      expect(text).toContain(`gateway_admin_payment_events_total{kind="${kind}",outcome="mismatch",service="admin"} 0`);
+    }
+    for (const outcome of ['delivered', 'failed']) {
+      expect(text).toContain(`gateway_admin_alert_deliveries_total{channel="email",outcome="${outcome}",service="admin"}`);
+    }
+  });
+
   it('counts payment webhooks by outcome', async () => {
     const before = (await scrape()).samples;
     const body = JSON.stringify({ event: 'subscription.charged', payload: {} });

@@ -135,10 +135,12 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
    * Puts a captured payment of the wrong amount or currency on the record, once per payment (under
    * the top-up's row lock, the caller's transaction), and warns the operators: the top-up stays
    * unpaid and nothing is credited or refunded automatically — whether to refund, or to credit by
-   * hand, is a person's decision (docs/payments.md). Amounts in paise.
+   * hand, is a person's decision (docs/payments.md). Amounts in paise. Returns the warning to give
+   * once the transaction has committed (undefined when the payment was already on the record): a
+   * transaction retried on a deadlock must not warn or count twice.
    */
-  async function recordAmountMismatch(tx: Queryable, topUp: TopUp, payment: ProviderPayment, cause: TopUpCause): Promise<void> {
-    if (await hasTransitionForPayment(tx, topUp.id, amountMismatchCause, payment.id)) return;
+  async function recordAmountMismatch(tx: Queryable, topUp: TopUp, payment: ProviderPayment, cause: TopUpCause): Promise<(() => void) | undefined> {
+    if (await hasTransitionForPayment(tx, topUp.id, amountMismatchCause, payment.id)) return undefined;
     await recordTransition(tx, {
       topUpId: topUp.id, from: topUp.state, to: topUp.state, cause: amountMismatchCause,
       details: {
@@ -146,11 +148,13 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
         received_paise: payment.amountPaise.toString(), received_currency: payment.currency,
       },
     });
-    logger?.warn({
-      topUpId: topUp.id, organisationId: topUp.organisationId, paymentId: payment.id, orderId: payment.orderId,
-      expectedPaise: topUp.pricePaise.toString(), expectedCurrency: 'INR', receivedPaise: payment.amountPaise.toString(), receivedCurrency: payment.currency,
-    }, 'top-up: captured payment does not match the order\'s amount or currency; not credited, not refunded (a person decides)');
-    deps.onAmountMismatch?.(cause);
+    return () => {
+      logger?.warn({
+        topUpId: topUp.id, organisationId: topUp.organisationId, paymentId: payment.id, orderId: payment.orderId,
+        expectedPaise: topUp.pricePaise.toString(), expectedCurrency: 'INR', receivedPaise: payment.amountPaise.toString(), receivedCurrency: payment.currency,
+      }, 'top-up: captured payment does not match the order\'s amount or currency; not credited, not refunded (a person decides)');
+      deps.onAmountMismatch?.(cause);
+    };
   }
 
   /**
@@ -164,7 +168,10 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
   async function recordCapturedPayment(
     payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string },
   ): Promise<{ topUpId: string | undefined; repeated: boolean }> {
-    return db.transaction(async (tx) => {
+    // Set by the attempt that commits (each retry starts afresh), given after the commit.
+    let warnMismatch: (() => void) | undefined;
+    const recorded = await db.transaction(async (tx) => {
+      warnMismatch = undefined;
       if (event !== undefined && !await recordWebhookEvent(tx, event.id, event.type)) {
         // A repeated delivery: nothing is applied again, but an unfinished settlement may be finished.
         return { topUpId: (await findTopUpByOrder(tx, payment.orderId))?.id, repeated: true };
@@ -174,7 +181,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       if (topUp.providerPaymentId === null) {
         // Orders fix the amount, so a capture of another amount or currency is not ours to credit.
         if (payment.amountPaise !== topUp.pricePaise || payment.currency !== 'INR') {
-          await recordAmountMismatch(tx, topUp, payment, cause);
+          warnMismatch = await recordAmountMismatch(tx, topUp, payment, cause);
           return { topUpId: topUp.id, repeated: false };
         }
         if (!canMove(topUp.state, 'paid')) return { topUpId: topUp.id, repeated: false };
@@ -187,6 +194,8 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       }
       return { topUpId: topUp.id, repeated: false };
     });
+    warnMismatch?.();
+    return recorded;
   }
 
   /**

@@ -24,6 +24,11 @@ export function startAlertWorkers(deps: AlertWorkersDeps): { close(): Promise<vo
     timeoutMs: config.ALERT_WEBHOOK_TIMEOUT_MS, allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolve: deps.resolveHost,
   });
   const { metrics } = deps;
+  // Every series the alert rules watch exists from the start at 0: increase() cannot see the
+  // first increment of a series that appears with it (GatewayAlertEmailFailing).
+  for (const channel of ['email', 'webhook'] as const) {
+    for (const outcome of ['delivered', 'failed', 'undeliverable'] as const) metrics?.adminAlertDeliveries.inc({ channel, outcome }, 0);
+  }
   const jobs: AlertJobsDeps = {
     ...deps, sender, mailer: createMailer(config),
     onDeliveryAttempt: metrics && ((channel, outcome) => { metrics.adminAlertDeliveries.inc({ channel, outcome }); }),

@@ -35,8 +35,16 @@ function paymentEventKind(cause: TopUpCause): string {
   return cause === 'reconciliation' ? 'reconciliation' : 'other';
 }
 
-/** Counts a captured payment newly recorded as not matching its order (`outcome=mismatch`), by the signal that brought it. */
+/** Every `kind` paymentEventKind answers. */
+const paymentEventKinds = ['webhook', 'checkout', 'reconciliation', 'other'] as const;
+
+/**
+ * Counts a captured payment newly recorded as not matching its order (`outcome=mismatch`), by the
+ * signal that brought it. Each kind's series starts at 0 at once: Prometheus' increase() (the
+ * GatewayPaymentMismatch alert) cannot see the first increment of a series that appears with it.
+ */
 export function countPaymentMismatch(metrics: PaymentMetrics): (cause: TopUpCause) => void {
+  for (const kind of paymentEventKinds) metrics.adminPaymentEvents.inc({ kind, outcome: 'mismatch' }, 0);
   return (cause) => { metrics.adminPaymentEvents.inc({ kind: paymentEventKind(cause), outcome: 'mismatch' }); };
 }
 
