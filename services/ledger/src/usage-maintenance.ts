@@ -219,12 +219,21 @@ export async function maintainUsagePartitions(db: Database, options: UsagePartit
       report.rowsPruned += pruned;
     }
   }
-  for (const month of await monthPartitions(db)) {
-    if (month < current) report.partitions.past++;
-    else if (month === current) report.partitions.current++;
-    else report.partitions.ahead++;
-  }
+  report.partitions = await countUsagePartitions(db);
   return report;
+}
+
+/** The month partitions that exist now, by where they stand against the current month (read-only: two catalogue reads). */
+export async function countUsagePartitions(db: Queryable): Promise<UsagePartitionCounts> {
+  const { rows: [now] } = await db.query<{ month: string }>('SELECT ledger_current_month() AS month');
+  const current = now!.month;
+  const counts: UsagePartitionCounts = { past: 0, current: 0, ahead: 0 };
+  for (const month of await monthPartitions(db)) {
+    if (month < current) counts.past++;
+    else if (month === current) counts.current++;
+    else counts.ahead++;
+  }
+  return counts;
 }
 
 /** How the periodic maintenance runs. */
@@ -233,8 +242,11 @@ export interface UsageMaintenanceOptions extends UsagePartitionOptions {
   logger: Logger;
   /** Pause between passes, ms (default one hour: a month's partition is due weeks ahead). */
   intervalMs?: number;
-  /** Where the partitions gauge and the pruned-rows counter go. */
-  metrics?: Pick<LedgerMetrics, 'ledgerUsagePartitions' | 'ledgerUsageRowsPruned'>;
+  /**
+   * Where the partitions gauge and the pruned-rows counter go. The gauge is read from the catalogue
+   * at every scrape (onCollect), so it shows the partitions that exist even while passes fail.
+   */
+  metrics?: Pick<LedgerMetrics, 'ledgerUsagePartitions' | 'ledgerUsageRowsPruned' | 'onCollect'>;
 }
 
 /** A running maintenance. */
@@ -259,6 +271,15 @@ export function startUsageMaintenance(options: UsageMaintenanceOptions): UsageMa
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<UsageMaintenanceReport | undefined> = Promise.resolve(undefined);
 
+  const setPartitions = (counts: UsagePartitionCounts) => {
+    for (const [state, count] of Object.entries(counts)) metrics?.ledgerUsagePartitions.set({ state }, count);
+  };
+  // A failing pass must not freeze the gauge at its last good value (GatewayUsagePartitionsAheadLow
+  // could then never fire): each scrape counts the partitions that exist (the scrape bounds the wait).
+  metrics?.onCollect(async () => {
+    if (!stopped) setPartitions(await countUsagePartitions(database));
+  });
+
   const pass = async (): Promise<UsageMaintenanceReport | undefined> => {
     try {
       const report = await maintainUsagePartitions(database, options);
@@ -269,7 +290,7 @@ export function startUsageMaintenance(options: UsageMaintenanceOptions): UsageMa
         }, 'usage partitions maintained');
       }
       if (metrics) {
-        for (const [state, count] of Object.entries(report.partitions)) metrics.ledgerUsagePartitions.set({ state }, count);
+        setPartitions(report.partitions);
         // A counter takes a JS number; observation only, never money.
         if (report.rowsPruned > 0n) metrics.ledgerUsageRowsPruned.inc(Number(report.rowsPruned));
       }
