@@ -20,6 +20,7 @@ import { settle, type SettleInput } from './domain/settle.ts';
 import { summarizeUsage, type SummarizeUsageInput, type UsageSummaryRowView } from './domain/summarize-usage.ts';
 import { ledgerMigrationsDir, prepareLedgerSchema } from './ledger-schema.ts';
 import { seedUsageHistory } from './testing/seed-usage-history.ts';
+import { periodicVerifyLockKey } from './periodic-verify-lock.ts';
 import { addMonths, maintainUsagePartitions, startUsageMaintenance, usagePartitionName } from './usage-maintenance.ts';
 
 const serverUrl = testPostgresUrl();
@@ -359,7 +360,58 @@ describe.each(backends)('usage at volume over %s', (backend) => {
     const keptRecords = [await countIn(months[2]!), await countIn(months[3]!)];
     expect(droppedRecords).toBe(600n);
 
+    // The seeded months wait in DEFAULT; a pass without retention gives them their partitions.
+    expect((await maintainUsagePartitions(db, { partitionsAhead: 1, retentionMonths: 0 })).created).toEqual(months.map(usagePartitionName));
+    if (backend === 'postgres') {
+      // A CLI verify that has taken its snapshot (its first queries ran) and not yet read the raw
+      // records: the drop must not commit under it (it would pair the old usage_retention with the
+      // month's partition gone: every roll-up of the month a difference). The DROP waits for the
+      // verify's lock for lock_timeout and the pass fails, changing nothing; the verify agrees.
+      let reachedRollups!: () => void;
+      const atRollups = new Promise<void>((resolve) => { reachedRollups = resolve; });
+      let resume!: () => void;
+      const resumed = new Promise<void>((resolve) => { resume = resolve; });
+      const pausing: Database = {
+        ...db,
+        transaction: (work, options) => db.transaction((tx) => work({
+          exec: (script) => tx.exec(script),
+          query: async (text, params) => {
+            if (text.includes('FROM usage_daily GROUP BY organisation_id')) {
+              reachedRollups();
+              await resumed;
+            }
+            return tx.query(text, params);
+          },
+        }), options),
+      };
+      const verifying = verifyLedger(pausing);
+      await atRollups;
+      await expect(maintainUsagePartitions(db, { partitionsAhead: 1, retentionMonths: 2 })).rejects.toThrow(/lock timeout/);
+      resume();
+      expect((await verifying).differences).toEqual([]);
+      expect(await countIn(months[0]!)).toBe(300n);
+
+      // A periodic verify holds its advisory lock for its whole run: the pass leaves the drops to the next pass.
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => { release = resolve; });
+      let holding!: () => void;
+      const held = new Promise<void>((resolve) => { holding = resolve; });
+      const periodicVerify = db.transaction(async (tx) => {
+        await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [periodicVerifyLockKey(db.schema)]);
+        holding();
+        await released;
+      });
+      await held;
+      expect(await maintainUsagePartitions(db, { partitionsAhead: 1, retentionMonths: 2 })).toMatchObject({
+        dropped: [], rowsPruned: 0n, deferred: [usagePartitionName(months[0]!), usagePartitionName(months[1]!)],
+      });
+      release();
+      await periodicVerify;
+      expect(await countIn(months[0]!)).toBe(300n);
+    }
+
     const report = await maintainUsagePartitions(db, { partitionsAhead: 1, retentionMonths: 2 });
+    expect(report.deferred).toEqual([]);
     expect(report.dropped).toEqual([usagePartitionName(months[0]!), usagePartitionName(months[1]!)]);
     expect(report.rowsPruned).toBe(droppedRecords);
     expect(report.partitions).toEqual({ past: 2, current: 1, ahead: 1 });
