@@ -425,6 +425,13 @@ describe.each(backends)('usage at volume over %s', (backend) => {
     // where they are kept and finds nothing.
     expect(await snapshot()).toEqual(kept.before);
     expect(await monthSummaries()).toEqual(kept.summaries);
+    // A window whose edge days are partial days of a dropped month widens to those whole days (from
+    // their roll-ups) instead of counting them as 0: here, exactly the dropped month.
+    const hourMs = 3_600_000n;
+    expect(await summarizeUsage(db, {
+      organisationId: '', allOrganisations: true, groupByProject: true, projectId: '',
+      fromMs: (await monthStartMs(db, months[0]!)) + 12n * hourMs, toMs: (await monthStartMs(db, months[1]!)) - hourMs,
+    })).toEqual(kept.summaries[0]);
     expect((await verifyLedger(db)).differences).toEqual([]);
     expect(await maintainUsagePartitions(db, { partitionsAhead: 1, retentionMonths: 2 })).toMatchObject({ dropped: [], rowsPruned: 0n });
 

@@ -109,6 +109,11 @@ export function splitUsageWindow(fromMs: bigint, toMs: bigint): UsageWindowSplit
   };
 }
 
+/** The first and last Asia/Kolkata days a raw range touches, e.g. ['2026-11-21', '2026-11-21']. */
+function rangeDays(range: { fromMs: bigint; toMs: bigint }): [string, string] {
+  return [istDate(istDayStartMs(range.fromMs)), istDate(istDayStartMs(range.toMs - 1n))];
+}
+
 /** An instant in ms as the ISO text a timestamptz parameter takes. */
 const isoOf = (instantMs: bigint): string => new Date(Number(instantMs)).toISOString();
 
@@ -116,8 +121,10 @@ const isoOf = (instantMs: bigint): string => new Date(Number(instantMs)).toISOSt
  * Aggregates an organisation's usage by calendar day in Asia/Kolkata and model, ordered by day
  * then model, for reports. Whole days come from the daily roll-ups (usage_daily), the partial
  * days at the window's edges from the raw records (their month partitions only), so the answer
- * costs the same at any volume of records. Sums are computed as numeric and read back as exact
- * integers. Throws InvalidQueryError for bad input.
+ * costs the same at any volume of records. A partial edge day before usage_retention's
+ * raw_from_day (its raw records were dropped) is answered whole from its roll-ups: the window
+ * widens to that day rather than count it as 0. Sums are computed as numeric and read back as
+ * exact integers. Throws InvalidQueryError for bad input.
  */
 export async function summarizeUsage(db: Queryable, input: SummarizeUsageInput): Promise<UsageSummaryRowView[]> {
   const problems = problemsOf(
@@ -145,8 +152,10 @@ export async function summarizeUsage(db: Queryable, input: SummarizeUsageInput):
        SELECT day, model_slug, organisation_id, project_id, billing_mode, requests, input_tokens, output_tokens, cost_micros,
          provider_cost_micros, debited_micros
        FROM usage_daily
-       WHERE $5::boolean AND ($3::boolean OR organisation_id = $1) AND ($2::text = '' OR project_id = $2)
-         AND ($6::date IS NULL OR day >= $6::date) AND ($7::date IS NULL OR day < $7::date)
+       WHERE ($3::boolean OR organisation_id = $1) AND ($2::text = '' OR project_id = $2)
+         AND (($5::boolean AND ($6::date IS NULL OR day >= $6::date) AND ($7::date IS NULL OR day < $7::date))
+           OR ($8::boolean AND day < (SELECT raw_from_day FROM usage_retention)
+             AND ((day >= $13::date AND day <= $14::date) OR (day >= $15::date AND day <= $16::date))))
        UNION ALL
        SELECT (created_at AT TIME ZONE 'Asia/Kolkata')::date, model_slug, organisation_id, project_id, billing_mode, 1,
          input_tokens, output_tokens, cost_micros, provider_cost_micros, debited_micros
@@ -154,6 +163,8 @@ export async function summarizeUsage(db: Queryable, input: SummarizeUsageInput):
        WHERE $8::boolean AND ($3::boolean OR organisation_id = $1) AND ($2::text = '' OR project_id = $2)
          AND ((created_at >= $9::timestamptz AND created_at < $10::timestamptz)
            OR (created_at >= $11::timestamptz AND created_at < $12::timestamptz))
+         -- The days before raw_from_day came whole from the roll-ups above.
+         AND created_at >= coalesce((SELECT raw_from_day FROM usage_retention)::timestamp AT TIME ZONE 'Asia/Kolkata', '-infinity')
      ) AS usage
      GROUP BY 1, 2, 3, 4, 5
      HAVING sum(requests) > 0
@@ -161,7 +172,8 @@ export async function summarizeUsage(db: Queryable, input: SummarizeUsageInput):
     [input.organisationId, input.projectId, input.allOrganisations, input.groupByProject,
       split.hasWholeDays, split.wholeDaysFrom, split.wholeDaysTo, firstRaw !== undefined,
       firstRaw ? isoOf(firstRaw.fromMs) : null, firstRaw ? isoOf(firstRaw.toMs) : null,
-      secondRaw ? isoOf(secondRaw.fromMs) : null, secondRaw ? isoOf(secondRaw.toMs) : null],
+      secondRaw ? isoOf(secondRaw.fromMs) : null, secondRaw ? isoOf(secondRaw.toMs) : null,
+      ...(firstRaw ? rangeDays(firstRaw) : [null, null]), ...(secondRaw ? rangeDays(secondRaw) : [null, null])],
   );
   return rows.map((row) => ({
     organisationId: row.organisation_id, projectId: row.project_id, billingMode: row.billing_mode === '' ? null : row.billing_mode,
