@@ -513,6 +513,31 @@ describe.each(backends)('usage at volume over %s', (backend) => {
   }, 60_000);
 });
 
+describe.runIf(serverUrl)('usage maintenance over PostgreSQL with a non-ISO DateStyle', () => {
+  it('bounds a new month partition at Asia/Kolkata midnight whatever the session DateStyle and time zone', async () => {
+    const testDatabase = await createTestDatabase(serverUrl!);
+    const migrating = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 2 });
+    let db: Database | undefined;
+    try {
+      await prepareLedgerSchema(migrating);
+      // SQL style prints Asia/Kolkata as 'IST', which PostgreSQL reads back as Israel time (+02).
+      const { rows: [name] } = await migrating.query<{ name: string }>('SELECT current_database() AS name');
+      await migrating.query(`ALTER DATABASE "${name!.name}" SET datestyle = 'SQL, DMY'`);
+      await migrating.query(`ALTER DATABASE "${name!.name}" SET timezone = 'Asia/Kolkata'`);
+      db = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 2 });
+      const next = addMonths(await currentMonth(db), 1);
+      await db.query(`DROP TABLE ${usagePartitionName(next)}`);
+      expect((await maintainUsagePartitions(db, { partitionsAhead: 1, retentionMonths: 0 })).created).toEqual([usagePartitionName(next)]);
+      await insertRawRecord(db, 'first-half-hour', `${next}-01T00:30:00+05:30`);
+      expect(await partitionsOf(db, 'first-half-hour')).toEqual([usagePartitionName(next)]);
+    } finally {
+      await db?.close();
+      await migrating.close();
+      await testDatabase.drop();
+    }
+  }, 60_000);
+});
+
 /** The summary as SummarizeUsage computed it before migration 0012: one aggregate over the raw records. */
 async function summaryBefore0012(db: Database, input: SummarizeUsageInput): Promise<UsageSummaryRowView[]> {
   const { rows } = await db.query<Record<string, string>>(
