@@ -42,7 +42,7 @@ export type LedgerMetrics = ServiceMetrics<'ledger'>;
 export type AdminMetrics = ServiceMetrics<'admin'>;
 
 /** How long a scrape waits for each onCollect refresh before rendering without it, ms. */
-export const refreshTimeoutMs = 1_000;
+const refreshTimeoutMs = 1_000;
 
 /** Runs one refresh, waiting at most refreshTimeoutMs; a late one finishes in the background and sets its gauges then. */
 async function refreshWithin(refresh: () => void | Promise<void>): Promise<void> {

@@ -224,7 +224,7 @@ export async function maintainUsagePartitions(db: Database, options: UsagePartit
 }
 
 /** The month partitions that exist now, by where they stand against the current month (read-only: two catalogue reads). */
-export async function countUsagePartitions(db: Queryable): Promise<UsagePartitionCounts> {
+async function countUsagePartitions(db: Queryable): Promise<UsagePartitionCounts> {
   const { rows: [now] } = await db.query<{ month: string }>('SELECT ledger_current_month() AS month');
   const current = now!.month;
   const counts: UsagePartitionCounts = { past: 0, current: 0, ahead: 0 };

@@ -39,7 +39,7 @@ export interface AlertJobsDeps {
  * when there was nothing to send to and no send was made (no owner email, email off, the alert or
  * webhook gone, a refused address). Only `failed` says the sending path is broken.
  */
-export type DeliveryAttemptOutcome = 'delivered' | 'failed' | 'undeliverable';
+type DeliveryAttemptOutcome = 'delivered' | 'failed' | 'undeliverable';
 
 /** The context a webhook's signing secret is sealed with: a sealed value copied to another organisation does not open. */
 export function webhookSecretContext(organisationId: string): string {
