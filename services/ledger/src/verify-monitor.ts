@@ -217,7 +217,9 @@ export function startVerifyMonitor(options: VerifyMonitorOptions): VerifyMonitor
     async stop() {
       stopped = true;
       clearTimeout(timer);
-      if (running === undefined) return;
+      // Taken now: the run clears `running` as soon as it ends, which the cancel below may cause.
+      const current = running;
+      if (current === undefined) return;
       const cancelling = inProgress;
       if (cancelling) {
         // A pooled connection sends the cancel; it names the verify's transaction, so a connection
@@ -228,7 +230,7 @@ export function startVerifyMonitor(options: VerifyMonitorOptions): VerifyMonitor
           [cancelling.backendPid, cancelling.transactionStart],
         ).catch(() => undefined), stopWaitMs);
       }
-      await withinMs(running, stopWaitMs);
+      await withinMs(current, stopWaitMs);
     },
   };
 }
