@@ -3,3 +3,4 @@ export { openDatabase, type Database, type DatabaseOptions, type Queryable, type
 export { migrate, readMigrationStatus, readMigrations, readSupersededChecksums, supersededChecksumsFile, type Migration, type MigrationStatus, type SupersededChecksum } from './migrate.ts';
 export { applySqlSources, pendingSqlSources, readSqlSources, type SqlSource } from './apply-sql-sources.ts';
 export { SchemaNotCurrentError, verifySchemaCurrent, type SchemaSources } from './verify-schema.ts';
+export { runMigrateCli } from './run-migrate-cli.ts';

@@ -6,28 +6,17 @@
  * Exit 0: the schema is current; 1: a migration failed or was refused (nothing applied: one
  * transaction); 2: no DATABASE_URL.
  */
-import { openDatabase } from '@gateway/db';
+import { runMigrateCli } from '@gateway/db';
 import { prepareAdminSchema } from './admin-schema.ts';
 
-const url = process.env.DATABASE_URL;
-if (!url) {
-  process.stderr.write('admin migrate: DATABASE_URL must name the admin\'s PostgreSQL database\n');
-  process.exit(2);
-}
-let exitCode = 1;
-try {
-  const database = await openDatabase({ url, schema: 'admin', poolSize: 1 });
-  try {
+await runMigrateCli({
+  service: 'admin',
+  schema: 'admin',
+  apply: async (database) => {
     const { applied, superseded } = await prepareAdminSchema(database, 'apply');
-    process.stdout.write(`admin migrate: migrations applied: ${applied.length === 0 ? 'none' : applied.join(', ')}\n`);
-    if (superseded.length > 0) process.stdout.write(`admin migrate: superseded checksums recorded: ${superseded.join(', ')}\n`);
-    process.stdout.write('admin migrate: schema current\n');
-    exitCode = 0;
-  } finally {
-    await database.close();
-  }
-} catch (error) {
-  // Only the message: a connection error's text never carries the URL's password, but a stack might.
-  process.stderr.write(`admin migrate: failed: ${(error as Error).message}\n`);
-}
-process.exit(exitCode);
+    return [
+      { label: 'migrations applied', names: applied, printWhenEmpty: true },
+      { label: 'superseded checksums recorded', names: superseded, printWhenEmpty: false },
+    ];
+  },
+});
