@@ -1,4 +1,4 @@
-import { errorCatalogue } from './catalogue.ts';
+import { errorCatalogue, type AnthropicErrorType } from './catalogue.ts';
 import { toGatewayError } from './gateway-error.ts';
 
 /** The OpenAI-shaped error body every HTTP error of the gateway carries. */
@@ -32,4 +32,20 @@ export function toHttpError(error: unknown): HttpErrorResponse {
       },
     },
   };
+}
+
+/** Anthropic's error body: what `/v1/messages` answers with, so Anthropic's clients map it to their error classes. */
+export interface AnthropicErrorBody {
+  type: 'error';
+  error: { type: AnthropicErrorType; message: string };
+}
+
+/**
+ * The same mapping as toHttpError (one status, one public message, the same headers) in
+ * Anthropic's error shape, for the routes that speak Anthropic's API.
+ */
+export function toAnthropicHttpError(error: unknown): { status: number; body: AnthropicErrorBody; headers: Record<string, string> } {
+  const { status, headers, body } = toHttpError(error);
+  const code = body.error.code as keyof typeof errorCatalogue;
+  return { status, headers, body: { type: 'error', error: { type: errorCatalogue[code].anthropicType, message: body.error.message } } };
 }
