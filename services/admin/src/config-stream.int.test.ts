@@ -86,6 +86,7 @@ describe('the config stream', () => {
       upstream: { providerKind: 'openai_compatible', baseUrl: 'http://127.0.0.1:9/v1', model: 'vendor-m', apiKey: upstreamCredential },
       createdAtS: BigInt(Math.floor(Date.parse(model.json.created_at) / 1000)),
       allowPrivateNetwork: true, // this admin runs with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true
+      kind: 'chat', inputModalities: [], // text only ("text" is implied on the wire)
     });
     expect(logs.text()).not.toContain(upstreamCredential);
   });

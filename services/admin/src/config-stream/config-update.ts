@@ -55,6 +55,9 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
     },
     createdAtS: BigInt(Math.floor(model.createdAt.getTime() / 1000)),
     allowPrivateNetwork: model.allowPrivateNetwork,
+    kind: model.kind,
+    // "text" is implied on the wire: what else the upstream accepts.
+    inputModalities: model.inputModalities.filter((modality) => modality !== 'text'),
   };
 }
 
@@ -99,7 +102,7 @@ const entrySizes = {
   organisation: (o: configV1.Organisation) => stringBytes(o.id) + o.allowedGatewayModelSlugs.reduce((sum, slug) => sum + stringBytes(slug), 0) + 24,
   project: (p: configV1.Project) => stringBytes(p.id) + stringBytes(p.organisationId) + 8,
   apiKey: (k: configV1.ApiKey) => stringBytes(k.keyHash) + stringBytes(k.keyId) + stringBytes(k.projectId) + 6,
-  gatewayModel: (m: configV1.GatewayModel) => stringBytes(m.slug) + stringBytes(m.displayName) + 96
+  gatewayModel: (m: configV1.GatewayModel) => stringBytes(m.slug) + stringBytes(m.displayName) + 128
     + (m.upstream ? stringBytes(m.upstream.providerKind) + stringBytes(m.upstream.baseUrl) + stringBytes(m.upstream.model) + stringBytes(m.upstream.apiKey) : 0),
 };
 

@@ -64,6 +64,24 @@ const upstreamApiKey = z.string({ error: 'must be a string' })
   .max(4096, { error: 'must be at most 4096 characters' })
   .regex(/^\S+$/, { error: 'must not contain whitespace' });
 
+/** What a gateway model serves: chat (chat completions, Responses, Messages) or embeddings. */
+const gatewayModelKinds = ['chat', 'embedding'] as const;
+
+/** The kinds of input a chat model's upstream accepts besides text. */
+const gatewayModelInputModalities = ['text', 'image', 'audio'] as const;
+
+/** A gateway model's kind as a request gives it. */
+const kindGiven = z.enum(gatewayModelKinds, { error: 'must be "chat" or "embedding"' })
+  .meta({ description: 'chat: served on /v1/chat/completions, /v1/responses and /v1/messages. embedding: served on /v1/embeddings only (priced by input tokens; no output price). Default "chat".' });
+
+/** The input modalities a request gives: a set that always includes text. */
+const inputModalitiesGiven = z.array(z.enum(gatewayModelInputModalities, { error: 'must be "text", "image" or "audio"' }), { error: 'must be an array' })
+  .min(1, { error: 'must not be empty' })
+  .max(gatewayModelInputModalities.length, { error: 'must not repeat a modality' })
+  .refine((modalities) => new Set(modalities).size === modalities.length, { error: 'must not repeat a modality' })
+  .refine((modalities) => modalities.includes('text'), { error: 'must include "text"' })
+  .meta({ description: 'What the upstream accepts in a message: "text" always; "image" lets requests carry image_url parts, "audio" input_audio parts (refused with a 400 otherwise). Default ["text"].' });
+
 /** A price or cost per million tokens as a request gives it, µ₹. */
 const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`);
 
@@ -99,6 +117,13 @@ const gatewayModelFields = {
     record: z.string(),
     create: displayText('Shown to customers; defaults to the slug. 1..200 characters.').optional(),
     update: displayText('Shown to customers. 1..200 characters.').optional(),
+  },
+  kind: { record: z.enum(gatewayModelKinds), create: kindGiven.default('chat'), update: null },
+  input_modalities: {
+    record: z.array(z.enum(gatewayModelInputModalities)),
+    shown: 'What requests may carry besides text: image (image_url parts) and audio (input_audio parts).',
+    create: inputModalitiesGiven.default(['text']),
+    update: inputModalitiesGiven.optional(),
   },
   default_max_tokens: { record: z.int(), create: integerIn(1, 1_000_000, 'max_tokens used to size the Reserve when a request gives none.') },
   max_context_tokens: {
@@ -242,7 +267,7 @@ export interface GatewayModelLeaf {
   /** Its SQL column, or null when it is not stored as is. */
   column: string | null;
   /** The SQL type its parameters are cast to. */
-  sqlType: 'text' | 'integer' | 'bigint' | 'boolean' | 'timestamptz';
+  sqlType: 'text' | 'text[]' | 'integer' | 'bigint' | 'boolean' | 'timestamptz';
   /** Whether a response shows it (the domain record holds it). */
   shown: boolean;
   /** Whether a create may give it. */
@@ -257,6 +282,7 @@ function sqlTypeOf(record: z.ZodType | undefined): GatewayModelLeaf['sqlType'] {
   if (record instanceof z.ZodNumber) return 'integer';
   if (record instanceof z.ZodBoolean) return 'boolean';
   if (record instanceof z.ZodDate) return 'timestamptz';
+  if (record instanceof z.ZodArray) return 'text[]';
   return 'text';
 }
 

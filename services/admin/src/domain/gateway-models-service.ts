@@ -32,6 +32,9 @@ const demoGatewayModel = {
   outputPriceMicrosPerMtok: 2_000_000n, // ₹2 per million output tokens
   providerInputCostMicrosPerMtok: 0n,
   providerOutputCostMicrosPerMtok: 0n,
+  kind: 'chat',
+  // The demo upstream reads only the text, but takes image and audio parts: a user can try them on it.
+  inputModalities: ['text', 'image', 'audio'],
   // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
   upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false },
   upstreamApiKeyEncrypted: null,

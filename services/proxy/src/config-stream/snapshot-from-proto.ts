@@ -3,7 +3,7 @@
 // heartbeats, in-place deltas, fresh maps for a full snapshot) live in domain/config-snapshot.ts.
 import { configV1 } from '@gateway/contracts';
 import type {
-  ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, OrganisationEntry, ProjectEntry,
+  ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, MediaModality, OrganisationEntry, ProjectEntry,
 } from '../domain/config-snapshot.ts';
 import { tokenizerForModel } from '../domain/token-estimate.ts';
 
@@ -64,9 +64,18 @@ function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions)
   if (!options.supportsProviderKind(upstream.providerKind)) return `${label}: unsupported provider kind ${JSON.stringify(upstream.providerKind)}`;
   if (!isHttpUrl(upstream.baseUrl)) return `${label}: upstream base_url is not an http(s) URL`;
   if (upstream.model === '') return `${label}: missing upstream model`;
+  const kind = message.kind ?? 'chat';
+  if (kind !== 'chat' && kind !== 'embedding') return `${label}: unknown kind ${JSON.stringify(kind)}`;
+  const mediaModalities = new Set<MediaModality>();
+  for (const modality of message.inputModalities) {
+    if (modality === 'image' || modality === 'audio') mediaModalities.add(modality);
+    else if (modality !== 'text') return `${label}: unknown input modality ${JSON.stringify(modality)}`;
+  }
   return {
     slug: message.slug,
     displayName: message.displayName,
+    kind,
+    mediaModalities,
     defaultMaxTokens: message.defaultMaxTokens,
     maxContextTokens: message.maxContextTokens,
     inputPriceMicrosPerMtok: message.inputPriceMicrosPerMtok,

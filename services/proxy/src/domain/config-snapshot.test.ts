@@ -24,7 +24,7 @@ function model(slug: string): ConfigItem<GatewayModelEntry> {
   return {
     key: slug,
     entry: {
-      slug, displayName: slug, defaultMaxTokens: 16, maxContextTokens: 1024, inputPriceMicrosPerMtok: 1n, outputPriceMicrosPerMtok: 2n,
+      slug, displayName: slug, kind: 'chat', mediaModalities: new Set(), defaultMaxTokens: 16, maxContextTokens: 1024, inputPriceMicrosPerMtok: 1n, outputPriceMicrosPerMtok: 2n,
       providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n, createdAtS: 5,
       upstream: { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-x', apiKey: 'k', allowPrivateNetwork: false },
       tokenizer: 'o200k_base',

@@ -43,10 +43,19 @@ export interface UpstreamTarget {
   allowPrivateNetwork?: boolean;
 }
 
+/** What a gateway model serves: chat (chat completions, Responses, Messages) or embeddings (/v1/embeddings). */
+export type GatewayModelKind = 'chat' | 'embedding';
+
+/** A kind of input a chat model's upstream accepts besides text. */
+export type MediaModality = 'image' | 'audio';
+
 /** A gateway model with its prices (µ₹ per million tokens) and upstream target. */
 export interface GatewayModelEntry {
   slug: string;
   displayName: string;
+  kind: GatewayModelKind;
+  /** What its requests may carry besides text (image_url and input_audio parts); empty: text only. */
+  mediaModalities: ReadonlySet<MediaModality>;
   defaultMaxTokens: number;
   maxContextTokens: number;
   inputPriceMicrosPerMtok: bigint;

@@ -7,7 +7,7 @@ import { costMicros, effectiveMaxTokens, reserveMicros, usageCostMicros } from '
 import { countTextTokens, estimatePromptTokens, tokenizerForModel } from './token-estimate.ts';
 
 const model: GatewayModelEntry = {
-  slug: 'm', displayName: 'M', defaultMaxTokens: 100, maxContextTokens: 1000,
+  slug: 'm', displayName: 'M', kind: 'chat', mediaModalities: new Set(), defaultMaxTokens: 100, maxContextTokens: 1000,
   inputPriceMicrosPerMtok: 1_500_000n, outputPriceMicrosPerMtok: 6_000_001n,
   providerInputCostMicrosPerMtok: 999_999n, providerOutputCostMicrosPerMtok: 3n,
   createdAtS: 0, upstream: { providerKind: 'openai_compatible', baseUrl: 'https://x/v1', model: 'v', apiKey: '' },

@@ -138,6 +138,18 @@ export interface GatewayModel {
    * model given the explicit, audited upstream.allow_private_network (admin API).
    */
   allowPrivateNetwork: boolean;
+  /**
+   * "chat" (served on /v1/chat/completions, /v1/responses and /v1/messages) or "embedding"
+   * (served on /v1/embeddings only). Absent (an older admin): "chat".
+   */
+  kind?:
+    | string
+    | undefined;
+  /**
+   * What the upstream accepts in a message besides text: "image", "audio" ("text" is implied).
+   * Empty (an older admin): text only.
+   */
+  inputModalities: string[];
 }
 
 export interface Upstream {
@@ -704,6 +716,8 @@ function createBaseGatewayModel(): GatewayModel {
     upstream: undefined,
     createdAtS: 0n,
     allowPrivateNetwork: false,
+    kind: undefined,
+    inputModalities: [],
   };
 }
 
@@ -760,6 +774,12 @@ export const GatewayModel: MessageFns<GatewayModel> = {
     }
     if (message.allowPrivateNetwork !== false) {
       writer.uint32(88).bool(message.allowPrivateNetwork);
+    }
+    if (message.kind !== undefined) {
+      writer.uint32(98).string(message.kind);
+    }
+    for (const v of message.inputModalities) {
+      writer.uint32(106).string(v!);
     }
     return writer;
   },
@@ -865,6 +885,22 @@ export const GatewayModel: MessageFns<GatewayModel> = {
             message.allowPrivateNetwork = reader.bool();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.inputModalities.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -909,6 +945,8 @@ export const GatewayModel: MessageFns<GatewayModel> = {
       ? BigInt(object.createdAtS)
       : 0n;
     message.allowPrivateNetwork = object.allowPrivateNetwork ?? false;
+    message.kind = object.kind ?? undefined;
+    message.inputModalities = object.inputModalities?.map((e) => e) || [];
     return message;
   },
 };
