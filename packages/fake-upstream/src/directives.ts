@@ -14,6 +14,7 @@
  * | `[[fake:fail_after=N]]` | when streaming, cut the connection after N word chunks            |
  * | `[[fake:error_after=N]]`| when streaming, send an in-stream error event (vendor text) after N word chunks, then end |
  * | `[[fake:tag=ID]]`       | no effect on the reply; recorded as the request's `tag` (the fault suite's request ids) |
+ * | `[[fake:tool_call=NAME]]` | reply with one call of the tool NAME (arguments `{"query": <the message>}`), id in the vendor's own form |
  *
  * Unknown or malformed directives are ignored, so a typo shows up as a normal reply.
  */
@@ -38,6 +39,8 @@ export interface Directives {
   errorAfter?: number;
   /** A caller's label for the request (1..128 of `A-Za-z0-9._:-`), kept in the request log. */
   tag?: string;
+  /** Reply with a call of this tool (1..64 of `A-Za-z0-9_-`) instead of text. */
+  toolCall?: string;
 }
 
 const directivePattern = /\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]/g;
@@ -68,6 +71,7 @@ export function parseDirectives(text: string): Directives {
       case 'fail_after': directives.failAfter = nonNegativeInteger(value); break;
       case 'error_after': directives.errorAfter = nonNegativeInteger(value); break;
       case 'tag': if (value !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(value)) directives.tag = value; break;
+      case 'tool_call': if (value !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(value)) directives.toolCall = value; break;
       default: break;
     }
   }

@@ -26,6 +26,10 @@ const namedLeakMarkers = {
   vendorTrace: 'vendor-trace-secret',
   /** Prefix of the vendor's Anthropic-style message ids. */
   messageIdPrefix: 'msg_vendorsecret_',
+  /** Prefix of the vendor's tool-call ids on the OpenAI routes. */
+  toolCallIdPrefix: 'call_vendorsecret_',
+  /** Prefix of the vendor's tool_use ids on the Anthropic route. */
+  toolUseIdPrefix: 'toolu_vendorsecret_',
 } as const;
 
 /**
@@ -209,6 +213,63 @@ function isPositiveInteger(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0;
 }
 
+/** The arguments of the tool call `[[fake:tool_call=NAME]]` asks for, as JSON text: the message echoed. */
+function toolCallArguments(messages: readonly ChatMessageLike[]): string {
+  return JSON.stringify({ query: withoutDirectives(lastUserText(messages)).slice(0, 40) });
+}
+
+/** A JSON text cut into pieces of 8 characters: how a vendor streams a tool call's arguments. */
+function argumentPieces(json: string): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i < json.length; i += 8) pieces.push(json.slice(i, i + 8));
+  return pieces;
+}
+
+function isObjectLike(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Whether the last message hands a tool's result back (an OpenAI `tool` message, or an Anthropic `tool_result` block). */
+function endsWithToolResult(messages: readonly unknown[]): boolean {
+  const last = messages.at(-1);
+  if (!isObjectLike(last)) return false;
+  if (last.role === 'tool') return true;
+  return Array.isArray(last.content) && last.content.some((block) => isObjectLike(block) && block.type === 'tool_result');
+}
+
+/**
+ * The first tool-call id a conversation answers that no earlier assistant turn called, as a
+ * vendor refuses it: OpenAI's tool messages (`tool_call_id`) against assistant `tool_calls`,
+ * Anthropic's `tool_result` blocks against assistant `tool_use` blocks. Undefined when all match.
+ */
+function unmatchedToolCallId(messages: readonly unknown[]): string | undefined {
+  const called = new Set<string>();
+  for (const message of messages) {
+    if (!isObjectLike(message)) continue;
+    if (message.role === 'assistant' && Array.isArray(message.tool_calls)) {
+      for (const call of message.tool_calls) if (isObjectLike(call) && typeof call.id === 'string') called.add(call.id);
+    }
+    if (message.role === 'tool' && typeof message.tool_call_id === 'string' && !called.has(message.tool_call_id)) return message.tool_call_id;
+    if (!Array.isArray(message.content)) continue;
+    for (const block of message.content) {
+      if (!isObjectLike(block)) continue;
+      if (block.type === 'tool_use' && typeof block.id === 'string') called.add(block.id);
+      if (block.type === 'tool_result' && typeof block.tool_use_id === 'string' && !called.has(block.tool_use_id)) return block.tool_use_id;
+    }
+  }
+  return undefined;
+}
+
+/** A deterministic unit-free vector for a text: what the fake's embeddings return (values in [-1, 1], 6 decimals). */
+function fakeEmbedding(text: string, dimensions: number): number[] {
+  let seed = 2166136261;
+  for (let i = 0; i < text.length; i += 1) seed = Math.imul(seed ^ text.charCodeAt(i), 16777619) >>> 0;
+  return Array.from({ length: dimensions }, (_, i) => {
+    seed = Math.imul(seed ^ (i + 1), 2654435761) >>> 0;
+    return Math.round(((seed / 0xffffffff) * 2 - 1) * 1e6) / 1e6;
+  });
+}
+
 /**
  * Starts an OpenAI-compatible upstream on node:http (with an Anthropic Messages route at
  * `POST /v1/messages`): the built-in demo upstream of `pnpm start` and the steerable fake of tests. Replies are deterministic; usage is prompt_tokens = words
@@ -255,6 +316,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       }, headers);
       return;
     }
+    if (route === 'POST /v1/embeddings') {
+      embeddings(body, bodyIsJson, res, headers);
+      return;
+    }
     if (route !== 'POST /v1/chat/completions') {
       sendJson(res, 404, vendorError(404, `Unknown vendor route ${route}`, 'unknown_url'), headers);
       return;
@@ -276,8 +341,18 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       return;
     }
 
+    const unmatched = unmatchedToolCallId(messages);
+    if (unmatched !== undefined) {
+      sendJson(res, 400, vendorError(400, `Invalid parameter: tool_call_id ${unmatched.slice(0, 80)} has no matching tool call`, 'invalid_tool_call_id'), headers);
+      return;
+    }
     const requestedModel = typeof body.model === 'string' ? body.model : 'unknown';
     const vendorModel = `${requestedModel}${leakMarkers.vendorModelSuffix}`;
+    // A conversation that ends with the tool's result gets a text answer, as a model would give.
+    if (directives.toolCall !== undefined && !endsWithToolResult(messages)) {
+      await replyWithToolCall(body, directives.toolCall, res, headers, requestNumber, vendorModel);
+      return;
+    }
     const maxTokens = isPositiveInteger(body.max_tokens) ? body.max_tokens
       : isPositiveInteger(body.max_completion_tokens) ? body.max_completion_tokens : undefined;
     const { words, cut } = replyWords(messages, directives, maxTokens);
@@ -318,6 +393,86 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }, headers);
   }
 
+  /** A chat completion that calls one tool (`[[fake:tool_call=NAME]]`), streamed or not, with the vendor's tool-call id. */
+  async function replyWithToolCall(
+    body: Record<string, unknown>, name: string, res: ServerResponse, headers: Record<string, string>, requestNumber: number, vendorModel: string,
+  ): Promise<void> {
+    const messages = body.messages as ChatMessageLike[];
+    const directives = parseDirectives(lastUserText(messages));
+    const args = toolCallArguments(messages);
+    const pieces = argumentPieces(args);
+    const promptTokens = fakePromptTokens(messages);
+    const usage = { prompt_tokens: promptTokens, completion_tokens: pieces.length, total_tokens: promptTokens + pieces.length };
+    const id = `${leakMarkers.completionIdPrefix}${requestNumber}`;
+    const callId = `${leakMarkers.toolCallIdPrefix}${requestNumber}`;
+    const created = Math.floor(Date.now() / 1000);
+    if (body.stream === true) {
+      const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true && !directives.noUsage;
+      const chunk = (delta: object, finish: string | null) => ({
+        id, object: 'chat.completion.chunk', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint,
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      });
+      const frame = (value: object) => `data: ${JSON.stringify(value)}\n\n`;
+      await streamWords(res, headers, directives, {
+        head: [
+          frame(chunk({ role: 'assistant', content: null }, null)),
+          frame(chunk({ tool_calls: [{ index: 0, id: callId, type: 'function', function: { name, arguments: '' } }] }, null)),
+        ],
+        word: (piece) => frame(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }, null)),
+        error: frame(vendorError(500, 'Vendor stream interrupted on node vendor-east-7', 'vendor_stream') as object),
+        tail: [
+          frame(chunk({}, 'tool_calls')),
+          ...(includeUsage ? [frame({ id, object: 'chat.completion.chunk', created, model: vendorModel, choices: [], usage })] : []),
+          'data: [DONE]\n\n',
+        ],
+      }, pieces);
+      return;
+    }
+    sendJson(res, 200, {
+      id, object: 'chat.completion', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint,
+      choices: [{
+        index: 0, logprobs: null, finish_reason: 'tool_calls',
+        message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: callId, type: 'function', function: { name, arguments: args } }] },
+      }],
+      ...(directives.noUsage ? {} : { usage }),
+      vendor_trace: leakMarkers.vendorTrace,
+    }, headers);
+  }
+
+  /** `POST /v1/embeddings`: deterministic vectors, usage = words per text (or the token count of token arrays), with the same leaks. */
+  function embeddings(body: unknown, bodyIsJson: boolean, res: ServerResponse, headers: Record<string, string>): void {
+    const request = body as Record<string, unknown> | undefined;
+    const input = isObjectLike(request) ? request.input : undefined;
+    const inputs: unknown[] = typeof input === 'string' ? [input]
+      : Array.isArray(input) && input.length > 0 && input.every((item) => typeof item === 'number') ? [input]
+        : Array.isArray(input) ? input : [];
+    const valid = bodyIsJson && isObjectLike(request) && typeof request.model === 'string' && inputs.length > 0
+      && inputs.every((item) => typeof item === 'string' || (Array.isArray(item) && item.every((token) => Number.isSafeInteger(token))));
+    if (!valid) {
+      sendJson(res, 400, vendorError(400, 'Vendor could not parse the embeddings request', 'invalid_body'), headers);
+      return;
+    }
+    const directives = parseDirectives(typeof inputs[0] === 'string' ? inputs[0] : '');
+    if (directives.status !== undefined) {
+      sendJson(res, directives.status, vendorError(directives.status, 'Vendor embedding backend overloaded', 'vendor_internal'), headers);
+      return;
+    }
+    const dimensions = isPositiveInteger(request.dimensions) ? Math.min(request.dimensions, 4096) : 8;
+    let promptTokens = 0;
+    const data = inputs.map((item, index) => {
+      const text = typeof item === 'string' ? item : (item as number[]).join(' ');
+      promptTokens += typeof item === 'string' ? countWords(item) : (item as number[]).length;
+      const vector = fakeEmbedding(text, dimensions);
+      const embedding = request.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+      return { object: 'embedding', index, embedding };
+    });
+    sendJson(res, 200, {
+      object: 'list', data, model: `${request.model as string}${leakMarkers.vendorModelSuffix}`,
+      ...(directives.noUsage ? {} : { usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } }),
+      vendor_trace: leakMarkers.vendorTrace,
+    }, headers);
+  }
+
   /** `POST /v1/messages`: Anthropic's Messages API, streamed or not, with the same directives and leaks. */
   async function anthropicMessages(
     req: IncomingMessage, body: unknown, bodyIsJson: boolean, res: ServerResponse, headers: Record<string, string>, requestNumber: number,
@@ -340,7 +495,16 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       sendJson(res, directives.status, anthropicError('overloaded_error', 'Vendor backend overloaded in cluster vendor-east-7'), headers);
       return;
     }
+    const unmatched = unmatchedToolCallId(messages);
+    if (unmatched !== undefined) {
+      sendJson(res, 400, anthropicError('invalid_request_error', `tool_use_id ${unmatched.slice(0, 80)} has no matching tool_use block`), headers);
+      return;
+    }
     const vendorModel = `${typeof request.model === 'string' ? request.model : 'unknown'}${leakMarkers.vendorModelSuffix}`;
+    if (directives.toolCall !== undefined && !endsWithToolResult(messages)) {
+      await anthropicToolUse(request, directives, directives.toolCall, res, headers, requestNumber, vendorModel);
+      return;
+    }
     const { words, cut } = replyWords(messages, directives, request.max_tokens);
     const stopReason = cut ? 'max_tokens' : 'end_turn';
     const systemTokens = typeof request.system === 'string' ? countWords(request.system) + 3 : 0;
@@ -377,6 +541,42 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       stop_reason: stopReason, stop_sequence: null,
       ...(directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: words.length, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }),
       vendor_trace: leakMarkers.vendorTrace,
+    }, headers);
+  }
+
+  /** An Anthropic answer that calls one tool (`[[fake:tool_call=NAME]]`), streamed or not, with a `toolu_` id. */
+  async function anthropicToolUse(
+    request: Record<string, unknown>, directives: Directives, name: string, res: ServerResponse, headers: Record<string, string>,
+    requestNumber: number, vendorModel: string,
+  ): Promise<void> {
+    const messages = request.messages as ChatMessageLike[];
+    const args = toolCallArguments(messages);
+    const pieces = argumentPieces(args);
+    const inputTokens = fakePromptTokens(messages) + (typeof request.system === 'string' ? countWords(request.system) + 3 : 0);
+    const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
+    const toolUseId = `${leakMarkers.toolUseIdPrefix}${requestNumber}`;
+    const usage = directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: pieces.length } };
+    if (request.stream === true) {
+      const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+      await streamWords(res, headers, directives, {
+        head: [
+          event('message_start', { message: { id, type: 'message', role: 'assistant', model: vendorModel, content: [], stop_reason: null, ...usage } }),
+          event('content_block_start', { index: 0, content_block: { type: 'tool_use', id: toolUseId, name, input: {} } }),
+        ],
+        word: (piece) => event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } }),
+        error: event('error', { error: { type: 'overloaded_error', message: `Vendor stream interrupted (${leakMarkers.errorText})` } }),
+        tail: [
+          event('content_block_stop', { index: 0 }),
+          event('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, ...usage }),
+          event('message_stop', {}),
+        ],
+      }, pieces);
+      return;
+    }
+    sendJson(res, 200, {
+      id, type: 'message', role: 'assistant', model: vendorModel,
+      content: [{ type: 'tool_use', id: toolUseId, name, input: JSON.parse(args) as unknown }],
+      stop_reason: 'tool_use', stop_sequence: null, ...usage, vendor_trace: leakMarkers.vendorTrace,
     }, headers);
   }
 
