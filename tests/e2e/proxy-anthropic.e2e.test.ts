@@ -10,7 +10,7 @@ import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, fakePromptTokens, leakMarkers, startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
 import { testPostgresUrl } from '@gateway/testkit';
-import { e2eCostMicros, e2ePrices, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
+import { e2eCostMicros, e2ePrices, e2eUsage, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
 const slug = 'e2e-claude';
@@ -75,7 +75,7 @@ describe.skipIf(!serverUrl)('an anthropic gateway model end to end', () => {
     expect(completion).toEqual({
       id: expect.stringMatching(/^chatcmpl-[0-9a-f-]{36}$/), object: 'chat.completion', created: expect.any(Number), model: slug,
       choices: [{ index: 0, message: { role: 'assistant', content: 'w1 w2 w3 w4 w5', refusal: null }, finish_reason: 'stop', logprobs: null }],
-      usage: { ...completionUsage, total_tokens: completionUsage.prompt_tokens + completionUsage.completion_tokens },
+      usage: e2eUsage(completionUsage.prompt_tokens, completionUsage.completion_tokens),
     });
     expect(leaksIn(JSON.stringify(completion))).toEqual([]);
     expect(leaksIn(headerText(response.headers))).toEqual([]);
@@ -104,7 +104,7 @@ describe.skipIf(!serverUrl)('an anthropic gateway model end to end', () => {
     expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('w1 w2 w3');
     expect(chunks.flatMap((chunk) => chunk.choices.map((choice) => choice.finish_reason)).filter((reason) => reason !== null)).toEqual(['stop']);
     expect(chunks.at(-1)).toMatchObject({
-      choices: [], usage: { ...streamUsage, total_tokens: streamUsage.prompt_tokens + streamUsage.completion_tokens },
+      choices: [], usage: e2eUsage(streamUsage.prompt_tokens, streamUsage.completion_tokens),
     });
     expect(leaksIn(JSON.stringify(chunks))).toEqual([]);
     expect(leaksIn(headerText(streamResponse.headers))).toEqual([]);

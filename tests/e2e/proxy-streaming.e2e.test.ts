@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countTextTokens } from '@gateway/proxy';
 import { issueSecret } from '@gateway/secrets';
 import { testPostgresUrl } from '@gateway/testkit';
-import { e2eCostMicros, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
+import { e2eCostMicros, e2eUsage, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
 const creditMicros = 10_000_000n;
@@ -67,7 +67,7 @@ describe.skipIf(!serverUrl)('proxy streaming end to end', () => {
     expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe(words(6));
     expect(chunks.every((c) => c.model === gateway.modelSlug)).toBe(true);
     // The fake counts 4 words + 3 for the prompt, 6 for the reply.
-    expect(chunks.at(-1)!.usage).toEqual({ prompt_tokens: 7, completion_tokens: 6, total_tokens: 13 });
+    expect(chunks.at(-1)!.usage).toEqual(e2eUsage(7, 6));
 
     const [record] = await waitForUsageCount(1);
     const costMicros = e2eCostMicros(7, 6);

@@ -20,6 +20,17 @@ export function e2eCostMicros(promptTokens: number, completionTokens: number): b
   return side(promptTokens, e2ePrices.inputPriceMicrosPerMtok) + side(completionTokens, e2ePrices.outputPriceMicrosPerMtok);
 }
 
+/** The `usage` a response shows for some tokens at the e2e prices: the counts and their cost in µ₹ and rupees. */
+export function e2eUsage(promptTokens: number, completionTokens: number): {
+  prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_micros: string; cost_inr: string;
+} {
+  const costMicros = e2eCostMicros(promptTokens, completionTokens);
+  return {
+    prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens,
+    cost_micros: String(costMicros), cost_inr: `${costMicros / 1_000_000n}.${String(costMicros % 1_000_000n).padStart(6, '0')}`,
+  };
+}
+
 /** Options of startE2eGateway. */
 export interface E2eGatewayOptions {
   serverUrl: string;

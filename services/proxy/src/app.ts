@@ -11,6 +11,7 @@ import { LedgerClient } from './ledger/ledger-client.ts';
 import { GrpcLedger } from './ledger/grpc-ledger.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
+import { unmappedToolCallIds } from './domain/tool-call-ids.ts';
 import { TaskTracker } from './task-tracker.ts';
 import { ProxyTelemetry } from './telemetry/request-observer.ts';
 import { supportsProviderKind } from './upstreams/upstream-adapters.ts';
@@ -141,6 +142,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     rateLimiter,
     ledger: billingLedger,
     upstream,
+    // Issue 16's tool-call id concealment keys this from the snapshot; until then ids pass as the upstream made them.
+    toolCallIds: () => unmappedToolCallIds,
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
     maxMessageChars: config.PROXY_MAX_MESSAGE_CHARS,

@@ -6,7 +6,7 @@ import { configV1, ledgerV1 } from '@gateway/contracts';
 import { leakMarkers } from '@gateway/fake-upstream';
 import { issueSecret } from '@gateway/secrets';
 import {
-  expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, expectedUsage, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'dead', 'ghost'] });
@@ -87,7 +87,8 @@ describe('a completion', () => {
     expect(data.choices[0]!.message.content).toBe('w1 w2 w3 w4 w5 w6 w7');
     expect(data.choices[0]!.finish_reason).toBe('stop');
     // The fake counts 5 words + 3 for the message; the reply is 7 words.
-    expect(data.usage).toEqual({ prompt_tokens: 8, completion_tokens: 7, total_tokens: 15 });
+    // Its cost, in µ₹ and rupees, is the Settle's below: 71 µ₹.
+    expect(data.usage).toEqual({ prompt_tokens: 8, completion_tokens: 7, total_tokens: 15, cost_micros: '71', cost_inr: '0.000071' });
 
     const requestId = response.headers.get('x-request-id')!;
     const reserve = world.ledger.calls.reserve.at(-1)!;
@@ -126,7 +127,7 @@ describe('a completion', () => {
 
     const promptTokens = estimatedPromptTokens(content);
     const completionTokens = encode('w1 w2 w3 w4 w5').length;
-    expect(data.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens });
+    expect(data.usage).toEqual(expectedUsage(promptTokens, completionTokens));
     expect((world.upstream.requests.at(-1)!.body as { max_tokens: number }).max_tokens).toBe(64);
     expect(world.ledger.calls.reserve.at(-1)!.amountMicros).toBe(
       expectedCostMicros(promptTokens, testPrices.inputPriceMicrosPerMtok) + expectedCostMicros(64, testPrices.outputPriceMicrosPerMtok),
@@ -337,7 +338,7 @@ describe('settle and release resilience', () => {
     await proxy.idle();
 
     expect([first.usage, second.usage]).toEqual([
-      { prompt_tokens: 8, completion_tokens: 2, total_tokens: 10 }, { prompt_tokens: 8, completion_tokens: 2, total_tokens: 10 },
+      expectedUsage(8, 2), expectedUsage(8, 2),
     ]);
     const reserves = world.ledger.calls.reserve.filter((r) => r.organisationId === 'tight');
     // The second request's Reserve was refused once, then held under the same id after the Settle.
@@ -375,10 +376,11 @@ describe('settle and release resilience', () => {
 
 describe('models and routes', () => {
   it('lists the allowed models that exist, sorted, with nothing upstream in them', async () => {
+    const chatCapabilities = { kind: 'chat', endpoints: ['/v1/chat/completions', '/v1/responses', '/v1/messages'], input_modalities: ['text'] };
     const list = await client.models.list();
     expect(list.data).toEqual([
-      { id: 'chat', object: 'model', created: 1_700_000_000, owned_by: 'gateway' },
-      { id: 'dead', object: 'model', created: 1_700_000_000, owned_by: 'gateway' },
+      { id: 'chat', object: 'model', created: 1_700_000_000, owned_by: 'gateway', capabilities: chatCapabilities },
+      { id: 'dead', object: 'model', created: 1_700_000_000, owned_by: 'gateway', capabilities: chatCapabilities },
     ]);
     expect(await client.models.retrieve('chat')).toMatchObject({ id: 'chat', object: 'model' });
     await expect(client.models.retrieve('other')).rejects.toBeInstanceOf(OpenAI.NotFoundError);

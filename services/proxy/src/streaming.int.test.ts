@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
 import { leakMarkers } from '@gateway/fake-upstream';
 import {
-  expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, expectedUsage, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude'] });
@@ -94,7 +94,7 @@ describe('streaming through the official client', () => {
     });
     const chunks: OpenAI.ChatCompletionChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk);
-    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 } });
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: expectedUsage(4, 3) });
     expect(chunks.slice(0, -1).every((c) => c.usage === null)).toBe(true);
 
     const content = 'quiet upstream [[fake:reply_words=4]] [[fake:no_usage]]';
@@ -103,7 +103,7 @@ describe('streaming through the official client', () => {
     for await (const chunk of quiet) quietChunks.push(chunk);
     const promptTokens = promptEstimate(content);
     const completionTokens = tokens(words(4));
-    expect(quietChunks.at(-1)!.usage).toEqual({ prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens });
+    expect(quietChunks.at(-1)!.usage).toEqual(expectedUsage(promptTokens, completionTokens));
     expect(await lastSettle()).toMatchObject({
       inputTokens: BigInt(promptTokens), outputTokens: BigInt(completionTokens), costMicros: cost(promptTokens, completionTokens),
       usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
@@ -242,7 +242,7 @@ describe('the Anthropic adapter', () => {
     });
     expect(data).toMatchObject({ model: 'claude', choices: [{ message: { role: 'assistant', content: 'w1 w2 w3' }, finish_reason: 'length' }] });
     // The fake counts "hello" + directive = 2 words + 3, and the system text 2 words + 3.
-    expect(data.usage).toEqual({ prompt_tokens: 10, completion_tokens: 3, total_tokens: 13 });
+    expect(data.usage).toEqual(expectedUsage(10, 3));
     const seen = world.upstream.requests.at(-1)!;
     expect(seen.path).toBe('/v1/messages');
     expect(seen.headers['x-api-key']).toBe(upstreamCredential);
@@ -265,7 +265,7 @@ describe('the Anthropic adapter', () => {
     expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe(words(4));
     expect(chunks.every((c) => c.model === 'claude')).toBe(true);
     expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
-    expect(chunks.at(-1)!.usage).toEqual({ prompt_tokens: 4, completion_tokens: 4, total_tokens: 8 });
+    expect(chunks.at(-1)!.usage).toEqual(expectedUsage(4, 4));
     expect(await lastSettle()).toMatchObject({ inputTokens: 4n, outputTokens: 4n, usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM });
   });
 

@@ -20,12 +20,34 @@ const unsupportedFields: Readonly<Record<string, string>> = {
 };
 
 const textPartSchema = z.object({
-  type: z.literal('text', { error: 'only text content parts are supported' }),
+  type: z.literal('text'),
   text: z.string({ error: 'a text part needs a string "text"' }),
 });
 
-const contentSchema = z.union([z.string(), z.array(textPartSchema).min(1, 'content parts must not be empty')], {
-  error: 'content must be a string or a non-empty array of text parts',
+/** An image by URL or `data:` URL; what a model may take, and what it counts, is decided per model (docs/proxy.md). */
+const imagePartSchema = z.object({
+  type: z.literal('image_url'),
+  image_url: z.object({
+    url: z.string({ error: 'an image_url part needs a string "url"' }).min(1, 'the image url must not be empty'),
+    detail: z.enum(['auto', 'low', 'high'], { error: 'detail must be auto, low or high' }).optional(),
+  }, { error: 'an image_url part needs an "image_url" object' }),
+});
+
+/** Base64 audio in one of OpenAI's input formats. */
+const audioPartSchema = z.object({
+  type: z.literal('input_audio'),
+  input_audio: z.object({
+    data: z.string({ error: 'an input_audio part needs base64 "data"' }).min(1, 'the audio data must not be empty'),
+    format: z.enum(['wav', 'mp3'], { error: 'format must be wav or mp3' }),
+  }, { error: 'an input_audio part needs an "input_audio" object' }),
+});
+
+const contentPartSchema = z.discriminatedUnion('type', [textPartSchema, imagePartSchema, audioPartSchema], {
+  error: 'a content part is {type: "text"}, {type: "image_url"} or {type: "input_audio"}',
+});
+
+const contentSchema = z.union([z.string(), z.array(contentPartSchema).min(1, 'content parts must not be empty')], {
+  error: 'content must be a string or a non-empty array of content parts',
 });
 
 const toolCallSchema = z.object({
@@ -140,7 +162,7 @@ export function paramOf(path: readonly PropertyKey[]): string | undefined {
 function messageChars(message: ChatMessage): number {
   let chars = message.name?.length ?? 0;
   if (typeof message.content === 'string') chars += message.content.length;
-  else if (Array.isArray(message.content)) for (const part of message.content) chars += part.text.length;
+  else if (Array.isArray(message.content)) for (const part of message.content) if (part.type === 'text') chars += part.text.length;
   for (const call of message.tool_calls ?? []) chars += call.function.name.length + call.function.arguments.length;
   return chars;
 }

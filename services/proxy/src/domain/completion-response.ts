@@ -1,5 +1,7 @@
-import type { NormalizedChoice, NormalizedCompletion } from './normalized-completion.ts';
-import type { TokenUsage } from './pricing.ts';
+import type { NormalizedChoice, NormalizedCompletion, StreamChoice } from './normalized-completion.ts';
+import { toHttpError, type GatewayError } from '@gateway/errors';
+import { usageCostFields, type TokenUsage, type UsageCostFields } from './pricing.ts';
+import type { StreamClose, StreamRenderer } from './stream-renderer.ts';
 import { countTextTokens, truncateToTokens, type TokenizerName } from './token-estimate.ts';
 
 /** The body of a successful non-streaming chat completion, exactly as clients receive it. */
@@ -21,7 +23,21 @@ export interface ChatCompletionBody {
     finish_reason: string;
     logprobs: NormalizedCompletion['choices'][number]['logprobs'];
   }>;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** The billed usage, with its cost: what the Settle debits (commercial) or records (internal). */
+  usage: ChatUsage;
+}
+
+/** A chat completion's `usage`: OpenAI's token counts plus the request's cost. */
+type ChatUsage = { prompt_tokens: number; completion_tokens: number; total_tokens: number } & UsageCostFields;
+
+/** The `usage` object of a chat completion (and of a stream's usage chunk) for a billed usage and its cost. */
+function chatUsage(usage: TokenUsage, costMicros: bigint): ChatUsage {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    ...usageCostFields(costMicros),
+  };
 }
 
 /**
@@ -45,6 +61,8 @@ export function buildChatCompletionBody(input: {
   modelSlug: string;
   completion: NormalizedCompletion;
   billedUsage: TokenUsage;
+  /** Cost of billedUsage at the model's prices, µ₹ (the Settle's figure). */
+  costMicros: bigint;
 }): ChatCompletionBody {
   return {
     id: input.id,
@@ -62,11 +80,32 @@ export function buildChatCompletionBody(input: {
       finish_reason: choice.finishReason,
       logprobs: choice.logprobs,
     })),
-    usage: {
-      prompt_tokens: input.billedUsage.promptTokens,
-      completion_tokens: input.billedUsage.completionTokens,
-      total_tokens: input.billedUsage.promptTokens + input.billedUsage.completionTokens,
+    usage: chatUsage(input.billedUsage, input.costMicros),
+  };
+}
+
+/**
+ * The chat completions surface's stream: each chunk a `chat.completion.chunk` frame under the
+ * gateway's id, `created` and slug (chunkFrameHead), a cost stop as a `finish_reason: "length"`
+ * chunk, the usage chunk (with its cost) when the client asked for it, then `[DONE]`; an error
+ * after the stream opened is OpenAI's in-stream error form.
+ */
+export function createChatStreamRenderer(input: { id: string; createdS: number; modelSlug: string; includeUsage: boolean }): StreamRenderer {
+  // Everything but `choices` is the gateway's own and the same in every chunk: serialised once.
+  const head = chunkFrameHead(input);
+  const tail = input.includeUsage ? ',"usage":null}\n\n' : '}\n\n';
+  return {
+    start: () => '',
+    chunk: (choices: StreamChoice[]) => head + JSON.stringify(choices) + tail,
+    text: (_text: string, json: string) => head + json + tail,
+    close(close: StreamClose): string {
+      let frames = '';
+      if (close.ending === 'cost_stop') frames += `${head}[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]${tail}`;
+      if (input.includeUsage) frames += `${head}[],"usage":${JSON.stringify(chatUsage(close.usage, close.costMicros))}}\n\n`;
+      return `${frames}data: [DONE]\n\n`;
     },
+    // OpenAI's in-stream error form: one data event with an `error` object, then the end.
+    fail: (error: GatewayError) => `data: ${JSON.stringify(toHttpError(error).body)}\n\n`,
   };
 }
 

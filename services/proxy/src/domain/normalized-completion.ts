@@ -24,6 +24,23 @@ export interface NormalizedChoice {
   logprobs: { content: NormalizedTokenLogprob[] | null; refusal: NormalizedTokenLogprob[] | null } | null;
 }
 
+/** A tool call fragment of a streamed choice, in OpenAI's chunk form. */
+export interface StreamToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+/** One choice of a chunk, in the gateway's allowlisted OpenAI chunk form (serialised as is). */
+export interface StreamChoice {
+  index: number;
+  delta: { role?: 'assistant'; content?: string; refusal?: string; tool_calls?: StreamToolCallDelta[] };
+  logprobs: { content: NormalizedTokenLogprob[] | null; refusal: NormalizedTokenLogprob[] | null } | null;
+  /** One of stop, length, tool_calls, content_filter, function_call; null until the choice ends. */
+  finish_reason: string | null;
+}
+
 /** Token counts the upstream reported. */
 export interface NormalizedUsage {
   promptTokens: number;

@@ -64,3 +64,26 @@ export function usageCostMicros(usage: TokenUsage, model: GatewayModelEntry): { 
       + costMicros(usage.completionTokens, model.providerOutputCostMicrosPerMtok),
   };
 }
+
+/** µ₹ in one rupee. */
+const microsPerRupee = 1_000_000n;
+
+/** An amount of µ₹ as a decimal string of rupees with six places, e.g. 1234567n → "1.234567" (never a float). */
+function rupeesText(micros: bigint): string {
+  const sign = micros < 0n ? '-' : '';
+  const magnitude = micros < 0n ? -micros : micros;
+  return `${sign}${magnitude / microsPerRupee}.${(magnitude % microsPerRupee).toString().padStart(6, '0')}`;
+}
+
+/** The cost fields a response's `usage` carries: what the request's Settle prices it at, µ₹ and rupees, as decimal strings. */
+export interface UsageCostFields {
+  /** µ₹, a decimal string (money never travels as a JSON number). */
+  cost_micros: string;
+  /** The same amount in rupees, a decimal string with six places. */
+  cost_inr: string;
+}
+
+/** The `usage` cost fields of an amount µ₹ (usageCostMicros's costMicros: the Settle's own figure). */
+export function usageCostFields(costMicros: bigint): UsageCostFields {
+  return { cost_micros: costMicros.toString(), cost_inr: rupeesText(costMicros) };
+}

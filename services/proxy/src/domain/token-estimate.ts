@@ -111,7 +111,7 @@ export function truncateToTokens(text: string, maxTokens: number, tokenizer: Tok
 function messageTexts(message: ChatMessage): string[] {
   const parts: string[] = [];
   if (typeof message.content === 'string') parts.push(message.content);
-  else if (Array.isArray(message.content)) for (const part of message.content) parts.push(part.text);
+  else if (Array.isArray(message.content)) for (const part of message.content) if (part.type === 'text') parts.push(part.text);
   if (message.name !== undefined) parts.push(message.name);
   for (const call of message.tool_calls ?? []) parts.push(call.function.name, call.function.arguments);
   return parts;

@@ -4,16 +4,21 @@ import { createJsonBodyParser, createRequestGuard } from '@gateway/http-guard';
 import type { Logger } from '@gateway/logger';
 import type { HealthProbes } from '@gateway/service-runtime';
 import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
-import { parseChatRequest } from '../domain/chat-request.ts';
-import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../domain/config-snapshot.ts';
+import type { ConfigSnapshot, GatewayModelEntry, GatewayModelKind, OrganisationEntry } from '../domain/config-snapshot.ts';
 import type { Ledger } from '../domain/ledger-port.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision, type RateLimiter } from '../domain/rate-limit.ts';
+import type { ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import { elapsedMs } from '../inference/chat-billing.ts';
-import { completeChat, type UpstreamPort } from '../inference/complete-chat.ts';
-import { streamChat, type StreamSink, type StreamStopReason } from '../inference/stream-chat.ts';
+import type { UpstreamPort } from '../inference/complete-chat.ts';
+import type { StreamChatDeps, StreamSink, StreamStopReason } from '../inference/stream-chat.ts';
 import type { ProxyRoute, ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
+import type { UpstreamAdapter } from '../upstreams/upstream-adapter.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
-import { contextOf, requestContext, sendError, type RequestContext } from './request-context.ts';
+import { contextOf, requestContext, sendAnthropicError, sendError, type RequestContext } from './request-context.ts';
+import { mountChatCompletionsRoute } from './routes/chat-completions-route.ts';
+import { mountEmbeddingsRoute } from './routes/embeddings-route.ts';
+import { mountMessagesRoute } from './routes/messages-route.ts';
+import { mountResponsesRoute } from './routes/responses-route.ts';
 
 /** Everything the HTTP layer uses, wired by createProxyApp. */
 export interface HttpAppServices {
@@ -27,6 +32,8 @@ export interface HttpAppServices {
   /** The ledger port: every Settle and Release goes through its outbox. */
   ledger: Ledger;
   upstream: UpstreamPort;
+  /** The tool-call id mapping of a snapshot: the ids clients see are the gateway's (domain/tool-call-ids.ts). */
+  toolCallIds(snapshot: ConfigSnapshot): ToolCallIdCodec;
   /** Tracks work that must end before the process stops. */
   track<T>(work: Promise<T>): Promise<T>;
   maxBodyBytes: number;
@@ -42,6 +49,47 @@ export interface HttpAppServices {
 /** A handler of an inference route: gets the request's context and observer; whatever it throws becomes the error response. */
 type InferenceHandler = (req: Request, res: Response, context: RequestContext, observer: RequestObserver) => Promise<void>;
 
+/** Where an inference route reads its API key: `Authorization: Bearer` only, or also Anthropic's `x-api-key`. */
+type ApiKeySource = 'bearer' | 'bearer_or_x_api_key';
+
+/** The error shape an inference route answers in: OpenAI's (every route but one) or Anthropic's (`/v1/messages`). */
+type ErrorShape = 'openai' | 'anthropic';
+
+/**
+ * The common steps of every inference route, handed to each route module (http/routes/): one
+ * home for the order snapshot → key → RPM → body, for model resolution, for JSON and SSE
+ * answers, and for tracking and cutting streams at shutdown.
+ */
+export interface InferenceRouteKit {
+  readonly services: HttpAppServices;
+  /** What the inference functions (inference/) need: ledger, upstream, logger, TTLs, background work. */
+  readonly inferenceDeps: StreamChatDeps;
+  /** Wraps a handler as tracked work with its route's observer; whatever it throws is answered in `errorShape` (default OpenAI's). */
+  inference(route: ProxyRoute, handler: InferenceHandler, errorShape?: ErrorShape): RequestHandler;
+  /** Fresh snapshot (else 503) and API key (401/403), synchronously; `keySource` default `bearer`. */
+  identify(req: Request, context: RequestContext, keySource?: ApiKeySource): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller };
+  /**
+   * The organisation's RPM check (429, x-ratelimit-* headers) with the JSON body read while the
+   * check's round trip is in flight; resolves to the parsed body.
+   */
+  readBodyWithinRateLimit(req: Request, res: Response, context: RequestContext, caller: AuthenticatedCaller): Promise<unknown>;
+  /**
+   * The gateway model a request names, when it exists, the organisation may use it and it is of
+   * `kind` (a 400 naming the endpoint to use otherwise); sets the observer's model label either way.
+   */
+  resolveModel(
+    snapshot: ConfigSnapshot, caller: AuthenticatedCaller, slug: string, kind: GatewayModelKind, observer: RequestObserver, stream: boolean,
+  ): GatewayModelEntry;
+  /** The upstream adapter of a model's provider kind (503 when this proxy has none). */
+  adapterOf(model: GatewayModelEntry): UpstreamAdapter;
+  /** Answers 200 with a JSON body in one write. */
+  sendJson(res: Response, body: unknown, observer: RequestObserver): void;
+  /** The SSE response of a stream, with backpressure. */
+  sseSink(res: Response, observer: RequestObserver): StreamSink;
+  /** Runs a stream's relay with its stop signal: aborted when the client goes away, or by shutdown once the grace runs out. */
+  withStreamStop(res: Response, relay: (stop: AbortSignal) => Promise<void>): Promise<void>;
+}
+
 function sameAnswerForMissingModel(slug: string): GatewayError {
   return new GatewayError('model_not_found', {
     param: 'model',
@@ -50,11 +98,17 @@ function sameAnswerForMissingModel(slug: string): GatewayError {
 }
 
 /** The model a caller asked for, when it exists and the organisation may use it; one 404 otherwise. */
-function resolveModel(snapshot: ConfigSnapshot, organisation: OrganisationEntry, slug: string): GatewayModelEntry {
+function modelAllowed(snapshot: ConfigSnapshot, organisation: OrganisationEntry, slug: string): GatewayModelEntry {
   const model = snapshot.modelsBySlug.get(slug);
   if (model === undefined || !organisation.allowedModelSlugs.has(slug)) throw sameAnswerForMissingModel(slug);
   return model;
 }
+
+/** The endpoints a model of a kind is served on, as /v1/models lists them and a wrong-kind 400 names them. */
+const endpointsOfKind: Record<GatewayModelKind, readonly string[]> = {
+  chat: ['/v1/chat/completions', '/v1/responses', '/v1/messages'],
+  embedding: ['/v1/embeddings'],
+};
 
 /**
  * Answers 200 with a JSON body in one write (headers and body together), without express's
@@ -72,15 +126,31 @@ function sendJson(res: Response, body: unknown, observer: RequestObserver): void
   res.end(json);
 }
 
-/** The OpenAI model object of a gateway model: the slug and nothing upstream. */
-function modelObject(model: GatewayModelEntry): { id: string; object: 'model'; created: number; owned_by: 'gateway' } {
-  return { id: model.slug, object: 'model', created: model.createdAtS, owned_by: 'gateway' };
+/** A model as /v1/models shows it: OpenAI's fields (the slug and nothing upstream) plus what the model serves and accepts. */
+interface ModelObject {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: 'gateway';
+  capabilities: { kind: GatewayModelKind; endpoints: readonly string[]; input_modalities: string[] };
+}
+
+function modelObject(model: GatewayModelEntry): ModelObject {
+  return {
+    id: model.slug, object: 'model', created: model.createdAtS, owned_by: 'gateway',
+    capabilities: {
+      kind: model.kind,
+      endpoints: endpointsOfKind[model.kind],
+      input_modalities: ['text', ...[...model.mediaModalities].sort()],
+    },
+  };
 }
 
 /**
- * The proxy's express app: `/healthz`, `/readyz`, and the OpenAI-compatible `/v1` routes.
- * Every inference route runs, in order: fresh snapshot (else 503), API key (401/403), the
- * organisation's RPM pool (429), then its own work (docs/proxy.md).
+ * The proxy's express app: `/healthz`, `/readyz`, and the `/v1` routes: chat completions,
+ * Responses, Anthropic Messages, embeddings (http/routes/ has one module per surface) and
+ * models. Every inference route runs, in order: fresh snapshot (else 503), API key (401/403),
+ * the organisation's RPM pool (429), then its own work (docs/proxy.md).
  */
 export function createHttpApp(services: HttpAppServices): Express {
   const app = express();
@@ -92,7 +162,7 @@ export function createHttpApp(services: HttpAppServices): Express {
   // surrogate is not Unicode and is refused (docs/proxy.md, "Bad input").
   const parseJson = createJsonBodyParser({ limitBytes: services.maxBodyBytes, text: 'unicode' });
 
-  /** Reads the JSON body; only for a caller whose key has passed (see the chat route for why not after RPM). */
+  /** Reads the JSON body; only for a caller whose key has passed (see readBodyWithinRateLimit for why not after RPM). */
   function readJsonBody(req: Request, res: Response): Promise<unknown> {
     return new Promise((resolve, reject) => {
       parseJson(req, res, (error?: unknown) => {
@@ -143,15 +213,20 @@ export function createHttpApp(services: HttpAppServices): Express {
   }
 
   /** Snapshot and key: what every inference route checks first, synchronously. */
-  function identify(req: Request, context: RequestContext): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller } {
+  function identify(req: Request, context: RequestContext, keySource: ApiKeySource = 'bearer'): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller } {
     const snapshot = requireSnapshot();
-    const caller = authenticate(snapshot, req.headers.authorization);
+    // Anthropic's clients send the key as x-api-key; Authorization wins when both are present.
+    const xApiKey = req.headers['x-api-key'];
+    const authorization = keySource === 'bearer_or_x_api_key' && req.headers.authorization === undefined && typeof xApiKey === 'string'
+      ? `Bearer ${xApiKey}`
+      : req.headers.authorization;
+    const caller = authenticate(snapshot, authorization);
     context.log.organisationId = caller.organisation.id;
     context.log.projectId = caller.project.id;
     return { snapshot, caller };
   }
 
-  /** Snapshot, key and RPM: the common start of every inference route. */
+  /** Snapshot, key and RPM: the common start of the routes that read no body. */
   async function admit(req: Request, res: Response, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }> {
     const identified = identify(req, context);
     await applyRateLimit(identified.caller.organisation, res, context);
@@ -159,13 +234,14 @@ export function createHttpApp(services: HttpAppServices): Express {
   }
 
   /** Runs an inference handler of a route as tracked work, answering with the error of anything it throws; the route's observer counts it. */
-  function inference(route: ProxyRoute, handler: InferenceHandler): RequestHandler {
+  function inference(route: ProxyRoute, handler: InferenceHandler, errorShape: ErrorShape = 'openai'): RequestHandler {
+    const answerError = errorShape === 'anthropic' ? sendAnthropicError : sendError;
     return (req, res) => {
       const context = contextOf(res);
       const observer = services.telemetry.startRequest(route, req.method, context.requestId, context.startedAtMs);
       context.observer = observer;
       // observer.run: with tracing on, the handler's ledger calls carry the request's spans.
-      const work = observer.run(() => handler(req, res, context, observer)).catch((error: unknown) => sendError(res, error));
+      const work = observer.run(() => handler(req, res, context, observer)).catch((error: unknown) => answerError(res, error));
       context.work = work;
       return services.track(work);
     };
@@ -179,13 +255,13 @@ export function createHttpApp(services: HttpAppServices): Express {
   // Ready decides routing (docs/proxy.md "Readiness"); the dependencies are named for operators only.
   app.get('/readyz', services.probes.handleReadiness);
 
-  const inferenceDeps = {
+  const inferenceDeps: StreamChatDeps = {
     ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
     background: (work: Promise<unknown>) => { void services.track(work); },
     checkpointIntervalMs: services.checkpointIntervalMs,
   };
 
-  /** The SSE response of a streaming completion, with backpressure: a slow client slows the relay, nothing piles up. */
+  /** The SSE response of a stream, with backpressure: a slow client slows the relay, nothing piles up. */
   function sseSink(res: Response, observer: RequestObserver): StreamSink {
     return {
       open() {
@@ -216,42 +292,62 @@ export function createHttpApp(services: HttpAppServices): Express {
     };
   }
 
-  app.post('/v1/chat/completions', inference('/v1/chat/completions', async (req, res, context, observer) => {
-    const { snapshot, caller } = identify(req, context);
-    // The body is read while the RPM check's Redis round trip is in flight rather than after it
-    // (that round trip is on every request's latency). Only callers with a valid key get this
-    // far, the body is bounded by PROXY_MAX_BODY_BYTES, and a refusal still answers 429 first.
-    const body = readJsonBody(req, res).then((json) => ({ json }), (error: unknown) => ({ error }));
-    const limited = applyRateLimit(caller.organisation, res, context);
-    if (limited !== undefined) await limited;
-    const read = await body;
-    if ('error' in read) throw read.error;
-    const request = parseChatRequest(read.json, { maxMessageChars: services.maxMessageChars });
-    context.log.model = request.model;
-    // The label is the slug when the snapshot has it (bounded by the catalogue), whatever the client sent otherwise.
-    if (snapshot.modelsBySlug.has(request.model)) observer.modelResolved(request.model, request.stream);
-    else observer.modelUnknown(request.stream);
-    const model = resolveModel(snapshot, caller.organisation, request.model);
-    const adapter = adapterFor(model.upstream.providerKind);
-    if (adapter === undefined) {
-      throw new GatewayError('service_unavailable', { internalMessage: `no adapter for ${model.upstream.providerKind}` });
-    }
-    const input = { requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter, request, log: context.log, observer };
-    if (!request.stream) {
-      await completeChat(inferenceDeps, input, (body) => { sendJson(res, body, observer); });
-      return;
-    }
-    const stop = new AbortController();
-    const onClose = () => { if (!res.writableFinished) stop.abort('client_closed' satisfies StreamStopReason); };
-    res.once('close', onClose);
-    services.activeStreams.add(stop);
-    try {
-      await streamChat(inferenceDeps, { ...input, sink: sseSink(res, observer), stop: stop.signal });
-    } finally {
-      services.activeStreams.delete(stop);
-      res.off('close', onClose);
-    }
-  }));
+  const kit: InferenceRouteKit = {
+    services,
+    inferenceDeps,
+    inference,
+    identify,
+    async readBodyWithinRateLimit(req, res, context, caller) {
+      // The body is read while the RPM check's Redis round trip is in flight rather than after it
+      // (that round trip is on every request's latency). Only callers with a valid key get this
+      // far, the body is bounded by PROXY_MAX_BODY_BYTES, and a refusal still answers 429 first.
+      const body = readJsonBody(req, res).then((json) => ({ json }), (error: unknown) => ({ error }));
+      const limited = applyRateLimit(caller.organisation, res, context);
+      if (limited !== undefined) await limited;
+      const read = await body;
+      if ('error' in read) throw read.error;
+      return read.json;
+    },
+    resolveModel(snapshot, caller, slug, kind, observer, stream) {
+      // The label is the slug when the snapshot has it (bounded by the catalogue), whatever the client sent otherwise.
+      if (snapshot.modelsBySlug.has(slug)) observer.modelResolved(slug, stream);
+      else observer.modelUnknown(stream);
+      const model = modelAllowed(snapshot, caller.organisation, slug);
+      if (model.kind !== kind) {
+        throw new GatewayError('invalid_request', {
+          param: 'model',
+          publicMessage: `The model '${model.slug}' is ${model.kind === 'embedding' ? 'an embedding' : 'a chat'} model; use POST ${endpointsOfKind[model.kind].join(' or POST ')}.`,
+        });
+      }
+      return model;
+    },
+    adapterOf(model) {
+      const adapter = adapterFor(model.upstream.providerKind);
+      if (adapter === undefined) {
+        throw new GatewayError('service_unavailable', { internalMessage: `no adapter for ${model.upstream.providerKind}` });
+      }
+      return adapter;
+    },
+    sendJson,
+    sseSink,
+    async withStreamStop(res, relay) {
+      const stop = new AbortController();
+      const onClose = () => { if (!res.writableFinished) stop.abort('client_closed' satisfies StreamStopReason); };
+      res.once('close', onClose);
+      services.activeStreams.add(stop);
+      try {
+        await relay(stop.signal);
+      } finally {
+        services.activeStreams.delete(stop);
+        res.off('close', onClose);
+      }
+    },
+  };
+
+  mountChatCompletionsRoute(app, kit);
+  mountResponsesRoute(app, kit);
+  mountMessagesRoute(app, kit);
+  mountEmbeddingsRoute(app, kit);
 
   app.get('/v1/models', inference('/v1/models', async (req, res, context) => {
     const { snapshot, caller } = await admit(req, res, context);
@@ -266,8 +362,17 @@ export function createHttpApp(services: HttpAppServices): Express {
   app.get('/v1/models/*slug', inference('/v1/models/:slug', async (req, res, context) => {
     const { snapshot, caller } = await admit(req, res, context);
     const segments = (req.params as { slug?: string[] }).slug ?? [];
-    res.json(modelObject(resolveModel(snapshot, caller.organisation, segments.join('/'))));
+    res.json(modelObject(modelAllowed(snapshot, caller.organisation, segments.join('/'))));
   }));
+
+  // Legacy completions are not served (docs/proxy.md, "What is served"): a prompt-continuation
+  // API few upstreams still offer, which cannot be translated to chat without changing what a
+  // prompt means. The 404 says where to go instead; no key is needed to learn it.
+  app.all('/v1/completions', (_req, res) => {
+    sendError(res, new GatewayError('not_found', {
+      publicMessage: 'The legacy completions endpoint (POST /v1/completions) is not served by this gateway; use POST /v1/chat/completions or POST /v1/responses.',
+    }));
+  });
 
   // Anything else, any method: OpenAI's answer to an unknown route is a 404 in its error shape.
   app.use((req, res) => {

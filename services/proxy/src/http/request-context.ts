@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { toGatewayError, toHttpError } from '@gateway/errors';
+import { toAnthropicHttpError, toGatewayError, toHttpError } from '@gateway/errors';
 import { frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { BillingLogFields } from '../inference/complete-chat.ts';
@@ -105,22 +105,40 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, te
   };
 }
 
-/**
- * Answers a request with the OpenAI-shaped error of anything thrown, through the one mapping
- * of @gateway/errors, and notes the code and internal detail for the log line.
- */
-export function sendError(res: Response, error: unknown): void {
+/** Notes a thrown error's code and internal detail for the request's log line; returns it as the gateway's error. */
+function noteError(res: Response, error: unknown): ReturnType<typeof toGatewayError> {
   const gatewayError = toGatewayError(frameworkRequestError(error));
   const context = res.locals.context as RequestContext | undefined;
   if (context !== undefined) {
     context.log.errorCode = gatewayError.code;
     if (gatewayError.message !== gatewayError.publicMessage) context.log.errorDetail = gatewayError.message;
   }
+  return gatewayError;
+}
+
+/**
+ * Answers a request with the OpenAI-shaped error of anything thrown, through the one mapping
+ * of @gateway/errors, and notes the code and internal detail for the log line.
+ */
+export function sendError(res: Response, error: unknown): void {
+  const gatewayError = noteError(res, error);
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const response = toHttpError(gatewayError);
+  res.set(response.headers);
+  res.status(response.status).json(response.body);
+}
+
+/** sendError in Anthropic's error shape (`{"type":"error","error":{"type","message"}}`), for `/v1/messages`: the same status and message. */
+export function sendAnthropicError(res: Response, error: unknown): void {
+  const gatewayError = noteError(res, error);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const response = toAnthropicHttpError(gatewayError);
   res.set(response.headers);
   res.status(response.status).json(response.body);
 }

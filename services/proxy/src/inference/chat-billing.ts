@@ -8,6 +8,7 @@ import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, ReserveOutcome,
 import { effectiveMaxTokens, reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
 import { estimatePromptTokens } from '../domain/token-estimate.ts';
+import { revealToolCallIds, type ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import { failedCall, type UpstreamFailure } from '../domain/upstream-failure.ts';
 import type { ReserveMetricOutcome, RequestObserver } from '../telemetry/request-observer.ts';
 import type { UpstreamAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
@@ -64,32 +65,43 @@ export function elapsedMs(startedAtMs: number): number {
   return Math.round((performance.now() - startedAtMs) * 100) / 100;
 }
 
-/** One chat completion to run. */
-export interface ChatInput {
+/** One billed request to run (a chat completion on any surface, or embeddings): who, which model, and where its figures go. */
+export interface BillingInput {
   /** The request id (echoed to the client and kept on the usage record). */
   requestId: string;
   /** A UUID unique to this request: the reservation is `res_<uuid>`, the completion `chatcmpl-<uuid>`. */
   requestUuid: string;
   caller: AuthenticatedCaller;
   model: GatewayModelEntry;
-  adapter: UpstreamAdapter;
-  request: ChatRequest;
   log: BillingLogFields;
   /** The request's metrics (and spans): told of the Reserve, the upstream call and the Settle. */
   observer: RequestObserver;
 }
 
-/** What the gateway decided for a request before any money moves. */
-export interface ChatPlan {
-  promptTokens: number;
-  /** Completion budget sent upstream. */
-  maxTokens: number;
+/** One chat completion to run, whichever API surface it came in on (chat completions, Responses, Messages). */
+export interface ChatInput extends BillingInput {
+  adapter: UpstreamAdapter;
+  /** The request in the gateway's internal form (chat completions' shape), tool-call ids as the client sent them. */
+  request: ChatRequest;
+  /** Maps tool-call ids between the upstream's and the gateway's (domain/tool-call-ids.ts). */
+  toolCallIds: ToolCallIdCodec;
+}
+
+/** The money of a request before any moves: its Reserve and where it is held. */
+export interface BillingPlan {
   /** The Reserve, µ₹. */
   amountMicros: bigint;
-  upstreamRequest: UpstreamRequest;
   reservationId: string;
   /** Set by holdReserve when the Reserve was carved from a credit grant in memory (the ledger has not seen it). */
   carve: Carve | undefined;
+}
+
+/** What the gateway decided for a chat completion before any money moves. */
+export interface ChatPlan extends BillingPlan {
+  promptTokens: number;
+  /** Completion budget sent upstream. */
+  maxTokens: number;
+  upstreamRequest: UpstreamRequest;
 }
 
 /**
@@ -100,7 +112,8 @@ export function planChat(input: ChatInput): ChatPlan {
   const { model, request } = input;
   const promptTokens = estimatePromptTokens(request, model.tokenizer);
   const maxTokens = effectiveMaxTokens(request.maxTokens, model, promptTokens);
-  const upstreamRequest = input.adapter.buildRequest(model.upstream, { request, maxTokens });
+  // The upstream sees its own tool-call ids, never the gateway's (domain/tool-call-ids.ts).
+  const upstreamRequest = input.adapter.buildRequest(model.upstream, { request: revealToolCallIds(request, input.toolCallIds), maxTokens });
   return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), upstreamRequest, reservationId: `res_${input.requestUuid}`, carve: undefined };
 }
 
@@ -173,7 +186,7 @@ const recallFirstWaitMs = 5;
  * retry repeats the same reservation id and payload; a refused Reserve wrote nothing, so it is
  * not a replay.)
  */
-export async function holdReserve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan): Promise<void> {
+export async function holdReserve(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan): Promise<void> {
   const { caller, model } = input;
   // Nothing is dropped when the ledger falls behind: the proxy stops taking work instead, before
   // any money moves (the outbox is not ready, so a load balancer steers traffic elsewhere).
@@ -250,7 +263,7 @@ export interface SettleOverrun {
 }
 
 /** The outbox owner of a request's Settle or Release. */
-function ownerOf(input: ChatInput): BillingOwner {
+function ownerOf(input: BillingInput): BillingOwner {
   return { organisationId: input.caller.organisation.id, requestId: input.requestId };
 }
 
@@ -260,7 +273,7 @@ function ownerOf(input: ChatInput): BillingOwner {
  * as a Settle in flight of the organisation while it waits.
  */
 export function settleUsage(
-  deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, usage: TokenUsage, source: UsageSource, overrun?: SettleOverrun,
+  deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, usage: TokenUsage, source: UsageSource, overrun?: SettleOverrun,
 ): Promise<void> {
   return settleUsageOnce(deps, input, plan, usage, source, overrun).catch((error: unknown) => {
     deps.logger.error({
@@ -270,7 +283,7 @@ export function settleUsage(
 }
 
 async function settleUsageOnce(
-  deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, usage: TokenUsage, source: UsageSource, overrun: SettleOverrun | undefined,
+  deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, usage: TokenUsage, source: UsageSource, overrun: SettleOverrun | undefined,
 ): Promise<void> {
   const { log, model } = input;
   const { costMicros } = usageCostMicros(usage, model);
@@ -321,7 +334,7 @@ async function settleUsageOnce(
  * Releases a Reserve whose request certainly reached no upstream: a carve goes back to its
  * grant in memory (the ledger never saw it), a Reserve at the ledger through the outbox.
  */
-async function releaseReserve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, reason: string): Promise<void> {
+async function releaseReserve(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, reason: string): Promise<void> {
   if (plan.carve !== undefined) {
     deps.ledger.grants?.release(plan.carve);
     return;
@@ -342,7 +355,7 @@ const noUsage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
  * settles zero usage. The Release or Settle waits in the outbox as background work (shutdown
  * still waits for it), so a client is not kept waiting for its 502/504 while the ledger is away.
  */
-export function settleFailedCall(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, failure: UpstreamFailure): GatewayError {
+export function settleFailedCall(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, failure: UpstreamFailure): GatewayError {
   if (failure.kind === 'http_error') input.log.upstreamStatus = failure.statusCode;
   const { error, money } = failedCall(failure);
   deps.background(money.kind === 'release'
@@ -356,7 +369,7 @@ export function settleFailedCall(deps: ChatBillingDeps, input: ChatInput, plan: 
  * checks (promotion), so its checkpoints exist for EXPIRY to charge. True when the stream now
  * has a reservation at the ledger to checkpoint.
  */
-async function promoteCarve(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, carve: Carve): Promise<boolean> {
+async function promoteCarve(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, carve: Carve): Promise<boolean> {
   const grants = deps.ledger.grants;
   if (grants === undefined) return false;
   grants.promotionSent(carve);
@@ -390,7 +403,7 @@ async function promoteCarve(deps: ChatBillingDeps, input: ChatInput, plan: ChatP
  * interval (the meter's first, at its first chunk, is skipped: a short stream costs no ledger
  * call); then its carve is promoted to its own reservation before its first checkpoint.
  */
-export async function checkpointStream(deps: ChatBillingDeps, input: ChatInput, plan: ChatPlan, due: CheckpointDue): Promise<void> {
+export async function checkpointStream(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, due: CheckpointDue): Promise<void> {
   const { carve } = plan;
   const grants = deps.ledger.grants;
   if (carve !== undefined && grants !== undefined && carve.state !== 'promoted') {

@@ -1,6 +1,7 @@
-import { buildChatCompletionBody, cutCompletion, estimateCompletionTokens, type ChatCompletionBody } from '../domain/completion-response.ts';
+import { cutCompletion, estimateCompletionTokens } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
 import { outputTokensWithin, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
+import { concealCompletionToolCallIds } from '../domain/tool-call-ids.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamEndpoint, UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
@@ -26,13 +27,26 @@ export function upstreamFailureOutcome(kind: 'http_error' | 'unreachable' | 'tim
   }
 }
 
+/** A non-streaming completion as it is delivered and billed, for a surface to render (chat, Responses, Messages). */
+export interface CompletedChat {
+  /** The completion held to its Reserve, its tool-call ids the gateway's own. */
+  completion: NormalizedCompletion;
+  /** The usage the Settle carries. */
+  usage: TokenUsage;
+  /** Its cost at the model's prices, µ₹: the Settle's own figure (usageCostMicros). */
+  costMicros: bigint;
+  /** When the answer was made, Unix seconds (a response's `created`). */
+  createdS: number;
+}
+
 /** What completeChat needs besides the request. */
 export interface CompleteChatDeps extends ChatBillingDeps {
   upstream: UpstreamPort;
 }
 
 /**
- * Runs one non-streaming chat completion with its money: estimate, Reserve, upstream call,
+ * Runs one non-streaming chat completion with its money, for any surface (the caller renders
+ * what `respond` is given): estimate, Reserve, upstream call,
  * then exactly one of Settle (the request may have reached the upstream) or Release (it
  * certainly did not). A reply longer than its Reserve covers is cut to it (withinReserve). A
  * completion is handed to `respond` first and settled right after, so the
@@ -41,7 +55,7 @@ export interface CompleteChatDeps extends ChatBillingDeps {
  * gateway's own 502/504 (settleFailedCall: their Settle or Release queued in the outbox before
  * they are thrown); the upstream's status, headers and text go nowhere but the log's status code.
  */
-export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (body: ChatCompletionBody) => void): Promise<void> {
+export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (completed: CompletedChat) => void): Promise<void> {
   const { model, log, observer } = input;
   const plan = planChat(input);
   await holdReserve(deps, input, plan);
@@ -74,17 +88,16 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
   const produced: TokenUsage = completion.usage
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };
   const delivered = withinReserve(completion, produced, plan, input);
-  const body = buildChatCompletionBody({
-    id: `chatcmpl-${input.requestUuid}`,
+  const completed: CompletedChat = {
+    completion: concealCompletionToolCallIds(delivered.completion, input.toolCallIds),
+    usage: delivered.usage,
+    costMicros: usageCostMicros(delivered.usage, model).costMicros,
     createdS: Math.floor(Date.now() / 1000),
-    modelSlug: model.slug,
-    completion: delivered.completion,
-    billedUsage: delivered.usage,
-  });
+  };
   // The settle starts before the response is written, so it is in the outbox (a Settle in flight
   // of the organisation) before the client can possibly send its next request.
   const settled = settleUsage(deps, input, plan, delivered.usage, delivered.source, delivered.overrun);
-  respond(body);
+  respond(completed);
   await settled;
 }
 

@@ -1,7 +1,7 @@
-import { toHttpError } from '@gateway/errors';
-import { chunkFrameHead } from '../domain/completion-response.ts';
-import type { TokenUsage } from '../domain/pricing.ts';
+import { usageCostMicros } from '../domain/pricing.ts';
 import { StreamMeter, type StreamEnding } from '../domain/stream-meter.ts';
+import type { StreamRenderer } from '../domain/stream-renderer.ts';
+import { concealStreamToolCallIds } from '../domain/tool-call-ids.ts';
 import { streamFailureError } from '../domain/upstream-failure.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import { SseParser } from '../upstreams/sse/sse-parser.ts';
@@ -44,14 +44,17 @@ export interface StreamChatDeps extends CompleteChatDeps {
 /** One streaming completion to run. */
 export interface StreamChatInput extends ChatInput {
   sink: StreamSink;
+  /** What the events look like on the request's surface (chat chunks, Responses events, Anthropic events). */
+  renderer: StreamRenderer;
   /** Aborted with a StreamStopReason when the client goes away or shutdown cuts the stream. */
   stop: AbortSignal;
 }
 
 /**
- * Runs one streaming chat completion: plan and Reserve as for any completion, then relays the
- * upstream's SSE chunk by chunk (each rebuilt from the adapter's allowlist with the gateway's
- * id and the Gateway Model slug as `model`), never buffering more than one event. The money is
+ * Runs one streaming chat completion on any surface: plan and Reserve as for any completion,
+ * then relays the upstream's SSE chunk by chunk (each rebuilt from the adapter's allowlist and
+ * rendered in the request's surface by its renderer, with the gateway's ids and the Gateway
+ * Model slug), never buffering more than one upstream read. The money is
  * the stream meter's (domain/stream-meter.ts), asked before each chunk:
  *
  * - when the next chunk would take the running cost past the Reserve the stream ends cleanly
@@ -105,11 +108,7 @@ function finishes(choices: StreamChoice[]): boolean {
  * ending the meter's figures call for and settles them.
  */
 async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPlan, stream: UpstreamStream): Promise<void> {
-  const { model, log, request, sink } = input;
-  const createdS = Math.floor(Date.now() / 1000);
-  // Everything but `choices` is the gateway's own and the same in every chunk: serialised once.
-  const head = chunkFrameHead({ id: `chatcmpl-${input.requestUuid}`, createdS, modelSlug: model.slug });
-  const tail = request.includeUsage ? ',"usage":null}\n\n' : '}\n\n';
+  const { model, log, sink, renderer } = input;
   const meter = new StreamMeter({ model, promptTokens: plan.promptTokens, reserveMicros: plan.amountMicros, checkpointIntervalMs: deps.checkpointIntervalMs });
 
   const decoder = input.adapter.createStreamDecoder();
@@ -129,6 +128,12 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
   // showed the per-frame writes as a large part of a stream's cost). The client gets the same
   // bytes no later: they are written before the next upstream read is awaited.
   let frames = '';
+  /** Sends the head of the response and queues the surface's opening frames: once, before any other frame. */
+  const open = () => {
+    sink.open();
+    opened = true;
+    frames += renderer.start({ promptTokens: plan.promptTokens });
+  };
   const flush = async (): Promise<boolean> => {
     if (frames === '') return true;
     const batch = frames;
@@ -154,8 +159,13 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
         const isText = event.kind === 'text';
         // BOUNDED_OVERRUN: a chunk that would take the running cost past the Reserve is not relayed.
         if (!meter.deliver(event.text, !isText && finishes(event.choices))) return 'cost_stop';
-        if (!opened) { sink.open(); opened = true; }
-        frames += head + (isText ? event.json : JSON.stringify(event.choices)) + tail;
+        if (!opened) open();
+        if (isText) {
+          frames += renderer.text(event.text, event.json);
+        } else {
+          concealStreamToolCallIds(event.choices, input.toolCallIds);
+          frames += renderer.chunk(event.choices);
+        }
         return undefined;
       }
     }
@@ -209,23 +219,18 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
   input.observer.upstreamEnded(upstreamOutcomeOfEnding[ending]);
 
   const billed = meter.bill(ending);
-  const usageFrame = (usage: TokenUsage) => `${head}[],"usage":${JSON.stringify({
-    prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens,
-  })}}\n\n`;
 
   switch (ending) {
     case 'completed':
     case 'cost_stop': {
-      if (!opened) { sink.open(); opened = true; }
-      // The frames of the last read, the ending's own frames and [DONE] go out in one write
-      // with the end of the response (one pass through the HTTP framing instead of four).
-      let last = frames;
+      if (!opened) open();
+      // The frames of the last read and the ending's own frames go out in one write with the
+      // end of the response (one pass through the HTTP framing instead of several).
+      const last = frames + renderer.close({ ending, usage: billed.usage, costMicros: usageCostMicros(billed.usage, model).costMicros });
       frames = '';
-      if (ending === 'cost_stop') last += `${head}[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]${tail}`;
-      if (request.includeUsage) last += usageFrame(billed.usage);
       // Settled after the response (as completions are): the client does not wait for the commit.
       const settled = settleUsage(deps, input, plan, billed.usage, billed.source);
-      sink.end(`${last}data: [DONE]\n\n`);
+      sink.end(last);
       await settled;
       return;
     }
@@ -241,8 +246,8 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
         await settled;
         throw error; // nothing sent yet: an ordinary HTTP error
       }
-      // OpenAI's in-stream error form: one data event with an `error` object, then the end.
-      await sink.write(`data: ${JSON.stringify(toHttpError(error).body)}\n\n`);
+      // The surface's in-stream error form, then the end.
+      await sink.write(renderer.fail(error));
       sink.end();
       log.errorCode = error.code;
       log.errorDetail = error.message;

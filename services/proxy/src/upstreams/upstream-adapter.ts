@@ -1,9 +1,9 @@
 import type { ChatRequest } from '../domain/chat-request.ts';
 import type { UpstreamTarget } from '../domain/config-snapshot.ts';
-import type { NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage } from '../domain/normalized-completion.ts';
+import type { NormalizedCompletion, NormalizedUsage, StreamChoice } from '../domain/normalized-completion.ts';
 
 export type {
-  NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage,
+  NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, StreamChoice, StreamToolCallDelta,
 } from '../domain/normalized-completion.ts';
 
 /** The HTTP request an adapter wants sent to its upstream. */
@@ -20,23 +20,6 @@ export interface UpstreamChatRequest {
   request: ChatRequest;
   /** Completion budget after defaults and the context clamp. */
   maxTokens: number;
-}
-
-/** A tool call fragment of a streamed choice, in OpenAI's chunk form. */
-export interface StreamToolCallDelta {
-  index: number;
-  id?: string;
-  type?: 'function';
-  function?: { name?: string; arguments?: string };
-}
-
-/** One choice of a chunk, in the gateway's allowlisted OpenAI chunk form (serialised as is). */
-export interface StreamChoice {
-  index: number;
-  delta: { role?: 'assistant'; content?: string; refusal?: string; tool_calls?: StreamToolCallDelta[] };
-  logprobs: { content: NormalizedTokenLogprob[] | null; refusal: NormalizedTokenLogprob[] | null } | null;
-  /** One of stop, length, tool_calls, content_filter, function_call; null until the choice ends. */
-  finish_reason: string | null;
 }
 
 /** What a stream decoder makes of the upstream's events. */

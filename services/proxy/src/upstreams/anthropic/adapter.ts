@@ -27,7 +27,7 @@ function refuse(param: string, publicMessage: string): GatewayError {
 
 function textOf(content: ChatMessage['content']): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((part) => part.text).join('');
+  if (Array.isArray(content)) return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
   return '';
 }
 
