@@ -394,6 +394,24 @@ describe('models and routes', () => {
     }
   });
 
+  it('answers the legacy completions endpoint with a 404 that names the endpoints to use, moving nothing', async () => {
+    const before = traffic();
+    for (const authorization of [`Bearer ${acme.apiKey}`, undefined]) {
+      const response = await fetch(`${proxy.baseUrl}/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(authorization === undefined ? {} : { authorization }) },
+        body: JSON.stringify({ model: 'chat', prompt: 'Once upon a time' }),
+      });
+      expect(response.status).toBe(404);
+      const body = (await response.json()) as { error: { code: string; type: string; message: string } };
+      expect(body.error).toMatchObject({ code: 'not_found', type: 'invalid_request_error' });
+      expect(body.error.message).toContain('POST /v1/chat/completions');
+      expect(body.error.message).toContain('POST /v1/responses');
+    }
+    await expect(client.completions.create({ model: 'chat', prompt: 'Once upon a time' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect(traffic()).toEqual(before);
+  });
+
   it('echoes a sane x-request-id and logs one line per request with money as strings, never a secret', async () => {
     const response = await fetch(`${proxy.baseUrl}/chat/completions`, {
       method: 'POST',
