@@ -85,6 +85,13 @@ export interface ConfigUpdate {
    * changes is a heartbeat that keeps the proxy's staleness clock fresh.
    */
   producedAtMs: bigint;
+  /**
+   * The 32-byte AES-256-GCM key that seals the tool-call ids the proxies show clients
+   * (docs/surfaces/tool-call-ids.md), derived by the admin from ADMIN_ENCRYPTION_KEY, so every
+   * replica seals and opens the same ids. Sent in a full update (its first part); a delta keeps
+   * the key held. Absent (an older admin): each proxy uses a key of its own. Never logged.
+   */
+  toolCallIdKey?: Buffer | undefined;
 }
 
 export interface Organisation {
@@ -260,6 +267,7 @@ function createBaseConfigUpdate(): ConfigUpdate {
     removedKeyHashes: [],
     removedGatewayModelSlugs: [],
     producedAtMs: 0n,
+    toolCallIdKey: undefined,
   };
 }
 
@@ -303,6 +311,9 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
         throw new globalThis.Error("value provided for field message.producedAtMs of type int64 too large");
       }
       writer.uint32(88).int64(message.producedAtMs);
+    }
+    if (message.toolCallIdKey !== undefined) {
+      writer.uint32(98).bytes(message.toolCallIdKey);
     }
     return writer;
   },
@@ -408,6 +419,14 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
             message.producedAtMs = reader.int64() as bigint;
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.toolCallIdKey = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -438,6 +457,7 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
     message.producedAtMs = (object.producedAtMs !== undefined && object.producedAtMs !== null)
       ? BigInt(object.producedAtMs)
       : 0n;
+    message.toolCallIdKey = object.toolCallIdKey ?? undefined;
     return message;
   },
 };
