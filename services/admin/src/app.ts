@@ -9,6 +9,7 @@ import { prepareAdminSchema } from './admin-schema.ts';
 import type { AdminConfig } from './config.ts';
 import { configMethodRoles } from './config-stream/config-method-roles.ts';
 import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
+import { deriveToolCallIdKey } from './config-stream/tool-call-id-key.ts';
 import { createAdminService } from './domain/admin-service.ts';
 import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
 import { createCredentialCipher } from './domain/credential-cipher.ts';
@@ -116,6 +117,8 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const snapshots = createConfigSnapshotSource(db, cipher, { allowPrivateNetwork: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, refusedUpstreams });
     const hub: ConfigStreamHub = createConfigStreamHub({
       snapshots, logger, ackTimeoutMs: config.SNAPSHOT_ACK_TIMEOUT_MS, heartbeatIntervalMs: config.ADMIN_HEARTBEAT_INTERVAL_MS,
+      // Tool-call ids sealed by one proxy open on every other (docs/surfaces/tool-call-ids.md).
+      toolCallIdKey: deriveToolCallIdKey(config.ADMIN_ENCRYPTION_KEY),
       ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
     lifecycle.defer('config stream hub', () => hub.close());

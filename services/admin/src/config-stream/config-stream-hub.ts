@@ -62,6 +62,8 @@ export interface ConfigStreamHub extends ConfigPublisher {
 /** Timing of the config stream. */
 export interface ConfigStreamHubOptions {
   snapshots: ConfigSnapshotSource;
+  /** The key proxies seal tool-call ids with (deriveToolCallIdKey), sent in every full snapshot. Never logged. */
+  toolCallIdKey: Buffer;
   logger: Logger;
   /** How long a config-changing call waits for acknowledgements, ms. */
   ackTimeoutMs: number;
@@ -153,7 +155,7 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
     fullUpdatesInFlight ??= (async () => {
       const snapshot = await snapshots.load();
       if (fullUpdates?.version !== snapshot.version) {
-        const parts = splitConfigUpdate(fullConfigUpdate(snapshot, Date.now()), maxUpdateBytes);
+        const parts = splitConfigUpdate(fullConfigUpdate(snapshot, Date.now(), options.toolCallIdKey), maxUpdateBytes);
         for (const part of parts) encodedParts.set(part, Buffer.from(configV1.ConfigUpdate.encode(part).finish()));
         fullUpdates = { version: snapshot.version, parts };
       }

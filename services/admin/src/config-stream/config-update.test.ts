@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { configV1 } from '@gateway/contracts';
-import { splitConfigUpdate } from './config-update.ts';
+import { fullConfigUpdate, splitConfigUpdate } from './config-update.ts';
 
 const hex = (i: number) => i.toString(16).padStart(24, '0');
 
@@ -37,5 +37,20 @@ describe('splitConfigUpdate', () => {
     expect(parts[0]!.organisations).toEqual(update.organisations);
     expect(parts.at(-1)!.apiKeys.length).toBeGreaterThan(0);
     expect(parts[0]!.apiKeys).toEqual([]);
+  });
+
+  it('sends the tool-call id key in the first part only: the proxy keeps it through the later parts', () => {
+    const toolCallIdKey = Buffer.alloc(32, 9);
+    const parts = splitConfigUpdate(configV1.ConfigUpdate.fromPartial({ ...bigFullUpdate(20_000), toolCallIdKey }), 256 * 1024);
+    expect(parts.map((part) => part.toolCallIdKey)).toEqual([toolCallIdKey, ...parts.slice(1).map(() => undefined)]);
+    expect(configV1.ConfigUpdate.decode(configV1.ConfigUpdate.encode(parts[0]!).finish()).toolCallIdKey).toEqual(toolCallIdKey);
+  });
+});
+
+describe('fullConfigUpdate', () => {
+  it('carries the tool-call id key with the snapshot', () => {
+    const toolCallIdKey = Buffer.alloc(32, 3);
+    const update = fullConfigUpdate({ version: 7n, organisations: [], projects: [], apiKeys: [], gatewayModels: [] }, 1, toolCallIdKey);
+    expect(update).toMatchObject({ version: 7n, full: true, toolCallIdKey });
   });
 });

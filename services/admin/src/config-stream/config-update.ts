@@ -61,11 +61,15 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
   };
 }
 
-/** A full ConfigUpdate holding the whole snapshot (with decrypted credentials: never log it). */
-export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number): configV1.ConfigUpdate {
+/**
+ * A full ConfigUpdate holding the whole snapshot and the key proxies seal tool-call ids with
+ * (decrypted credentials and a key: never log it).
+ */
+export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number, toolCallIdKey: Buffer): configV1.ConfigUpdate {
   return configV1.ConfigUpdate.fromPartial({
     version: snapshot.version,
     full: true,
+    toolCallIdKey,
     organisations: snapshot.organisations.map(organisationMessage),
     projects: snapshot.projects.map(projectMessage),
     apiKeys: snapshot.apiKeys.map(apiKeyMessage),
@@ -109,15 +113,17 @@ const entrySizes = {
 /**
  * Splits an update whose estimated size passes `maxBytes` into several updates of the same
  * version: the first keeps `full` (a full snapshot's first part replaces what the proxy
- * holds), the rest are deltas that add to it. Removals, organisations and models come first,
+ * holds) and the tool-call id key (a proxy keeps it through deltas), the rest are deltas that add to it. Removals, organisations and models come first,
  * keys last, so until the last part is applied a proxy is missing keys (it refuses them)
  * rather than holding anything it should no longer honour. Only the last part's
  * acknowledgement means the version is applied. An update that fits is returned as is.
  */
 export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxConfigUpdateBytes): configV1.ConfigUpdate[] {
   const parts: configV1.ConfigUpdate[] = [];
-  let current = configV1.ConfigUpdate.fromPartial({ version: update.version, full: update.full, producedAtMs: update.producedAtMs });
-  let currentBytes = 32;
+  let current = configV1.ConfigUpdate.fromPartial({
+    version: update.version, full: update.full, producedAtMs: update.producedAtMs, toolCallIdKey: update.toolCallIdKey,
+  });
+  let currentBytes = 32 + (update.toolCallIdKey?.length ?? 0);
   const add = <Entry>(field: 'organisations' | 'projects' | 'apiKeys' | 'gatewayModels' | 'removedOrganisationIds' | 'removedProjectIds' | 'removedKeyHashes' | 'removedGatewayModelSlugs', entry: Entry, bytes: number) => {
     if (currentBytes + bytes > maxBytes && currentBytes > 32) {
       parts.push(current);
