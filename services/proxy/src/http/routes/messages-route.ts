@@ -1,7 +1,76 @@
-import type { Express } from 'express';
+import type { Express, Request, Response } from 'express';
+import { GatewayError } from '@gateway/errors';
+import { messageIdOf, buildMessagesBody } from '../../domain/messages/messages-response.ts';
+import { parseMessagesRequest } from '../../domain/messages/messages-request.ts';
+import { createMessagesStreamRenderer } from '../../domain/messages/messages-stream-renderer.ts';
+import { estimatePromptTokens } from '../../domain/token-estimate.ts';
+import { completeChat } from '../../inference/complete-chat.ts';
+import { streamChat } from '../../inference/stream-chat.ts';
+import type { RequestContext } from '../request-context.ts';
 import type { InferenceRouteKit } from '../http-app.ts';
 
-/** POST /v1/messages (Anthropic Messages API): mounted here (issue 16 builds it); until then the route answers the 404 of any unknown route. */
-export function mountMessagesRoute(_app: Express, _kit: InferenceRouteKit): void {
-  // Intentionally empty until this surface lands.
+/**
+ * The 401 of a request with no key at all, naming Anthropic's header first: Anthropic's clients
+ * (and Claude Code) send `x-api-key`, and the generic answer names only `Authorization`.
+ */
+function refuseMissingKey(req: Request): void {
+  if (req.headers.authorization === undefined && req.headers['x-api-key'] === undefined) {
+    throw new GatewayError('invalid_api_key', {
+      publicMessage: 'Missing API key. Send it in the "x-api-key" header (or as "Authorization: Bearer <key>").',
+    });
+  }
+}
+
+/** Snapshot, key (x-api-key or Bearer), RPM and body: the start both Messages routes share. */
+async function admitMessagesCall(kit: InferenceRouteKit, req: Request, res: Response, context: RequestContext) {
+  refuseMissingKey(req);
+  const { snapshot, caller } = kit.identify(req, context, 'bearer_or_x_api_key');
+  const json = await kit.readBodyWithinRateLimit(req, res, context, caller);
+  return { snapshot, caller, json };
+}
+
+/**
+ * `POST /v1/messages`: Anthropic's Messages API, streamed or not, for every gateway chat model.
+ * The body is translated into the internal chat request and runs the one billed pipeline
+ * (Reserve, upstream through the model's own adapter, Settle), so an OpenAI-compatible model and
+ * an Anthropic one are served alike; the answer is rendered in Anthropic's shapes with the
+ * gateway's id (`msg_…`), the slug as `model` and the billed usage with its cost. Errors are in
+ * Anthropic's error shape. `anthropic-version` and `anthropic-beta` are not read: the answer is
+ * the 2023-06-01 shape every version shares.
+ *
+ * `POST /v1/messages/count_tokens`: the gateway's estimate of the translated request's prompt
+ * (what a Reserve is sized on), after the same key, RPM and model checks; no Reserve, no upstream.
+ */
+export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
+  const limits = { maxMessageChars: kit.services.maxMessageChars };
+
+  app.post('/v1/messages', kit.inference('/v1/messages', async (req, res, context, observer) => {
+    const { snapshot, caller, json } = await admitMessagesCall(kit, req, res, context);
+    const request = parseMessagesRequest(json, 'create', limits);
+    context.log.model = request.model;
+    const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, request.stream);
+    const input = {
+      requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter: kit.adapterOf(model), request,
+      log: context.log, observer, toolCallIds: kit.services.toolCallIds(snapshot),
+    };
+    const id = messageIdOf(context.requestUuid);
+    if (!request.stream) {
+      await completeChat(kit.inferenceDeps, input, (completed) => {
+        kit.sendJson(res, buildMessagesBody({
+          id, modelSlug: model.slug, completion: completed.completion, billedUsage: completed.usage, costMicros: completed.costMicros,
+        }), observer);
+      });
+      return;
+    }
+    const renderer = createMessagesStreamRenderer({ id, modelSlug: model.slug });
+    await kit.withStreamStop(res, (stop) => streamChat(kit.inferenceDeps, { ...input, sink: kit.sseSink(res, observer), renderer, stop }));
+  }, 'anthropic'));
+
+  app.post('/v1/messages/count_tokens', kit.inference('/v1/messages/count_tokens', async (req, res, context, observer) => {
+    const { snapshot, caller, json } = await admitMessagesCall(kit, req, res, context);
+    const request = parseMessagesRequest(json, 'count_tokens', limits);
+    context.log.model = request.model;
+    const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, false);
+    kit.sendJson(res, { input_tokens: estimatePromptTokens(request, model.tokenizer) }, observer);
+  }, 'anthropic'));
 }

@@ -1,0 +1,198 @@
+import { describe, expect, it } from 'vitest';
+import { GatewayError } from '@gateway/errors';
+import { parseMessagesRequest, type MessagesRequestPurpose } from './messages-request.ts';
+
+const limits = { maxMessageChars: 1000 };
+
+function parse(body: unknown, purpose: MessagesRequestPurpose = 'create') {
+  return parseMessagesRequest(body, purpose, limits);
+}
+
+/** The 400 a body gets: its code and message (which names the field, Anthropic's error shape having no param). */
+function refusal(body: unknown, purpose: MessagesRequestPurpose = 'create'): { code: string; message: string } {
+  try {
+    parse(body, purpose);
+  } catch (error) {
+    if (error instanceof GatewayError) return { code: error.code, message: error.publicMessage };
+    throw error;
+  }
+  throw new Error('expected a refusal');
+}
+
+const base = { model: 'chat', max_tokens: 100 };
+const hi = [{ role: 'user', content: 'hi' }];
+
+describe('parseMessagesRequest', () => {
+  it('translates system, text turns and the sampling params into the internal chat request, dropping what it ignores', () => {
+    const request = parse({
+      ...base, system: 'be brief', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'again' }],
+      temperature: 0.3, top_p: 0.9, stop_sequences: ['END'], metadata: { user_id: 'u-1' }, stream: true,
+      thinking: { type: 'enabled', budget_tokens: 2048 }, service_tier: 'auto', cache_control: { type: 'ephemeral' }, output_config: { effort: 'high' },
+    });
+    expect(request).toEqual({
+      model: 'chat',
+      messages: [
+        { role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'again' },
+      ],
+      maxTokens: 100, stream: true, includeUsage: false,
+      params: { temperature: 0.3, top_p: 0.9, stop: ['END'], user: 'u-1' },
+    });
+  });
+
+  it('joins system text blocks and ignores cache_control on them and on content blocks', () => {
+    const request = parse({
+      ...base,
+      system: [{ type: 'text', text: 'You are a CLI.' }, { type: 'text', text: 'Be careful.', cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'a', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'b' }] }],
+    });
+    expect(request.messages).toEqual([
+      { role: 'system', content: 'You are a CLI.\n\nBe careful.' },
+      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+    ]);
+  });
+
+  it('turns image blocks into image_url parts: base64 as a data URL, url as itself', () => {
+    const request = parse({
+      ...base,
+      messages: [{
+        role: 'user', content: [
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+          { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
+          { type: 'text', text: 'what is this?' },
+        ],
+      }],
+    });
+    expect(request.messages).toEqual([{
+      role: 'user', content: [
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+        { type: 'image_url', image_url: { url: 'https://example.com/cat.jpg' } },
+        { type: 'text', text: 'what is this?' },
+      ],
+    }]);
+  });
+
+  it('turns tool_use into assistant tool calls and tool_result into tool messages, keeping the order', () => {
+    const request = parse({
+      ...base,
+      tools: [{ name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+      messages: [
+        { role: 'user', content: 'weather in Pune and Goa?' },
+        {
+          role: 'assistant', content: [
+            { type: 'thinking', thinking: 'two calls', signature: 'sig' },
+            { type: 'text', text: 'Checking.' },
+            { type: 'tool_use', id: 'call_a', name: 'get_weather', input: { city: 'Pune' } },
+            { type: 'tool_use', id: 'call_b', name: 'get_weather', input: { city: 'Goa' } },
+          ],
+        },
+        {
+          role: 'user', content: [
+            { type: 'tool_result', tool_use_id: 'call_a', content: '31C' },
+            { type: 'tool_result', tool_use_id: 'call_b', content: [{ type: 'text', text: 'rain' }, { type: 'image', source: { type: 'url', url: 'https://x.test/radar.png' } }], is_error: true },
+            { type: 'text', text: 'thanks' },
+          ],
+        },
+      ],
+    });
+    expect(request.messages).toEqual([
+      { role: 'user', content: 'weather in Pune and Goa?' },
+      {
+        role: 'assistant', content: 'Checking.', tool_calls: [
+          { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Pune"}' } },
+          { id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Goa"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_a', content: '31C' },
+      { role: 'tool', tool_call_id: 'call_b', content: 'Error: rain' },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x.test/radar.png' } }, { type: 'text', text: 'thanks' }] },
+    ]);
+    expect(request.params.tools).toEqual([{
+      type: 'function',
+      function: { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+    }]);
+  });
+
+  it('an assistant turn of tool calls only has null content; one of thinking only is dropped', () => {
+    const request = parse({
+      ...base,
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'x' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'run', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1' }] },
+      ],
+    });
+    expect(request.messages).toEqual([
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'run', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 't1', content: '' },
+    ]);
+  });
+
+  it('maps tool_choice auto/any/tool/none and disable_parallel_tool_use', () => {
+    const tools = [{ name: 'run', input_schema: { type: 'object' } }];
+    const choice = (tool_choice: unknown) => parse({ ...base, messages: hi, tools, tool_choice }).params;
+    expect(choice({ type: 'auto' })).toMatchObject({ tool_choice: 'auto' });
+    expect(choice({ type: 'any', disable_parallel_tool_use: true })).toMatchObject({ tool_choice: 'required', parallel_tool_calls: false });
+    expect(choice({ type: 'tool', name: 'run' })).toMatchObject({ tool_choice: { type: 'function', function: { name: 'run' } } });
+    expect(choice({ type: 'none' })).toMatchObject({ tool_choice: 'none' });
+    expect(choice({ type: 'none' }).parallel_tool_calls).toBeUndefined();
+    // An empty tools list is no tools; auto without tools is harmless and dropped.
+    expect(parse({ ...base, messages: hi, tools: [], tool_choice: { type: 'auto' } }).params).toEqual({});
+  });
+
+  it('count_tokens needs no max_tokens and never streams', () => {
+    const request = parse({ model: 'chat', messages: hi, stream: true }, 'count_tokens');
+    expect(request).toMatchObject({ maxTokens: undefined, stream: false });
+  });
+
+  it('refuses what it cannot honour with a 400 naming the field the way Anthropic does', () => {
+    const cases: Array<[unknown, string]> = [
+      [{ model: 'chat', messages: hi }, 'max_tokens: Field required'],
+      [{ ...base, max_tokens: 0, messages: hi }, 'max_tokens: max_tokens must be a positive integer'],
+      [{ ...base, max_tokens: 1.5, messages: hi }, 'max_tokens: max_tokens must be a positive integer'],
+      [{ max_tokens: 5, messages: hi }, 'model: Field required'],
+      [{ ...base }, 'messages: Field required'],
+      [{ ...base, messages: [] }, 'messages: messages must not be empty'],
+      [{ ...base, messages: [{ role: 'system', content: 'x' }] }, 'messages.0.role: role must be "user" or "assistant"'],
+      [{ ...base, messages: [{ role: 'user', content: [] }] }, 'messages.0.content: content must not be an empty array'],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'x' } }] }] },
+        'messages.0.content.1.source.media_type'],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image', source: { type: 'file', file_id: 'file_1' } }] }] },
+        'messages.0.content.1.source: file sources are not supported'],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image' }] }] }, 'messages.0.content.1.source'],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'document', source: {} }] }] }, "messages.0.content.0.type: 'document' blocks are not supported in user turns"],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'search_result' }] }] }, "messages.0.content.0.type: 'search_result' blocks"],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'container_upload', file_id: 'f' }] }] }, "'container_upload' blocks"],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'tool_use', id: 'a', name: 'b', input: {} }] }] }, "messages.0.content.0.type: 'tool_use' blocks are not supported in user turns"],
+      [{ ...base, messages: [{ role: 'assistant', content: [{ type: 'server_tool_use', id: 'a', name: 'web_search', input: {} }] }] }, "messages.0.content.0.type: 'server_tool_use' blocks"],
+      [{ ...base, messages: [{ role: 'assistant', content: [{ type: 'image', source: { type: 'url', url: 'https://x' } }] }] }, "'image' blocks are not supported in assistant turns"],
+      [{ ...base, messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'b', input: [] }] }] }, 'messages.0.content.0.input'],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: [{ type: 'document' }] }] }] }, 'messages.0.content.0.content.0.type'],
+      [{ ...base, messages: hi, top_k: 5 }, 'top_k: top_k is not supported'],
+      [{ ...base, messages: hi, mcp_servers: [{ type: 'url', url: 'https://m', name: 'm' }] }, 'mcp_servers: MCP connectors'],
+      [{ ...base, messages: hi, container: 'c_1' }, 'container: Containers'],
+      [{ ...base, messages: hi, context_management: { edits: [] } }, 'context_management: Server-side context management'],
+      [{ ...base, messages: hi, output_config: { format: { type: 'json_schema', schema: {} } } }, 'output_config.format: Structured outputs'],
+      [{ ...base, messages: hi, temperature: 1.5 }, 'temperature: temperature must be between 0 and 1'],
+      [{ ...base, messages: hi, stop_sequences: ['a', 'b', 'c', 'd', 'e'] }, 'stop_sequences: at most 4 stop sequences'],
+      [{ ...base, messages: hi, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, "tools.0.type: server tools ('web_search_20250305')"],
+      [{ ...base, messages: hi, tools: [{ type: 'bash_20250124', name: 'bash' }] }, "tools.0.type: server tools ('bash_20250124')"],
+      [{ ...base, messages: hi, tools: [{ name: 'ok', input_schema: { type: 'object' } }, { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool' }] }, 'tools.1.type'],
+      [{ ...base, messages: hi, tools: [{ name: 'run' }] }, 'tools.0.input_schema: Field required'],
+      [{ ...base, messages: hi, tools: [{ name: 'has space', input_schema: { type: 'object' } }] }, 'tools.0.name'],
+      [{ ...base, messages: hi, tool_choice: { type: 'any' } }, 'tool_choice: tool_choice "any" needs tools'],
+      [{ ...base, messages: hi, tools: [{ name: 'run', input_schema: { type: 'object' } }], tool_choice: { type: 'tool', name: 'walk' } }, "tool_choice.name: no tool named 'walk'"],
+      [{ ...base, messages: hi, tool_choice: { type: 'maybe' } }, 'tool_choice'],
+      [{ ...base, messages: hi, stream: 'yes' }, 'stream: stream must be a boolean'],
+      [{ ...base, messages: [{ role: 'user', content: 'x'.repeat(1001) }] }, 'messages.0: a message may carry at most 1000 characters'],
+      [{ ...base, messages: hi, system: 'x'.repeat(1001) }, 'system: the system prompt may carry at most 1000 characters'],
+      ['[]', 'The request body must be a JSON object.'],
+    ];
+    for (const [body, message] of cases) {
+      const answer = refusal(body);
+      expect(answer.code, message).toBe('invalid_request');
+      expect(answer.message, JSON.stringify(body).slice(0, 200)).toContain(message);
+    }
+  });
+});

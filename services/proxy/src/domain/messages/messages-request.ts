@@ -1,0 +1,372 @@
+import { GatewayError } from '@gateway/errors';
+import { z } from 'zod';
+import type { ChatMessage, ChatRequest } from '../chat-request.ts';
+
+/** Most messages one request may carry (the chat surface's bound). */
+const maxMessages = 2048;
+
+/** Most tools one request may define, and most tool calls one assistant turn may carry (the chat surface's bounds). */
+const maxTools = 128;
+
+/** OpenAI allows at most 4 stop sequences; the internal request is chat's, so every upstream gets at most that many. */
+const maxStopSequences = 4;
+
+/**
+ * Top-level fields of Anthropic's Messages API the gateway knows but cannot honour: sending one
+ * (not null) is a 400 naming it, rather than a silent drop that would change what the caller gets.
+ */
+const refusedFields: Readonly<Record<string, string>> = {
+  top_k: 'top_k is not supported by this gateway: OpenAI-compatible upstreams have no equivalent. Use temperature or top_p.',
+  mcp_servers: 'MCP connectors (mcp_servers) are not supported by this gateway; run MCP servers on the client and pass their tools as custom tools.',
+  container: 'Containers (code execution) are not supported by this gateway.',
+  context_management: 'Server-side context management (context_management) is not supported by this gateway.',
+};
+
+/** Where a content block may appear, for the 400 naming a block that may not. */
+const blocksByRole = {
+  user: 'text, image and tool_result',
+  assistant: 'text, tool_use, thinking and redacted_thinking',
+} as const;
+
+/** Anthropic's missing-field wording when the input is absent, the rule otherwise. */
+function required(rule: string): (issue: { input: unknown }) => string {
+  return (issue) => (issue.input === undefined ? 'Field required' : rule);
+}
+
+const textBlockSchema = z.object({
+  type: z.literal('text'),
+  text: z.string({ error: required('text must be a string') }),
+  // cache_control and citations are accepted and ignored: no upstream cache is shared between customers.
+});
+
+const imageSourceSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('base64'),
+    media_type: z.enum(['image/jpeg', 'image/png', 'image/gif', 'image/webp'], { error: "media_type must be one of 'image/jpeg', 'image/png', 'image/gif', 'image/webp'" }),
+    data: z.string({ error: required('data must be a base64 string') }).min(1, 'data must not be empty'),
+  }),
+  z.object({ type: z.literal('url'), url: z.string({ error: required('url must be a string') }).min(1, 'url must not be empty') }),
+], { error: 'source must be {type: "base64", media_type, data} or {type: "url", url}' });
+
+const imageBlockSchema = z.object({ type: z.literal('image'), source: imageSourceSchema });
+
+const toolUseBlockSchema = z.object({
+  type: z.literal('tool_use'),
+  id: z.string({ error: required('id must be a string') }).min(1, 'id must not be empty').max(256),
+  name: z.string({ error: required('name must be a string') }).min(1, 'name must not be empty').max(64),
+  input: z.record(z.string(), z.unknown(), { error: required('input must be an object') }),
+});
+
+/** A block as the first pass sees it: its type decides which schema checks it (parseBlock). */
+const anyBlockSchema = z.looseObject({ type: z.string({ error: required('type must be a string') }) }, { error: 'a content block must be an object' });
+
+const toolResultBlockSchema = z.object({
+  type: z.literal('tool_result'),
+  tool_use_id: z.string({ error: required('tool_use_id must be a string') }).min(1, 'tool_use_id must not be empty').max(256),
+  content: z.union([z.string(), z.array(anyBlockSchema)], { error: 'content must be a string or an array of text and image blocks' }).nullish(),
+  is_error: z.boolean({ error: 'is_error must be a boolean' }).nullish(),
+});
+
+const customToolSchema = z.object({
+  name: z.string({ error: required('name must be a string') })
+    .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'name must be 1 to 64 letters, digits, underscores or hyphens'),
+  description: z.string({ error: 'description must be a string' }).nullish(),
+  input_schema: z.looseObject({ type: z.literal('object', { error: 'input_schema.type must be "object"' }) }, { error: required('input_schema must be a JSON schema object') }),
+});
+
+const disableParallelSchema = z.boolean({ error: 'disable_parallel_tool_use must be a boolean' }).nullish();
+
+const toolChoiceSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('auto'), disable_parallel_tool_use: disableParallelSchema }),
+  z.object({ type: z.literal('any'), disable_parallel_tool_use: disableParallelSchema }),
+  z.object({ type: z.literal('tool'), name: z.string({ error: required('name must be a string') }).min(1), disable_parallel_tool_use: disableParallelSchema }),
+  z.object({ type: z.literal('none') }),
+], { error: 'tool_choice must be {type: "auto" | "any" | "tool" | "none"}' });
+
+const messageSchema = z.object({
+  role: z.enum(['user', 'assistant'], { error: required('role must be "user" or "assistant"') }),
+  content: z.union([z.string(), z.array(anyBlockSchema).min(1, 'content must not be an empty array')], {
+    error: required('content must be a string or an array of content blocks'),
+  }),
+});
+
+const positiveTokens = z.number({ error: required('max_tokens must be a positive integer') })
+  .int('max_tokens must be a positive integer').positive('max_tokens must be a positive integer');
+
+/**
+ * The Messages body the gateway accepts. Unknown fields are dropped, never forwarded (`service_tier`,
+ * `cache_control`, `inference_geo`, ...); `thinking` and `output_config.effort` are accepted and
+ * ignored (docs/surfaces/messages.md says why). `null` counts as absent.
+ */
+const messagesRequestSchema = z.object({
+  model: z.string({ error: required('model must be a string') }).min(1, 'model must not be empty').max(256),
+  max_tokens: positiveTokens.nullish(),
+  messages: z.array(messageSchema, { error: required('messages must be an array') })
+    .min(1, 'messages must not be empty').max(maxMessages, `at most ${maxMessages} messages are allowed`),
+  system: z.union([z.string(), z.array(textBlockSchema)], { error: 'system must be a string or an array of text blocks' }).nullish(),
+  stop_sequences: z.array(z.string().min(1, 'a stop sequence must not be empty'), { error: 'stop_sequences must be an array of strings' })
+    .max(maxStopSequences, `at most ${maxStopSequences} stop sequences are supported by this gateway`).nullish(),
+  temperature: z.number({ error: 'temperature must be a number' }).min(0, 'temperature must be between 0 and 1').max(1, 'temperature must be between 0 and 1').nullish(),
+  top_p: z.number({ error: 'top_p must be a number' }).min(0, 'top_p must be between 0 and 1').max(1, 'top_p must be between 0 and 1').nullish(),
+  metadata: z.object({ user_id: z.string({ error: 'user_id must be a string' }).max(256).nullish() }, { error: 'metadata must be an object' }).nullish(),
+  tools: z.array(z.looseObject({ type: z.string({ error: 'type must be a string' }).nullish() }, { error: 'a tool must be an object' }), { error: 'tools must be an array' })
+    .max(maxTools, `at most ${maxTools} tools are allowed`).nullish(),
+  tool_choice: toolChoiceSchema.nullish(),
+  stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
+  thinking: z.looseObject({ type: z.string({ error: required('type must be a string') }) }, { error: 'thinking must be an object' }).nullish(),
+  output_config: z.looseObject({
+    format: z.null({ error: 'Structured outputs (output_config.format) are not supported on /v1/messages by this gateway.' }).optional(),
+  }, { error: 'output_config must be an object' }).nullish(),
+});
+
+/** What a Messages body is parsed for: a message (`max_tokens` required) or a token count (`max_tokens` and `stream` not used). */
+export type MessagesRequestPurpose = 'create' | 'count_tokens';
+
+/** Limits of parseMessagesRequest. */
+interface MessagesRequestLimits {
+  /** Most characters of text one message (or the system prompt) may carry. */
+  maxMessageChars: number;
+}
+
+type MessagesBody = z.infer<typeof messagesRequestSchema>;
+type SourceMessage = MessagesBody['messages'][number];
+type ChatContentPart = Exclude<ChatMessage['content'], string | null | undefined>[number];
+type ChatToolCall = NonNullable<ChatMessage['tool_calls']>[number];
+
+/** A 400 in Anthropic's manner: the message starts with the dotted path of the field at fault (e.g. `messages.0.content.1.source`). */
+function invalid(path: string, message: string): GatewayError {
+  if (path === '') return new GatewayError('invalid_request', { publicMessage: message });
+  return new GatewayError('invalid_request', { param: path, publicMessage: `${path}: ${message}` });
+}
+
+/** A zod issue path as Anthropic names fields: dot-separated, indexes included. */
+function dottedPath(prefix: string, path: readonly PropertyKey[]): string {
+  return [prefix, ...path.map(String)].filter((segment) => segment !== '').join('.');
+}
+
+/** Parses a value with a schema; the first issue is a 400 naming its field under `prefix`. */
+function parseAt<T>(schema: z.ZodType<T>, value: unknown, prefix: string): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  return throwInvalid(dottedPath(prefix, issue.path), issue.message);
+}
+
+function throwInvalid(path: string, message: string): never {
+  throw invalid(path, message);
+}
+
+/** The chat `image_url` part of an Anthropic image block: a data URL for base64 data, the URL itself otherwise. */
+function imagePartOf(block: unknown, path: string): ChatContentPart {
+  const source = (block as { source?: unknown }).source;
+  if (typeof source === 'object' && source !== null && (source as { type?: unknown }).type === 'file') {
+    throw invalid(`${path}.source`, 'file sources are not supported: the gateway stores no files. Send the image as base64 or a url.');
+  }
+  const image = parseAt(imageBlockSchema, block, path);
+  const url = image.source.type === 'base64' ? `data:${image.source.media_type};base64,${image.source.data}` : image.source.url;
+  return { type: 'image_url', image_url: { url } };
+}
+
+/** The texts of a text block list, joined: how a system prompt or a tool result reads as one chat string. */
+function joinedText(blocks: ReadonlyArray<{ text: string }>, separator: string): string {
+  return blocks.map((block) => block.text).join(separator);
+}
+
+/**
+ * A tool_result block as a chat `tool` message, and the images it carried (chat `tool` messages
+ * take text only, so the images go to the user message after the turn's tool messages). An
+ * `is_error` result is marked `Error: ` in its text: chat has no error flag for a tool message.
+ */
+function toolResultOf(block: unknown, path: string): { message: ChatMessage; images: ChatContentPart[] } {
+  const result = parseAt(toolResultBlockSchema, block, path);
+  const texts: string[] = [];
+  const images: ChatContentPart[] = [];
+  if (typeof result.content === 'string') texts.push(result.content);
+  else {
+    (result.content ?? []).forEach((inner, index) => {
+      const innerPath = `${path}.content.${index}`;
+      if (inner.type === 'text') texts.push(parseAt(textBlockSchema, inner, innerPath).text);
+      else if (inner.type === 'image') images.push(imagePartOf(inner, innerPath));
+      else throw invalid(`${innerPath}.type`, `'${inner.type.slice(0, 64)}' blocks are not supported in a tool_result by this gateway (supported: text and image).`);
+    });
+  }
+  const text = texts.join('\n');
+  return { message: { role: 'tool', tool_call_id: result.tool_use_id, content: result.is_error === true ? `Error: ${text}` : text }, images };
+}
+
+/** The content of a chat user message from its parts: a plain string for a single text part (what every upstream takes), the parts otherwise. */
+function userMessageOf(parts: ChatContentPart[]): ChatMessage {
+  if (parts.length === 1 && parts[0]!.type === 'text') return { role: 'user', content: parts[0]!.text };
+  return { role: 'user', content: parts };
+}
+
+/**
+ * A user turn as chat messages, in order: the blocks before its first tool_result as a user
+ * message, then one `tool` message per tool_result (kept together, as chat requires them right
+ * after the assistant's tool calls), then the text and images that followed (and the images of
+ * the tool results) as a user message.
+ */
+function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): ChatMessage[] {
+  const before: ChatContentPart[] = [];
+  const tools: ChatMessage[] = [];
+  const after: ChatContentPart[] = [];
+  content.forEach((block, index) => {
+    const blockPath = `${path}.${index}`;
+    const parts = tools.length === 0 ? before : after;
+    switch (block.type) {
+      case 'text':
+        parts.push({ type: 'text', text: parseAt(textBlockSchema, block, blockPath).text });
+        break;
+      case 'image':
+        parts.push(imagePartOf(block, blockPath));
+        break;
+      case 'tool_result': {
+        const { message, images } = toolResultOf(block, blockPath);
+        tools.push(message);
+        after.push(...images);
+        break;
+      }
+      default:
+        throw refusedBlock(block.type, 'user', blockPath);
+    }
+  });
+  return [...(before.length > 0 ? [userMessageOf(before)] : []), ...tools, ...(after.length > 0 ? [userMessageOf(after)] : [])];
+}
+
+/**
+ * An assistant turn as one chat assistant message: its text blocks joined, its tool_use blocks
+ * as tool calls (arguments = the input as JSON). Thinking blocks are dropped: the gateway never
+ * returns them, and the upstream behind a slug decides its own reasoning. A turn with nothing
+ * left is dropped.
+ */
+function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): ChatMessage[] {
+  let text = '';
+  const toolCalls: ChatToolCall[] = [];
+  content.forEach((block, index) => {
+    const blockPath = `${path}.${index}`;
+    switch (block.type) {
+      case 'text':
+        text += parseAt(textBlockSchema, block, blockPath).text;
+        break;
+      case 'tool_use': {
+        const call = parseAt(toolUseBlockSchema, block, blockPath);
+        if (toolCalls.length === maxTools) throw invalid(blockPath, `an assistant turn may carry at most ${maxTools} tool_use blocks.`);
+        toolCalls.push({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input) } });
+        break;
+      }
+      case 'thinking':
+      case 'redacted_thinking':
+        break;
+      default:
+        throw refusedBlock(block.type, 'assistant', blockPath);
+    }
+  });
+  if (toolCalls.length > 0) return [{ role: 'assistant', content: text === '' ? null : text, tool_calls: toolCalls }];
+  return text === '' ? [] : [{ role: 'assistant', content: text }];
+}
+
+function refusedBlock(type: string, role: keyof typeof blocksByRole, path: string): GatewayError {
+  return invalid(`${path}.type`, `'${type.slice(0, 64)}' blocks are not supported in ${role} turns by this gateway (supported: ${blocksByRole[role]}).`);
+}
+
+/** Characters of text a source message carries: text blocks, tool names and inputs, tool results' text. */
+function sourceMessageChars(translated: readonly ChatMessage[]): number {
+  let chars = 0;
+  for (const message of translated) {
+    if (typeof message.content === 'string') chars += message.content.length;
+    else if (Array.isArray(message.content)) for (const part of message.content) if (part.type === 'text') chars += part.text.length;
+    for (const call of message.tool_calls ?? []) chars += call.function.name.length + call.function.arguments.length;
+  }
+  return chars;
+}
+
+/** The chat tools of the custom tools; a server tool (a versioned `type`) is a 400 naming it. */
+function chatToolsOf(tools: NonNullable<MessagesBody['tools']>): Array<{ type: 'function'; function: Record<string, unknown> }> {
+  return tools.map((tool, index) => {
+    if (tool.type !== undefined && tool.type !== null && tool.type !== 'custom') {
+      throw invalid(`tools.${index}.type`, `server tools ('${tool.type.slice(0, 64)}') are not supported by this gateway; define custom tools with name, description and input_schema.`);
+    }
+    const custom = parseAt(customToolSchema, tool, `tools.${index}`);
+    return {
+      type: 'function',
+      function: {
+        name: custom.name,
+        ...(typeof custom.description === 'string' ? { description: custom.description } : {}),
+        parameters: custom.input_schema,
+      },
+    };
+  });
+}
+
+/** The chat tool params of Anthropic's tools and tool_choice (auto → auto, any → required, tool → that function, none → none). */
+function toolParams(body: MessagesBody): ChatRequest['params'] {
+  const tools = body.tools ?? [];
+  const choice = body.tool_choice ?? undefined;
+  if (tools.length === 0) {
+    // An empty tools list is Anthropic's "no tools"; OpenAI refuses an empty one, and a choice of a tool needs tools.
+    if (choice !== undefined && (choice.type === 'any' || choice.type === 'tool')) throw invalid('tool_choice', `tool_choice "${choice.type}" needs tools.`);
+    return {};
+  }
+  const params: ChatRequest['params'] = { tools: chatToolsOf(tools) };
+  if (choice === undefined) return params;
+  if (choice.type === 'tool' && !tools.some((tool) => (tool as { name?: unknown }).name === choice.name)) {
+    throw invalid('tool_choice.name', `no tool named '${choice.name.slice(0, 64)}' is defined in tools.`);
+  }
+  params.tool_choice = choice.type === 'auto' ? 'auto'
+    : choice.type === 'any' ? 'required'
+      : choice.type === 'none' ? 'none'
+        : { type: 'function', function: { name: choice.name } };
+  if (choice.type !== 'none' && choice.disable_parallel_tool_use === true) params.parallel_tool_calls = false;
+  return params;
+}
+
+/**
+ * Validates a parsed JSON body as an Anthropic Messages request and translates it into the
+ * gateway's internal request (chat completions' shape), so the one billed pipeline serves it.
+ * `system` becomes a leading system message; user turns become user messages (images as
+ * `image_url` parts) and `tool` messages (tool_result blocks); assistant turns become assistant
+ * messages with tool calls. Throws `invalid_request` whose message starts with the field at fault
+ * in Anthropic's dotted form, including fields and blocks the gateway cannot honour. Nothing has
+ * been reserved yet, so a refusal moves no money (NO_OVERSPEND, NOTHING_FREE).
+ */
+export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurpose, limits: MessagesRequestLimits): ChatRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new GatewayError('invalid_request', { publicMessage: 'The request body must be a JSON object.' });
+  }
+  for (const field in refusedFields) {
+    const value = (body as Record<string, unknown>)[field];
+    if (value !== undefined && value !== null) throw invalid(field, refusedFields[field]!);
+  }
+  const request = parseAt(messagesRequestSchema, body, '');
+  if (purpose === 'create' && (request.max_tokens === undefined || request.max_tokens === null)) throw invalid('max_tokens', 'Field required');
+
+  const messages: ChatMessage[] = [];
+  const system = typeof request.system === 'string' ? request.system : joinedText(request.system ?? [], '\n\n');
+  if (system.length > limits.maxMessageChars) throw invalid('system', `the system prompt may carry at most ${limits.maxMessageChars} characters of text.`);
+  if (system !== '') messages.push({ role: 'system', content: system });
+  request.messages.forEach((message: SourceMessage, index) => {
+    const path = `messages.${index}.content`;
+    const translated = typeof message.content === 'string'
+      ? (message.content === '' && message.role === 'assistant' ? [] : [{ role: message.role, content: message.content } satisfies ChatMessage])
+      : message.role === 'user' ? userTurn(message.content, path) : assistantTurn(message.content, path);
+    if (sourceMessageChars(translated) > limits.maxMessageChars) {
+      throw invalid(`messages.${index}`, `a message may carry at most ${limits.maxMessageChars} characters of text.`);
+    }
+    messages.push(...translated);
+  });
+
+  const params: ChatRequest['params'] = toolParams(request);
+  if (request.temperature !== undefined && request.temperature !== null) params.temperature = request.temperature;
+  if (request.top_p !== undefined && request.top_p !== null) params.top_p = request.top_p;
+  if (request.stop_sequences !== undefined && request.stop_sequences !== null && request.stop_sequences.length > 0) params.stop = request.stop_sequences;
+  const user = request.metadata?.user_id;
+  if (user !== undefined && user !== null) params.user = user;
+  return {
+    model: request.model,
+    messages,
+    maxTokens: purpose === 'create' ? request.max_tokens ?? undefined : undefined,
+    stream: purpose === 'create' && request.stream === true,
+    includeUsage: false,
+    params,
+  };
+}
