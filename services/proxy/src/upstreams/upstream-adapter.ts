@@ -1,5 +1,6 @@
 import type { ChatRequest } from '../domain/chat-request.ts';
 import type { UpstreamTarget } from '../domain/config-snapshot.ts';
+import type { EmbeddingsInput } from '../domain/embeddings-request.ts';
 import type { NormalizedCompletion, NormalizedUsage, StreamChoice } from '../domain/normalized-completion.ts';
 
 export type {
@@ -50,6 +51,40 @@ export interface StreamDecoder {
   decode(event: string | undefined, data: string, out: StreamEventSink): void;
 }
 
+/** What an embeddings call asks of the upstream: the validated request, minus what the gateway answers itself. */
+export interface UpstreamEmbeddingsRequest {
+  /** As the client gave it: one text or token array, or a batch of either. */
+  input: EmbeddingsInput;
+  /** The size of each vector, when the client asked for one (models that can shorten theirs). */
+  dimensions: number | undefined;
+  /** The client's end-user id, forwarded as OpenAI's `user`. */
+  user: string | undefined;
+}
+
+/** One vector of an upstream's embeddings answer, decoded. */
+export interface NormalizedEmbedding {
+  /** Which input it belongs to (the position in the request's batch). */
+  index: number;
+  /** The vector's components, as the upstream's numbers (or the float32 values of its base64). */
+  embedding: number[];
+}
+
+/** An upstream's embeddings answer after its allowlist: the vectors and the usage it reports. */
+export interface NormalizedEmbeddings {
+  /** In the order the upstream sent them; the caller checks there is exactly one per input. */
+  data: NormalizedEmbedding[];
+  /** The upstream's `usage.prompt_tokens`; undefined when it reported none (or none usable). */
+  promptTokens: number | undefined;
+}
+
+/** A provider's embeddings translation, as pure transforms (only providers with an embeddings API have one). */
+export interface UpstreamEmbeddingsAdapter {
+  /** The upstream HTTP request of an embeddings call: the upstream's model name and the request's fields, in the provider's terms. */
+  buildRequest(target: UpstreamTarget, request: UpstreamEmbeddingsRequest): UpstreamRequest;
+  /** The vectors and usage of a JSON answer, nothing else; throws when it is not a usable embeddings answer. */
+  parseResponse(json: unknown): NormalizedEmbeddings;
+}
+
 /**
  * One provider's translation, as pure transforms: the gateway's request to the provider's
  * HTTP request (streaming or not), the provider's JSON answer to the gateway's normalized
@@ -69,4 +104,6 @@ export interface UpstreamAdapter {
   parseResponse(json: unknown): NormalizedCompletion;
   /** A decoder for one streamed answer. */
   createStreamDecoder(): StreamDecoder;
+  /** Its embeddings translation; absent for a provider with no embeddings API (Anthropic's). */
+  readonly embeddings?: UpstreamEmbeddingsAdapter;
 }

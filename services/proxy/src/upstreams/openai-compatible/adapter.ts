@@ -6,6 +6,7 @@ import { standardFinishReason } from '../../domain/normalized-completion.ts';
 import type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest,
 } from '../upstream-adapter.ts';
+import { createOpenAiCompatibleEmbeddings } from './embeddings.ts';
 import { OpenAiStreamDecoder } from './stream-decoder.ts';
 
 const bytesSchema = z.array(z.number().int()).nullish();
@@ -132,6 +133,7 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
     },
 
     createStreamDecoder: () => new OpenAiStreamDecoder(),
+    embeddings: createOpenAiCompatibleEmbeddings(provider),
   };
 }
 

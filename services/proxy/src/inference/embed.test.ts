@@ -1,0 +1,142 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { GatewayError, toHttpError } from '@gateway/errors';
+import { createLogger } from '@gateway/logger';
+import { createServiceMetrics } from '@gateway/telemetry';
+import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
+import type {
+  AcquireGrantAnswer, AdjustGrantAnswer, CheckpointAnswer, Ledger, ReleaseAnswer, ReleaseOrder, ReserveAnswer, ReserveOrder, SettleAnswer, SettleOrder,
+} from '../domain/ledger-port.ts';
+import { ProxyTelemetry } from '../telemetry/request-observer.ts';
+import { openAiCompatibleAdapter } from '../upstreams/openai-compatible/adapter.ts';
+import type { UpstreamOutcome } from '../upstreams/upstream-transport.ts';
+import type { UpstreamPort } from './complete-chat.ts';
+import { billedEmbeddingsUsage, embed, type CompletedEmbeddings, type EmbedInput } from './embed.ts';
+
+/** An in-memory Ledger port that holds every Reserve and records what it was sent. */
+class RecordingLedger implements Ledger {
+  readonly reserves: ReserveOrder[] = [];
+  readonly settles: SettleOrder[] = [];
+  readonly releases: ReleaseOrder[] = [];
+  readonly grants = undefined;
+  readonly recallWaitMs = 0;
+  async reserve(order: ReserveOrder): Promise<ReserveAnswer> {
+    this.reserves.push(order);
+    return { outcome: 'ok', transient: false, detail: '', grantsRecalled: 0 };
+  }
+  async checkpoint(): Promise<CheckpointAnswer> { return { outcome: 'ok', detail: '' }; }
+  async settle(order: SettleOrder): Promise<SettleAnswer> {
+    this.settles.push(order);
+    return { outcome: 'ok', debitedMicros: order.costMicros, detail: '' };
+  }
+  async release(order: ReleaseOrder): Promise<ReleaseAnswer> {
+    this.releases.push(order);
+    return { outcome: 'ok', detail: '' };
+  }
+  settlesBacklogged(): boolean { return false; }
+  async waitForSettlesOf(): Promise<boolean> { return false; }
+  async acquireGrant(): Promise<AcquireGrantAnswer> { throw new Error('no grants in this test'); }
+  async adjustGrant(): Promise<AdjustGrantAnswer> { throw new Error('no grants in this test'); }
+  onRecall(): void {}
+}
+
+/** Prices in µ₹ per million tokens: odd, so every ceil shows. */
+const model = {
+  slug: 'embed', kind: 'embedding', tokenizer: 'cl100k_base', maxContextTokens: 8192, defaultMaxTokens: 1,
+  inputPriceMicrosPerMtok: 2_500_001n, outputPriceMicrosPerMtok: 0n, providerInputCostMicrosPerMtok: 1_000_001n, providerOutputCostMicrosPerMtok: 0n,
+  upstream: { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-embed', apiKey: '' },
+} as unknown as GatewayModelEntry;
+
+/** Runs embed against a ledger that holds everything and an upstream that answers `outcome`. */
+async function run(inputTokens: number, outcome: UpstreamOutcome): Promise<{ ledger: RecordingLedger; completed?: CompletedEmbeddings; error?: GatewayError }> {
+  const ledger = new RecordingLedger();
+  const background: Promise<unknown>[] = [];
+  const upstream: UpstreamPort = {
+    send: async () => outcome,
+    openStream: async () => { throw new Error('embeddings never stream'); },
+  };
+  const input: EmbedInput = {
+    requestId: 'req-1', requestUuid: 'uuid-1', log: {},
+    observer: new ProxyTelemetry(createServiceMetrics('proxy')).startRequest('/v1/embeddings', 'POST', 'req-1', performance.now()),
+    caller: { organisation: { id: 'org', billingMode: 'commercial' }, project: { id: 'org-project' } },
+    model, embeddings: openAiCompatibleAdapter.embeddings!,
+    request: { model: 'embed', input: ['a', 'b'], dimensions: undefined, encodingFormat: 'float', user: undefined },
+    inputTokens,
+  } as unknown as EmbedInput;
+  let completed: CompletedEmbeddings | undefined;
+  try {
+    await embed({
+      ledger, upstream, reserveTtlMs: 600_000, background: (work) => { background.push(work); },
+      logger: createLogger('proxy', 'silent', new Writable({ write(_chunk, _encoding, done) { done(); } })),
+    }, input, (answer) => { completed = answer; });
+  } catch (error) {
+    await Promise.all(background);
+    return { ledger, error: error as GatewayError };
+  }
+  return { ledger, ...(completed === undefined ? {} : { completed }) };
+}
+
+describe('billedEmbeddingsUsage', () => {
+  const plan = { inputTokens: 10, amountMicros: 26n }; // ceil(10 × 2.500001) = 26 µ₹
+
+  it("bills the upstream's count when it reports one that fits the Reserve, even above the gateway's", () => {
+    expect(billedEmbeddingsUsage(9, plan, model)).toEqual({ usage: { promptTokens: 9, completionTokens: 0 }, source: 'upstream', overrun: undefined });
+    expect(billedEmbeddingsUsage(10, plan, model).source).toBe('upstream');
+  });
+
+  it("bills the gateway's count when the upstream reports none", () => {
+    expect(billedEmbeddingsUsage(undefined, plan, model)).toEqual({ usage: { promptTokens: 10, completionTokens: 0 }, source: 'gateway_estimate', overrun: undefined });
+  });
+
+  it("bills the gateway's count, and prices the provider on the upstream's, when the upstream counts past the Reserve", () => {
+    // 11 tokens cost ceil(27.500011) = 28 µ₹ > 26: the wallet pays for 10, the provider is priced on 11.
+    expect(billedEmbeddingsUsage(11, plan, model)).toEqual({
+      usage: { promptTokens: 10, completionTokens: 0 }, source: 'gateway_estimate',
+      overrun: { producedUsage: { promptTokens: 11, completionTokens: 0 }, overrunOutputTokens: 0 },
+    });
+  });
+
+  it('bills whatever a free model reports: its cost, 0, always fits the 1 µ₹ Reserve', () => {
+    const free = { ...model, inputPriceMicrosPerMtok: 0n };
+    expect(billedEmbeddingsUsage(1_000, { inputTokens: 10, amountMicros: 1n }, free)).toMatchObject({ usage: { promptTokens: 1_000 }, source: 'upstream' });
+  });
+});
+
+describe('embed', () => {
+  it('reserves the priced input count, answers the vectors in input order, and settles the reported usage', async () => {
+    const { ledger, completed } = await run(10, {
+      kind: 'response', statusCode: 200,
+      json: { data: [{ index: 1, embedding: [3, 4] }, { index: 0, embedding: [1, 2] }], usage: { prompt_tokens: 9 } },
+    });
+    expect(ledger.reserves.map((order) => order.amountMicros)).toEqual([26n]);
+    expect(completed).toEqual({ vectors: [[1, 2], [3, 4]], usage: { promptTokens: 9, completionTokens: 0 }, costMicros: 23n });
+    expect(ledger.settles).toMatchObject([{ usage: { promptTokens: 9, completionTokens: 0 }, costMicros: 23n, providerCostMicros: 10n, usageSource: 'upstream' }]);
+  });
+
+  it('reserves at least 1 µ₹', async () => {
+    const { ledger } = await run(0, { kind: 'response', statusCode: 200, json: { data: [{ embedding: [1] }, { embedding: [2] }] } });
+    expect(ledger.reserves[0]!.amountMicros).toBe(1n);
+  });
+
+  it.each([
+    ['fewer vectors than inputs', { data: [{ index: 0, embedding: [1] }] }],
+    ['more vectors than inputs', { data: [{ index: 0, embedding: [1] }, { index: 1, embedding: [1] }, { index: 2, embedding: [1] }] }],
+    ['an index twice', { data: [{ index: 0, embedding: [1] }, { index: 0, embedding: [1] }] }],
+    ['an index past the inputs', { data: [{ index: 0, embedding: [1] }, { index: 2, embedding: [1] }] }],
+    ['a malformed answer', { data: 'vectors' }],
+  ])('answers 502 and settles zero usage for %s (it reached the upstream: NOTHING_FREE)', async (_name, json) => {
+    const { ledger, completed, error } = await run(10, { kind: 'response', statusCode: 200, json });
+    expect(completed).toBeUndefined();
+    expect(toHttpError(error).status).toBe(502);
+    expect(error!.code).toBe('upstream_error');
+    expect(ledger.settles).toMatchObject([{ usage: { promptTokens: 0, completionTokens: 0 }, costMicros: 0n, usageSource: 'gateway_estimate' }]);
+    expect(ledger.releases).toEqual([]);
+  });
+
+  it('releases the Reserve when the upstream could not be reached', async () => {
+    const { ledger, error } = await run(10, { kind: 'unreachable', reason: 'ECONNREFUSED' });
+    expect(toHttpError(error).status).toBe(502);
+    expect(ledger.settles).toEqual([]);
+    expect(ledger.releases).toEqual([{ reservationId: 'res_uuid-1', reason: 'upstream_unreachable' }]);
+  });
+});
