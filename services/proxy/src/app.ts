@@ -11,7 +11,7 @@ import { LedgerClient } from './ledger/ledger-client.ts';
 import { GrpcLedger } from './ledger/grpc-ledger.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
-import { unmappedToolCallIds } from './domain/tool-call-ids.ts';
+import { toolCallIdCodecForKey } from './domain/tool-call-id-codec.ts';
 import { TaskTracker } from './task-tracker.ts';
 import { ProxyTelemetry } from './telemetry/request-observer.ts';
 import { supportsProviderKind } from './upstreams/upstream-adapters.ts';
@@ -134,6 +134,9 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     metrics.proxyGrantHeldMicros.set(grants === undefined ? 0 : Number(grants.uncarvedMicros()));
   });
 
+  const toolCallIdCodecOf = toolCallIdCodecForKey(() => logger.warn(
+    'the admin sent no tool-call id key (an older admin): tool-call ids are sealed with a key of this process and map back only on this replica, until restart',
+  ));
   const httpApp = createHttpApp({
     logger,
     freshSnapshot: () => configStream.freshSnapshot(),
@@ -142,8 +145,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     rateLimiter,
     ledger: billingLedger,
     upstream,
-    // Issue 16's tool-call id concealment keys this from the snapshot; until then ids pass as the upstream made them.
-    toolCallIds: () => unmappedToolCallIds,
+    // Tool-call ids sealed under the admin's key (one codec per key); docs/surfaces/tool-call-ids.md.
+    toolCallIds: (snapshot) => toolCallIdCodecOf(snapshot.toolCallIdKey),
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
     maxMessageChars: config.PROXY_MAX_MESSAGE_CHARS,

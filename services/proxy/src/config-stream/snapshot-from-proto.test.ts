@@ -100,3 +100,29 @@ describe('allow_private_network', () => {
     expect(gatewayModels.get('m2')?.upstream.allowPrivateNetwork).toBe(true);
   });
 });
+
+describe('tool_call_id_key', () => {
+  const apply = (current: Parameters<typeof applyConfigChange>[0], update: configV1.ConfigUpdate) => {
+    const result = applyConfigChange(current, configChangeFromProto(update, options));
+    if (!result.ok) throw new Error(result.reason);
+    return result.snapshot;
+  };
+
+  it('comes with a full update and stays through later parts, deltas and heartbeats; a full update without one drops it', () => {
+    const key = Buffer.alloc(32, 7);
+    const snapshot = apply(undefined, full(1n, { toolCallIdKey: key }));
+    expect(snapshot.toolCallIdKey).toEqual(key);
+    // The later part of a split full snapshot, a delta, a heartbeat: none carries the key, all keep it.
+    apply(snapshot, configV1.ConfigUpdate.fromPartial({ version: 1n, full: false, gatewayModels: [model('m2')] }));
+    apply(snapshot, configV1.ConfigUpdate.fromPartial({ version: 2n, full: false, removedGatewayModelSlugs: ['m2'] }));
+    apply(snapshot, configV1.ConfigUpdate.fromPartial({ version: 2n, full: false }));
+    expect(snapshot.toolCallIdKey).toEqual(key);
+    // An older admin's full snapshot has none: the proxy then seals with a key of its own.
+    expect(apply(snapshot, full(3n)).toolCallIdKey).toBeUndefined();
+  });
+
+  it('is decoded as none unless it is 32 bytes', () => {
+    expect(configChangeFromProto(full(1n, { toolCallIdKey: Buffer.alloc(16, 1) }), options).toolCallIdKey).toBeUndefined();
+    expect(configChangeFromProto(full(1n, { toolCallIdKey: Buffer.alloc(32, 1) }), options).toolCallIdKey).toEqual(Buffer.alloc(32, 1));
+  });
+});

@@ -6,6 +6,7 @@ import type {
   ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, MediaModality, OrganisationEntry, ProjectEntry,
 } from '../domain/config-snapshot.ts';
 import { tokenizerForModel } from '../domain/token-estimate.ts';
+import { toolCallIdKeyBytes } from '../domain/tool-call-id-codec.ts';
 
 /** Options of configChangeFromProto. */
 export interface ConfigDecodeOptions {
@@ -108,7 +109,8 @@ function decodeAll<Message, Entry>(
  * message that is invalid on its own (an unknown billing mode, a key hash that is not hex
  * SHA-256, a model with no upstream or an unsupported provider kind, ...) becomes a problem
  * under its key, so the apply drops the older entry it meant to replace. Key hashes, sent or
- * removed, are lower-cased: the snapshot holds them so.
+ * removed, are lower-cased: the snapshot holds them so. A tool_call_id_key that is not 32 bytes
+ * is decoded as none.
  */
 export function configChangeFromProto(update: configV1.ConfigUpdate, options: ConfigDecodeOptions): ConfigChange {
   return {
@@ -122,5 +124,7 @@ export function configChangeFromProto(update: configV1.ConfigUpdate, options: Co
     removedProjectIds: update.removedProjectIds,
     removedKeyHashes: update.removedKeyHashes.map((hash) => hash.toLowerCase()),
     removedGatewayModelSlugs: update.removedGatewayModelSlugs,
+    // A key of another size cannot seal ids: held as none (the proxy then uses a key of its own and warns).
+    toolCallIdKey: update.toolCallIdKey?.length === toolCallIdKeyBytes ? update.toolCallIdKey : undefined,
   };
 }

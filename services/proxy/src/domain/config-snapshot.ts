@@ -82,6 +82,11 @@ export interface ConfigSnapshot {
   readonly projectsById: ReadonlyMap<string, ProjectEntry>;
   readonly organisationsById: ReadonlyMap<string, OrganisationEntry>;
   readonly modelsBySlug: ReadonlyMap<string, GatewayModelEntry>;
+  /**
+   * The 32-byte key tool-call ids are sealed with, the same on every replica of one admin
+   * (domain/tool-call-id-codec.ts); undefined when the admin sent none. Never logged.
+   */
+  readonly toolCallIdKey?: Uint8Array;
 }
 
 /** The snapshot as its holder owns it: the same maps, writable by applyConfigChange only. */
@@ -91,6 +96,7 @@ export interface LiveConfigSnapshot extends ConfigSnapshot {
   readonly projectsById: Map<string, ProjectEntry>;
   readonly organisationsById: Map<string, OrganisationEntry>;
   readonly modelsBySlug: Map<string, GatewayModelEntry>;
+  toolCallIdKey?: Uint8Array;
 }
 
 /**
@@ -127,6 +133,8 @@ export interface ConfigChange {
   /** Lower-case hex SHA-256 of each removed key. */
   removedKeyHashes: readonly string[];
   removedGatewayModelSlugs: readonly string[];
+  /** The tool-call id key a full change brings (undefined: none, an older admin); a delta's is ignored, the held key stays. */
+  toolCallIdKey?: Uint8Array;
 }
 
 /**
@@ -178,6 +186,8 @@ function isHeartbeat(change: ConfigChange): boolean {
  * changes and the admin is asked (by an error ack) for a full snapshot. Entries that were
  * invalid on their own (say, a model with no upstream) are left out, their key's older entry
  * dropped, and reported, so one bad row cannot keep every other change from being served.
+ * The tool-call id key comes with a full change (the first part of a split one) and stays
+ * through every delta, so later parts of the same version and heartbeats keep it.
  */
 export function applyConfigChange(current: LiveConfigSnapshot | undefined, change: ConfigChange): ApplyConfigResult {
   if (!change.full) {
@@ -192,7 +202,10 @@ export function applyConfigChange(current: LiveConfigSnapshot | undefined, chang
   }
 
   const target: LiveConfigSnapshot = change.full || current === undefined
-    ? { version: change.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map() }
+    ? {
+      version: change.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map(),
+      toolCallIdKey: change.toolCallIdKey,
+    }
     : current;
 
   // Share id strings with what is held or arrives alongside (see InternId); nothing here can throw.

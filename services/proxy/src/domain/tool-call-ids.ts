@@ -1,3 +1,4 @@
+import { GatewayError } from '@gateway/errors';
 import type { ChatMessage, ChatRequest } from './chat-request.ts';
 import type { NormalizedCompletion } from './normalized-completion.ts';
 
@@ -5,13 +6,17 @@ import type { NormalizedCompletion } from './normalized-completion.ts';
  * Turns an upstream's tool-call ids into the gateway's own and back, statelessly: an id an
  * upstream made (`toolu_…`, `call_…`) tells a customer which vendor is behind a slug, so
  * clients only ever see ids the gateway issued, and the ids they send back are mapped to the
- * upstream's before the request leaves (docs/proxy.md, "Tool-call ids").
+ * upstream's before the request leaves (docs/surfaces/tool-call-ids.md).
  */
 export interface ToolCallIdCodec {
   /** The id a client is shown for an upstream's tool-call id. */
   conceal(upstreamId: string): string;
-  /** The upstream's id behind an id the gateway issued; an id the gateway did not issue comes back unchanged. */
-  reveal(clientId: string): string;
+  /**
+   * The upstream's id behind an id the gateway issued; an id the gateway did not issue comes
+   * back unchanged; undefined for an id shaped like the gateway's that does not open (altered,
+   * or issued under another key), which the request is refused for (400).
+   */
+  reveal(clientId: string): string | undefined;
 }
 
 /** A codec that maps nothing: for tests of code that has no tool calls in it. */
@@ -26,18 +31,35 @@ function carriesToolCallIds(messages: readonly ChatMessage[]): boolean {
   return false;
 }
 
+/** The upstream's id behind a client's, or the 400 naming the parameter that carried one the gateway cannot map back. */
+function revealOrRefuse(codec: ToolCallIdCodec, clientId: string, param: string): string {
+  const upstreamId = codec.reveal(clientId);
+  if (upstreamId !== undefined) return upstreamId;
+  // Refused here, before the Reserve: the upstream would refuse the id too (a 502 the client
+  // could not act on), and no money moves for a request that cannot succeed.
+  throw new GatewayError('invalid_request', {
+    param,
+    publicMessage: `Invalid ${param}: it is not a tool-call id this gateway issued, or it was altered or issued under an earlier key. `
+      + 'Send back each id exactly as the gateway returned it.',
+  });
+}
+
 /**
  * The request as it goes upstream: every tool-call id the client sent back (assistant
  * `tool_calls[].id`, tool `tool_call_id`) mapped to the upstream's. The request itself is
- * returned when it has none (the common case costs no copy).
+ * returned when it has none (the common case costs no copy). An id shaped like the gateway's
+ * that does not open is refused with a 400 `invalid_request` naming it
+ * (`messages[i].tool_call_id`, `messages[i].tool_calls[j].id`, in the internal request's order).
  */
 export function revealToolCallIds(request: ChatRequest, codec: ToolCallIdCodec): ChatRequest {
   if (!carriesToolCallIds(request.messages)) return request;
-  const messages = request.messages.map((message): ChatMessage => {
+  const messages = request.messages.map((message, i): ChatMessage => {
     if (message.tool_calls === undefined && message.tool_call_id === undefined) return message;
     const revealed: ChatMessage = { ...message };
-    if (message.tool_call_id !== undefined) revealed.tool_call_id = codec.reveal(message.tool_call_id);
-    if (message.tool_calls !== undefined) revealed.tool_calls = message.tool_calls.map((call) => ({ ...call, id: codec.reveal(call.id) }));
+    if (message.tool_call_id !== undefined) revealed.tool_call_id = revealOrRefuse(codec, message.tool_call_id, `messages[${i}].tool_call_id`);
+    if (message.tool_calls !== undefined) {
+      revealed.tool_calls = message.tool_calls.map((call, j) => ({ ...call, id: revealOrRefuse(codec, call.id, `messages[${i}].tool_calls[${j}].id`) }));
+    }
     return revealed;
   });
   return { ...request, messages };

@@ -9,6 +9,8 @@ export interface ConfigState {
   projects: configV1.Project[];
   apiKeys: configV1.ApiKey[];
   gatewayModels: configV1.GatewayModel[];
+  /** Sent in every full snapshot, as the admin sends its derived key; absent: none (an older admin). */
+  toolCallIdKey?: Buffer;
 }
 
 /** The changes of one delta, in the proto's terms; omitted lists are empty. */
@@ -121,6 +123,7 @@ export async function startConfigPeer(initial: ConfigState, options: { heartbeat
       const keysGone = removed(delta.removedKeyHashes);
       const modelsGone = removed(delta.removedGatewayModelSlugs);
       state = {
+        ...state,
         organisations: upsert(state.organisations.filter((o) => !organisationsGone.has(o.id)), delta.organisations ?? [], (o) => o.id),
         projects: upsert(state.projects.filter((p) => !projectsGone.has(p.id)), delta.projects ?? [], (p) => p.id),
         apiKeys: upsert(state.apiKeys.filter((k) => !keysGone.has(k.keyHash)), delta.apiKeys ?? [], (k) => k.keyHash),

@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { GatewayError, toHttpError } from '@gateway/errors';
+import type { ChatRequest } from './chat-request.ts';
+import type { NormalizedCompletion } from './normalized-completion.ts';
+import { createToolCallIdCodec } from './tool-call-id-codec.ts';
+import { concealCompletionToolCallIds, concealStreamToolCallIds, revealToolCallIds, unmappedToolCallIds } from './tool-call-ids.ts';
+
+const codec = createToolCallIdCodec(randomBytes(32));
+
+function request(messages: ChatRequest['messages']): ChatRequest {
+  return { model: 'chat', messages, stream: false, includeUsage: false, maxTokens: undefined, params: {} };
+}
+
+function toolRoundTrip(callId: string, resultId = callId): ChatRequest {
+  return request([
+    { role: 'user', content: 'Weather in Pune?' },
+    { role: 'assistant', content: null, tool_calls: [{ id: callId, type: 'function', function: { name: 'wx', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: resultId, content: 'sunny' },
+  ]);
+}
+
+/** The public error a refused request gets: status and body as the client sees them. */
+function refusal(run: () => unknown): { status: number; body: unknown } {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(GatewayError);
+    const { status, body } = toHttpError(error);
+    return { status, body };
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('revealToolCallIds', () => {
+  it('maps the gateway\'s ids in assistant tool_calls and tool messages back to the upstream\'s', () => {
+    const gatewayId = codec.conceal('toolu_vendorsecret_1');
+    const revealed = revealToolCallIds(toolRoundTrip(gatewayId), codec);
+    expect(revealed.messages[1]!.tool_calls![0]!.id).toBe('toolu_vendorsecret_1');
+    expect(revealed.messages[2]!.tool_call_id).toBe('toolu_vendorsecret_1');
+  });
+
+  it('returns the request itself when it carries no tool-call id', () => {
+    const plain = request([{ role: 'user', content: 'hi' }]);
+    expect(revealToolCallIds(plain, codec)).toBe(plain);
+    expect(revealToolCallIds(plain, unmappedToolCallIds)).toBe(plain);
+  });
+
+  it('leaves ids the gateway did not issue as the client sent them', () => {
+    const revealed = revealToolCallIds(toolRoundTrip('call_abc123'), codec);
+    expect(revealed.messages[1]!.tool_calls![0]!.id).toBe('call_abc123');
+    expect(revealed.messages[2]!.tool_call_id).toBe('call_abc123');
+  });
+
+  it('refuses an altered id with a 400 naming the tool message\'s tool_call_id', () => {
+    const gatewayId = codec.conceal('toolu_vendorsecret_1');
+    const altered = `${gatewayId.slice(0, 100)}${gatewayId[100] === 'A' ? 'B' : 'A'}${gatewayId.slice(101)}`;
+    expect(refusal(() => revealToolCallIds(toolRoundTrip(gatewayId, altered), codec))).toEqual({
+      status: 400,
+      body: {
+        error: {
+          type: 'invalid_request_error', code: 'invalid_request', param: 'messages[2].tool_call_id',
+          message: expect.stringMatching(/^Invalid messages\[2\]\.tool_call_id: it is not a tool-call id this gateway issued/),
+        },
+      },
+    });
+  });
+
+  it('refuses an id issued under another key with a 400 naming the assistant tool call\'s id', () => {
+    const foreignKeyId = createToolCallIdCodec(randomBytes(32)).conceal('call_vendorsecret_2');
+    const twoCalls = request([
+      { role: 'user', content: 'Two tools' },
+      {
+        role: 'assistant', content: null, tool_calls: [
+          { id: codec.conceal('call_vendorsecret_1'), type: 'function', function: { name: 'a', arguments: '{}' } },
+          { id: foreignKeyId, type: 'function', function: { name: 'b', arguments: '{}' } },
+        ],
+      },
+    ]);
+    const { body } = refusal(() => revealToolCallIds(twoCalls, codec));
+    expect(body).toMatchObject({ error: { param: 'messages[1].tool_calls[1].id', code: 'invalid_request' } });
+  });
+});
+
+describe('concealing answers', () => {
+  it('replaces every tool call\'s id of a completion with one that maps back to it', () => {
+    const completion = {
+      choices: [
+        { index: 0, toolCalls: [{ id: 'toolu_vendorsecret_1', type: 'function', function: { name: 'wx', arguments: '{}' } }] },
+        { index: 1, toolCalls: [] },
+      ],
+    } as unknown as NormalizedCompletion;
+    const concealed = concealCompletionToolCallIds(completion, codec);
+    const id = concealed.choices[0]!.toolCalls[0]!.id;
+    expect(id).toMatch(/^call_[A-Za-z0-9_-]{212}$/);
+    expect(codec.reveal(id)).toBe('toolu_vendorsecret_1');
+    expect(concealed.choices[1]).toBe(completion.choices[1]);
+    expect(completion.choices[0]!.toolCalls[0]!.id).toBe('toolu_vendorsecret_1');
+  });
+
+  it('replaces the id of a stream chunk\'s tool-call fragment, leaving fragments without one alone', () => {
+    const fragments: Array<{ id?: string }> = [{ id: 'call_vendorsecret_3' }, {}];
+    concealStreamToolCallIds([{ delta: { tool_calls: fragments } }, { delta: {} }], codec);
+    expect(codec.reveal(fragments[0]!.id!)).toBe('call_vendorsecret_3');
+    expect(fragments[1]).toEqual({});
+  });
+});
