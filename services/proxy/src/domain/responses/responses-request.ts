@@ -1,0 +1,489 @@
+import { GatewayError } from '@gateway/errors';
+import { z } from 'zod';
+import { paramOf, parseChatRequest, type ChatRequest, type ChatRequestLimits } from '../chat-request.ts';
+
+/**
+ * OpenAI's Responses API (`POST /v1/responses`), stateless core: a request is translated into the
+ * gateway's internal chat form (domain/chat-request.ts) and validated there too, so every
+ * provider kind serves it through the existing adapters. What needs server-side state, and what
+ * the gateway cannot honour, is a 400 naming the Responses parameter (docs/surfaces/responses.md).
+ */
+
+/** Most items one `input` may carry (the chat form's own message limit). */
+const maxInputItems = 2048;
+
+/** Why a stored-state request is refused: nothing is stored, so there is nothing to continue or fetch. */
+const nothingStored = 'Responses are not stored by this gateway (it is stateless)';
+
+/**
+ * Top-level fields that need server-side state or a feature the gateway does not have: any
+ * non-null value is a 400 naming the field. `store` and `background` are handled apart (their
+ * false value is served).
+ */
+const refusedFields: Readonly<Record<string, string>> = {
+  previous_response_id: `${nothingStored}, so a response cannot continue an earlier one; send the whole conversation in input.`,
+  conversation: `${nothingStored}, and conversations neither; send the whole conversation in input.`,
+  prompt: 'Stored prompt templates are not supported by this gateway; send instructions and input.',
+  context_management: 'Server-side context compaction is not supported by this gateway.',
+  moderation: 'Moderation settings are not supported by this gateway.',
+};
+
+/** Input item types of built-in tools, server-side features and stored items: each is a 400 naming `input[i].type`. */
+const builtInItemTypes = new Set([
+  'file_search_call', 'computer_call', 'computer_call_output', 'web_search_call', 'image_generation_call', 'code_interpreter_call',
+  'local_shell_call', 'local_shell_call_output', 'shell_call', 'shell_call_output', 'apply_patch_call', 'apply_patch_call_output',
+  'mcp_list_tools', 'mcp_approval_request', 'mcp_approval_response', 'mcp_call', 'custom_tool_call', 'custom_tool_call_output',
+  'tool_search_call', 'tool_search_output', 'additional_tools', 'configuration_update', 'compaction', 'compaction_trigger',
+  'program', 'program_output',
+]);
+
+const positiveTokensSchema = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
+
+/** The Responses body fields the gateway reads; items, tools, tool_choice and text.format are read apart, each with its own path. */
+const responsesRequestSchema = z.object({
+  model: z.string({ error: 'model is required and must be a string' }).min(1, 'model must not be empty').max(256),
+  input: z.union([
+    z.string(),
+    z.array(z.unknown()).min(1, 'input must not be empty').max(maxInputItems, `at most ${maxInputItems} input items are allowed`),
+  ], { error: 'input is required and must be a string or an array of items' }),
+  instructions: z.string({ error: 'instructions must be a string' }).nullish(),
+  max_output_tokens: positiveTokensSchema.nullish(),
+  stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
+  temperature: z.number().min(0).max(2).nullish(),
+  top_p: z.number().min(0).max(1).nullish(),
+  user: z.string().max(256).nullish(),
+  parallel_tool_calls: z.boolean({ error: 'parallel_tool_calls must be a boolean' }).nullish(),
+  metadata: z.record(z.string().max(64, 'metadata keys are at most 64 characters'), z.string({ error: 'metadata values must be strings' }).max(512, 'metadata values are at most 512 characters'), {
+    error: 'metadata must be an object of strings',
+  }).refine((metadata) => Object.keys(metadata).length <= 16, 'metadata has at most 16 keys').nullish(),
+  tools: z.array(z.unknown(), { error: 'tools must be an array' }).max(128, 'at most 128 tools are allowed').nullish(),
+  text: z.object({
+    format: z.unknown().optional(),
+    // medium is the default: saying so changes nothing; any other verbosity would be silently ignored upstream.
+    verbosity: z.literal('medium', { error: 'only the default verbosity (medium) is supported by this gateway' }).nullish(),
+  }, { error: 'text must be an object' }).nullish(),
+  truncation: z.enum(['auto', 'disabled'], { error: 'truncation must be auto or disabled' }).nullish(),
+  store: z.boolean({ error: 'store must be a boolean' }).nullish(),
+  background: z.boolean({ error: 'background must be a boolean' }).nullish(),
+  include: z.array(z.string(), { error: 'include must be an array of strings' }).nullish(),
+  top_logprobs: z.number().int().min(0).max(0, 'log probabilities are not supported by this gateway').nullish(),
+  max_tool_calls: positiveTokensSchema.nullish(),
+  reasoning: z.object({
+    effort: z.null({ error: 'reasoning settings are not supported by this gateway' }).optional(),
+    summary: z.null({ error: 'reasoning settings are not supported by this gateway' }).optional(),
+    generate_summary: z.null({ error: 'reasoning settings are not supported by this gateway' }).optional(),
+  }, { error: 'reasoning must be an object' }).nullish(),
+});
+
+/** A message item: EasyInputMessage, or an input/output message item (its id, status and phase are not read). */
+const messageItemSchema = z.object({
+  type: z.literal('message').optional(),
+  role: z.enum(['user', 'assistant', 'system', 'developer'], { error: 'role must be one of user, assistant, system, developer' }),
+  content: z.union([z.string(), z.array(z.unknown())], { error: 'content must be a string or an array of content parts' }),
+});
+
+const functionCallItemSchema = z.object({
+  type: z.literal('function_call'),
+  call_id: z.string({ error: 'a function_call needs a string call_id' }).min(1, 'call_id must not be empty').max(256),
+  name: z.string({ error: 'a function_call needs a string name' }).min(1, 'name must not be empty').max(64),
+  arguments: z.string({ error: 'a function_call needs arguments as a JSON string' }),
+});
+
+const functionCallOutputItemSchema = z.object({
+  type: z.literal('function_call_output'),
+  call_id: z.string({ error: 'a function_call_output needs the string call_id of its function_call' }).min(1, 'call_id must not be empty').max(256),
+  output: z.union([z.string(), z.array(z.unknown()).min(1, 'output parts must not be empty')], { error: 'output must be a string or an array of input_text parts' }),
+});
+
+const textPartSchemas = {
+  input_text: z.object({ type: z.literal('input_text'), text: z.string({ error: 'an input_text part needs a string "text"' }) }),
+  output_text: z.object({ type: z.literal('output_text'), text: z.string({ error: 'an output_text part needs a string "text"' }) }),
+  refusal: z.object({ type: z.literal('refusal'), refusal: z.string({ error: 'a refusal part needs a string "refusal"' }) }),
+};
+
+const inputImagePartSchema = z.object({
+  type: z.literal('input_image'),
+  image_url: z.string({ error: 'image_url must be a string' }).nullish(),
+  file_id: z.string({ error: 'file_id must be a string' }).nullish(),
+  detail: z.enum(['auto', 'low', 'high'], { error: 'detail must be auto, low or high' }).nullish(),
+});
+
+const functionToolSchema = z.object({
+  type: z.literal('function'),
+  name: z.string({ error: 'a function tool needs a string name' }).min(1, 'name must not be empty').max(64, 'name is at most 64 characters'),
+  description: z.string({ error: 'description must be a string' }).nullish(),
+  parameters: z.record(z.string(), z.unknown(), { error: 'parameters must be a JSON Schema object' }).nullish(),
+  strict: z.boolean({ error: 'strict must be a boolean' }).nullish(),
+});
+
+const toolChoiceSchema = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.object({ type: z.literal('function'), name: z.string().min(1) }),
+], { error: 'tool_choice must be none, auto, required or {type: "function", name}' });
+
+const textFormatSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text') }),
+  z.object({ type: z.literal('json_object') }),
+  z.object({
+    type: z.literal('json_schema'),
+    name: z.string({ error: 'a json_schema format needs a string name' }).regex(/^[A-Za-z0-9_-]{1,64}$/, 'name is 1 to 64 of a-z, A-Z, 0-9, _ and -'),
+    schema: z.record(z.string(), z.unknown(), { error: 'schema must be a JSON Schema object' }),
+    description: z.string({ error: 'description must be a string' }).nullish(),
+    strict: z.boolean({ error: 'strict must be a boolean' }).nullish(),
+  }),
+], { error: 'format must be {type: "text"}, {type: "json_object"} or {type: "json_schema", name, schema}' });
+
+/** A function tool as a Response object shows it. */
+interface EchoedFunctionTool {
+  type: 'function';
+  name: string;
+  description: string | null;
+  parameters: Record<string, unknown> | null;
+  strict: boolean | null;
+}
+
+/** The request's fields a Response object repeats, in OpenAI's names, exactly as they appear in it. */
+export interface ResponsesEchoedFields {
+  instructions: string | null;
+  max_output_tokens: number | null;
+  /** The caller's metadata: echoed, never sent upstream. */
+  metadata: Record<string, string>;
+  parallel_tool_calls: boolean;
+  temperature: number | null;
+  top_p: number | null;
+  text: { format: Record<string, unknown> };
+  tool_choice: unknown;
+  tools: EchoedFunctionTool[];
+  truncation: 'auto' | 'disabled';
+  /** Nothing is stored, whatever the request said (docs/surfaces/responses.md, "store"). */
+  store: false;
+  background: false;
+  previous_response_id: null;
+  reasoning: { effort: null; summary: null };
+  max_tool_calls: number | null;
+  user?: string;
+}
+
+/** A Responses request translated: the chat form the billed pipeline runs, and what its response repeats. */
+export interface ResponsesRequest {
+  /** The request in the gateway's internal form (chat completions' shape), validated as a chat request is. */
+  chat: ChatRequest;
+  echoed: ResponsesEchoedFields;
+  /**
+   * The error the client sees for one the pipeline threw: a 400 raised on the chat form (by its
+   * validation, the estimate or an adapter) names the Responses parameter instead (`messages[3]`
+   * becomes `input[2]`, `response_format` becomes `text.format`); anything else is unchanged.
+   */
+  translateError(error: unknown): unknown;
+}
+
+/** Where a chat message of the translation came from in the Responses request, for naming params in errors. */
+interface MessageSource {
+  /** The item (or `instructions`, or `input` when it is a string). */
+  path: string;
+  /** Its text: `content`, a tool result's `output`, or the path itself for a string. */
+  contentPath: string;
+  /** Each content part's path, by the chat part's index. */
+  partPaths: string[];
+  /** Each tool call's function_call item, by the chat call's index. */
+  callPaths: string[];
+}
+
+type ChatPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
+
+interface ChatMessageBody {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  content: string | ChatPart[] | null;
+  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+function invalid(param: string, publicMessage: string): GatewayError {
+  return new GatewayError('invalid_request', { param, publicMessage });
+}
+
+/** Parses a value with a schema; the first issue is a 400 naming its path under `at`. */
+function parseAt<T>(schema: z.ZodType<T>, value: unknown, at: ReadonlyArray<string | number>): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const param = paramOf([...at, ...issue.path]);
+  if (param === undefined) throw new GatewayError('invalid_request', { publicMessage: issue.message });
+  throw invalid(param, `Invalid ${param}: ${issue.message}`);
+}
+
+/** The fields that need stored state or a feature the gateway lacks, refused before anything else is read. */
+function refuseStatefulFields(body: Record<string, unknown>): void {
+  for (const field in refusedFields) {
+    const value = body[field];
+    if (value !== undefined && value !== null) throw invalid(field, refusedFields[field]!);
+  }
+  if (body.store === true) {
+    throw invalid('store', `${nothingStored}: omit store or set it to false. Every response says "store": false.`);
+  }
+  if (body.background === true) {
+    throw invalid('background', 'Background mode needs stored responses, which this gateway does not keep; omit background or set it to false.');
+  }
+  if (Array.isArray(body.include)) {
+    const index = body.include.indexOf('message.output_text.logprobs');
+    if (index >= 0) throw invalid(`include[${index}]`, 'Log probabilities are not supported by this gateway.');
+  }
+}
+
+/** A message item's content parts as chat parts, each remembered by its path. */
+function translateParts(parts: readonly unknown[], role: string, at: ReadonlyArray<string | number>, source: MessageSource): ChatPart[] {
+  return parts.map((part, index): ChatPart => {
+    const partAt = [...at, index];
+    const param = paramOf(partAt)!;
+    source.partPaths.push(param);
+    const type = typeof part === 'object' && part !== null ? (part as { type?: unknown }).type : undefined;
+    switch (type) {
+      case 'input_text':
+        return { type: 'text', text: parseAt(textPartSchemas.input_text, part, partAt).text };
+      case 'output_text':
+      case 'refusal': {
+        // Earlier answers of the model come back as output_text (and refusal) parts of assistant items.
+        if (role !== 'assistant') throw invalid(`${param}.type`, `A ${type} part belongs to an assistant message; use input_text.`);
+        const parsed = type === 'output_text' ? parseAt(textPartSchemas.output_text, part, partAt).text : parseAt(textPartSchemas.refusal, part, partAt).refusal;
+        return { type: 'text', text: parsed };
+      }
+      case 'input_image': {
+        if (role === 'assistant') throw invalid(`${param}.type`, 'An input_image part belongs to a user, system or developer message.');
+        const image = parseAt(inputImagePartSchema, part, partAt);
+        if (image.file_id !== undefined && image.file_id !== null) {
+          throw invalid(`${param}.file_id`, 'Files are not stored by this gateway, so an image cannot be given by file_id; send image_url (a URL or a data URL).');
+        }
+        if (image.image_url === undefined || image.image_url === null) throw invalid(`${param}.image_url`, 'An input_image part needs image_url (a URL or a data URL).');
+        return { type: 'image_url', image_url: { url: image.image_url, ...(image.detail === undefined || image.detail === null ? {} : { detail: image.detail }) } };
+      }
+      case 'input_file':
+        throw invalid(param, 'File inputs (input_file) are not supported by this gateway; send text parts, or images as input_image.');
+      default:
+        throw invalid(`${param}.type`, 'A content part is input_text, input_image, or (in an assistant message) output_text or refusal.');
+    }
+  });
+}
+
+/** A tool result's output as chat content: its text, or its input_text parts. */
+function translateToolOutput(output: string | readonly unknown[], at: ReadonlyArray<string | number>, source: MessageSource): string | ChatPart[] {
+  if (typeof output === 'string') return output;
+  return output.map((part, index): ChatPart => {
+    const partAt = [...at, index];
+    source.partPaths.push(paramOf(partAt)!);
+    const type = typeof part === 'object' && part !== null ? (part as { type?: unknown }).type : undefined;
+    if (type !== 'input_text') throw invalid(paramOf(partAt)!, 'A function_call_output carries text: a string or input_text parts.');
+    return { type: 'text', text: parseAt(textPartSchemas.input_text, part, partAt).text };
+  });
+}
+
+/** The chat messages of `input` items, appended to `messages` with their sources. */
+function translateItems(items: readonly unknown[], messages: ChatMessageBody[], sources: MessageSource[]): void {
+  items.forEach((item, index) => {
+    const at = ['input', index];
+    const path = paramOf(at)!;
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw invalid(path, 'An input item must be an object.');
+    const { type, role } = item as { type?: unknown; role?: unknown };
+    if (type === 'item_reference' || ((type === undefined || type === null) && role === undefined && 'id' in item)) {
+      throw invalid(path, `${nothingStored}, so an item_reference has nothing to refer to; send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false).`);
+    }
+    if (type === 'message' || ((type === undefined || type === null) && role !== undefined)) {
+      const message = parseAt(messageItemSchema, item, at);
+      const source: MessageSource = { path, contentPath: `${path}.content`, partPaths: [], callPaths: [] };
+      const content = typeof message.content === 'string' ? message.content : translateParts(message.content, message.role, [...at, 'content'], source);
+      messages.push({ role: message.role, content });
+      sources.push(source);
+      return;
+    }
+    if (type === 'function_call') {
+      const call = parseAt(functionCallItemSchema, item, at);
+      const toolCall = { id: call.call_id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } };
+      // One assistant turn: the model's text and the calls it made right after it, or consecutive calls, are one chat message.
+      const last = messages.at(-1);
+      if (last !== undefined && last.role === 'assistant') {
+        (last.tool_calls ??= []).push(toolCall);
+        sources.at(-1)!.callPaths.push(path);
+      } else {
+        messages.push({ role: 'assistant', content: null, tool_calls: [toolCall] });
+        sources.push({ path, contentPath: path, partPaths: [], callPaths: [path] });
+      }
+      return;
+    }
+    if (type === 'function_call_output') {
+      const result = parseAt(functionCallOutputItemSchema, item, at);
+      const source: MessageSource = { path, contentPath: `${path}.output`, partPaths: [], callPaths: [] };
+      messages.push({ role: 'tool', tool_call_id: result.call_id, content: translateToolOutput(result.output, [...at, 'output'], source) });
+      sources.push(source);
+      return;
+    }
+    // The model's private reasoning of an earlier turn: this gateway emits none, and other models
+    // cannot read another's (encrypted) reasoning, so it is left out (docs/surfaces/responses.md).
+    if (type === 'reasoning') return;
+    if (typeof type === 'string' && builtInItemTypes.has(type)) {
+      throw invalid(`${path}.type`, `Input items of type ${type} belong to built-in tools or stored state, which this gateway does not support.`);
+    }
+    throw invalid(`${path}.type`, 'An input item is a message, a function_call, a function_call_output or a reasoning item.');
+  });
+}
+
+/** The Responses function tools as chat tools (and as the response shows them); any other tool type is a 400. */
+function translateTools(tools: readonly unknown[]): { chat: unknown[]; echoed: EchoedFunctionTool[] } {
+  const chat: unknown[] = [];
+  const echoed: EchoedFunctionTool[] = [];
+  tools.forEach((tool, index) => {
+    const type = typeof tool === 'object' && tool !== null ? (tool as { type?: unknown }).type : undefined;
+    if (type !== 'function') {
+      throw invalid(`tools[${index}].type`, `Only function tools are supported by this gateway${typeof type === 'string' ? `; built-in tools such as ${type.slice(0, 64)} are not` : ''}.`);
+    }
+    const parsed = parseAt(functionToolSchema, tool, ['tools', index]);
+    const fn: Record<string, unknown> = { name: parsed.name };
+    if (parsed.description != null) fn.description = parsed.description;
+    if (parsed.parameters != null) fn.parameters = parsed.parameters;
+    if (parsed.strict != null) fn.strict = parsed.strict;
+    chat.push({ type: 'function', function: fn });
+    echoed.push({ type: 'function', name: parsed.name, description: parsed.description ?? null, parameters: parsed.parameters ?? null, strict: parsed.strict ?? null });
+  });
+  return { chat, echoed };
+}
+
+/** `text.format` as chat's response_format (json_schema's fields move under `json_schema`). */
+function translateTextFormat(format: z.infer<typeof textFormatSchema>): Record<string, unknown> {
+  if (format.type !== 'json_schema') return { type: format.type };
+  const jsonSchema: Record<string, unknown> = { name: format.name, schema: format.schema };
+  if (format.description != null) jsonSchema.description = format.description;
+  if (format.strict != null) jsonSchema.strict = format.strict;
+  return { type: 'json_schema', json_schema: jsonSchema };
+}
+
+/** A path suffix of a chat content part's param, in a Responses part's names. */
+function partSuffixOf(suffix: string): string {
+  if (suffix === '.text') return '.text';
+  if (suffix === '.image_url.url' || suffix === '.image_url') return '.image_url';
+  if (suffix === '.image_url.detail') return '.detail';
+  return '';
+}
+
+/** A path suffix of a chat tool call's param, in a function_call item's names. */
+function callSuffixOf(suffix: string): string {
+  if (suffix === '.function.arguments') return '.arguments';
+  if (suffix === '.function.name') return '.name';
+  if (suffix === '.id') return '.call_id';
+  return '';
+}
+
+/** A chat request's param (as the chat validation, the estimate or an adapter names it) in the Responses request's names. */
+function responsesParamOf(chatParam: string, sources: readonly MessageSource[]): string {
+  const message = /^messages\[(\d+)\](.*)$/.exec(chatParam);
+  if (message !== null) {
+    const source = sources[Number(message[1])];
+    const rest = message[2]!;
+    if (source === undefined) return 'input';
+    if (rest === '' || rest === '.name' || rest === '.role') return source.path;
+    if (rest === '.content') return source.contentPath;
+    if (rest === '.tool_call_id') return `${source.path}.call_id`;
+    const part = /^\.content\[(\d+)\](.*)$/.exec(rest);
+    if (part !== null) {
+      const partPath = source.partPaths[Number(part[1])];
+      return partPath === undefined ? source.contentPath : partPath + partSuffixOf(part[2]!);
+    }
+    const call = /^\.tool_calls\[(\d+)\](.*)$/.exec(rest);
+    if (call !== null) {
+      const callPath = source.callPaths[Number(call[1])];
+      return callPath === undefined ? source.path : callPath + callSuffixOf(call[2]!);
+    }
+    return source.path;
+  }
+  if (chatParam === 'messages') return 'input';
+  if (chatParam === 'max_tokens' || chatParam === 'max_completion_tokens') return 'max_output_tokens';
+  if (chatParam.startsWith('response_format')) return `text.format${chatParam.slice('response_format'.length).replace(/^\.json_schema/, '')}`;
+  if (chatParam === 'tool_choice.function.name') return 'tool_choice.name';
+  const tool = /^tools\[(\d+)\]\.function(.*)$/.exec(chatParam);
+  if (tool !== null) return `tools[${tool[1]}]${tool[2]}`;
+  return chatParam;
+}
+
+/**
+ * Validates a parsed JSON body as a Responses request and translates it into the chat form:
+ * `instructions` → a leading system message; message items → messages (input_text → text parts,
+ * input_image → image_url parts, an assistant's output_text and refusal → text); function_call
+ * items → an assistant message's tool_calls (consecutive ones, and the assistant text right
+ * before them, are one message); function_call_output items → tool messages; function tools →
+ * chat tools; text.format → response_format; max_output_tokens → max_tokens. Throws
+ * `invalid_request` naming the Responses param at fault (e.g. `input[2].content[0].text`),
+ * including every field that needs stored state. Nothing here moves money: it runs before the Reserve.
+ */
+export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits): ResponsesRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new GatewayError('invalid_request', { publicMessage: 'The request body must be a JSON object.' });
+  }
+  refuseStatefulFields(body as Record<string, unknown>);
+  const request = parseAt(responsesRequestSchema, body, []);
+
+  const messages: ChatMessageBody[] = [];
+  const sources: MessageSource[] = [];
+  if (request.instructions != null && request.instructions !== '') {
+    messages.push({ role: 'system', content: request.instructions });
+    sources.push({ path: 'instructions', contentPath: 'instructions', partPaths: [], callPaths: [] });
+  }
+  if (typeof request.input === 'string') {
+    messages.push({ role: 'user', content: request.input });
+    sources.push({ path: 'input', contentPath: 'input', partPaths: [], callPaths: [] });
+  } else {
+    translateItems(request.input, messages, sources);
+  }
+
+  const tools = translateTools(request.tools ?? []);
+  const toolChoice = (body as { tool_choice?: unknown }).tool_choice ?? undefined;
+  if (toolChoice !== undefined && toolChoice !== null) parseAt(toolChoiceSchema, toolChoice, ['tool_choice']);
+  const format = request.text?.format === undefined || request.text.format === null
+    ? undefined
+    : parseAt(textFormatSchema, request.text.format, ['text', 'format']);
+
+  const chatBody: Record<string, unknown> = { model: request.model, messages, stream: request.stream === true };
+  if (request.max_output_tokens != null) chatBody.max_tokens = request.max_output_tokens;
+  if (request.temperature != null) chatBody.temperature = request.temperature;
+  if (request.top_p != null) chatBody.top_p = request.top_p;
+  if (request.user != null) chatBody.user = request.user;
+  if (request.parallel_tool_calls != null) chatBody.parallel_tool_calls = request.parallel_tool_calls;
+  if (tools.chat.length > 0) chatBody.tools = tools.chat;
+  if (toolChoice !== undefined && toolChoice !== null) {
+    chatBody.tool_choice = typeof toolChoice === 'string' ? toolChoice : { type: 'function', function: { name: (toolChoice as { name: string }).name } };
+  }
+  if (format !== undefined) chatBody.response_format = translateTextFormat(format);
+
+  const translateError = (error: unknown): unknown => {
+    if (!(error instanceof GatewayError) || error.code !== 'invalid_request' || error.param === null) return error;
+    const param = responsesParamOf(error.param, sources);
+    if (param === error.param) return error;
+    return new GatewayError('invalid_request', { param, publicMessage: error.publicMessage.split(error.param).join(param), cause: error });
+  };
+
+  let chat: ChatRequest;
+  try {
+    chat = parseChatRequest(chatBody, limits);
+  } catch (error) {
+    throw translateError(error);
+  }
+
+  return {
+    chat,
+    echoed: {
+      instructions: request.instructions ?? null,
+      max_output_tokens: request.max_output_tokens ?? null,
+      metadata: request.metadata ?? {},
+      parallel_tool_calls: request.parallel_tool_calls ?? true,
+      temperature: request.temperature ?? null,
+      top_p: request.top_p ?? null,
+      text: { format: format ?? { type: 'text' } },
+      tool_choice: toolChoice ?? 'auto',
+      tools: tools.echoed,
+      truncation: request.truncation ?? 'disabled',
+      store: false,
+      background: false,
+      previous_response_id: null,
+      reasoning: { effort: null, summary: null },
+      max_tool_calls: request.max_tool_calls ?? null,
+      ...(request.user == null ? {} : { user: request.user }),
+    },
+    translateError,
+  };
+}

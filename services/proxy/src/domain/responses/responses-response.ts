@@ -1,0 +1,180 @@
+import type { NormalizedCompletion } from '../normalized-completion.ts';
+import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
+import type { ResponsesEchoedFields } from './responses-request.ts';
+
+/** An `output_text` content part (no annotations: the gateway runs no built-in tools that would cite). */
+interface OutputTextPart {
+  type: 'output_text';
+  text: string;
+  annotations: [];
+  logprobs: [];
+}
+
+/** A `refusal` content part. */
+interface RefusalPart {
+  type: 'refusal';
+  refusal: string;
+}
+
+/** A content part of an output message. */
+type OutputContentPart = OutputTextPart | RefusalPart;
+
+/** Status of an output item: in_progress while it streams, then completed, or incomplete when the answer was cut. */
+type OutputItemStatus = 'in_progress' | 'completed' | 'incomplete';
+
+/** The assistant's text answer, as an output item. */
+export interface OutputMessageItem {
+  id: string;
+  type: 'message';
+  status: OutputItemStatus;
+  role: 'assistant';
+  content: OutputContentPart[];
+}
+
+/** A call of a function tool, as an output item; `call_id` is the gateway's tool-call id (domain/tool-call-ids.ts). */
+export interface FunctionCallItem {
+  id: string;
+  type: 'function_call';
+  status: OutputItemStatus;
+  call_id: string;
+  name: string;
+  arguments: string;
+}
+
+/** An item of a Response's `output`. */
+export type OutputItem = OutputMessageItem | FunctionCallItem;
+
+/** Why a response is incomplete: its output was cut at max_output_tokens (or at the Reserve), or by a content filter. */
+export type IncompleteReason = 'max_output_tokens' | 'content_filter';
+
+/** A Response's `usage`: OpenAI's token counts plus the request's cost (what the Settle debits or records). */
+type ResponsesUsage = {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+} & UsageCostFields;
+
+/** A Response object, exactly as clients receive it (a whole body, or the `response` of a stream's lifecycle events). */
+export interface ResponseObject extends ResponsesEchoedFields {
+  id: string;
+  object: 'response';
+  /** Unix seconds. */
+  created_at: number;
+  status: 'in_progress' | 'completed' | 'incomplete';
+  /** Unix seconds; null until the response is done. */
+  completed_at: number | null;
+  error: null;
+  incomplete_details: { reason: IncompleteReason } | null;
+  /** The Gateway Model slug. */
+  model: string;
+  output: OutputItem[];
+  usage: ResponsesUsage | null;
+}
+
+/** What every Response object of one request shares: the gateway's ids and clock, the slug and the request's echoed fields. */
+export interface ResponseFrame {
+  /** `resp_<request uuid>`. */
+  id: string;
+  /** Unix seconds. */
+  createdAtS: number;
+  modelSlug: string;
+  /** The request uuid without dashes: the output items' ids are derived from it. */
+  itemIdBase: string;
+  echoed: ResponsesEchoedFields;
+}
+
+/** The frame of a request's Response objects: its id `resp_<uuid>`, and item ids from the same uuid (never an upstream's). */
+export function responseFrame(input: { requestUuid: string; createdAtS: number; modelSlug: string; echoed: ResponsesEchoedFields }): ResponseFrame {
+  return {
+    id: `resp_${input.requestUuid}`, createdAtS: input.createdAtS, modelSlug: input.modelSlug,
+    itemIdBase: input.requestUuid.replaceAll('-', ''), echoed: input.echoed,
+  };
+}
+
+/** The id of the output item at `outputIndex`: `msg_…` for a message, `fc_…` for a function call, from the request uuid. */
+export function outputItemId(frame: ResponseFrame, kind: 'message' | 'function_call', outputIndex: number): string {
+  return `${kind === 'message' ? 'msg' : 'fc'}_${frame.itemIdBase}_${outputIndex}`;
+}
+
+/** A Response's `usage` for a billed usage and its cost, µ₹ (the Settle's figure, usageCostMicros). */
+export function responsesUsage(usage: TokenUsage, costMicros: bigint): ResponsesUsage {
+  return {
+    input_tokens: usage.promptTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: usage.completionTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    ...usageCostFields(costMicros),
+  };
+}
+
+/** Why a response with this chat finish reason is incomplete; undefined when it completed. */
+export function incompleteReasonOf(finishReason: string | null): IncompleteReason | undefined {
+  if (finishReason === 'length') return 'max_output_tokens';
+  if (finishReason === 'content_filter') return 'content_filter';
+  return undefined;
+}
+
+/** A Response object of a frame in some state: the lifecycle events' `response` and the non-streaming body share it. */
+export function responseObject(frame: ResponseFrame, state: {
+  status: ResponseObject['status'];
+  incompleteReason?: IncompleteReason | undefined;
+  output: OutputItem[];
+  usage: ResponsesUsage | null;
+  completedAtS: number | null;
+}): ResponseObject {
+  return {
+    id: frame.id,
+    object: 'response',
+    created_at: frame.createdAtS,
+    status: state.status,
+    completed_at: state.completedAtS,
+    error: null,
+    incomplete_details: state.incompleteReason === undefined ? null : { reason: state.incompleteReason },
+    model: frame.modelSlug,
+    output: state.output,
+    usage: state.usage,
+    ...frame.echoed,
+  };
+}
+
+/**
+ * The body of a non-streaming response from a delivered completion (its tool-call ids already
+ * the gateway's): a `message` item with the text (and a refusal part when there is one; an empty
+ * text when the model said nothing and called nothing), then one `function_call` item per tool
+ * call. A `length` finish (the upstream's max_output_tokens, or the cut at the Reserve) makes it
+ * `incomplete` with reason `max_output_tokens`; `content_filter` likewise. `usage` is what the
+ * Settle bills, with its cost.
+ */
+export function buildResponseBody(frame: ResponseFrame, completed: {
+  completion: NormalizedCompletion;
+  usage: TokenUsage;
+  costMicros: bigint;
+  /** When the answer was made, Unix seconds. */
+  createdS: number;
+}): ResponseObject {
+  const choice = completed.completion.choices[0];
+  const incompleteReason = incompleteReasonOf(choice?.finishReason ?? null);
+  const itemStatus: OutputItemStatus = incompleteReason === undefined ? 'completed' : 'incomplete';
+  const output: OutputItem[] = [];
+  const content: OutputContentPart[] = [];
+  if (choice?.content != null && choice.content !== '') content.push({ type: 'output_text', text: choice.content, annotations: [], logprobs: [] });
+  if (choice?.refusal != null) content.push({ type: 'refusal', refusal: choice.refusal });
+  const toolCalls = choice?.toolCalls ?? [];
+  if (content.length === 0 && toolCalls.length === 0) content.push({ type: 'output_text', text: '', annotations: [], logprobs: [] });
+  if (content.length > 0) {
+    output.push({ id: outputItemId(frame, 'message', output.length), type: 'message', status: itemStatus, role: 'assistant', content });
+  }
+  for (const call of toolCalls) {
+    output.push({
+      id: outputItemId(frame, 'function_call', output.length), type: 'function_call', status: 'completed',
+      call_id: call.id, name: call.function.name, arguments: call.function.arguments,
+    });
+  }
+  return responseObject(frame, {
+    status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
+    usage: responsesUsage(completed.usage, completed.costMicros), completedAtS: completed.createdS,
+  });
+}

@@ -1,0 +1,177 @@
+import { toHttpError, type GatewayError } from '@gateway/errors';
+import type { StreamChoice, StreamToolCallDelta } from '../normalized-completion.ts';
+import type { StreamClose, StreamRenderer } from '../stream-renderer.ts';
+import {
+  incompleteReasonOf, outputItemId, responseObject, responsesUsage,
+  type FunctionCallItem, type IncompleteReason, type OutputItem, type OutputMessageItem, type ResponseFrame, type ResponseObject,
+} from './responses-response.ts';
+
+/** The message item being written, and its open content part. */
+interface OpenMessage {
+  item: OutputMessageItem;
+  outputIndex: number;
+  /** The open part's kind and text so far; undefined between parts. */
+  part: { kind: 'output_text' | 'refusal'; text: string } | undefined;
+}
+
+/** A function call item being written. */
+interface OpenCall {
+  item: FunctionCallItem;
+  outputIndex: number;
+}
+
+/**
+ * The Responses surface's stream (OpenAI's ResponseStreamEvent, `event: <type>` then `data:
+ * <json>` per frame, each with its `sequence_number` from 0): `response.created` and
+ * `response.in_progress` first; then per output item `response.output_item.added`, for a message
+ * `response.content_part.added`, `response.output_text.delta` (or `response.refusal.delta`) …,
+ * `.done` events, `response.content_part.done`; for a tool call `function_call_arguments.delta` …
+ * `.done`; each item ends with `response.output_item.done`. The last event carries the whole
+ * response with its usage and cost: `response.completed`, or `response.incomplete` (reason
+ * `max_output_tokens` for the gateway's cost stop (BOUNDED_OVERRUN) or the upstream's `length`,
+ * `content_filter` likewise). An error after the stream opened is one `error` event, then the end.
+ * A message item closes when a tool call starts; tool call items stay open until the end (so a
+ * call's fragments arriving out of order still land in their item), then close in output order.
+ */
+export function createResponsesStreamRenderer(frame: ResponseFrame): StreamRenderer {
+  let sequence = 0;
+  const output: OutputItem[] = [];
+  let message: OpenMessage | undefined;
+  /** Open function call items by the chat stream's tool-call index. */
+  const calls = new Map<number, OpenCall>();
+  let finishReason: string | null = null;
+
+  const event = (type: string, fields: Record<string, unknown>): string =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`;
+
+  const lifecycle = (type: string, response: ResponseObject): string => event(type, { response });
+
+  /** Ends the message item's open part (its done events); '' when none is open. */
+  const closePart = (): string => {
+    const part = message?.part;
+    if (message === undefined || part === undefined) return '';
+    const at = { item_id: message.item.id, output_index: message.outputIndex, content_index: message.item.content.length };
+    const done = part.kind === 'output_text'
+      ? { type: 'output_text' as const, text: part.text, annotations: [] as [], logprobs: [] as [] }
+      : { type: 'refusal' as const, refusal: part.text };
+    message.item.content.push(done);
+    message.part = undefined;
+    const textDone = part.kind === 'output_text'
+      ? event('response.output_text.done', { ...at, text: part.text, logprobs: [] })
+      : event('response.refusal.done', { ...at, refusal: part.text });
+    return textDone + event('response.content_part.done', { ...at, part: done });
+  };
+
+  /** Ends the message item (its open part first); '' when none is open. */
+  const closeMessage = (status: 'completed' | 'incomplete'): string => {
+    if (message === undefined) return '';
+    const frames = closePart();
+    message.item.status = status;
+    const done = event('response.output_item.done', { output_index: message.outputIndex, item: message.item });
+    message = undefined;
+    return frames + done;
+  };
+
+  /** Opens the message item (when none is open) and a part of `kind` in it (ending another kind's); the frames that say so. */
+  const openPart = (kind: 'output_text' | 'refusal'): string => {
+    let frames = '';
+    if (message === undefined) {
+      const outputIndex = output.length;
+      const item: OutputMessageItem = { id: outputItemId(frame, 'message', outputIndex), type: 'message', status: 'in_progress', role: 'assistant', content: [] };
+      output.push(item);
+      message = { item, outputIndex, part: undefined };
+      frames += event('response.output_item.added', { output_index: outputIndex, item });
+    }
+    if (message.part !== undefined && message.part.kind !== kind) frames += closePart();
+    if (message.part === undefined) {
+      message.part = { kind, text: '' };
+      const part = kind === 'output_text' ? { type: 'output_text', text: '', annotations: [], logprobs: [] } : { type: 'refusal', refusal: '' };
+      frames += event('response.content_part.added', { item_id: message.item.id, output_index: message.outputIndex, content_index: message.item.content.length, part });
+    }
+    return frames;
+  };
+
+  /** Text (or refusal text) for the message item, opening the item and the part as needed. */
+  const messageDelta = (kind: 'output_text' | 'refusal', delta: string): string => {
+    const frames = openPart(kind);
+    const open = message!;
+    open.part!.text += delta;
+    const at = { item_id: open.item.id, output_index: open.outputIndex, content_index: open.item.content.length };
+    return frames + (kind === 'output_text'
+      ? event('response.output_text.delta', { ...at, delta, logprobs: [] })
+      : event('response.refusal.delta', { ...at, delta }));
+  };
+
+  /** One tool-call fragment: the first of a call opens its item (and ends the message item). */
+  const toolCallDelta = (fragment: StreamToolCallDelta): string => {
+    let frames = '';
+    let call = calls.get(fragment.index);
+    if (call === undefined) {
+      frames += closeMessage('completed');
+      const outputIndex = output.length;
+      const item: FunctionCallItem = {
+        id: outputItemId(frame, 'function_call', outputIndex), type: 'function_call', status: 'in_progress',
+        call_id: fragment.id ?? '', name: fragment.function?.name ?? '', arguments: '',
+      };
+      output.push(item);
+      call = { item, outputIndex };
+      calls.set(fragment.index, call);
+      frames += event('response.output_item.added', { output_index: outputIndex, item });
+    } else if (fragment.function?.name !== undefined) {
+      call.item.name += fragment.function.name;
+    }
+    const delta = fragment.function?.arguments;
+    if (delta !== undefined && delta !== '') {
+      call.item.arguments += delta;
+      frames += event('response.function_call_arguments.delta', { item_id: call.item.id, output_index: call.outputIndex, delta });
+    }
+    return frames;
+  };
+
+  const chunk = (choices: StreamChoice[]): string => {
+    let frames = '';
+    for (const choice of choices) {
+      // One answer per request (n = 1): a choice of another index would be a second response.
+      if (choice.index !== 0) continue;
+      const { content, refusal, tool_calls: toolCalls } = choice.delta;
+      if (content !== undefined && content !== '') frames += messageDelta('output_text', content);
+      if (refusal !== undefined && refusal !== '') frames += messageDelta('refusal', refusal);
+      for (const fragment of toolCalls ?? []) frames += toolCallDelta(fragment);
+      if (choice.finish_reason !== null) finishReason = choice.finish_reason;
+    }
+    return frames;
+  };
+
+  return {
+    start() {
+      const response = responseObject(frame, { status: 'in_progress', output: [], usage: null, completedAtS: null });
+      return lifecycle('response.created', response) + lifecycle('response.in_progress', response);
+    },
+    chunk,
+    text: (text: string) => (text === '' ? '' : messageDelta('output_text', text)),
+    close(close: StreamClose): string {
+      const incompleteReason: IncompleteReason | undefined = close.ending === 'cost_stop' ? 'max_output_tokens' : incompleteReasonOf(finishReason);
+      // An answer with nothing in it still has its (empty) message, as the non-streaming body does.
+      let frames = output.length === 0 ? openPart('output_text') : '';
+      // The item written last is the one the cut (if any) fell in.
+      const lastIndex = output.length - 1;
+      const statusAt = (outputIndex: number) => (incompleteReason !== undefined && outputIndex === lastIndex ? 'incomplete' : 'completed');
+      if (message !== undefined) frames += closeMessage(statusAt(message.outputIndex));
+      for (const call of [...calls.values()].sort((a, b) => a.outputIndex - b.outputIndex)) {
+        if (call.item.status !== 'in_progress') continue;
+        call.item.status = statusAt(call.outputIndex);
+        frames += event('response.function_call_arguments.done', { item_id: call.item.id, output_index: call.outputIndex, arguments: call.item.arguments });
+        frames += event('response.output_item.done', { output_index: call.outputIndex, item: call.item });
+      }
+      const response = responseObject(frame, {
+        status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
+        usage: responsesUsage(close.usage, close.costMicros), completedAtS: Math.floor(Date.now() / 1000),
+      });
+      return frames + lifecycle(incompleteReason === undefined ? 'response.completed' : 'response.incomplete', response);
+    },
+    fail(error: GatewayError): string {
+      const { message: text, code, param } = toHttpError(error).body.error;
+      return event('error', { code, message: text, param });
+    },
+  };
+}
