@@ -8,7 +8,7 @@ import {
   expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
-const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude'] });
+const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude', 'vision', 'vision-claude'] });
 const poor = tenant('poor', { allowedGatewayModelSlugs: ['chat', 'claude'] });
 const frozen = tenant('frozen', { status: configV1.OrganisationStatus.ORGANISATION_STATUS_SUSPENDED });
 const hasty = tenant('hasty', { rpmLimit: 1 });
@@ -64,6 +64,10 @@ beforeAll(async () => {
   world = await startProxyWorld((baseUrl) => stateOf([acme, poor, frozen, hasty, narrow], [
     gatewayModel('chat', baseUrl),
     gatewayModel('claude', baseUrl, { upstream: { providerKind: 'anthropic', baseUrl, model: 'claude-upstream-name', apiKey: upstreamCredential } }),
+    gatewayModel('vision', baseUrl, { inputModalities: ['image'] }),
+    gatewayModel('vision-claude', baseUrl, {
+      inputModalities: ['image'], upstream: { providerKind: 'anthropic', baseUrl, model: 'claude-upstream-name', apiKey: upstreamCredential },
+    }),
   ]), { requiredApiKey: upstreamCredential });
   world.ledger.credit('acme', creditMicros);
   world.ledger.credit('poor', 1n);
@@ -367,6 +371,41 @@ describe('tools', () => {
   });
 });
 
+describe('images', () => {
+  /** A 1×1 PNG. */
+  const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+
+  it('an image block reaches an OpenAI-compatible upstream as an image_url data URL, and an Anthropic one as an image block', async () => {
+    const content: Anthropic.ContentBlockParam[] = [
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+      { type: 'text', text: 'what is it [[fake:reply_words=2]]' },
+    ];
+    for (const slug of ['vision', 'vision-claude']) {
+      const message = await anthropicClient().messages.create({ model: slug, max_tokens: 20, messages: [{ role: 'user', content }] });
+      expect(message.content, slug).toEqual([{ type: 'text', text: 'w1 w2' }]);
+      const seen = world.upstream.requests.at(-1)!.body as Record<string, any>;
+      if (slug === 'vision') {
+        expect(seen.messages[0].content).toEqual([
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }, { type: 'text', text: 'what is it [[fake:reply_words=2]]' },
+        ]);
+      } else {
+        expect(seen.messages[0].content).toEqual([
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }, { type: 'text', text: 'what is it [[fake:reply_words=2]]' },
+        ]);
+      }
+    }
+  });
+
+  it('a model that takes no images refuses one with a 400 in Anthropic\'s shape, before the Reserve', async () => {
+    await proxy.idle();
+    const before = traffic();
+    const refused = await rawPost({ model: 'chat', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }] }] });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect(traffic()).toEqual(before);
+  });
+});
+
 describe('count_tokens', () => {
   it('answers the gateway estimate of the translated request, after the key and model checks, and moves no money', async () => {
     await proxy.idle();
@@ -374,6 +413,9 @@ describe('count_tokens', () => {
     const content = 'How many tokens is this?';
     const counted = await anthropicClient().messages.countTokens({ model: 'claude', system, messages: [{ role: 'user', content }] });
     expect(counted).toEqual({ input_tokens: tokens(system) + 3 + tokens(content) + 3 + 3 });
+    // Claude Code adds ?beta=true to its calls.
+    const beta = await rawPost({ model: 'chat', messages: [{ role: 'user', content }] }, '/v1/messages/count_tokens?beta=true');
+    expect(await beta.json()).toEqual({ input_tokens: tokens(content) + 3 + 3 });
     expect(traffic()).toEqual(before);
     await expect(anthropicClient().messages.countTokens({ model: 'nope', messages: [{ role: 'user', content }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
   });
