@@ -187,6 +187,7 @@ describe('parseMessagesRequest', () => {
       [{ ...base, messages: hi, stream: 'yes' }, 'stream: stream must be a boolean'],
       [{ ...base, messages: [{ role: 'user', content: 'x'.repeat(1001) }] }, 'messages.0: a message may carry at most 1000 characters'],
       [{ ...base, messages: hi, system: 'x'.repeat(1001) }, 'system: the system prompt may carry at most 1000 characters'],
+      [{ ...base, system: 'x', messages: [{ role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 's' }] }] }, 'messages: no message has content'],
       ['[]', 'The request body must be a JSON object.'],
     ];
     for (const [body, message] of cases) {

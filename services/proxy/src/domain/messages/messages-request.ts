@@ -354,6 +354,9 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     }
     messages.push(...translated);
   });
+  if (messages.every((message) => message.role === 'system')) {
+    throw invalid('messages', 'no message has content the gateway can send (thinking blocks are dropped).');
+  }
 
   const params: ChatRequest['params'] = toolParams(request);
   if (request.temperature !== undefined && request.temperature !== null) params.temperature = request.temperature;
