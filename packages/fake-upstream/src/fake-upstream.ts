@@ -106,9 +106,18 @@ export function countWords(text: string): number {
   return text.split(/\s+/).filter((word) => word.length > 0).length;
 }
 
-/** The fake's prompt token count: words across all message contents plus 3 per message. */
+/** Tokens the fake bills per image: GPT-4o's low-detail figure, whatever the image. */
+const fakeImageTokens = 85;
+
+/** Image parts of a message content: OpenAI `image_url` parts and Anthropic `image` blocks. */
+function imageCount(content: unknown): number {
+  if (!Array.isArray(content)) return 0;
+  return content.filter((part: unknown) => isObjectLike(part) && (part.type === 'image_url' || part.type === 'image')).length;
+}
+
+/** The fake's prompt token count: words across all message contents plus 3 per message, plus 85 per image. */
 export function fakePromptTokens(messages: readonly ChatMessageLike[]): number {
-  return messages.reduce((sum, message) => sum + countWords(textOf(message.content)) + 3, 0);
+  return messages.reduce((sum, message) => sum + countWords(textOf(message.content)) + 3 + fakeImageTokens * imageCount(message.content), 0);
 }
 
 /** The reply the fake gives to a conversation, before any max_tokens cut. */
@@ -273,7 +282,8 @@ function fakeEmbedding(text: string, dimensions: number): number[] {
 /**
  * Starts an OpenAI-compatible upstream on node:http (with an Anthropic Messages route at
  * `POST /v1/messages`): the built-in demo upstream of `pnpm start` and the steerable fake of tests. Replies are deterministic; usage is prompt_tokens = words
- * across all message contents + 3 per message, completion_tokens = words of the reply. Every
+ * across all message contents + 3 per message + 85 per image (an `image_url` part, or an Anthropic
+ * `image` block), completion_tokens = words of the reply. Every
  * response leaks vendor details (see `leakMarkers`) so tests can prove the gateway hides them.
  * Steer it with directives in the last user message (see `parseDirectives`).
  */
