@@ -208,7 +208,7 @@ describe('refusals before any money moves', () => {
       [{ model: 'chat', messages: Array.from({ length: 2049 }, () => ({ role: 'user', content: 'x' })) }, 400, 'invalid_request', 'messages'],
       ['{"model": "chat", "messages": [', 400, 'invalid_json', null],
       ['[1, 2]', 400, 'invalid_request', null],
-      [{ model: 'chat', messages: userMessage('x'.repeat(1_100_000)) }, 413, 'request_too_large', null],
+      [{ model: 'chat', messages: userMessage('x'.repeat(16_800_000)) }, 413, 'request_too_large', null], // over PROXY_MAX_BODY_BYTES' 16 MiB
     ];
     for (const [body, status, code, param] of cases) {
       const response = await rawPost(body);

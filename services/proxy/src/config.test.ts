@@ -13,7 +13,7 @@ describe('loadProxyConfig', () => {
       ...tls, GRPC_INSECURE: false,
       BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: 10_000, PROXY_HTTP_PORT: 8080, PROXY_METRICS_PORT: 9101,
       ADMIN_GRPC_URL: '127.0.0.1:50052', LEDGER_GRPC_URL: '127.0.0.1:50051', PROXY_REDIS_PREFIX: 'gw:rpm:',
-      PROXY_CONFIG_STALENESS_MS: 30_000, RESERVE_TTL_MS: 600_000, PROXY_MAX_BODY_BYTES: 1_048_576,
+      PROXY_CONFIG_STALENESS_MS: 30_000, RESERVE_TTL_MS: 600_000, PROXY_MAX_BODY_BYTES: 16_777_216,
       UPSTREAM_CONNECT_TIMEOUT_MS: 10_000, UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 60_000, UPSTREAM_TOTAL_TIMEOUT_MS: 300_000,
       LEDGER_CALL_TIMEOUT_MS: 5_000, UPSTREAM_IDLE_TIMEOUT_MS: 60_000, PROXY_CHECKPOINT_INTERVAL_MS: 2_000,
       PROXY_SETTLE_OUTBOX_MAX: 10_000, PROXY_SETTLE_RETRY_INITIAL_MS: 100, PROXY_SETTLE_RETRY_MAX_MS: 3_000,
@@ -31,13 +31,18 @@ describe('loadProxyConfig', () => {
   it('reports every problem at once without echoing values', () => {
     let error: unknown;
     try {
-      loadProxyConfig({ ...tls, PROXY_HTTP_PORT: '99999', REDIS_URL: 'http://user:hunter2@cache', RESERVE_TTL_MS: '-5', ADMIN_GRPC_URL: 'no port', PROXY_CONFIG_MAX_MESSAGE_BYTES: '1000' });
+      loadProxyConfig({
+        ...tls, PROXY_HTTP_PORT: '99999', REDIS_URL: 'http://user:hunter2@cache', RESERVE_TTL_MS: '-5', ADMIN_GRPC_URL: 'no port',
+        PROXY_CONFIG_MAX_MESSAGE_BYTES: '1000', PROXY_MAX_BODY_BYTES: String(512 * 1024 * 1024),
+      });
     } catch (caught) {
       error = caught;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual(['ADMIN_GRPC_URL', 'PROXY_CONFIG_MAX_MESSAGE_BYTES', 'PROXY_HTTP_PORT', 'REDIS_URL', 'RESERVE_TTL_MS']);
+    expect(problems.map((p) => p.split(':')[0]).sort()).toEqual([
+      'ADMIN_GRPC_URL', 'PROXY_CONFIG_MAX_MESSAGE_BYTES', 'PROXY_HTTP_PORT', 'PROXY_MAX_BODY_BYTES', 'REDIS_URL', 'RESERVE_TTL_MS',
+    ]);
     expect((error as ConfigError).message).not.toContain('hunter2');
   });
 });

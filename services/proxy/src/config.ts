@@ -35,7 +35,14 @@ export const proxyConfigSchema = z.object({
   PROXY_CONFIG_MAX_MESSAGE_BYTES: z.coerce.number().int().min(4 * 1024 * 1024).max(1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** The ledger accepts 1 s – 24 h; checked here so a bad value fails at start, not on every Reserve. */
   RESERVE_TTL_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(600_000),
-  PROXY_MAX_BODY_BYTES: z.coerce.number().int().positive().default(1_048_576),
+  /**
+   * Largest request body, bytes after decoding its Content-Encoding (413 above). 16 MiB holds a
+   * few base64 photos (a data URL is 4/3 of its image) under Anthropic's 32 MB and OpenAI's 50 MB
+   * request limits; a request of that size holds about four copies of it at its peak (the bytes
+   * read, the parsed text, the upstream body and its bytes), ~64 MB, so a proxy at its 768 MiB
+   * limit takes several at once. At most 256 MiB.
+   */
+  PROXY_MAX_BODY_BYTES: z.coerce.number().int().positive().max(256 * 1024 * 1024).default(16 * 1024 * 1024),
   /** Most characters of text (content parts, name, tool call arguments) one message may carry. */
   PROXY_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(524_288),
   /**
