@@ -40,6 +40,64 @@ const demoGatewayModel = {
   upstreamApiKeyEncrypted: null,
 } as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };
 
+/** The fields of a gateway model that the embedding rules judge, as a create gives them or an update changes them. */
+interface EmbeddingRuleFields {
+  providerKind?: ProviderKind | undefined;
+  outputPriceMicrosPerMtok?: bigint | undefined;
+  providerOutputCostMicrosPerMtok?: bigint | undefined;
+  inputModalities?: readonly string[] | undefined;
+}
+
+/** One field an embedding model may not have as given: its API name and why. */
+interface EmbeddingRuleProblem {
+  param: 'upstream.provider_kind' | 'output_price_micros_per_mtok' | 'provider_output_cost_micros_per_mtok' | 'input_modalities';
+  message: string;
+}
+
+/**
+ * What an embedding model may not be, for the fields given (absent ones are not judged): served
+ * by an OpenAI-compatible provider kind (Anthropic's API has no embeddings), priced by its input
+ * tokens only (it produces no output tokens, so an output price or cost other than 0 would
+ * promise a charge that never happens), and fed text only. The create body's rules
+ * (request-schemas.ts) and an update of a stored embedding model both ask it, so both say the same.
+ */
+export function embeddingModelProblems(fields: EmbeddingRuleFields): EmbeddingRuleProblem[] {
+  const problems: EmbeddingRuleProblem[] = [];
+  if (fields.providerKind === 'anthropic') {
+    problems.push({ param: 'upstream.provider_kind', message: 'an embedding model needs an OpenAI-compatible provider kind: the Anthropic API has no embeddings' });
+  }
+  if (fields.outputPriceMicrosPerMtok !== undefined && fields.outputPriceMicrosPerMtok !== 0n) {
+    problems.push({ param: 'output_price_micros_per_mtok', message: 'must be "0" for an embedding model: it is priced by its input tokens only' });
+  }
+  if (fields.providerOutputCostMicrosPerMtok !== undefined && fields.providerOutputCostMicrosPerMtok !== 0n) {
+    problems.push({ param: 'provider_output_cost_micros_per_mtok', message: 'must be "0" for an embedding model: it produces no output tokens' });
+  }
+  if (fields.inputModalities !== undefined && (fields.inputModalities.length !== 1 || fields.inputModalities[0] !== 'text')) {
+    problems.push({ param: 'input_modalities', message: 'must be ["text"] for an embedding model' });
+  }
+  return problems;
+}
+
+/**
+ * The built-in demo embedding model, seeded beside `demo` on the same upstream (the demo
+ * upstream serves /v1/embeddings), so /v1/embeddings can be tried without a provider account.
+ */
+const demoEmbeddingModel = {
+  slug: 'demo-embedding',
+  displayName: 'Demo embeddings (built-in demo upstream, no provider account)',
+  // What a create of an embedding model without it stores: an embedding call has no completion, so it is never read.
+  defaultMaxTokens: 1,
+  maxContextTokens: 8192,
+  inputPriceMicrosPerMtok: 1_000_000n, // ₹1 per million input tokens
+  outputPriceMicrosPerMtok: 0n,
+  providerInputCostMicrosPerMtok: 0n,
+  providerOutputCostMicrosPerMtok: 0n,
+  kind: 'embedding',
+  inputModalities: ['text'],
+  upstream: { providerKind: 'openai_compatible', model: 'demo-embedding', allowPrivateNetwork: false },
+  upstreamApiKeyEncrypted: null,
+} as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };
+
 /** What the gateway models aggregate is built from. */
 export interface GatewayModelsServiceDeps {
   db: Database;
@@ -143,7 +201,8 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
 
     /**
      * Changes a gateway model (prices, limits, upstream target, credential) and pushes it. The
-     * combination is checked after merging (max_context_tokens ≥ default_max_tokens); a new base
+     * combination is checked after merging (max_context_tokens ≥ default_max_tokens; an embedding
+     * model's output price and cost stay 0 and its input text only, embeddingModelProblems); a new base
      * URL passes the SSRF rule with the model's exception as it will be (the body's
      * allowPrivateNetwork if given, else the stored one), and turning the exception off re-judges
      * the stored URL (400 naming upstream.allow_private_network when it needs it); a new
@@ -172,6 +231,11 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
           requireUpstreamUrl(currentUrl, current.upstream.providerKind, allowedFor(current), param);
           // A concurrent change between the read above and the lock: judge the name again under the lock.
           if (currentUrl !== seenUrl || allowedFor(current) !== allowedFor(seen)) await requireResolvedUpstream(currentUrl, allowedFor(current), param);
+        }
+        // The kind is fixed at create: an update of an embedding model keeps to its rules.
+        const [problem] = current.kind === 'embedding' ? embeddingModelProblems(input) : [];
+        if (problem !== undefined) {
+          throw new GatewayError('invalid_request', { publicMessage: `Invalid request: ${problem.param}: ${problem.message}.`, param: problem.param });
         }
         const defaultMaxTokens = input.defaultMaxTokens ?? current.defaultMaxTokens;
         const maxContextTokens = input.maxContextTokens ?? current.maxContextTokens;
@@ -216,24 +280,25 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
     },
 
     /**
-     * Creates the built-in `demo` model pointing at `baseUrl` unless a model with that slug
-     * exists (it is never overwritten). The URL is operator configuration, not API input, so
-     * the SSRF rule does not apply. Resolves whether it was created.
+     * Creates the built-in `demo` model and `demo-embedding` pointing at `baseUrl`, each unless a
+     * model with its slug exists (none is ever overwritten). The URL is operator configuration,
+     * not API input, so the SSRF rule does not apply. Resolves whether `demo` was created.
      */
     async seedDemoModel(baseUrl: string): Promise<boolean> {
       return db.transaction(async (tx) => {
-        const inserted = await insertGatewayModel(tx, {
-          ...demoGatewayModel, upstream: { ...demoGatewayModel.upstream, baseUrl: normaliseUpstreamUrl(baseUrl) },
-        });
-        if (inserted) {
-          const created = (await findGatewayModel(tx, demoGatewayModel.slug))!;
+        const createdSlugs: string[] = [];
+        for (const demoModel of [demoGatewayModel, demoEmbeddingModel]) {
+          const inserted = await insertGatewayModel(tx, { ...demoModel, upstream: { ...demoModel.upstream, baseUrl: normaliseUpstreamUrl(baseUrl) } });
+          if (!inserted) continue;
+          const created = (await findGatewayModel(tx, demoModel.slug))!;
           await recordAuditEvent(tx, {
-            actor: systemActor, organisationId: null, action: 'gateway_model.create', resourceType: 'gateway_model', resourceId: demoGatewayModel.slug,
+            actor: systemActor, organisationId: null, action: 'gateway_model.create', resourceType: 'gateway_model', resourceId: demoModel.slug,
             changes: changedFields(undefined, gatewayModelAuditRecord(created), gatewayModelAuditFields),
           });
-          await bumpConfigVersion(tx, [configChange('gateway_model', demoGatewayModel.slug)]);
+          createdSlugs.push(demoModel.slug);
         }
-        return inserted;
+        if (createdSlugs.length > 0) await bumpConfigVersion(tx, createdSlugs.map((slug) => configChange('gateway_model', slug)));
+        return createdSlugs.includes(demoGatewayModel.slug);
       });
     },
   };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { gatewayModelCreateShape, gatewayModelSlug, gatewayModelUpdateShape } from '../domain/gateway-model-schema.ts';
+import { embeddingModelProblems } from '../domain/gateway-models-service.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
 import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 import { displayText, integerIn, moneyMicros, pageLimit } from '../domain/wire-fields.ts';
@@ -62,14 +63,28 @@ function upstreamRuleApplies(payload: { value: unknown; issues: readonly { path?
 }
 
 /**
+ * What an embedding model's default_max_tokens is stored as when its create body leaves it out:
+ * an embeddings call has no completion, so the proxy never reads it; 1 is the least the column
+ * (and the proxy's snapshot check) takes, and it keeps max_context_tokens ≥ default_max_tokens.
+ */
+const embeddingDefaultMaxTokens = 1;
+
+/**
  * Body of POST /admin/v1/gateway-models. A base URL is judged by the SSRF rule with private
  * addresses allowed when `policy` allows them (ADMIN_ALLOW_PRIVATE_UPSTREAMS) or the body sets
- * upstream.allow_private_network.
+ * upstream.allow_private_network. A chat model must give default_max_tokens and its output
+ * price; an embedding model may leave both out (1 and "0") and keeps to embeddingModelProblems.
  */
 export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
   // The fields and their own rules come from the one Gateway Model schema; the rules across fields are added here.
   return z.strictObject({
     ...gatewayModelCreateShape,
+    default_max_tokens: gatewayModelCreateShape.default_max_tokens.optional().meta({
+      description: 'max_tokens used to size the Reserve when a request gives none. Required for a chat model; an embedding model has no completion and may leave it out (stored as 1, never read).',
+    }),
+    output_price_micros_per_mtok: gatewayModelCreateShape.output_price_micros_per_mtok.optional().meta({
+      description: 'Customer price of output tokens. Per million tokens. Micro-rupees (1 INR = 1,000,000), as a decimal string. Required for a chat model; an embedding model has none: "0" or left out.',
+    }),
     upstream: gatewayModelCreateShape.upstream.superRefine((upstream, context) => {
       // Runs also when a sibling field (say provider_kind) is invalid, so every bad field is named;
       // a kind that is itself invalid leaves only the address rule to judge here.
@@ -79,10 +94,25 @@ export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
       if (problem) context.addIssue({ code: 'custom', path: ['base_url'], message: problem });
     }, { when: upstreamRuleApplies }),
   }).superRefine((body, context) => {
-    if (body.max_context_tokens < body.default_max_tokens) {
+    if (body.kind === 'chat') {
+      if (body.default_max_tokens === undefined) context.addIssue({ code: 'custom', path: ['default_max_tokens'], message: 'is required' });
+      if (body.output_price_micros_per_mtok === undefined) context.addIssue({ code: 'custom', path: ['output_price_micros_per_mtok'], message: 'is required' });
+    } else {
+      const problems = embeddingModelProblems({
+        providerKind: body.upstream.provider_kind, outputPriceMicrosPerMtok: body.output_price_micros_per_mtok,
+        providerOutputCostMicrosPerMtok: body.provider_output_cost_micros_per_mtok, inputModalities: body.input_modalities,
+      });
+      for (const problem of problems) context.addIssue({ code: 'custom', path: problem.param.split('.'), message: problem.message });
+    }
+    if (body.default_max_tokens !== undefined && body.max_context_tokens < body.default_max_tokens) {
       context.addIssue({ code: 'custom', path: ['max_context_tokens'], message: 'must be at least default_max_tokens' });
     }
-  });
+  }).transform((body) => ({
+    ...body,
+    // Reached only by an embedding model without them: a chat model's body was refused above.
+    default_max_tokens: body.default_max_tokens ?? embeddingDefaultMaxTokens,
+    output_price_micros_per_mtok: body.output_price_micros_per_mtok ?? 0n,
+  }));
 }
 
 /** The default and largest page sizes of the lists. */
