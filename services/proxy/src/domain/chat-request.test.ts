@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
-import { paramOf, parseChatRequest } from './chat-request.ts';
+import { checkMediaParts, paramOf, parseChatRequest } from './chat-request.ts';
 
 function refusal(body: unknown): { code: string; param: string | null; message: string } {
   try {
@@ -101,5 +101,65 @@ describe('parseChatRequest', () => {
   it('names params the way OpenAI does', () => {
     expect(paramOf(['messages', 3, 'content', 0, 'text'])).toBe('messages[3].content[0].text');
     expect(paramOf([])).toBeUndefined();
+  });
+});
+
+describe('checkMediaParts', () => {
+  const seeing = { slug: 'seeing', mediaModalities: new Set(['image', 'audio'] as const) };
+  const pixel = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNoAAAAggCBd81ytgAAAABJRU5ErkJggg==';
+  const image = (url: string) => ({ type: 'image_url' as const, image_url: { url } });
+  const audio = (data: string) => ({ type: 'input_audio' as const, input_audio: { data, format: 'wav' as const } });
+  const userWith = (...parts: ReturnType<typeof image | typeof audio>[]) => ({
+    messages: [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'look' }, ...parts] }],
+  });
+  function mediaRefusal(request: Parameters<typeof checkMediaParts>[0], model = seeing): { code: string; param: string | null; message: string } {
+    try {
+      checkMediaParts(request, model);
+    } catch (error) {
+      if (error instanceof GatewayError) return { code: error.code, param: error.param, message: error.publicMessage };
+      throw error;
+    }
+    throw new Error('expected a refusal');
+  }
+
+  it('counts the image and audio parts of a request, and nothing for text', () => {
+    expect(checkMediaParts({ messages: [{ role: 'user', content: 'hi' }] }, { slug: 'plain', mediaModalities: new Set() })).toBe(0);
+    expect(checkMediaParts(userWith(image(pixel), image('https://images.example/cat.png'), audio('UklGRg==')), seeing)).toBe(3);
+  });
+
+  it('refuses a modality the model does not take, naming the part', () => {
+    const refused = mediaRefusal(userWith(image(pixel)), { slug: 'plain', mediaModalities: new Set(['audio'] as const) });
+    expect(refused).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[1]' });
+    expect(refused.message).toContain("The model 'plain' does not accept images");
+    expect(mediaRefusal(userWith(audio('UklGRg==')), { slug: 'plain', mediaModalities: new Set(['image'] as const) }).message).toContain('does not accept audio');
+  });
+
+  it('takes media only in user messages', () => {
+    const refused = mediaRefusal({ messages: [{ role: 'system', content: [image(pixel)] }, { role: 'user', content: 'hi' }] });
+    expect(refused).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[0]' });
+    expect(refused.message).toContain('only in user messages');
+  });
+
+  it('takes an image as an http(s) URL or a base64 data URL of PNG, JPEG, GIF or WebP, and audio as base64', () => {
+    for (const url of ['file:///etc/passwd', 'ftp://images.example/a.png', 'javascript:alert(1)', 'not a url', 'data:image/svg+xml;base64,PHN2Zz4=', 'data:image/png,rawbytes']) {
+      expect(mediaRefusal(userWith(image(url))), url).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[1]' });
+    }
+    expect(mediaRefusal(userWith(image('data:image/png;base64,iVBOR w0K')))).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[1]' });
+    expect(mediaRefusal(userWith(audio('UklGR!==')))).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[1]' });
+    expect(mediaRefusal(userWith(audio('UklGR')))).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[1]' });
+  });
+
+  it('refuses a part over 20 MiB decoded with 413, and more than 500 parts with 400', () => {
+    const large = 'A'.repeat(Math.ceil((20 * 1024 * 1024) / 3) * 4); // 20 MiB + 1 byte
+    expect(mediaRefusal(userWith(audio(large)))).toMatchObject({ code: 'request_too_large', param: 'messages[0].content[1]' });
+    expect(mediaRefusal(userWith(image(`data:image/jpeg;base64,${large}`)))).toMatchObject({ code: 'request_too_large', param: 'messages[0].content[1]' });
+    expect(checkMediaParts(userWith(audio('A'.repeat(Math.floor((20 * 1024 * 1024) / 3) * 4))), seeing)).toBe(1); // 2 bytes under
+    const many = userWith(...Array.from({ length: 501 }, () => image('https://images.example/cat.png')));
+    expect(mediaRefusal(many)).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[501]' });
+  });
+
+  it('does not count base64 data against the characters of text a message may carry', () => {
+    const request = parseChatRequest({ model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }, image(pixel)] }] }, { maxMessageChars: 10 });
+    expect(checkMediaParts(request, seeing)).toBe(1);
   });
 });

@@ -1,5 +1,6 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
+import type { GatewayModelEntry } from './config-snapshot.ts';
 
 /** Most messages one request may carry. */
 const maxMessages = 2048;
@@ -124,6 +125,9 @@ const chatRequestSchema = z.object({
 /** A message as validated (and as forwarded). */
 export type ChatMessage = z.infer<typeof messageSchema>;
 
+/** One part of a message's content array: text, an image (`image_url`) or audio (`input_audio`). */
+export type ChatContentPart = z.infer<typeof contentPartSchema>;
+
 /** The optional OpenAI parameters the gateway forwards when present (see docs/proxy.md). */
 const forwardedParams = [
   'temperature', 'top_p', 'stop', 'seed', 'presence_penalty', 'frequency_penalty', 'user', 'n',
@@ -227,4 +231,115 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
     model: request.model, messages: request.messages, maxTokens, stream,
     includeUsage: stream && request.stream_options?.include_usage === true, params,
   };
+}
+
+/**
+ * Most image and audio parts one request may carry, together: OpenAI's documented limit of 500
+ * images per request (an adapter may refuse fewer: Anthropic takes 100).
+ */
+const maxMediaPartsPerRequest = 500;
+
+/**
+ * Most decoded bytes of one image or audio part, 20 MiB: OpenAI's documented per-image limit, the
+ * largest any supported provider takes. PROXY_MAX_BODY_BYTES bounds the whole body first.
+ */
+const maxMediaPartBytes = 20 * 1024 * 1024;
+
+/** The media types of an image data URL, as OpenAI and Anthropic both accept them. */
+type ImageMediaType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp';
+
+const imageDataUrlPattern = /^data:(image\/(?:png|jpeg|gif|webp));base64,/;
+
+/** An image data URL's media type and where its base64 payload starts in the URL. */
+export interface ImageDataUrl {
+  mediaType: ImageMediaType;
+  /** Index of the first base64 character in the URL (its payload is `url.slice(base64Start)`). */
+  base64Start: number;
+}
+
+/**
+ * The media type and payload offset of a `data:image/(png|jpeg|gif|webp);base64,` URL, or
+ * undefined for any other URL. Only the prefix is read: the payload may be megabytes.
+ */
+export function imageDataUrlOf(url: string): ImageDataUrl | undefined {
+  if (!url.startsWith('data:')) return undefined;
+  const match = imageDataUrlPattern.exec(url.slice(0, 32));
+  return match === null ? undefined : { mediaType: match[1] as ImageMediaType, base64Start: match[0].length };
+}
+
+// Sticky, so a data URL's payload is checked in place (a 16 MB one in about 15 ms).
+const base64Pattern = /[A-Za-z0-9+/]*={0,2}$/y;
+
+/** Whether `text` from `start` on is canonical base64: the standard alphabet, length a multiple of 4, at most two `=` of padding. */
+function isBase64(text: string, start: number): boolean {
+  const length = text.length - start;
+  if (length === 0 || length % 4 !== 0) return false;
+  base64Pattern.lastIndex = start;
+  return base64Pattern.test(text);
+}
+
+/** Bytes that the canonical base64 in `text` from `start` on decodes to. */
+export function base64DecodedBytes(text: string, start = 0): number {
+  const length = text.length - start;
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  return (length / 4) * 3 - padding;
+}
+
+function tooLarge(param: string, what: string, bytes: number): GatewayError {
+  return new GatewayError('request_too_large', {
+    param, publicMessage: `The ${what} in ${param} is ${bytes} bytes; at most ${maxMediaPartBytes} bytes (decoded) are accepted per part.`,
+  });
+}
+
+/** Checks an image part's URL: an image data URL of canonical base64 within the size limit, or an http(s) URL. */
+function checkImageUrl(url: string, param: string): void {
+  const dataUrl = imageDataUrlOf(url);
+  if (dataUrl !== undefined) {
+    if (!isBase64(url, dataUrl.base64Start)) throw invalid(param, `The image data URL in ${param} must carry canonical base64 data.`);
+    const bytes = base64DecodedBytes(url, dataUrl.base64Start);
+    if (bytes > maxMediaPartBytes) throw tooLarge(param, 'image', bytes);
+    return;
+  }
+  if (url.startsWith('data:')) {
+    throw invalid(param, `An image data URL must be data:image/png, image/jpeg, image/gif or image/webp with ;base64, (in ${param}).`);
+  }
+  // The upstream fetches the URL itself: only the web's schemes, never file:, ftp: or the like.
+  const scheme = URL.canParse(url) ? new URL(url).protocol : undefined;
+  if (scheme !== 'https:' && scheme !== 'http:') throw invalid(param, `The image url in ${param} must be an http(s) URL or an image data URL.`);
+}
+
+/**
+ * Checks the image and audio parts of a request for its model, before any estimate or Reserve
+ * (no money moves for a refused request), on every surface (the Responses and Messages surfaces
+ * translate into these parts): they ride only in user messages (OpenAI's rule); the model must
+ * accept the modality (the gateway model's `input_modalities`); an image is an http(s) URL or an
+ * image data URL of base64, audio is base64; each part decodes to at most 20 MiB (413) and a
+ * request carries at most 500 of them. Each refusal names the part (`messages[i].content[j]`).
+ * Returns how many media parts the request carries (0: text only, nothing else to count).
+ */
+export function checkMediaParts(request: Pick<ChatRequest, 'messages'>, model: Pick<GatewayModelEntry, 'slug' | 'mediaModalities'>): number {
+  let mediaParts = 0;
+  for (let messageIndex = 0; messageIndex < request.messages.length; messageIndex += 1) {
+    const message = request.messages[messageIndex]!;
+    if (!Array.isArray(message.content)) continue;
+    for (let partIndex = 0; partIndex < message.content.length; partIndex += 1) {
+      const part = message.content[partIndex]!;
+      if (part.type === 'text') continue;
+      const param = `messages[${messageIndex}].content[${partIndex}]`;
+      const modality = part.type === 'image_url' ? 'image' : 'audio';
+      if (message.role !== 'user') throw invalid(param, `${part.type} parts are allowed only in user messages (${param} is in a ${message.role} message).`);
+      if (!model.mediaModalities.has(modality)) {
+        throw invalid(param, `The model '${model.slug}' does not accept ${modality === 'image' ? 'images' : 'audio'} (${param}).`);
+      }
+      mediaParts += 1;
+      if (mediaParts > maxMediaPartsPerRequest) throw invalid(param, `A request may carry at most ${maxMediaPartsPerRequest} image and audio parts.`);
+      if (part.type === 'image_url') checkImageUrl(part.image_url.url, param);
+      else {
+        if (!isBase64(part.input_audio.data, 0)) throw invalid(param, `The audio data in ${param} must be canonical base64.`);
+        const bytes = base64DecodedBytes(part.input_audio.data);
+        if (bytes > maxMediaPartBytes) throw tooLarge(param, 'audio', bytes);
+      }
+    }
+  }
+  return mediaParts;
 }

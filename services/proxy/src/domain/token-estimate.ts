@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { decode as DecodeTokens, encode as EncodeText } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { ChatMessage, ChatRequest } from './chat-request.ts';
+import { MediaTokenCounter } from './media-tokens.ts';
 
 /** Tokens OpenAI's chat format adds per message (role and separators). */
 const tokensPerMessage = 3;
@@ -119,14 +120,18 @@ function messageTexts(message: ChatMessage): string[] {
 
 /**
  * The prompt tokens a request is estimated at before any upstream call:
- * Σ (tokens of each message's texts + 3) + 3, plus the tokens of the tool definitions when
- * there are any (the upstream bills them as prompt too).
+ * Σ (tokens of each message's texts + 3 + the most its image and audio parts can bill) + 3, plus
+ * the tokens of the tool definitions when there are any (the upstream bills them as prompt too).
+ * Media parts are counted by `media` (domain/media-tokens.ts, for the upstream's model family);
+ * without one, at the largest bound of every family.
  */
-export function estimatePromptTokens(request: Pick<ChatRequest, 'messages' | 'params'>, tokenizer: TokenizerName): number {
+export function estimatePromptTokens(request: Pick<ChatRequest, 'messages' | 'params'>, tokenizer: TokenizerName, media?: MediaTokenCounter): number {
   let tokens = tokensPerRequest;
   for (const message of request.messages) {
     tokens += tokensPerMessage;
     for (const text of messageTexts(message)) tokens += countTextTokens(text, tokenizer);
+    if (!Array.isArray(message.content)) continue;
+    for (const part of message.content) if (part.type !== 'text') tokens += (media ??= new MediaTokenCounter('')).tokensOf(part);
   }
   if (request.params.tools !== undefined) tokens += countTextTokens(JSON.stringify(request.params.tools), tokenizer);
   return tokens;

@@ -2,9 +2,10 @@ import { GatewayError, toGatewayError, type ErrorCode } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { Carve } from '../billing/grant-book.ts';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
-import type { ChatRequest } from '../domain/chat-request.ts';
+import { checkMediaParts, type ChatRequest } from '../domain/chat-request.ts';
 import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
 import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, ReserveOutcome, UsageSource } from '../domain/ledger-port.ts';
+import { MediaTokenCounter } from '../domain/media-tokens.ts';
 import { effectiveMaxTokens, reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
 import { estimatePromptTokens } from '../domain/token-estimate.ts';
@@ -110,8 +111,13 @@ export interface ChatPlan extends BillingPlan {
  */
 export function planChat(input: ChatInput): ChatPlan {
   const { model, request } = input;
-  const promptTokens = estimatePromptTokens(request, model.tokenizer);
-  const maxTokens = effectiveMaxTokens(request.maxTokens, model, promptTokens);
+  // Image and audio parts are refused here (role, the model's modalities, form, size) for every
+  // surface, before anything is estimated or reserved; a text-only request allocates nothing more.
+  const media = checkMediaParts(request, model) === 0 ? undefined : new MediaTokenCounter(model.upstream.model);
+  // The Reserve holds the most the media can bill (NO_OVERSPEND); the context check counts the
+  // least, so a prompt that fits is not refused because a size or a family was unknown.
+  const promptTokens = estimatePromptTokens(request, model.tokenizer, media);
+  const maxTokens = effectiveMaxTokens(request.maxTokens, model, promptTokens - (media?.slackTokens ?? 0));
   // The upstream sees its own tool-call ids, never the gateway's (domain/tool-call-ids.ts).
   const upstreamRequest = input.adapter.buildRequest(model.upstream, { request: revealToolCallIds(request, input.toolCallIds), maxTokens });
   return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), upstreamRequest, reservationId: `res_${input.requestUuid}`, carve: undefined };

@@ -65,6 +65,55 @@ describe('anthropicAdapter.buildRequest', () => {
   });
 });
 
+describe('anthropicAdapter.buildRequest with images and audio', () => {
+  const pixel = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNoAAAAggCBd81ytgAAAABJRU5ErkJggg==';
+  const image = (url: string) => ({ type: 'image_url' as const, image_url: { url, detail: 'high' as const } });
+  const refusal = (request: ChatRequest) => {
+    try {
+      anthropicAdapter.buildRequest(target, { maxTokens: 5, request });
+    } catch (error) {
+      return error instanceof GatewayError ? `${error.code}:${error.param}` : 'other';
+    }
+    return 'accepted';
+  };
+
+  it('turns user images into image blocks, a data URL as base64 and an http(s) URL as a url source, in order with the text', () => {
+    const built = anthropicAdapter.buildRequest(target, {
+      maxTokens: 20,
+      request: chat({
+        messages: [{
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Compare ' }, { type: 'text', text: 'these:' }, image(`data:image/png;base64,${pixel}`),
+            { type: 'text', text: '' }, image('https://images.example/cat.jpg'), { type: 'text', text: 'Which is brighter?' },
+          ],
+        }],
+      }),
+    });
+    expect((JSON.parse(built.body) as { messages: unknown }).messages).toEqual([{
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Compare these:' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: pixel } },
+        { type: 'image', source: { type: 'url', url: 'https://images.example/cat.jpg' } },
+        { type: 'text', text: 'Which is brighter?' },
+      ],
+    }]);
+  });
+
+  it('refuses audio, a 101st image and an image over 5 MB of base64, naming the part', () => {
+    const audio = { type: 'input_audio' as const, input_audio: { data: 'UklGRg==', format: 'wav' as const } };
+    expect(refusal(chat({ messages: [{ role: 'user', content: [{ type: 'text', text: 'listen' }, audio] }] }))).toBe('invalid_request:messages[0].content[1]');
+    const many = Array.from({ length: 101 }, () => image('https://images.example/cat.jpg'));
+    expect(refusal(chat({ messages: [{ role: 'user', content: many.slice(0, 100) }] }))).toBe('accepted');
+    expect(refusal(chat({ messages: [{ role: 'user', content: many.slice(0, 60) }, { role: 'user', content: many.slice(60) }] })))
+      .toBe('invalid_request:messages[1].content[40]');
+    const large = `data:image/jpeg;base64,${'A'.repeat(5 * 1024 * 1024 + 4)}`;
+    expect(refusal(chat({ messages: [{ role: 'user', content: [image(large)] }] }))).toBe('request_too_large:messages[0].content[0]');
+    expect(refusal(chat({ messages: [{ role: 'user', content: [image(`data:image/jpeg;base64,${'A'.repeat(5 * 1024 * 1024)}`)] }] }))).toBe('accepted');
+  });
+});
+
 describe('anthropicAdapter.parseResponse', () => {
   it('keeps text and tool calls, maps the stop reason, and counts cached input as prompt', () => {
     expect(anthropicAdapter.parseResponse({

@@ -1,6 +1,6 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
-import type { ChatMessage, ForwardedParam } from '../../domain/chat-request.ts';
+import { imageDataUrlOf, type ChatMessage, type ForwardedParam } from '../../domain/chat-request.ts';
 import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
 import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest } from '../upstream-adapter.ts';
 import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
@@ -11,8 +11,11 @@ const anthropicVersion = '2023-06-01';
 /** Params Anthropic's Messages API has no equivalent for: sending one is a 400 naming it. */
 const unsupportedParams: readonly ForwardedParam[] = ['logprobs', 'top_logprobs', 'logit_bias', 'seed', 'presence_penalty', 'frequency_penalty'];
 
+type ImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
+
 type ContentBlock =
   | { type: 'text'; text: string }
+  | { type: 'image'; source: ImageSource }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
   | { type: 'tool_result'; tool_use_id: string; content: string };
 
@@ -31,10 +34,66 @@ function textOf(content: ChatMessage['content']): string {
   return '';
 }
 
+/**
+ * Most images one Messages request may carry: Anthropic documents 100 for models with a
+ * 200k-token context (600 for larger ones); the stricter figure, as the adapter does not know
+ * the upstream's context.
+ */
+const maxImagesPerRequest = 100;
+
+/** Most base64 characters of one image: Anthropic's 5 MB per image is enforced on the base64 text, not the decoded bytes. */
+const maxImageBase64Chars = 5 * 1024 * 1024;
+
+/** Counts the images of one request as its user messages are translated. */
+interface ImageCount {
+  images: number;
+}
+
+/**
+ * An image part as an Anthropic image block: a data URL as a base64 source (its media type and
+ * payload), any other URL (http(s), checked by checkMediaParts) as a url source.
+ */
+function imageBlock(url: string, param: string, count: ImageCount): ContentBlock {
+  count.images += 1;
+  if (count.images > maxImagesPerRequest) throw refuse(param, `This model takes at most ${maxImagesPerRequest} images per request.`);
+  const dataUrl = imageDataUrlOf(url);
+  if (dataUrl === undefined) return { type: 'image', source: { type: 'url', url } };
+  if (url.length - dataUrl.base64Start > maxImageBase64Chars) {
+    throw new GatewayError('request_too_large', { param, publicMessage: `This model takes images of at most ${maxImageBase64Chars} base64 characters (${param}).` });
+  }
+  return { type: 'image', source: { type: 'base64', media_type: dataUrl.mediaType, data: url.slice(dataUrl.base64Start) } };
+}
+
+/**
+ * A user message's blocks, in the order of its parts: consecutive text parts as one text block,
+ * images as image blocks between them. Anthropic's API takes no audio: an audio part is a 400
+ * naming it (this runs in buildRequest, before the Reserve).
+ */
+function userBlocks(content: ChatMessage['content'], index: number, count: ImageCount): ContentBlock[] {
+  if (!Array.isArray(content)) return [{ type: 'text', text: textOf(content) }];
+  const blocks: ContentBlock[] = [];
+  let text = '';
+  content.forEach((part, partIndex) => {
+    if (part.type === 'text') {
+      text += part.text;
+      return;
+    }
+    const param = `messages[${index}].content[${partIndex}]`;
+    if (part.type === 'input_audio') throw refuse(param, `This model does not accept audio (${param}).`);
+    // Anthropic refuses empty text blocks: text between images is kept only when there is some.
+    if (text !== '') blocks.push({ type: 'text', text });
+    text = '';
+    blocks.push(imageBlock(part.image_url.url, param, count));
+  });
+  if (text !== '' || blocks.length === 0) blocks.push({ type: 'text', text });
+  return blocks;
+}
+
 /** The OpenAI messages as Anthropic's `system` text and alternating user/assistant messages. */
 function translateMessages(messages: readonly ChatMessage[]): { system: string | undefined; messages: AnthropicMessage[] } {
   const systemTexts: string[] = [];
   const translated: AnthropicMessage[] = [];
+  const count: ImageCount = { images: 0 };
   const append = (role: AnthropicMessage['role'], blocks: ContentBlock[]) => {
     const last = translated.at(-1);
     // Anthropic wants user and assistant turns to alternate: consecutive turns of one role merge.
@@ -48,7 +107,7 @@ function translateMessages(messages: readonly ChatMessage[]): { system: string |
         systemTexts.push(textOf(message.content));
         break;
       case 'user':
-        append('user', [{ type: 'text', text: textOf(message.content) }]);
+        append('user', userBlocks(message.content, index, count));
         break;
       case 'tool':
         append('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id!, content: textOf(message.content) }]);
@@ -108,9 +167,10 @@ function anthropicPromptTokens(usage: z.infer<typeof anthropicUsageSchema>): num
 
 /**
  * The adapter for Anthropic's Messages API (`provider_kind` `anthropic`), translated both ways:
- * OpenAI messages become `system` plus alternating turns (tool calls as tool_use blocks, tool
- * results as tool_result blocks), and the answer, streamed or not, becomes an OpenAI completion.
- * Temperature above 1 and params Anthropic has no equivalent for are refused with a 400.
+ * OpenAI messages become `system` plus alternating turns (user images as image blocks in order
+ * with the text, tool calls as tool_use blocks, tool results as tool_result blocks), and the
+ * answer, streamed or not, becomes an OpenAI completion. Temperature above 1, audio, and params
+ * Anthropic has no equivalent for are refused with a 400.
  */
 export const anthropicAdapter: UpstreamAdapter = {
   providerKind: 'anthropic',
