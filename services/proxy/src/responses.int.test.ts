@@ -215,6 +215,9 @@ describe('tools', () => {
     const call = first.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
     expect(call).toMatchObject({ type: 'function_call', status: 'completed', name: 'get_weather', arguments: JSON.stringify({ query: 'Weather in Pune?' }) });
     expect(call.id).toMatch(/^fc_[0-9a-f]{32}_0$/);
+    // The call_id is the gateway's, not the vendor's (domain/tool-call-ids.ts).
+    expect(call.call_id).toMatch(/^call_/);
+    expect(leaksIn(call.call_id)).toEqual([]);
     expect(first.tools).toEqual([weather]);
     expect(first.parallel_tool_calls).toBe(false);
     // The upstream got chat tools, tool_choice and parallel_tool_calls.
@@ -243,6 +246,44 @@ describe('tools', () => {
       { role: 'assistant', content: null, tool_calls: [{ id: vendorId, type: 'function', function: { name: 'get_weather', arguments: call.arguments } }] },
       { role: 'tool', tool_call_id: vendorId, content: '{"celsius": 31}' },
     ]);
+  });
+
+  it('round-trips a function call on an Anthropic-backed model: tool_use and tool_result blocks upstream, with its own id', async () => {
+    const ask = 'Claude weather? [[fake:tool_call=get_weather]]';
+    const first = await client.responses.create({ model: 'claude', input: ask, tools: [weather] });
+    const call = first.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(call).toMatchObject({ type: 'function_call', name: 'get_weather', arguments: JSON.stringify({ query: 'Claude weather?' }) });
+    expect(leaksIn(call.call_id)).toEqual([]);
+    const vendorId = `${leakMarkers.toolUseIdPrefix}${world.upstream.requests.length}`;
+    const second = await client.responses.create({
+      model: 'claude', tools: [weather],
+      input: [
+        { role: 'user', content: ask },
+        { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
+        { type: 'function_call_output', call_id: call.call_id, output: 'sunny' },
+      ],
+    });
+    expect(second.output_text).toContain('Hello from the demo upstream!');
+    expect((world.upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: ask }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: vendorId, name: 'get_weather', input: { query: 'Claude weather?' } }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: vendorId, content: 'sunny' }] },
+    ]);
+  });
+
+  it('names the function_call whose arguments an Anthropic-backed model cannot take, before any Reserve', async () => {
+    await proxy.idle();
+    const before = traffic();
+    const { status, text } = await rawPost({
+      model: 'claude', input: [
+        { role: 'user', content: 'hi' },
+        { type: 'function_call', call_id: 'call_x', name: 'f', arguments: '{}' },
+        { type: 'function_call', call_id: 'call_y', name: 'f', arguments: 'not json' },
+      ],
+    });
+    expect(status).toBe(400);
+    expect(JSON.parse(text)).toMatchObject({ error: { code: 'invalid_request', param: 'input[2].arguments' } });
+    expect(traffic()).toEqual(before);
   });
 
   it('streams a function call as output_item.added, function_call_arguments.delta … .done, output_item.done', async () => {
@@ -445,7 +486,11 @@ describe('concealment, byte for byte', () => {
     const plain = await rawPost({ model: 'chat', input: 'Conceal [[fake:reply_words=3]]' });
     const streamed = await rawPost({ model: 'chat', input: 'Conceal stream [[fake:reply_words=3]]', stream: true });
     const anthropicStreamed = await rawPost({ model: 'claude', input: 'Conceal claude [[fake:reply_words=3]]', stream: true });
-    for (const answer of [plain, streamed, anthropicStreamed]) {
+    // Tool calls, streamed and not, on both kinds: the vendor's tool-call ids stay behind.
+    const tools = [{ type: 'function', name: 'lookup' }];
+    const toolAnswers = await Promise.all(['chat', 'claude'].flatMap((model) => [false, true].map((stream) =>
+      rawPost({ model, input: 'Conceal a call [[fake:tool_call=lookup]]', tools, stream }))));
+    for (const answer of [plain, streamed, anthropicStreamed, ...toolAnswers]) {
       expect(answer.status).toBe(200);
       expect(leaksIn(answer.text)).toEqual([]);
       expect(leaksIn([...answer.headers.entries()].map(([name, value]) => `${name}: ${value}`).join('\n'))).toEqual([]);
