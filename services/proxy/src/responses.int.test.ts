@@ -7,7 +7,7 @@ import {
   expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
-const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude', 'vectors'] });
+const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude', 'vectors', 'vision'] });
 const tight = tenant('tight');
 const upstreamCredential = 'sk-upstream-credential-123';
 
@@ -60,6 +60,7 @@ beforeAll(async () => {
     gatewayModel('chat', baseUrl),
     gatewayModel('claude', baseUrl, { upstream: { providerKind: 'anthropic', baseUrl, model: 'claude-upstream-name', apiKey: upstreamCredential } }),
     gatewayModel('vectors', baseUrl, { kind: 'embedding' }),
+    gatewayModel('vision', baseUrl, { inputModalities: ['image'] }),
   ]), { requiredApiKey: upstreamCredential });
   world.ledger.credit('acme', 100_000_000n);
   proxy = await world.startProxy();
@@ -315,6 +316,30 @@ describe('tools', () => {
   });
 });
 
+describe('images', () => {
+  it('an input_image reaches the upstream as an image_url part; a model without images refuses it naming the part, before any Reserve', async () => {
+    const content = [
+      { type: 'input_text' as const, text: 'What is this? [[fake:reply_words=2]]' },
+      { type: 'input_image' as const, image_url: 'https://images.example.com/cat.png', detail: 'low' as const },
+    ];
+    const data = await client.responses.create({ model: 'vision', input: [{ role: 'user', content }] });
+    expect(data.output_text).toBe(words(2));
+    expect((world.upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toEqual([{
+      role: 'user', content: [{ type: 'text', text: content[0]!.text }, { type: 'image_url', image_url: { url: content[1]!.image_url, detail: 'low' } }],
+    }]);
+
+    await proxy.idle();
+    const before = traffic();
+    const { status, text } = await rawPost({ model: 'chat', input: [{ role: 'user', content }] });
+    expect(status).toBe(400);
+    const { error } = JSON.parse(text) as { error: { param: string; message: string } };
+    expect(error.param).toBe('input[0].content[1]');
+    expect(error.message).toContain('input[0].content[1]');
+    expect(error.message).not.toContain('messages');
+    expect(traffic()).toEqual(before);
+  });
+});
+
 describe('an Anthropic-backed model', () => {
   it('serves a response and a stream through the Messages API adapter, and bills the reported usage exactly', async () => {
     await proxy.idle();
@@ -391,6 +416,30 @@ describe('the running-cost stop (BOUNDED_OVERRUN)', () => {
   it('an upstream length finish is incomplete too', async () => {
     const data = await client.responses.create({ model: 'chat', input: 'long [[fake:reply_words=30]]', max_output_tokens: 4 });
     expect(data).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output_text: words(4) });
+  });
+});
+
+describe('an upstream failure mid-stream', () => {
+  it('ends the stream with one error event in the gateway\'s words (the client raises it) and settles what was delivered (NOTHING_FREE)', async () => {
+    const inputText = 'fail soon [[fake:reply_words=10]] [[fake:error_after=3]]';
+    const { status, text } = await rawPost({ model: 'chat', input: inputText, stream: true });
+    expect(status).toBe(200);
+    const events = sseEvents(text);
+    expect(events.at(-1)).toEqual({
+      event: 'error',
+      data: { type: 'error', sequence_number: events.length - 1, code: 'upstream_error', message: expect.any(String), param: null },
+    });
+    expect(events.map((e) => e.event)).not.toContain('response.completed');
+    expect(leaksIn(text)).toEqual([]);
+    const delivered = events.filter((e) => e.event === 'response.output_text.delta').map((e) => e.data.delta as string).join('');
+    expect(delivered).toBe(words(3));
+    const settle = await lastSettle();
+    expect(settle).toMatchObject({ inputTokens: BigInt(promptEstimate(inputText)), outputTokens: BigInt(tokens(words(3))), costMicros: cost(promptEstimate(inputText), tokens(words(3))) });
+
+    const error = await (async () => {
+      for await (const _event of await client.responses.create({ model: 'chat', input: inputText, stream: true })) { /* drained */ }
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
   });
 });
 

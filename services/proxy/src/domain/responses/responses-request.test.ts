@@ -166,6 +166,10 @@ describe('parseResponsesRequest: refusals name the Responses param', () => {
     expect(mapped('tools[0].function.parameters').param).toBe('tools[0].parameters');
     expect(mapped('tool_choice.function.name').param).toBe('tool_choice.name');
     expect(mapped('temperature').param).toBe('temperature');
+    const tooLarge = translateError(new GatewayError('request_too_large', { param: 'messages[1].content[1]', publicMessage: 'messages[1].content[1] is too large.' })) as GatewayError;
+    expect({ code: tooLarge.code, param: tooLarge.param, message: tooLarge.publicMessage }).toEqual({
+      code: 'request_too_large', param: 'input[0].content[1]', message: 'input[0].content[1] is too large.',
+    });
     const other = new GatewayError('insufficient_balance');
     expect(translateError(other)).toBe(other);
   });

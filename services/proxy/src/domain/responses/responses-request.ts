@@ -170,8 +170,8 @@ export interface ResponsesRequest {
   chat: ChatRequest;
   echoed: ResponsesEchoedFields;
   /**
-   * The error the client sees for one the pipeline threw: a 400 raised on the chat form (by its
-   * validation, the estimate or an adapter) names the Responses parameter instead (`messages[3]`
+   * The error the client sees for one the pipeline threw: a 400 (or 413) raised on the chat form
+   * (by its validation, the media check, the estimate or an adapter) names the Responses parameter instead (`messages[3]`
    * becomes `input[2]`, `response_format` becomes `text.format`); anything else is unchanged.
    */
   translateError(error: unknown): unknown;
@@ -451,10 +451,12 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits):
   if (format !== undefined) chatBody.response_format = translateTextFormat(format);
 
   const translateError = (error: unknown): unknown => {
-    if (!(error instanceof GatewayError) || error.code !== 'invalid_request' || error.param === null) return error;
+    if (!(error instanceof GatewayError) || error.param === null) return error;
     const param = responsesParamOf(error.param, sources);
     if (param === error.param) return error;
-    return new GatewayError('invalid_request', { param, publicMessage: error.publicMessage.split(error.param).join(param), cause: error });
+    return new GatewayError(error.code, {
+      param, publicMessage: error.publicMessage.split(error.param).join(param), headers: error.headers, internalMessage: error.message, cause: error,
+    });
   };
 
   let chat: ChatRequest;
