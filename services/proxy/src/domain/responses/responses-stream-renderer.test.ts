@@ -86,6 +86,20 @@ describe('createResponsesStreamRenderer', () => {
     ]);
   });
 
+  it('text after a tool call is a new message item; the items still open end in output order', () => {
+    const renderer = createResponsesStreamRenderer(frame);
+    const all = events(renderer.start({ promptTokens: 1 })
+      + renderer.chunk(delta({ tool_calls: [{ index: 0, id: 'call_gw_a', type: 'function', function: { name: 'look', arguments: '{}' } }] }))
+      + renderer.chunk(delta({ content: 'Done.' }, 'stop'))
+      + renderer.close({ ending: 'completed', usage, costMicros: 1n }));
+    const itemEvents = all.filter((e) => e.type === 'response.output_item.added' || e.type === 'response.output_item.done')
+      .map((e) => `${e.type.slice('response.output_item.'.length)} ${e.output_index} ${e.item.type}`);
+    expect(itemEvents).toEqual(['added 0 function_call', 'added 1 message', 'done 0 function_call', 'done 1 message']);
+    expect(all.at(-1)!.response.output.map((item: { id: string }) => item.id)).toEqual([
+      'fc_00000000000040008000000000000001_0', 'msg_00000000000040008000000000000001_1',
+    ]);
+  });
+
   it('a cost stop (BOUNDED_OVERRUN) or a length finish ends with response.incomplete, reason max_output_tokens, the cut item incomplete', () => {
     for (const [ending, finish] of [['cost_stop', null], ['completed', 'length']] as const) {
       const renderer = createResponsesStreamRenderer(frame);

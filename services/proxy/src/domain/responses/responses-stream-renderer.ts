@@ -14,7 +14,7 @@ interface OpenMessage {
   part: { kind: 'output_text' | 'refusal'; text: string } | undefined;
 }
 
-/** A function call item being written. */
+/** A function call item being written (open until the stream ends). */
 interface OpenCall {
   item: FunctionCallItem;
   outputIndex: number;
@@ -156,12 +156,18 @@ export function createResponsesStreamRenderer(frame: ResponseFrame): StreamRende
       // The item written last is the one the cut (if any) fell in.
       const lastIndex = output.length - 1;
       const statusAt = (outputIndex: number) => (incompleteReason !== undefined && outputIndex === lastIndex ? 'incomplete' : 'completed');
-      if (message !== undefined) frames += closeMessage(statusAt(message.outputIndex));
-      for (const call of [...calls.values()].sort((a, b) => a.outputIndex - b.outputIndex)) {
-        if (call.item.status !== 'in_progress') continue;
-        call.item.status = statusAt(call.outputIndex);
-        frames += event('response.function_call_arguments.done', { item_id: call.item.id, output_index: call.outputIndex, arguments: call.item.arguments });
-        frames += event('response.output_item.done', { output_index: call.outputIndex, item: call.item });
+      // The items still open end in output order (a message after tool calls ends after them).
+      const openMessageIndex = message?.outputIndex;
+      for (let outputIndex = 0; outputIndex < output.length; outputIndex += 1) {
+        if (outputIndex === openMessageIndex) {
+          frames += closeMessage(statusAt(outputIndex));
+          continue;
+        }
+        const item = output[outputIndex]!;
+        if (item.type !== 'function_call' || item.status !== 'in_progress') continue;
+        item.status = statusAt(outputIndex);
+        frames += event('response.function_call_arguments.done', { item_id: item.id, output_index: outputIndex, arguments: item.arguments });
+        frames += event('response.output_item.done', { output_index: outputIndex, item });
       }
       const response = responseObject(frame, {
         status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
