@@ -130,6 +130,13 @@ describe('parseResponsesRequest: refusals name the Responses param', () => {
     expect(refusal(body).param).toBe(param);
   });
 
+  it('input must be a string or 1 to 2048 items, and says which', () => {
+    expect(refusal({ input: [] })).toEqual({ param: 'input', message: 'Invalid input: input must not be empty' });
+    expect(refusal({ input: Array.from({ length: 2049 }, () => ({ role: 'user', content: 'x' })) }))
+      .toEqual({ param: 'input', message: 'Invalid input: at most 2048 input items are allowed' });
+    expect(refusal({ input: 7 })).toEqual({ param: 'input', message: 'Invalid input: input is required and must be a string or an array of items' });
+  });
+
   it('a 400 of the chat form names the item it came from, in the Responses request\'s terms', () => {
     // Over the character limit of one message: the chat form names messages[2], which is input[1] after instructions.
     const long = refusal({ instructions: 'sys', input: [{ role: 'user', content: 'ok' }, { role: 'user', content: 'x'.repeat(1001) }] });

@@ -22,7 +22,7 @@ const nothingStored = 'Responses are not stored by this gateway (it is stateless
  */
 const refusedFields: Readonly<Record<string, string>> = {
   previous_response_id: `${nothingStored}, so a response cannot continue an earlier one; send the whole conversation in input.`,
-  conversation: `${nothingStored}, and conversations neither; send the whole conversation in input.`,
+  conversation: `${nothingStored}, and neither are conversations; send the whole conversation in input.`,
   prompt: 'Stored prompt templates are not supported by this gateway; send instructions and input.',
   context_management: 'Server-side context compaction is not supported by this gateway.',
   moderation: 'Moderation settings are not supported by this gateway.',
@@ -42,10 +42,10 @@ const positiveTokensSchema = z.number({ error: 'must be a positive integer' }).i
 /** The Responses body fields the gateway reads; items, tools, tool_choice and text.format are read apart, each with its own path. */
 const responsesRequestSchema = z.object({
   model: z.string({ error: 'model is required and must be a string' }).min(1, 'model must not be empty').max(256),
-  input: z.union([
-    z.string(),
-    z.array(z.unknown()).min(1, 'input must not be empty').max(maxInputItems, `at most ${maxInputItems} input items are allowed`),
-  ], { error: 'input is required and must be a string or an array of items' }),
+  input: z.union([z.string(), z.array(z.unknown())], { error: 'input is required and must be a string or an array of items' })
+    // Checked apart from the union, whose one error would hide which limit was passed.
+    .refine((input) => typeof input === 'string' || input.length > 0, 'input must not be empty')
+    .refine((input) => typeof input === 'string' || input.length <= maxInputItems, `at most ${maxInputItems} input items are allowed`),
   instructions: z.string({ error: 'instructions must be a string' }).nullish(),
   max_output_tokens: positiveTokensSchema.nullish(),
   stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
