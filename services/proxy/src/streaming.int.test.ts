@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +9,7 @@ import {
   expectedCostMicros, expectedUsage, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
-const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude'] });
+const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude', 'greedy'] });
 const capped = tenant('capped');
 const upstreamCredential = 'sk-upstream-credential-123';
 
@@ -32,9 +34,21 @@ function cost(promptTokens: number, completionTokens: number): bigint {
 let world: ProxyWorld;
 let proxy: TestProxy;
 let client: OpenAI;
+/** An OpenAI-compatible upstream that streams three words and reports far more prompt tokens than any estimate (a prompt it bills beyond what the gateway counts). */
+let greedyUpstream: Server;
+const greedyPromptTokens = 100_000;
 
 beforeAll(async () => {
+  greedyUpstream = createServer((_req, res) => {
+    const chunk = (delta: object, finish: string | null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end(chunk({ role: 'assistant', content: 'one' }, null) + chunk({ content: ' two' }, null) + chunk({ content: ' three' }, 'stop')
+      + `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: greedyPromptTokens, completion_tokens: 3 } })}\n\ndata: [DONE]\n\n`);
+  });
+  await new Promise<void>((resolve) => { greedyUpstream.listen(0, '127.0.0.1', resolve); });
+  const greedyUrl = `http://127.0.0.1:${(greedyUpstream.address() as AddressInfo).port}/v1`;
   world = await startProxyWorld((baseUrl) => stateOf([acme, capped], [
+    gatewayModel('greedy', greedyUrl),
     gatewayModel('chat', baseUrl),
     gatewayModel('claude', baseUrl, {
       upstream: { providerKind: 'anthropic', baseUrl, model: 'claude-upstream-name', apiKey: upstreamCredential },
@@ -46,7 +60,10 @@ beforeAll(async () => {
   await waitFor(() => proxy.isReady(), 5000, 'first snapshot');
   client = world.client(acme.apiKey);
 });
-afterAll(async () => { await world?.close(); });
+afterAll(async () => {
+  await world?.close();
+  await new Promise((resolve) => { greedyUpstream?.close(resolve); });
+});
 
 /** The settle of the last reservation, once it has happened. */
 async function lastSettle(): Promise<ledgerV1.SettleRequest> {
@@ -65,6 +82,31 @@ async function rawStream(body: Record<string, unknown>): Promise<{ status: numbe
 }
 
 describe('streaming through the official client', () => {
+  it('holds a completed stream to its Reserve when the upstream reports more usage than it covers: billed the estimate, the rest provider cost (BOUNDED_OVERRUN)', async () => {
+    const before = world.ledger.account('acme')!;
+    const content = 'Count me';
+    const stream = await client.chat.completions.create({
+      model: 'greedy', messages: [{ role: 'user', content }], stream: true, max_tokens: 16, stream_options: { include_usage: true },
+    });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('one two three');
+
+    const reserve = world.ledger.calls.reserve.at(-1)!;
+    const settle = await lastSettle();
+    const billedPrompt = promptEstimate(content);
+    const billedCompletion = tokens('one two three');
+    expect(settle).toMatchObject({
+      inputTokens: BigInt(billedPrompt), outputTokens: BigInt(billedCompletion), costMicros: cost(billedPrompt, billedCompletion),
+      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE, overrunOutputTokens: 0n,
+      // The provider is paid for what it counted.
+      providerCostMicros: expectedCostMicros(greedyPromptTokens, testPrices.providerInputCostMicrosPerMtok) + expectedCostMicros(3, testPrices.providerOutputCostMicrosPerMtok),
+    });
+    expect(settle.costMicros <= reserve.amountMicros).toBe(true);
+    expect(chunks.at(-1)!.usage).toEqual(expectedUsage(billedPrompt, billedCompletion));
+    expect(world.ledger.account('acme')).toMatchObject({ heldMicros: 0n, debitedMicros: before.debitedMicros + settle.costMicros });
+  });
+
   it('relays chunk by chunk with the slug as model, asks the upstream for usage, and settles it to the micro-rupee', async () => {
     const before = world.ledger.account('acme')!;
     const content = 'Stream please [[fake:reply_words=6]]';

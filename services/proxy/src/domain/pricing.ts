@@ -56,10 +56,15 @@ export interface TokenUsage {
   completionTokens: number;
 }
 
+/** Customer cost of a usage at a model's prices, µ₹, each side rounded up on its own: what a Settle debits. */
+export function customerCostMicros(usage: TokenUsage, model: Pick<GatewayModelEntry, 'inputPriceMicrosPerMtok' | 'outputPriceMicrosPerMtok'>): bigint {
+  return costMicros(usage.promptTokens, model.inputPriceMicrosPerMtok) + costMicros(usage.completionTokens, model.outputPriceMicrosPerMtok);
+}
+
 /** Customer cost and provider cost of a usage, µ₹, each side rounded up on its own. */
 export function usageCostMicros(usage: TokenUsage, model: GatewayModelEntry): { costMicros: bigint; providerCostMicros: bigint } {
   return {
-    costMicros: costMicros(usage.promptTokens, model.inputPriceMicrosPerMtok) + costMicros(usage.completionTokens, model.outputPriceMicrosPerMtok),
+    costMicros: customerCostMicros(usage, model),
     providerCostMicros: costMicros(usage.promptTokens, model.providerInputCostMicrosPerMtok)
       + costMicros(usage.completionTokens, model.providerOutputCostMicrosPerMtok),
   };

@@ -32,6 +32,22 @@ describe('StreamMeter: how a stream is billed (NOTHING_FREE)', () => {
     expect(meter.bill('completed')).toEqual({ usage: { promptTokens: 12, completionTokens: 3 }, source: 'upstream' });
   });
 
+  it('holds a completed stream to its Reserve when the upstream counts more than it covers: the estimate billed, what it counted kept as produced (BOUNDED_OVERRUN)', () => {
+    const meter = meterFor(8); // Reserve 10 + 16 = 26 µ₹
+    for (const word of words.slice(0, 3)) expect(meter.deliver(word, false)).toBe(true);
+    expect(meter.deliver('', true)).toBe(true);
+    // The upstream bills a prompt far beyond the gateway's estimate of 10 (say, a schema it counts): 500 + 6 µ₹ > 26 µ₹.
+    meter.reportUsage({ promptTokens: 500, completionTokens: 3 });
+    expect(meter.bill('completed')).toEqual({
+      usage: { promptTokens: 10, completionTokens: 3 }, source: 'gateway_estimate', producedUsage: { promptTokens: 500, completionTokens: 3 },
+    });
+    // Exactly at the Reserve is still the upstream's figure: 20 + 6 = 26 µ₹.
+    const atReserve = meterFor(8);
+    atReserve.deliver(words[0]!, true);
+    atReserve.reportUsage({ promptTokens: 20, completionTokens: 3 });
+    expect(atReserve.bill('completed')).toEqual({ usage: { promptTokens: 20, completionTokens: 3 }, source: 'upstream' });
+  });
+
   it('bills its own estimate when the upstream sent no usage: the prompt estimate and the delivered text counted once as a whole', () => {
     const meter = meterFor(64);
     // "hello" is one token, its halves are two: the whole text is counted, not the sum of chunks.

@@ -1,6 +1,6 @@
 import type { GatewayModelEntry } from './config-snapshot.ts';
 import type { UsageSource } from './ledger-port.ts';
-import { costMicros, type TokenUsage } from './pricing.ts';
+import { costMicros, customerCostMicros, type TokenUsage } from './pricing.ts';
 import { countTextTokens } from './token-estimate.ts';
 
 /** How a stream ended (the log's `streamOutcome`). */
@@ -10,6 +10,12 @@ export type StreamEnding = 'completed' | 'cost_stop' | 'client_closed' | 'shutdo
 export interface BilledUsage {
   usage: TokenUsage;
   source: UsageSource;
+  /**
+   * Set when the upstream reported a usage whose cost passes the Reserve (it counted more than
+   * the gateway estimated, e.g. a prompt it bills beyond the estimate): what it produced, priced
+   * as provider cost only; `usage` is then the estimate the Reserve covers (BOUNDED_OVERRUN).
+   */
+  producedUsage?: TokenUsage;
 }
 
 /** A checkpoint the meter asks for: its sequence and the running usage so far (EXPIRY). */
@@ -125,7 +131,12 @@ export class StreamMeter {
    */
   bill(ending: StreamEnding): BilledUsage {
     if (ending === 'cost_stop') return this.#estimate();
-    if (this.#upstreamUsage !== undefined) return { usage: this.#upstreamUsage, source: 'upstream' };
+    if (this.#upstreamUsage !== undefined) {
+      // BOUNDED_OVERRUN, as a non-streaming reply is held to its Reserve: the client pays at most
+      // what the Reserve covers, and what the upstream counted beyond it is provider cost only.
+      if (customerCostMicros(this.#upstreamUsage, this.#options.model) > this.#options.reserveMicros) return { ...this.#estimate(), producedUsage: this.#upstreamUsage };
+      return { usage: this.#upstreamUsage, source: 'upstream' };
+    }
     if (ending !== 'completed' && this.#chunksDelivered === 0) return { usage: nothing, source: 'gateway_estimate' };
     return this.#estimate();
   }

@@ -134,5 +134,7 @@ export function estimatePromptTokens(request: Pick<ChatRequest, 'messages' | 'pa
     for (const part of message.content) if (part.type !== 'text') tokens += (media ??= new MediaTokenCounter('')).tokensOf(part);
   }
   if (request.params.tools !== undefined) tokens += countTextTokens(JSON.stringify(request.params.tools), tokenizer);
+  // A JSON schema for structured output is prompt the upstream bills too (Responses' text.format arrives as this).
+  if (request.params.response_format !== undefined) tokens += countTextTokens(JSON.stringify(request.params.response_format), tokenizer);
   return tokens;
 }

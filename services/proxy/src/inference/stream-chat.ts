@@ -1,5 +1,5 @@
 import { usageCostMicros } from '../domain/pricing.ts';
-import { StreamMeter, type StreamEnding } from '../domain/stream-meter.ts';
+import { StreamMeter, type BilledUsage, type StreamEnding } from '../domain/stream-meter.ts';
 import type { StreamRenderer } from '../domain/stream-renderer.ts';
 import { concealStreamToolCallIds } from '../domain/tool-call-ids.ts';
 import { streamFailureError } from '../domain/upstream-failure.ts';
@@ -7,7 +7,9 @@ import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import { SseParser } from '../upstreams/sse/sse-parser.ts';
 import type { StreamChoice, StreamEvent } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamStream, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
-import { checkpointStream, elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage, type ChatInput, type ChatPlan } from './chat-billing.ts';
+import {
+  checkpointStream, elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage, type ChatInput, type ChatPlan, type SettleOverrun,
+} from './chat-billing.ts';
 import { upstreamFailureOutcome, type CompleteChatDeps } from './complete-chat.ts';
 
 /** Where a stream's frames go: the HTTP response, behind a port so the relay has no transport in it. */
@@ -94,6 +96,12 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
     // The relay reports how the call ended; one that threw before deciding leaves a cut call (a no-op otherwise).
     observer.upstreamEnded('aborted');
   }
+}
+
+/** What a stream's Settle carries beyond its usage when the upstream counted more than the Reserve covers (BOUNDED_OVERRUN). */
+function overrunOf(billed: BilledUsage): SettleOverrun | undefined {
+  if (billed.producedUsage === undefined) return undefined;
+  return { producedUsage: billed.producedUsage, overrunOutputTokens: Math.max(0, billed.producedUsage.completionTokens - billed.usage.completionTokens) };
 }
 
 /** True when any choice of a chunk carries a finish reason. */
@@ -229,19 +237,19 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
       const last = frames + renderer.close({ ending, usage: billed.usage, costMicros: usageCostMicros(billed.usage, model).costMicros });
       frames = '';
       // Settled after the response (as completions are): the client does not wait for the commit.
-      const settled = settleUsage(deps, input, plan, billed.usage, billed.source);
+      const settled = settleUsage(deps, input, plan, billed.usage, billed.source, overrunOf(billed));
       sink.end(last);
       await settled;
       return;
     }
     case 'client_closed':
-      await settleUsage(deps, input, plan, billed.usage, billed.source);
+      await settleUsage(deps, input, plan, billed.usage, billed.source, overrunOf(billed));
       return;
     case 'shutdown':
     case 'upstream_failed':
     case 'upstream_timeout': {
       const error = streamFailureError(ending, failureReason);
-      const settled = settleUsage(deps, input, plan, billed.usage, billed.source);
+      const settled = settleUsage(deps, input, plan, billed.usage, billed.source, overrunOf(billed));
       if (!opened) {
         await settled;
         throw error; // nothing sent yet: an ordinary HTTP error
