@@ -15,6 +15,7 @@
  * | `[[fake:error_after=N]]`| when streaming, send an in-stream error event (vendor text) after N word chunks, then end |
  * | `[[fake:tag=ID]]`       | no effect on the reply; recorded as the request's `tag` (the fault suite's request ids) |
  * | `[[fake:tool_call=NAME]]` | reply with one call of the tool NAME (arguments `{"query": <the message>}`), id in the vendor's own form |
+ * | `[[fake:tool_text=N]]`  | with `tool_call`: N words `w1 … wN` of text before the call ("Let me look that up."), streamed and not, both routes; billed as N more output tokens |
  *
  * Unknown or malformed directives are ignored, so a typo shows up as a normal reply.
  */
@@ -41,6 +42,8 @@ export interface Directives {
   tag?: string;
   /** Reply with a call of this tool (1..64 of `A-Za-z0-9_-`) instead of text. */
   toolCall?: string;
+  /** With `toolCall`: words of text the reply writes before its tool call. */
+  toolText?: number;
 }
 
 const directivePattern = /\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]/g;
@@ -71,6 +74,7 @@ export function parseDirectives(text: string): Directives {
       case 'fail_after': directives.failAfter = nonNegativeInteger(value); break;
       case 'error_after': directives.errorAfter = nonNegativeInteger(value); break;
       case 'tag': if (value !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(value)) directives.tag = value; break;
+      case 'tool_text': directives.toolText = nonNegativeInteger(value); break;
       case 'tool_call': if (value !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(value)) directives.toolCall = value; break;
       default: break;
     }

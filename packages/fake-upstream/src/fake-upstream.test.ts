@@ -159,3 +159,50 @@ describe('fake upstream Anthropic Messages', () => {
     expect(await refused.text()).toContain(leakMarkers.errorText);
   });
 });
+
+describe('fake upstream tool_text: text before the tool call', () => {
+  const content = 'Look it up [[fake:tool_call=lookup]] [[fake:tool_text=3]]';
+  const args = JSON.stringify({ query: 'Look it up' });
+  const argumentPieces = Math.ceil(args.length / 8);
+
+  it('writes the words, then the call, on the OpenAI route, streamed and not', async () => {
+    const plain = await (await post({ model: 'm', messages: [{ role: 'user', content }] })).json() as Record<string, any>;
+    expect(plain.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      message: { content: 'w1 w2 w3', tool_calls: [{ id: expect.stringMatching(/^call_vendorsecret_/), function: { name: 'lookup', arguments: args } }] },
+    });
+    expect(plain.usage.completion_tokens).toBe(3 + argumentPieces);
+
+    const streamed = await post({ model: 'm', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content }] });
+    const chunks = dataOf(await streamed.text()).slice(0, -1).map((f) => JSON.parse(f));
+    const deltas = chunks.map((c) => c.choices[0]?.delta ?? {});
+    const firstCall = deltas.findIndex((d) => d.tool_calls !== undefined);
+    expect(deltas.slice(0, firstCall).map((d) => d.content ?? '').join('')).toBe('w1 w2 w3');
+    expect(deltas.slice(firstCall).every((d) => d.content === undefined)).toBe(true);
+    expect(deltas.flatMap((d) => d.tool_calls ?? []).map((call) => call.function.arguments).join('')).toBe(args);
+    expect(chunks.at(-1).usage.completion_tokens).toBe(3 + argumentPieces);
+  });
+
+  it('writes a text block, then the tool_use block, on the Anthropic route, streamed and not', async () => {
+    const postMessages = (body: unknown) => fetch(`${upstream.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'sk-test-upstream', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify(body),
+    });
+    const plain = await (await postMessages({ model: 'claude', max_tokens: 50, messages: [{ role: 'user', content }] })).json() as Record<string, any>;
+    expect(plain).toMatchObject({
+      stop_reason: 'tool_use', usage: { output_tokens: 3 + argumentPieces },
+      content: [{ type: 'text', text: 'w1 w2 w3' }, { type: 'tool_use', name: 'lookup', input: { query: 'Look it up' } }],
+    });
+
+    const streamed = await postMessages({ model: 'claude', max_tokens: 50, stream: true, messages: [{ role: 'user', content }] });
+    const events = dataOf(await streamed.text()).map((f) => JSON.parse(f));
+    expect(events.filter((e) => e.type === 'content_block_start').map((e) => [e.index, e.content_block.type])).toEqual([[0, 'text'], [1, 'tool_use']]);
+    expect(events.filter((e) => e.delta?.type === 'text_delta').map((e) => e.delta.text).join('')).toBe('w1 w2 w3');
+    const json = events.filter((e) => e.delta?.type === 'input_json_delta');
+    expect(json.every((e) => e.index === 1)).toBe(true);
+    expect(json.map((e) => e.delta.partial_json).join('')).toBe(args);
+    expect(events.filter((e) => e.type === 'content_block_stop').map((e) => e.index)).toEqual([0, 1]);
+    expect(events.find((e) => e.type === 'message_delta')).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 3 + argumentPieces } });
+  });
+});

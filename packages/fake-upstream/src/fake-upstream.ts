@@ -227,6 +227,11 @@ function toolCallArguments(messages: readonly ChatMessageLike[]): string {
   return JSON.stringify({ query: withoutDirectives(lastUserText(messages)).slice(0, 40) });
 }
 
+/** The words `[[fake:tool_text=N]]` asks a tool-calling reply to write before its call (none without it). */
+function toolTextWords(directives: Directives): string[] {
+  return Array.from({ length: directives.toolText ?? 0 }, (_, i) => `w${i + 1}`);
+}
+
 /** A JSON text cut into pieces of 8 characters: how a vendor streams a tool call's arguments. */
 function argumentPieces(json: string): string[] {
   const pieces: string[] = [];
@@ -411,8 +416,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const directives = parseDirectives(lastUserText(messages));
     const args = toolCallArguments(messages);
     const pieces = argumentPieces(args);
+    const textWords = toolTextWords(directives);
     const promptTokens = fakePromptTokens(messages);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: pieces.length, total_tokens: promptTokens + pieces.length };
+    const completionTokens = textWords.length + pieces.length;
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
     const id = `${leakMarkers.completionIdPrefix}${requestNumber}`;
     const callId = `${leakMarkers.toolCallIdPrefix}${requestNumber}`;
     const created = Math.floor(Date.now() / 1000);
@@ -425,7 +432,8 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       const frame = (value: object) => `data: ${JSON.stringify(value)}\n\n`;
       await streamWords(res, headers, directives, {
         head: [
-          frame(chunk({ role: 'assistant', content: null }, null)),
+          frame(chunk({ role: 'assistant', content: textWords.length > 0 ? '' : null }, null)),
+          ...textWords.map((word, i) => frame(chunk({ content: i === 0 ? word : ` ${word}` }, null))),
           frame(chunk({ tool_calls: [{ index: 0, id: callId, type: 'function', function: { name, arguments: '' } }] }, null)),
         ],
         word: (piece) => frame(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }, null)),
@@ -442,7 +450,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       id, object: 'chat.completion', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint,
       choices: [{
         index: 0, logprobs: null, finish_reason: 'tool_calls',
-        message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: callId, type: 'function', function: { name, arguments: args } }] },
+        message: { role: 'assistant', content: textWords.length > 0 ? textWords.join(' ') : null, refusal: null, tool_calls: [{ id: callId, type: 'function', function: { name, arguments: args } }] },
       }],
       ...(directives.noUsage ? {} : { usage }),
       vendor_trace: leakMarkers.vendorTrace,
@@ -565,18 +573,26 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const inputTokens = fakePromptTokens(messages) + (typeof request.system === 'string' ? countWords(request.system) + 3 : 0);
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
     const toolUseId = `${leakMarkers.toolUseIdPrefix}${requestNumber}`;
-    const usage = directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: pieces.length } };
+    const textWords = toolTextWords(directives);
+    const usage = directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: textWords.length + pieces.length } };
+    // The tool_use block follows the text block when there is one.
+    const toolIndex = textWords.length > 0 ? 1 : 0;
     if (request.stream === true) {
       const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
       await streamWords(res, headers, directives, {
         head: [
           event('message_start', { message: { id, type: 'message', role: 'assistant', model: vendorModel, content: [], stop_reason: null, ...usage } }),
-          event('content_block_start', { index: 0, content_block: { type: 'tool_use', id: toolUseId, name, input: {} } }),
+          ...(textWords.length > 0 ? [
+            event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+            ...textWords.map((word, i) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } })),
+            event('content_block_stop', { index: 0 }),
+          ] : []),
+          event('content_block_start', { index: toolIndex, content_block: { type: 'tool_use', id: toolUseId, name, input: {} } }),
         ],
-        word: (piece) => event('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: piece } }),
+        word: (piece) => event('content_block_delta', { index: toolIndex, delta: { type: 'input_json_delta', partial_json: piece } }),
         error: event('error', { error: { type: 'overloaded_error', message: `Vendor stream interrupted (${leakMarkers.errorText})` } }),
         tail: [
-          event('content_block_stop', { index: 0 }),
+          event('content_block_stop', { index: toolIndex }),
           event('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, ...usage }),
           event('message_stop', {}),
         ],
@@ -585,7 +601,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }
     sendJson(res, 200, {
       id, type: 'message', role: 'assistant', model: vendorModel,
-      content: [{ type: 'tool_use', id: toolUseId, name, input: JSON.parse(args) as unknown }],
+      content: [
+        ...(textWords.length > 0 ? [{ type: 'text', text: textWords.join(' ') }] : []),
+        { type: 'tool_use', id: toolUseId, name, input: JSON.parse(args) as unknown },
+      ],
       stop_reason: 'tool_use', stop_sequence: null, ...usage, vendor_trace: leakMarkers.vendorTrace,
     }, headers);
   }
