@@ -276,6 +276,44 @@ describe('a streamed message', () => {
     }
   });
 
+  it('a Claude-Code-shaped stream (cached system blocks, tools, thinking, context_management, the betas, ?beta=true) is served and settled exactly', async () => {
+    const systemBlocks = [
+      { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude.", cache_control: { type: 'ephemeral' } },
+      { type: 'text', text: 'You are an interactive CLI tool.', cache_control: { type: 'ephemeral' } },
+    ];
+    const systemText = systemBlocks.map((block) => block.text).join('\n\n');
+    const tools = [{ name: 'Bash', description: 'Runs a command', input_schema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } }];
+    for (const { slug } of upstreamKinds) {
+      const before = await settledAccount();
+      const content = `list the files [[fake:reply_words=3]] ${slug}`;
+      const response = await rawPost({
+        model: slug, max_tokens: 2048, stream: true, temperature: 1, system: systemBlocks, tools,
+        messages: [{ role: 'user', content: [{ type: 'text', text: content, cache_control: { type: 'ephemeral' } }] }],
+        metadata: { user_id: 'user_0123abcd_account__session_4567' },
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+        context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      }, '/v1/messages?beta=true', {
+        'x-api-key': acme.apiKey, 'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27',
+      });
+      const text = await response.text();
+      expect(response.status, text).toBe(200);
+      const events = sseEvents(text);
+      expect(events.filter((event) => event.type === 'content_block_delta').map((event) => event.delta.text as string).join('')).toBe(words(3));
+      const inputTokens = slug === 'chat'
+        ? fakePromptTokens([{ role: 'system', content: systemText }, { role: 'user', content }])
+        : fakePromptTokens([{ role: 'user', content }]) + countWords(systemText) + 3;
+      const delta = events.find((event) => event.type === 'message_delta')!;
+      expect(delta.usage, slug).toEqual(expectedMessagesUsage(inputTokens, 3));
+      await expectBilledExactly(before, delta.usage.cost_micros as string, cost(inputTokens, 3));
+      // Ignored, never forwarded: neither the thinking request nor the context edits reach the upstream.
+      const seen = world.upstream.requests.at(-1)!.body as Record<string, unknown>;
+      expect(seen).not.toHaveProperty('context_management');
+      expect(seen).not.toHaveProperty('thinking');
+      expect(leaksIn(text)).toEqual([]);
+    }
+  });
+
   it('the running-cost stop ends the stream with stop_reason max_tokens, billed within the Reserve (BOUNDED_OVERRUN)', async () => {
     for (const { slug } of upstreamKinds) {
       const before = await settledAccount();

@@ -27,7 +27,8 @@ describe('parseMessagesRequest', () => {
     const request = parse({
       ...base, system: 'be brief', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'again' }],
       temperature: 0.3, top_p: 0.9, stop_sequences: ['END'], metadata: { user_id: 'u-1' }, stream: true,
-      thinking: { type: 'enabled', budget_tokens: 2048 }, service_tier: 'auto', cache_control: { type: 'ephemeral' }, output_config: { effort: 'high' },
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] }, service_tier: 'auto', cache_control: { type: 'ephemeral' }, output_config: { effort: 'high' },
     });
     expect(request).toEqual({
       model: 'chat',
@@ -172,7 +173,7 @@ describe('parseMessagesRequest', () => {
       [{ ...base, messages: hi, top_k: 5 }, 'top_k: top_k is not supported'],
       [{ ...base, messages: hi, mcp_servers: [{ type: 'url', url: 'https://m', name: 'm' }] }, 'mcp_servers: MCP connectors'],
       [{ ...base, messages: hi, container: 'c_1' }, 'container: Containers'],
-      [{ ...base, messages: hi, context_management: { edits: [] } }, 'context_management: Server-side context management'],
+      [{ ...base, messages: hi, context_management: 'clear' }, 'context_management: context_management must be an object'],
       [{ ...base, messages: hi, output_config: { format: { type: 'json_schema', schema: {} } } }, 'output_config.format: Structured outputs'],
       [{ ...base, messages: hi, temperature: 1.5 }, 'temperature: temperature must be between 0 and 1'],
       [{ ...base, messages: hi, stop_sequences: ['a', 'b', 'c', 'd', 'e'] }, 'stop_sequences: at most 4 stop sequences'],

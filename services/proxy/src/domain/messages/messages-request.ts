@@ -19,7 +19,6 @@ const refusedFields: Readonly<Record<string, string>> = {
   top_k: 'top_k is not supported by this gateway: OpenAI-compatible upstreams have no equivalent. Use temperature or top_p.',
   mcp_servers: 'MCP connectors (mcp_servers) are not supported by this gateway; run MCP servers on the client and pass their tools as custom tools.',
   container: 'Containers (code execution) are not supported by this gateway.',
-  context_management: 'Server-side context management (context_management) is not supported by this gateway.',
 };
 
 /** Where a content block may appear, for the 400 naming a block that may not. */
@@ -95,8 +94,8 @@ const positiveTokens = z.number({ error: required('max_tokens must be a positive
 
 /**
  * The Messages body the gateway accepts. Unknown fields are dropped, never forwarded (`service_tier`,
- * `cache_control`, `inference_geo`, ...); `thinking` and `output_config.effort` are accepted and
- * ignored (docs/surfaces/messages.md says why). `null` counts as absent.
+ * `cache_control`, `inference_geo`, ...); `thinking`, `context_management` and `output_config.effort`
+ * are accepted and ignored (docs/surfaces/messages.md says why). `null` counts as absent.
  */
 const messagesRequestSchema = z.object({
   model: z.string({ error: required('model must be a string') }).min(1, 'model must not be empty').max(256),
@@ -114,6 +113,8 @@ const messagesRequestSchema = z.object({
   tool_choice: toolChoiceSchema.nullish(),
   stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
   thinking: z.looseObject({ type: z.string({ error: required('type must be a string') }) }, { error: 'thinking must be an object' }).nullish(),
+  // Claude Code sends it whenever thinking is on; its edits clear thinking (never returned) or old tool uses (the prompt is then billed as sent).
+  context_management: z.looseObject({}, { error: 'context_management must be an object' }).nullish(),
   output_config: z.looseObject({
     format: z.null({ error: 'Structured outputs (output_config.format) are not supported on /v1/messages by this gateway.' }).optional(),
   }, { error: 'output_config must be an object' }).nullish(),
