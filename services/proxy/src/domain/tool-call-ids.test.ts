@@ -4,7 +4,7 @@ import { GatewayError, toHttpError } from '@gateway/errors';
 import type { ChatRequest } from './chat-request.ts';
 import type { NormalizedCompletion } from './normalized-completion.ts';
 import { createToolCallIdCodec } from './tool-call-id-codec.ts';
-import { concealCompletionToolCallIds, concealStreamToolCallIds, revealToolCallIds, unmappedToolCallIds } from './tool-call-ids.ts';
+import { concealCompletionToolCallIds, createStreamToolCallIdConcealer, revealToolCallIds, unmappedToolCallIds } from './tool-call-ids.ts';
 
 const codec = createToolCallIdCodec(randomBytes(32));
 
@@ -100,8 +100,27 @@ describe('concealing answers', () => {
 
   it('replaces the id of a stream chunk\'s tool-call fragment, leaving fragments without one alone', () => {
     const fragments: Array<{ id?: string }> = [{ id: 'call_vendorsecret_3' }, {}];
-    concealStreamToolCallIds([{ delta: { tool_calls: fragments } }, { delta: {} }], codec);
+    createStreamToolCallIdConcealer(codec)([{ delta: { tool_calls: fragments } }, { delta: {} }]);
     expect(codec.reveal(fragments[0]!.id!)).toBe('call_vendorsecret_3');
     expect(fragments[1]).toEqual({});
+  });
+
+  it('gives one stream one gateway id per upstream id, however many fragments repeat it (clients merge fragments by id)', () => {
+    const conceal = createStreamToolCallIdConcealer(codec);
+    const chunks = [
+      [{ id: 'call_vendorsecret_4' }],
+      [{ id: 'call_vendorsecret_4' }, { id: 'call_vendorsecret_5' }],
+      [{ id: 'call_vendorsecret_4' }, {}, { id: 'call_vendorsecret_5' }],
+    ].map((fragments: Array<{ id?: string }>) => ({ delta: { tool_calls: fragments } }));
+    for (const chunk of chunks) conceal([chunk]);
+    const ids = chunks.map((chunk) => chunk.delta.tool_calls.map((fragment) => fragment.id));
+    const [four, five] = [ids[0]![0]!, ids[1]![1]!];
+    expect(ids).toEqual([[four], [four, five], [four, undefined, five]]);
+    expect(four).not.toBe(five);
+    expect([codec.reveal(four), codec.reveal(five)]).toEqual(['call_vendorsecret_4', 'call_vendorsecret_5']);
+    // Another stream seals afresh: ids are per stream, not a table that grows for the process.
+    const other = [{ id: 'call_vendorsecret_4' }];
+    createStreamToolCallIdConcealer(codec)([{ delta: { tool_calls: other } }]);
+    expect(other[0]!.id).not.toBe(four);
   });
 });

@@ -77,17 +77,32 @@ export function concealCompletionToolCallIds(completion: NormalizedCompletion, c
   };
 }
 
+/** The tool-call fragments of one decoded stream chunk, as the concealer reads and changes them. */
+type StreamChunkChoices = ReadonlyArray<{ delta: { tool_calls?: Array<{ id?: string }> } }>;
+
 /**
- * Replaces, in place, the ids of the tool-call fragments of a decoded stream chunk with the
- * gateway's own (a fragment carries its id once, in the chunk that starts the call). The
- * choices are the decoder's fresh objects for this chunk only, so nothing else sees the change.
+ * The function that replaces, in place, the tool-call ids of each decoded chunk of one stream
+ * with the gateway's own. Each distinct upstream id is sealed once and every fragment that
+ * repeats it (vLLM resends the id in each arguments fragment) gets the same gateway id, because
+ * clients merge a call's fragments by index and id (LangChain's ChatOpenAI splits a call whose
+ * fragments carry different ids into broken ones). The choices it changes are the decoder's
+ * fresh objects for one chunk only, so nothing else sees the change.
  */
-export function concealStreamToolCallIds(
-  choices: ReadonlyArray<{ delta: { tool_calls?: Array<{ id?: string }> } }>, codec: ToolCallIdCodec,
-): void {
-  for (const choice of choices) {
-    const calls = choice.delta.tool_calls;
-    if (calls === undefined) continue;
-    for (const call of calls) if (call.id !== undefined) call.id = codec.conceal(call.id);
-  }
+export function createStreamToolCallIdConcealer(codec: ToolCallIdCodec): (choices: StreamChunkChoices) => void {
+  const gatewayIds = new Map<string, string>();
+  return (choices) => {
+    for (const choice of choices) {
+      const calls = choice.delta.tool_calls;
+      if (calls === undefined) continue;
+      for (const call of calls) {
+        if (call.id === undefined) continue;
+        let gatewayId = gatewayIds.get(call.id);
+        if (gatewayId === undefined) {
+          gatewayId = codec.conceal(call.id);
+          gatewayIds.set(call.id, gatewayId);
+        }
+        call.id = gatewayId;
+      }
+    }
+  };
 }

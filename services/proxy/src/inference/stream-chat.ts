@@ -1,7 +1,7 @@
 import { usageCostMicros } from '../domain/pricing.ts';
 import { StreamMeter, type BilledUsage, type StreamEnding } from '../domain/stream-meter.ts';
 import type { StreamRenderer } from '../domain/stream-renderer.ts';
-import { concealStreamToolCallIds } from '../domain/tool-call-ids.ts';
+import { createStreamToolCallIdConcealer } from '../domain/tool-call-ids.ts';
 import { streamFailureError } from '../domain/upstream-failure.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import { SseParser } from '../upstreams/sse/sse-parser.ts';
@@ -148,6 +148,8 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
     frames = '';
     return sink.write(batch);
   };
+  // One gateway id per upstream tool-call id for the whole stream, however many fragments repeat it.
+  const concealToolCallIds = createStreamToolCallIdConcealer(input.toolCallIds);
   /** Takes in one decoded event, queueing its frame; returns how the stream ends when it ends it. */
   const endingOf = (event: StreamEvent): StreamEnding | undefined => {
     switch (event.kind) {
@@ -171,7 +173,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
         if (isText) {
           frames += renderer.text(event.text, event.json);
         } else {
-          concealStreamToolCallIds(event.choices, input.toolCallIds);
+          concealToolCallIds(event.choices);
           frames += renderer.chunk(event.choices);
         }
         return undefined;
