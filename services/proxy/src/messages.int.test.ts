@@ -394,6 +394,23 @@ describe('tools', () => {
     }
   });
 
+  it('a tool_use block whose input is the string the gateway emits for non-object arguments can be echoed back: the upstream gets the arguments unchanged', async () => {
+    const brokenArguments = '{"query": "cats", oops';
+    const response = await rawPost({
+      model: 'chat', max_tokens: 20, tools,
+      messages: [
+        { role: 'user', content: 'find cats' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'client_call_1', name: 'lookup', input: brokenArguments }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'client_call_1', content: 'bad input', is_error: true }, { type: 'text', text: '[[fake:reply_words=2]]' }] },
+      ],
+    });
+    const text = await response.text();
+    expect(response.status, text).toBe(200);
+    expect(JSON.parse(text)).toMatchObject({ content: [{ type: 'text', text: 'w1 w2' }] });
+    const seen = world.upstream.requests.at(-1)!.body as Record<string, any>;
+    expect(seen.messages[1].tool_calls[0].function).toEqual({ name: 'lookup', arguments: brokenArguments });
+  });
+
   it('raw bytes of a streamed tool call carry the gateway id only, in a tool_use block with input_json_delta pieces', async () => {
     for (const { slug } of upstreamKinds) {
       const response = await rawPost({ model: slug, max_tokens: 60, stream: true, tools, messages: [{ role: 'user', content: 'dogs [[fake:tool_call=lookup]]' }] });

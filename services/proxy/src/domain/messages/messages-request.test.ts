@@ -169,6 +169,7 @@ describe('parseMessagesRequest', () => {
       [{ ...base, messages: [{ role: 'assistant', content: [{ type: 'server_tool_use', id: 'a', name: 'web_search', input: {} }] }] }, "messages.0.content.0.type: 'server_tool_use' blocks"],
       [{ ...base, messages: [{ role: 'assistant', content: [{ type: 'image', source: { type: 'url', url: 'https://x' } }] }] }, "'image' blocks are not supported in assistant turns"],
       [{ ...base, messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'b', input: [] }] }] }, 'messages.0.content.0.input'],
+      [{ ...base, messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'b', input: 3 }] }] }, 'messages.0.content.0.input: input must be an object'],
       [{ ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: [{ type: 'document' }] }] }] }, 'messages.0.content.0.content.0.type'],
       [{ ...base, messages: hi, top_k: 5 }, 'top_k: top_k is not supported'],
       [{ ...base, messages: hi, mcp_servers: [{ type: 'url', url: 'https://m', name: 'm' }] }, 'mcp_servers: MCP connectors'],

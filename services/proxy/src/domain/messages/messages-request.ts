@@ -53,7 +53,9 @@ const toolUseBlockSchema = z.object({
   type: z.literal('tool_use'),
   id: z.string({ error: required('id must be a string') }).min(1, 'id must not be empty').max(256),
   name: z.string({ error: required('name must be a string') }).min(1, 'name must not be empty').max(64),
-  input: z.record(z.string(), z.unknown(), { error: required('input must be an object') }),
+  // A string is what the gateway itself emits for a model's arguments that are not a JSON object
+  // (messages-response.ts): it goes back as those arguments unchanged, so such a turn can be echoed.
+  input: z.union([z.record(z.string(), z.unknown()), z.string()], { error: required('input must be an object') }),
 });
 
 /** A block as the first pass sees it: its type decides which schema checks it (parseBlock). */
@@ -236,7 +238,7 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
 
 /**
  * An assistant turn as one chat assistant message: its text blocks joined, its tool_use blocks
- * as tool calls (arguments = the input as JSON). Thinking blocks are dropped: the gateway never
+ * as tool calls (arguments = the input as JSON, or a string input as it is). Thinking blocks are dropped: the gateway never
  * returns them, and the upstream behind a slug decides its own reasoning. A turn with nothing
  * left is dropped.
  */
@@ -252,7 +254,8 @@ function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path:
       case 'tool_use': {
         const call = parseAt(toolUseBlockSchema, block, blockPath);
         if (toolCalls.length === maxTools) throw invalid(blockPath, `an assistant turn may carry at most ${maxTools} tool_use blocks.`);
-        toolCalls.push({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input) } });
+        const argumentsText = typeof call.input === 'string' ? call.input : JSON.stringify(call.input);
+        toolCalls.push({ id: call.id, type: 'function', function: { name: call.name, arguments: argumentsText } });
         break;
       }
       case 'thinking':

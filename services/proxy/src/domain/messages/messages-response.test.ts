@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NormalizedChoice } from '../normalized-completion.ts';
+import { parseMessagesRequest } from './messages-request.ts';
 import { buildMessagesBody, messageIdOf, stopReasonOf } from './messages-response.ts';
 
 function choice(overrides: Partial<NormalizedChoice>): NormalizedChoice {
@@ -48,6 +49,21 @@ describe('buildMessagesBody', () => {
   it('delivers arguments that are not a JSON object as their text, losing nothing', () => {
     const calls = ['{"a":', '[1,2]', '"x"'].map((args, i) => ({ id: `c${i}`, type: 'function' as const, function: { name: 'f', arguments: args } }));
     expect(body({ toolCalls: calls, finishReason: 'tool_calls' }).content.map((block) => (block as { input: unknown }).input)).toEqual(['{"a":', '[1,2]', '"x"']);
+  });
+
+  it('round trip: every tool_use block it emits, echoed back in an assistant turn, is taken and reaches the upstream as the arguments the model wrote', () => {
+    const argumentsTexts = ['{"city":"Pune"}', '{"a":', '[1,2]', '"x"', 'not json'];
+    const calls = argumentsTexts.map((args, i) => ({ id: `c${i}`, type: 'function' as const, function: { name: 'f', arguments: args } }));
+    const emitted = body({ toolCalls: calls, finishReason: 'tool_calls' }).content;
+    const echoed = parseMessagesRequest({
+      model: 'chat', max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: emitted },
+        { role: 'user', content: calls.map((call) => ({ type: 'tool_result', tool_use_id: call.id, content: 'done' })) },
+      ],
+    }, 'create', { maxMessageChars: 1000 });
+    expect(echoed.messages[1]!.tool_calls!.map((call) => call.function.arguments)).toEqual(argumentsTexts);
   });
 
   it('shows a refusal as text with stop_reason refusal', () => {

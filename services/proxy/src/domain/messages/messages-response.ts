@@ -68,7 +68,9 @@ export function messagesUsage(usage: TokenUsage, costMicros: bigint): MessagesUs
  * A tool_use block's `input` from a tool call's arguments text: the parsed object when the
  * arguments are a JSON object, `{}` when they are empty, and otherwise (a model's malformed
  * call) the arguments text itself as a string, so nothing the model produced is lost and the
- * client's check of the tool input reports it as it would any wrong input.
+ * client's check of the tool input reports it as it would any wrong input. The request side
+ * takes such a string `input` back as the arguments unchanged (messages-request.ts), so a turn
+ * holding it can be echoed; `{}` or a wrapper object would change what the model wrote.
  */
 function toolInputOf(argumentsText: string): unknown {
   if (argumentsText.trim() === '') return {};
