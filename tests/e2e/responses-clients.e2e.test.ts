@@ -131,6 +131,64 @@ describe.skipIf(!serverUrl)('Responses API clients end to end', () => {
     expect(before - await available()).toBe(expected);
   });
 
+  it('the Vercel AI SDK\'s tool loop whose model writes text before its call: by default the text comes back as an item_reference, a 400 saying what to do; with store: false it is served', async () => {
+    const before = await available();
+    const openai = createOpenAI({ baseURL: gateway.proxyBases[0]!, apiKey: gateway.apiKey });
+    const prompt = 'Look it up [[fake:tool_call=lookup]] [[fake:tool_text=4]]';
+    // The fake's call: 4 words of text, then the arguments {"query":"Look it up"} in 8-character pieces.
+    const firstStepOutput = 4 + Math.ceil(JSON.stringify({ query: 'Look it up' }).length / 8);
+    const calls: unknown[] = [];
+    const loop = (providerOptions?: { openai: { store: boolean } }) => generateText({
+      model: openai(gateway.modelSlug),
+      prompt,
+      tools: {
+        lookup: tool({
+          description: 'Looks a query up',
+          inputSchema: jsonSchema<{ query: string }>({ type: 'object', properties: { query: { type: 'string' } }, required: ['query'] }),
+          execute: async (input) => { calls.push(input); return { answer: 42 }; },
+        }),
+      },
+      stopWhen: stepCountIs(3),
+      ...(providerOptions === undefined ? {} : { providerOptions }),
+      maxRetries: 0,
+    });
+
+    // Step 1 is served and billed (NOTHING_FREE); step 2 sends the text as a reference and is refused before any Reserve.
+    const from = gateway.upstream.requests.length;
+    const referenced = await loop().catch((e: unknown) => e);
+    expect(APICallError.isInstance(referenced)).toBe(true);
+    expect((referenced as APICallError).statusCode).toBe(400);
+    expect(JSON.parse((referenced as APICallError).responseBody!)).toEqual({
+      error: {
+        type: 'invalid_request_error', code: 'invalid_request', param: 'input[1]',
+        message: 'Responses are not stored by this gateway (it is stateless), so an item_reference has nothing to refer to: send the item in full instead. '
+          + 'With the Vercel AI SDK, set providerOptions: { openai: { store: false } } (it then sends earlier assistant text in full), or use the chat model (openai.chat(model)).',
+      },
+    });
+    expect(calls).toEqual([{ query: 'Look it up' }]);
+    expect(gateway.upstream.requests.length - from).toBe(1);
+    const firstStepCost = upstreamCostSince(from, () => firstStepOutput);
+    expect(firstStepCost).toBe(e2eCostMicros(inputTokensOf(prompt), firstStepOutput));
+    expect(before - await available()).toBe(firstStepCost);
+
+    const served = gateway.upstream.requests.length;
+    const result = await loop({ openai: { store: false } });
+    expect(calls).toHaveLength(2);
+    expect(result.steps).toHaveLength(2);
+    expect(result.steps[0]!.text).toBe(words(4));
+    expect(result.steps[0]!.usage.outputTokens).toBe(firstStepOutput);
+    expect(result.text).toContain('Hello from the demo upstream!');
+    // The second upstream request carried the step's text in full beside the upstream's own call, then the tool's result.
+    const second = gateway.upstream.requests.at(-1)!.body as { messages: Array<Record<string, unknown>> };
+    expect(second.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(second.messages[1]).toMatchObject({ content: words(4), tool_calls: [{ function: { name: 'lookup' } }] });
+
+    const stepWords = result.steps.map((step) => step.usage.outputTokens!);
+    const loopCost = upstreamCostSince(served, (index) => stepWords[index]!);
+    expect(result.steps.reduce((sum, step) => sum + e2eCostMicros(step.usage.inputTokens!, step.usage.outputTokens!), 0n)).toBe(loopCost);
+    expect(before - await available()).toBe(firstStepCost + loopCost);
+  });
+
   it('the Vercel AI SDK\'s multi-turn conversation: an item_reference (its store default) is a 400 naming the item; with store: false it is served', async () => {
     const before = await available();
     const openai = createOpenAI({ baseURL: gateway.proxyBases[0]!, apiKey: gateway.apiKey });

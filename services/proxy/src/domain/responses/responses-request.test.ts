@@ -130,6 +130,13 @@ describe('parseResponsesRequest: refusals name the Responses param', () => {
     expect(refusal(body).param).toBe(param);
   });
 
+  it('an item_reference (or an item with only an id) says to send the item in full, and how with the Vercel AI SDK', () => {
+    const message = 'Responses are not stored by this gateway (it is stateless), so an item_reference has nothing to refer to: send the item in full instead. '
+      + 'With the Vercel AI SDK, set providerOptions: { openai: { store: false } } (it then sends earlier assistant text in full), or use the chat model (openai.chat(model)).';
+    expect(refusal({ input: [{ role: 'user', content: 'a' }, { type: 'item_reference', id: 'msg_1' }] })).toEqual({ param: 'input[1]', message });
+    expect(refusal({ input: [{ id: 'msg_1' }] })).toEqual({ param: 'input[0]', message });
+  });
+
   it('input must be a string or 1 to 2048 items, and says which', () => {
     expect(refusal({ input: [] })).toEqual({ param: 'input', message: 'Invalid input: input must not be empty' });
     expect(refusal({ input: Array.from({ length: 2049 }, () => ({ role: 'user', content: 'x' })) }))

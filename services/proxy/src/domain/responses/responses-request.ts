@@ -14,6 +14,12 @@ const maxInputItems = 2048;
 
 /** Why a stored-state request is refused: nothing is stored, so there is nothing to continue or fetch. */
 const nothingStored = 'Responses are not stored by this gateway (it is stateless)';
+/**
+ * Says what to do instead, since the Vercel AI SDK's default provider sends references on its own
+ * (earlier assistant text in a multi-turn conversation or a tool loop) and its caller never wrote one.
+ */
+const itemReferenceRefusal = `${nothingStored}, so an item_reference has nothing to refer to: send the item in full instead. `
+  + 'With the Vercel AI SDK, set providerOptions: { openai: { store: false } } (it then sends earlier assistant text in full), or use the chat model (openai.chat(model)).';
 
 /**
  * Top-level fields that need server-side state or a feature the gateway does not have: any
@@ -284,7 +290,7 @@ function translateItems(items: readonly unknown[], messages: ChatMessageBody[], 
     if (typeof item !== 'object' || item === null || Array.isArray(item)) throw invalid(path, 'An input item must be an object.');
     const { type, role } = item as { type?: unknown; role?: unknown };
     if (type === 'item_reference' || ((type === undefined || type === null) && role === undefined && 'id' in item)) {
-      throw invalid(path, `${nothingStored}, so an item_reference has nothing to refer to; send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false).`);
+      throw invalid(path, itemReferenceRefusal);
     }
     if (type === 'message' || ((type === undefined || type === null) && role !== undefined)) {
       const message = parseAt(messageItemSchema, item, at);
