@@ -542,6 +542,28 @@ describe('refusals in Anthropic\'s error shape, before any money moves', () => {
     expect(traffic()).toEqual(before);
   });
 
+  it('400 naming messages.i.content.j, before the Reserve, for what both upstream APIs refuse: text before a tool_result, and empty user text', async () => {
+    await proxy.idle();
+    const before = traffic();
+    const call = { role: 'assistant', content: [{ type: 'tool_use', id: 'client_call_1', name: 'lookup', input: { query: 'cats' } }] };
+    const result = { type: 'tool_result', tool_use_id: 'client_call_1', content: 'three cats' };
+    for (const slug of ['chat', 'claude']) {
+      const cases: Array<[unknown[], string]> = [
+        [[{ role: 'user', content: 'find cats' }, call, { role: 'user', content: [{ type: 'text', text: 'here:' }, result] }], 'messages.2.content.1: tool_result blocks must come first'],
+        [[{ role: 'user', content: 'find cats' }, call, {
+          role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/cat.png' } }, result],
+        }], 'messages.2.content.1: tool_result blocks must come first'],
+        [[{ role: 'user', content: '' }], 'messages.0.content: text content must not be empty'],
+        [[{ role: 'user', content: [{ type: 'text', text: '' }] }], 'messages.0.content.0: text content must not be empty'],
+      ];
+      for (const [messages, named] of cases) {
+        const refused = await refusedRaw({ model: slug, max_tokens: 5, tools: [{ name: 'lookup', input_schema: { type: 'object' } }], messages });
+        expect(refused, `${slug}: ${named}`).toEqual({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining(named) } } });
+      }
+    }
+    expect(traffic()).toEqual(before);
+  });
+
   it('402 APIError with billing_error when the Reserve does not fit (NO_OVERSPEND): the upstream never hears of it', async () => {
     const before = traffic();
     const error = await anthropicClient(poor.apiKey).messages.create({ model: 'claude', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);

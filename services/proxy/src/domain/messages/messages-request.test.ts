@@ -190,6 +190,13 @@ describe('parseMessagesRequest', () => {
       [{ ...base, messages: [{ role: 'user', content: 'x'.repeat(1001) }] }, 'messages.0: a message may carry at most 1000 characters'],
       [{ ...base, messages: hi, system: 'x'.repeat(1001) }, 'system: the system prompt may carry at most 1000 characters'],
       [{ ...base, system: 'x', messages: [{ role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 's' }] }] }, 'messages: no message has content'],
+      [{ ...base, messages: [{ role: 'user', content: '' }] }, "messages.0.content: text content must not be empty"],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: '' }] }] }, 'messages.0.content.1: text content must not be empty'],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'tool_result', tool_use_id: 't' }] }] }, 'messages.0.content.1: tool_result blocks must come first'],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://x.test/a.png' } }, { type: 'tool_result', tool_use_id: 't' }] }] },
+        'messages.0.content.1: tool_result blocks must come first'],
+      [{ ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't' }, { type: 'text', text: 'a' }, { type: 'tool_result', tool_use_id: 'u' }] }] },
+        'messages.0.content.2: tool_result blocks must come first'],
       ['[]', 'The request body must be a JSON object.'],
     ];
     for (const [body, message] of cases) {

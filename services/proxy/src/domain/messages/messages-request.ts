@@ -27,6 +27,9 @@ const blocksByRole = {
   assistant: 'text, tool_use, thinking and redacted_thinking',
 } as const;
 
+/** The refusal of an empty user text: Anthropic refuses empty text blocks, so an Anthropic-backed model would fail after the Reserve. */
+const emptyTextRefusal = 'text content must not be empty (as Anthropic\'s API requires).';
+
 /** Anthropic's missing-field wording when the input is absent, the rule otherwise. */
 function required(rule: string): (issue: { input: unknown }) => string {
   return (issue) => (issue.input === undefined ? 'Field required' : rule);
@@ -204,36 +207,45 @@ function userMessageOf(parts: ChatContentPart[]): ChatMessage {
 }
 
 /**
- * A user turn as chat messages, in order: the blocks before its first tool_result as a user
- * message, then one `tool` message per tool_result (kept together, as chat requires them right
- * after the assistant's tool calls), then the text and images that followed (and the images of
- * the tool results) as a user message.
+ * A user turn as chat messages: one `tool` message per tool_result (kept together, as chat
+ * requires them right after the assistant's tool calls), then the images those results carried
+ * and the turn's text and images, in order, as one user message. Refused before any Reserve, as
+ * Anthropic refuses them (an upstream would, after the Reserve, as a 502 the client cannot act
+ * on): a tool_result after a text or image block (Anthropic requires tool results first in their
+ * turn; translated, the text would sit between the calls and their results), and empty text.
  */
 function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): ChatMessage[] {
-  const before: ChatContentPart[] = [];
   const tools: ChatMessage[] = [];
-  const after: ChatContentPart[] = [];
+  const parts: ChatContentPart[] = [];
+  let textOrImageSeen = false;
   content.forEach((block, index) => {
     const blockPath = `${path}.${index}`;
-    const parts = tools.length === 0 ? before : after;
     switch (block.type) {
-      case 'text':
-        parts.push({ type: 'text', text: parseAt(textBlockSchema, block, blockPath).text });
+      case 'text': {
+        const text = parseAt(textBlockSchema, block, blockPath).text;
+        if (text === '') throw invalid(blockPath, emptyTextRefusal);
+        parts.push({ type: 'text', text });
+        textOrImageSeen = true;
         break;
+      }
       case 'image':
         parts.push(imagePartOf(block, blockPath));
+        textOrImageSeen = true;
         break;
       case 'tool_result': {
+        if (textOrImageSeen) {
+          throw invalid(blockPath, 'tool_result blocks must come first in a user turn, before any text or image block (as Anthropic\'s API requires).');
+        }
         const { message, images } = toolResultOf(block, blockPath);
         tools.push(message);
-        after.push(...images);
+        parts.push(...images);
         break;
       }
       default:
         throw refusedBlock(block.type, 'user', blockPath);
     }
   });
-  return [...(before.length > 0 ? [userMessageOf(before)] : []), ...tools, ...(after.length > 0 ? [userMessageOf(after)] : [])];
+  return [...tools, ...(parts.length > 0 ? [userMessageOf(parts)] : [])];
 }
 
 /**
@@ -350,8 +362,9 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
   if (system !== '') messages.push({ role: 'system', content: system });
   request.messages.forEach((message: SourceMessage, index) => {
     const path = `messages.${index}.content`;
+    if (message.content === '' && message.role === 'user') throw invalid(path, emptyTextRefusal);
     const translated = typeof message.content === 'string'
-      ? (message.content === '' && message.role === 'assistant' ? [] : [{ role: message.role, content: message.content } satisfies ChatMessage])
+      ? (message.content === '' ? [] : [{ role: message.role, content: message.content } satisfies ChatMessage])
       : message.role === 'user' ? userTurn(message.content, path) : assistantTurn(message.content, path);
     if (sourceMessageChars(translated) > limits.maxMessageChars) {
       throw invalid(`messages.${index}`, `a message may carry at most ${limits.maxMessageChars} characters of text.`);
