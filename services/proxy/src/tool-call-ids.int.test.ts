@@ -196,6 +196,37 @@ describe('with the admin\'s key', () => {
     }
   });
 
+  it('refuses a tool result that answers no call of the assistant message before it with a 400, before any Reserve or upstream call', async () => {
+    const asked = await post(first, acme.apiKey, { model: 'chat', messages: [{ role: 'user', content: question }], tools });
+    await first.idle();
+    const call = toolCallOf(asked);
+    const cases = [
+      // Two ids the client made up that do not match: the upstream's own rule, checked here.
+      roundTrip({ ...call, id: 'call_one' }, 'call_two'),
+      // The gateway's id cut short by some middleware: no longer the gateway's shape, so it is
+      // not mapped, and it answers nothing.
+      roundTrip(call, call.id.slice(0, 200)),
+    ];
+    for (const { slug } of adapters) {
+      for (const messages of cases) {
+        for (const stream of [false, true]) {
+          const before = traffic();
+          const refused = await post(second, acme.apiKey, { model: slug, messages, tools, stream });
+          expect(refused.status).toBe(400);
+          expect(refused.json).toEqual({
+            error: {
+              type: 'invalid_request_error', code: 'invalid_request', param: 'messages[2].tool_call_id',
+              message: 'Invalid messages[2].tool_call_id: it matches no tool_calls id of the preceding assistant message. '
+                + 'Each tool message answers one of the tool calls of the assistant message before it, with that call\'s id exactly.',
+            },
+          });
+          await second.idle();
+          expect(traffic()).toEqual(before);
+        }
+      }
+    }
+  });
+
   it('passes an id the gateway did not issue to the upstream unchanged (a conversation the client built)', async () => {
     for (const { slug } of adapters) {
       const own = { id: 'call_abc123', name: 'get_weather', arguments: '{"query":"Pune"}' };

@@ -82,6 +82,55 @@ describe('revealToolCallIds', () => {
   });
 });
 
+describe('tool messages must answer the preceding assistant message\'s tool calls', () => {
+  const call = (id: string, name = 'wx') => ({ id, type: 'function' as const, function: { name, arguments: '{}' } });
+
+  it('passes several tool messages answering several calls in any order, across turns, with text between (as Messages sends it)', () => {
+    const [one, two] = [codec.conceal('toolu_vendorsecret_1'), codec.conceal('toolu_vendorsecret_2')];
+    const conversation = request([
+      { role: 'user', content: 'Weather in Pune and Goa?' },
+      { role: 'assistant', content: 'Looking.', tool_calls: [call(one), call(two)] },
+      { role: 'tool', tool_call_id: two, content: 'rain' },
+      { role: 'tool', tool_call_id: one, content: 'sunny' },
+      { role: 'assistant', content: null, tool_calls: [call('call_abc123')] },
+      { role: 'user', content: 'here is the result' },
+      { role: 'tool', tool_call_id: 'call_abc123', content: '31' },
+      // Another sealing of the same upstream id: equal once revealed, as the upstream sees them.
+      { role: 'assistant', content: null, tool_calls: [call(codec.conceal('call_vendorsecret_9'))] },
+      { role: 'tool', tool_call_id: codec.conceal('call_vendorsecret_9'), content: 'done' },
+    ]);
+    expect(revealToolCallIds(conversation, codec).messages.map((message) => message.tool_call_id ?? null))
+      .toEqual([null, null, 'toolu_vendorsecret_2', 'toolu_vendorsecret_1', null, null, 'call_abc123', null, 'call_vendorsecret_9']);
+  });
+
+  it('refuses a tool message whose id is not one of the preceding assistant message\'s calls, naming it', () => {
+    expect(refusal(() => revealToolCallIds(toolRoundTrip('call_one', 'call_two'), codec))).toEqual({
+      status: 400,
+      body: {
+        error: {
+          type: 'invalid_request_error', code: 'invalid_request', param: 'messages[2].tool_call_id',
+          message: 'Invalid messages[2].tool_call_id: it matches no tool_calls id of the preceding assistant message. '
+            + 'Each tool message answers one of the tool calls of the assistant message before it, with that call\'s id exactly.',
+        },
+      },
+    });
+  });
+
+  it('refuses a tool message answering a call of an earlier turn, or with no assistant message before it', () => {
+    const earlier = request([
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: null, tool_calls: [call('call_one')] },
+      { role: 'tool', tool_call_id: 'call_one', content: 'x' },
+      { role: 'assistant', content: 'done' },
+      { role: 'user', content: 'again' },
+      { role: 'tool', tool_call_id: 'call_one', content: 'x' },
+    ]);
+    expect(refusal(() => revealToolCallIds(earlier, codec)).body).toMatchObject({ error: { param: 'messages[5].tool_call_id' } });
+    const orphan = request([{ role: 'user', content: 'a' }, { role: 'tool', tool_call_id: 'call_one', content: 'x' }]);
+    expect(refusal(() => revealToolCallIds(orphan, unmappedToolCallIds)).body).toMatchObject({ error: { param: 'messages[1].tool_call_id' } });
+  });
+});
+
 describe('concealing answers', () => {
   it('replaces every tool call\'s id of a completion with one that maps back to it', () => {
     const completion = {

@@ -45,11 +45,34 @@ function revealOrRefuse(codec: ToolCallIdCodec, clientId: string, param: string)
 }
 
 /**
+ * Refuses the first tool message that answers no tool call of the nearest assistant message
+ * before it (OpenAI's own rule), with a 400 naming `messages[i].tool_call_id`. Ids are compared
+ * as the upstream will see them (revealed). Refused here, before the Reserve: the upstream would
+ * refuse the conversation (a retryable-looking 502 the client could not act on) after money had
+ * been held, and no money moves for a request that cannot succeed.
+ */
+function refuseUnansweredToolResults(messages: readonly ChatMessage[]): void {
+  let called: ReadonlySet<string> = new Set();
+  messages.forEach((message, i) => {
+    if (message.role === 'assistant') called = new Set((message.tool_calls ?? []).map((call) => call.id));
+    if (message.role !== 'tool' || message.tool_call_id === undefined || called.has(message.tool_call_id)) return;
+    const param = `messages[${i}].tool_call_id`;
+    throw new GatewayError('invalid_request', {
+      param,
+      publicMessage: `Invalid ${param}: it matches no tool_calls id of the preceding assistant message. `
+        + 'Each tool message answers one of the tool calls of the assistant message before it, with that call\'s id exactly.',
+    });
+  });
+}
+
+/**
  * The request as it goes upstream: every tool-call id the client sent back (assistant
  * `tool_calls[].id`, tool `tool_call_id`) mapped to the upstream's. The request itself is
- * returned when it has none (the common case costs no copy). An id shaped like the gateway's
- * that does not open is refused with a 400 `invalid_request` naming it
- * (`messages[i].tool_call_id`, `messages[i].tool_calls[j].id`, in the internal request's order).
+ * returned when it has none (the common case costs no copy). Refused with a 400
+ * `invalid_request`: an id shaped like the gateway's that does not open, naming it
+ * (`messages[i].tool_call_id`, `messages[i].tool_calls[j].id`, in the internal request's order),
+ * and a tool message whose id matches no tool call of the nearest preceding assistant message
+ * (`messages[i].tool_call_id`).
  */
 export function revealToolCallIds(request: ChatRequest, codec: ToolCallIdCodec): ChatRequest {
   if (!carriesToolCallIds(request.messages)) return request;
@@ -62,6 +85,7 @@ export function revealToolCallIds(request: ChatRequest, codec: ToolCallIdCodec):
     }
     return revealed;
   });
+  refuseUnansweredToolResults(messages);
   return { ...request, messages };
 }
 
