@@ -2,7 +2,7 @@ import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
-import { leakMarkers } from '@gateway/fake-upstream';
+import { fakePromptTokens, leakMarkers } from '@gateway/fake-upstream';
 import {
   expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
@@ -313,6 +313,34 @@ describe('tools', () => {
     expect((world.upstream.requests.at(-1)!.body as Record<string, unknown>).response_format).toEqual({
       type: 'json_schema', json_schema: { name: 'city', schema: format.schema, strict: true, description: 'A city' },
     });
+  });
+
+  it('a streamed request reserves its text.format schema\'s tokens as prompt (upstreams bill it; NO_OVERSPEND): exactly that much more than without it', async () => {
+    const properties = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`field_${i}`, { type: 'string', description: `The value number ${i}` }]));
+    const schema = { type: 'object', properties, required: Object.keys(properties), additionalProperties: false };
+    const inputText = 'Fill the form [[fake:reply_words=3]]';
+    const streamed = async (body: Record<string, unknown>) => {
+      const { status, text } = await rawPost({ model: 'chat', input: inputText, max_output_tokens: 20, stream: true, ...body });
+      expect(status).toBe(200);
+      expect(sseEvents(text).at(-1)!.event).toBe('response.completed');
+      return { reserve: world.ledger.calls.reserve.at(-1)!.amountMicros, settle: await lastSettle() };
+    };
+    const without = await streamed({});
+    const withSchema = await streamed({ text: { format: { type: 'json_schema', name: 'form', schema, strict: true } } });
+
+    // The chat form's response_format, as the estimate stringifies it (json_schema's fields under json_schema).
+    const schemaTokens = tokens(JSON.stringify({ type: 'json_schema', json_schema: { name: 'form', schema, strict: true } }));
+    expect(schemaTokens).toBeGreaterThan(400);
+    expect(without.reserve).toBe(cost(promptEstimate(inputText), 20));
+    expect(withSchema.reserve).toBe(cost(promptEstimate(inputText) + schemaTokens, 20));
+    expect(withSchema.reserve - without.reserve).toBe(
+      expectedCostMicros(promptEstimate(inputText) + schemaTokens, testPrices.inputPriceMicrosPerMtok)
+        - expectedCostMicros(promptEstimate(inputText), testPrices.inputPriceMicrosPerMtok),
+    );
+    // The fake bills words + 3 per message (not the schema), so the Settle is its usage, within the Reserve.
+    const upstreamInput = fakePromptTokens([{ role: 'user', content: inputText }]);
+    expect(withSchema.settle).toMatchObject({ inputTokens: BigInt(upstreamInput), outputTokens: 3n, costMicros: cost(upstreamInput, 3), usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM });
+    expect(withSchema.settle.costMicros <= withSchema.reserve).toBe(true);
   });
 });
 
