@@ -564,6 +564,41 @@ describe('refusals in Anthropic\'s error shape, before any money moves', () => {
     expect(traffic()).toEqual(before);
   });
 
+  it('a refusal raised on the internal request names the Messages field, not the internal chat param, before the Reserve', async () => {
+    const tools = [{ name: 'lookup', input_schema: { type: 'object' } }];
+    const first = await anthropicClient().messages.create({ model: 'chat', max_tokens: 60, tools: tools as Anthropic.Tool[], messages: [{ role: 'user', content: 'find [[fake:tool_call=lookup]]' }] });
+    const issued = first.content[0] as Anthropic.ToolUseBlock;
+    const altered = `${issued.id.slice(0, 120)}${issued.id[120] === 'x' ? 'y' : 'x'}${issued.id.slice(121)}`;
+    /** A round trip with a system prompt and a text before the call, so the internal indexes differ from the client's. */
+    const roundTrip = (toolUseId: string, toolResultId: string) => [
+      { role: 'user', content: 'find [[fake:tool_call=lookup]]' },
+      { role: 'assistant', content: [{ type: 'text', text: 'Looking.' }, { type: 'tool_use', id: toolUseId, name: 'lookup', input: issued.input }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolResultId, content: 'found' }, { type: 'text', text: 'thanks' }] },
+    ];
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    await proxy.idle();
+    const before = traffic();
+    const cases: Array<[string, unknown[], string]> = [
+      ['chat', roundTrip(issued.id, altered), 'messages.2.content.0.tool_use_id'],
+      ['chat', roundTrip(altered, issued.id), 'messages.1.content.1.id'],
+      ['chat', [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, {
+        role: 'user', content: [{ type: 'text', text: 'what is it' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }],
+      }], 'messages.2.content.1'],
+      // An Anthropic-backed model takes tool arguments only as JSON: the adapter refuses the gateway's string input of broken ones.
+      ['claude', [{ role: 'user', content: 'go' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'client_call_1', name: 'lookup', input: '{"query": oops' }] }, {
+        role: 'user', content: [{ type: 'tool_result', tool_use_id: 'client_call_1', content: 'bad input' }],
+      }], 'messages.1.content.0.input'],
+    ];
+    for (const [model, messages, named] of cases) {
+      const refused = await refusedRaw({ model, max_tokens: 20, system, tools, messages });
+      expect(refused.status, named).toBe(400);
+      expect(refused.body.error.type).toBe('invalid_request_error');
+      expect(refused.body.error.message, named).toMatch(new RegExp(`(^|\\W)${named.replaceAll('.', '\\.')}($|\\W)`));
+      expect(refused.body.error.message).not.toMatch(/messages\[/);
+    }
+    expect(traffic()).toEqual(before);
+  });
+
   it('402 APIError with billing_error when the Reserve does not fit (NO_OVERSPEND): the upstream never hears of it', async () => {
     const before = traffic();
     const error = await anthropicClient(poor.apiKey).messages.create({ model: 'claude', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);

@@ -5,7 +5,7 @@ import { parseMessagesRequest, type MessagesRequestPurpose } from './messages-re
 const limits = { maxMessageChars: 1000 };
 
 function parse(body: unknown, purpose: MessagesRequestPurpose = 'create') {
-  return parseMessagesRequest(body, purpose, limits);
+  return parseMessagesRequest(body, purpose, limits).chat;
 }
 
 /** The 400 a body gets: its code and message (which names the field, Anthropic's error shape having no param). */
@@ -204,5 +204,55 @@ describe('parseMessagesRequest', () => {
       expect(answer.code, message).toBe('invalid_request');
       expect(answer.message, JSON.stringify(body).slice(0, 200)).toContain(message);
     }
+  });
+});
+
+describe('translateError', () => {
+  const png = { type: 'image', source: { type: 'url', url: 'https://x.test/a.png' } };
+  const { chat, translateError } = parseMessagesRequest({
+    ...base, system: 'sys', tools: [{ name: 'run', input_schema: { type: 'object' } }],
+    messages: [
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: [{ type: 'text', text: 'ok' }, { type: 'tool_use', id: 't1', name: 'run', input: {} }, { type: 'tool_use', id: 't2', name: 'run', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1' }, { type: 'tool_result', tool_use_id: 't2', content: [png] }, { type: 'text', text: 'look' }, png] },
+      { role: 'user', content: [{ type: 'text', text: 'only' }] },
+    ],
+  }, 'create', limits);
+
+  /** The param and message the client sees for an error the pipeline raised naming an internal param. */
+  function translated(param: string, publicMessage = `Invalid ${param}: no.`, code: 'invalid_request' | 'request_too_large' = 'invalid_request') {
+    const error = translateError(new GatewayError(code, { param, publicMessage })) as GatewayError;
+    return { param: error.param, message: error.publicMessage, code: error.code };
+  }
+
+  it('names the Messages field, in Anthropic\'s dotted form, for every internal message and part it came from', () => {
+    expect(chat.messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'user', 'user']);
+    const cases: Array<[string, string]> = [
+      ['messages[0].content', 'system'],
+      ['messages[1].content', 'messages.0.content'],
+      ['messages[2].content', 'messages.1.content'],
+      ['messages[2].tool_calls[1].id', 'messages.1.content.2.id'],
+      ['messages[2].tool_calls[0].function.arguments', 'messages.1.content.1.input'],
+      ['messages[4].tool_call_id', 'messages.2.content.1.tool_use_id'],
+      ['messages[4].content', 'messages.2.content.1.content'],
+      ['messages[5].content[0]', 'messages.2.content.1.content.0'],
+      ['messages[5].content[1].text', 'messages.2.content.2.text'],
+      ['messages[5].content[2].image_url.url', 'messages.2.content.3.source'],
+      ['messages[6].content', 'messages.3.content.0'],
+      ['messages[6]', 'messages.3'],
+      ['tools[0].function.parameters', 'tools.0.input_schema'],
+      ['stop', 'stop_sequences'],
+    ];
+    for (const [internal, expected] of cases) expect(translated(internal), internal).toEqual({ param: expected, message: `Invalid ${expected}: no.`, code: 'invalid_request' });
+  });
+
+  it('keeps the code, prefixes a message that did not name the field, and leaves other errors as they are', () => {
+    expect(translated('messages[5].content[2]', 'Too big.', 'request_too_large')).toEqual({
+      param: 'messages.2.content.3', message: 'messages.2.content.3: Too big.', code: 'request_too_large',
+    });
+    const unchanged = new GatewayError('invalid_request', { param: 'temperature', publicMessage: 'no' });
+    expect(translateError(unchanged)).toBe(unchanged);
+    const plain = new Error('boom');
+    expect(translateError(plain)).toBe(plain);
   });
 });

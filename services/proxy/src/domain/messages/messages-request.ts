@@ -139,6 +139,39 @@ type SourceMessage = MessagesBody['messages'][number];
 type ChatContentPart = Exclude<ChatMessage['content'], string | null | undefined>[number];
 type ChatToolCall = NonNullable<ChatMessage['tool_calls']>[number];
 
+/** Where an internal chat message came from in the Messages request (dotted paths), for naming the client's field in errors. */
+interface MessageSource {
+  /** The message (`messages.i`), the tool_result block of a `tool` message, or `system`. */
+  path: string;
+  /** Its content: `messages.i.content`, the single text block sent as a string, a tool_result's `content`. */
+  contentPath: string;
+  /** A `tool` message's id: its tool_result's `tool_use_id`. */
+  toolUseIdPath?: string;
+  /** The block of each content part, by the chat part's index. */
+  partPaths: string[];
+  /** The tool_use block of each tool call, by the chat call's index. */
+  callPaths: string[];
+}
+
+/** An internal chat message and where it came from. */
+interface TranslatedMessage {
+  message: ChatMessage;
+  source: MessageSource;
+}
+
+/** A Messages request translated: the internal request the billed pipeline runs, and the renaming of its errors. */
+interface MessagesRequest {
+  /** The request in the gateway's internal form (chat completions' shape). */
+  chat: ChatRequest;
+  /**
+   * The error the client sees for one the pipeline threw: a GatewayError naming an internal
+   * param (the media check, a tool-call id that does not open, an adapter's refusal) names the
+   * field of the Messages request instead, in Anthropic's dotted form
+   * (`messages[3].tool_call_id` becomes `messages.2.content.0.tool_use_id`); anything else is unchanged.
+   */
+  translateError(error: unknown): unknown;
+}
+
 /** A 400 in Anthropic's manner: the message starts with the dotted path of the field at fault (e.g. `messages.0.content.1.source`). */
 function invalid(path: string, message: string): GatewayError {
   if (path === '') return new GatewayError('invalid_request', { publicMessage: message });
@@ -183,16 +216,16 @@ function joinedText(blocks: ReadonlyArray<{ text: string }>, separator: string):
  * take text only, so the images go to the user message after the turn's tool messages). An
  * `is_error` result is marked `Error: ` in its text: chat has no error flag for a tool message.
  */
-function toolResultOf(block: unknown, path: string): { message: ChatMessage; images: ChatContentPart[] } {
+function toolResultOf(block: unknown, path: string): { message: ChatMessage; images: Array<{ part: ChatContentPart; path: string }> } {
   const result = parseAt(toolResultBlockSchema, block, path);
   const texts: string[] = [];
-  const images: ChatContentPart[] = [];
+  const images: Array<{ part: ChatContentPart; path: string }> = [];
   if (typeof result.content === 'string') texts.push(result.content);
   else {
     (result.content ?? []).forEach((inner, index) => {
       const innerPath = `${path}.content.${index}`;
       if (inner.type === 'text') texts.push(parseAt(textBlockSchema, inner, innerPath).text);
-      else if (inner.type === 'image') images.push(imagePartOf(inner, innerPath));
+      else if (inner.type === 'image') images.push({ part: imagePartOf(inner, innerPath), path: innerPath });
       else throw invalid(`${innerPath}.type`, `'${inner.type.slice(0, 64)}' blocks are not supported in a tool_result by this gateway (supported: text and image).`);
     });
   }
@@ -214,9 +247,10 @@ function userMessageOf(parts: ChatContentPart[]): ChatMessage {
  * on): a tool_result after a text or image block (Anthropic requires tool results first in their
  * turn; translated, the text would sit between the calls and their results), and empty text.
  */
-function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): ChatMessage[] {
-  const tools: ChatMessage[] = [];
+function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): TranslatedMessage[] {
+  const tools: TranslatedMessage[] = [];
   const parts: ChatContentPart[] = [];
+  const partPaths: string[] = [];
   let textOrImageSeen = false;
   content.forEach((block, index) => {
     const blockPath = `${path}.${index}`;
@@ -225,11 +259,13 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
         const text = parseAt(textBlockSchema, block, blockPath).text;
         if (text === '') throw invalid(blockPath, emptyTextRefusal);
         parts.push({ type: 'text', text });
+        partPaths.push(blockPath);
         textOrImageSeen = true;
         break;
       }
       case 'image':
         parts.push(imagePartOf(block, blockPath));
+        partPaths.push(blockPath);
         textOrImageSeen = true;
         break;
       case 'tool_result': {
@@ -237,15 +273,21 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
           throw invalid(blockPath, 'tool_result blocks must come first in a user turn, before any text or image block (as Anthropic\'s API requires).');
         }
         const { message, images } = toolResultOf(block, blockPath);
-        tools.push(message);
-        parts.push(...images);
+        tools.push({ message, source: { path: blockPath, contentPath: `${blockPath}.content`, toolUseIdPath: `${blockPath}.tool_use_id`, partPaths: [], callPaths: [] } });
+        for (const image of images) {
+          parts.push(image.part);
+          partPaths.push(image.path);
+        }
         break;
       }
       default:
         throw refusedBlock(block.type, 'user', blockPath);
     }
   });
-  return [...tools, ...(parts.length > 0 ? [userMessageOf(parts)] : [])];
+  if (parts.length === 0) return tools;
+  // A single text part is sent as a plain string: its content is that block.
+  const source = { path: path.slice(0, -'.content'.length), contentPath: parts.length === 1 ? partPaths[0]! : path, partPaths, callPaths: [] };
+  return [...tools, { message: userMessageOf(parts), source }];
 }
 
 /**
@@ -254,9 +296,10 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
  * returns them, and the upstream behind a slug decides its own reasoning. A turn with nothing
  * left is dropped.
  */
-function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): ChatMessage[] {
+function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): TranslatedMessage[] {
   let text = '';
   const toolCalls: ChatToolCall[] = [];
+  const callPaths: string[] = [];
   content.forEach((block, index) => {
     const blockPath = `${path}.${index}`;
     switch (block.type) {
@@ -268,6 +311,7 @@ function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path:
         if (toolCalls.length === maxTools) throw invalid(blockPath, `an assistant turn may carry at most ${maxTools} tool_use blocks.`);
         const argumentsText = typeof call.input === 'string' ? call.input : JSON.stringify(call.input);
         toolCalls.push({ id: call.id, type: 'function', function: { name: call.name, arguments: argumentsText } });
+        callPaths.push(blockPath);
         break;
       }
       case 'thinking':
@@ -277,8 +321,9 @@ function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path:
         throw refusedBlock(block.type, 'assistant', blockPath);
     }
   });
-  if (toolCalls.length > 0) return [{ role: 'assistant', content: text === '' ? null : text, tool_calls: toolCalls }];
-  return text === '' ? [] : [{ role: 'assistant', content: text }];
+  const source = { path: path.slice(0, -'.content'.length), contentPath: path, partPaths: [], callPaths };
+  if (toolCalls.length > 0) return [{ message: { role: 'assistant', content: text === '' ? null : text, tool_calls: toolCalls }, source }];
+  return text === '' ? [] : [{ message: { role: 'assistant', content: text }, source }];
 }
 
 function refusedBlock(type: string, role: keyof typeof blocksByRole, path: string): GatewayError {
@@ -286,14 +331,64 @@ function refusedBlock(type: string, role: keyof typeof blocksByRole, path: strin
 }
 
 /** Characters of text a source message carries: text blocks, tool names and inputs, tool results' text. */
-function sourceMessageChars(translated: readonly ChatMessage[]): number {
+function sourceMessageChars(translated: readonly TranslatedMessage[]): number {
   let chars = 0;
-  for (const message of translated) {
+  for (const { message } of translated) {
     if (typeof message.content === 'string') chars += message.content.length;
     else if (Array.isArray(message.content)) for (const part of message.content) if (part.type === 'text') chars += part.text.length;
     for (const call of message.tool_calls ?? []) chars += call.function.name.length + call.function.arguments.length;
   }
   return chars;
+}
+
+/** A chat content part's param suffix in an Anthropic block's names (an image_url part is an image block's `source`). */
+function partSuffixOf(suffix: string): string {
+  if (suffix === '.text') return '.text';
+  if (suffix.startsWith('.image_url')) return '.source';
+  return '';
+}
+
+/** A chat tool call's param suffix in a tool_use block's names. */
+function callSuffixOf(suffix: string): string {
+  if (suffix === '.id') return '.id';
+  if (suffix === '.function.name') return '.name';
+  if (suffix === '.function.arguments') return '.input';
+  return '';
+}
+
+/** Top-level internal params that have another name in a Messages request. */
+const renamedParams: Readonly<Record<string, string>> = {
+  max_completion_tokens: 'max_tokens',
+  stop: 'stop_sequences',
+  user: 'metadata.user_id',
+  parallel_tool_calls: 'tool_choice.disable_parallel_tool_use',
+  'tool_choice.function.name': 'tool_choice.name',
+};
+
+/** An internal chat param (as the pipeline's checks and the adapters name it) as the Messages request's dotted path. */
+function messagesParamOf(chatParam: string, sources: readonly MessageSource[]): string {
+  const message = /^messages\[(\d+)\](.*)$/.exec(chatParam);
+  if (message !== null) {
+    const source = sources[Number(message[1])];
+    const rest = message[2]!;
+    if (source === undefined) return 'messages';
+    if (rest === '.content') return source.contentPath;
+    if (rest === '.tool_call_id') return source.toolUseIdPath ?? source.path;
+    const part = /^\.content\[(\d+)\](.*)$/.exec(rest);
+    if (part !== null) {
+      const partPath = source.partPaths[Number(part[1])];
+      return partPath === undefined ? source.contentPath : partPath + partSuffixOf(part[2]!);
+    }
+    const call = /^\.tool_calls\[(\d+)\](.*)$/.exec(rest);
+    if (call !== null) {
+      const callPath = source.callPaths[Number(call[1])];
+      return callPath === undefined ? source.contentPath : callPath + callSuffixOf(call[2]!);
+    }
+    return source.path;
+  }
+  const tool = /^tools\[(\d+)\](?:\.function(.*))?$/.exec(chatParam);
+  if (tool !== null) return `tools.${tool[1]}${tool[2] === '.parameters' ? '.input_schema' : tool[2] === '.name' || tool[2] === '.description' ? tool[2] : ''}`;
+  return renamedParams[chatParam] ?? chatParam;
 }
 
 /** The chat tools of the custom tools; a server tool (a versioned `type`) is a 400 naming it. */
@@ -343,9 +438,10 @@ function toolParams(body: MessagesBody): ChatRequest['params'] {
  * `image_url` parts) and `tool` messages (tool_result blocks); assistant turns become assistant
  * messages with tool calls. Throws `invalid_request` whose message starts with the field at fault
  * in Anthropic's dotted form, including fields and blocks the gateway cannot honour. Nothing has
- * been reserved yet, so a refusal moves no money (NO_OVERSPEND, NOTHING_FREE).
+ * been reserved yet, so a refusal moves no money (NO_OVERSPEND, NOTHING_FREE). The answer also
+ * records where each internal message came from, so a later refusal names the client's field.
  */
-export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurpose, limits: MessagesRequestLimits): ChatRequest {
+export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurpose, limits: MessagesRequestLimits): MessagesRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new GatewayError('invalid_request', { publicMessage: 'The request body must be a JSON object.' });
   }
@@ -357,19 +453,29 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
   if (purpose === 'create' && (request.max_tokens === undefined || request.max_tokens === null)) throw invalid('max_tokens', 'Field required');
 
   const messages: ChatMessage[] = [];
+  const sources: MessageSource[] = [];
   const system = typeof request.system === 'string' ? request.system : joinedText(request.system ?? [], '\n\n');
   if (system.length > limits.maxMessageChars) throw invalid('system', `the system prompt may carry at most ${limits.maxMessageChars} characters of text.`);
-  if (system !== '') messages.push({ role: 'system', content: system });
+  if (system !== '') {
+    messages.push({ role: 'system', content: system });
+    sources.push({ path: 'system', contentPath: 'system', partPaths: [], callPaths: [] });
+  }
   request.messages.forEach((message: SourceMessage, index) => {
     const path = `messages.${index}.content`;
     if (message.content === '' && message.role === 'user') throw invalid(path, emptyTextRefusal);
-    const translated = typeof message.content === 'string'
-      ? (message.content === '' ? [] : [{ role: message.role, content: message.content } satisfies ChatMessage])
+    const translated: TranslatedMessage[] = typeof message.content === 'string'
+      ? (message.content === '' ? [] : [{
+        message: { role: message.role, content: message.content },
+        source: { path: `messages.${index}`, contentPath: path, partPaths: [], callPaths: [] },
+      }])
       : message.role === 'user' ? userTurn(message.content, path) : assistantTurn(message.content, path);
     if (sourceMessageChars(translated) > limits.maxMessageChars) {
       throw invalid(`messages.${index}`, `a message may carry at most ${limits.maxMessageChars} characters of text.`);
     }
-    messages.push(...translated);
+    for (const { message: chatMessage, source } of translated) {
+      messages.push(chatMessage);
+      sources.push(source);
+    }
   });
   if (messages.every((message) => message.role === 'system')) {
     throw invalid('messages', 'no message has content the gateway can send (thinking blocks are dropped).');
@@ -381,7 +487,7 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
   if (request.stop_sequences !== undefined && request.stop_sequences !== null && request.stop_sequences.length > 0) params.stop = request.stop_sequences;
   const user = request.metadata?.user_id;
   if (user !== undefined && user !== null) params.user = user;
-  return {
+  const chat: ChatRequest = {
     model: request.model,
     messages,
     maxTokens: purpose === 'create' ? request.max_tokens ?? undefined : undefined,
@@ -389,4 +495,15 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     includeUsage: false,
     params,
   };
+  const translateError = (error: unknown): unknown => {
+    if (!(error instanceof GatewayError) || error.param === null) return error;
+    const param = messagesParamOf(error.param, sources);
+    if (param === error.param) return error;
+    // Anthropic's error shape has no param, so the message must name the field: in Anthropic's manner when it did not.
+    const publicMessage = error.publicMessage.includes(error.param)
+      ? error.publicMessage.split(error.param).join(param)
+      : `${param}: ${error.publicMessage}`;
+    return new GatewayError(error.code, { param, publicMessage, headers: error.headers, internalMessage: error.message, cause: error });
+  };
+  return { chat, translateError };
 }

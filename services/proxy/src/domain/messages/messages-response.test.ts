@@ -62,7 +62,7 @@ describe('buildMessagesBody', () => {
         { role: 'assistant', content: emitted },
         { role: 'user', content: calls.map((call) => ({ type: 'tool_result', tool_use_id: call.id, content: 'done' })) },
       ],
-    }, 'create', { maxMessageChars: 1000 });
+    }, 'create', { maxMessageChars: 1000 }).chat;
     expect(echoed.messages[1]!.tool_calls!.map((call) => call.function.arguments)).toEqual(argumentsTexts);
   });
 

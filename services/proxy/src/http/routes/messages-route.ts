@@ -35,7 +35,7 @@ async function admitMessagesCall(kit: InferenceRouteKit, req: Request, res: Resp
  * (Reserve, upstream through the model's own adapter, Settle), so an OpenAI-compatible model and
  * an Anthropic one are served alike; the answer is rendered in Anthropic's shapes with the
  * gateway's id (`msg_…`), the slug as `model` and the billed usage with its cost. Errors are in
- * Anthropic's error shape. `anthropic-version` and `anthropic-beta` are not read: the answer is
+ * Anthropic's error shape; a refusal raised on the internal request names the Messages field. `anthropic-version` and `anthropic-beta` are not read: the answer is
  * the 2023-06-01 shape every version shares.
  *
  * `POST /v1/messages/count_tokens`: the gateway's estimate of the translated request's prompt
@@ -46,7 +46,8 @@ export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
 
   app.post('/v1/messages', kit.inference('/v1/messages', async (req, res, context, observer) => {
     const { snapshot, caller, json } = await admitMessagesCall(kit, req, res, context);
-    const request = parseMessagesRequest(json, 'create', limits);
+    const parsed = parseMessagesRequest(json, 'create', limits);
+    const request = parsed.chat;
     context.log.model = request.model;
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, request.stream);
     const input = {
@@ -54,21 +55,26 @@ export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
       log: context.log, observer, toolCallIds: kit.services.toolCallIds(snapshot),
     };
     const id = messageIdOf(context.requestUuid);
-    if (!request.stream) {
-      await completeChat(kit.inferenceDeps, input, (completed) => {
-        kit.sendJson(res, buildMessagesBody({
-          id, modelSlug: model.slug, completion: completed.completion, billedUsage: completed.usage, costMicros: completed.costMicros,
-        }), observer);
-      });
-      return;
+    try {
+      if (!request.stream) {
+        await completeChat(kit.inferenceDeps, input, (completed) => {
+          kit.sendJson(res, buildMessagesBody({
+            id, modelSlug: model.slug, completion: completed.completion, billedUsage: completed.usage, costMicros: completed.costMicros,
+          }), observer);
+        });
+        return;
+      }
+      const renderer = createMessagesStreamRenderer({ id, modelSlug: model.slug });
+      await kit.withStreamStop(res, (stop) => streamChat(kit.inferenceDeps, { ...input, sink: kit.sseSink(res, observer), renderer, stop }));
+    } catch (error) {
+      // A refusal on the internal request (media, a tool-call id, the context, an adapter) names the Messages field.
+      throw parsed.translateError(error);
     }
-    const renderer = createMessagesStreamRenderer({ id, modelSlug: model.slug });
-    await kit.withStreamStop(res, (stop) => streamChat(kit.inferenceDeps, { ...input, sink: kit.sseSink(res, observer), renderer, stop }));
   }, 'anthropic'));
 
   app.post('/v1/messages/count_tokens', kit.inference('/v1/messages/count_tokens', async (req, res, context, observer) => {
     const { snapshot, caller, json } = await admitMessagesCall(kit, req, res, context);
-    const request = parseMessagesRequest(json, 'count_tokens', limits);
+    const request = parseMessagesRequest(json, 'count_tokens', limits).chat;
     context.log.model = request.model;
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, false);
     kit.sendJson(res, { input_tokens: estimatePromptTokens(request, model.tokenizer) }, observer);
