@@ -16,6 +16,7 @@
  * | `[[fake:tag=ID]]`       | no effect on the reply; recorded as the request's `tag` (the fault suite's request ids) |
  * | `[[fake:tool_call=NAME]]` | reply with one call of the tool NAME (arguments `{"query": <the message>}`), id in the vendor's own form |
  * | `[[fake:tool_text=N]]`  | with `tool_call`: N words `w1 … wN` of text before the call ("Let me look that up."), streamed and not, both routes; billed as N more output tokens |
+ * | `[[fake:repeat_tool_id]]` | with `tool_call`, chat completions only: the call's id in every streamed arguments fragment, not just the first (as vLLM sends it) |
  *
  * Unknown or malformed directives are ignored, so a typo shows up as a normal reply.
  */
@@ -44,6 +45,8 @@ export interface Directives {
   toolCall?: string;
   /** With `toolCall`: words of text the reply writes before its tool call. */
   toolText?: number;
+  /** With `toolCall`, streamed chat completions: repeat the call's id in every arguments fragment. */
+  repeatToolId?: true;
 }
 
 const directivePattern = /\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]/g;
@@ -75,6 +78,7 @@ export function parseDirectives(text: string): Directives {
       case 'error_after': directives.errorAfter = nonNegativeInteger(value); break;
       case 'tag': if (value !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(value)) directives.tag = value; break;
       case 'tool_text': directives.toolText = nonNegativeInteger(value); break;
+      case 'repeat_tool_id': directives.repeatToolId = true; break;
       case 'tool_call': if (value !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(value)) directives.toolCall = value; break;
       default: break;
     }

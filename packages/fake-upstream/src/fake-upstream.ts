@@ -436,7 +436,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
           ...textWords.map((word, i) => frame(chunk({ content: i === 0 ? word : ` ${word}` }, null))),
           frame(chunk({ tool_calls: [{ index: 0, id: callId, type: 'function', function: { name, arguments: '' } }] }, null)),
         ],
-        word: (piece) => frame(chunk({ tool_calls: [{ index: 0, function: { arguments: piece } }] }, null)),
+        word: (piece) => frame(chunk({ tool_calls: [{ index: 0, ...(directives.repeatToolId === true ? { id: callId } : {}), function: { arguments: piece } }] }, null)),
         error: frame(vendorError(500, 'Vendor stream interrupted on node vendor-east-7', 'vendor_stream') as object),
         tail: [
           frame(chunk({}, 'tool_calls')),

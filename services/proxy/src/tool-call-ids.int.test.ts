@@ -5,6 +5,7 @@
  * id is a 400 naming its parameter before any money moves; and every answer is billed exactly.
  */
 import { randomBytes } from 'node:crypto';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leakMarkers } from '@gateway/fake-upstream';
 import { createToolCallIdCodec } from './domain/tool-call-id-codec.ts';
@@ -166,6 +167,42 @@ describe('with the admin\'s key', () => {
       });
     }
   }
+
+  it('a stream whose upstream repeats the id in every fragment (as vLLM does) shows one gateway id for the call, which the official client assembles whole', async () => {
+    const before = world.ledger.account('acme')!;
+    const repeating = `${question} [[fake:repeat_tool_id]]`;
+    const body: OpenAI.ChatCompletionCreateParamsStreaming = {
+      model: 'chat', messages: [{ role: 'user', content: repeating }], tools: tools as OpenAI.ChatCompletionTool[], max_tokens: 40, stream: true, stream_options: { include_usage: true },
+    };
+    const raw = await post(first, acme.apiKey, { ...body });
+    expect(raw.status).toBe(200);
+    const ids: string[] = raw.json.flatMap((chunk: any) => chunk.choices.flatMap((choice: any) => (choice.delta.tool_calls ?? []).map((fragment: any) => fragment.id)));
+    // The opening fragment and each of the 5 arguments pieces carry the id, all the same one.
+    expect(ids).toHaveLength(6);
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toMatch(gatewayIdShape);
+    expect(adminCodec.reveal(ids[0]!)!.startsWith(leakMarkers.toolCallIdPrefix)).toBe(true);
+    expect(leaksIn(raw.bytes)).toEqual([]);
+
+    // The official client's stream helper merges the fragments into one whole, parseable call.
+    const client = new OpenAI({ apiKey: acme.apiKey, baseURL: second.baseUrl, maxRetries: 0 });
+    const completion = await client.chat.completions.stream(body).finalChatCompletion();
+    const calls = completion.choices[0]!.message.tool_calls!;
+    expect(calls).toHaveLength(1);
+    const call = calls[0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call.id).toMatch(gatewayIdShape);
+    expect(call.function).toEqual({ name: 'get_weather', arguments: '{"query":"Weather in Pune please"}' });
+    expect(JSON.parse(call.function.arguments)).toEqual({ query: 'Weather in Pune please' });
+
+    // Money: both streams settled at the priced usage they showed.
+    await Promise.all([first.idle(), second.idle()]);
+    const usages = [usageOf(raw), completion.usage!];
+    const settles = world.ledger.calls.settle.slice(-2);
+    expect(settles.map((settle) => [Number(settle.inputTokens), Number(settle.outputTokens), settle.costMicros]).sort())
+      .toEqual(usages.map((usage) => [usage.prompt_tokens, usage.completion_tokens, costOf(usage)]).sort());
+    const spent = costOf(usages[0]!) + costOf(usages[1]!);
+    expect(world.ledger.account('acme')).toMatchObject({ heldMicros: 0n, debitedMicros: before.debitedMicros + spent });
+  });
 
   it('refuses an altered id with a 400 naming the parameter, before any Reserve or upstream call', async () => {
     const asked = await post(first, acme.apiKey, { model: 'claude', messages: [{ role: 'user', content: question }], tools });
