@@ -5,9 +5,13 @@
  * ADMIN_ENCRYPTION_KEY and sends it to both proxies, so a tool call answered by one proxy is
  * continued through the other: the client only ever sees `call_` ids without a vendor's prefix,
  * the upstream gets its own id back, no byte carries a leak marker, and the balance drops by
- * exactly the priced usage of every request.
+ * exactly the priced usage of every request. LangChain's `ChatOpenAI` assembles a streamed call
+ * whose upstream repeats its id in every fragment (as vLLM does) into one whole call.
  */
 import { randomBytes } from 'node:crypto';
+import type { AIMessageChunk } from '@langchain/core/messages';
+import { concat } from '@langchain/core/utils/stream';
+import { ChatOpenAI } from '@langchain/openai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, fakePromptTokens, leakMarkers, startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
@@ -151,4 +155,28 @@ describe.skipIf(!serverUrl)('tool-call ids end to end', () => {
       for (const service of gateway.services) expect(service.output()).not.toContain('sent no tool-call id key');
     }, 60_000);
   }
+
+  it('LangChain\'s ChatOpenAI, streaming, assembles one whole call when the upstream repeats the id in every fragment (as vLLM does)', async () => {
+    const before = await available();
+    const repeating = `${question} [[fake:repeat_tool_id]]`;
+    const model = new ChatOpenAI({
+      model: gateway.modelSlug, apiKey: gateway.apiKey, configuration: { baseURL: gateway.proxyBases[0]! }, maxRetries: 0, maxTokens: 40, streaming: true,
+    }).bindTools(tools);
+    let merged: AIMessageChunk | undefined;
+    let fragmentIds = 0;
+    for await (const chunk of await model.stream(repeating)) {
+      fragmentIds += (chunk.tool_call_chunks ?? []).filter((fragment) => fragment.id !== undefined).length;
+      merged = merged === undefined ? chunk : concat(merged, chunk);
+    }
+    // Six fragments carried the id (the opening one and five arguments pieces); LangChain merges
+    // fragments only when index and id agree, so one call comes out only if every id is the same.
+    expect(fragmentIds).toBe(6);
+    expect(merged!.invalid_tool_calls ?? []).toEqual([]);
+    expect(merged!.tool_calls).toEqual([
+      { type: 'tool_call', id: expect.stringMatching(/^call_[A-Za-z0-9_-]{212}$/), name: 'get_weather', args: { query: 'Weather in Pune please' } },
+    ]);
+    const { promptTokens } = lastUpstreamCall(gateway.upstream);
+    expect(merged!.usage_metadata).toMatchObject({ input_tokens: promptTokens, output_tokens: 5 });
+    expect(before - await available()).toBe(e2eCostMicros(promptTokens, 5));
+  }, 60_000);
 });
