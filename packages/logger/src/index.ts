@@ -12,6 +12,8 @@ export const redactedPaths = [
   'req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]',
   'apiKey', '*.apiKey', 'api_key', '*.api_key', 'secret', '*.secret', 'token', '*.token',
   'password', '*.password', 'credential', '*.credential', 'upstream.apiKey', '*.upstream.apiKey',
+  // The key that seals tool-call ids (a config snapshot's, or a ConfigUpdate's in proto's spelling).
+  'toolCallIdKey', '*.toolCallIdKey', '*.*.toolCallIdKey', 'tool_call_id_key', '*.tool_call_id_key', '*.*.tool_call_id_key',
 ];
 
 /** Creates the JSON logger of one service, with secrets redacted and the service name on every line. */

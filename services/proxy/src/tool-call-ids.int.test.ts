@@ -277,6 +277,9 @@ describe('with the admin\'s key', () => {
   it('never writes the key to a log', () => {
     const logs = [...first.logs, ...second.logs].join('');
     for (const encoding of ['hex', 'base64', 'base64url'] as const) expect(logs).not.toContain(toolCallIdKey.toString(encoding));
+    // How pino prints the key's bytes: a Buffer as {"type":"Buffer","data":[…]}, a Uint8Array as {"0":…,"1":…}.
+    expect(logs).not.toContain(toolCallIdKey.join(','));
+    expect(logs).not.toContain(JSON.stringify(new Uint8Array(toolCallIdKey)).slice(1, -1));
     expect(logs).not.toContain('sent no tool-call id key');
   });
 });
