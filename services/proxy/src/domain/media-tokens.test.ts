@@ -218,6 +218,39 @@ describe('audio duration', () => {
     lying.writeUInt32LE(4_000_000_000, 28);
     expect(audioSecondsOf(lying.toString('base64'), 'wav').most).toBeCloseTo(lying.length / 1000, 6);
   });
+
+  it('believes the byte rate of PCM and float WAVs only: any other format is bounded like an MP3', () => {
+    // Review finding: a WAV declaring MPEG at 6,000,000 B/s over 1 MB was reserved at 2 tokens.
+    const mpeg = wav(32);
+    mpeg.writeUInt16LE(0x0050, 20); // WAVE_FORMAT_MPEG
+    mpeg.writeUInt32LE(6_000_000, 28);
+    const mpegSeconds = audioSecondsOf(mpeg.toString('base64'), 'wav');
+    expect(mpegSeconds).toEqual(audioSecondsOf(mpeg.toString('base64'), 'mp3'));
+    expect(new MediaTokenCounter('gpt-4o-audio-preview').tokensOf({ type: 'input_audio', input_audio: { data: mpeg.toString('base64'), format: 'wav' } }))
+      .toBe(Math.ceil((mpeg.length / 1000) * 10));
+
+    const float = wav(2);
+    float.writeUInt16LE(3, 20); // WAVE_FORMAT_IEEE_FLOAT
+    expect(audioSecondsOf(float.toString('base64'), 'wav').most).toBeCloseTo(2, 2);
+  });
+
+  it('reads the real format of a WAVE_FORMAT_EXTENSIBLE header from its SubFormat', () => {
+    const extensible = (subFormat: number, byteRate: number): string => {
+      const plain = wav(2);
+      const fmt = Buffer.alloc(8 + 40);
+      fmt.write('fmt ', 0, 'latin1');
+      fmt.writeUInt32LE(40, 4);
+      plain.copy(fmt, 8, 20, 36); // format, channels, sample rate, byte rate, block align, bits
+      fmt.writeUInt16LE(0xfffe, 8);
+      fmt.writeUInt32LE(byteRate, 16);
+      fmt.writeUInt16LE(22, 24); // cbSize
+      fmt.writeUInt16LE(subFormat, 32); // the SubFormat GUID's first two bytes
+      return Buffer.concat([plain.subarray(0, 12), fmt, plain.subarray(36)]).toString('base64');
+    };
+    expect(audioSecondsOf(extensible(1, 32_000), 'wav').most).toBeCloseTo(2, 2);
+    const mpeg = extensible(0x0050, 6_000_000);
+    expect(audioSecondsOf(mpeg, 'wav')).toEqual(audioSecondsOf(mpeg, 'mp3'));
+  });
 });
 
 describe('MediaTokenCounter', () => {

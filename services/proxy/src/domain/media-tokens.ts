@@ -226,10 +226,18 @@ export function imageDimensionsOf(base64: string, start = 0): ImageDimensions | 
 /** The highest byte rate a WAV header may claim to be believed: 192 kHz, 8 channels, 32-bit samples. */
 const highestWavBytesPerSecond = 192_000 * 8 * 4;
 
+/** WAV format codes whose byte rate follows from the samples: PCM and IEEE float. */
+const uncompressedWavFormats: ReadonlySet<number> = new Set([1, 3]);
+
+/** WAVE_FORMAT_EXTENSIBLE: the real format code is the first two bytes of its SubFormat GUID, 24 bytes into the chunk. */
+const extensibleWavFormat = 0xfffe;
+
 /**
  * Bytes per second of a WAV's audio from its `fmt ` chunk, or undefined when there is none to
- * believe. For PCM the smaller of the header's byte rate and sample rate × block align (a header
- * claiming a faster rate would shorten the clip and the Reserve).
+ * believe. Only PCM and IEEE float (also inside WAVE_FORMAT_EXTENSIBLE) are believed, and then
+ * the smaller of the header's byte rate and sample rate × block align: for any other format
+ * (MPEG, ADPCM, …) the byte rate is the encoder's claim, which a client may set as high as it
+ * likes to shorten the clip and the Reserve (NO_OVERSPEND), so such a WAV is bounded like an MP3.
  */
 function wavBytesPerSecond(header: Buffer): number | undefined {
   if (header.length < 12 || header.toString('latin1', 0, 4) !== 'RIFF' || header.toString('latin1', 8, 12) !== 'WAVE') return undefined;
@@ -238,12 +246,16 @@ function wavBytesPerSecond(header: Buffer): number | undefined {
     const chunkBytes = header.readUInt32LE(offset + 4);
     if (header.toString('latin1', offset, offset + 4) === 'fmt ') {
       if (offset + 24 > header.length) return undefined;
-      const format = header.readUInt16LE(offset + 8);
+      let format = header.readUInt16LE(offset + 8);
+      if (format === extensibleWavFormat) {
+        if (chunkBytes < 40 || offset + 34 > header.length) return undefined;
+        format = header.readUInt16LE(offset + 32);
+      }
+      if (!uncompressedWavFormats.has(format)) return undefined;
       const sampleRate = header.readUInt32LE(offset + 12);
       const byteRate = header.readUInt32LE(offset + 16);
       const blockAlign = header.readUInt16LE(offset + 20);
-      const pcm = format === 1 || format === 3 || format === 0xfffe;
-      const rate = pcm ? Math.min(byteRate, sampleRate * blockAlign) : byteRate;
+      const rate = Math.min(byteRate, sampleRate * blockAlign);
       return rate > 0 && rate <= highestWavBytesPerSecond ? rate : undefined;
     }
     offset += 8 + chunkBytes + (chunkBytes % 2);
@@ -252,9 +264,9 @@ function wavBytesPerSecond(header: Buffer): number | undefined {
 }
 
 /**
- * How long an audio clip in base64 lasts, seconds, as a range: a WAV from its header (its whole
- * length at the header's byte rate: exact to the header's few bytes); an MP3 or an unreadable WAV
- * from its length between the lowest and highest MP3 bitrates.
+ * How long an audio clip in base64 lasts, seconds, as a range: a PCM or float WAV from its header
+ * (its whole length at the header's byte rate: exact to the header's few bytes); an MP3, a WAV of
+ * any other format, or an unreadable WAV from its length between the lowest and highest MP3 bitrates.
  */
 export function audioSecondsOf(base64: string, format: 'wav' | 'mp3'): Bounds {
   const bytes = base64DecodedBytes(base64);
