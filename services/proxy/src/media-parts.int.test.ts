@@ -235,18 +235,56 @@ describe('an Anthropic upstream', () => {
     expect(await lastSettle()).toMatchObject({ inputTokens: 180n, outputTokens: 4n, costMicros: cost(180, 4) });
   });
 
-  it('refuses audio with a 400 naming the part, and an image over 5 MB of base64 with a 413, before any money moves', async () => {
+  it('refuses audio with a 400 naming the part, before any money moves', async () => {
     const before = traffic();
     const audio = await rawPost({
       model: 'claude-vision', messages: [{ role: 'user', content: [{ type: 'text', text: 'hear' }, { type: 'input_audio', input_audio: { data: wav(1).toString('base64'), format: 'wav' } }] }],
     });
     expect(audio).toMatchObject({ status: 400, error: { code: 'invalid_request', param: 'messages[0].content[1]' } });
     expect(audio.error.message).toContain('does not accept audio');
-    const large = await rawPost({
-      model: 'claude-vision', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/jpeg;base64,${'A'.repeat(5 * 1024 * 1024 + 4)}` } }] }],
-    });
-    expect(large).toMatchObject({ status: 413, error: { code: 'request_too_large', param: 'messages[0].content[0]' } });
     expect(traffic()).toEqual(before);
+  });
+});
+
+describe('the same media limits for every provider kind (concealment)', () => {
+  /** The status and the exact bytes of a refusal's body. */
+  async function refusalBytes(body: unknown): Promise<{ status: number; text: string }> {
+    const response = await fetch(`${proxy.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acme.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, text: await response.text() };
+  }
+
+  it('refuses a 101st image and an image over 5 MiB of base64 byte for byte alike on an OpenAI-compatible and an Anthropic slug, moving no money', async () => {
+    // Review finding 4: only Anthropic-backed slugs refused these, so 101 image URLs told the vendor.
+    const before = traffic();
+    const oversized = `data:image/jpeg;base64,${'A'.repeat(5 * 1024 * 1024 + 4)}`;
+    const cases: Array<[unknown[], number, string]> = [
+      [[{ role: 'user', content: Array.from({ length: 101 }, () => ({ type: 'image_url', image_url: { url: catUrl } })) }], 400, 'messages[0].content[100]'],
+      [[{ role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: oversized } }] }], 413, 'messages[0].content[1]'],
+    ];
+    for (const [messages, status, param] of cases) {
+      const openAiKind = await refusalBytes({ model: 'vision', messages });
+      const anthropicKind = await refusalBytes({ model: 'claude-vision', messages });
+      expect(openAiKind.status, param).toBe(status);
+      expect(JSON.parse(openAiKind.text).error.param, param).toBe(param);
+      expect(anthropicKind).toEqual(openAiKind);
+    }
+    expect(traffic()).toEqual(before);
+  });
+
+  it('accepts 100 image URLs and an image of exactly 5 MiB of base64 on an Anthropic slug', async () => {
+    const content = [{ type: 'text' as const, text: 'count them [[fake:reply_words=1]]' }, ...Array.from({ length: 99 }, () => ({ type: 'image_url' as const, image_url: { url: catUrl } }))];
+    // A real PNG padded with zeros to 3.75 MiB: exactly 5 MiB of base64.
+    const square = png(1024, 1024);
+    const fiveMiB = `data:image/png;base64,${Buffer.concat([square, Buffer.alloc((5 * 1024 * 1024 * 3) / 4 - square.length)]).toString('base64')}`;
+    content.push({ type: 'image_url', image_url: { url: fiveMiB } });
+    const data = await client.chat.completions.create({ model: 'claude-vision', messages: [{ role: 'user', content }], max_tokens: 5 });
+    await proxy.idle();
+    expect(data.choices[0]!.message.content).toBeTruthy();
+    expect(((world.upstream.requests.at(-1)!.body as { messages: Array<{ content: unknown[] }> }).messages[0]!.content).length).toBe(101);
   });
 });
 
@@ -269,7 +307,7 @@ describe('refusals before any money moves', () => {
       [[{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'file:///etc/passwd' } }] }], 400, 'invalid_request', 'messages[0].content[0]'],
       [[{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/svg+xml;base64,PHN2Zz4=' } }] }], 400, 'invalid_request', 'messages[0].content[0]'],
       [[{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,not base64!' } }] }], 400, 'invalid_request', 'messages[0].content[0]'],
-      [[{ role: 'user', content: Array.from({ length: 501 }, () => ({ type: 'image_url', image_url: { url: catUrl } })) }], 400, 'invalid_request', 'messages[0].content[500]'],
+      [[{ role: 'user', content: Array.from({ length: 101 }, () => ({ type: 'image_url', image_url: { url: catUrl } })) }], 400, 'invalid_request', 'messages[0].content[100]'],
       [[{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'A'.repeat(16 * 1024 * 1024), format: 'mp3' } }] }], 413, 'request_too_large', null],
     ];
     for (const [messages, status, code, param] of cases) {

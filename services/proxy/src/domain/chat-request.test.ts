@@ -149,13 +149,20 @@ describe('checkMediaParts', () => {
     expect(mediaRefusal(userWith(audio('UklGR')))).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[1]' });
   });
 
-  it('refuses a part over 20 MiB decoded with 413, and more than 500 parts with 400', () => {
+  it('refuses an image over 5 MiB of base64 and audio over 20 MiB decoded with 413, and more than 100 parts with 400', () => {
+    const fiveMiB = 5 * 1024 * 1024;
+    expect(mediaRefusal(userWith(image(`data:image/jpeg;base64,${'A'.repeat(fiveMiB + 4)}`)))).toMatchObject({
+      code: 'request_too_large', param: 'messages[0].content[1]',
+      message: `The image in messages[0].content[1] is ${fiveMiB + 4} base64 characters; at most ${fiveMiB} are accepted per image.`,
+    });
+    expect(checkMediaParts(userWith(image(`data:image/jpeg;base64,${'A'.repeat(fiveMiB)}`)), seeing)).toBe(1);
     const large = 'A'.repeat(Math.ceil((20 * 1024 * 1024) / 3) * 4); // 20 MiB + 1 byte
     expect(mediaRefusal(userWith(audio(large)))).toMatchObject({ code: 'request_too_large', param: 'messages[0].content[1]' });
-    expect(mediaRefusal(userWith(image(`data:image/jpeg;base64,${large}`)))).toMatchObject({ code: 'request_too_large', param: 'messages[0].content[1]' });
     expect(checkMediaParts(userWith(audio('A'.repeat(Math.floor((20 * 1024 * 1024) / 3) * 4))), seeing)).toBe(1); // 2 bytes under
-    const many = userWith(...Array.from({ length: 501 }, () => image('https://images.example/cat.png')));
-    expect(mediaRefusal(many)).toMatchObject({ code: 'invalid_request', param: 'messages[0].content[501]' });
+    const many = Array.from({ length: 101 }, () => image('https://images.example/cat.png'));
+    expect(checkMediaParts({ messages: [{ role: 'user', content: many.slice(0, 100) }] }, seeing)).toBe(100);
+    expect(mediaRefusal({ messages: [{ role: 'user', content: many.slice(0, 60) }, { role: 'user', content: many.slice(60) }] }))
+      .toMatchObject({ code: 'invalid_request', param: 'messages[1].content[40]', message: 'A request may carry at most 100 image and audio parts.' });
   });
 
   it('does not count base64 data against the characters of text a message may carry', () => {

@@ -233,17 +233,28 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
   };
 }
 
-/**
- * Most image and audio parts one request may carry, together: OpenAI's documented limit of 500
- * images per request (an adapter may refuse fewer: Anthropic takes 100).
- */
-const maxMediaPartsPerRequest = 500;
+// One set of media limits for every model, whatever its provider kind: a limit only one provider
+// has would tell a client which vendor is behind a slug (101 image URLs, refused for nothing, were
+// enough), so each limit is the strictest any supported provider sets.
 
 /**
- * Most decoded bytes of one image or audio part, 20 MiB: OpenAI's documented per-image limit, the
- * largest any supported provider takes. PROXY_MAX_BODY_BYTES bounds the whole body first.
+ * Most image and audio parts one request may carry, together: Anthropic's 100 images per request
+ * (for its 200k-context models), the strictest; OpenAI takes 500.
  */
-const maxMediaPartBytes = 20 * 1024 * 1024;
+const maxMediaPartsPerRequest = 100;
+
+/**
+ * Most base64 characters of one image data URL's payload, 5 MiB: Anthropic's 5 MB per image,
+ * which it enforces on the base64 text rather than the decoded bytes (about 3.75 MiB of image);
+ * OpenAI takes 20 MiB (decoded).
+ */
+const maxImageBase64Chars = 5 * 1024 * 1024;
+
+/**
+ * Most decoded bytes of one audio part, 20 MiB: OpenAI's per-file limit (Anthropic takes no
+ * audio). PROXY_MAX_BODY_BYTES bounds the whole body first.
+ */
+const maxAudioPartBytes = 20 * 1024 * 1024;
 
 /** The media types of an image data URL, as OpenAI and Anthropic both accept them. */
 type ImageMediaType = 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp';
@@ -285,19 +296,19 @@ export function base64DecodedBytes(text: string, start = 0): number {
   return (length / 4) * 3 - padding;
 }
 
-function tooLarge(param: string, what: string, bytes: number): GatewayError {
-  return new GatewayError('request_too_large', {
-    param, publicMessage: `The ${what} in ${param} is ${bytes} bytes; at most ${maxMediaPartBytes} bytes (decoded) are accepted per part.`,
-  });
+function tooLarge(param: string, publicMessage: string): GatewayError {
+  return new GatewayError('request_too_large', { param, publicMessage });
 }
 
 /** Checks an image part's URL: an image data URL of canonical base64 within the size limit, or an http(s) URL. */
 function checkImageUrl(url: string, param: string): void {
   const dataUrl = imageDataUrlOf(url);
   if (dataUrl !== undefined) {
+    const chars = url.length - dataUrl.base64Start;
+    if (chars > maxImageBase64Chars) {
+      throw tooLarge(param, `The image in ${param} is ${chars} base64 characters; at most ${maxImageBase64Chars} are accepted per image.`);
+    }
     if (!isBase64(url, dataUrl.base64Start)) throw invalid(param, `The image data URL in ${param} must carry canonical base64 data.`);
-    const bytes = base64DecodedBytes(url, dataUrl.base64Start);
-    if (bytes > maxMediaPartBytes) throw tooLarge(param, 'image', bytes);
     return;
   }
   if (url.startsWith('data:')) {
@@ -313,8 +324,10 @@ function checkImageUrl(url: string, param: string): void {
  * (no money moves for a refused request), on every surface (the Responses and Messages surfaces
  * translate into these parts): they ride only in user messages (OpenAI's rule); the model must
  * accept the modality (the gateway model's `input_modalities`); an image is an http(s) URL or an
- * image data URL of base64, audio is base64; each part decodes to at most 20 MiB (413) and a
- * request carries at most 500 of them. Each refusal names the part (`messages[i].content[j]`).
+ * image data URL of base64, audio is base64; an image carries at most 5 MiB of base64 and an audio
+ * part decodes to at most 20 MiB (413), and a request carries at most 100 of them. The limits and
+ * their wording are the same for every model, so no refusal tells which vendor serves a slug.
+ * Each refusal names the part (`messages[i].content[j]`).
  * Returns how many media parts the request carries (0: text only, nothing else to count).
  */
 export function checkMediaParts(request: Pick<ChatRequest, 'messages'>, model: Pick<GatewayModelEntry, 'slug' | 'mediaModalities'>): number {
@@ -337,7 +350,9 @@ export function checkMediaParts(request: Pick<ChatRequest, 'messages'>, model: P
       else {
         if (!isBase64(part.input_audio.data, 0)) throw invalid(param, `The audio data in ${param} must be canonical base64.`);
         const bytes = base64DecodedBytes(part.input_audio.data);
-        if (bytes > maxMediaPartBytes) throw tooLarge(param, 'audio', bytes);
+        if (bytes > maxAudioPartBytes) {
+          throw tooLarge(param, `The audio in ${param} is ${bytes} bytes; at most ${maxAudioPartBytes} bytes (decoded) are accepted per part.`);
+        }
       }
     }
   }

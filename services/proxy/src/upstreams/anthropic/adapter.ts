@@ -35,32 +35,14 @@ function textOf(content: ChatMessage['content']): string {
 }
 
 /**
- * Most images one Messages request may carry: Anthropic documents 100 for models with a
- * 200k-token context (600 for larger ones); the stricter figure, as the adapter does not know
- * the upstream's context.
- */
-const maxImagesPerRequest = 100;
-
-/** Most base64 characters of one image: Anthropic's 5 MB per image is enforced on the base64 text, not the decoded bytes. */
-const maxImageBase64Chars = 5 * 1024 * 1024;
-
-/** Counts the images of one request as its user messages are translated. */
-interface ImageCount {
-  images: number;
-}
-
-/**
  * An image part as an Anthropic image block: a data URL as a base64 source (its media type and
- * payload), any other URL (http(s), checked by checkMediaParts) as a url source.
+ * payload), any other URL (http(s), checked by checkMediaParts) as a url source. Anthropic's
+ * limits (100 images, 5 MB of base64 each) are checked by checkMediaParts for every model alike,
+ * so that no refusal tells a client that Anthropic serves the slug.
  */
-function imageBlock(url: string, param: string, count: ImageCount): ContentBlock {
-  count.images += 1;
-  if (count.images > maxImagesPerRequest) throw refuse(param, `This model takes at most ${maxImagesPerRequest} images per request.`);
+function imageBlock(url: string): ContentBlock {
   const dataUrl = imageDataUrlOf(url);
   if (dataUrl === undefined) return { type: 'image', source: { type: 'url', url } };
-  if (url.length - dataUrl.base64Start > maxImageBase64Chars) {
-    throw new GatewayError('request_too_large', { param, publicMessage: `This model takes images of at most ${maxImageBase64Chars} base64 characters (${param}).` });
-  }
   return { type: 'image', source: { type: 'base64', media_type: dataUrl.mediaType, data: url.slice(dataUrl.base64Start) } };
 }
 
@@ -69,7 +51,7 @@ function imageBlock(url: string, param: string, count: ImageCount): ContentBlock
  * images as image blocks between them. Anthropic's API takes no audio: an audio part is a 400
  * naming it (this runs in buildRequest, before the Reserve).
  */
-function userBlocks(content: ChatMessage['content'], index: number, count: ImageCount): ContentBlock[] {
+function userBlocks(content: ChatMessage['content'], index: number): ContentBlock[] {
   if (!Array.isArray(content)) return [{ type: 'text', text: textOf(content) }];
   const blocks: ContentBlock[] = [];
   let text = '';
@@ -83,7 +65,7 @@ function userBlocks(content: ChatMessage['content'], index: number, count: Image
     // Anthropic refuses empty text blocks: text between images is kept only when there is some.
     if (text !== '') blocks.push({ type: 'text', text });
     text = '';
-    blocks.push(imageBlock(part.image_url.url, param, count));
+    blocks.push(imageBlock(part.image_url.url));
   });
   if (text !== '' || blocks.length === 0) blocks.push({ type: 'text', text });
   return blocks;
@@ -93,7 +75,6 @@ function userBlocks(content: ChatMessage['content'], index: number, count: Image
 function translateMessages(messages: readonly ChatMessage[]): { system: string | undefined; messages: AnthropicMessage[] } {
   const systemTexts: string[] = [];
   const translated: AnthropicMessage[] = [];
-  const count: ImageCount = { images: 0 };
   const append = (role: AnthropicMessage['role'], blocks: ContentBlock[]) => {
     const last = translated.at(-1);
     // Anthropic wants user and assistant turns to alternate: consecutive turns of one role merge.
@@ -107,7 +88,7 @@ function translateMessages(messages: readonly ChatMessage[]): { system: string |
         systemTexts.push(textOf(message.content));
         break;
       case 'user':
-        append('user', userBlocks(message.content, index, count));
+        append('user', userBlocks(message.content, index));
         break;
       case 'tool':
         append('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id!, content: textOf(message.content) }]);
