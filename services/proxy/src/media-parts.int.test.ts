@@ -246,6 +246,42 @@ describe('an Anthropic upstream', () => {
   });
 });
 
+describe('count_tokens on the Messages surface', () => {
+  async function messagesPost(path: string, body: unknown): Promise<{ status: number; json: Record<string, any> }> {
+    const response = await fetch(`${proxy.baseUrl.replace(/\/v1$/, '')}${path}`, {
+      method: 'POST', headers: { 'x-api-key': acme.apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    return { status: response.status, json: await response.json() as Record<string, any> };
+  }
+  const text = 'Describe it. [[fake:reply_words=2]]';
+  const withImage = (model: string) => ({
+    model, messages: [{ role: 'user', content: [{ type: 'text', text }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: megapixelBase64 } }] }],
+  });
+
+  it('counts an image as the Reserve does, at its family\'s formula, not the largest bound of every family', async () => {
+    // Review finding 3: count_tokens passed no counter, so an image counted at the largest bound of any family.
+    const counted = await messagesPost('/v1/messages/count_tokens', withImage('claude-vision'));
+    // 1000×1000 on claude-sonnet-4-5: 1334 tokens (Anthropic's example).
+    expect(counted).toEqual({ status: 200, json: { input_tokens: textEstimate(text, encodeCl100k) + 1334 } });
+    const created = await messagesPost('/v1/messages', { ...withImage('claude-vision'), max_tokens: 16 });
+    expect(created.status).toBe(200);
+    await proxy.idle();
+    expect(world.ledger.calls.reserve.at(-1)!.amountMicros).toBe(cost(counted.json.input_tokens as number, 16));
+  });
+
+  it('refuses an image for a text-only model with the 400 of the Messages route, naming the Messages field', async () => {
+    const before = traffic();
+    const counted = await messagesPost('/v1/messages/count_tokens', withImage('plain'));
+    expect(counted).toEqual({
+      status: 400,
+      json: { type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/^The model 'plain' does not accept images \(messages\.0\.content\.1\)/) } },
+    });
+    const created = await messagesPost('/v1/messages', { ...withImage('plain'), max_tokens: 16 });
+    expect(created).toEqual(counted);
+    expect(traffic()).toEqual(before);
+  });
+});
+
 describe('the same media limits for every provider kind (concealment)', () => {
   /** The status and the exact bytes of a refusal's body. */
   async function refusalBytes(body: unknown): Promise<{ status: number; text: string }> {

@@ -1,8 +1,10 @@
 import type { Express, Request, Response } from 'express';
 import { GatewayError } from '@gateway/errors';
+import { checkMediaParts } from '../../domain/chat-request.ts';
 import { messageIdOf, buildMessagesBody } from '../../domain/messages/messages-response.ts';
 import { parseMessagesRequest } from '../../domain/messages/messages-request.ts';
 import { createMessagesStreamRenderer } from '../../domain/messages/messages-stream-renderer.ts';
+import { MediaTokenCounter } from '../../domain/media-tokens.ts';
 import { estimatePromptTokens } from '../../domain/token-estimate.ts';
 import { completeChat } from '../../inference/complete-chat.ts';
 import { streamChat } from '../../inference/stream-chat.ts';
@@ -39,7 +41,8 @@ async function admitMessagesCall(kit: InferenceRouteKit, req: Request, res: Resp
  * the 2023-06-01 shape every version shares.
  *
  * `POST /v1/messages/count_tokens`: the gateway's estimate of the translated request's prompt
- * (what a Reserve is sized on), after the same key, RPM and model checks; no Reserve, no upstream.
+ * (what a Reserve is sized on, images at the most the model's family bills), after the same key,
+ * RPM, model and media checks; no Reserve, no upstream.
  */
 export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
   const limits = { maxMessageChars: kit.services.maxMessageChars };
@@ -74,9 +77,19 @@ export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
 
   app.post('/v1/messages/count_tokens', kit.inference('/v1/messages/count_tokens', async (req, res, context, observer) => {
     const { snapshot, caller, json } = await admitMessagesCall(kit, req, res, context);
-    const request = parseMessagesRequest(json, 'count_tokens', limits).chat;
+    const parsed = parseMessagesRequest(json, 'count_tokens', limits);
+    const request = parsed.chat;
     context.log.model = request.model;
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, false);
-    kit.sendJson(res, { input_tokens: estimatePromptTokens(request, model.tokenizer) }, observer);
+    // The same media checks and counter as planChat, so the count is what the Reserve would count
+    // (the most the model's family can bill for each image), and an image for a text-only model is
+    // the same 400, naming the Messages field.
+    let media: MediaTokenCounter | undefined;
+    try {
+      media = checkMediaParts(request, model) === 0 ? undefined : new MediaTokenCounter(model.upstream.model);
+    } catch (error) {
+      throw parsed.translateError(error);
+    }
+    kit.sendJson(res, { input_tokens: estimatePromptTokens(request, model.tokenizer, media) }, observer);
   }, 'anthropic'));
 }
