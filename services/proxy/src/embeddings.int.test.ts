@@ -15,7 +15,7 @@ import {
 
 /** An embedding model is priced by its input tokens only. */
 const embeddingPrices = { outputPriceMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n };
-const acme = tenant('acme', { allowedGatewayModelSlugs: ['embed', 'chat', 'embed-anthropic', 'embed-small'] });
+const acme = tenant('acme', { allowedGatewayModelSlugs: ['embed', 'chat', 'embed-anthropic', 'embed-small', 'embed-openai'] });
 const poor = tenant('poor', { allowedGatewayModelSlugs: ['embed'] });
 const creditMicros = 10_000_000n;
 
@@ -27,6 +27,11 @@ beforeAll(async () => {
   world = await startProxyWorld((baseUrl) => stateOf([acme, poor], [
     gatewayModel('embed', baseUrl, { kind: 'embedding', maxContextTokens: 8192, ...embeddingPrices }),
     gatewayModel('embed-small', baseUrl, { kind: 'embedding', maxContextTokens: 16, ...embeddingPrices }),
+    // An OpenAI upstream is asked for base64 (the fake answers it as OpenAI does).
+    gatewayModel('embed-openai', baseUrl, {
+      kind: 'embedding', maxContextTokens: 8192, ...embeddingPrices,
+      upstream: { providerKind: 'openai', baseUrl, model: 'embed-openai-upstream-name', apiKey: 'sk-upstream-credential-123' },
+    }),
     gatewayModel('chat', baseUrl),
     // The admin refuses this one (an Anthropic upstream has no embeddings API); a proxy must refuse it too.
     gatewayModel('embed-anthropic', baseUrl, {
@@ -187,6 +192,55 @@ describe('embeddings: formats', () => {
     expect(decodeFloat32(body.data[0]!.embedding as string)).toEqual(vector.map((value) => Math.fround(value)));
     // Whatever the client asked for, the upstream was asked for floats.
     expect(world.upstream.requests.at(-1)!.body).toEqual({ model: 'embed-upstream-name', input });
+  });
+});
+
+describe('embeddings: an upstream asked for base64, and batches sized to the read limit', () => {
+  it('asks an OpenAI upstream for base64 and answers a float client and a base64 client the same float32 vector', async () => {
+    const input = ['one text, two providers'];
+    const viaFloats = await client.embeddings.create({ model: 'embed', input, encoding_format: 'float' });
+    const expected = viaFloats.data[0]!.embedding.map((value) => Math.fround(value));
+
+    const floats = await client.embeddings.create({ model: 'embed-openai', input, encoding_format: 'float' });
+    expect(world.upstream.requests.at(-1)!.body).toEqual({ model: 'embed-openai-upstream-name', input, encoding_format: 'base64' });
+    expect(floats.data[0]!.embedding).toEqual(expected);
+
+    const response = await rawPost('/embeddings', { model: 'embed-openai', input, encoding_format: 'base64' });
+    const body = await response.json() as { data: Array<{ embedding: string }> };
+    expect(decodeFloat32(body.data[0]!.embedding)).toEqual(expected);
+  });
+
+  it.each<[string, string, number, number]>([
+    // (16 MiB − 16 KiB) / (vector + 256 B): base64 of 3072 float32 is 16,384 B; floats are bounded at 25 B a component.
+    ['base64 (OpenAI)', 'embed-openai', 3072, 1007],
+    ['floats (any compatible server)', 'embed', 3072, 217],
+  ])('refuses a batch whose answer in %s cannot fit the read limit, naming input and the most, before any Reserve', async (_name, model, dimensions, most) => {
+    await proxy.idle();
+    const before = traffic();
+    const response = await rawPost('/embeddings', { model, input: Array.from({ length: most + 1 }, () => 'x'), dimensions });
+    const answer = await response.json() as { error: { code: string; param: string; message: string } };
+    expect(response.status).toBe(400);
+    expect(answer.error).toMatchObject({ code: 'invalid_request', param: 'input' });
+    expect(answer.error.message).toContain(`at most ${most} inputs`);
+    expect(traffic()).toEqual(before);
+  });
+
+  it('serves the largest batch allowed at 3072 dimensions through the read limit, and settles the upstream usage', async () => {
+    await proxy.idle();
+    const before = world.ledger.account('acme')!;
+    const input = Array.from({ length: 1007 }, (_, index) => `text ${index}`);
+    const response = await rawPost('/embeddings', { model: 'embed-openai', input, dimensions: 3072, encoding_format: 'base64' });
+    expect(response.status).toBe(200);
+    const body = await response.json() as { data: Array<{ index: number; embedding: string }> };
+    await proxy.idle();
+    expect(body.data).toHaveLength(1007);
+    expect(body.data.every((item, index) => item.index === index && Buffer.from(item.embedding, 'base64').length === 3072 * 4)).toBe(true);
+    const reported = upstreamTokens(input);
+    const costMicros = expectedCostMicros(reported, testPrices.inputPriceMicrosPerMtok);
+    expect(world.ledger.calls.settle.at(-1)).toMatchObject({
+      inputTokens: BigInt(reported), costMicros, usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM,
+    });
+    expect(world.ledger.account('acme')!.debitedMicros).toBe(before.debitedMicros + costMicros);
   });
 });
 

@@ -48,7 +48,7 @@ const model = {
 } as unknown as GatewayModelEntry;
 
 /** Runs embed against a ledger that holds everything and an upstream that answers `outcome`. */
-async function run(inputTokens: number, outcome: UpstreamOutcome): Promise<{ ledger: RecordingLedger; completed?: CompletedEmbeddings; error?: GatewayError }> {
+async function run(inputTokens: number, outcome: UpstreamOutcome, dimensions?: number): Promise<{ ledger: RecordingLedger; completed?: CompletedEmbeddings; error?: GatewayError }> {
   const ledger = new RecordingLedger();
   const background: Promise<unknown>[] = [];
   const upstream: UpstreamPort = {
@@ -60,7 +60,7 @@ async function run(inputTokens: number, outcome: UpstreamOutcome): Promise<{ led
     observer: new ProxyTelemetry(createServiceMetrics('proxy')).startRequest('/v1/embeddings', 'POST', 'req-1', performance.now()),
     caller: { organisation: { id: 'org', billingMode: 'commercial' }, project: { id: 'org-project' } },
     model, embeddings: openAiCompatibleAdapter.embeddings!,
-    request: { model: 'embed', input: ['a', 'b'], dimensions: undefined, encodingFormat: 'float', user: undefined },
+    request: { model: 'embed', input: ['a', 'b'], dimensions, encodingFormat: 'float', user: undefined },
     inputTokens,
   } as unknown as EmbedInput;
   let completed: CompletedEmbeddings | undefined;
@@ -113,6 +113,12 @@ describe('embed', () => {
     expect(ledger.settles).toMatchObject([{ usage: { promptTokens: 9, completionTokens: 0 }, costMicros: 23n, providerCostMicros: 10n, usageSource: 'upstream' }]);
   });
 
+  it('answers vectors of the dimensions asked, decoded from base64', async () => {
+    const base64 = Buffer.from(new Float32Array([0.5, -1.5, 2]).buffer).toString('base64');
+    const { completed } = await run(10, { kind: 'response', statusCode: 200, json: { data: [{ embedding: base64 }, { embedding: base64 }] } }, 3);
+    expect(completed!.vectors).toEqual([[0.5, -1.5, 2], [0.5, -1.5, 2]]);
+  });
+
   it('reserves at least 1 µ₹', async () => {
     const { ledger } = await run(0, { kind: 'response', statusCode: 200, json: { data: [{ embedding: [1] }, { embedding: [2] }] } });
     expect(ledger.reserves[0]!.amountMicros).toBe(1n);
@@ -124,8 +130,11 @@ describe('embed', () => {
     ['an index twice', { data: [{ index: 0, embedding: [1] }, { index: 0, embedding: [1] }] }],
     ['an index past the inputs', { data: [{ index: 0, embedding: [1] }, { index: 2, embedding: [1] }] }],
     ['a malformed answer', { data: 'vectors' }],
-  ])('answers 502 and settles zero usage for %s (it reached the upstream: NOTHING_FREE)', async (_name, json) => {
-    const { ledger, completed, error } = await run(10, { kind: 'response', statusCode: 200, json });
+    ['vectors of different lengths', { data: [{ index: 0, embedding: [1, 2] }, { index: 1, embedding: [1] }] }],
+    ['vectors not of the dimensions asked', { data: [{ index: 0, embedding: [1, 2] }, { index: 1, embedding: [3, 4] }] }, 3],
+    ['base64 vectors not of the dimensions asked', { data: [{ embedding: Buffer.alloc(8).toString('base64') }, { embedding: Buffer.alloc(8).toString('base64') }] }, 3],
+  ])('answers 502 and settles zero usage for %s (it reached the upstream: NOTHING_FREE)', async (_name, json, dimensions?: number) => {
+    const { ledger, completed, error } = await run(10, { kind: 'response', statusCode: 200, json }, dimensions);
     expect(completed).toBeUndefined();
     expect(toHttpError(error).status).toBe(502);
     expect(error!.code).toBe('upstream_error');

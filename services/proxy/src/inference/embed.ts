@@ -59,12 +59,17 @@ export function billedEmbeddingsUsage(upstreamTokens: number | undefined, plan: 
   return { usage: counted, source: 'gateway_estimate', overrun: { producedUsage: reported, overrunOutputTokens: 0 } };
 }
 
-/** The vectors of an answer in input order, or undefined unless it has exactly one per input. */
-function vectorsInInputOrder(answer: NormalizedEmbeddings, inputCount: number): number[][] | undefined {
+/**
+ * The vectors of an answer in input order, or undefined unless it has exactly one per input, all
+ * of one length, and that length is `dimensions` when the client asked for a size (a base64
+ * vector decodes to whatever whole floats it holds, so its length is checked here).
+ */
+function vectorsInInputOrder(answer: NormalizedEmbeddings, inputCount: number, dimensions: number | undefined): number[][] | undefined {
   if (answer.data.length !== inputCount) return undefined;
+  const length = dimensions ?? answer.data[0]?.embedding.length;
   const vectors = new Array<number[] | undefined>(inputCount);
   for (const { index, embedding } of answer.data) {
-    if (index >= inputCount || vectors[index] !== undefined) return undefined;
+    if (index >= inputCount || vectors[index] !== undefined || embedding.length !== length) return undefined;
     vectors[index] = embedding;
   }
   return vectors as number[][];
@@ -73,7 +78,7 @@ function vectorsInInputOrder(answer: NormalizedEmbeddings, inputCount: number): 
 /**
  * Runs one embeddings call with its money, as completeChat runs a completion: Reserve =
  * ceil(input tokens × input price / 1e6), at least 1 µ₹ (NO_OVERSPEND: held before the upstream
- * call); the upstream call; then exactly one of Settle (the request may have reached the
+ * call, after the adapter's buildRequest, which may refuse the batch); the upstream call; then exactly one of Settle (the request may have reached the
  * upstream; NOTHING_FREE) or Release (it certainly did not), as settleFailedCall decides for a
  * failure. A usable answer (one vector per input) is handed to `respond` first and settled right
  * after with the upstream's input tokens, or the gateway's count when it reports none
@@ -113,7 +118,7 @@ export async function embed(deps: CompleteChatDeps, input: EmbedInput, respond: 
   let vectors: number[][] | undefined;
   try {
     answer = input.embeddings.parseResponse(outcome.json);
-    vectors = vectorsInInputOrder(answer, inputItems(input.request.input).length);
+    vectors = vectorsInInputOrder(answer, inputItems(input.request.input).length, input.request.dimensions);
   } catch {
     vectors = undefined;
   }

@@ -49,6 +49,9 @@ export interface UpstreamStream {
 /** What became of opening a streamed call: the stream, or the outcome of a call that produced none. */
 export type UpstreamStreamOutcome = { kind: 'stream'; stream: UpstreamStream } | Exclude<UpstreamOutcome, { kind: 'response' }>;
 
+/** Largest non-streamed answer body read by default, bytes: what embeddings size their batches against (embeddings.ts). */
+export const upstreamResponseMaxBytes = 16 * 1024 * 1024;
+
 /** Timeouts and limits of the upstream transport. */
 export interface UpstreamTransportOptions {
   connectTimeoutMs: number;
@@ -471,7 +474,7 @@ export class UpstreamTransport {
     this.#checkedAgent = agentFor(false);
     this.#privateAgent = agentFor(true);
     this.#totalTimeoutMs = options.totalTimeoutMs;
-    this.#maxResponseBytes = options.maxResponseBytes ?? 16 * 1024 * 1024;
+    this.#maxResponseBytes = options.maxResponseBytes ?? upstreamResponseMaxBytes;
   }
 
   /** The agent an endpoint's calls go through: checked unless the admin allowed it private. */

@@ -35,9 +35,9 @@ function embeddingsBody(completed: CompletedEmbeddings, modelSlug: string, encod
 /**
  * `POST /v1/embeddings`: OpenAI's embeddings for gateway models of kind `embedding`, through the
  * same key check, RPM pool, Reserve, Settle and concealment as chat (docs/surfaces/embeddings.md).
- * Every limit is checked before the Reserve, so a refused request moves no money. The upstream
- * is always asked for floats; base64 (what the official clients ask for by default) is encoded
- * here.
+ * Every limit is checked before the Reserve, so a refused request moves no money. Whatever the
+ * upstream was asked for (base64 where its provider documents it, else floats), its vectors
+ * arrive here as numbers, and the encoding the client asked for is made here.
  */
 export function mountEmbeddingsRoute(app: Express, kit: InferenceRouteKit): void {
   app.post('/v1/embeddings', kit.inference('/v1/embeddings', async (req, res, context, observer) => {
