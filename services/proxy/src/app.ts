@@ -149,6 +149,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     toolCallIds: (snapshot) => toolCallIdCodecOf(snapshot.toolCallIdKey),
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
+    maxInflightBodyBytes: config.PROXY_MAX_INFLIGHT_BODY_BYTES,
     maxMessageChars: config.PROXY_MAX_MESSAGE_CHARS,
     reserveTtlMs: config.RESERVE_TTL_MS,
     checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,

@@ -38,11 +38,19 @@ export const proxyConfigSchema = z.object({
   /**
    * Largest request body, bytes after decoding its Content-Encoding (413 above). 16 MiB holds a
    * few base64 photos (a data URL is 4/3 of its image) under Anthropic's 32 MB and OpenAI's 50 MB
-   * request limits; a request of that size holds about four copies of it at its peak (the bytes
-   * read, the parsed text, the upstream body and its bytes), ~64 MB, so a proxy at its 768 MiB
-   * limit takes several at once. At most 256 MiB.
+   * request limits. How many are read at once is PROXY_MAX_INFLIGHT_BODY_BYTES'. At most 256 MiB.
    */
   PROXY_MAX_BODY_BYTES: z.coerce.number().int().positive().max(256 * 1024 * 1024).default(16 * 1024 * 1024),
+  /**
+   * Most request-body bytes being read at once by the process, bytes (503 with retry-after: 1 for
+   * a body that does not fit, before a byte of it is read): an identity body counts its
+   * Content-Length, a compressed or chunked one PROXY_MAX_BODY_BYTES (its decoded size is unknown).
+   * Reading costs about its size in heap (12 unfinished 16 MiB bodies: +170 MB), so 64 MiB (four
+   * bodies of the largest size) keeps reading under ~60 MB of the manifest's 512 MB old space, and
+   * even four such bodies at their parsed peak (about four copies each) under half of it. At least
+   * PROXY_MAX_BODY_BYTES, at most 4 GiB.
+   */
+  PROXY_MAX_INFLIGHT_BODY_BYTES: z.coerce.number().int().positive().max(4 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** Most characters of text (content parts, name, tool call arguments) one message may carry. */
   PROXY_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(524_288),
   /**
@@ -86,7 +94,15 @@ export const proxyConfigSchema = z.object({
   PROXY_RPM_LEASE_MAX: z.coerce.number().int().min(1).max(1_000).default(8),
   /** A leased RPM token not used within this long is spent unused, ms (the pool is never exceeded, only briefly under-used). */
   PROXY_RPM_LEASE_MS: z.coerce.number().int().min(10).max(10_000).default(1_000),
-}).superRefine(checkGrpcTlsEnv);
+}).superRefine(checkGrpcTlsEnv).refine(
+  // A chunked or compressed body takes the whole per-body limit: a smaller budget could read none.
+  (config) => config.PROXY_MAX_INFLIGHT_BODY_BYTES >= config.PROXY_MAX_BODY_BYTES,
+  {
+    path: ['PROXY_MAX_INFLIGHT_BODY_BYTES'], message: 'must be at least PROXY_MAX_BODY_BYTES',
+    // Compared only when both are valid numbers: one already reported is not reported twice.
+    when: (payload) => !payload.issues.some((issue) => issue.path?.[0] === 'PROXY_MAX_BODY_BYTES' || issue.path?.[0] === 'PROXY_MAX_INFLIGHT_BODY_BYTES'),
+  },
+);
 
 /** The proxy's validated configuration; keys are the environment variable names. */
 export type ProxyConfig = z.infer<typeof proxyConfigSchema>;

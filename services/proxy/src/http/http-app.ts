@@ -14,6 +14,7 @@ import type { StreamChatDeps, StreamSink, StreamStopReason } from '../inference/
 import type { ProxyRoute, ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
 import type { UpstreamAdapter } from '../upstreams/upstream-adapter.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
+import { BodyByteBudget } from './body-byte-budget.ts';
 import { contextOf, requestContext, sendAnthropicError, sendError, type RequestContext } from './request-context.ts';
 import { mountChatCompletionsRoute } from './routes/chat-completions-route.ts';
 import { mountEmbeddingsRoute } from './routes/embeddings-route.ts';
@@ -37,6 +38,8 @@ export interface HttpAppServices {
   /** Tracks work that must end before the process stops. */
   track<T>(work: Promise<T>): Promise<T>;
   maxBodyBytes: number;
+  /** Most request-body bytes being read at once, process-wide (PROXY_MAX_INFLIGHT_BODY_BYTES; http/body-byte-budget.ts). */
+  maxInflightBodyBytes: number;
   maxMessageChars: number;
   reserveTtlMs: number;
   checkpointIntervalMs: number;
@@ -161,6 +164,7 @@ export function createHttpApp(services: HttpAppServices): Express {
   // NUL is legal in message text and goes to the upstream (the proxy stores no content); a lone
   // surrogate is not Unicode and is refused (docs/proxy.md, "Bad input").
   const parseJson = createJsonBodyParser({ limitBytes: services.maxBodyBytes, text: 'unicode' });
+  const bodyBudget = new BodyByteBudget(services.maxInflightBodyBytes, services.maxBodyBytes);
 
   /** Reads the JSON body; only for a caller whose key has passed (see readBodyWithinRateLimit for why not after RPM). */
   function readJsonBody(req: Request, res: Response): Promise<unknown> {
@@ -298,10 +302,13 @@ export function createHttpApp(services: HttpAppServices): Express {
     inference,
     identify,
     async readBodyWithinRateLimit(req, res, context, caller) {
+      // The body's share of PROXY_MAX_INFLIGHT_BODY_BYTES before its first byte is read (a 503
+      // when it does not fit, before the RPM count), given back once it is parsed or has failed.
+      const giveBack = bodyBudget.take(req.headers);
       // The body is read while the RPM check's Redis round trip is in flight rather than after it
       // (that round trip is on every request's latency). Only callers with a valid key get this
       // far, the body is bounded by PROXY_MAX_BODY_BYTES, and a refusal still answers 429 first.
-      const body = readJsonBody(req, res).then((json) => ({ json }), (error: unknown) => ({ error }));
+      const body = readJsonBody(req, res).then((json) => ({ json }), (error: unknown) => ({ error })).finally(giveBack);
       const limited = applyRateLimit(caller.organisation, res, context);
       if (limited !== undefined) await limited;
       const read = await body;
