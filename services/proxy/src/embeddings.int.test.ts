@@ -15,7 +15,7 @@ import {
 
 /** An embedding model is priced by its input tokens only. */
 const embeddingPrices = { outputPriceMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n };
-const acme = tenant('acme', { allowedGatewayModelSlugs: ['embed', 'chat', 'embed-anthropic', 'embed-small', 'embed-openai'] });
+const acme = tenant('acme', { allowedGatewayModelSlugs: ['embed', 'chat', 'embed-anthropic', 'embed-small', 'embed-openai', 'embed-exact'] });
 const poor = tenant('poor', { allowedGatewayModelSlugs: ['embed'] });
 const creditMicros = 10_000_000n;
 
@@ -27,6 +27,11 @@ beforeAll(async () => {
   world = await startProxyWorld((baseUrl) => stateOf([acme, poor], [
     gatewayModel('embed', baseUrl, { kind: 'embedding', maxContextTokens: 8192, ...embeddingPrices }),
     gatewayModel('embed-small', baseUrl, { kind: 'embedding', maxContextTokens: 16, ...embeddingPrices }),
+    // An OpenAI model name: the gateway's count is exact, the Reserve has no margin.
+    gatewayModel('embed-exact', baseUrl, {
+      kind: 'embedding', maxContextTokens: 8192, ...embeddingPrices,
+      upstream: { providerKind: 'openai_compatible', baseUrl, model: 'text-embedding-3-small', apiKey: 'sk-upstream-credential-123' },
+    }),
     // An OpenAI upstream is asked for base64 (the fake answers it as OpenAI does).
     gatewayModel('embed-openai', baseUrl, {
       kind: 'embedding', maxContextTokens: 8192, ...embeddingPrices,
@@ -50,6 +55,14 @@ afterAll(async () => { await world?.close(); });
 /** The gateway's count of some texts (cl100k_base: the upstream model name is not an OpenAI one). */
 function gatewayTokens(texts: readonly string[]): number {
   return texts.reduce((sum, text) => sum + encode(text, { disallowedSpecial: new Set() }).length, 0);
+}
+
+/**
+ * The tokens an embeddings Reserve is sized on for a model outside OpenAI's (the fake's names
+ * are): a quarter more than the count, rounded up, plus 2 per input. Written out independently.
+ */
+function withMargin(counted: number, inputs: number): number {
+  return Math.ceil((counted * 5) / 4) + 2 * inputs;
 }
 
 /** The fake's count of some texts: words. */
@@ -87,7 +100,7 @@ function leaksIn(text: string): string[] {
 }
 
 describe('embeddings: the money', () => {
-  it("reserves the priced gateway count, settles the priced upstream usage, and the account drops by exactly usage.cost_micros", async () => {
+  it("reserves the priced gateway count with its margin, settles the priced upstream usage, and the account drops by exactly usage.cost_micros", async () => {
     // Punctuation makes many tokens of few words: the gateway counts more than the fake (words), so the Settle is visibly the upstream's.
     const texts = ['Embeddings: tokenised, hyphen-heavy (text)!!', 'the quick brown fox'];
     await proxy.idle();
@@ -100,7 +113,7 @@ describe('embeddings: the money', () => {
     expect(counted).toBeGreaterThan(reported);
     const reserve = world.ledger.calls.reserve.at(-1)!;
     expect(reserve).toMatchObject({
-      organisationId: 'acme', projectId: 'acme-project', amountMicros: expectedCostMicros(counted, testPrices.inputPriceMicrosPerMtok), modelSlug: 'embed',
+      organisationId: 'acme', projectId: 'acme-project', amountMicros: expectedCostMicros(withMargin(counted, 2), testPrices.inputPriceMicrosPerMtok), modelSlug: 'embed',
     });
     const costMicros = expectedCostMicros(reported, testPrices.inputPriceMicrosPerMtok);
     expect(world.ledger.calls.settle.at(-1)).toEqual({
@@ -123,6 +136,16 @@ describe('embeddings: the money', () => {
     expect(world.upstream.requests.at(-1)!.body).toEqual({ model: 'embed-upstream-name', input: texts });
   });
 
+  it("reserves an OpenAI model's count exactly: cl100k_base is its tokenizer, nothing is added per input", async () => {
+    const texts = ['Embeddings: tokenised, hyphen-heavy (text)!!', 'the quick brown fox', 'third'];
+    await client.embeddings.create({ model: 'embed-exact', input: texts, encoding_format: 'float' });
+    await proxy.idle();
+    expect(world.ledger.calls.reserve.at(-1)).toMatchObject({
+      modelSlug: 'embed-exact', amountMicros: expectedCostMicros(gatewayTokens(texts), testPrices.inputPriceMicrosPerMtok),
+    });
+    expect(world.ledger.calls.settle.at(-1)).toMatchObject({ inputTokens: BigInt(upstreamTokens(texts)), usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM });
+  });
+
   it("settles the gateway's count (GATEWAY_ESTIMATE) when the upstream reports no usage", async () => {
     const texts = ['No usage here [[fake:no_usage]]', 'second input'];
     const data = await client.embeddings.create({ model: 'embed', input: texts, encoding_format: 'float' });
@@ -139,7 +162,7 @@ describe('embeddings: the money', () => {
     const input = [[101, 102, 103], [7, 8]];
     const data = await client.embeddings.create({ model: 'embed', input, dimensions: 16, user: 'end-user-7', encoding_format: 'float' });
     await proxy.idle();
-    expect(world.ledger.calls.reserve.at(-1)!.amountMicros).toBe(expectedCostMicros(5, testPrices.inputPriceMicrosPerMtok));
+    expect(world.ledger.calls.reserve.at(-1)!.amountMicros).toBe(expectedCostMicros(withMargin(5, 2), testPrices.inputPriceMicrosPerMtok));
     expect(world.ledger.calls.settle.at(-1)).toMatchObject({ inputTokens: 5n, usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM });
     expect(data.data.map((item) => item.embedding.length)).toEqual([16, 16]);
     expect(world.upstream.requests.at(-1)!.body).toEqual({ model: 'embed-upstream-name', input, dimensions: 16, user: 'end-user-7' });

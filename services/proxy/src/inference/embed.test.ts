@@ -11,7 +11,7 @@ import { ProxyTelemetry } from '../telemetry/request-observer.ts';
 import { openAiCompatibleAdapter } from '../upstreams/openai-compatible/adapter.ts';
 import type { UpstreamOutcome } from '../upstreams/upstream-transport.ts';
 import type { UpstreamPort } from './complete-chat.ts';
-import { billedEmbeddingsUsage, embed, type CompletedEmbeddings, type EmbedInput } from './embed.ts';
+import { billedEmbeddingsUsage, embed, reserveInputTokens, type CompletedEmbeddings, type EmbedInput } from './embed.ts';
 
 /** An in-memory Ledger port that holds every Reserve and records what it was sent. */
 class RecordingLedger implements Ledger {
@@ -47,8 +47,10 @@ const model = {
   upstream: { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-embed', apiKey: '' },
 } as unknown as GatewayModelEntry;
 
-/** Runs embed against a ledger that holds everything and an upstream that answers `outcome`. */
-async function run(inputTokens: number, outcome: UpstreamOutcome, dimensions?: number): Promise<{ ledger: RecordingLedger; completed?: CompletedEmbeddings; error?: GatewayError }> {
+/** Runs embed (two inputs) against a ledger that holds everything and an upstream that answers `outcome`. */
+async function run(
+  inputTokens: number, outcome: UpstreamOutcome, options: { dimensions?: number; upstreamModel?: string } = {},
+): Promise<{ ledger: RecordingLedger; completed?: CompletedEmbeddings; error?: GatewayError }> {
   const ledger = new RecordingLedger();
   const background: Promise<unknown>[] = [];
   const upstream: UpstreamPort = {
@@ -59,8 +61,8 @@ async function run(inputTokens: number, outcome: UpstreamOutcome, dimensions?: n
     requestId: 'req-1', requestUuid: 'uuid-1', log: {},
     observer: new ProxyTelemetry(createServiceMetrics('proxy')).startRequest('/v1/embeddings', 'POST', 'req-1', performance.now()),
     caller: { organisation: { id: 'org', billingMode: 'commercial' }, project: { id: 'org-project' } },
-    model, embeddings: openAiCompatibleAdapter.embeddings!,
-    request: { model: 'embed', input: ['a', 'b'], dimensions, encodingFormat: 'float', user: undefined },
+    model: { ...model, upstream: { ...model.upstream, model: options.upstreamModel ?? model.upstream.model } }, embeddings: openAiCompatibleAdapter.embeddings!,
+    request: { model: 'embed', input: ['a', 'b'], dimensions: options.dimensions, encodingFormat: 'float', user: undefined },
     inputTokens,
   } as unknown as EmbedInput;
   let completed: CompletedEmbeddings | undefined;
@@ -76,19 +78,35 @@ async function run(inputTokens: number, outcome: UpstreamOutcome, dimensions?: n
   return { ledger, ...(completed === undefined ? {} : { completed }) };
 }
 
+describe('reserveInputTokens', () => {
+  it("is the gateway's count for OpenAI's embedding models, which cl100k_base counts exactly", () => {
+    for (const name of ['text-embedding-3-small', 'text-embedding-3-large', 'text-embedding-ada-002', 'openai/text-embedding-3-large']) {
+      expect(reserveInputTokens(10, 2, name), name).toBe(10);
+    }
+  });
+
+  it('adds a quarter (rounded up) and 2 tokens per input for any other model (BERT-style [CLS]/[SEP], a smaller vocabulary)', () => {
+    expect(reserveInputTokens(10, 2, 'BAAI/bge-base-en-v1.5')).toBe(13 + 4); // ceil(12.5) + 2 × 2
+    expect(reserveInputTokens(8, 1, 'intfloat/e5-large-v2')).toBe(10 + 2);
+    expect(reserveInputTokens(0, 3, 'vendor-embed')).toBe(6);
+    expect(reserveInputTokens(300_000, 2048, 'text-embedding-3-smaller')).toBe(375_000 + 4096);
+  });
+});
+
 describe('billedEmbeddingsUsage', () => {
-  const plan = { inputTokens: 10, amountMicros: 26n }; // ceil(10 × 2.500001) = 26 µ₹
+  // The gateway counted 8; the Reserve was sized on 10 of them: ceil(10 × 2.500001) = 26 µ₹.
+  const plan = { inputTokens: 8, reserveTokens: 10, amountMicros: 26n };
 
   it("bills the upstream's count when it reports one that fits the Reserve, even above the gateway's", () => {
     expect(billedEmbeddingsUsage(9, plan, model)).toEqual({ usage: { promptTokens: 9, completionTokens: 0 }, source: 'upstream', overrun: undefined });
     expect(billedEmbeddingsUsage(10, plan, model).source).toBe('upstream');
   });
 
-  it("bills the gateway's count when the upstream reports none", () => {
-    expect(billedEmbeddingsUsage(undefined, plan, model)).toEqual({ usage: { promptTokens: 10, completionTokens: 0 }, source: 'gateway_estimate', overrun: undefined });
+  it("bills the gateway's own count, without the margin, when the upstream reports none", () => {
+    expect(billedEmbeddingsUsage(undefined, plan, model)).toEqual({ usage: { promptTokens: 8, completionTokens: 0 }, source: 'gateway_estimate', overrun: undefined });
   });
 
-  it("bills the gateway's count, and prices the provider on the upstream's, when the upstream counts past the Reserve", () => {
+  it("bills the tokens the Reserve was sized on, and prices the provider on the upstream's, when the upstream counts past the Reserve", () => {
     // 11 tokens cost ceil(27.500011) = 28 µ₹ > 26: the wallet pays for 10, the provider is priced on 11.
     expect(billedEmbeddingsUsage(11, plan, model)).toEqual({
       usage: { promptTokens: 10, completionTokens: 0 }, source: 'gateway_estimate',
@@ -98,29 +116,51 @@ describe('billedEmbeddingsUsage', () => {
 
   it('bills whatever a free model reports: its cost, 0, always fits the 1 µ₹ Reserve', () => {
     const free = { ...model, inputPriceMicrosPerMtok: 0n };
-    expect(billedEmbeddingsUsage(1_000, { inputTokens: 10, amountMicros: 1n }, free)).toMatchObject({ usage: { promptTokens: 1_000 }, source: 'upstream' });
+    expect(billedEmbeddingsUsage(1_000, { inputTokens: 10, reserveTokens: 10, amountMicros: 1n }, free)).toMatchObject({ usage: { promptTokens: 1_000 }, source: 'upstream' });
   });
 });
 
 describe('embed', () => {
-  it('reserves the priced input count, answers the vectors in input order, and settles the reported usage', async () => {
-    const { ledger, completed } = await run(10, {
-      kind: 'response', statusCode: 200,
-      json: { data: [{ index: 1, embedding: [3, 4] }, { index: 0, embedding: [1, 2] }], usage: { prompt_tokens: 9 } },
-    });
-    expect(ledger.reserves.map((order) => order.amountMicros)).toEqual([26n]);
+  const answer = (promptTokens?: number) => ({
+    kind: 'response' as const, statusCode: 200,
+    json: { data: [{ index: 1, embedding: [3, 4] }, { index: 0, embedding: [1, 2] }], ...(promptTokens === undefined ? {} : { usage: { prompt_tokens: promptTokens } }) },
+  });
+
+  it("reserves an OpenAI model's priced count exactly, answers the vectors in input order, and settles the reported usage", async () => {
+    const { ledger, completed } = await run(10, answer(9), { upstreamModel: 'text-embedding-3-small' });
+    expect(ledger.reserves.map((order) => order.amountMicros)).toEqual([26n]); // ceil(10 × 2.500001)
     expect(completed).toEqual({ vectors: [[1, 2], [3, 4]], usage: { promptTokens: 9, completionTokens: 0 }, costMicros: 23n });
     expect(ledger.settles).toMatchObject([{ usage: { promptTokens: 9, completionTokens: 0 }, costMicros: 23n, providerCostMicros: 10n, usageSource: 'upstream' }]);
   });
 
+  it("reserves another model's count with its margin, and settles the upstream's higher count in full", async () => {
+    // 10 counted, 2 inputs: ceil(12.5) + 4 = 17 tokens, ceil(17 × 2.500001) = 43 µ₹. The upstream counts 17 (a BERT count).
+    const { ledger, completed } = await run(10, answer(17), { upstreamModel: 'BAAI/bge-base-en-v1.5' });
+    expect(ledger.reserves.map((order) => order.amountMicros)).toEqual([43n]);
+    expect(completed!.usage).toEqual({ promptTokens: 17, completionTokens: 0 });
+    expect(ledger.settles).toMatchObject([{ usage: { promptTokens: 17, completionTokens: 0 }, costMicros: 43n, providerCostMicros: 18n, usageSource: 'upstream' }]);
+  });
+
+  it("settles the Reserve's tokens, and prices the provider on the upstream's, when the upstream counts past the margin", async () => {
+    const { ledger, completed } = await run(10, answer(100), { upstreamModel: 'BAAI/bge-base-en-v1.5' });
+    expect(completed!.usage).toEqual({ promptTokens: 17, completionTokens: 0 });
+    expect(ledger.settles).toMatchObject([{ usage: { promptTokens: 17, completionTokens: 0 }, costMicros: 43n, providerCostMicros: 101n, usageSource: 'gateway_estimate' }]);
+  });
+
+  it("settles the gateway's count without the margin when the upstream reports no usage", async () => {
+    const { ledger } = await run(10, answer(), { upstreamModel: 'BAAI/bge-base-en-v1.5' });
+    expect(ledger.reserves.map((order) => order.amountMicros)).toEqual([43n]);
+    expect(ledger.settles).toMatchObject([{ usage: { promptTokens: 10, completionTokens: 0 }, costMicros: 26n, usageSource: 'gateway_estimate' }]);
+  });
+
   it('answers vectors of the dimensions asked, decoded from base64', async () => {
     const base64 = Buffer.from(new Float32Array([0.5, -1.5, 2]).buffer).toString('base64');
-    const { completed } = await run(10, { kind: 'response', statusCode: 200, json: { data: [{ embedding: base64 }, { embedding: base64 }] } }, 3);
+    const { completed } = await run(10, { kind: 'response', statusCode: 200, json: { data: [{ embedding: base64 }, { embedding: base64 }] } }, { dimensions: 3 });
     expect(completed!.vectors).toEqual([[0.5, -1.5, 2], [0.5, -1.5, 2]]);
   });
 
   it('reserves at least 1 µ₹', async () => {
-    const { ledger } = await run(0, { kind: 'response', statusCode: 200, json: { data: [{ embedding: [1] }, { embedding: [2] }] } });
+    const { ledger } = await run(0, { kind: 'response', statusCode: 200, json: { data: [{ embedding: [1] }, { embedding: [2] }] } }, { upstreamModel: 'text-embedding-3-small' });
     expect(ledger.reserves[0]!.amountMicros).toBe(1n);
   });
 
@@ -134,7 +174,7 @@ describe('embed', () => {
     ['vectors not of the dimensions asked', { data: [{ index: 0, embedding: [1, 2] }, { index: 1, embedding: [3, 4] }] }, 3],
     ['base64 vectors not of the dimensions asked', { data: [{ embedding: Buffer.alloc(8).toString('base64') }, { embedding: Buffer.alloc(8).toString('base64') }] }, 3],
   ])('answers 502 and settles zero usage for %s (it reached the upstream: NOTHING_FREE)', async (_name, json, dimensions?: number) => {
-    const { ledger, completed, error } = await run(10, { kind: 'response', statusCode: 200, json }, dimensions);
+    const { ledger, completed, error } = await run(10, { kind: 'response', statusCode: 200, json }, dimensions === undefined ? {} : { dimensions });
     expect(completed).toBeUndefined();
     expect(toHttpError(error).status).toBe(502);
     expect(error!.code).toBe('upstream_error');
