@@ -3,7 +3,8 @@
  * PostgreSQL; an embedding model is created through the admin API (kind "embedding", no output
  * price) on the fake upstream; the official `openai` client's `embeddings.create` gets floats,
  * base64 (its default, decoded by it) and `dimensions`, for a text and a batch; the balance drops
- * by exactly the priced usage the fake reported, and the usage records say so.
+ * by exactly the priced usage the fake reported, and the usage records say so; a batch whose
+ * answer cannot fit the read limit is refused before any money moves.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, leakMarkers } from '@gateway/fake-upstream';
@@ -77,5 +78,18 @@ describe.skipIf(!serverUrl)('embeddings end to end', () => {
     expect(records.map((record) => [record.input_tokens, record.output_tokens, record.usage_source]).sort()).toEqual(
       usages.map((tokens) => [tokens, 0, 'upstream']).sort(),
     );
+  }, 60_000);
+
+  it('refuses a batch whose answer cannot fit the read limit with a 400 naming input, and no money moves', async () => {
+    const before = await gateway.settledBalance();
+    const upstreamCalls = gateway.upstream.requests.length;
+    // A float upstream at 3072 dimensions: (16 MiB − 16 KiB) / (3072 × 25 B + 256 B) = 217 inputs at most.
+    const error = await gateway.client().embeddings.create({ model: slug, input: Array.from({ length: 218 }, () => 'x'), dimensions: 3072 })
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ status: 400, param: 'input' });
+    expect((error as Error).message).toContain('at most 217 inputs');
+    expect(gateway.upstream.requests.length).toBe(upstreamCalls);
+    const after = await gateway.settledBalance();
+    expect([after.available_micros, after.held_micros, after.debited_micros]).toEqual([before.available_micros, before.held_micros, before.debited_micros]);
   }, 60_000);
 });
