@@ -133,6 +133,22 @@ describe('kind and input_modalities', () => {
   });
 });
 
+describe('what a chat model may take', () => {
+  itPg('refuses audio for an Anthropic model on create and on PATCH (its API takes none), naming input_modalities, and changes nothing', async () => {
+    const anthropic = { provider_kind: 'anthropic', base_url: 'https://api.anthropic.com/v1', model: 'vendor-claude' };
+    const before = await modelCount();
+    expectError(
+      await admin.request('POST', '/admin/v1/gateway-models', chatBody('kinds-claude', { input_modalities: ['text', 'audio'], upstream: anthropic })),
+      'input_modalities', 'no audio',
+    );
+    expect(await modelCount()).toBe(before);
+    const created = await admin.request('POST', '/admin/v1/gateway-models', chatBody('kinds-claude', { input_modalities: ['text', 'image'], upstream: anthropic }));
+    expect(created.status, created.text).toBe(201);
+    expectError(await admin.request('PATCH', '/admin/v1/gateway-models/kinds-claude', { input_modalities: ['text', 'image', 'audio'] }), 'input_modalities', 'no audio');
+    expect(await storedRow('kinds-claude')).toMatchObject({ input_modalities: ['text', 'image'] });
+  });
+});
+
 describe('the rules of an embedding model', () => {
   itPg.each<[string, Record<string, unknown>, string]>([
     ['an Anthropic upstream', { upstream: { provider_kind: 'anthropic', base_url: 'https://api.anthropic.com/v1', model: 'claude' } }, 'upstream.provider_kind'],

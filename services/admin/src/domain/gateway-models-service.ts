@@ -40,6 +40,16 @@ const demoGatewayModel = {
   upstreamApiKeyEncrypted: null,
 } as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };
 
+/**
+ * Why a chat model's input modalities do not fit its provider kind, or undefined: Anthropic's
+ * Messages API takes no audio, so a model that promised audio would refuse it in the proxy's
+ * adapter with words no other slug uses (which would tell a customer the vendor).
+ */
+export function modalityProblem(providerKind: ProviderKind, inputModalities: readonly string[] | undefined): string | undefined {
+  if (providerKind === 'anthropic' && inputModalities?.includes('audio') === true) return 'must not include "audio" for the anthropic provider kind: its API takes no audio input';
+  return undefined;
+}
+
 /** The fields of a gateway model that the embedding rules judge, as a create gives them or an update changes them. */
 interface EmbeddingRuleFields {
   providerKind?: ProviderKind | undefined;
@@ -236,6 +246,10 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
         const [problem] = current.kind === 'embedding' ? embeddingModelProblems(input) : [];
         if (problem !== undefined) {
           throw new GatewayError('invalid_request', { publicMessage: `Invalid request: ${problem.param}: ${problem.message}.`, param: problem.param });
+        }
+        const modalities = modalityProblem(current.upstream.providerKind, input.inputModalities);
+        if (modalities !== undefined) {
+          throw new GatewayError('invalid_request', { publicMessage: `Invalid request: input_modalities: ${modalities}.`, param: 'input_modalities' });
         }
         const defaultMaxTokens = input.defaultMaxTokens ?? current.defaultMaxTokens;
         const maxContextTokens = input.maxContextTokens ?? current.maxContextTokens;

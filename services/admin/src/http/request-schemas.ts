@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { gatewayModelCreateShape, gatewayModelSlug, gatewayModelUpdateShape } from '../domain/gateway-model-schema.ts';
-import { embeddingModelProblems } from '../domain/gateway-models-service.ts';
+import { embeddingModelProblems, modalityProblem } from '../domain/gateway-models-service.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
 import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 import { displayText, integerIn, moneyMicros, pageLimit } from '../domain/wire-fields.ts';
@@ -95,6 +95,8 @@ export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
     }, { when: upstreamRuleApplies }),
   }).superRefine((body, context) => {
     if (body.kind === 'chat') {
+      const modalities = modalityProblem(body.upstream.provider_kind, body.input_modalities);
+      if (modalities !== undefined) context.addIssue({ code: 'custom', path: ['input_modalities'], message: modalities });
       if (body.default_max_tokens === undefined) context.addIssue({ code: 'custom', path: ['default_max_tokens'], message: 'is required' });
       if (body.output_price_micros_per_mtok === undefined) context.addIssue({ code: 'custom', path: ['output_price_micros_per_mtok'], message: 'is required' });
     } else {
