@@ -1,6 +1,7 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
 import type { ChatMessage, ChatRequest } from '../chat-request.ts';
+import { surfaceErrorTranslator, type MessageSource, type SurfaceSpelling } from '../surface-error-translator.ts';
 
 /** Most messages one request may carry (the chat surface's bound). */
 const maxMessages = 2048;
@@ -139,21 +140,11 @@ type SourceMessage = MessagesBody['messages'][number];
 type ChatContentPart = Exclude<ChatMessage['content'], string | null | undefined>[number];
 type ChatToolCall = NonNullable<ChatMessage['tool_calls']>[number];
 
-/** Where an internal chat message came from in the Messages request (dotted paths), for naming the client's field in errors. */
-interface MessageSource {
-  /** The message (`messages.i`), the tool_result block of a `tool` message, or `system`. */
-  path: string;
-  /** Its content: `messages.i.content`, the single text block sent as a string, a tool_result's `content`. */
-  contentPath: string;
-  /** A `tool` message's id: its tool_result's `tool_use_id`. */
-  toolUseIdPath?: string;
-  /** The block of each content part, by the chat part's index. */
-  partPaths: string[];
-  /** The tool_use block of each tool call, by the chat call's index. */
-  callPaths: string[];
-}
-
-/** An internal chat message and where it came from. */
+/**
+ * An internal chat message and where it came from, in dotted paths: the message (`messages.i`),
+ * the tool_result block of a `tool` message (its id: the block's `tool_use_id`), or `system`; its
+ * content is `messages.i.content`, the single text block sent as a string, or a tool_result's `content`.
+ */
 interface TranslatedMessage {
   message: ChatMessage;
   source: MessageSource;
@@ -273,7 +264,7 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
           throw invalid(blockPath, 'tool_result blocks must come first in a user turn, before any text or image block (as Anthropic\'s API requires).');
         }
         const { message, images } = toolResultOf(block, blockPath);
-        tools.push({ message, source: { path: blockPath, contentPath: `${blockPath}.content`, toolUseIdPath: `${blockPath}.tool_use_id`, partPaths: [], callPaths: [] } });
+        tools.push({ message, source: { path: blockPath, contentPath: `${blockPath}.content`, toolCallIdPath: `${blockPath}.tool_use_id`, partPaths: [], callPaths: [] } });
         for (const image of images) {
           parts.push(image.part);
           partPaths.push(image.path);
@@ -341,55 +332,28 @@ function sourceMessageChars(translated: readonly TranslatedMessage[]): number {
   return chars;
 }
 
-/** A chat content part's param suffix in an Anthropic block's names (an image_url part is an image block's `source`). */
-function partSuffixOf(suffix: string): string {
-  if (suffix === '.text') return '.text';
-  if (suffix.startsWith('.image_url')) return '.source';
-  return '';
-}
-
-/** A chat tool call's param suffix in a tool_use block's names. */
-function callSuffixOf(suffix: string): string {
-  if (suffix === '.id') return '.id';
-  if (suffix === '.function.name') return '.name';
-  if (suffix === '.function.arguments') return '.input';
-  return '';
-}
-
-/** Top-level internal params that have another name in a Messages request. */
-const renamedParams: Readonly<Record<string, string>> = {
-  max_completion_tokens: 'max_tokens',
-  stop: 'stop_sequences',
-  user: 'metadata.user_id',
-  parallel_tool_calls: 'tool_choice.disable_parallel_tool_use',
-  'tool_choice.function.name': 'tool_choice.name',
+/** How the Messages surface names what the internal chat form names, for errors raised after the translation. */
+const messagesSpelling: SurfaceSpelling = {
+  conversation: 'messages',
+  // An image_url part is an image block: its URL and detail are the block's `source`.
+  partSuffixOf: (suffix) => (suffix === '.text' ? '.text' : suffix.startsWith('.image_url') ? '.source' : ''),
+  callSuffixes: { '.id': '.id', '.function.name': '.name', '.function.arguments': '.input' },
+  unrecorded: { toolCallId: (source) => source.path, call: (source) => source.contentPath },
+  renamedParams: {
+    max_completion_tokens: 'max_tokens',
+    stop: 'stop_sequences',
+    user: 'metadata.user_id',
+    parallel_tool_calls: 'tool_choice.disable_parallel_tool_use',
+    'tool_choice.function.name': 'tool_choice.name',
+  },
+  patternedParamOf(chatParam) {
+    const tool = /^tools\[(\d+)\](?:\.function(.*))?$/.exec(chatParam);
+    if (tool === null) return undefined;
+    return `tools.${tool[1]}${tool[2] === '.parameters' ? '.input_schema' : tool[2] === '.name' || tool[2] === '.description' ? tool[2] : ''}`;
+  },
+  // Anthropic's error shape has no param, so the message must name the field.
+  paramlessErrors: true,
 };
-
-/** An internal chat param (as the pipeline's checks and the adapters name it) as the Messages request's dotted path. */
-function messagesParamOf(chatParam: string, sources: readonly MessageSource[]): string {
-  const message = /^messages\[(\d+)\](.*)$/.exec(chatParam);
-  if (message !== null) {
-    const source = sources[Number(message[1])];
-    const rest = message[2]!;
-    if (source === undefined) return 'messages';
-    if (rest === '.content') return source.contentPath;
-    if (rest === '.tool_call_id') return source.toolUseIdPath ?? source.path;
-    const part = /^\.content\[(\d+)\](.*)$/.exec(rest);
-    if (part !== null) {
-      const partPath = source.partPaths[Number(part[1])];
-      return partPath === undefined ? source.contentPath : partPath + partSuffixOf(part[2]!);
-    }
-    const call = /^\.tool_calls\[(\d+)\](.*)$/.exec(rest);
-    if (call !== null) {
-      const callPath = source.callPaths[Number(call[1])];
-      return callPath === undefined ? source.contentPath : callPath + callSuffixOf(call[2]!);
-    }
-    return source.path;
-  }
-  const tool = /^tools\[(\d+)\](?:\.function(.*))?$/.exec(chatParam);
-  if (tool !== null) return `tools.${tool[1]}${tool[2] === '.parameters' ? '.input_schema' : tool[2] === '.name' || tool[2] === '.description' ? tool[2] : ''}`;
-  return renamedParams[chatParam] ?? chatParam;
-}
 
 /** The chat tools of the custom tools; a server tool (a versioned `type`) is a 400 naming it. */
 function chatToolsOf(tools: NonNullable<MessagesBody['tools']>): Array<{ type: 'function'; function: Record<string, unknown> }> {
@@ -495,15 +459,5 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     includeUsage: false,
     params,
   };
-  const translateError = (error: unknown): unknown => {
-    if (!(error instanceof GatewayError) || error.param === null) return error;
-    const param = messagesParamOf(error.param, sources);
-    if (param === error.param) return error;
-    // Anthropic's error shape has no param, so the message must name the field: in Anthropic's manner when it did not.
-    const publicMessage = error.publicMessage.includes(error.param)
-      ? error.publicMessage.split(error.param).join(param)
-      : `${param}: ${error.publicMessage}`;
-    return new GatewayError(error.code, { param, publicMessage, headers: error.headers, internalMessage: error.message, cause: error });
-  };
-  return { chat, translateError };
+  return { chat, translateError: surfaceErrorTranslator(messagesSpelling, sources) };
 }

@@ -1,6 +1,7 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
 import { paramOf, parseChatRequest, type ChatRequest, type ChatRequestLimits } from '../chat-request.ts';
+import { surfaceErrorTranslator, type MessageSource, type SurfaceSpelling } from '../surface-error-translator.ts';
 
 /**
  * OpenAI's Responses API (`POST /v1/responses`), stateless core: a request is translated into the
@@ -183,18 +184,6 @@ export interface ResponsesRequest {
   translateError(error: unknown): unknown;
 }
 
-/** Where a chat message of the translation came from in the Responses request, for naming params in errors. */
-interface MessageSource {
-  /** The item (or `instructions`, or `input` when it is a string). */
-  path: string;
-  /** Its text: `content`, a tool result's `output`, or the path itself for a string. */
-  contentPath: string;
-  /** Each content part's path, by the chat part's index. */
-  partPaths: string[];
-  /** Each tool call's function_call item, by the chat call's index. */
-  callPaths: string[];
-}
-
 type ChatPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
 
 interface ChatMessageBody {
@@ -360,52 +349,28 @@ function translateTextFormat(format: z.infer<typeof textFormatSchema>): Record<s
   return { type: 'json_schema', json_schema: jsonSchema };
 }
 
-/** A path suffix of a chat content part's param, in a Responses part's names. */
-function partSuffixOf(suffix: string): string {
-  if (suffix === '.text') return '.text';
-  if (suffix === '.image_url.url' || suffix === '.image_url') return '.image_url';
-  if (suffix === '.image_url.detail') return '.detail';
-  return '';
-}
-
-/** A path suffix of a chat tool call's param, in a function_call item's names. */
-function callSuffixOf(suffix: string): string {
-  if (suffix === '.function.arguments') return '.arguments';
-  if (suffix === '.function.name') return '.name';
-  if (suffix === '.id') return '.call_id';
-  return '';
-}
-
-/** A chat request's param (as the chat validation, the estimate or an adapter names it) in the Responses request's names. */
-function responsesParamOf(chatParam: string, sources: readonly MessageSource[]): string {
-  const message = /^messages\[(\d+)\](.*)$/.exec(chatParam);
-  if (message !== null) {
-    const source = sources[Number(message[1])];
-    const rest = message[2]!;
-    if (source === undefined) return 'input';
-    if (rest === '' || rest === '.name' || rest === '.role') return source.path;
-    if (rest === '.content') return source.contentPath;
-    if (rest === '.tool_call_id') return `${source.path}.call_id`;
-    const part = /^\.content\[(\d+)\](.*)$/.exec(rest);
-    if (part !== null) {
-      const partPath = source.partPaths[Number(part[1])];
-      return partPath === undefined ? source.contentPath : partPath + partSuffixOf(part[2]!);
-    }
-    const call = /^\.tool_calls\[(\d+)\](.*)$/.exec(rest);
-    if (call !== null) {
-      const callPath = source.callPaths[Number(call[1])];
-      return callPath === undefined ? source.path : callPath + callSuffixOf(call[2]!);
-    }
-    return source.path;
-  }
-  if (chatParam === 'messages') return 'input';
-  if (chatParam === 'max_tokens' || chatParam === 'max_completion_tokens') return 'max_output_tokens';
-  if (chatParam.startsWith('response_format')) return `text.format${chatParam.slice('response_format'.length).replace(/^\.json_schema/, '')}`;
-  if (chatParam === 'tool_choice.function.name') return 'tool_choice.name';
-  const tool = /^tools\[(\d+)\]\.function(.*)$/.exec(chatParam);
-  if (tool !== null) return `tools[${tool[1]}]${tool[2]}`;
-  return chatParam;
-}
+/**
+ * How the Responses surface names what the internal chat form names: a message's source is its
+ * item (or `instructions`, or `input` when it is a string), a tool message's id its item's `call_id`.
+ */
+const responsesSpelling: SurfaceSpelling = {
+  conversation: 'input',
+  partSuffixOf(suffix) {
+    if (suffix === '.text') return '.text';
+    if (suffix === '.image_url.url' || suffix === '.image_url') return '.image_url';
+    if (suffix === '.image_url.detail') return '.detail';
+    return '';
+  },
+  callSuffixes: { '.function.arguments': '.arguments', '.function.name': '.name', '.id': '.call_id' },
+  unrecorded: { toolCallId: (source) => `${source.path}.call_id`, call: (source) => source.path },
+  renamedParams: { max_tokens: 'max_output_tokens', max_completion_tokens: 'max_output_tokens', 'tool_choice.function.name': 'tool_choice.name' },
+  patternedParamOf(chatParam) {
+    if (chatParam.startsWith('response_format')) return `text.format${chatParam.slice('response_format'.length).replace(/^\.json_schema/, '')}`;
+    const tool = /^tools\[(\d+)\]\.function(.*)$/.exec(chatParam);
+    return tool === null ? undefined : `tools[${tool[1]}]${tool[2]}`;
+  },
+  paramlessErrors: false,
+};
 
 /**
  * Validates a parsed JSON body as a Responses request and translates it into the chat form:
@@ -456,14 +421,7 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits):
   }
   if (format !== undefined) chatBody.response_format = translateTextFormat(format);
 
-  const translateError = (error: unknown): unknown => {
-    if (!(error instanceof GatewayError) || error.param === null) return error;
-    const param = responsesParamOf(error.param, sources);
-    if (param === error.param) return error;
-    return new GatewayError(error.code, {
-      param, publicMessage: error.publicMessage.split(error.param).join(param), headers: error.headers, internalMessage: error.message, cause: error,
-    });
-  };
+  const translateError = surfaceErrorTranslator(responsesSpelling, sources);
 
   let chat: ChatRequest;
   try {
