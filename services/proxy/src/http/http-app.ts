@@ -8,7 +8,8 @@ import type { ConfigSnapshot, GatewayModelEntry, GatewayModelKind, OrganisationE
 import type { Ledger } from '../domain/ledger-port.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision, type RateLimiter } from '../domain/rate-limit.ts';
 import type { ToolCallIdCodec } from '../domain/tool-call-ids.ts';
-import { elapsedMs } from '../inference/chat-billing.ts';
+import type { ChatRequest } from '../domain/chat-request.ts';
+import { elapsedMs, type ChatInput } from '../inference/chat-billing.ts';
 import type { UpstreamPort } from '../inference/complete-chat.ts';
 import type { StreamChatDeps, StreamSink, StreamStopReason } from '../inference/stream-chat.ts';
 import type { ProxyRoute, ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
@@ -85,6 +86,10 @@ export interface InferenceRouteKit {
   ): GatewayModelEntry;
   /** The upstream adapter of a model's provider kind (503 when this proxy has none). */
   adapterOf(model: GatewayModelEntry): UpstreamAdapter;
+  /** One chat completion of a resolved model, as every chat surface hands it to completeChat / streamChat. */
+  chatInput(
+    context: RequestContext, snapshot: ConfigSnapshot, caller: AuthenticatedCaller, model: GatewayModelEntry, request: ChatRequest, observer: RequestObserver,
+  ): ChatInput;
   /** Answers 200 with a JSON body in one write. */
   sendJson(res: Response, body: unknown, observer: RequestObserver): void;
   /** The SSE response of a stream, with backpressure. */
@@ -334,6 +339,12 @@ export function createHttpApp(services: HttpAppServices): Express {
         throw new GatewayError('service_unavailable', { internalMessage: `no adapter for ${model.upstream.providerKind}` });
       }
       return adapter;
+    },
+    chatInput(context, snapshot, caller, model, request, observer) {
+      return {
+        requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter: kit.adapterOf(model), request,
+        log: context.log, observer, toolCallIds: services.toolCallIds(snapshot),
+      };
     },
     sendJson,
     sseSink,

@@ -116,29 +116,27 @@ function noteError(res: Response, error: unknown): ReturnType<typeof toGatewayEr
   return gatewayError;
 }
 
+/** Answers a request with the error of anything thrown, in the shape one of the error mappings of @gateway/errors gives it. */
+function sendErrorAs(res: Response, error: unknown, mapping: typeof toHttpError | typeof toAnthropicHttpError): void {
+  const gatewayError = noteError(res, error);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const response = mapping(gatewayError);
+  res.set(response.headers);
+  res.status(response.status).json(response.body);
+}
+
 /**
  * Answers a request with the OpenAI-shaped error of anything thrown, through the one mapping
  * of @gateway/errors, and notes the code and internal detail for the log line.
  */
 export function sendError(res: Response, error: unknown): void {
-  const gatewayError = noteError(res, error);
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const response = toHttpError(gatewayError);
-  res.set(response.headers);
-  res.status(response.status).json(response.body);
+  sendErrorAs(res, error, toHttpError);
 }
 
 /** sendError in Anthropic's error shape (`{"type":"error","error":{"type","message"}}`), for `/v1/messages`: the same status and message. */
 export function sendAnthropicError(res: Response, error: unknown): void {
-  const gatewayError = noteError(res, error);
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const response = toAnthropicHttpError(gatewayError);
-  res.set(response.headers);
-  res.status(response.status).json(response.body);
+  sendErrorAs(res, error, toAnthropicHttpError);
 }

@@ -6,7 +6,8 @@ import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamEndpoint, UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
 import {
-  elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage, type ChatBillingDeps, type ChatInput, type ChatPlan, type SettleOverrun,
+  elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage,
+  type BillingInput, type BillingPlan, type ChatBillingDeps, type ChatInput, type ChatPlan, type SettleOverrun,
 } from './chat-billing.ts';
 
 export type { BillingLogFields } from './chat-billing.ts';
@@ -25,6 +26,43 @@ export function upstreamFailureOutcome(kind: 'http_error' | 'unreachable' | 'tim
     case 'timeout': return 'timeout';
     case 'failed': return 'bad_response';
   }
+}
+
+/**
+ * Makes the upstream call of a request whose Reserve is held and reads its JSON answer with
+ * `parse`, timing it for the log and the metrics. When no usable answer comes (a transport
+ * failure, an error status, or `parse` throws) the call's money is resolved as settleFailedCall
+ * decides and the client's 502/504 is thrown: the one home of that rule for every
+ * non-streaming call (completions and embeddings).
+ */
+export async function callUpstream<Answer>(
+  deps: CompleteChatDeps, input: BillingInput, plan: BillingPlan & { upstreamRequest: UpstreamRequest }, parse: (json: unknown) => Answer,
+): Promise<Answer> {
+  const { model, log, observer } = input;
+  let outcome: UpstreamOutcome;
+  const upstreamStartedAtMs = performance.now();
+  observer.upstreamStarted(model.upstream.providerKind);
+  try {
+    outcome = await deps.upstream.send(model.upstream, plan.upstreamRequest);
+  } catch (error) {
+    outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
+  }
+  log.upstreamMs = elapsedMs(upstreamStartedAtMs);
+  log.upstreamOutcome = outcome.kind;
+  if (outcome.kind !== 'response') {
+    observer.upstreamEnded(upstreamFailureOutcome(outcome.kind));
+    throw settleFailedCall(deps, input, plan, outcome);
+  }
+  log.upstreamStatus = outcome.statusCode;
+  let answer: Answer;
+  try {
+    answer = parse(outcome.json);
+  } catch {
+    observer.upstreamEnded('bad_response');
+    throw settleFailedCall(deps, input, plan, { kind: 'unusable_answer' });
+  }
+  observer.upstreamEnded('ok');
+  return answer;
 }
 
 /** A non-streaming completion as it is delivered and billed, for a surface to render (chat, Responses, Messages). */
@@ -56,34 +94,10 @@ export interface CompleteChatDeps extends ChatBillingDeps {
  * they are thrown); the upstream's status, headers and text go nowhere but the log's status code.
  */
 export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (completed: CompletedChat) => void): Promise<void> {
-  const { model, log, observer } = input;
+  const { model } = input;
   const plan = planChat(input);
   await holdReserve(deps, input, plan);
-
-  let outcome: UpstreamOutcome;
-  const upstreamStartedAtMs = performance.now();
-  observer.upstreamStarted(model.upstream.providerKind);
-  try {
-    outcome = await deps.upstream.send(model.upstream, plan.upstreamRequest);
-  } catch (error) {
-    outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
-  }
-  log.upstreamMs = elapsedMs(upstreamStartedAtMs);
-  log.upstreamOutcome = outcome.kind;
-  if (outcome.kind !== 'response') {
-    observer.upstreamEnded(upstreamFailureOutcome(outcome.kind));
-    throw settleFailedCall(deps, input, plan, outcome);
-  }
-
-  log.upstreamStatus = outcome.statusCode;
-  let completion: NormalizedCompletion;
-  try {
-    completion = input.adapter.parseResponse(outcome.json);
-  } catch {
-    observer.upstreamEnded('bad_response');
-    throw settleFailedCall(deps, input, plan, { kind: 'unusable_answer' });
-  }
-  observer.upstreamEnded('ok');
+  const completion = await callUpstream(deps, input, plan, (json) => input.adapter.parseResponse(json));
 
   const produced: TokenUsage = completion.usage
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };

@@ -3,11 +3,8 @@ import { inputItems, type EmbeddingsRequest } from '../domain/embeddings-request
 import type { UsageSource } from '../domain/ledger-port.ts';
 import { reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { NormalizedEmbeddings, UpstreamEmbeddingsAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
-import type { UpstreamOutcome } from '../upstreams/upstream-transport.ts';
-import {
-  elapsedMs, holdReserve, settleFailedCall, settleUsage, type BillingInput, type BillingPlan, type SettleOverrun,
-} from './chat-billing.ts';
-import { upstreamFailureOutcome, type CompleteChatDeps } from './complete-chat.ts';
+import { holdReserve, settleUsage, type BillingInput, type BillingPlan, type SettleOverrun } from './chat-billing.ts';
+import { callUpstream, type CompleteChatDeps } from './complete-chat.ts';
 
 /** One embeddings call to run: who, which model, the validated request and the gateway's count of it. */
 export interface EmbedInput extends BillingInput {
@@ -129,7 +126,7 @@ function vectorsInInputOrder(answer: NormalizedEmbeddings, inputCount: number, d
  * the promise resolves once the settle has run.
  */
 export async function embed(deps: CompleteChatDeps, input: EmbedInput, respond: (completed: CompletedEmbeddings) => void): Promise<void> {
-  const { model, log, observer } = input;
+  const { model } = input;
   const inputCount = inputItems(input.request.input).length;
   const reserveTokens = reserveInputTokens(input.inputTokens, inputCount, model.upstream.model);
   const plan: EmbeddingsPlan = {
@@ -144,36 +141,13 @@ export async function embed(deps: CompleteChatDeps, input: EmbedInput, respond: 
     carve: undefined,
   };
   await holdReserve(deps, input, plan);
-
-  let outcome: UpstreamOutcome;
-  const upstreamStartedAtMs = performance.now();
-  observer.upstreamStarted(model.upstream.providerKind);
-  try {
-    outcome = await deps.upstream.send(model.upstream, plan.upstreamRequest);
-  } catch (error) {
-    outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
-  }
-  log.upstreamMs = elapsedMs(upstreamStartedAtMs);
-  log.upstreamOutcome = outcome.kind;
-  if (outcome.kind !== 'response') {
-    observer.upstreamEnded(upstreamFailureOutcome(outcome.kind));
-    throw settleFailedCall(deps, input, plan, outcome);
-  }
-
-  log.upstreamStatus = outcome.statusCode;
-  let answer: NormalizedEmbeddings | undefined;
-  let vectors: number[][] | undefined;
-  try {
-    answer = input.embeddings.parseResponse(outcome.json);
-    vectors = vectorsInInputOrder(answer, inputCount, input.request.dimensions);
-  } catch {
-    vectors = undefined;
-  }
-  if (answer === undefined || vectors === undefined) {
-    observer.upstreamEnded('bad_response');
-    throw settleFailedCall(deps, input, plan, { kind: 'unusable_answer' });
-  }
-  observer.upstreamEnded('ok');
+  // One vector per input, in input order, or the answer is not usable (a 502, its money as settleFailedCall decides).
+  const { answer, vectors } = await callUpstream(deps, input, plan, (json) => {
+    const parsed = input.embeddings.parseResponse(json);
+    const ordered = vectorsInInputOrder(parsed, inputCount, input.request.dimensions);
+    if (ordered === undefined) throw new Error('the answer does not hold one vector per input');
+    return { answer: parsed, vectors: ordered };
+  });
 
   const billed = billedEmbeddingsUsage(answer.promptTokens, plan, model);
   if (billed.overrun !== undefined) {

@@ -17,10 +17,7 @@ export function mountChatCompletionsRoute(app: Express, kit: InferenceRouteKit):
     const request = parseChatRequest(json, { maxMessageChars: kit.services.maxMessageChars });
     context.log.model = request.model;
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, request.stream);
-    const input = {
-      requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter: kit.adapterOf(model), request,
-      log: context.log, observer, toolCallIds: kit.services.toolCallIds(snapshot),
-    };
+    const input = kit.chatInput(context, snapshot, caller, model, request, observer);
     const id = `chatcmpl-${context.requestUuid}`;
     if (!request.stream) {
       await completeChat(kit.inferenceDeps, input, (completed) => {

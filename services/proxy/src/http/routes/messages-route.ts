@@ -53,10 +53,7 @@ export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
     const request = parsed.chat;
     context.log.model = request.model;
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, request.stream);
-    const input = {
-      requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter: kit.adapterOf(model), request,
-      log: context.log, observer, toolCallIds: kit.services.toolCallIds(snapshot),
-    };
+    const input = kit.chatInput(context, snapshot, caller, model, request, observer);
     const id = messageIdOf(context.requestUuid);
     try {
       if (!request.stream) {
