@@ -6,7 +6,7 @@ import { configV1, ledgerV1 } from '@gateway/contracts';
 import { leakMarkers } from '@gateway/fake-upstream';
 import { issueSecret } from '@gateway/secrets';
 import {
-  expectedCostMicros, expectedUsage, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, expectedUsage, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, trafficOf, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'dead', 'ghost'] });
@@ -56,14 +56,7 @@ beforeAll(async () => {
 afterAll(async () => { await world?.close(); });
 
 /** Counts of calls so far, to assert that a refused request added none. */
-function traffic() {
-  return {
-    upstream: world.upstream.requests.length,
-    reserve: world.ledger.calls.reserve.length,
-    settle: world.ledger.calls.settle.length,
-    release: world.ledger.calls.release.length,
-  };
-}
+const traffic = () => trafficOf(world);
 
 async function rawPost(body: unknown, apiKey = acme.apiKey, target: TestProxy = proxy): Promise<Response> {
   return fetch(`${target.baseUrl}/chat/completions`, {

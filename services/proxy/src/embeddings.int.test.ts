@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
 import { countWords, leakMarkers } from '@gateway/fake-upstream';
 import {
-  expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, trafficOf, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 /** An embedding model is priced by its input tokens only. */
@@ -71,14 +71,7 @@ function upstreamTokens(texts: readonly string[]): number {
 }
 
 /** Counts of calls so far, to assert that a refused request added none. */
-function traffic() {
-  return {
-    upstream: world.upstream.requests.length,
-    reserve: world.ledger.calls.reserve.length,
-    settle: world.ledger.calls.settle.length,
-    release: world.ledger.calls.release.length,
-  };
-}
+const traffic = () => trafficOf(world);
 
 async function rawPost(path: string, body: unknown, apiKey = acme.apiKey): Promise<Response> {
   return fetch(`${proxy.baseUrl}${path}`, {

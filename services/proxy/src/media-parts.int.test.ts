@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
 import {
-  expectedCostMicros, expectedUsage, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, expectedUsage, gatewayModel, lastSettleOf, startProxyWorld, stateOf, tenant, testPrices, trafficOf, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 // Image and audio parts end to end (docs/surfaces/media.md): what reaches each kind of upstream,
@@ -97,14 +97,7 @@ beforeAll(async () => {
 afterAll(async () => { await world?.close(); });
 
 /** Counts of calls so far, to assert that a refused request added none. */
-function traffic() {
-  return {
-    upstream: world.upstream.requests.length,
-    reserve: world.ledger.calls.reserve.length,
-    settle: world.ledger.calls.settle.length,
-    release: world.ledger.calls.release.length,
-  };
-}
+const traffic = () => trafficOf(world);
 
 async function rawPost(body: unknown): Promise<{ status: number; error: { code: string; param: string | null; message: string } }> {
   const response = await fetch(`${proxy.baseUrl}/chat/completions`, {
@@ -115,12 +108,8 @@ async function rawPost(body: unknown): Promise<{ status: number; error: { code: 
   return { status: response.status, error: ((await response.json()) as { error: { code: string; param: string | null; message: string } }).error };
 }
 
-/** The Settle of the last Reservation, once it has happened. */
-async function lastSettle(): Promise<ledgerV1.SettleRequest> {
-  const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
-  await waitFor(() => world.ledger.calls.settle.some((settle) => settle.reservationId === reservationId), 5000, 'settle');
-  return world.ledger.calls.settle.filter((settle) => settle.reservationId === reservationId).at(-1)!;
-}
+/** The Settle of the last Reserve, once it has landed. */
+const lastSettle = () => lastSettleOf(world);
 
 describe('an OpenAI-compatible upstream', () => {
   it('gets an image data URL unchanged; the Reserve holds its 765 tokens, and the Settle is the upstream usage', async () => {

@@ -5,7 +5,7 @@ import { configV1, ledgerV1 } from '@gateway/contracts';
 import { countWords, fakePromptTokens, leakMarkers } from '@gateway/fake-upstream';
 import { issueSecret } from '@gateway/secrets';
 import {
-  expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, gatewayModel, lastSettleOf, startProxyWorld, stateOf, tenant, testPrices, trafficOf, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude', 'vision', 'vision-claude'] });
@@ -103,21 +103,10 @@ function sseEvents(text: string): Array<Record<string, any>> {
 }
 
 /** Counts of calls so far, to assert that a refused request added none. */
-function traffic() {
-  return {
-    upstream: world.upstream.requests.length,
-    reserve: world.ledger.calls.reserve.length,
-    settle: world.ledger.calls.settle.length,
-    release: world.ledger.calls.release.length,
-  };
-}
+const traffic = () => trafficOf(world);
 
-/** The Settle of the last reservation, once it has happened. */
-async function lastSettle(): Promise<ledgerV1.SettleRequest> {
-  const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
-  await waitFor(() => world.ledger.calls.settle.some((s) => s.reservationId === reservationId), 5000, 'settle');
-  return world.ledger.calls.settle.filter((s) => s.reservationId === reservationId).at(-1)!;
-}
+/** The Settle of the last Reserve, once it has landed. */
+const lastSettle = () => lastSettleOf(world);
 
 /** The account once every Settle so far has landed (they run right after their responses). */
 async function settledAccount() {

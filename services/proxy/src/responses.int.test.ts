@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
 import { fakePromptTokens, leakMarkers } from '@gateway/fake-upstream';
 import {
-  expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, gatewayModel, lastSettleOf, startProxyWorld, stateOf, tenant, testPrices, trafficOf, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude', 'vectors', 'vision'] });
@@ -70,21 +70,10 @@ beforeAll(async () => {
 afterAll(async () => { await world?.close(); });
 
 /** Counts of calls so far, to assert that a refused request added none. */
-function traffic() {
-  return {
-    upstream: world.upstream.requests.length,
-    reserve: world.ledger.calls.reserve.length,
-    settle: world.ledger.calls.settle.length,
-    release: world.ledger.calls.release.length,
-  };
-}
+const traffic = () => trafficOf(world);
 
-/** The Settle of the last Reservation, once it has happened. */
-async function lastSettle(): Promise<ledgerV1.SettleRequest> {
-  const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
-  await waitFor(() => world.ledger.calls.settle.some((s) => s.reservationId === reservationId), 5000, 'settle');
-  return world.ledger.calls.settle.filter((s) => s.reservationId === reservationId).at(-1)!;
-}
+/** The Settle of the last Reserve, once it has landed. */
+const lastSettle = () => lastSettleOf(world);
 
 async function rawPost(body: unknown, apiKey = acme.apiKey): Promise<{ status: number; headers: Headers; text: string }> {
   const response = await fetch(`${proxy.baseUrl}/responses`, {

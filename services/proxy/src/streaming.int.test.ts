@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
 import { leakMarkers } from '@gateway/fake-upstream';
 import {
-  expectedCostMicros, expectedUsage, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, expectedUsage, gatewayModel, lastSettleOf, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'claude', 'greedy'] });
@@ -65,12 +65,8 @@ afterAll(async () => {
   await new Promise((resolve) => { greedyUpstream?.close(resolve); });
 });
 
-/** The settle of the last reservation, once it has happened. */
-async function lastSettle(): Promise<ledgerV1.SettleRequest> {
-  const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
-  await waitFor(() => world.ledger.calls.settle.some((s) => s.reservationId === reservationId), 5000, 'settle');
-  return world.ledger.calls.settle.filter((s) => s.reservationId === reservationId).at(-1)!;
-}
+/** The Settle of the last Reserve, once it has landed. */
+const lastSettle = () => lastSettleOf(world);
 
 async function rawStream(body: Record<string, unknown>): Promise<{ status: number; headers: Headers; text: string }> {
   const response = await fetch(`${proxy.baseUrl}/chat/completions`, {

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
-import { configV1 } from '@gateway/contracts';
+import { configV1, type ledgerV1 } from '@gateway/contracts';
 import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
 import { createLogger } from '@gateway/logger';
 import { issueSecret } from '@gateway/secrets';
@@ -103,6 +103,23 @@ export interface ProxyWorld {
   /** An OpenAI client of a proxy, with retries off so every status is seen as sent. */
   client(apiKey: string, proxy?: TestProxy): OpenAI;
   close(): Promise<void>;
+}
+
+/** Counts of the calls a world has seen so far (upstream requests, Reserves, Settles, Releases): a refused request must add none. */
+export function trafficOf(world: ProxyWorld): { upstream: number; reserve: number; settle: number; release: number } {
+  return {
+    upstream: world.upstream.requests.length,
+    reserve: world.ledger.calls.reserve.length,
+    settle: world.ledger.calls.settle.length,
+    release: world.ledger.calls.release.length,
+  };
+}
+
+/** The Settle of the world's last Reserve, once it has landed (it runs right after its response). */
+export async function lastSettleOf(world: ProxyWorld): Promise<ledgerV1.SettleRequest> {
+  const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
+  await waitFor(() => world.ledger.calls.settle.some((settle) => settle.reservationId === reservationId), 5000, 'settle');
+  return world.ledger.calls.settle.filter((settle) => settle.reservationId === reservationId).at(-1)!;
 }
 
 /** Polls a condition every 10 ms until true, failing after timeoutMs. */
