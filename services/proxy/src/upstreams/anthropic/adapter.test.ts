@@ -59,8 +59,10 @@ describe('anthropicAdapter.buildRequest', () => {
     expect(refusal({ params: { temperature: 1.2 } })).toBe('invalid_request:temperature');
     expect(refusal({ params: { response_format: { type: 'json_schema' } } })).toBe('invalid_request:response_format');
     expect(refusal({ messages: [{ role: 'system', content: 'only system' }] })).toBe('invalid_request:messages');
-    expect(refusal({ messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{oops' } }] }] }))
-      .toBe('invalid_request:messages[0].tool_calls[0].function.arguments');
+    for (const args of ['{oops', '[1,2]', '"text"', '7', 'null']) {
+      expect(refusal({ messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: args } }] }] }), args)
+        .toBe('invalid_request:messages[0].tool_calls[0].function.arguments');
+    }
     expect(refusal({ params: { response_format: { type: 'text' }, temperature: 1 } })).toBe('accepted');
   });
 });

@@ -102,6 +102,11 @@ function translateMessages(messages: readonly ChatMessage[]): { system: string |
           try {
             input = call.function.arguments.trim() === '' ? {} : JSON.parse(call.function.arguments);
           } catch {
+            input = undefined;
+          }
+          // Anthropic's tool_use input is an object: anything else (not JSON, or an array, a string, a
+          // number) would be refused upstream after the Reserve, so it is refused here, before it.
+          if (typeof input !== 'object' || input === null || Array.isArray(input)) {
             throw refuse(`messages[${index}].tool_calls[${callIndex}].function.arguments`, 'Tool call arguments must be a JSON object for this model.');
           }
           blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input });
