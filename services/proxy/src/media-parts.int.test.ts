@@ -1,4 +1,3 @@
-import { crc32, deflateSync } from 'node:zlib';
 import { encode as encodeCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { encode as encodeO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import OpenAI from 'openai';
@@ -7,6 +6,7 @@ import { ledgerV1 } from '@gateway/contracts';
 import {
   expectedCostMicros, expectedUsage, gatewayModel, lastSettleOf, startProxyWorld, stateOf, tenant, testPrices, trafficOf, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
+import { png, wav } from './test-support/media-fixtures.ts';
 
 // Image and audio parts end to end (docs/surfaces/media.md): what reaches each kind of upstream,
 // what the Reserve holds for them (each figure written out here from the providers' formulas),
@@ -15,48 +15,6 @@ import {
 const acme = tenant('acme', { allowedGatewayModelSlugs: ['vision', 'claude-vision', 'plain', 'mystery', 'listener'] });
 const upstreamCredential = 'sk-upstream-credential-123';
 const creditMicros = 1_000_000_000n;
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const typed = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(typed));
-  return Buffer.concat([length, typed, crc]);
-}
-
-/** A real grey PNG of a given size (deflated rows: a 1024×1024 one is about 1 KB). */
-function png(width: number, height: number): Buffer {
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([8, 0, 0, 0, 0], 8);
-  const rows = Buffer.alloc((width + 1) * height, 0x80);
-  for (let row = 0; row < height; row += 1) rows[row * (width + 1)] = 0;
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    pngChunk('IHDR', header), pngChunk('IDAT', deflateSync(rows)), pngChunk('IEND', Buffer.alloc(0)),
-  ]);
-}
-
-/** A 16-bit mono PCM WAV of silence. */
-function wav(seconds: number, sampleRate = 16_000): Buffer {
-  const dataBytes = seconds * sampleRate * 2;
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'latin1');
-  header.writeUInt32LE(36 + dataBytes, 4);
-  header.write('WAVEfmt ', 8, 'latin1');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(sampleRate, 24);
-  header.writeUInt32LE(sampleRate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'latin1');
-  header.writeUInt32LE(dataBytes, 40);
-  return Buffer.concat([header, Buffer.alloc(dataBytes)]);
-}
 
 const squareBase64 = png(1024, 1024).toString('base64');
 const squareUrl = `data:image/png;base64,${squareBase64}`;

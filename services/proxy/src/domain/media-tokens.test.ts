@@ -1,36 +1,13 @@
-import { crc32, deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { png, wav } from '../test-support/media-fixtures.ts';
 import type { ChatContentPart } from './chat-request.ts';
 import {
   anthropicImageTokens, audioSecondsOf, imageDimensionsOf, MediaTokenCounter, openAiPatchTokens, openAiTileTokens,
 } from './media-tokens.ts';
 import { estimatePromptTokens } from './token-estimate.ts';
 
-// Real, decodable images of a given size, written here byte by byte (no image library in the
-// test): each is the smallest valid file of its format, so the size reader meets what clients send.
-
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const typed = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(typed));
-  return Buffer.concat([length, typed, crc]);
-}
-
-/** A grey 8-bit greyscale PNG. */
-function png(width: number, height: number): Buffer {
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([8, 0, 0, 0, 0], 8); // bit depth 8, greyscale, deflate, no filter method, no interlace
-  const rows = Buffer.alloc((width + 1) * height, 0x80);
-  for (let row = 0; row < height; row += 1) rows[row * (width + 1)] = 0; // filter type None
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    pngChunk('IHDR', header), pngChunk('IDAT', deflateSync(rows)), pngChunk('IEND', Buffer.alloc(0)),
-  ]);
-}
+// Real, decodable images of a given size, written here byte by byte (PNG and WAV come from
+// test-support/media-fixtures.ts): each is the smallest valid file of its format.
 
 function jpegSegment(marker: number, data: number[]): number[] {
   const length = data.length + 2;
@@ -104,25 +81,6 @@ function webp(width: number, height: number): Buffer {
   riff.writeUInt32LE(4 + 8 + padded.length, 4);
   riff.write('WEBP', 8, 'latin1');
   return Buffer.concat([riff, chunkHeader, padded]);
-}
-
-/** A 16-bit mono PCM WAV of silence. */
-function wav(seconds: number, sampleRate = 16_000): Buffer {
-  const dataBytes = seconds * sampleRate * 2;
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'latin1');
-  header.writeUInt32LE(36 + dataBytes, 4);
-  header.write('WAVEfmt ', 8, 'latin1');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(1, 22); // mono
-  header.writeUInt32LE(sampleRate, 24);
-  header.writeUInt32LE(sampleRate * 2, 28); // byte rate
-  header.writeUInt16LE(2, 32); // block align
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'latin1');
-  header.writeUInt32LE(dataBytes, 40);
-  return Buffer.concat([header, Buffer.alloc(dataBytes)]);
 }
 
 function dataUrl(type: string, bytes: Buffer): string {
