@@ -25,6 +25,17 @@ function inputTokensOf(...texts: string[]): number {
   return fakePromptTokens(texts.map((content) => ({ role: 'user', content })));
 }
 
+/** The `lookup` tool the tool-loop tests give the AI SDK: it records each input in `calls` and answers 42. */
+function lookupTool(calls: unknown[]) {
+  return {
+    lookup: tool({
+      description: 'Looks a query up',
+      inputSchema: jsonSchema<{ query: string }>({ type: 'object', properties: { query: { type: 'string' } }, required: ['query'] }),
+      execute: async (input) => { calls.push(input); return { answer: 42 }; },
+    }),
+  };
+}
+
 describe.skipIf(!serverUrl)('Responses API clients end to end', () => {
   let gateway: E2eGateway;
 
@@ -108,13 +119,7 @@ describe.skipIf(!serverUrl)('Responses API clients end to end', () => {
     const result = await generateText({
       model: openai(gateway.modelSlug),
       prompt: 'Look it up [[fake:tool_call=lookup]]',
-      tools: {
-        lookup: tool({
-          description: 'Looks a query up',
-          inputSchema: jsonSchema<{ query: string }>({ type: 'object', properties: { query: { type: 'string' } }, required: ['query'] }),
-          execute: async (input) => { calls.push(input); return { answer: 42 }; },
-        }),
-      },
+      tools: lookupTool(calls),
       stopWhen: stepCountIs(3),
       maxRetries: 0,
     });
@@ -141,13 +146,7 @@ describe.skipIf(!serverUrl)('Responses API clients end to end', () => {
     const loop = (providerOptions?: { openai: { store: boolean } }) => generateText({
       model: openai(gateway.modelSlug),
       prompt,
-      tools: {
-        lookup: tool({
-          description: 'Looks a query up',
-          inputSchema: jsonSchema<{ query: string }>({ type: 'object', properties: { query: { type: 'string' } }, required: ['query'] }),
-          execute: async (input) => { calls.push(input); return { answer: 42 }; },
-        }),
-      },
+      tools: lookupTool(calls),
       stopWhen: stepCountIs(3),
       ...(providerOptions === undefined ? {} : { providerOptions }),
       maxRetries: 0,
