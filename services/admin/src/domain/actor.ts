@@ -71,6 +71,21 @@ export function visibleOrganisations(actor: Actor): readonly string[] | undefine
   return [];
 }
 
+/**
+ * The organisation a request acts on where the caller may name one (`organisation_id`) or leave
+ * it out: the one named; left out, the caller's only organisation (an organisation token's own,
+ * a person's one membership), or undefined for a platform actor, who then acts on every
+ * organisation. A member of several organisations must name one (400), since which one is
+ * meant is a guess; a person in none has nothing to act on (403).
+ */
+export function selectedOrganisation(actor: Actor, named: string | undefined): string | undefined {
+  if (named !== undefined || isPlatformActor(actor)) return named;
+  const visible = visibleOrganisations(actor) ?? [];
+  if (visible.length === 1) return visible[0];
+  if (visible.length === 0) throw new GatewayError('permission_denied', { publicMessage: 'This needs a role in an organisation, and you belong to none.' });
+  throw new GatewayError('invalid_request', { publicMessage: 'Invalid request: organisation_id: required for a member of several organisations.', param: 'organisation_id' });
+}
+
 /** Refuses with 403 an actor that is not a platform admin: the operation is a platform admin's alone. */
 export function requirePlatformAdmin(actor: Actor): void {
   if (!isPlatformActor(actor)) {

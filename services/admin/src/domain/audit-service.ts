@@ -1,6 +1,5 @@
 import type { Database } from '@gateway/db';
-import { GatewayError } from '@gateway/errors';
-import { visibleOrganisations, type Actor } from './actor.ts';
+import { requirePlatformAdmin, type Actor } from './actor.ts';
 import type { Page } from './admin-records.ts';
 import { listAuditEvents, type AuditEvent } from './audit-log.ts';
 import type { ResourceAccess } from './resource-access.ts';
@@ -17,21 +16,14 @@ export function createAuditService({ db, access }: AuditServiceDeps) {
 
   return {
     /**
-     * A page of the audit log, oldest first. A platform admin reads everything or one
-     * organisation's events; an organisation token reads only its organisation's.
+     * A page of the audit log, oldest first: one organisation's events, or (`organisationId`
+     * undefined) every organisation's, which only a platform actor reads. The role it takes (an
+     * owner's) is the route's, checked by the route's authorization with the organisation it found.
      */
-    async listAuditEvents(actor: Actor, query: { organisationId?: string | undefined; afterId?: bigint | undefined; limit: number }): Promise<Page<AuditEvent>> {
-      let organisationId = query.organisationId;
-      if (organisationId !== undefined) await requireOrganisation(actor, organisationId);
-      const visible = visibleOrganisations(actor);
-      if (visible !== undefined && organisationId === undefined) {
-        // Someone limited to some organisations reads one of them at a time: their only one by default.
-        if (visible.length !== 1) {
-          throw new GatewayError('invalid_request', { publicMessage: 'Invalid request: organisation_id: required for a member of several organisations.', param: 'organisation_id' });
-        }
-        organisationId = visible[0];
-      }
-      return listAuditEvents(db, { organisationId, afterId: query.afterId, limit: query.limit });
+    async listAuditEvents(actor: Actor, query: { organisationId: string | undefined; afterId?: bigint | undefined; limit: number }): Promise<Page<AuditEvent>> {
+      if (query.organisationId === undefined) requirePlatformAdmin(actor);
+      else await requireOrganisation(actor, query.organisationId, db, { param: 'organisation_id' });
+      return listAuditEvents(db, { organisationId: query.organisationId, afterId: query.afterId, limit: query.limit });
     },
   };
 }

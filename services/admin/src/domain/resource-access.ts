@@ -24,10 +24,13 @@ export type ResourceAccess = ReturnType<typeof createResourceAccess>;
  */
 export function createResourceAccess(db: Database) {
   return {
-    /** The organisation, if the actor may see it; not_found otherwise (unknown and foreign look the same). */
-    async requireOrganisation(actor: Actor, id: string, tx: Queryable = db, options: { forUpdate?: boolean } = {}): Promise<Organisation> {
+    /**
+     * The organisation, if the actor may see it; not_found otherwise (unknown and foreign look the
+     * same), naming `options.param` (default `id`, the path's) as the field that named it.
+     */
+    async requireOrganisation(actor: Actor, id: string, tx: Queryable = db, options: { forUpdate?: boolean; param?: string } = {}): Promise<Organisation> {
       const organisation = isId('organisation', id) && canSeeOrganisation(actor, id) ? await findOrganisation(tx, id, options) : undefined;
-      if (!organisation) throw notFound('organisation', id, 'id');
+      if (!organisation) throw notFound('organisation', id, options.param ?? 'id');
       return organisation;
     },
 

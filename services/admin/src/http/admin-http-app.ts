@@ -3,12 +3,12 @@ import { GatewayError, toGatewayError, toHttpError } from '@gateway/errors';
 import { createJsonBodyParser, createRequestGuard, frameworkRequestError, rawBodyOf } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { HealthProbes } from '@gateway/service-runtime';
-import { canSeeOrganisation, requirePlatformAdmin, requireRole, systemActor, type Actor } from '../domain/actor.ts';
+import { canSeeOrganisation, requirePlatformAdmin, requireRole, selectedOrganisation, systemActor, type Actor } from '../domain/actor.ts';
 import { isId } from '../domain/ids.ts';
 import { notFound } from '../domain/resource-access.ts';
 import { sameOriginRequest } from './session-cookie.ts';
 import { createRouteResolver, observeHttpRequest, type HttpMetrics } from './http-metrics.ts';
-import { expressPathOf, type AdminRoute, type RouteContext } from './route-definition.ts';
+import { expressPathOf, type AdminRoute, type RouteContext, type RouteScope } from './route-definition.ts';
 import { idempotencyKeyHeader } from './request-schemas.ts';
 import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
 
@@ -77,22 +77,54 @@ function actorForLog(actor: Actor): Record<string, string> {
 
 
 /**
- * The one authorization of a route, the same for a bearer token and a session, before its input
- * is even validated: the organisation the path names must exist for the actor (404, exactly as
- * if it did not exist), then the actor needs the route's role there (403), and a platform route
- * needs a platform actor (403).
+ * The organisation a route's scope names (see RouteScope): an organisation the caller cannot see
+ * answers 404 naming the field that named it, exactly as an unknown id. Undefined: a platform
+ * actor selected no organisation (every organisation).
  */
-async function authorizeRoute(route: AdminRoute, actor: Actor, params: Record<string, string>, deps: AdminHttpAppDeps): Promise<void> {
-  if (route.access === 'public') return;
-  if (route.scope !== undefined) {
-    const id = params.id ?? '';
-    const organisationId = route.scope === 'organisation'
-      ? (isId('organisation', id) ? id : undefined)
-      : (isId('project', id) ? await deps.organisationOfProject(id) : undefined);
-    if (organisationId === undefined || !canSeeOrganisation(actor, organisationId)) throw notFound(route.scope, id, 'id');
-    if (route.access === 'organisation') requireRole(actor, organisationId, route.role ?? 'owner');
+async function organisationInScope(
+  scope: RouteScope, actor: Actor, params: Record<string, string>, query: Record<string, unknown>, deps: AdminHttpAppDeps,
+): Promise<string | undefined> {
+  let named: string;
+  let found: string | undefined;
+  let param = 'id';
+  if (scope === 'organisation_id') {
+    const value = query.organisation_id;
+    // Which organisation a repeated parameter means is a guess: refused before any look-up.
+    if (value !== undefined && typeof value !== 'string') throw invalidRequest([{ field: 'organisation_id', message: 'must be given once' }]);
+    const selected = selectedOrganisation(actor, value);
+    if (selected === undefined) return undefined;
+    named = selected;
+    param = 'organisation_id';
+    found = isId('organisation', named) ? named : undefined;
+  } else {
+    named = params.id ?? '';
+    found = scope === 'organisation'
+      ? (isId('organisation', named) ? named : undefined)
+      : (isId('project', named) ? await deps.organisationOfProject(named) : undefined);
   }
+  if (found === undefined || !canSeeOrganisation(actor, found)) throw notFound(scope === 'project' ? 'project' : 'organisation', named, param);
+  return found;
+}
+
+/**
+ * The one authorization of a route (the rule is RouteAccess's), the same for a bearer token and
+ * a session, before its input is even validated: the organisation the route's scope names must
+ * exist for the actor (404, exactly as if it did not exist), then the actor needs the route's
+ * role there (403), and a platform route needs a platform actor (403). Returns the organisation
+ * the route acts on (undefined: none, or every one for a platform actor).
+ */
+async function authorizeRoute(
+  route: AdminRoute, actor: Actor, params: Record<string, string>, query: Record<string, unknown>, deps: AdminHttpAppDeps,
+): Promise<string | undefined> {
+  if (route.access === 'public') return undefined;
+  const organisationId = route.scope === undefined ? undefined : await organisationInScope(route.scope, actor, params, query, deps);
   if (route.access === 'platform') requirePlatformAdmin(actor);
+  else if (route.role !== undefined) {
+    // No organisation selected is every organisation: only a platform actor holds a role in all of them.
+    if (organisationId === undefined) requirePlatformAdmin(actor);
+    else requireRole(actor, organisationId, route.role);
+  }
+  return organisationId;
 }
 
 /** Answers with the catalogue mapping of `error`; a 5xx keeps `original` for the request's log line. */
@@ -198,7 +230,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
         name, Array.isArray(value) ? value.join('/') : String(value),
       ]));
       const actor = (response.locals.actor as Actor | undefined) ?? systemActor;
-      await authorizeRoute(route, actor, params, deps);
+      const organisationId = await authorizeRoute(route, actor, params, { ...(request.query as object) }, deps);
 
       // Header, query and body are all checked before failing, so one answer names every bad field.
       const problems: FieldProblem[] = [];
@@ -223,7 +255,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       if (problems.length > 0) throw invalidRequest(problems);
 
       const result = await route.handle(context, {
-        actor, params, query, body, idempotencyKey,
+        actor, organisationId, params, query, body, idempotencyKey,
         clientAddress: request.ip ?? request.socket.remoteAddress ?? '',
         userAgent: (headerValue(request.headers['user-agent']) ?? '').slice(0, 300),
         cookieHeader: request.headers.cookie ?? '',

@@ -70,7 +70,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/organisations', operationId: 'listOrganisations', tag: 'organisations', authenticated: true, access: 'organisation', role: 'viewer',
+      method: 'get', path: '/admin/v1/organisations', operationId: 'listOrganisations', tag: 'organisations', authenticated: true, access: 'organisation',
       summary: 'List organisations in creation order (cursor paging).',
       query: listQuery,
       success: { status: 200, description: 'A page of organisations.', schema: listResponse(organisationResponse) },
@@ -359,14 +359,15 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
       },
     }),
     defineRoute({
-      method: 'get', path: '/admin/v1/audit-events', operationId: 'listAuditEvents', tag: 'audit', authenticated: true, access: 'organisation', role: 'owner',
+      method: 'get', path: '/admin/v1/audit-events', operationId: 'listAuditEvents', tag: 'audit', authenticated: true,
+      access: 'organisation', role: 'owner', scope: 'organisation_id',
       summary: 'The audit log, oldest first (cursor paging): who changed what, when, with before/after values.',
-      description: 'A platform admin reads every event, or one organisation\'s with `organisation_id`; an organisation token reads only its organisation\'s events.',
+      description: 'One organisation\'s events, for its owners: the one `organisation_id` names, or without it the caller\'s only organisation (a member of several must name one: 400; an organisation token reads its own). Below owner there: 403; an organisation the caller cannot see: 404, as an unknown id. A platform admin reads every event, or one organisation\'s with `organisation_id`.',
       query: auditEventsQuery,
       success: { status: 200, description: 'A page of audit events.', schema: listResponse(auditEventResponse) },
-      errors: readErrors,
-      async handle({ service }, { actor, query }) {
-        const page = await service.listAuditEvents(actor, { organisationId: query.organisation_id, afterId: query.after, limit: query.limit ?? pageSizes.default });
+      errors: [...readErrors, 'permission_denied'],
+      async handle({ service }, { actor, organisationId, query }) {
+        const page = await service.listAuditEvents(actor, { organisationId, afterId: query.after, limit: query.limit ?? pageSizes.default });
         return { status: 200, body: listJson(page, auditEventJson) };
       },
     }),

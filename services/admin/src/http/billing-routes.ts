@@ -62,7 +62,7 @@ const platformRoute = { tag: 'billing', authenticated: true, access: 'platform' 
 export function billingRoutes(): AdminRoute[] {
   return [
     defineRoute({
-      tag: 'billing', authenticated: true, access: 'organisation', role: 'viewer',
+      tag: 'billing', authenticated: true, access: 'organisation',
       method: 'get', path: '/admin/v1/topup-packages', operationId: 'listTopUpPackages',
       summary: 'The top-up packages on sale, in display order (platform admins: all with include_inactive=true).',
       query: packageListQuery,

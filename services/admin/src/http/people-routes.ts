@@ -117,7 +117,7 @@ export function peopleRoutes(): AdminRoute[] {
     }),
 
     defineRoute({
-      method: 'get', path: '/admin/v1/me', operationId: 'getMe', tag: 'people', authenticated: true, access: 'organisation', role: 'viewer',
+      method: 'get', path: '/admin/v1/me', operationId: 'getMe', tag: 'people', authenticated: true, access: 'organisation',
       summary: 'The signed-in person (a token is not a person: 404).',
       success: { status: 200, description: 'The person.', schema: personResponse },
       errors: ['unauthenticated', 'not_found'],

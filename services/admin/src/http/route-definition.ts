@@ -15,6 +15,11 @@ export interface RouteContext {
 export interface RouteRequest<Query, Body> {
   /** The caller its bearer token or session authenticated; the system actor on public routes. */
   actor: Actor;
+  /**
+   * The organisation the route acts on, as its authorization found it from the route's scope;
+   * undefined on a route without a scope, or when a platform actor selected none (every organisation).
+   */
+  organisationId: string | undefined;
   params: Record<string, string>;
   query: Query;
   body: Body;
@@ -51,8 +56,36 @@ export interface RouteResult {
   propagation?: Propagation;
 }
 
-/** What the OpenAPI document and the server read of every route, handled or a probe. */
-export interface RouteDescription {
+/**
+ * Which organisation a route acts on, found before its handler runs, the same way for a token
+ * and a session: the path's `{id}` as an organisation id ('organisation') or as a project id
+ * ('project': the project's organisation), or the `organisation_id` query parameter
+ * ('organisation_id'; left out, the caller's only organisation: see selectedOrganisation, and
+ * for a platform actor every organisation).
+ */
+export type RouteScope = 'organisation' | 'project' | 'organisation_id';
+
+/**
+ * Who may call a route: the one rule of route access, which authorizeRoute enforces for every
+ * route, whatever its path. A declared role is the least role in the organisation the route's
+ * scope finds, so a role needs a scope: a route without one acts on no single organisation.
+ * - 'public': anyone, without credentials.
+ * - 'platform': platform admins (by token or session) only, 403 for anyone else; with a scope,
+ *   an organisation the caller cannot see answers 404 first, exactly as an unknown id.
+ * - 'organisation' with a scope and a role: the organisation the scope finds must exist for the
+ *   caller (404 otherwise, exactly as an unknown id), and the caller needs the role there (403
+ *   below it). An organisation token is an owner of its own organisation; platform admins always may.
+ * - 'organisation' without a scope (and so without a role): any authenticated caller; the route
+ *   answers only what the caller sees (its own organisations, itself, the packages on sale).
+ */
+export type RouteAccess =
+  | { access: 'public'; scope?: undefined; role?: undefined }
+  | { access: 'platform'; scope?: RouteScope; role?: undefined }
+  | { access: 'organisation'; scope: RouteScope; role: OrganisationRole }
+  | { access: 'organisation'; scope?: undefined; role?: undefined };
+
+/** What the OpenAPI document and the server read of every route besides its access. */
+export interface RouteFields {
   method: 'get' | 'post' | 'patch' | 'put' | 'delete';
   /** OpenAPI path template, e.g. /admin/v1/organisations/{id}. */
   path: string;
@@ -64,24 +97,6 @@ export interface RouteDescription {
   tag: string;
   /** Whether an admin-API bearer token or a session is required. */
   authenticated: boolean;
-  /**
-   * Who may call it: 'platform' (platform admins, by token or session; anyone else gets 403, or
-   * 404 for an id that is not theirs) or 'organisation' (also organisation tokens and members,
-   * for their own organisations only: any other id answers 404). Public routes: 'public'.
-   */
-  access: 'public' | 'platform' | 'organisation';
-  /**
-   * For 'organisation' routes: the least role a member needs (an organisation token is an owner
-   * of its own organisation; platform admins always may). A member below it gets 403.
-   */
-  role?: OrganisationRole;
-  /**
-   * Which organisation the route acts on, checked before the handler runs, the same way for a
-   * token and a session: the path's `{id}` is an organisation id ('organisation') or a project
-   * id ('project', its organisation). Absent: the route has no single organisation in its path
-   * (lists that the caller's own organisations limit).
-   */
-  scope?: 'organisation' | 'project';
   query?: z.ZodType;
   body?: z.ZodType;
   /** Whether the route requires an Idempotency-Key header. */
@@ -94,6 +109,9 @@ export interface RouteDescription {
   /** Catalogue codes the route can answer with, for the document. */
   errors: ErrorCode[];
 }
+
+/** What the OpenAPI document and the server read of every route, handled or a probe. */
+export type RouteDescription = RouteFields & RouteAccess;
 
 /**
  * One route of the admin HTTP API: everything the server and the OpenAPI document need. A probe
@@ -112,7 +130,7 @@ export function expressPathOf(route: Pick<RouteDescription, 'path' | 'expressPat
 
 /** Declares a route with handler types inferred from its query and body schemas. */
 export function defineRoute<Query extends z.ZodType = z.ZodUndefined, Body extends z.ZodType = z.ZodUndefined>(
-  route: Omit<RouteDescription, 'query' | 'body'> & {
+  route: Omit<RouteFields, 'query' | 'body'> & RouteAccess & {
     query?: Query;
     body?: Body;
     handle(context: RouteContext, request: RouteRequest<z.output<Query>, z.output<Body>>): Promise<RouteResult>;
