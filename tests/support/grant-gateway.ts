@@ -162,14 +162,14 @@ export async function startGrantGateway(options: GrantGatewayOptions): Promise<G
       ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0', ...options.ledgerEnv,
     });
     services.push(ledger);
-    await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
+    await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`, 60_000);
     const admin = startService('admin', {
       ...common, ...serviceTlsEnv(pki, 'admin'),
       ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
     });
     services.push(admin);
-    await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`);
+    await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`, 60_000);
     const proxies = proxyPorts.map((port, index) => startService('proxy', {
       ...serviceTlsEnv(pki, 'proxy'),
       LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: `grants-e2e-proxy-${index}`,
