@@ -53,7 +53,16 @@ export type GrantUsageRecord = ListedUsageRecord;
 /** An organisation made for one test, with a project key. */
 export interface GrantOrganisation {
   id: string;
+  /** The project the key belongs to. */
+  projectId: string;
   apiKey: string;
+}
+
+/** A project's budget and spend this month as the admin API gives them, µ₹. */
+export interface GrantProjectSpend {
+  monthlyCapMicros: bigint | null;
+  settledMicros: bigint;
+  heldMicros: bigint;
 }
 
 /** How one chat request ended, as the client saw it. */
@@ -78,6 +87,10 @@ export interface GrantGateway {
   /** Makes an organisation (RPM far above any test's load) with one project and key, credited `creditMicros`. */
   createOrganisation(name: string, creditMicros: bigint): Promise<GrantOrganisation>;
   balance(organisationId: string): Promise<GrantBalance>;
+  /** Sets the project's monthly cap through the admin API (PUT /projects/{id}/budget); resolves when the PUT has answered. */
+  setProjectBudget(projectId: string, monthlyCapMicros: bigint): Promise<GrantProjectSpend>;
+  /** The project's budget and spend this month (GET /projects/{id}/budget). */
+  projectSpend(projectId: string): Promise<GrantProjectSpend>;
   /** Every usage record of the organisation (all pages). */
   usage(organisationId: string): Promise<GrantUsageRecord[]>;
   /**
@@ -98,6 +111,14 @@ export interface GrantGateway {
   outputs(): string;
   /** Stops every process (proxies first) and drops the database. */
   close(): Promise<void>;
+}
+
+/** A project budget body of the admin API as µ₹ amounts. */
+function projectSpendOf(json: Record<string, any>): GrantProjectSpend {
+  return {
+    monthlyCapMicros: json.monthly_cap_micros === null ? null : BigInt(json.monthly_cap_micros as string),
+    settledMicros: BigInt(json.settled_micros as string), heldMicros: BigInt(json.held_micros as string),
+  };
 }
 
 /** The fake upstream's request tags that start with a prefix (the requests that reached it). */
@@ -141,14 +162,14 @@ export async function startGrantGateway(options: GrantGatewayOptions): Promise<G
       ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0', ...options.ledgerEnv,
     });
     services.push(ledger);
-    await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
+    await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`, 60_000);
     const admin = startService('admin', {
       ...common, ...serviceTlsEnv(pki, 'admin'),
       ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
     });
     services.push(admin);
-    await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`);
+    await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`, 60_000);
     const proxies = proxyPorts.map((port, index) => startService('proxy', {
       ...serviceTlsEnv(pki, 'proxy'),
       LOG_LEVEL: 'warn', BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: `grants-e2e-proxy-${index}`,
@@ -157,7 +178,8 @@ export async function startGrantGateway(options: GrantGatewayOptions): Promise<G
       ...options.proxyEnv,
     }));
     services.push(...proxies);
-    await Promise.all(proxies.map((proxy, index) => waitUntilReady(proxy, `http://127.0.0.1:${proxyPorts[index]}/readyz`)));
+    // Several proxies start at once (each compiles the same sources): on a busy machine that takes longer than one service alone.
+    await Promise.all(proxies.map((proxy, index) => waitUntilReady(proxy, `http://127.0.0.1:${proxyPorts[index]}/readyz`, 60_000)));
 
     const adminCall = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
       const response = await fetch(`http://127.0.0.1:${adminHttp}/admin/v1${path}`, {
@@ -184,10 +206,16 @@ export async function startGrantGateway(options: GrantGatewayOptions): Promise<G
         const id = organisation.id as string;
         await adminCall('POST', `/organisations/${id}/credits`, { amount_micros: creditMicros.toString(), reason: `${name} opening credit` }, { 'idempotency-key': `${name}-opening` });
         const project = await adminCall('POST', `/organisations/${id}/projects`, { name });
-        return { id, apiKey: project.api_key as string };
+        return { id, projectId: (project.project as { id: string }).id, apiKey: project.api_key as string };
       },
       async balance(organisationId) {
         return readBalance(adminCall, organisationId);
+      },
+      async setProjectBudget(projectId, monthlyCapMicros) {
+        return projectSpendOf(await adminCall('PUT', `/projects/${projectId}/budget`, { monthly_cap_micros: monthlyCapMicros.toString() }));
+      },
+      async projectSpend(projectId) {
+        return projectSpendOf(await adminCall('GET', `/projects/${projectId}/budget`));
       },
       async usage(organisationId) {
         return readAllUsage(adminCall, organisationId);

@@ -108,7 +108,9 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
         break;
     }
 
-    const ledger: GrpcLedger = createGrpcLedger({ target: config.LEDGER_GRPC_URL, callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS, security });
+    const ledger: GrpcLedger = createGrpcLedger({
+      target: config.LEDGER_GRPC_URL, callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS, budgetCallTimeoutMs: config.LEDGER_BUDGET_CALL_TIMEOUT_MS, security,
+    });
     lifecycle.defer('ledger channel', () => ledger.close());
 
     const resolveHost = deps.resolveHost ?? systemResolver;

@@ -54,6 +54,11 @@ export const adminConfigSchema = z.object({
   ADMIN_HEARTBEAT_INTERVAL_MS: commonEnv.durationMs(5_000),
   /** Deadline of each call to the ledger, ms. */
   LEDGER_CALL_TIMEOUT_MS: commonEnv.durationMs(5_000),
+  /**
+   * Deadline of a project budget change at the ledger, ms: it answers once the project's credit
+   * grants are recalled (at most the ledger's LEDGER_BUDGET_RECALL_WAIT_MS), so keep this above that.
+   */
+  LEDGER_BUDGET_CALL_TIMEOUT_MS: commonEnv.durationMs(30_000),
   /** The dashboard's address as people reach it (links in invitations and the setup link); default http://BIND_HOST:ADMIN_HTTP_PORT. */
   ADMIN_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   /** Email of the first platform-admin person, created with a one-time setup link when nobody exists yet. */

@@ -10,7 +10,10 @@
 -- zero; PROJECT_BUDGET: at most a share of the headroom under the budget row lock, and its
 -- remaining counts in held(p) (ledger_project_held) until it is resolved; INTERNAL_MODE: no
 -- wallet movement. EXPIRY: the deadline is now() + ttl by the database clock.
--- Lock order (the global one): budget row -> account row. The recall that a not_granted answer
+-- Lock order (the global one): the project's budget-change lock (shared; SetProjectBudget takes it
+-- exclusive, so a grant is either visible to the recall a budget change makes, or sized under the
+-- new cap: never sized under the old cap and committed after the change) -> budget row -> account
+-- row. The recall that a not_granted answer
 -- asks for (recall_organisation / recall_project) is a separate statement of the caller
 -- (ledger_recall_grants), since it locks grant rows, which come before accounts in the order.
 CREATE OR REPLACE FUNCTION ledger_acquire_grant(op jsonb, p_share_percent integer)
@@ -55,7 +58,10 @@ BEGIN
     RETURN;
   END IF;
 
-  -- PROJECT_BUDGET: the budget row first (the lock order), then settled and held in one statement.
+  -- PROJECT_BUDGET: the budget-change lock, then the budget row (the lock order), then settled and
+  -- held in one statement. The lock is taken also when the project has no budget row yet, which a
+  -- row lock cannot cover.
+  PERFORM pg_advisory_xact_lock_shared(ledger_budget_change_lock_class(), hashtext(v_project));
   SELECT b.monthly_cap_micros INTO v_cap FROM project_budgets b
   WHERE b.project_id = v_project AND b.monthly_cap_micros > 0 FOR UPDATE;
   IF v_cap IS NOT NULL THEN

@@ -1,7 +1,9 @@
 -- ledger_recall_grants: the pull-back (docs/ledger.md, "Credit grants: recall"). When an
 -- organisation runs low (AcquireGrant answered not_granted, or an exact Reserve was refused
 -- insufficient_balance / project_budget_exceeded), money may be idling in other replicas'
--- grants: every held grant in scope is marked recalled (once; recalled_at) so its owner returns
+-- grants; when a budget change sets or lowers a project's cap (SetProjectBudget, in its own
+-- transaction, after the budget row: PROJECT_BUDGET), a grant may hold more than the project may
+-- still spend: every held grant in scope is marked recalled (once; recalled_at) so its owner returns
 -- what it has not carved. Grants whose owner has answered the recall (recall_answered_at: it
 -- returned what it had not carved) are not returned: no more money can come back from them by
 -- recalling, so a refusal counts only recalls still unanswered. Scope: p_organisation's commercial held grants (the balance ran low),

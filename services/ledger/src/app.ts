@@ -114,7 +114,7 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     const grpcServer = createGrpcServer();
     const service = createLedgerGrpcService(database, logger, {
       pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS, grantSharePercent: config.LEDGER_GRANT_MAX_SHARE_PERCENT,
-      recallPollIntervalMs: config.LEDGER_RECALL_POLL_INTERVAL_MS, rpcMetrics: metrics, tracing,
+      recallPollIntervalMs: config.LEDGER_RECALL_POLL_INTERVAL_MS, budgetRecallWaitMs: config.LEDGER_BUDGET_RECALL_WAIT_MS, rpcMetrics: metrics, tracing,
     }, batcher);
     // Every method checks the caller's certificate identity against ledgerMethodRoles first;
     // every unary answer, a refusal included, is counted (Operate counts its operations itself).

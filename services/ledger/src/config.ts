@@ -43,6 +43,13 @@ export const ledgerConfigSchema = z.object({
   LEDGER_GRANT_MAX_SHARE_PERCENT: z.coerce.number().int().min(1).max(50).default(10),
   /** How often a replica looks for recalled grants whose owners' Operate streams it serves, ms. */
   LEDGER_RECALL_POLL_INTERVAL_MS: commonEnv.durationMs(100),
+  /**
+   * Longest a budget change (SetProjectBudget) that recalled the project's credit grants waits for
+   * their owners' answers, ms. The wait also ends at each grant's deadline, after which its owner
+   * carves nothing: keep this above the proxies' PROXY_GRANT_TTL_MS and below the admin's
+   * LEDGER_BUDGET_CALL_TIMEOUT_MS.
+   */
+  LEDGER_BUDGET_RECALL_WAIT_MS: commonEnv.durationMs(25_000),
   ...grpcTlsEnv,
 }).superRefine(checkGrpcTlsEnv);
 

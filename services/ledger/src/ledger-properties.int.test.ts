@@ -214,7 +214,8 @@ type GrantOperation =
   | { kind: 'expireReservation'; reservation: number }
   | { kind: 'credit'; organisation: number; amountMicros: bigint }
   | { kind: 'replay'; call: number }
-  | { kind: 'conflict'; call: number };
+  | { kind: 'conflict'; call: number }
+  | { kind: 'budget'; capMicros: bigint };
 
 const grantOperation: fc.Arbitrary<GrantOperation> = fc.oneof(
   { weight: 4, arbitrary: fc.record({
@@ -242,6 +243,8 @@ const grantOperation: fc.Arbitrary<GrantOperation> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('credit' as const), organisation: fc.nat(1), amountMicros: fc.bigInt(1n, 1_000_000n) }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('replay' as const), call: fc.nat(200) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('conflict' as const), call: fc.nat(200) }) },
+  // A budget change of project 0 (set lower or higher; from tight to roomy), racing the step's carves, settles and recalls.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('budget' as const), capMicros: fc.oneof(fc.bigInt(1n, 200_000n), fc.bigInt(200_000n, 3_000_000n)) }) },
 );
 
 /** Steps of grant operations that run concurrently within a step. */
@@ -255,6 +258,8 @@ interface ModelGrant {
   internal: boolean;
   /** The proxy's uncarved remainder U: carves take from it, a sent settle gives r − c back, a return takes it. */
   uncarvedMicros: bigint;
+  /** The proxy answered a recall of it: it carves nothing more (settles of earlier carves still come). */
+  recalled: boolean;
 }
 
 /**
@@ -284,10 +289,11 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
   const reached = {
     granted: 0, notGranted: 0, budgetBound: 0, internal: 0, carvesBelow: 0, carvesAbove: 0, carvesBeyondGrant: 0, carvesAfterResolve: 0,
     promoted: 0, promotedSettled: 0, returned: 0, closed: 0, extended: 0, alreadyResolved: 0, expired: 0, replays: 0, conflicts: 0, recalled: 0,
+    budgetTightened: 0, budgetRecallAnswered: 0,
   };
 
   /** NO_OVERSPEND, CONSERVATION, PROJECT_BUDGET and the grants' own rules, from the database, then Verify. */
-  async function checkGrantLaws(organisations: string[], budgetedProject: string, capMicros: bigint, creditedByModel: Map<string, bigint>) {
+  async function checkGrantLaws(organisations: string[], budgetedProject: string, budget: { capMicros: bigint; ceilingMicros: bigint }, creditedByModel: Map<string, bigint>) {
     await checkOrganisationBalances(ledger, organisations, creditedByModel);
     // A grant's remaining never goes below zero nor above what it was granted; a resolved one holds nothing.
     const grants = await ledger.database.query<{ id: string; granted_micros: bigint; remaining_micros: bigint; status: string }>(
@@ -307,12 +313,24 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
            WHEN r.status = 'expired' THEN greatest(u.cost_micros - least(coalesce(r.expiry_charged_micros, 0), r.amount_micros), 0)
            ELSE greatest(u.cost_micros - r.amount_micros, 0) END), 0)::bigint AS excess
        FROM usage_records u JOIN reservations r ON r.id = u.reservation_id WHERE u.project_id = $1`, [budgetedProject]);
-    expect(spend.settledMicros + spend.heldMicros).toBeLessThanOrEqual(capMicros + rows[0]!.excess);
+    // A lowered cap leaves what was admitted before it (ceilingMicros: settled + held when the change answered).
+    const capMicros = budget.capMicros;
+    const bound = (budget.ceilingMicros > capMicros ? budget.ceilingMicros : capMicros) + rows[0]!.excess;
+    expect(spend.settledMicros + spend.heldMicros).toBeLessThanOrEqual(bound);
+    // PROJECT_BUDGET (grants): while settled + held is past the cap, no grant of the project can
+    // still be carved from (every one is resolved or its owner answered a recall), so no carve
+    // taken now passes the cap.
+    if (spend.settledMicros + spend.heldMicros > capMicros + rows[0]!.excess) {
+      const carvable = await ledger.database.query<{ id: string }>(
+        `SELECT id FROM grants WHERE project_id = $1 AND status = 'held' AND recall_answered_at IS NULL AND remaining_micros > 0`, [budgetedProject]);
+      expect({ capMicros, spent: spend.settledMicros + spend.heldMicros, carvable: carvable.rows.map((row) => row.id) })
+        .toEqual({ capMicros, spent: spend.settledMicros + spend.heldMicros, carvable: [] });
+    }
     // CONSERVATION (history, holds, grants, rows): Verify finds nothing.
     expect((await ledger.verify()).differences).toEqual([]);
   }
 
-  it('keeps NO_OVERSPEND, CONSERVATION, PROJECT_BUDGET, ONE_OUTCOME and IDEMPOTENCY through acquires, carved settles, promotions, returns, closes and expiries', async () => {
+  it('keeps NO_OVERSPEND, CONSERVATION, PROJECT_BUDGET, ONE_OUTCOME and IDEMPOTENCY through acquires, carved settles, promotions, returns, closes, expiries and budget changes', async () => {
     const property = fc.asyncProperty(grantScenario, fc.bigInt(300_000n, 3_000_000n), async (steps, capMicros) => {
       const organisations = [uniqueId('gprop-org'), uniqueId('gprop-org')];
       const creditedByModel = new Map<string, bigint>();
@@ -325,7 +343,10 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
       const projects = organisations.map(() => [uniqueId('gprop-project'), uniqueId('gprop-project')]);
       const budgetedProject = projects[0]![0]!;
       await ledger.setProjectBudget({ organisationId: organisations[0]!, projectId: budgetedProject, monthlyCapMicros: capMicros, softAlertPercent: 50 });
+      const budget = { capMicros, ceilingMicros: 0n };
       const grants: ModelGrant[] = [];
+      /** Grants a recall named before the model knew them (their AcquireGrant answer still on its way): closed unused, like the proxy. */
+      const recalledBeforeKnown = new Set<string>();
       const held: Held[] = [];
       const stored: StoredCall[] = [];
       const movedDeadlines = new Set<string>();
@@ -360,7 +381,8 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
                 else expect(response.grantedMicros).toBe(sized);
                 if (response.grantedMicros < sized) reached.budgetBound++;
               }
-              grants.push({ id: request.grantId, organisationId, projectId, internal: op.internal, uncarvedMicros: response.grantedMicros });
+              const early = recalledBeforeKnown.has(request.grantId);
+              grants.push({ id: request.grantId, organisationId, projectId, internal: op.internal, uncarvedMicros: early ? 0n : response.grantedMicros, recalled: early });
               stored.push({
                 label: 'acquire', again: async () => {
                   const again = await ledger.acquireGrant(request);
@@ -392,12 +414,12 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
             // The proxy's discipline (design, "Carve"): take r out of U before the call; a late settle ignores it.
             let reservedMicros = op.reservedMicros;
             if (!op.late) {
-              if (grant.uncarvedMicros <= 0n) return;
+              if (grant.uncarvedMicros <= 0n || grant.recalled) return;
               if (reservedMicros > grant.uncarvedMicros) reservedMicros = grant.uncarvedMicros;
               grant.uncarvedMicros -= reservedMicros;
             }
             const costMicros = (reservedMicros * BigInt(op.costPercent)) / 100n;
-            if (!op.late) grant.uncarvedMicros += reservedMicros - costMicros;
+            if (!op.late && !grant.recalled) grant.uncarvedMicros += reservedMicros - costMicros;
             const request = {
               reservationId: uniqueId('gprop-carve'), grantId: grant.id, reservedMicros, costMicros, inputTokens: 3n, outputTokens: 2n,
             };
@@ -551,6 +573,38 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
           }
           case 'conflict':
             return; // run alone after the step, so "nothing changed" can be seen
+          case 'budget': {
+            // The proxies' side of a recall while the change waits for it: carve nothing more,
+            // return U (a grant not yet known is closed unused when its answer comes).
+            let changing = true;
+            const answering = (async () => {
+              while (changing) {
+                const recalled = await ledger.database.query<{ id: string }>(
+                  `SELECT id FROM grants WHERE project_id = $1 AND status = 'held' AND recalled_at IS NOT NULL AND recall_answered_at IS NULL`, [budgetedProject]);
+                for (const { id } of recalled.rows) {
+                  const grant = grants.find((g) => g.id === id);
+                  if (grant === undefined) recalledBeforeKnown.add(id);
+                  const returnMicros = grant === undefined ? 0n : grant.uncarvedMicros;
+                  if (grant !== undefined) { grant.recalled = true; grant.uncarvedMicros = 0n; }
+                  await ledger.adjustGrant({ grantId: id, returnMicros, close: grant === undefined, reason: 'recalled' });
+                  reached.budgetRecallAnswered++;
+                }
+                await new Promise((resolve) => setTimeout(resolve, 5));
+              }
+            })();
+            const response = await ledger.setProjectBudget({
+              organisationId: organisations[0]!, projectId: budgetedProject, monthlyCapMicros: op.capMicros, softAlertPercent: 50,
+            }).finally(() => { changing = false; });
+            await answering;
+            expect(response.result).toBe(ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK);
+            if (op.capMicros < budget.capMicros) {
+              reached.budgetTightened++;
+              const spend = await ledger.getProjectSpend(budgetedProject);
+              budget.ceilingMicros = spend.settledMicros + spend.heldMicros;
+            }
+            budget.capMicros = op.capMicros;
+            return;
+          }
         }
       };
 
@@ -565,7 +619,7 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
           expect(await ledger.countRows()).toEqual(before);
           reached.conflicts++;
         }
-        await checkGrantLaws(organisations, budgetedProject, capMicros, creditedByModel);
+        await checkGrantLaws(organisations, budgetedProject, budget, creditedByModel);
       }
       // ONE_OUTCOME and NOTHING_FREE: one outcome per reservation (carves are written settled), a usage record exactly for the settled and charged ones.
       const { rows } = await ledger.database.query<{ status: string; settled: boolean; checkpointed: boolean; records: bigint }>(

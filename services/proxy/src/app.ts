@@ -85,7 +85,12 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     })
     : undefined;
   billingLedger.grants = grants;
-  if (grants !== undefined) billingLedger.onRecall((grantIds) => grants.recall(grantIds));
+  if (grants !== undefined) {
+    billingLedger.onRecall((grantIds) => grants.recall(grantIds));
+    // A replica carves only from grants of the Operate stream it has open: the ledger closes an
+    // ended stream's grants when it sees their owner gone (docs/proxy.md "Credit grants").
+    ledger.onStreamEnded(() => grants.streamEnded());
+  }
   const rateLimiter: RateLimiter = config.REDIS_URL === undefined
     ? new InProcessRateLimiter()
     : new RedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.PROXY_REDIS_PREFIX, logger, leaseMax: config.PROXY_RPM_LEASE_MAX, leaseMs: config.PROXY_RPM_LEASE_MS });

@@ -263,7 +263,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     defineRoute({
       method: 'put', path: '/admin/v1/projects/{id}/budget', operationId: 'setProjectBudget', tag: 'projects', authenticated: true, access: 'organisation', role: 'developer', scope: 'project',
       summary: 'Set the project\'s monthly budget: a cap in micro-rupees and a soft-alert threshold (percent, default 80).',
-      description: 'Kept by the ledger, which refuses a Reserve (402) that would take the project\'s spend this month (settled + held) past the cap, and raises one soft alert per month at the threshold.',
+      description: 'Kept by the ledger, which refuses a Reserve (402) that would take the project\'s spend this month (settled + held) past the cap, and raises one soft alert per month at the threshold. Setting or lowering a cap answers once the proxies\' credit grants of the project are recalled, so every request admitted after the answer is under the new cap.',
       body: projectBudgetBody,
       success: { status: 200, description: 'Budget and spend after the change.', schema: projectBudgetResponse },
       errors: [...writeErrors, 'not_found', ...ledgerErrors],

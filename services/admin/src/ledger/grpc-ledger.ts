@@ -61,12 +61,18 @@ function toUsageRecord(record: ledgerV1.UsageRecord): UsageRecord {
  * failed call becomes a catalogue error through `fromGrpcError` (a peer that is down becomes
  * `service_unavailable`), and a non-OK result becomes the matching catalogue error.
  */
-export function createGrpcLedger(options: { target: string; callTimeoutMs: number; security: GrpcTransportSecurity }): GrpcLedger {
+export function createGrpcLedger(options: {
+  target: string;
+  callTimeoutMs: number;
+  /** Deadline of SetProjectBudget, ms (default callTimeoutMs): it answers once the project's credit grants are recalled, up to the grants' deadline. */
+  budgetCallTimeoutMs?: number;
+  security: GrpcTransportSecurity;
+}): GrpcLedger {
   // The admin's certificate is its identity at the ledger; backoff and keepalive as every internal channel.
   const client = new ledgerV1.LedgerServiceClient(options.target, channelCredentials(options.security), clientChannelOptions);
-  const call = async <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[0], request: Req): Promise<Res> => {
+  const call = async <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[0], request: Req, timeoutMs = options.callTimeoutMs): Promise<Res> => {
     try {
-      return await callUnary(method, client, request, options.callTimeoutMs);
+      return await callUnary(method, client, request, timeoutMs);
     } catch (error) {
       const mapped = fromGrpcError(error);
       if (mapped.code !== 'service_unavailable') throw mapped;
@@ -160,7 +166,7 @@ export function createGrpcLedger(options: { target: string; callTimeoutMs: numbe
     },
 
     async setProjectBudget(request) {
-      const response = await call(client.setProjectBudget, ledgerV1.SetProjectBudgetRequest.fromPartial(request));
+      const response = await call(client.setProjectBudget, ledgerV1.SetProjectBudgetRequest.fromPartial(request), options.budgetCallTimeoutMs ?? options.callTimeoutMs);
       switch (response.result) {
         case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK: return;
         case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT:

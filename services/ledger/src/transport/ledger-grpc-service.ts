@@ -14,7 +14,7 @@ import {
   acquireGrant, adjustGrant, findRecalledGrants, recallGrants, type AcquireGrantResultName, type AdjustGrantResultName,
 } from '../domain/grants.ts';
 import { listBudgetAlerts, parseAlertCursor, type BudgetAlertView } from '../domain/list-budget-alerts.ts';
-import { setProjectBudget, type SetProjectBudgetResultName } from '../domain/set-project-budget.ts';
+import { setProjectBudget, waitForRecallAnswers, type SetProjectBudgetResultName } from '../domain/set-project-budget.ts';
 import { summarizeUsage } from '../domain/summarize-usage.ts';
 import { getBalance } from '../domain/get-balance.ts';
 import { InvalidQueryError } from '../domain/invalid-query-error.ts';
@@ -162,6 +162,8 @@ export interface BudgetAlertWatchOptions {
   grantSharePercent?: number;
   /** How often recalled grants of the owners this replica serves are looked for, ms (LEDGER_RECALL_POLL_INTERVAL_MS; default 100). */
   recallPollIntervalMs?: number;
+  /** Longest a budget change waits for the owners of the grants it recalled, ms (LEDGER_BUDGET_RECALL_WAIT_MS; default 25,000). */
+  budgetRecallWaitMs?: number;
   /** Where each Operate-stream operation is counted (unary calls are counted by instrumentUnaryCalls around the service); none: not counted. */
   rpcMetrics?: RpcMetrics;
   /** The ledger's tracing: each Operate message a SERVER span (unary calls: traceUnaryCalls around the service); none or off: no spans. */
@@ -173,6 +175,11 @@ interface RecallTarget {
   push(grantIds: string[]): void;
   /** Grant ids already pushed on this stream (pruned to those still held and recalled). */
   pushed: Set<string>;
+  /**
+   * Grants acquired or adjusted through this stream: its owner carves them only while this
+   * stream is open (docs/proxy.md), so when the owner goes away they are closed at once.
+   */
+  grantIds: Set<string>;
 }
 
 /** The extra handle of the service: ending open watches at shutdown, so the gRPC drain is not held up by them. */
@@ -242,6 +249,7 @@ export function createLedgerGrpcService(
   const grantSharePercent = watchOptions.grantSharePercent ?? 10;
   const { rpcMetrics } = watchOptions;
   const recallPollIntervalMs = watchOptions.recallPollIntervalMs ?? 100;
+  const budgetRecallWaitMs = watchOptions.budgetRecallWaitMs ?? 25_000;
   // Recall push (docs/ledger.md "Recall"): owner (PROXY_ID) -> the Operate streams of this
   // replica that carried its grant messages.
   const recallTargets = new Map<string, Set<RecallTarget>>();
@@ -301,6 +309,30 @@ export function createLedgerGrpcService(
       if (targets.size === 0) recallTargets.delete(ownerId);
     }
     if (recallTargets.size === 0 && recallTimer) { clearInterval(recallTimer); recallTimer = undefined; }
+  };
+
+  /**
+   * The owner of a stream went away (its process died, or its connection broke): the grants it
+   * carved from through this stream are closed now, everything they hold back in the wallet, as
+   * if recalled and answered with nothing uncarved. Its carves in flight, if the owner lives and
+   * replays their Settles, are debited from available as carves settled after their grant was
+   * closed (recorded as overrun). Without this, its money idled until the grants' deadlines and
+   * other replicas' Reserves were refused meanwhile (NO_OVERSPEND's promise).
+   */
+  const closeGrantsOfGoneOwner = async (target: RecallTarget) => {
+    for (const grantId of target.grantIds) {
+      try {
+        const outcome = await adjustGrant(db, {
+          adjustmentId: `owner-stream-ended:${grantId}`, grantId, returnMicros: 0n, close: true, extendTtlMs: 0n, reason: 'owner stream ended',
+        });
+        if (outcome.result === 'ok') {
+          logger.info({ grantId, ownerId: outcome.ownerId, returnedMicros: outcome.returnedMicros.toString() }, 'credit grant closed: its owner\'s Operate stream ended');
+        }
+      } catch (error) {
+        // The deadline still bounds it: the sweeper expires it.
+        logger.warn({ err: error, grantId }, 'credit grant of an ended Operate stream not closed; it expires at its deadline');
+      }
+    }
   };
 
   // The hot-path methods' work, shared by their unary calls and the Operate stream.
@@ -416,7 +448,10 @@ export function createLedgerGrpcService(
       if (message.acquireGrant) {
         method = 'AcquireGrant';
         serveOwner(message.acquireGrant.ownerId, target);
-        return { callId, acquireGrant: await perform(method, acquireGrantWork, message.acquireGrant, requestId) };
+        const response = await perform(method, acquireGrantWork, message.acquireGrant, requestId);
+        // Also when the answer cannot reach the owner any more: the grant is held all the same.
+        if (response.result === ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK) target.grantIds.add(message.acquireGrant.grantId);
+        return { callId, acquireGrant: response };
       }
       if (message.adjustGrant) {
         method = 'AdjustGrant';
@@ -427,6 +462,7 @@ export function createLedgerGrpcService(
           return handled;
         }, message.adjustGrant, requestId);
         serveOwner(ownerId, target);
+        if (response.result === ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_OK && !message.adjustGrant.close) target.grantIds.add(message.adjustGrant.grantId);
         return { callId, adjustGrant: response };
       }
       throw new GatewayError('invalid_request', { publicMessage: 'The operation names no method.' });
@@ -451,17 +487,22 @@ export function createLedgerGrpcService(
     const stream = duplexStream(call);
     const target: RecallTarget = {
       pushed: new Set(),
+      grantIds: new Set(),
       push: (grantIds) => { if (!finished) void stream.send({ callId: 0n, recall: { grantIds } }); },
     };
     let unanswered = 0;
     let closing = false;
     let finished = false;
+    // The caller ended the stream (half-close, cancel, broken connection), not this ledger's shutdown.
+    let callerGone = false;
     const finish = () => {
       if (finished || unanswered > 0) return;
       finished = true;
       operationStreams.delete(close);
       forgetTarget(target);
       stream.end(); // nothing to end if the caller went away
+      // Once every message it sent is answered, so a grant acquired in its last moments is closed too.
+      if (callerGone && target.grantIds.size > 0) void closeGrantsOfGoneOwner(target);
     };
     const close = () => { closing = true; finish(); };
     operationStreams.add(close);
@@ -489,7 +530,9 @@ export function createLedgerGrpcService(
       } catch {
         // The call broke: there is no one left to answer.
       }
-      // The caller half-closed (or went away): end once what it sent is answered.
+      // The caller half-closed (or went away): end once what it sent is answered. A stream this
+      // ledger ended at shutdown keeps its grants: the owner lives and carries them to another stream.
+      if (!operationStreamsEnded) callerGone = true;
       close();
     })();
   };
@@ -610,10 +653,22 @@ export function createLedgerGrpcService(
     checkpoint: handle('Checkpoint', checkpointWork),
 
     setProjectBudget: handle<ledgerV1.SetProjectBudgetRequest, ledgerV1.SetProjectBudgetResponse>('SetProjectBudget', async (request) => {
-      const outcome = await setProjectBudget(db, request);
+      const { recalled, ...outcome } = await setProjectBudget(db, request);
+      // PROJECT_BUDGET: answer only when no grant recalled by the change can still be carved
+      // from (its owner answered, or it is resolved or past its deadline), so no carve taken after
+      // the answer passes the new cap. A connected owner answers within a round trip.
+      pushRecalls(recalled.filter((grant) => grant.newlyRecalled));
+      const pending = await waitForRecallAnswers(db, recalled.map((grant) => grant.grantId), { timeoutMs: budgetRecallWaitMs, pollIntervalMs: 10 });
+      if (pending.length > 0) {
+        logger.warn({ projectId: request.projectId, grantIds: pending }, 'budget change answered with recalled grants unanswered before their deadline; they may carve until it passes');
+      }
       return {
         response: { ...outcome, result: setProjectBudgetResults[outcome.result] },
-        outcome: outcome.result, subject: { organisationId: request.organisationId, projectId: request.projectId },
+        outcome: outcome.result,
+        subject: {
+          organisationId: request.organisationId, projectId: request.projectId,
+          ...(recalled.length > 0 ? { grantsRecalled: String(recalled.length) } : {}),
+        },
       };
     }),
 

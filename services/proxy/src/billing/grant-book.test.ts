@@ -249,6 +249,47 @@ describe('GrantBook: carving Reserves from credit grants in memory', () => {
     expect(book.grants()[0]!.uncarvedMicros).toBe(300n);
   });
 
+  it('a recall pushed before its AcquireGrant was answered takes effect when the grant arrives: nothing is carved from it', async () => {
+    const ledger = new ModelLedger();
+    const book = bookWith(ledger, { nowMs: 0 });
+    let open!: () => void;
+    ledger.gate = new Promise((resolve) => { open = resolve; });
+    const waiting = book.acquireAndCarve(org, project, 'commercial', 100n);
+    // The ledger held the grant, and a budget change recalled it before its answer reached the book.
+    book.recall([ledger.acquires[0]!.grantId]);
+    open();
+    expect(await waiting).toBeUndefined();
+    await settled();
+    expect(book.tryCarve(org, project, 'commercial', 1n)).toBeUndefined();
+    expect(ledger.adjusts).toEqual([expect.objectContaining({ grantId: ledger.acquires[0]!.grantId, close: true, reason: 'recalled' })]);
+    expect(ledger.held.size).toBe(0);
+  });
+
+  it('carves nothing more from the grants of an Operate stream that ended (the ledger closes them when it sees the owner gone)', async () => {
+    const ledger = new ModelLedger();
+    const book = bookWith(ledger, { nowMs: 0 });
+    const carve = (await book.acquireAndCarve(org, project, 'commercial', 100n))!;
+    let open!: () => void;
+    ledger.gate = new Promise((resolve) => { open = resolve; });
+    const renewing = book.acquireAndCarve(org, 'other-project', 'commercial', 100n);
+    book.streamEnded();
+    // An AcquireGrant sent on the ended stream, answered after: that grant is given back, not carved.
+    open();
+    expect(await renewing).toBeUndefined();
+    expect(book.tryCarve(org, project, 'commercial', 1n)).toBeUndefined();
+    await settled();
+    // The ended stream's grants answer as recalled: U returned, closed once the carve in flight settles.
+    expect(ledger.adjusts.map((order) => [order.grantId, order.close, order.returnMicros])).toEqual(expect.arrayContaining([
+      [carve.grantId, false, 300n], [ledger.acquires[1]!.grantId, true, 0n],
+    ]));
+    book.settleSent(carve, 100n);
+    book.settleAnswered(carve);
+    await settled();
+    expect(ledger.held.size).toBe(0);
+    // A new stream: grants again.
+    expect(await book.acquireAndCarve(org, project, 'commercial', 100n)).toBeDefined();
+  });
+
   it('closes every grant at shutdown and carves nothing after', async () => {
     const ledger = new ModelLedger();
     const book = bookWith(ledger, { nowMs: 0 });

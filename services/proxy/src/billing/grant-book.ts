@@ -153,6 +153,12 @@ export class GrantBook {
   readonly #grants = new Map<string, Grant>();
   readonly #timer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Grant ids of AcquireGrants sent and not yet answered: a recall may overtake its grant's answer. */
+  readonly #acquiresInFlight = new Set<string>();
+  /** Of those, the ones a recall named before the answer came: given back as soon as it does. */
+  readonly #recalledBeforeAnswer = new Set<string>();
+  /** Counts the ledger's Operate streams that ended: a grant acquired on an ended one is not carved from. */
+  #streamGeneration = 0;
 
   /** An empty book; its one periodic check runs every tickMs (unref'd: it never keeps the process up). */
   constructor(options: GrantBookOptions) {
@@ -269,6 +275,7 @@ export class GrantBook {
    */
   recall(grantIds: readonly string[]): void {
     for (const grantId of grantIds) {
+      if (this.#acquiresInFlight.has(grantId)) this.#recalledBeforeAnswer.add(grantId);
       const grant = this.#grants.get(grantId);
       // A grant already closing answers the recall by its close.
       if (grant === undefined || grant.recallAnswered || grant.state === 'closing' || grant.state === 'closed') continue;
@@ -286,6 +293,20 @@ export class GrantBook {
         if (answer === undefined) this.#options.logger.warn({ grantId }, 'credit grant recall: return failed; returned at close');
       });
     }
+  }
+
+  /**
+   * The Operate stream to the ledger ended or broke (the ledger restarted, the connection was
+   * cut): every grant is treated as recalled, carving nothing more, its U returned and closed
+   * once its carves are settled, and an AcquireGrant still unanswered on that stream is given
+   * back when it answers. The ledger closes the grants of an owner whose stream it saw end, so a
+   * replica carves only from grants of the stream it has open (docs/proxy.md "Credit grants").
+   */
+  streamEnded(): void {
+    this.#streamGeneration += 1;
+    const held = [...this.#grants.values()].filter((grant) => grant.state !== 'closing' && grant.state !== 'closed');
+    if (held.length > 0) this.#options.logger.warn({ grants: held.length }, 'ledger operation stream ended: credit grants treated as recalled');
+    this.recall(held.map((grant) => grant.id));
   }
 
   /**
@@ -390,7 +411,9 @@ export class GrantBook {
     const { key } = slot;
     const sentAtMs = this.#now();
     const grantId = `grant_${randomUUID()}`;
+    const generation = this.#streamGeneration;
     let answer: AcquireGrantAnswer | undefined;
+    this.#acquiresInFlight.add(grantId);
     try {
       answer = await this.#options.ledger.acquireGrant({
         grantId, organisationId: key.organisationId, projectId: key.projectId, billingMode: key.billingMode,
@@ -398,7 +421,10 @@ export class GrantBook {
       });
     } catch (error) {
       this.#options.logger.warn({ organisationId: key.organisationId, err: { message: (error as Error).message } }, 'credit grant: acquire failed; exact path for a while');
+    } finally {
+      this.#acquiresInFlight.delete(grantId);
     }
+    const recalledBeforeAnswer = this.#recalledBeforeAnswer.delete(grantId) || generation !== this.#streamGeneration;
     if (answer?.outcome !== 'ok' || this.#closed) {
       // NOT_GRANTED (the organisation runs low), a failed call or a refusal: the key takes the exact
       // path, and asks again only after a back-off, so near exhaustion the ledger is not asked per request.
@@ -412,6 +438,15 @@ export class GrantBook {
     }
     const grant = new Grant(grantId, slot, answer.grantedMicros, sentAtMs, this.#options.ttlMs);
     this.#grants.set(grantId, grant);
+    if (recalledBeforeAnswer) {
+      // Recalled (a budget change, a low balance) or acquired on a stream that has ended since:
+      // nothing is carved from it; the recall's answer closes it.
+      grant.state = 'draining';
+      grant.closeReason = 'recalled';
+      grant.recallAnswered = true;
+      void this.#close(grant);
+      return;
+    }
     // The old grant (too small now) carves nothing more and closes once its carves are settled.
     if (slot.current !== undefined && slot.current.state === 'active') this.#drain(slot.current, 'replaced');
     slot.current = grant;

@@ -59,6 +59,32 @@ describe('LedgerClient over the Operate stream', () => {
     expect((await client.reserve(reserveRequest('r-next'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
   });
 
+  it('tells its listener when the Operate stream ends (its credit grants are carved from no more), but not at its own close()', async () => {
+    peer = await startLedgerPeer();
+    peer.credit('org', 1_000n);
+    client = new LedgerClient({ address: peer.address, security: peer.proxySecurity, callTimeoutMs: 2_000 });
+    let ended = 0;
+    client.onStreamEnded(() => { ended += 1; });
+    expect((await client.reserve(reserveRequest('r-open'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
+    await peer.close();
+    peer = undefined;
+    await expect.poll(() => ended, { timeout: 10_000 }).toBe(1);
+
+    const other = await startLedgerPeer();
+    peer = other;
+    other.credit('org', 1_000n);
+    const own = new LedgerClient({ address: other.address, security: other.proxySecurity, callTimeoutMs: 2_000 });
+    let ownEnded = 0;
+    own.onStreamEnded(() => { ownEnded += 1; });
+    expect((await own.reserve(reserveRequest('r-own'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
+    own.close();
+    // A round trip of another client after the close, so a wrongly sent notice would have come by now.
+    const probe = new LedgerClient({ address: other.address, security: other.proxySecurity, callTimeoutMs: 2_000 });
+    expect((await probe.reserve(reserveRequest('r-probe'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
+    probe.close();
+    expect(ownEnded).toBe(0);
+  });
+
   it('answers unavailable when the ledger is gone, instead of hanging', async () => {
     peer = await startLedgerPeer();
     peer.credit('org', 1_000n);

@@ -146,6 +146,11 @@ export class LedgerClient {
     this.#operations.onRecall((recall) => listener(recall.grantIds));
   }
 
+  /** Calls `listener` when the Operate stream ends or breaks (not at close()): its grants are to be carved from no more. */
+  onStreamEnded(listener: () => void): void {
+    this.#operations.onEnded(listener);
+  }
+
   /** Releases a reservation, once; throws the call's error (the outbox sends it again). */
   release(request: ledgerV1.ReleaseRequest): Promise<ledgerV1.ReleaseResponse> {
     return this.#operate('release', request);

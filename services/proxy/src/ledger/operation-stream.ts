@@ -45,6 +45,8 @@ export class LedgerOperationStream {
   #closed = false;
   /** Gets what the ledger pushes unasked (call id 0): grant recalls. */
   #onRecall: (recall: ledgerV1.GrantRecall) => void = () => {};
+  /** Told when an open stream ends or breaks (not when close() ends it). */
+  #onEnded: () => void = () => {};
 
   /** Uses the client's channel; opens nothing until the first operation. */
   constructor(client: ledgerV1.LedgerServiceClient) {
@@ -54,6 +56,15 @@ export class LedgerOperationStream {
   /** Routes the ledger's pushed GrantRecall messages (call id 0, answering nothing) to `listener`. */
   onRecall(listener: (recall: ledgerV1.GrantRecall) => void): void {
     this.#onRecall = listener;
+  }
+
+  /**
+   * Calls `listener` when a stream ends or breaks other than by close(): the credit grants
+   * acquired on it are no longer to be carved from (the ledger closes them when it sees the
+   * owner gone). The next operation opens a new stream.
+   */
+  onEnded(listener: () => void): void {
+    this.#onEnded = listener;
   }
 
   /** Sends one operation; resolves with its answer, or rejects with a call error (UNAVAILABLE, DEADLINE_EXCEEDED, or the ledger's own). */
@@ -115,8 +126,10 @@ export class LedgerOperationStream {
     } catch (thrown) {
       error = thrown as ServiceError;
     }
-    if (this.#current === current) this.#current = undefined;
+    const ended = this.#current === current;
+    if (ended) this.#current = undefined;
     failAll(current.pending, error);
+    if (ended) this.#onEnded();
   }
 }
 
