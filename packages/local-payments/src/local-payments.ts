@@ -114,6 +114,12 @@ export interface LocalCaptureOverride {
 /** A fault the next API calls answer with instead of their result: an HTTP status, or no answer at all. */
 export type LocalApiFault = { status: number } | 'stall';
 
+/** Which API calls a hold applies to: an HTTP method and a pattern of the path (e.g. `/refund$/`); either omitted matches all. */
+export interface LocalApiCallMatch {
+  method?: string;
+  path?: RegExp;
+}
+
 /** A running local payment provider. */
 export interface LocalPayments {
   /** Base URL, e.g. `http://127.0.0.1:8790` (API under `/v1`, pay page under `/pay`). */
@@ -150,6 +156,15 @@ export interface LocalPayments {
   pay(orderId: string, action: LocalPayAction, options?: { scenario?: 'fail_then_pay'; capture?: LocalCaptureOverride }): LocalPayOutcome;
   /** The next `count` API calls (under /v1) answer with this fault (a 5xx, a 4xx, or never). */
   injectApiFault(fault: LocalApiFault, count?: number): void;
+  /**
+   * A stalled provider: from now on, API calls matching `match` get no answer until
+   * releaseHeldCalls(), which answers them as usual (the caller's deadline may end them first).
+   */
+  holdApiCalls(match?: LocalApiCallMatch): void;
+  /** How many API calls are being held now. */
+  heldApiCalls(): number;
+  /** Stops holding API calls and answers the ones held. */
+  releaseHeldCalls(): void;
 }
 
 /** A Razorpay error answer: `{ error: { code, description, source, step, reason, metadata, field? } }`. */
@@ -190,6 +205,8 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
   const refunds = new Map<string, LocalRefund>();
   const refundsByIdempotencyKey = new Map<string, { fingerprint: string; refundId: string }>();
   const faults: LocalApiFault[] = [];
+  let holdMatch: LocalApiCallMatch | undefined;
+  const held: Array<() => void> = [];
   const expectedAuthorization = Buffer.from(`Basic ${Buffer.from(`${options.keyId}:${options.keySecret}`).toString('base64')}`);
   const outbox = new WebhookOutbox({
     secret: options.webhookSecret,
@@ -345,6 +362,9 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
   async function handleApi(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
     const fault = faults.shift();
     if (fault === 'stall') return; // no answer: the caller's deadline decides (close() ends the socket)
+    if (holdMatch !== undefined && (holdMatch.method === undefined || holdMatch.method === request.method) && (holdMatch.path?.test(path) ?? true)) {
+      await new Promise<void>((resolve) => held.push(resolve));
+    }
     if (fault !== undefined) {
       sendError(response, fault.status, fault.status >= 500 ? 'SERVER_ERROR' : 'BAD_REQUEST_ERROR',
         fault.status >= 500 ? 'The server encountered an error. The incident has been reported to admins.' : 'The request was refused (injected fault).');
@@ -459,6 +479,14 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     pay: (orderId, action, payOptions) => pay(orderId, action, payOptions),
     injectApiFault(fault, count = 1) {
       for (let index = 0; index < count; index += 1) faults.push(fault);
+    },
+    holdApiCalls(match = {}) {
+      holdMatch = match;
+    },
+    heldApiCalls: () => held.length,
+    releaseHeldCalls() {
+      holdMatch = undefined;
+      for (const release of held.splice(0)) release();
     },
   };
 }

@@ -108,12 +108,18 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
   }
 
   /**
-   * Refunds a second captured payment of an already-paid order, once: under the top-up's row lock
-   * (the caller's transaction), unless a transition already records it. The payment is read from
-   * the provider first: one already refunded (a refund whose record was lost) is only recorded.
+   * Refunds a second captured payment of an already-paid order, once, and records it on the
+   * top-up (cause duplicate_payment_refunded). The provider is called with no transaction open
+   * (a stalled provider must hold no row lock or connection): the payment is read first (one
+   * already refunded, a refund whose record was lost, is only recorded), the refund carries the
+   * idempotency key `dup_<payment id>` (racing signals make one refund), and the record is written
+   * afterwards under the row lock, once. A failure leaves nothing recorded, so the next signal
+   * (the webhook's retry, reconciliation, the payments sweep) tries again.
    */
-  async function refundDuplicatePayment(tx: Queryable, topUp: TopUp, paymentId: string, cause: TopUpCause): Promise<void> {
-    if (await hasTransitionForPayment(tx, topUp.id, duplicateRefundCause, paymentId)) return;
+  async function refundDuplicatePayment(topUpId: string, paymentId: string, cause: TopUpCause): Promise<void> {
+    const topUp = await findTopUp(db, topUpId);
+    if (topUp?.providerPaymentId == null || topUp.providerPaymentId === paymentId) return;
+    if (await hasTransitionForPayment(db, topUpId, duplicateRefundCause, paymentId)) return;
     const current = await requireProvider().fetchPayment(paymentId);
     let refundId: string | null = null;
     if (current.status === 'captured') {
@@ -125,9 +131,13 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
     } else if (current.status !== 'refunded') {
       return;
     }
-    await recordTransition(tx, {
-      topUpId: topUp.id, from: topUp.state, to: topUp.state, cause: duplicateRefundCause,
-      details: { payment_id: paymentId, amount_paise: current.amountPaise.toString(), refund_id: refundId, signal: cause },
+    await db.transaction(async (tx) => {
+      const locked = await findTopUp(tx, topUpId, { forUpdate: true });
+      if (!locked || await hasTransitionForPayment(tx, topUpId, duplicateRefundCause, paymentId)) return;
+      await recordTransition(tx, {
+        topUpId, from: locked.state, to: locked.state, cause: duplicateRefundCause,
+        details: { payment_id: paymentId, amount_paise: current.amountPaise.toString(), refund_id: refundId, signal: cause },
+      });
     });
   }
 
@@ -161,9 +171,10 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
    * Records a captured payment against its order's top-up, in one transaction under the top-up's
    * row lock (with the webhook event's id, when it came by webhook, so a repeat changes nothing):
    * the first captured payment moves it to paid; the same payment again changes nothing; another
-   * captured payment of the same order is refunded through the provider and recorded, never
-   * credited; a capture of another amount or currency is only recorded (recordAmountMismatch). Returns the top-up's id to finish settling (undefined when no top-up has the order)
-   * and whether the webhook event had been processed before.
+   * captured payment of the same order is never credited (settleCapturedPayment refunds it, after
+   * this transaction); a capture of another amount or currency is only recorded
+   * (recordAmountMismatch). Returns the top-up's id to finish settling (undefined when no top-up
+   * has the order) and whether the webhook event had been processed before.
    */
   async function recordCapturedPayment(
     payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string },
@@ -189,8 +200,6 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
           topUpId: topUp.id, from: topUp.state, to: 'paid', cause, providerPaymentId: payment.id,
           details: { payment_id: payment.id, method: payment.method },
         });
-      } else if (topUp.providerPaymentId !== payment.id) {
-        await refundDuplicatePayment(tx, topUp, payment.id, cause);
       }
       return { topUpId: topUp.id, repeated: false };
     });
@@ -224,12 +233,16 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
   }
 
   /**
-   * Settles a captured payment: recorded (paid), credited once, invoiced. The one path of every
-   * signal. Returns whether the webhook event had been processed before.
+   * Settles a captured payment: recorded (paid), credited once, invoiced; a second payment of an
+   * order already paid is refunded. The one path of every signal. Returns whether the webhook
+   * event had been processed before (a repeat still finishes what an earlier delivery left undone).
    */
   async function settleCapturedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<boolean> {
     const { topUpId, repeated } = await recordCapturedPayment(payment, cause, event);
-    if (topUpId !== undefined) await finishSettlement(topUpId, cause);
+    if (topUpId !== undefined) {
+      await finishSettlement(topUpId, cause);
+      await refundDuplicatePayment(topUpId, payment.id, cause);
+    }
     return repeated;
   }
 

@@ -1,3 +1,4 @@
+import { assertOutsideTransaction } from '@gateway/db';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
@@ -88,6 +89,7 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
 
   async function call<T>(method: 'GET' | 'POST', path: string, schema: z.ZodType<T>, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
     const url = new URL(path, base);
+    assertOutsideTransaction(`payment provider ${method} ${url.pathname}`);
     let statusCode: number;
     let text: string;
     try {
