@@ -21,7 +21,7 @@ export interface PaymentProvider {
   refundPayment(input: { paymentId: string; amountPaise: bigint; receipt: string; notes: Record<string, string> }): Promise<ProviderRefund>;
   /** Whether a Checkout callback's signature is HMAC-SHA256(key secret, `order_id|payment_id`) (constant time). */
   verifyCheckoutSignature(input: { orderId: string; paymentId: string; signature: string }): boolean;
-  /** Whether a webhook's X-Razorpay-Signature is HMAC-SHA256(webhook secret, raw body) (constant time). */
+  /** Whether a webhook's X-Razorpay-Signature is HMAC-SHA256(webhook secret, raw body) (constant time), with the previous secret too within its window. */
   verifyWebhookSignature(rawBody: Buffer, signature: string | undefined): boolean;
   /** For the local provider: its pay page for an order, returning to `returnUrl` with the Checkout fields. */
   payPageUrl?(orderId: string, returnUrl: string): string;

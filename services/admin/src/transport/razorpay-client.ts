@@ -17,6 +17,8 @@ export interface RazorpayClientOptions {
   keySecret: string;
   /** RAZORPAY_WEBHOOK_SECRET: the webhook signature's key. */
   webhookSecret: string;
+  /** The webhook secret before a rotation, accepted until `until` (Razorpay retries events made before the rotation signed with it). */
+  previousWebhookSecret?: { secret: string; until: Date } | undefined;
   /** Deadline of one API call, connecting included, ms (default 10 s). */
   timeoutMs?: number | undefined;
 }
@@ -85,7 +87,7 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
   const base = options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`;
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const authorization = `Basic ${Buffer.from(`${options.keyId}:${options.keySecret}`).toString('base64')}`;
-  const secrets = [options.keySecret, options.webhookSecret];
+  const secrets = [options.keySecret, options.webhookSecret, ...(options.previousWebhookSecret ? [options.previousWebhookSecret.secret] : [])];
 
   async function call<T>(method: 'GET' | 'POST', path: string, schema: z.ZodType<T>, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
     const url = new URL(path, base);
@@ -174,7 +176,9 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
       return hmacMatches(options.keySecret, `${input.orderId}|${input.paymentId}`, input.signature);
     },
     verifyWebhookSignature(rawBody, signature) {
-      return hmacMatches(options.webhookSecret, rawBody, signature);
+      if (hmacMatches(options.webhookSecret, rawBody, signature)) return true;
+      const previous = options.previousWebhookSecret;
+      return previous !== undefined && Date.now() < previous.until.getTime() && hmacMatches(previous.secret, rawBody, signature);
     },
   };
   if (options.kind === 'local') {

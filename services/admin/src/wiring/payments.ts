@@ -22,7 +22,10 @@ export function createPaymentProvider(config: AdminConfig): PaymentProvider | un
   }
   const baseUrl = kind === 'local' ? config.LOCAL_PAYMENTS_URL : config.RAZORPAY_API_URL;
   if (baseUrl === undefined) throw new Error('PAYMENT_PROVIDER=local needs LOCAL_PAYMENTS_URL');
-  return createRazorpayClient({ kind, baseUrl, keyId, keySecret, webhookSecret });
+  const previousSecret = config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS;
+  const previousUntil = config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL;
+  const previousWebhookSecret = previousSecret !== undefined && previousUntil !== undefined ? { secret: previousSecret, until: previousUntil } : undefined;
+  return createRazorpayClient({ kind, baseUrl, keyId, keySecret, webhookSecret, previousWebhookSecret });
 }
 
 /** The metric payment events are counted in. */
