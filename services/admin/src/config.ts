@@ -111,6 +111,18 @@ export const adminConfigSchema = z.object({
   PAYMENT_RECONCILE_AFTER_MS: commonEnv.durationMs(3 * 60_000),
   /** How often the reconciliation looks for such top-ups, ms. */
   PAYMENT_RECONCILE_INTERVAL_MS: commonEnv.durationMs(60_000),
+  /**
+   * How often the payments sweep lists the provider's payments of the last PAYMENT_SWEEP_WINDOW_MS
+   * (captures no order or webhook reported; authorised payments to capture), ms; also how often an
+   * expired or failed top-up's order is asked about again.
+   */
+  PAYMENT_SWEEP_INTERVAL_MS: commonEnv.durationMs(15 * 60_000),
+  /**
+   * How far back the sweep lists payments, and how long after its expiry a top-up's order is still
+   * asked about, ms (default 4 days: Razorpay authorises late for up to 3 days and refunds an
+   * authorisation not captured within 3 days).
+   */
+  PAYMENT_SWEEP_WINDOW_MS: commonEnv.durationMs(4 * 24 * 60 * 60_000),
   /** An order not paid within this long expires, ms. */
   TOPUP_EXPIRY_MS: commonEnv.durationMs(24 * 60 * 60_000),
   /** The supplier on invoices: legal name. */

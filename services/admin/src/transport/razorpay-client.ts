@@ -165,6 +165,18 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
     async fetchPayment(paymentId) {
       return toPayment(await call('GET', `v1/payments/${checkedId(paymentId, 'payment')}`, paymentSchema));
     },
+    async listPayments(input) {
+      const query = new URLSearchParams({
+        from: String(input.fromUnixSeconds), to: String(input.toUnixSeconds), count: String(input.count), skip: String(input.skip),
+      });
+      const collection = await call('GET', `v1/payments?${query.toString()}`, paymentCollectionSchema);
+      return collection.items.map(toPayment);
+    },
+    async capturePayment(input) {
+      return toPayment(await call('POST', `v1/payments/${checkedId(input.paymentId, 'payment')}/capture`, paymentSchema, {
+        amount: wireAmount(input.amountPaise), currency: input.currency,
+      }));
+    },
     async refundPayment(input) {
       const refund = await call('POST', `v1/payments/${checkedId(input.paymentId, 'payment')}/refund`, refundSchema, {
         amount: wireAmount(input.amountPaise), receipt: input.receipt, notes: input.notes, speed: 'normal',
@@ -253,7 +265,7 @@ function toOrder(order: z.infer<typeof orderSchema>): ProviderOrder {
 function toPayment(payment: z.infer<typeof paymentSchema>): ProviderPayment {
   return {
     id: payment.id,
-    orderId: payment.order_id ?? '',
+    orderId: payment.order_id ?? null,
     amountPaise: payment.amount,
     currency: payment.currency,
     status: payment.status,
