@@ -149,6 +149,8 @@ async function main(): Promise<void> {
     running.push({ name: 'local payment provider', close: () => started.close() });
     paymentEnv = {
       PAYMENT_PROVIDER: 'local',
+      // The local provider moves no money: every top-up is free credit, allowed only in development.
+      PAYMENT_DEVELOPMENT_MODE: 'true',
       LOCAL_PAYMENTS_URL: localPayments.url,
       RAZORPAY_KEY_ID: keys.keyId,
       RAZORPAY_KEY_SECRET: keys.keySecret,

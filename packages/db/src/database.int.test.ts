@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { databaseBackends } from './test-support/database-backends.ts';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { migrate, openDatabase } from './index.ts';
+import { assertOutsideTransaction, migrate, openDatabase } from './index.ts';
 
 const migrationsDir = fileURLToPath(new URL('./test-migrations', import.meta.url));
 const serverUrl = testPostgresUrl();
@@ -13,6 +13,22 @@ const backends = databaseBackends(serverUrl, testDatabases);
 
 describe.each(backends)('database over %s', (kind, open) => {
   const skip = kind === 'postgres' && !serverUrl;
+
+  it.skipIf(skip)('refuses a network call inside a transaction (and in what it awaits), and allows it before and after', async () => {
+    const db = await open();
+    try {
+      const networkCall = async () => { await Promise.resolve(); assertOutsideTransaction('a test call'); };
+      await networkCall();
+      await expect(db.transaction(async (tx) => {
+        await tx.query('SELECT 1');
+        await networkCall();
+      })).rejects.toThrow(/a test call was called inside a database transaction/);
+      await db.transaction(async (tx) => { await tx.query('SELECT 1'); });
+      await networkCall();
+    } finally {
+      await db.close();
+    }
+  });
 
   it.skipIf(skip)('migrates once, records versions, and returns int8 as bigint', async () => {
     const db = await open();

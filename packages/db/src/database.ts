@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
@@ -43,6 +44,30 @@ export interface DatabaseOptions {
   schema: string;
   /** Connections in the pg pool. Default 10. */
   poolSize?: number;
+}
+
+/**
+ * Marks the work of an open transaction (and everything it awaits), so that a network call made
+ * there can be refused: it would hold a pooled connection and the transaction's row locks for as
+ * long as the far side takes, and a stalled peer then stalls every request needing either.
+ */
+const transactionScope = new AsyncLocalStorage<string>();
+
+/** Thrown by assertOutsideTransaction: a network call was made inside a database transaction. */
+class NetworkCallInTransactionError extends Error {
+  constructor(what: string) {
+    super(`${what} was called inside a database transaction; make network calls before it begins or after it commits`);
+    this.name = 'NetworkCallInTransactionError';
+  }
+}
+
+/**
+ * For clients of other services (payment provider, ledger, webhooks, mail): throws
+ * NetworkCallInTransactionError when called from inside Database.transaction's work. `what`
+ * names the call in the message.
+ */
+export function assertOutsideTransaction(what: string): void {
+  if (transactionScope.getStore() !== undefined) throw new NetworkCallInTransactionError(what);
 }
 
 const int8Oid = 20;
@@ -101,10 +126,10 @@ async function openPostgres(url: string, options: DatabaseOptions): Promise<Data
         client.on('error', onLost);
         try {
           await client.query(`BEGIN ISOLATION LEVEL ${(transactionOptions.isolation ?? 'read committed').toUpperCase()}`);
-          const result = await work({
+          const result = await transactionScope.run(options.schema, () => work({
             query: (text, params) => run(client, text, params),
             exec: async (script) => { await client.query(script); },
-          });
+          }));
           await client.query('COMMIT');
           return result;
         } catch (error) {
@@ -137,10 +162,10 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     query: (text, params) => run(db, text, params),
     exec: async (script) => { await db.exec(script); },
     // PGlite has one connection and runs one transaction at a time, so conflicts cannot arise.
-    transaction: (work) => db.transaction((tx) => work({
+    transaction: (work) => db.transaction((tx) => transactionScope.run(options.schema, () => work({
       query: (text, params) => run(tx, text, params),
       exec: async (script) => { await tx.exec(script); },
-    })),
+    }))),
     close: () => db.close(),
   };
 }

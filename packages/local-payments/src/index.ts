@@ -2,6 +2,6 @@
 export {
   startLocalPayments,
   type LocalPayments, type LocalPaymentsOptions, type LocalOrder, type LocalPayment, type LocalRefund,
-  type LocalPayAction, type LocalPayOutcome, type LocalCheckoutFields, type LocalApiFault, type LocalCaptureOverride,
+  type LocalPayAction, type LocalPayOutcome, type LocalPayOptions, type LocalCheckoutFields, type LocalApiFault, type LocalCaptureOverride, type LocalApiCallMatch,
 } from './local-payments.ts';
 export type { LocalWebhook, LocalWebhookDelivery, LocalPaymentsLogger, WebhookRetryPolicy } from './webhooks.ts';

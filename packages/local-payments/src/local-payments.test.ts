@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startLocalPayments, type LocalPayments } from './local-payments.ts';
 
 const keys = { keyId: 'rzp_test_LocalUnitKey01', keySecret: 'local-key-secret-1', webhookSecret: 'local-webhook-secret-1' };
@@ -85,6 +85,59 @@ describe('the local payment provider API', () => {
     expect((await api(provider, 'GET', '/v1/orders/order_x')).status).toBe(503);
     expect((await api(provider, 'GET', '/v1/orders/order_x')).json).toMatchObject({ error: { code: 'SERVER_ERROR' } });
     expect((await api(provider, 'GET', '/v1/orders/order_x')).status).toBe(400);
+  });
+});
+
+describe('the controls for captures no order or webhook reports', () => {
+  async function newOrder(): Promise<string> {
+    return String((await api(provider, 'POST', '/v1/orders', '{"amount":118000,"currency":"INR","receipt":"top_1"}')).json.id);
+  }
+
+  it('leaves an authorised payment uncaptured until POST /v1/payments/{id}/capture with its amount, which pays the order', async () => {
+    provider.pauseWebhooks();
+    const orderId = await newOrder();
+    const authorised = provider.pay(orderId, 'authorize');
+    const paymentId = authorised.paymentIds[0]!;
+    expect(provider.payments()[0]).toMatchObject({ id: paymentId, status: 'authorized', captured: false });
+    expect(provider.pendingWebhooks().map((webhook) => webhook.event)).toEqual(['payment.authorized']);
+    const wrong = await api(provider, 'POST', `/v1/payments/${paymentId}/capture`, '{"amount":100,"currency":"INR"}');
+    expect(wrong.status).toBe(400);
+    const captured = await api(provider, 'POST', `/v1/payments/${paymentId}/capture`, '{"amount":118000,"currency":"INR"}');
+    expect(captured.json).toMatchObject({ id: paymentId, status: 'captured', captured: true });
+    expect(provider.orders()[0]).toMatchObject({ status: 'paid', amount_paid: 118_000n });
+    expect(provider.pendingWebhooks().map((webhook) => webhook.event)).toEqual(['payment.authorized', 'payment.captured', 'order.paid']);
+    expect((await api(provider, 'POST', `/v1/payments/${paymentId}/capture`, '{"amount":118000,"currency":"INR"}')).status).toBe(400);
+  });
+
+  it('captures without an order, captures again after the order was paid, and lists payments by time range newest first', async () => {
+    provider.pauseWebhooks();
+    const orderId = await newOrder();
+    const first = provider.pay(orderId, 'pay');
+    expect(() => provider.pay(orderId, 'pay')).toThrow(/already paid/);
+    const late = provider.pay(orderId, 'pay', { afterPaid: true });
+    const loose = provider.captureWithoutOrder({ amountPaise: 25_000n });
+    expect(loose).toMatchObject({ order_id: null, status: 'captured', amount: 25_000n });
+    const webhook = provider.pendingWebhooks().find((pending) => pending.body.includes(loose.id))!;
+    expect(webhook.event).toBe('payment.captured');
+    expect(JSON.parse(webhook.body).payload.payment.entity.order_id).toBeNull();
+    const now = Math.floor(Date.now() / 1000);
+    const listed = await api(provider, 'GET', `/v1/payments?from=${now - 60}&to=${now + 60}&count=2&skip=0`);
+    expect((listed.json.items as Array<{ id: string }>).map((payment) => payment.id)).toEqual([loose.id, late.paymentIds[0]]);
+    const next = await api(provider, 'GET', `/v1/payments?from=${now - 60}&to=${now + 60}&count=2&skip=2`);
+    expect((next.json.items as Array<{ id: string }>).map((payment) => payment.id)).toEqual([first.paymentIds[0]]);
+    expect(((await api(provider, 'GET', `/v1/payments?from=0&to=${now - 3600}`)).json.items as unknown[])).toEqual([]);
+    expect((await api(provider, 'GET', '/v1/payments?count=101')).status).toBe(400);
+  });
+
+  it('holds the API calls that match until released, then answers them', async () => {
+    const orderId = await newOrder();
+    provider.holdApiCalls({ method: 'GET', path: /^\/v1\/orders\// });
+    const held = api(provider, 'GET', `/v1/orders/${orderId}`);
+    await vi.waitFor(() => { expect(provider.heldApiCalls()).toBe(1); });
+    expect((await api(provider, 'POST', '/v1/orders', '{"amount":100,"currency":"INR"}')).status).toBe(200);
+    provider.releaseHeldCalls();
+    expect((await held).json).toMatchObject({ id: orderId });
+    expect(provider.heldApiCalls()).toBe(0);
   });
 });
 

@@ -46,8 +46,9 @@ export interface LocalPayment {
   entity: 'payment';
   amount: bigint;
   currency: string;
-  status: 'captured' | 'refunded' | 'failed';
-  order_id: string;
+  status: 'authorized' | 'captured' | 'refunded' | 'failed';
+  /** null: a payment made without an order (a payment link, a QR code, another integration on the account). */
+  order_id: string | null;
   invoice_id: null;
   international: false;
   method: 'upi';
@@ -90,8 +91,11 @@ export interface LocalRefund {
   speed_requested: 'normal' | 'optimum';
 }
 
-/** What the pay page's buttons do. */
-export type LocalPayAction = 'pay' | 'fail' | 'pay_twice';
+/**
+ * What the pay page's buttons do: `authorize` leaves the payment authorised, not captured (what an
+ * account on manual capture sees, or a late authorisation), until the admin captures it.
+ */
+export type LocalPayAction = 'pay' | 'fail' | 'pay_twice' | 'authorize';
 
 /** The fields Checkout hands back after a successful payment (the pay page appends them to the return URL). */
 export interface LocalCheckoutFields {
@@ -102,7 +106,7 @@ export interface LocalCheckoutFields {
 
 /** What one pay-page action did. */
 export type LocalPayOutcome =
-  | { outcome: 'paid'; paymentIds: string[]; checkout: LocalCheckoutFields }
+  | { outcome: 'paid' | 'authorized'; paymentIds: string[]; checkout: LocalCheckoutFields }
   | { outcome: 'failed'; paymentIds: string[] };
 
 /** What a test makes a capture carry instead of its order's amount (paise) and currency. */
@@ -111,8 +115,24 @@ export interface LocalCaptureOverride {
   currency?: string;
 }
 
+/** How a pay-page action is carried out (tests and the pay page's extra buttons). */
+export interface LocalPayOptions {
+  /** One failed attempt before the capture. */
+  scenario?: 'fail_then_pay' | undefined;
+  /** The captured payments carry another amount (paise) or currency than the order's. */
+  capture?: LocalCaptureOverride | undefined;
+  /** Capture even though the order is already paid: a slow attempt of the same order completing late (a second capture). */
+  afterPaid?: boolean | undefined;
+}
+
 /** A fault the next API calls answer with instead of their result: an HTTP status, or no answer at all. */
 export type LocalApiFault = { status: number } | 'stall';
+
+/** Which API calls a hold applies to: an HTTP method and a pattern of the path (e.g. `/refund$/`); either omitted matches all. */
+export interface LocalApiCallMatch {
+  method?: string;
+  path?: RegExp;
+}
 
 /** A running local payment provider. */
 export interface LocalPayments {
@@ -147,9 +167,23 @@ export interface LocalPayments {
    * `capture` (tests only) makes the captured payments carry another amount (paise) or currency
    * than the order's; the order is paid only once its amount is covered.
    */
-  pay(orderId: string, action: LocalPayAction, options?: { scenario?: 'fail_then_pay'; capture?: LocalCaptureOverride }): LocalPayOutcome;
+  pay(orderId: string, action: LocalPayAction, options?: LocalPayOptions): LocalPayOutcome;
+  /**
+   * A payment captured without any order, as a payment link, a QR code or another integration on
+   * the same account makes: its payment.captured webhook carries no order_id. Amount in paise.
+   */
+  captureWithoutOrder(input: { amountPaise: bigint; currency?: string }): LocalPayment;
   /** The next `count` API calls (under /v1) answer with this fault (a 5xx, a 4xx, or never). */
   injectApiFault(fault: LocalApiFault, count?: number): void;
+  /**
+   * A stalled provider: from now on, API calls matching `match` get no answer until
+   * releaseHeldCalls(), which answers them as usual (the caller's deadline may end them first).
+   */
+  holdApiCalls(match?: LocalApiCallMatch): void;
+  /** How many API calls are being held now. */
+  heldApiCalls(): number;
+  /** Stops holding API calls and answers the ones held. */
+  releaseHeldCalls(): void;
 }
 
 /** A Razorpay error answer: `{ error: { code, description, source, step, reason, metadata, field? } }`. */
@@ -176,7 +210,7 @@ class PayRefused extends Error {
 
 const maxBodyBytes = 64 * 1024;
 const maxAmountPaise = BigInt(Number.MAX_SAFE_INTEGER);
-const payActions: ReadonlySet<string> = new Set<LocalPayAction>(['pay', 'fail', 'pay_twice']);
+const payActions: ReadonlySet<string> = new Set<LocalPayAction>(['pay', 'fail', 'pay_twice', 'authorize']);
 
 /**
  * Starts the local payment provider: Razorpay's Orders, Payments and Refunds API (the subset the
@@ -190,6 +224,8 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
   const refunds = new Map<string, LocalRefund>();
   const refundsByIdempotencyKey = new Map<string, { fingerprint: string; refundId: string }>();
   const faults: LocalApiFault[] = [];
+  let holdMatch: LocalApiCallMatch | undefined;
+  const held: Array<() => void> = [];
   const expectedAuthorization = Buffer.from(`Basic ${Buffer.from(`${options.keyId}:${options.keySecret}`).toString('base64')}`);
   const outbox = new WebhookOutbox({
     secret: options.webhookSecret,
@@ -204,12 +240,12 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     return given.length === expectedAuthorization.length && timingSafeEqual(given, expectedAuthorization);
   }
 
-  function newPayment(order: LocalOrder, outcome: 'captured' | 'failed', capture: LocalCaptureOverride = {}): LocalPayment {
+  function newPayment(order: LocalOrder, outcome: 'captured' | 'authorized' | 'failed', capture: LocalCaptureOverride = {}): LocalPayment {
     const failed = outcome === 'failed';
     const payment: LocalPayment = {
       id: newId('pay_'), entity: 'payment', amount: capture.amountPaise ?? order.amount, currency: capture.currency ?? order.currency, status: outcome,
       order_id: order.id, invoice_id: null, international: false, method: 'upi', amount_refunded: 0n, refund_status: null,
-      captured: !failed, description: null, card_id: null, bank: null, wallet: null,
+      captured: outcome === 'captured', description: null, card_id: null, bank: null, wallet: null,
       vpa: failed ? 'failure@razorpay' : 'success@razorpay', email: 'void@razorpay.com', contact: '+919000090000', notes: {},
       fee: failed ? null : 0n, tax: failed ? null : 0n,
       error_code: failed ? 'BAD_REQUEST_ERROR' : null,
@@ -222,10 +258,20 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     };
     payments.set(payment.id, payment);
     order.attempts += 1;
-    if (failed) {
+    if (failed || outcome === 'authorized') {
       if (order.status === 'created') order.status = 'attempted';
-      outbox.publish('payment.failed', { payment: { ...payment } });
+      outbox.publish(failed ? 'payment.failed' : 'payment.authorized', { payment: { ...payment } });
       return payment;
+    }
+    markCaptured(order, payment);
+    return payment;
+  }
+
+  /** Counts a captured payment against its order (paid once its amount is covered) and sends the capture's webhooks. */
+  function markCaptured(order: LocalOrder | undefined, payment: LocalPayment): void {
+    if (order === undefined) {
+      outbox.publish('payment.captured', { payment: { ...payment } });
+      return;
     }
     const wasPaid = order.status === 'paid';
     order.amount_paid += payment.amount;
@@ -234,14 +280,65 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     order.status = order.amount_due === 0n ? 'paid' : 'attempted';
     outbox.publish('payment.captured', { payment: { ...payment } });
     if (!wasPaid && order.status === 'paid') outbox.publish('order.paid', { payment: { ...payment }, order: { ...order } });
+  }
+
+  function captureWithoutOrder(input: { amountPaise: bigint; currency?: string }): LocalPayment {
+    const payment: LocalPayment = {
+      id: newId('pay_'), entity: 'payment', amount: input.amountPaise, currency: input.currency ?? 'INR', status: 'captured', order_id: null,
+      invoice_id: null, international: false, method: 'upi', amount_refunded: 0n, refund_status: null, captured: true,
+      description: 'QR code payment', card_id: null, bank: null, wallet: null, vpa: 'success@razorpay', email: 'void@razorpay.com',
+      contact: '+919000090000', notes: {}, fee: 0n, tax: 0n, error_code: null, error_description: null, error_source: null,
+      error_step: null, error_reason: null, acquirer_data: { rrn: String(randomInt(100_000_000_000, 1_000_000_000_000)) }, created_at: unixSeconds(),
+    };
+    payments.set(payment.id, payment);
+    markCaptured(undefined, payment);
     return payment;
   }
 
-  function pay(orderId: string, action: LocalPayAction, payOptions: { scenario?: string | undefined; capture?: LocalCaptureOverride | undefined } = {}): LocalPayOutcome {
+  /** Razorpay's capture of an authorised payment: the amount (and currency) must be the payment's. */
+  function capture(paymentId: string, body: unknown): LocalPayment {
+    const payment = payments.get(paymentId);
+    if (payment === undefined) throw new ApiError(400, 'The id provided does not exist', 'id');
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'The request body must be a JSON object.');
+    const input = body as Record<string, unknown>;
+    if (payment.status !== 'authorized') throw new ApiError(400, 'This payment has already been captured', 'id');
+    if (typeof input.amount !== 'bigint') throw new ApiError(400, 'The amount must be an integer.', 'amount');
+    if (input.amount !== payment.amount) throw new ApiError(400, 'Capture amount must be equal to the amount authorized', 'amount');
+    if (input.currency !== undefined && input.currency !== payment.currency) throw new ApiError(400, 'The currency should be the payment\'s currency.', 'currency');
+    payment.status = 'captured';
+    payment.captured = true;
+    payment.fee = 0n;
+    payment.tax = 0n;
+    markCaptured(payment.order_id === null ? undefined : orders.get(payment.order_id), payment);
+    return payment;
+  }
+
+  /** Razorpay's payments list: created between `from` and `to` (unix seconds, inclusive), newest first, `count` (≤ 100) after `skip`. */
+  function listPayments(query: URLSearchParams): { entity: 'collection'; count: number; items: LocalPayment[] } {
+    const whole = (name: string, fallback: number, max: number): number => {
+      const text = query.get(name);
+      if (text === null) return fallback;
+      if (!/^\d+$/.test(text) || Number(text) > max) throw new ApiError(400, `The ${name} must be an integer of at most ${max}.`, name);
+      return Number(text);
+    };
+    const from = whole('from', 0, 4_765_046_400);
+    const to = whole('to', 4_765_046_400, 4_765_046_400);
+    const count = whole('count', 10, 100);
+    const skip = whole('skip', 0, Number.MAX_SAFE_INTEGER);
+    const items = [...payments.values()].filter((payment) => payment.created_at >= from && payment.created_at <= to).reverse().slice(skip, skip + count);
+    return { entity: 'collection', count: items.length, items };
+  }
+
+  function pay(orderId: string, action: LocalPayAction, payOptions: LocalPayOptions = {}): LocalPayOutcome {
     const order = orders.get(orderId);
     if (order === undefined) throw new PayRefused(404, `There is no order ${orderId}.`);
-    if (order.status === 'paid') throw new PayRefused(409, 'This order is already paid.');
+    if (order.status === 'paid' && payOptions.afterPaid !== true) throw new PayRefused(409, 'This order is already paid.');
     if (action === 'fail') return { outcome: 'failed', paymentIds: [newPayment(order, 'failed').id] };
+    if (action === 'authorize') {
+      // Checkout hands back an authorised payment's signed fields as it does a captured one's.
+      const authorized = newPayment(order, 'authorized', payOptions.capture);
+      return { outcome: 'authorized', paymentIds: [authorized.id], checkout: checkoutFields(order.id, authorized.id) };
+    }
     const paymentIds: string[] = [];
     if (payOptions.scenario === 'fail_then_pay') paymentIds.push(newPayment(order, 'failed').id);
     const captured = newPayment(order, 'captured', payOptions.capture);
@@ -250,12 +347,12 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     return {
       outcome: 'paid',
       paymentIds,
-      checkout: {
-        razorpay_payment_id: captured.id,
-        razorpay_order_id: order.id,
-        razorpay_signature: hexHmac(options.keySecret, `${order.id}|${captured.id}`),
-      },
+      checkout: checkoutFields(order.id, captured.id),
     };
+  }
+
+  function checkoutFields(orderId: string, paymentId: string): LocalCheckoutFields {
+    return { razorpay_payment_id: paymentId, razorpay_order_id: orderId, razorpay_signature: hexHmac(options.keySecret, `${orderId}|${paymentId}`) };
   }
 
   function createOrder(body: unknown): LocalOrder {
@@ -318,7 +415,7 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     return created;
   }
 
-  function api(method: string, path: string, body: unknown, refundIdempotencyKey?: string): unknown {
+  function api(method: string, path: string, query: URLSearchParams, body: unknown, refundIdempotencyKey?: string): unknown {
     const segments = path.split('/').slice(2);
     const [collection, id, sub] = segments;
     if (collection === 'orders' && segments.length === 1 && method === 'POST') return createOrder(body);
@@ -331,7 +428,9 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
         return { entity: 'collection', count: items.length, items };
       }
     }
+    if (collection === 'payments' && segments.length === 1 && method === 'GET') return listPayments(query);
     if (collection === 'payments' && id !== undefined) {
+      if (segments.length === 3 && sub === 'capture' && method === 'POST') return capture(id, body);
       if (segments.length === 2 && method === 'GET') {
         const payment = payments.get(id);
         if (payment === undefined) throw new ApiError(400, 'The id provided does not exist', 'id');
@@ -342,9 +441,12 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     throw new ApiError(404, 'The requested URL was not found on the server.');
   }
 
-  async function handleApi(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
+  async function handleApi(request: IncomingMessage, response: ServerResponse, path: string, query: URLSearchParams): Promise<void> {
     const fault = faults.shift();
     if (fault === 'stall') return; // no answer: the caller's deadline decides (close() ends the socket)
+    if (holdMatch !== undefined && (holdMatch.method === undefined || holdMatch.method === request.method) && (holdMatch.path?.test(path) ?? true)) {
+      await new Promise<void>((resolve) => held.push(resolve));
+    }
     if (fault !== undefined) {
       sendError(response, fault.status, fault.status >= 500 ? 'SERVER_ERROR' : 'BAD_REQUEST_ERROR',
         fault.status >= 500 ? 'The server encountered an error. The incident has been reported to admins.' : 'The request was refused (injected fault).');
@@ -364,7 +466,7 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
       }
     }
     const refundIdempotencyKey = request.headers['x-refund-idempotency'];
-    sendJson(response, 200, api(request.method ?? 'GET', path, body, typeof refundIdempotencyKey === 'string' ? refundIdempotencyKey : undefined));
+    sendJson(response, 200, api(request.method ?? 'GET', path, query, body, typeof refundIdempotencyKey === 'string' ? refundIdempotencyKey : undefined));
   }
 
   async function handlePayPage(request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> {
@@ -393,13 +495,13 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     }
     let outcome: LocalPayOutcome;
     try {
-      outcome = pay(orderId, action as LocalPayAction, { scenario: scenario ?? undefined });
+      outcome = pay(orderId, action as LocalPayAction, { scenario: scenario === 'fail_then_pay' ? scenario : undefined });
     } catch (error) {
       if (!(error instanceof PayRefused)) throw error;
       sendHtml(response, error.status, renderPayPage({ ...view, status: order.status, notice: error.message }));
       return;
     }
-    const back = outcome.outcome === 'paid'
+    const back = outcome.outcome !== 'failed'
       ? withCheckoutFields(returnUrl, { ...outcome.checkout })
       : withCheckoutFields(returnUrl, { error: 'payment_failed' });
     response.writeHead(303, { location: back, 'cache-control': 'no-store' }).end();
@@ -408,7 +510,7 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
   const server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://local-payments');
     const handled = url.pathname.startsWith('/v1/')
-      ? handleApi(request, response, url.pathname)
+      ? handleApi(request, response, url.pathname, url.searchParams)
       : url.pathname.startsWith('/pay/') && (request.method === 'GET' || request.method === 'POST')
         ? handlePayPage(request, response, url)
         : Promise.reject(new ApiError(404, 'The requested URL was not found on the server.'));
@@ -457,8 +559,17 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
       refunds.clear();
     },
     pay: (orderId, action, payOptions) => pay(orderId, action, payOptions),
+    captureWithoutOrder: (input) => structuredClone(captureWithoutOrder(input)),
     injectApiFault(fault, count = 1) {
       for (let index = 0; index < count; index += 1) faults.push(fault);
+    },
+    holdApiCalls(match = {}) {
+      holdMatch = match;
+    },
+    heldApiCalls: () => held.length,
+    releaseHeldCalls() {
+      holdMatch = undefined;
+      for (const release of held.splice(0)) release();
     },
   };
 }

@@ -20,7 +20,7 @@ function escapeHtml(text: string): string {
 
 /**
  * The local provider's pay page: plain server-rendered HTML with no scripts and no external
- * assets, three labelled buttons in one form (a person, a keyboard or a browser test can use it).
+ * assets, labelled buttons in one form (a person, a keyboard or a browser test can use it).
  */
 export function renderPayPage(view: PayPageView): string {
   const amount = formatRupees(view.amountPaise);
@@ -66,6 +66,7 @@ ${hidden}
 <button type="submit" name="action" value="pay" class="primary">Pay ${escapeHtml(amount)}</button>
 <button type="submit" name="action" value="fail">Fail payment</button>
 <button type="submit" name="action" value="pay_twice">Pay twice</button>
+<button type="submit" name="action" value="authorize">Authorise only (manual capture)</button>
 </form>
 </main>
 </body>

@@ -203,7 +203,7 @@ export const metricCatalogue = {
   }),
   adminPaymentEvents: describe({
     name: 'gateway_admin_payment_events_total', type: 'counter', services: ['admin'],
-    help: 'Payment events by kind (webhook, reconciliation, checkout) and outcome: a webhook processed, duplicate, ignored, rejected (bad signature or body) or error; a reconciled top-up checked or error; mismatch (a captured payment of another amount or currency, not credited) on top of the event\'s own outcome.',
+    help: 'Payment events by kind (webhook, reconciliation, sweep, checkout) and outcome: a webhook processed, duplicate, ignored, unmatched (genuine, matching no top-up: recorded), rejected (bad signature) or error; a reconciled top-up or swept payment checked or error; mismatch (a captured payment of another amount or currency, not credited) and unmatched (a payment matching nothing sold, recorded once) on top of the event\'s own outcome.',
     labelNames: ['kind', 'outcome'],
   }),
   adminAlertDeliveries: describe({

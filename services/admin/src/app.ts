@@ -18,7 +18,7 @@ import { bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
 import { createLiveEvents } from './domain/live-events.ts';
 import { findProject } from './domain/project-store.ts';
 import { startAlertWorkers } from './wiring/alerts.ts';
-import { countPaymentMismatch, countPaymentWebhooks, createPaymentProvider, startPaymentJobs } from './wiring/payments.ts';
+import { countPaymentMismatch, countPaymentWebhooks, countUnmatchedPayment, createPaymentProvider, startPaymentJobs } from './wiring/payments.ts';
 import { observeAdminState } from './wiring/state-metrics.ts';
 import { startInvoicingJobs } from './wiring/invoicing.ts';
 import { startRefundJobs } from './wiring/refund-jobs.ts';
@@ -129,7 +129,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const paymentProvider = createPaymentProvider(config);
     const service = countPaymentWebhooks(createAdminService({
       db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents, logger,
-      paymentProvider, onPaymentAmountMismatch: countPaymentMismatch(metrics),
+      paymentProvider, onPaymentAmountMismatch: countPaymentMismatch(metrics), onUnmatchedPayment: countUnmatchedPayment(metrics),
     }), metrics);
     const people = createPeopleWiring({ db, config, logger, onSetupLink: deps.onSetupLink });
 

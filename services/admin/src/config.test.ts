@@ -21,7 +21,7 @@ describe('loadAdminConfig', () => {
       ADMIN_LINK_TTL_MS: 259_200_000, ADMIN_TRUST_PROXY: false, ALERT_POLL_MS: 1_000, ALERT_RETRY_BASE_MS: 30_000,
       ALERT_RETRY_WINDOW_MS: 86_400_000, ALERT_WEBHOOK_TIMEOUT_MS: 10_000, LOW_BALANCE_POLL_MS: 5_000, LIVE_POLL_MS: 500,
       RAZORPAY_API_URL: 'https://api.razorpay.com', PAYMENT_RECONCILE_AFTER_MS: 180_000, PAYMENT_RECONCILE_INTERVAL_MS: 60_000,
-      TOPUP_EXPIRY_MS: 86_400_000, INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)',
+      PAYMENT_DEVELOPMENT_MODE: false, PAYMENT_SWEEP_INTERVAL_MS: 900_000, PAYMENT_SWEEP_WINDOW_MS: 345_600_000, TOPUP_EXPIRY_MS: 86_400_000, INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)',
       INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS', INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315',
       GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
     });
@@ -33,8 +33,37 @@ describe('loadAdminConfig', () => {
     const config = loadAdminConfig({
       ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: 'http://127.0.0.1:8790',
       RAZORPAY_KEY_ID: 'rzp_test_local0001', RAZORPAY_KEY_SECRET: 'local-key-secret', RAZORPAY_WEBHOOK_SECRET: 'local-webhook-secret',
+      PAYMENT_DEVELOPMENT_MODE: 'true',
     });
     expect(config.PAYMENT_PROVIDER).toBe('local');
+  });
+
+  it('refuses payments that move no money (the local provider, Razorpay test keys) unless PAYMENT_DEVELOPMENT_MODE=true', () => {
+    const base = { ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, RAZORPAY_KEY_SECRET: 'a-key-secret', RAZORPAY_WEBHOOK_SECRET: 'a-webhook-secret' };
+    const local = { ...base, PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: 'http://127.0.0.1:8790', RAZORPAY_KEY_ID: 'rzp_test_local0001' };
+    const testKeys = { ...base, PAYMENT_PROVIDER: 'razorpay', RAZORPAY_KEY_ID: 'rzp_test_Abcdef0001' };
+    expect(() => loadAdminConfig(local)).toThrow(/PAYMENT_PROVIDER: .*free credit.*PAYMENT_DEVELOPMENT_MODE=true/);
+    expect(() => loadAdminConfig(testKeys)).toThrow(/RAZORPAY_KEY_ID: .*test-mode key.*PAYMENT_DEVELOPMENT_MODE=true/);
+    expect(() => loadAdminConfig({ ...testKeys, PAYMENT_DEVELOPMENT_MODE: 'false' })).toThrow(/PAYMENT_DEVELOPMENT_MODE=true/);
+    expect(loadAdminConfig({ ...local, PAYMENT_DEVELOPMENT_MODE: 'true' }).PAYMENT_PROVIDER).toBe('local');
+    expect(loadAdminConfig({ ...testKeys, PAYMENT_DEVELOPMENT_MODE: 'true' }).RAZORPAY_KEY_ID).toBe('rzp_test_Abcdef0001');
+    const live = loadAdminConfig({ ...testKeys, RAZORPAY_KEY_ID: 'rzp_live_Abcdef0001' });
+    expect(live.PAYMENT_DEVELOPMENT_MODE).toBe(false);
+  });
+
+  it('accepts the previous webhook secret only with the end of its window, at most 7 days ahead', () => {
+    const razorpay = {
+      ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, PAYMENT_PROVIDER: 'razorpay', RAZORPAY_KEY_ID: 'rzp_live_Abcdef0001',
+      RAZORPAY_KEY_SECRET: 'a-key-secret', RAZORPAY_WEBHOOK_SECRET: 'the-new-webhook-secret',
+    };
+    expect(() => loadAdminConfig({ ...razorpay, RAZORPAY_WEBHOOK_SECRET_PREVIOUS: 'the-old-webhook-secret' }))
+      .toThrow(/RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL: is required with RAZORPAY_WEBHOOK_SECRET_PREVIOUS/);
+    const tooLong = new Date(Date.now() + 8 * 24 * 3_600_000).toISOString();
+    expect(() => loadAdminConfig({ ...razorpay, RAZORPAY_WEBHOOK_SECRET_PREVIOUS: 'the-old-webhook-secret', RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL: tooLong }))
+      .toThrow(/RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL: must be at most 7 days ahead/);
+    const until = new Date(Date.now() + 25 * 3_600_000).toISOString();
+    const config = loadAdminConfig({ ...razorpay, RAZORPAY_WEBHOOK_SECRET_PREVIOUS: 'the-old-webhook-secret', RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL: until });
+    expect(config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL).toEqual(new Date(until));
   });
 
   it('refuses a public URL, setup email or SMTP URL that is not one', () => {

@@ -10,6 +10,9 @@ const demoUpstreamUrl = z.string().refine((value) => {
   return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
 }, { error: 'must be an http:// or https:// URL without credentials' });
 
+/** How far ahead the previous webhook secret may stay accepted, ms (Razorpay retries a webhook for 24 hours). */
+const maxPreviousSecretWindowMs = 7 * 24 * 60 * 60_000;
+
 /**
  * The admin's environment, keyed by variable name. Every problem is reported at once by
  * `loadConfig`; no value is ever echoed back (several are secrets).
@@ -95,6 +98,16 @@ export const adminConfigSchema = z.object({
   RAZORPAY_KEY_SECRET: z.string().min(8, { error: 'must be the key secret from the Razorpay dashboard' }).optional(),
   /** Razorpay webhook secret: verifies X-Razorpay-Signature. */
   RAZORPAY_WEBHOOK_SECRET: z.string().min(8, { error: 'must be the webhook secret set in the Razorpay dashboard' }).optional(),
+  /** The webhook secret before the last rotation: still verifies webhooks until RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL (Razorpay retries older events signed with it). */
+  RAZORPAY_WEBHOOK_SECRET_PREVIOUS: z.string().min(8, { error: 'must be the webhook secret used before the rotation' }).optional(),
+  /** When the previous webhook secret stops being accepted: an ISO 8601 time, at most 7 days ahead (rotation time + 24 h covers Razorpay's retries). */
+  RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 time such as 2026-01-31T12:00:00Z' })
+    .transform((value) => new Date(value)).optional(),
+  /**
+   * true: an explicit development setting, where payments that move no money are allowed — the local
+   * provider and Razorpay test-mode keys (rzp_test_), whose every top-up is free credit. `pnpm start` sets it with its local provider.
+   */
+  PAYMENT_DEVELOPMENT_MODE: z.stringbool({ error: 'must be true or false' }).default(false),
   /** Base URL of Razorpay's REST API. */
   RAZORPAY_API_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).default('https://api.razorpay.com'),
   /** The local payment provider's base URL (PAYMENT_PROVIDER=local): its API and pay page. */
@@ -103,6 +116,18 @@ export const adminConfigSchema = z.object({
   PAYMENT_RECONCILE_AFTER_MS: commonEnv.durationMs(3 * 60_000),
   /** How often the reconciliation looks for such top-ups, ms. */
   PAYMENT_RECONCILE_INTERVAL_MS: commonEnv.durationMs(60_000),
+  /**
+   * How often the payments sweep lists the provider's payments of the last PAYMENT_SWEEP_WINDOW_MS
+   * (captures no order or webhook reported; authorised payments to capture), ms; also how often an
+   * expired or failed top-up's order is asked about again.
+   */
+  PAYMENT_SWEEP_INTERVAL_MS: commonEnv.durationMs(15 * 60_000),
+  /**
+   * How far back the sweep lists payments, and how long after its expiry a top-up's order is still
+   * asked about, ms (default 4 days: Razorpay authorises late for up to 3 days and refunds an
+   * authorisation not captured within 3 days).
+   */
+  PAYMENT_SWEEP_WINDOW_MS: commonEnv.durationMs(4 * 24 * 60 * 60_000),
   /** An order not paid within this long expires, ms. */
   TOPUP_EXPIRY_MS: commonEnv.durationMs(24 * 60 * 60_000),
   /** The supplier on invoices: legal name. */
@@ -132,6 +157,20 @@ export const adminConfigSchema = z.object({
   }
   if (config.PAYMENT_PROVIDER === 'local' && config.LOCAL_PAYMENTS_URL === undefined) {
     ctx.addIssue({ code: 'custom', path: ['LOCAL_PAYMENTS_URL'], message: 'is required with PAYMENT_PROVIDER=local' });
+  }
+  // A payment that moves no money credits real balance for free: only where someone said so.
+  if (!config.PAYMENT_DEVELOPMENT_MODE) {
+    if (config.PAYMENT_PROVIDER === 'local') {
+      ctx.addIssue({ code: 'custom', path: ['PAYMENT_PROVIDER'], message: 'local moves no money, so every top-up would be free credit: allowed only with PAYMENT_DEVELOPMENT_MODE=true' });
+    } else if (config.PAYMENT_PROVIDER === 'razorpay' && config.RAZORPAY_KEY_ID?.startsWith('rzp_test_')) {
+      ctx.addIssue({ code: 'custom', path: ['RAZORPAY_KEY_ID'], message: 'is a test-mode key (rzp_test_): its payments move no money, so every top-up would be free credit; use a live key, or set PAYMENT_DEVELOPMENT_MODE=true' });
+    }
+  }
+  if (config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS !== undefined && config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL'], message: 'is required with RAZORPAY_WEBHOOK_SECRET_PREVIOUS (when the old secret stops being accepted)' });
+  }
+  if (config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL !== undefined && config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL.getTime() > Date.now() + maxPreviousSecretWindowMs) {
+    ctx.addIssue({ code: 'custom', path: ['RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL'], message: 'must be at most 7 days ahead: an old secret accepted for longer defeats the rotation' });
   }
 });
 

@@ -355,13 +355,14 @@ describePg('payment signals: exactly one credit', () => {
     expect(entriesInto(final, 'paid')).toEqual(['webhook:payment.captured']);
   });
 
-  it('answers 200 ignored to events top-ups do not act on, and 400 to a signed body that is not an event', async () => {
+  it('answers 200 ignored to events top-ups do not act on, and 200 unmatched to a signed body that is not an event (a refusal would be retried and disable the webhook)', async () => {
     const { admin } = harness;
     const body = JSON.stringify({ entity: 'event', event: 'subscription.charged', payload: {}, created_at: 1 });
     const ignored = expectStatus(await postWebhook(admin, body, { signature: webhookSignature(testPaymentKeys.webhookSecret, body), eventId: 'evt_other_1' }), 200);
     expect(ignored.json).toEqual({ status: 'ignored' });
     const notAnEvent = '{"hello":"world"}';
-    expectStatus(await postWebhook(admin, notAnEvent, { signature: webhookSignature(testPaymentKeys.webhookSecret, notAnEvent), eventId: 'evt_other_2' }), 400);
+    const unmatched = expectStatus(await postWebhook(admin, notAnEvent, { signature: webhookSignature(testPaymentKeys.webhookSecret, notAnEvent), eventId: 'evt_other_2' }), 200);
+    expect(unmatched.json).toEqual({ status: 'unmatched' });
   });
 });
 

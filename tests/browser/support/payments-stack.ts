@@ -41,7 +41,7 @@ export async function startPaymentsStack(serverUrl: string): Promise<PaymentsSta
   let stack: DashboardStack;
   try {
     stack = await startDashboardStack(serverUrl, {
-      PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: payments.url,
+      PAYMENT_PROVIDER: 'local', PAYMENT_DEVELOPMENT_MODE: 'true', LOCAL_PAYMENTS_URL: payments.url,
       RAZORPAY_KEY_ID: secrets.keyId, RAZORPAY_KEY_SECRET: secrets.keySecret, RAZORPAY_WEBHOOK_SECRET: secrets.webhookSecret,
       INVOICE_SUPPLIER_NAME: testSupplier.name, INVOICE_SUPPLIER_ADDRESS: testSupplier.address,
       INVOICE_SUPPLIER_GSTIN: testSupplier.gstin, INVOICE_SUPPLIER_STATE_CODE: testSupplier.stateCode,

@@ -1,3 +1,4 @@
+import { assertOutsideTransaction } from '@gateway/db';
 import { status as GrpcStatus, type ServiceDefinition } from '@grpc/grpc-js';
 import { configV1 } from '@gateway/contracts';
 import { duplexStream, type ServerDuplexStreamHandle } from '@gateway/grpc';
@@ -328,6 +329,8 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
     },
 
     async publish(version) {
+      // It waits for every connected proxy's acknowledgement: never with a transaction open.
+      assertOutsideTransaction('config publish');
       // Who must acknowledge: the proxies connected at the moment the change is published.
       const proxyIds = new Set(connectedProxyIds());
       for (const subscriber of subscribers) {

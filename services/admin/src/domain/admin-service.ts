@@ -22,6 +22,7 @@ import { createInvoicesService } from './invoices-service.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 import type { TopUpCause } from './topup-state.ts';
 import { createRefundsService } from './refunds-service.ts';
+import type { UnmatchedSource } from './unmatched-payments.ts';
 import { createTopUpsService } from './topups-service.ts';
 
 /** What the admin service is built from. */
@@ -44,6 +45,8 @@ export interface AdminServiceDeps {
   logger?: Logger;
   /** Told of each captured payment newly recorded as not matching its order (the admin's payment metrics). */
   onPaymentAmountMismatch?: (cause: TopUpCause) => void;
+  /** Told of each payment newly recorded as matching nothing the gateway sold (metrics). */
+  onUnmatchedPayment?: (source: UnmatchedSource) => void;
 }
 
 /** The admin's business operations, with no transport in them: every aggregate's, side by side. */
@@ -73,7 +76,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createAnalyticsService({ db, ledger, access }),
     ...createTopUpsService({
       db, ledger, access, config: deps.config, provider: deps.paymentProvider, liveEvents: deps.liveEvents, logger: deps.logger,
-      onAmountMismatch: deps.onPaymentAmountMismatch,
+      onAmountMismatch: deps.onPaymentAmountMismatch, onUnmatchedPayment: deps.onUnmatchedPayment,
     }),
     ...createInvoicesService({ db, access, config: deps.config }),
     ...createRefundsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider }),

@@ -1,3 +1,4 @@
+import { assertOutsideTransaction } from '@gateway/db';
 import { createTransport } from 'nodemailer';
 import type { AdminConfig } from '../config.ts';
 
@@ -36,6 +37,7 @@ export function createMailer(config: Pick<AdminConfig, 'SMTP_URL' | 'SMTP_FROM'>
   const from = config.SMTP_FROM;
   return {
     async send(message) {
+      assertOutsideTransaction('mail delivery');
       await transport.sendMail({ from, to: message.to, subject: message.subject, text: message.text });
     },
   };

@@ -17,11 +17,18 @@ export interface PaymentProvider {
   fetchOrderPayments(orderId: string): Promise<ProviderPayment[]>;
   /** One payment. */
   fetchPayment(paymentId: string): Promise<ProviderPayment>;
+  /**
+   * The account's payments created between two times (unix seconds, inclusive), newest first,
+   * `count` (at most 100) after `skip`: the payments sweep reads every payment of the last days.
+   */
+  listPayments(input: { fromUnixSeconds: number; toUnixSeconds: number; count: number; skip: number }): Promise<ProviderPayment[]>;
+  /** Captures an authorised payment (an account on manual capture); the amount in paise must be the payment's. */
+  capturePayment(input: { paymentId: string; amountPaise: bigint; currency: string }): Promise<ProviderPayment>;
   /** Refunds part or all of a captured payment; `receipt` is our refund id (the provider's idempotency hint). */
   refundPayment(input: { paymentId: string; amountPaise: bigint; receipt: string; notes: Record<string, string> }): Promise<ProviderRefund>;
   /** Whether a Checkout callback's signature is HMAC-SHA256(key secret, `order_id|payment_id`) (constant time). */
   verifyCheckoutSignature(input: { orderId: string; paymentId: string; signature: string }): boolean;
-  /** Whether a webhook's X-Razorpay-Signature is HMAC-SHA256(webhook secret, raw body) (constant time). */
+  /** Whether a webhook's X-Razorpay-Signature is HMAC-SHA256(webhook secret, raw body) (constant time), with the previous secret too within its window. */
   verifyWebhookSignature(rawBody: Buffer, signature: string | undefined): boolean;
   /** For the local provider: its pay page for an order, returning to `returnUrl` with the Checkout fields. */
   payPageUrl?(orderId: string, returnUrl: string): string;
@@ -41,7 +48,8 @@ export interface ProviderOrder {
 /** A payment attempt as the provider reports it. */
 export interface ProviderPayment {
   id: string;
-  orderId: string;
+  /** null: a payment made without an order (a payment link, a QR code, another integration on the account). */
+  orderId: string | null;
   amountPaise: bigint;
   currency: string;
   status: 'created' | 'authorized' | 'captured' | 'refunded' | 'failed';

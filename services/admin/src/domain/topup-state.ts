@@ -12,7 +12,7 @@ export type TopUpState = 'created' | 'pending_payment' | 'paid' | 'credited' | '
  * (`webhook:payment.captured`).
  */
 export type TopUpCause =
-  | 'purchase' | 'provider_order_failed' | 'checkout_callback' | `webhook:${string}` | 'reconciliation' | 'expiry' | 'settlement' | 'refund';
+  | 'purchase' | 'provider_order_failed' | 'checkout_callback' | `webhook:${string}` | 'reconciliation' | 'payment_sweep' | 'expiry' | 'settlement' | 'refund';
 
 /**
  * The moves allowed from each state. A capture wins over an earlier failure or expiry of the same

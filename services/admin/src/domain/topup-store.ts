@@ -232,25 +232,31 @@ export async function recordWebhookEvent(tx: Queryable, eventId: string, eventTy
 }
 
 /**
- * Claims top-ups for one reconciliation pass, at most `limit`, untouched for `quietMs`, and returns
- * their ids: paid or credited ones (a settlement cut short: credit and invoice to finish), those
+ * Claims top-ups for one reconciliation pass, at most `limit`, and returns their ids. Untouched for
+ * `quietMs`: paid or credited ones (a settlement cut short: credit and invoice to finish), those
  * awaiting payment (settled from the provider's answer, or expired), failed ones until they expire
- * (a capture may still follow) and created ones (an order never attached: expired in time). Rows
- * another replica holds are skipped (FOR UPDATE SKIP LOCKED) and the claimed ones touched
- * (updated_at), so replicas do not work on the same top-up and the next pass starts with others.
+ * (a capture may still follow) and created ones (an order never attached: expired in time).
+ * Untouched for `lateQuietMs`: failed or expired ones with an order, for `lateWindowMs` after their
+ * expiry — the order can still be paid (a late authorisation, a buyer paying from an old tab), and
+ * money received is credited whenever it comes. Rows another replica holds are skipped (FOR UPDATE
+ * SKIP LOCKED) and the claimed ones touched (updated_at), so replicas do not work on the same
+ * top-up and the next pass starts with others.
  */
-export async function claimTopUpsToReconcile(tx: Queryable, options: { quietMs: number; limit: number }): Promise<string[]> {
+export async function claimTopUpsToReconcile(tx: Queryable, options: { quietMs: number; lateQuietMs: number; lateWindowMs: number; limit: number }): Promise<string[]> {
   const { rows } = await tx.query<{ id: string }>(
     `UPDATE topups SET updated_at = clock_timestamp()
      WHERE id IN (
        SELECT id FROM topups
-       WHERE updated_at <= clock_timestamp() - make_interval(secs => $1::double precision / 1000)
-         AND (state IN ('created', 'pending_payment', 'paid', 'credited') OR (state = 'failed' AND expires_at > clock_timestamp()))
+       WHERE (updated_at <= clock_timestamp() - make_interval(secs => $1::double precision / 1000)
+              AND (state IN ('created', 'pending_payment', 'paid', 'credited') OR (state = 'failed' AND expires_at > clock_timestamp())))
+          OR (updated_at <= clock_timestamp() - make_interval(secs => $3::double precision / 1000)
+              AND state IN ('failed', 'expired') AND provider_order_id IS NOT NULL
+              AND expires_at <= clock_timestamp() AND expires_at > clock_timestamp() - make_interval(secs => $4::double precision / 1000))
        ORDER BY updated_at
        LIMIT $2
        FOR UPDATE SKIP LOCKED)
      RETURNING id`,
-    [options.quietMs, options.limit],
+    [options.quietMs, options.limit, options.lateQuietMs, options.lateWindowMs],
   );
   return rows.map((row) => row.id);
 }

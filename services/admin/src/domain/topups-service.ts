@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Database, Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
@@ -20,6 +21,7 @@ import {
   type TopUp, type TopUpDocumentRef, type TopUpPackage, type TopUpTransition,
 } from './topup-store.ts';
 import { markProviderRefundProcessed } from './refunds-service.ts';
+import { listUnmatchedPayments, recordUnmatchedPayment, type UnmatchedPayment, type UnmatchedPaymentInput, type UnmatchedSource } from './unmatched-payments.ts';
 
 /** What the top-ups aggregate is built from. */
 export interface TopUpsServiceDeps {
@@ -34,6 +36,8 @@ export interface TopUpsServiceDeps {
   logger?: Logger | undefined;
   /** Told of each captured payment newly recorded as not matching its order (metrics), with the signal that brought it. */
   onAmountMismatch?: ((cause: TopUpCause) => void) | undefined;
+  /** Told of each payment newly recorded as matching nothing the gateway sold (metrics), with the signal that brought it. */
+  onUnmatchedPayment?: ((source: UnmatchedSource) => void) | undefined;
 }
 
 /** A top-up as the API shows it: the purchase, its documents and its transitions. */
@@ -62,12 +66,14 @@ export interface CheckoutBlock {
  * only after the signature over the raw bytes has been verified). Amounts in paise.
  */
 export type PaymentWebhookEvent =
-  | { type: 'payment.captured' | 'order.paid' | 'payment.failed'; payment: ProviderPayment }
+  | { type: 'payment.captured' | 'order.paid' | 'payment.failed' | 'payment.authorized'; payment: ProviderPayment }
   | { type: 'refund.processed'; refundId: string; paymentId: string; receipt: string | null }
-  | { type: 'other'; name: string };
+  | { type: 'other'; name: string }
+  /** A correctly signed body that is not an event this admin can read (its `event` name when it had one). */
+  | { type: 'unreadable'; name: string | null };
 
-/** What became of one webhook delivery. */
-export type WebhookOutcome = 'processed' | 'repeated' | 'ignored';
+/** What became of one webhook delivery: `unmatched` — acknowledged and recorded, as it matches nothing the gateway sold. */
+export type WebhookOutcome = 'processed' | 'repeated' | 'ignored' | 'unmatched';
 
 /** The cause recorded when a second captured payment of an order is refunded. */
 const duplicateRefundCause = 'duplicate_payment_refunded';
@@ -77,6 +83,15 @@ const amountMismatchCause = 'payment_amount_mismatch';
 
 /** Top-ups reconciled per pass at most (the next pass takes the next ones). */
 const reconcileBatch = 50;
+
+/** Payments per page of the sweep's list (Razorpay's maximum). */
+const sweepPageSize = 100;
+
+/** Pages one sweep reads at most (10,000 payments), so a pass ends; the next pass starts again from the newest. */
+const sweepMaxPages = 100;
+
+/** A webhook event id: Razorpay's x-razorpay-event-id, word characters and a few separators. */
+const eventIdPattern = /^[A-Za-z0-9_.:-]{1,200}$/;
 
 /** Top-up packages, billing profiles, purchases and their payment signals (route tag "billing"). */
 export function createTopUpsService(deps: TopUpsServiceDeps) {
@@ -108,12 +123,18 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
   }
 
   /**
-   * Refunds a second captured payment of an already-paid order, once: under the top-up's row lock
-   * (the caller's transaction), unless a transition already records it. The payment is read from
-   * the provider first: one already refunded (a refund whose record was lost) is only recorded.
+   * Refunds a second captured payment of an already-paid order, once, and records it on the
+   * top-up (cause duplicate_payment_refunded). The provider is called with no transaction open
+   * (a stalled provider must hold no row lock or connection): the payment is read first (one
+   * already refunded, a refund whose record was lost, is only recorded), the refund carries the
+   * idempotency key `dup_<payment id>` (racing signals make one refund), and the record is written
+   * afterwards under the row lock, once. A failure leaves nothing recorded, so the next signal
+   * (the webhook's retry, reconciliation, the payments sweep) tries again.
    */
-  async function refundDuplicatePayment(tx: Queryable, topUp: TopUp, paymentId: string, cause: TopUpCause): Promise<void> {
-    if (await hasTransitionForPayment(tx, topUp.id, duplicateRefundCause, paymentId)) return;
+  async function refundDuplicatePayment(topUpId: string, paymentId: string, cause: TopUpCause): Promise<void> {
+    const topUp = await findTopUp(db, topUpId);
+    if (topUp?.providerPaymentId == null || topUp.providerPaymentId === paymentId) return;
+    if (await hasTransitionForPayment(db, topUpId, duplicateRefundCause, paymentId)) return;
     const current = await requireProvider().fetchPayment(paymentId);
     let refundId: string | null = null;
     if (current.status === 'captured') {
@@ -125,10 +146,72 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
     } else if (current.status !== 'refunded') {
       return;
     }
-    await recordTransition(tx, {
-      topUpId: topUp.id, from: topUp.state, to: topUp.state, cause: duplicateRefundCause,
-      details: { payment_id: paymentId, amount_paise: current.amountPaise.toString(), refund_id: refundId, signal: cause },
+    await db.transaction(async (tx) => {
+      const locked = await findTopUp(tx, topUpId, { forUpdate: true });
+      if (!locked || await hasTransitionForPayment(tx, topUpId, duplicateRefundCause, paymentId)) return;
+      await recordTransition(tx, {
+        topUpId, from: locked.state, to: locked.state, cause: duplicateRefundCause,
+        details: { payment_id: paymentId, amount_paise: current.amountPaise.toString(), refund_id: refundId, signal: cause },
+      });
     });
+  }
+
+  /**
+   * Records a payment that matches nothing the gateway sold (recordUnmatchedPayment, in the
+   * caller's transaction) and returns the warning to give once that transaction has committed
+   * (undefined when it was already on the record): operators hear of each payment once.
+   */
+  async function recordUnmatched(tx: Queryable, input: UnmatchedPaymentInput): Promise<(() => void) | undefined> {
+    if (!await recordUnmatchedPayment(tx, input)) return undefined;
+    return () => {
+      logger?.warn({
+        reason: input.reason, source: input.source, eventId: input.eventId, eventType: input.eventType, paymentId: input.paymentId,
+        orderId: input.orderId, amountPaise: input.amountPaise?.toString() ?? null, currency: input.currency,
+      }, 'payment matches no top-up; recorded as unmatched, not credited (a platform admin decides: GET /admin/v1/unmatched-payments)');
+      deps.onUnmatchedPayment?.(input.source);
+    };
+  }
+
+  /** What an unmatched record says of a payment, by the signal that brought it. */
+  function unmatchedOf(payment: ProviderPayment, reason: UnmatchedPaymentInput['reason'], source: UnmatchedSource, event?: { id: string; type: string }): UnmatchedPaymentInput {
+    return {
+      source, reason, eventId: event?.id ?? null, eventType: event?.type ?? `payment.${payment.status}`, paymentId: payment.id, orderId: payment.orderId,
+      amountPaise: payment.amountPaise, currency: payment.currency, paymentStatus: payment.status, method: payment.method,
+    };
+  }
+
+  /** The unmatched-record source of a signal's cause. */
+  function sourceOf(cause: TopUpCause): UnmatchedSource {
+    if (cause === 'payment_sweep') return 'sweep';
+    return cause.startsWith('webhook:') ? 'webhook' : 'reconciliation';
+  }
+
+  /**
+   * An authorised payment (an account on manual capture, or a late authorisation): captured
+   * through the provider when it is the first payment of an unpaid top-up's order, of its amount
+   * and currency, then settled like any capture; otherwise left uncaptured (Razorpay returns an
+   * authorisation not captured within 3 days to the payer) and recorded as unmatched for a person.
+   * The provider is called with no transaction open. A capture that another signal made first is
+   * read back and settled.
+   */
+  async function captureAuthorizedPayment(payment: ProviderPayment, cause: TopUpCause): Promise<void> {
+    const topUp = payment.orderId === null ? undefined : await findTopUpByOrder(db, payment.orderId);
+    const capturable = topUp !== undefined && topUp.providerPaymentId === null && canMove(topUp.state, 'paid')
+      && payment.amountPaise === topUp.pricePaise && payment.currency === 'INR';
+    if (!capturable) {
+      const warn = await db.transaction((tx) => recordUnmatched(tx, unmatchedOf(payment, 'authorized_not_captured', sourceOf(cause))));
+      warn?.();
+      return;
+    }
+    let captured: ProviderPayment;
+    try {
+      captured = await requireProvider().capturePayment({ paymentId: payment.id, amountPaise: payment.amountPaise, currency: payment.currency });
+    } catch (error) {
+      const current = await requireProvider().fetchPayment(payment.id);
+      if (current.status !== 'captured') throw error;
+      captured = current;
+    }
+    await settleCapturedPayment(captured, cause);
   }
 
   /**
@@ -161,40 +244,44 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
    * Records a captured payment against its order's top-up, in one transaction under the top-up's
    * row lock (with the webhook event's id, when it came by webhook, so a repeat changes nothing):
    * the first captured payment moves it to paid; the same payment again changes nothing; another
-   * captured payment of the same order is refunded through the provider and recorded, never
-   * credited; a capture of another amount or currency is only recorded (recordAmountMismatch). Returns the top-up's id to finish settling (undefined when no top-up has the order)
-   * and whether the webhook event had been processed before.
+   * captured payment of the same order is never credited (settleCapturedPayment refunds it, after
+   * this transaction); a capture of another amount or currency is only recorded
+   * (recordAmountMismatch). Returns the top-up's id to finish settling (undefined when no top-up
+   * has the order) and whether the webhook event had been processed before.
    */
   async function recordCapturedPayment(
     payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string },
-  ): Promise<{ topUpId: string | undefined; repeated: boolean }> {
+  ): Promise<{ topUpId: string | undefined; repeated: boolean; unmatched: boolean }> {
     // Set by the attempt that commits (each retry starts afresh), given after the commit.
-    let warnMismatch: (() => void) | undefined;
+    let warn: (() => void) | undefined;
+    const orderId = payment.orderId;
     const recorded = await db.transaction(async (tx) => {
-      warnMismatch = undefined;
+      warn = undefined;
       if (event !== undefined && !await recordWebhookEvent(tx, event.id, event.type)) {
         // A repeated delivery: nothing is applied again, but an unfinished settlement may be finished.
-        return { topUpId: (await findTopUpByOrder(tx, payment.orderId))?.id, repeated: true };
+        return { topUpId: orderId === null ? undefined : (await findTopUpByOrder(tx, orderId))?.id, repeated: true, unmatched: false };
       }
-      const topUp = await findTopUpByOrder(tx, payment.orderId, { forUpdate: true });
-      if (!topUp) return { topUpId: undefined, repeated: false };
+      const topUp = orderId === null ? undefined : await findTopUpByOrder(tx, orderId, { forUpdate: true });
+      if (!topUp) {
+        // A capture with no order, or of an order no top-up has: money received that nothing here sold.
+        warn = await recordUnmatched(tx, unmatchedOf(payment, orderId === null ? 'no_order' : 'unknown_order', sourceOf(cause), event));
+        return { topUpId: undefined, repeated: false, unmatched: true };
+      }
       if (topUp.providerPaymentId === null) {
         // Orders fix the amount, so a capture of another amount or currency is not ours to credit.
         if (payment.amountPaise !== topUp.pricePaise || payment.currency !== 'INR') {
-          warnMismatch = await recordAmountMismatch(tx, topUp, payment, cause);
-          return { topUpId: topUp.id, repeated: false };
+          warn = await recordAmountMismatch(tx, topUp, payment, cause);
+          return { topUpId: topUp.id, repeated: false, unmatched: false };
         }
-        if (!canMove(topUp.state, 'paid')) return { topUpId: topUp.id, repeated: false };
+        if (!canMove(topUp.state, 'paid')) return { topUpId: topUp.id, repeated: false, unmatched: false };
         await moveTopUp(tx, {
           topUpId: topUp.id, from: topUp.state, to: 'paid', cause, providerPaymentId: payment.id,
           details: { payment_id: payment.id, method: payment.method },
         });
-      } else if (topUp.providerPaymentId !== payment.id) {
-        await refundDuplicatePayment(tx, topUp, payment.id, cause);
       }
-      return { topUpId: topUp.id, repeated: false };
+      return { topUpId: topUp.id, repeated: false, unmatched: false };
     });
-    warnMismatch?.();
+    warn?.();
     return recorded;
   }
 
@@ -224,13 +311,18 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
   }
 
   /**
-   * Settles a captured payment: recorded (paid), credited once, invoiced. The one path of every
-   * signal. Returns whether the webhook event had been processed before.
+   * Settles a captured payment: recorded (paid), credited once, invoiced; a second payment of an
+   * order already paid is refunded; one no top-up has is recorded as unmatched. The one path of
+   * every signal. Returns what became of it: `repeated` when the webhook event had been processed
+   * before (a repeat still finishes what an earlier delivery left undone).
    */
-  async function settleCapturedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<boolean> {
-    const { topUpId, repeated } = await recordCapturedPayment(payment, cause, event);
-    if (topUpId !== undefined) await finishSettlement(topUpId, cause);
-    return repeated;
+  async function settleCapturedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<WebhookOutcome> {
+    const { topUpId, repeated, unmatched } = await recordCapturedPayment(payment, cause, event);
+    if (topUpId !== undefined) {
+      await finishSettlement(topUpId, cause);
+      await refundDuplicatePayment(topUpId, payment.id, cause);
+    }
+    return repeated ? 'repeated' : unmatched ? 'unmatched' : 'processed';
   }
 
   /**
@@ -241,7 +333,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
   async function recordFailedPayment(payment: ProviderPayment, cause: TopUpCause, event?: { id: string; type: string }): Promise<boolean> {
     return db.transaction(async (tx) => {
       if (event !== undefined && !await recordWebhookEvent(tx, event.id, event.type)) return true;
-      const topUp = await findTopUpByOrder(tx, payment.orderId, { forUpdate: true });
+      const topUp = payment.orderId === null ? undefined : await findTopUpByOrder(tx, payment.orderId, { forUpdate: true });
       if (topUp?.state !== 'pending_payment') return false;
       await moveTopUp(tx, {
         topUpId: topUp.id, from: 'pending_payment', to: 'failed', cause,
@@ -276,12 +368,17 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
     }
     const expired = topUp.expiresAt.getTime() <= Date.now();
     let providerForgotOrder = false;
-    if (topUp.providerOrderId !== null && (topUp.state === 'pending_payment' || topUp.state === 'failed')) {
+    // Every top-up whose order can still be paid: a capture after a failure or after the expiry is
+    // money received, credited whenever it comes.
+    if (topUp.providerOrderId !== null && (topUp.state === 'pending_payment' || topUp.state === 'failed' || topUp.state === 'expired')) {
       const payments = await fetchPaymentsOfOrder(topUp.providerOrderId);
       providerForgotOrder = payments === undefined;
       const captured = (payments ?? []).filter((payment) => payment.status === 'captured');
       for (const payment of captured) await settleCapturedPayment(payment, 'reconciliation');
       if (captured.length > 0) return;
+      const authorized = (payments ?? []).filter((payment) => payment.status === 'authorized');
+      for (const payment of authorized) await captureAuthorizedPayment(payment, 'reconciliation');
+      if (authorized.length > 0) return;
       const failed = (payments ?? []).filter((payment) => payment.status === 'failed');
       if (!expired && failed.length > 0) await recordFailedPayment(failed.at(-1)!, 'reconciliation');
     }
@@ -296,6 +393,16 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
         });
       }
     });
+  }
+
+  /**
+   * Applies one payment the sweep found: a capture is settled like any signal (credited once, a
+   * second payment of a paid order refunded, one no top-up has recorded as unmatched); an
+   * authorised one is captured or recorded (captureAuthorizedPayment); others change nothing.
+   */
+  async function applySweptPayment(payment: ProviderPayment): Promise<void> {
+    if (payment.status === 'captured') await settleCapturedPayment(payment, 'payment_sweep');
+    else if (payment.status === 'authorized') await captureAuthorizedPayment(payment, 'payment_sweep');
   }
 
   return {
@@ -479,28 +586,51 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
      * A provider webhook (public): the signature over the raw bytes is verified first (a forged or
      * re-serialised body is refused and changes nothing), only then is the body read (`readEvent`,
      * the wire format's parser), and the event applied once per event id, in the transaction that
-     * records the id. Events may come in any order and more than once; unknown events are ignored.
+     * records the id. Events may come in any order and more than once; unknown events are ignored;
+     * a genuine event that matches no top-up (or cannot be read) is recorded as unmatched — every
+     * correctly signed delivery is answered 2xx.
      */
     async receivePaymentWebhook(
       input: { rawBody: Buffer; signature: string | undefined; eventId: string | undefined },
-      readEvent: (rawBody: Buffer) => PaymentWebhookEvent | undefined,
+      readEvent: (rawBody: Buffer) => PaymentWebhookEvent,
     ): Promise<WebhookOutcome> {
       const paymentProvider = requireProvider();
       if (!paymentProvider.verifyWebhookSignature(input.rawBody, input.signature)) {
         throw new GatewayError('invalid_request', { publicMessage: 'The webhook signature (X-Razorpay-Signature) does not match the body.' });
       }
+      // From here on the event is genuine: it gets a 2xx whatever it holds, since Razorpay retries
+      // anything else for 24 hours and then disables the endpoint, losing the events that matter.
       const event = readEvent(input.rawBody);
-      if (event === undefined) throw new GatewayError('invalid_request', { publicMessage: 'The webhook body is not a payment event this admin can read.' });
       if (event.type === 'other') return 'ignored';
-      const eventId = input.eventId;
-      if (eventId === undefined || !/^[A-Za-z0-9_.:-]{1,200}$/.test(eventId)) {
-        throw new GatewayError('invalid_request', { publicMessage: 'The x-razorpay-event-id header is missing or malformed.' });
-      }
+      // Razorpay always sends an event id; without a usable one, the body's digest stands in, so a
+      // repeat of the same body is still recognised.
+      const eventId = input.eventId !== undefined && eventIdPattern.test(input.eventId)
+        ? input.eventId
+        : `body:${createHash('sha256').update(input.rawBody).digest('hex')}`;
       const ref = { id: eventId, type: event.type };
       switch (event.type) {
+        case 'unreadable': {
+          let warn: (() => void) | undefined;
+          const repeated = await db.transaction(async (tx) => {
+            warn = undefined;
+            if (!await recordWebhookEvent(tx, eventId, event.name ?? 'unreadable')) return true;
+            warn = await recordUnmatched(tx, {
+              source: 'webhook', reason: 'unreadable_event', eventId, eventType: event.name ?? 'unknown', paymentId: null, orderId: null,
+              amountPaise: null, currency: null, paymentStatus: null, method: null,
+            });
+            return false;
+          });
+          warn?.();
+          return repeated ? 'repeated' : 'unmatched';
+        }
+        case 'payment.authorized':
+          // With automatic capture (how orders are made) a capture follows at once; an account on
+          // manual capture is captured by reconciliation and the sweep (captureAuthorizedPayment),
+          // which also record an authorisation no top-up has.
+          return 'ignored';
         case 'payment.captured': case 'order.paid':
           if (event.payment.status !== 'captured') return 'ignored';
-          return await settleCapturedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
+          return settleCapturedPayment(event.payment, `webhook:${event.type}`, ref);
         case 'payment.failed':
           return await recordFailedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
         case 'refund.processed':
@@ -523,7 +653,9 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
      */
     async reconcileTopUps(): Promise<{ checked: number; failed: Array<{ topUpId: string; error: unknown }> }> {
       if (provider === undefined) return { checked: 0, failed: [] };
-      const ids = await db.transaction((tx) => claimTopUpsToReconcile(tx, { quietMs: config.PAYMENT_RECONCILE_AFTER_MS, limit: reconcileBatch }));
+      const ids = await db.transaction((tx) => claimTopUpsToReconcile(tx, {
+        quietMs: config.PAYMENT_RECONCILE_AFTER_MS, lateQuietMs: config.PAYMENT_SWEEP_INTERVAL_MS, lateWindowMs: config.PAYMENT_SWEEP_WINDOW_MS, limit: reconcileBatch,
+      }));
       const failed: Array<{ topUpId: string; error: unknown }> = [];
       for (const topUpId of ids) {
         try {
@@ -533,6 +665,46 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
         }
       }
       return { checked: ids.length, failed };
+    },
+
+    /**
+     * One payments sweep (the payment jobs run it every PAYMENT_SWEEP_INTERVAL_MS): lists the
+     * provider's payments created in the last PAYMENT_SWEEP_WINDOW_MS, page by page, and applies
+     * each (applySweptPayment) — a capture whose webhook was lost and whose top-up reconciliation no
+     * longer asks about (already invoiced: a second capture, refunded), a capture no order matches
+     * (recorded), an authorised payment (captured or recorded). Idempotent: a payment already
+     * applied changes nothing. Returns how many payments were read and the ones that failed (tried
+     * again at the next sweep).
+     */
+    async sweepPayments(): Promise<{ checked: number; failed: Array<{ paymentId: string; error: unknown }> }> {
+      if (provider === undefined) return { checked: 0, failed: [] };
+      const toUnixSeconds = Math.floor(Date.now() / 1000);
+      const fromUnixSeconds = toUnixSeconds - Math.ceil(config.PAYMENT_SWEEP_WINDOW_MS / 1000);
+      const failed: Array<{ paymentId: string; error: unknown }> = [];
+      let checked = 0;
+      for (let page = 0; page < sweepMaxPages; page += 1) {
+        const payments = await provider.listPayments({ fromUnixSeconds, toUnixSeconds, count: sweepPageSize, skip: page * sweepPageSize });
+        for (const payment of payments) {
+          checked += 1;
+          try {
+            await applySweptPayment(payment);
+          } catch (error) {
+            failed.push({ paymentId: payment.id, error });
+          }
+        }
+        if (payments.length < sweepPageSize) break;
+      }
+      return { checked, failed };
+    },
+
+    /** Payments that matched nothing the gateway sold, newest first (platform admins; cursor: the previous page's last id). */
+    async listUnmatchedPayments(actor: Actor, page: { limit: number; cursor?: string | undefined }): Promise<{ items: UnmatchedPayment[]; nextCursor: string | null }> {
+      requirePlatformAdmin(actor);
+      if (page.cursor !== undefined && !/^[1-9][0-9]{0,18}$/.test(page.cursor)) {
+        throw new GatewayError('invalid_request', { publicMessage: 'Invalid request: cursor: not a cursor this list returned.', param: 'cursor' });
+      }
+      const { items, hasMore } = await listUnmatchedPayments(db, { beforeId: page.cursor, limit: page.limit });
+      return { items, nextCursor: hasMore ? items.at(-1)!.id : null };
     },
   };
 }

@@ -3,8 +3,10 @@ import type { CheckoutBlock, TopUpView } from '../domain/topups-service.ts';
 import type { TopUpPackage } from '../domain/topup-store.ts';
 import {
   billingProfileEnvelope, checkoutCallbackBody, parsePaymentWebhook, createPackageBody, defaultTopUpPageSize, packageListQuery, packageListResponse, packageResponse,
-  purchaseBody, purchaseResponse, putBillingProfileBody, topUpListQuery, topUpListResponse, topUpResponse, updatePackageBody, webhookAckResponse,
+  purchaseBody, purchaseResponse, putBillingProfileBody, topUpListQuery, topUpListResponse, topUpResponse, unmatchedPaymentListQuery,
+  unmatchedPaymentListResponse, updatePackageBody, webhookAckResponse,
 } from './billing-schemas.ts';
+import type { UnmatchedPayment } from '../domain/unmatched-payments.ts';
 import { defineRoute, routeErrors, type AdminRoute, type RouteRequest } from './route-definition.ts';
 
 function packageJson(found: TopUpPackage) {
@@ -40,6 +42,15 @@ function topUpJson(topUp: TopUpView) {
     transitions: topUp.transitions.map((transition) => ({
       from_state: transition.fromState, to_state: transition.toState, cause: transition.cause, occurred_at: transition.occurredAt.toISOString(),
     })),
+  };
+}
+
+function unmatchedPaymentJson(payment: UnmatchedPayment) {
+  return {
+    id: payment.id, reason: payment.reason, source: payment.source, event_id: payment.eventId, event_type: payment.eventType,
+    payment_id: payment.paymentId, order_id: payment.orderId, amount_paise: payment.amountPaise?.toString() ?? null, currency: payment.currency,
+    payment_status: payment.paymentStatus, method: payment.method, first_seen_at: payment.firstSeenAt.toISOString(),
+    last_seen_at: payment.lastSeenAt.toISOString(), seen_count: payment.seenCount,
   };
 }
 
@@ -176,10 +187,22 @@ export function billingRoutes(): AdminRoute[] {
       },
     }),
     defineRoute({
+      ...platformRoute, method: 'get', path: '/admin/v1/unmatched-payments', operationId: 'listUnmatchedPayments',
+      summary: 'Payments the provider reported that match nothing the gateway sold, newest first (platform admins).',
+      description: 'A payment captured without an order (a payment link, a QR code, another integration on the same account), a capture of an order no top-up has, an authorised payment the admin did not capture, or a correctly signed webhook body it could not read: each was acknowledged to the provider and recorded once; nothing was credited. A person decides: refund it from the provider\'s dashboard, or credit the organisation it belongs to by hand.',
+      query: unmatchedPaymentListQuery,
+      success: { status: 200, description: 'A page of unmatched payments.', schema: unmatchedPaymentListResponse },
+      errors: ['unauthenticated', 'invalid_request', 'permission_denied'],
+      async handle({ service }, { actor, query }) {
+        const page = await service.listUnmatchedPayments(actor, { limit: query.limit ?? defaultTopUpPageSize, cursor: query.cursor });
+        return { status: 200, body: { object: 'list', data: page.items.map(unmatchedPaymentJson), next_cursor: page.nextCursor } };
+      },
+    }),
+    defineRoute({
       tag: 'billing', authenticated: false, access: 'public',
       method: 'post', path: '/webhooks/razorpay', operationId: 'receiveRazorpayWebhook',
       summary: 'The payment provider\'s webhook: payment.captured, order.paid, payment.failed, refund.processed.',
-      description: 'Verified by X-Razorpay-Signature (hex HMAC-SHA256 of the raw body with RAZORPAY_WEBHOOK_SECRET, constant time): a forged or re-serialised body is 400 and changes nothing. Deduplicated by x-razorpay-event-id; events are accepted in any order; other events are 200 ignored.',
+      description: 'Verified by X-Razorpay-Signature (hex HMAC-SHA256 of the raw body with RAZORPAY_WEBHOOK_SECRET, or within its window RAZORPAY_WEBHOOK_SECRET_PREVIOUS, constant time): a forged or re-serialised body is 400 and changes nothing. Every correctly signed delivery gets a 200 (Razorpay retries anything else for 24 hours and then disables the webhook): deduplicated by x-razorpay-event-id (by the body\'s digest without one); events are accepted in any order; events top-ups do not act on are `ignored`; one that matches no top-up, or that could not be read, is `unmatched` and listed at GET /admin/v1/unmatched-payments.',
       success: { status: 200, description: 'The event was applied, was a repeat, or is not one top-ups act on.', schema: webhookAckResponse },
       errors: ['invalid_request', 'invalid_json', 'request_too_large', 'unsupported_media_type', 'service_unavailable'],
       async handle({ service }, { rawBody, header }) {

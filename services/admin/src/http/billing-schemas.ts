@@ -82,6 +82,12 @@ export const topUpListQuery = z.strictObject({
   cursor: pageCursor(/^top_[0-9a-f]{24}$/),
 });
 
+/** Query of GET /admin/v1/unmatched-payments: page size and the previous page's next_cursor. */
+export const unmatchedPaymentListQuery = z.strictObject({
+  limit: pageLimit(100, defaultTopUpPageSize),
+  cursor: pageCursor(/^[1-9][0-9]{0,18}$/),
+});
+
 const providerId = (what: string) => z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
   .regex(/^[A-Za-z0-9_]{1,64}$/, { error: `must be the payment provider's ${what}` });
 
@@ -173,7 +179,36 @@ export const purchaseResponse = z.strictObject({
 
 /** POST /webhooks/razorpay: what was done with the event. */
 export const webhookAckResponse = z.strictObject({
-  status: z.enum(['processed', 'repeated', 'ignored']).meta({ description: 'repeated: this event id was processed before; ignored: an event top-ups do not act on.' }),
+  status: z.enum(['processed', 'repeated', 'ignored', 'unmatched']).meta({
+    description: 'repeated: this event id was processed before; ignored: an event top-ups do not act on; unmatched: a genuine event that matches no top-up (a payment without an order, an order no top-up has, a body that could not be read), recorded for platform admins (GET /admin/v1/unmatched-payments).',
+  }),
+});
+
+/** One payment that matched nothing the gateway sold. */
+const unmatchedPaymentResponse = z.strictObject({
+  id: z.string().meta({ description: 'Pass as `cursor` for the page after it.' }),
+  reason: z.enum(['no_order', 'unknown_order', 'authorized_not_captured', 'unreadable_event']).meta({
+    description: 'no_order: captured without an order (payment link, QR code, another integration); unknown_order: an order no top-up has; authorized_not_captured: an authorised payment the admin did not capture (Razorpay returns it to the payer after 3 days); unreadable_event: a correctly signed webhook body the admin could not read.',
+  }),
+  source: z.enum(['webhook', 'sweep', 'reconciliation']).meta({ description: 'The signal that first reported it.' }),
+  event_id: z.string().nullable(),
+  event_type: z.string(),
+  payment_id: z.string().nullable(),
+  order_id: z.string().nullable(),
+  amount_paise: z.string().nullable().meta({ description: 'Integer paise as a decimal string, as the provider reported it.' }),
+  currency: z.string().nullable(),
+  payment_status: z.string().nullable(),
+  method: z.string().nullable(),
+  first_seen_at: z.string(),
+  last_seen_at: z.string(),
+  seen_count: z.number().int().meta({ description: 'How many signals reported it (webhook retries, sweep passes).' }),
+});
+
+/** GET /admin/v1/unmatched-payments: newest first. */
+export const unmatchedPaymentListResponse = z.strictObject({
+  object: z.literal('list'),
+  data: z.array(unmatchedPaymentResponse),
+  next_cursor: z.string().nullable().meta({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
 });
 
 // ---- the provider's webhook ----
@@ -201,37 +236,45 @@ const maxFailureDescriptionLength = 200;
 
 /**
  * The event in a verified provider webhook body (Razorpay's envelope: `{ event, payload: { payment:
- * { entity }, order: { entity }, refund: { entity } } }`), or undefined when the body is not an event this admin
- * can read (not JSON, or a known event without the entity it needs). Amounts are read exactly
- * as bigint paise from the JSON text.
+ * { entity }, order: { entity }, refund: { entity } } }`), or `unreadable` when the body is not an
+ * event this admin can read (not JSON, or a known event without the entity it needs). A payment
+ * without an order (a payment link, a QR code) is read with `orderId: null`. Amounts are read
+ * exactly as bigint paise from the JSON text.
  */
-export function parsePaymentWebhook(rawBody: Buffer): PaymentWebhookEvent | undefined {
+export function parsePaymentWebhook(rawBody: Buffer): PaymentWebhookEvent {
   let json: unknown;
   try {
     json = parseProviderJson(rawBody.toString('utf8'));
   } catch {
-    return undefined;
+    return { type: 'unreadable', name: null };
   }
   const parsed = webhookEnvelope.safeParse(json);
-  if (!parsed.success) return undefined;
+  if (!parsed.success) return { type: 'unreadable', name: eventNameOf(json) };
   const { event, payload } = parsed.data;
   switch (event) {
-    case 'payment.captured': case 'order.paid': case 'payment.failed': {
+    case 'payment.captured': case 'order.paid': case 'payment.failed': case 'payment.authorized': {
       const payment = payload?.payment?.entity;
-      if (payment === undefined || !payment.order_id) return undefined;
+      if (payment === undefined) return { type: 'unreadable', name: event };
       return {
         type: event,
         payment: {
-          id: payment.id, orderId: payment.order_id, amountPaise: payment.amount, currency: payment.currency, status: payment.status,
+          id: payment.id, orderId: payment.order_id ?? null, amountPaise: payment.amount, currency: payment.currency, status: payment.status,
           method: payment.method ?? 'unknown', errorDescription: payment.error_description?.slice(0, maxFailureDescriptionLength) ?? null,
         },
       };
     }
     case 'refund.processed': {
       const refund = payload?.refund?.entity;
-      return refund === undefined ? undefined : { type: event, refundId: refund.id, paymentId: refund.payment_id, receipt: refund.receipt ?? null };
+      return refund === undefined ? { type: 'unreadable', name: event } : { type: event, refundId: refund.id, paymentId: refund.payment_id, receipt: refund.receipt ?? null };
     }
     default:
       return { type: 'other', name: event };
   }
+}
+
+/** The `event` name of a body that is JSON but not an event envelope this admin reads (at most 100 characters), or null. */
+function eventNameOf(json: unknown): string | null {
+  if (typeof json !== 'object' || json === null || !('event' in json)) return null;
+  const name = (json as { event: unknown }).event;
+  return typeof name === 'string' && name !== '' ? name.slice(0, 100) : null;
 }

@@ -1,3 +1,4 @@
+import { assertOutsideTransaction } from '@gateway/db';
 import { isTransientResult, ledgerResultTransient, ledgerV1, type LedgerResultOperation } from '@gateway/contracts';
 import { GatewayError, fromGrpcError } from '@gateway/errors';
 import { callUnary, channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
@@ -71,6 +72,7 @@ export function createGrpcLedger(options: {
   // The admin's certificate is its identity at the ledger; backoff and keepalive as every internal channel.
   const client = new ledgerV1.LedgerServiceClient(options.target, channelCredentials(options.security), clientChannelOptions);
   const call = async <Req, Res>(method: Parameters<typeof callUnary<Req, Res>>[0], request: Req, timeoutMs = options.callTimeoutMs): Promise<Res> => {
+    assertOutsideTransaction(`ledger ${method.name}`);
     try {
       return await callUnary(method, client, request, timeoutMs);
     } catch (error) {

@@ -53,6 +53,7 @@ export async function startTopUpsHarness(serverUrl: string, env: Record<string, 
   const ledger = await startFakeLedger();
   const adminEnv = {
     PAYMENT_PROVIDER: 'local',
+    PAYMENT_DEVELOPMENT_MODE: 'true',
     LOCAL_PAYMENTS_URL: payments.url,
     RAZORPAY_KEY_ID: testPaymentKeys.keyId,
     RAZORPAY_KEY_SECRET: testPaymentKeys.keySecret,

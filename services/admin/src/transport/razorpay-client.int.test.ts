@@ -147,4 +147,17 @@ describe('the Razorpay adapter against the local provider', () => {
     expect(unreachable.code).toBe('service_unavailable');
     expect(unreachable.publicMessage).toBe('The payment provider is not available right now; try again shortly.');
   });
+
+  it('lists payments by time range (a payment without an order reads as orderId null) and captures an authorised one', async () => {
+    const order = await client.createOrder({ amountPaise: 118_000n, receipt: 'top_sweep', notes: {} });
+    const authorised = local.pay(order.id, 'authorize');
+    const loose = local.captureWithoutOrder({ amountPaise: 5_000n });
+    const now = Math.floor(Date.now() / 1000);
+    const listed = await client.listPayments({ fromUnixSeconds: now - 60, toUnixSeconds: now + 60, count: 100, skip: 0 });
+    expect(listed.find((payment) => payment.id === loose.id)).toMatchObject({ orderId: null, amountPaise: 5_000n, status: 'captured' });
+    expect(listed.find((payment) => payment.id === authorised.paymentIds[0])).toMatchObject({ orderId: order.id, status: 'authorized' });
+    const captured = await client.capturePayment({ paymentId: authorised.paymentIds[0]!, amountPaise: 118_000n, currency: 'INR' });
+    expect(captured).toMatchObject({ id: authorised.paymentIds[0], orderId: order.id, amountPaise: 118_000n, status: 'captured' });
+    await expect(client.capturePayment({ paymentId: authorised.paymentIds[0]!, amountPaise: 118_000n, currency: 'INR' })).rejects.toMatchObject({ code: 'invalid_request' });
+  });
 });

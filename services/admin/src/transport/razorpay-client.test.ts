@@ -29,6 +29,17 @@ describe('the Razorpay adapter, without a network', () => {
     expect(client.verifyWebhookSignature(raw, createHmac('sha256', options.keySecret).update(raw).digest('hex'))).toBe(false);
   });
 
+  it('accepts the previous webhook secret until the end of its window (Razorpay retries older events signed with it), never after', () => {
+    const raw = Buffer.from('{"event":"payment.captured","payload":{}}');
+    const signedWithOld = createHmac('sha256', 'the-old-webhook-secret').update(raw).digest('hex');
+    const current = createRazorpayClient({ ...options, kind: 'razorpay', previousWebhookSecret: { secret: 'the-old-webhook-secret', until: new Date(Date.now() + 60_000) } });
+    expect(current.verifyWebhookSignature(raw, signedWithOld)).toBe(true);
+    expect(current.verifyWebhookSignature(raw, createHmac('sha256', options.webhookSecret).update(raw).digest('hex'))).toBe(true);
+    const ended = createRazorpayClient({ ...options, kind: 'razorpay', previousWebhookSecret: { secret: 'the-old-webhook-secret', until: new Date(Date.now() - 1) } });
+    expect(ended.verifyWebhookSignature(raw, signedWithOld)).toBe(false);
+    expect(createRazorpayClient({ ...options, kind: 'razorpay' }).verifyWebhookSignature(raw, signedWithOld)).toBe(false);
+  });
+
   it('offers a pay page only for the local provider, returning to the given URL', () => {
     expect(createRazorpayClient({ ...options, kind: 'razorpay' }).payPageUrl).toBeUndefined();
     const local = createRazorpayClient({ ...options, kind: 'local', baseUrl: 'http://127.0.0.1:8790/' });

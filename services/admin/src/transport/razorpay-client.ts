@@ -1,3 +1,4 @@
+import { assertOutsideTransaction } from '@gateway/db';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { request } from 'undici';
 import { z } from 'zod';
@@ -16,6 +17,8 @@ export interface RazorpayClientOptions {
   keySecret: string;
   /** RAZORPAY_WEBHOOK_SECRET: the webhook signature's key. */
   webhookSecret: string;
+  /** The webhook secret before a rotation, accepted until `until` (Razorpay retries events made before the rotation signed with it). */
+  previousWebhookSecret?: { secret: string; until: Date } | undefined;
   /** Deadline of one API call, connecting included, ms (default 10 s). */
   timeoutMs?: number | undefined;
 }
@@ -84,10 +87,11 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
   const base = options.baseUrl.endsWith('/') ? options.baseUrl : `${options.baseUrl}/`;
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   const authorization = `Basic ${Buffer.from(`${options.keyId}:${options.keySecret}`).toString('base64')}`;
-  const secrets = [options.keySecret, options.webhookSecret];
+  const secrets = [options.keySecret, options.webhookSecret, ...(options.previousWebhookSecret ? [options.previousWebhookSecret.secret] : [])];
 
   async function call<T>(method: 'GET' | 'POST', path: string, schema: z.ZodType<T>, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
     const url = new URL(path, base);
+    assertOutsideTransaction(`payment provider ${method} ${url.pathname}`);
     let statusCode: number;
     let text: string;
     try {
@@ -161,6 +165,18 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
     async fetchPayment(paymentId) {
       return toPayment(await call('GET', `v1/payments/${checkedId(paymentId, 'payment')}`, paymentSchema));
     },
+    async listPayments(input) {
+      const query = new URLSearchParams({
+        from: String(input.fromUnixSeconds), to: String(input.toUnixSeconds), count: String(input.count), skip: String(input.skip),
+      });
+      const collection = await call('GET', `v1/payments?${query.toString()}`, paymentCollectionSchema);
+      return collection.items.map(toPayment);
+    },
+    async capturePayment(input) {
+      return toPayment(await call('POST', `v1/payments/${checkedId(input.paymentId, 'payment')}/capture`, paymentSchema, {
+        amount: wireAmount(input.amountPaise), currency: input.currency,
+      }));
+    },
     async refundPayment(input) {
       const refund = await call('POST', `v1/payments/${checkedId(input.paymentId, 'payment')}/refund`, refundSchema, {
         amount: wireAmount(input.amountPaise), receipt: input.receipt, notes: input.notes, speed: 'normal',
@@ -172,7 +188,9 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
       return hmacMatches(options.keySecret, `${input.orderId}|${input.paymentId}`, input.signature);
     },
     verifyWebhookSignature(rawBody, signature) {
-      return hmacMatches(options.webhookSecret, rawBody, signature);
+      if (hmacMatches(options.webhookSecret, rawBody, signature)) return true;
+      const previous = options.previousWebhookSecret;
+      return previous !== undefined && Date.now() < previous.until.getTime() && hmacMatches(previous.secret, rawBody, signature);
     },
   };
   if (options.kind === 'local') {
@@ -247,7 +265,7 @@ function toOrder(order: z.infer<typeof orderSchema>): ProviderOrder {
 function toPayment(payment: z.infer<typeof paymentSchema>): ProviderPayment {
   return {
     id: payment.id,
-    orderId: payment.order_id ?? '',
+    orderId: payment.order_id ?? null,
     amountPaise: payment.amount,
     currency: payment.currency,
     status: payment.status,

@@ -1,3 +1,4 @@
+import { assertOutsideTransaction } from '@gateway/db';
 import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
 import {
@@ -39,6 +40,7 @@ export function createWebhookSender(options: WebhookSenderOptions): WebhookSende
 
   return {
     async send(url, body, headers) {
+      assertOutsideTransaction('webhook delivery');
       const started = performance.now();
       const elapsed = () => Math.max(0, Math.round(performance.now() - started));
       try {

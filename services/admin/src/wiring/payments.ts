@@ -6,6 +6,7 @@ import type { AdminConfig } from '../config.ts';
 import type { AdminService } from '../domain/admin-service.ts';
 import type { PaymentProvider } from '../domain/payment-provider.ts';
 import type { TopUpCause } from '../domain/topup-state.ts';
+import type { UnmatchedSource } from '../domain/unmatched-payments.ts';
 import { createRazorpayClient } from '../transport/razorpay-client.ts';
 import { startPeriodicJob } from './periodic-job.ts';
 
@@ -22,7 +23,10 @@ export function createPaymentProvider(config: AdminConfig): PaymentProvider | un
   }
   const baseUrl = kind === 'local' ? config.LOCAL_PAYMENTS_URL : config.RAZORPAY_API_URL;
   if (baseUrl === undefined) throw new Error('PAYMENT_PROVIDER=local needs LOCAL_PAYMENTS_URL');
-  return createRazorpayClient({ kind, baseUrl, keyId, keySecret, webhookSecret });
+  const previousSecret = config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS;
+  const previousUntil = config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL;
+  const previousWebhookSecret = previousSecret !== undefined && previousUntil !== undefined ? { secret: previousSecret, until: previousUntil } : undefined;
+  return createRazorpayClient({ kind, baseUrl, keyId, keySecret, webhookSecret, previousWebhookSecret });
 }
 
 /** The metric payment events are counted in. */
@@ -32,11 +36,12 @@ export type PaymentMetrics = Pick<AdminMetrics, 'adminPaymentEvents'>;
 function paymentEventKind(cause: TopUpCause): string {
   if (cause.startsWith('webhook:')) return 'webhook';
   if (cause === 'checkout_callback') return 'checkout';
+  if (cause === 'payment_sweep') return 'sweep';
   return cause === 'reconciliation' ? 'reconciliation' : 'other';
 }
 
 /** Every `kind` paymentEventKind answers. */
-const paymentEventKinds = ['webhook', 'checkout', 'reconciliation', 'other'] as const;
+const paymentEventKinds = ['webhook', 'checkout', 'reconciliation', 'sweep', 'other'] as const;
 
 /**
  * Counts a captured payment newly recorded as not matching its order (`outcome=mismatch`), by the
@@ -48,8 +53,20 @@ export function countPaymentMismatch(metrics: PaymentMetrics): (cause: TopUpCaus
   return (cause) => { metrics.adminPaymentEvents.inc({ kind: paymentEventKind(cause), outcome: 'mismatch' }); };
 }
 
+/**
+ * Counts a payment newly recorded as matching nothing the gateway sold (`outcome=unmatched`) by the
+ * sweep or reconciliation; a webhook's is its own answer's outcome (countPaymentWebhooks), so it is
+ * not counted twice. Each series starts at 0 at once, as countPaymentMismatch's.
+ */
+export function countUnmatchedPayment(metrics: PaymentMetrics): (source: UnmatchedSource) => void {
+  for (const kind of ['webhook', 'sweep', 'reconciliation'] as const) metrics.adminPaymentEvents.inc({ kind, outcome: 'unmatched' }, 0);
+  return (source) => {
+    if (source !== 'webhook') metrics.adminPaymentEvents.inc({ kind: source, outcome: 'unmatched' });
+  };
+}
+
 /** The webhook answers as metric outcomes. */
-const webhookOutcomes = { processed: 'processed', repeated: 'duplicate', ignored: 'ignored' } as const;
+const webhookOutcomes = { processed: 'processed', repeated: 'duplicate', ignored: 'ignored', unmatched: 'unmatched' } as const;
 
 /**
  * The service with its payment webhook counted: `kind=webhook` and outcome processed, duplicate,
@@ -89,11 +106,42 @@ export interface PaymentJobsDeps {
  * (top-ups awaiting payment asked of the provider and settled from its answer, settlements cut
  * short finished, unpaid ones past expires_at expired; service.reconcileTopUps). Passes never
  * overlap (the next is timed from the end of the last); replicas share the work through row
- * claims. Nothing runs without a provider. close() stops the timer and waits for a pass in flight.
+ * claims. Every PAYMENT_SWEEP_INTERVAL_MS, one payments sweep (service.sweepPayments: the provider's
+ * payments of the last PAYMENT_SWEEP_WINDOW_MS, each applied idempotently). Nothing runs without a
+ * provider. close() stops the timers and waits for passes in flight.
  */
 export function startPaymentJobs(deps: PaymentJobsDeps): { close(): Promise<void> } {
   const { config, logger, service } = deps;
   if (deps.provider === undefined) return { close: async () => {} };
+  const reconciliation = startReconciliationJob(deps);
+  const sweep = startPeriodicJob({
+    name: 'payments sweep', firstDelayMs: config.PAYMENT_SWEEP_INTERVAL_MS, intervalMs: config.PAYMENT_SWEEP_INTERVAL_MS, logger,
+    failureMessage: 'payments sweep failed; retried at the next interval',
+    run: async () => {
+      let swept: Awaited<ReturnType<AdminService['sweepPayments']>>;
+      try {
+        swept = await service.sweepPayments();
+      } catch (error) {
+        deps.metrics?.adminPaymentEvents.inc({ kind: 'sweep', outcome: 'error' });
+        throw error;
+      }
+      const { checked, failed } = swept;
+      deps.metrics?.adminPaymentEvents.inc({ kind: 'sweep', outcome: 'checked' }, checked - failed.length);
+      deps.metrics?.adminPaymentEvents.inc({ kind: 'sweep', outcome: 'error' }, failed.length);
+      for (const { paymentId, error } of failed) logger.warn({ paymentId, err: error }, 'payments sweep: a payment was not applied; tried again at the next sweep');
+      if (checked > 0) logger.debug({ checked, failed: failed.length }, 'payments swept');
+    },
+  });
+  return {
+    async close() {
+      await Promise.all([reconciliation.close(), sweep.close()]);
+    },
+  };
+}
+
+/** The reconciliation job of startPaymentJobs. */
+function startReconciliationJob(deps: PaymentJobsDeps): { close(): Promise<void> } {
+  const { config, logger, service } = deps;
   return startPeriodicJob({
     name: 'top-up reconciliation', firstDelayMs: config.PAYMENT_RECONCILE_INTERVAL_MS, intervalMs: config.PAYMENT_RECONCILE_INTERVAL_MS, logger,
     failureMessage: 'top-up reconciliation pass failed; retried at the next interval',
