@@ -16,6 +16,7 @@
  * | `[[fake:tag=ID]]`       | no effect on the reply; recorded as the request's `tag` (the fault suite's request ids) |
  * | `[[fake:tool_call=NAME]]` | reply with one call of the tool NAME (arguments `{"query": <the message>}`), id in the vendor's own form |
  * | `[[fake:tool_text=N]]`  | with `tool_call`: N words `w1 … wN` of text before the call ("Let me look that up."), streamed and not, both routes; billed as N more output tokens |
+ * | `[[fake:tool_arg=KEY:VALUE]]` | with `tool_call`: the call's arguments are `{"KEY": "VALUE"}` instead (e.g. `file_path:/tmp/x/a.txt` for an agent's Read tool) |
  * | `[[fake:repeat_tool_id]]` | with `tool_call`, chat completions only: the call's id in every streamed arguments fragment, not just the first (as vLLM sends it) |
  *
  * Unknown or malformed directives are ignored, so a typo shows up as a normal reply.
@@ -45,6 +46,8 @@ export interface Directives {
   toolCall?: string;
   /** With `toolCall`: words of text the reply writes before its tool call. */
   toolText?: number;
+  /** With `toolCall`: the one argument of the call (key 1..64 of `A-Za-z0-9_`, value any text without `]`). */
+  toolArg?: { key: string; value: string };
   /** With `toolCall`, streamed chat completions: repeat the call's id in every arguments fragment. */
   repeatToolId?: true;
 }
@@ -79,6 +82,11 @@ export function parseDirectives(text: string): Directives {
       case 'tag': if (value !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(value)) directives.tag = value; break;
       case 'tool_text': directives.toolText = nonNegativeInteger(value); break;
       case 'repeat_tool_id': directives.repeatToolId = true; break;
+      case 'tool_arg': {
+        const arg = /^([A-Za-z0-9_]{1,64}):(.*)$/s.exec(value ?? '');
+        if (arg !== null) directives.toolArg = { key: arg[1]!, value: arg[2]! };
+        break;
+      }
       case 'tool_call': if (value !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(value)) directives.toolCall = value; break;
       default: break;
     }

@@ -206,3 +206,58 @@ describe('fake upstream tool_text: text before the tool call', () => {
     expect(events.find((e) => e.type === 'message_delta')).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 3 + argumentPieces } });
   });
 });
+
+describe('fake upstream: agents\' requests (a system message inside messages, a tool call with set arguments)', () => {
+  const postMessages = (body: unknown) => fetch(`${upstream.baseUrl}/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': 'sk-test-upstream', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify(body),
+  });
+
+  it('Anthropic route: takes a system message right after a user message as Anthropic\'s API does, and refuses one placed as Anthropic refuses it', async () => {
+    const answered = await postMessages({
+      model: 'claude', max_tokens: 50,
+      messages: [{ role: 'user', content: 'hi [[fake:reply_words=2]]' }, { role: 'system', content: [{ type: 'text', text: 'two words here' }] }],
+    });
+    expect(answered.status).toBe(200);
+    // Each message counts its words (a directive is one) + 3, the system message like the others.
+    expect(await answered.json()).toMatchObject({ content: [{ type: 'text', text: 'w1 w2' }], usage: { input_tokens: 2 + 3 + 3 + 3 } });
+
+    const misplaced: unknown[][] = [
+      [{ role: 'system', content: 'first' }, { role: 'user', content: 'hi' }],
+      [{ role: 'user', content: 'hi' }, { role: 'system', content: 'x' }, { role: 'user', content: 'again' }],
+      [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'a' }, { role: 'system', content: 'x' }],
+      [{ role: 'user', content: 'hi' }, { role: 'system', content: [{ type: 'image', source: { type: 'url', url: 'https://x.test/a.png' } }] }],
+    ];
+    for (const messages of misplaced) {
+      const refused = await postMessages({ model: 'claude', max_tokens: 50, messages });
+      expect(refused.status, JSON.stringify(messages)).toBe(400);
+      expect(await refused.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    }
+  });
+
+  it('tool_arg sets the call\'s arguments on both routes, and a tool result followed by a system message is answered with text', async () => {
+    const content = 'Read it [[fake:tool_call=Read]] [[fake:tool_arg=file_path:/tmp/a b/note.txt]]';
+    const chat = await (await post({ model: 'm', messages: [{ role: 'user', content }] })).json() as Record<string, any>;
+    const call = chat.choices[0].message.tool_calls[0];
+    expect(call.function).toEqual({ name: 'Read', arguments: JSON.stringify({ file_path: '/tmp/a b/note.txt' }) });
+    const answeredChat = await (await post({
+      model: 'm', messages: [
+        { role: 'user', content }, { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: call.id, content: 'the text' }, { role: 'system', content: 'be brief' },
+      ],
+    })).json() as Record<string, any>;
+    expect(answeredChat.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: expect.any(String) } });
+
+    const message = await (await postMessages({ model: 'claude', max_tokens: 50, messages: [{ role: 'user', content }] })).json() as Record<string, any>;
+    const toolUse = message.content[0];
+    expect(toolUse).toMatchObject({ type: 'tool_use', name: 'Read', input: { file_path: '/tmp/a b/note.txt' } });
+    const answered = await (await postMessages({
+      model: 'claude', max_tokens: 50, messages: [
+        { role: 'user', content }, { role: 'assistant', content: [toolUse] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: 'the text' }] }, { role: 'system', content: 'be brief' },
+      ],
+    })).json() as Record<string, any>;
+    expect(answered).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text' }] });
+  });
+});

@@ -223,7 +223,8 @@ function isPositiveInteger(value: unknown): value is number {
 }
 
 /** The arguments of the tool call `[[fake:tool_call=NAME]]` asks for, as JSON text: the message echoed. */
-function toolCallArguments(messages: readonly ChatMessageLike[]): string {
+function toolCallArguments(messages: readonly ChatMessageLike[], directives: Directives): string {
+  if (directives.toolArg !== undefined) return JSON.stringify({ [directives.toolArg.key]: directives.toolArg.value });
   return JSON.stringify({ query: withoutDirectives(lastUserText(messages)).slice(0, 40) });
 }
 
@@ -245,10 +246,32 @@ function isObjectLike(value: unknown): value is Record<string, unknown> {
 
 /** Whether the last message hands a tool's result back (an OpenAI `tool` message, or an Anthropic `tool_result` block). */
 function endsWithToolResult(messages: readonly unknown[]): boolean {
-  const last = messages.at(-1);
+  // An agent may add a system message after its tool results (Claude Code does); the turn still answers them.
+  const last = messages.findLast((message) => !isObjectLike(message) || message.role !== 'system');
   if (!isObjectLike(last)) return false;
   if (last.role === 'tool') return true;
   return Array.isArray(last.content) && last.content.some((block) => isObjectLike(block) && block.type === 'tool_result');
+}
+
+/**
+ * Why Anthropic's API would refuse a `role: "system"` message inside `messages`, or undefined when
+ * every one is placed as it allows: not first, right after a user message, last or followed by an
+ * assistant message, and text only (a string or text blocks).
+ */
+function misplacedSystemMessage(messages: readonly ChatMessageLike[]): string | undefined {
+  for (let index = 0; index < messages.length; index += 1) {
+    const message = messages[index]!;
+    if (message.role !== 'system') continue;
+    if (index === 0) return `messages.${index}: a system message cannot be the first message`;
+    if (messages[index - 1]!.role !== 'user') return `messages.${index}: a system message must follow a user message`;
+    const next = messages[index + 1];
+    if (next !== undefined && next.role !== 'assistant') return `messages.${index}: a system message must be last or followed by an assistant message`;
+    const content: unknown = message.content;
+    if (Array.isArray(content) && !content.every((block) => isObjectLike(block) && block.type === 'text')) {
+      return `messages.${index}.content: system messages take text blocks only`;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -414,7 +437,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   ): Promise<void> {
     const messages = body.messages as ChatMessageLike[];
     const directives = parseDirectives(lastUserText(messages));
-    const args = toolCallArguments(messages);
+    const args = toolCallArguments(messages, directives);
     const pieces = argumentPieces(args);
     const textWords = toolTextWords(directives);
     const promptTokens = fakePromptTokens(messages);
@@ -506,6 +529,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       return;
     }
     const messages = request.messages as ChatMessageLike[];
+    const misplaced = misplacedSystemMessage(messages);
+    if (misplaced !== undefined) {
+      sendJson(res, 400, anthropicError('invalid_request_error', misplaced), headers);
+      return;
+    }
     const directives = parseDirectives(lastUserText(messages));
     if (directives.hang) return;
     if (directives.delayMs !== undefined) await delay(directives.delayMs);
@@ -568,7 +596,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     requestNumber: number, vendorModel: string,
   ): Promise<void> {
     const messages = request.messages as ChatMessageLike[];
-    const args = toolCallArguments(messages);
+    const args = toolCallArguments(messages, directives);
     const pieces = argumentPieces(args);
     const inputTokens = fakePromptTokens(messages) + (typeof request.system === 'string' ? countWords(request.system) + 3 : 0);
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;

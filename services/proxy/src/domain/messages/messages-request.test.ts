@@ -142,6 +142,44 @@ describe('parseMessagesRequest', () => {
     expect(parse({ ...base, messages: hi, tools: [], tool_choice: { type: 'auto' } }).params).toEqual({});
   });
 
+  it('keeps a system message inside messages (Claude Code\'s environment block) as a system message at its place, its text blocks joined', () => {
+    const request = parse({
+      ...base, system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral' } }],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'reminder' }, { type: 'text', text: 'read it' }] },
+        { role: 'system', content: [{ type: 'text', text: '# Environment' }, { type: 'text', text: 'cwd: /tmp', cache_control: { type: 'ephemeral' } }] },
+        { role: 'assistant', content: 'done' },
+        { role: 'user', content: 'thanks' },
+        { role: 'system', content: 'be kind' },
+      ],
+    });
+    expect(request.messages).toEqual([
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: [{ type: 'text', text: 'reminder' }, { type: 'text', text: 'read it' }] },
+      { role: 'system', content: '# Environment\n\ncwd: /tmp' },
+      { role: 'assistant', content: 'done' },
+      { role: 'user', content: 'thanks' },
+      { role: 'system', content: 'be kind' },
+    ]);
+  });
+
+  it('leaves a tool with defer_loading out of the upstream request, as Anthropic leaves it out of the prompt until a tool search loads it', () => {
+    const request = parse({
+      ...base, messages: hi,
+      tools: [
+        { name: 'Read', input_schema: { type: 'object' } },
+        { name: 'DeferredToolPlaceholder', description: 'never call this tool', input_schema: { type: 'object', properties: {} }, defer_loading: true },
+      ],
+    });
+    expect(request.params.tools).toEqual([{ type: 'function', function: { name: 'Read', parameters: { type: 'object' } } }]);
+    // Deferred tools only: no tools at all reach the upstream.
+    expect(parse({ ...base, messages: hi, tools: [{ name: 'Later', input_schema: { type: 'object' }, defer_loading: true }] }).params).toEqual({});
+    expect(refusal({ ...base, messages: hi, tools: [{ name: 'Later', input_schema: { type: 'object' }, defer_loading: true }], tool_choice: { type: 'tool', name: 'Later' } }).message)
+      .toContain("tool_choice.name: the tool 'Later' is deferred (defer_loading)");
+    expect(refusal({ ...base, messages: hi, tools: [{ name: 'Later', input_schema: { type: 'object' }, defer_loading: 'yes' }] }).message)
+      .toContain('tools.0.defer_loading: defer_loading must be a boolean');
+  });
+
   it('count_tokens needs no max_tokens and never streams', () => {
     const request = parse({ model: 'chat', messages: hi, stream: true }, 'count_tokens');
     expect(request).toMatchObject({ maxTokens: undefined, stream: false });
@@ -155,7 +193,14 @@ describe('parseMessagesRequest', () => {
       [{ max_tokens: 5, messages: hi }, 'model: Field required'],
       [{ ...base }, 'messages: Field required'],
       [{ ...base, messages: [] }, 'messages: messages must not be empty'],
-      [{ ...base, messages: [{ role: 'system', content: 'x' }] }, 'messages.0.role: role must be "user" or "assistant"'],
+      [{ ...base, messages: [{ role: 'tool', content: 'x' }] }, 'messages.0.role: role must be "user", "assistant" or "system"'],
+      [{ ...base, messages: [{ role: 'system', content: 'x' }, ...hi] }, 'messages.0.role: a system message cannot be the first message'],
+      [{ ...base, messages: [...hi, { role: 'assistant', content: 'a' }, { role: 'system', content: 'x' }] }, 'messages.2.role: a system message must immediately follow a user message'],
+      [{ ...base, messages: [...hi, { role: 'system', content: 'x' }, { role: 'system', content: 'y' }] }, 'messages.1.role: a system message must be the last message or be followed by an assistant'],
+      [{ ...base, messages: [...hi, { role: 'system', content: 'x' }, { role: 'user', content: 'again' }] }, 'messages.1.role: a system message must be the last message or be followed by an assistant message'],
+      [{ ...base, messages: [...hi, { role: 'system', content: [{ type: 'image', source: { type: 'url', url: 'https://x.test/a.png' } }] }] },
+        "messages.1.content.0.type: 'image' blocks are not supported in system messages"],
+      [{ ...base, messages: [...hi, { role: 'system', content: '' }] }, 'messages.1.content: text content must not be empty'],
       [{ ...base, messages: [{ role: 'user', content: [] }] }, 'messages.0.content: content must not be an empty array'],
       [{ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'x' } }] }] },
         'messages.0.content.1.source.media_type'],
@@ -244,6 +289,15 @@ describe('translateError', () => {
       ['stop', 'stop_sequences'],
     ];
     for (const [internal, expected] of cases) expect(translated(internal), internal).toEqual({ param: expected, message: `Invalid ${expected}: no.`, code: 'invalid_request' });
+  });
+
+  it('names a tool by the client\'s index when a deferred tool before it was not sent', () => {
+    const { translateError: rename } = parseMessagesRequest({
+      ...base, messages: hi,
+      tools: [{ name: 'Later', input_schema: { type: 'object' }, defer_loading: true }, { name: 'Read', input_schema: { type: 'object' } }],
+    }, 'create', limits);
+    const error = rename(new GatewayError('invalid_request', { param: 'tools[0].function.parameters', publicMessage: 'Invalid tools[0].function.parameters: no.' })) as GatewayError;
+    expect(error.param).toBe('tools.1.input_schema');
   });
 
   it('keeps the code, prefixes a message that did not name the field, and leaves other errors as they are', () => {

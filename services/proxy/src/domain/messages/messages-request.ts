@@ -77,6 +77,7 @@ const customToolSchema = z.object({
     .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'name must be 1 to 64 letters, digits, underscores or hyphens'),
   description: z.string({ error: 'description must be a string' }).nullish(),
   input_schema: z.looseObject({ type: z.literal('object', { error: 'input_schema.type must be "object"' }) }, { error: required('input_schema must be a JSON schema object') }),
+  defer_loading: z.boolean({ error: 'defer_loading must be a boolean' }).nullish(),
 });
 
 const disableParallelSchema = z.boolean({ error: 'disable_parallel_tool_use must be a boolean' }).nullish();
@@ -89,7 +90,7 @@ const toolChoiceSchema = z.discriminatedUnion('type', [
 ], { error: 'tool_choice must be {type: "auto" | "any" | "tool" | "none"}' });
 
 const messageSchema = z.object({
-  role: z.enum(['user', 'assistant'], { error: required('role must be "user" or "assistant"') }),
+  role: z.enum(['user', 'assistant', 'system'], { error: required('role must be "user", "assistant" or "system"') }),
   content: z.union([z.string(), z.array(anyBlockSchema).min(1, 'content must not be an empty array')], {
     error: required('content must be a string or an array of content blocks'),
   }),
@@ -321,6 +322,33 @@ function refusedBlock(type: string, role: keyof typeof blocksByRole, path: strin
   return invalid(`${path}.type`, `'${type.slice(0, 64)}' blocks are not supported in ${role} turns by this gateway (supported: ${blocksByRole[role]}).`);
 }
 
+/**
+ * A system message inside `messages` (Claude Code sends its environment block so) as one chat
+ * system message at its place, its text blocks joined by a blank line like `system`'s. Anthropic's
+ * placement rules are checked first, as its API refuses a breach with a 400: never the first
+ * message, right after a user message (the assistant turn ending in a server tool use that
+ * Anthropic also allows cannot occur here: server tools are refused), and the last message or
+ * followed by an assistant message (so two never touch). Text only, and never empty.
+ */
+function systemTurn(messages: readonly SourceMessage[], index: number): TranslatedMessage[] {
+  const message = messages[index]!;
+  const path = `messages.${index}`;
+  if (index === 0) throw invalid(`${path}.role`, 'a system message cannot be the first message; put instructions for the whole conversation in system.');
+  if (messages[index - 1]!.role !== 'user') throw invalid(`${path}.role`, 'a system message must immediately follow a user message (as Anthropic\'s API requires).');
+  const next = messages[index + 1];
+  if (next !== undefined && next.role !== 'assistant') {
+    throw invalid(`${path}.role`, 'a system message must be the last message or be followed by an assistant message (as Anthropic\'s API requires).');
+  }
+  const texts = typeof message.content === 'string' ? [message.content] : message.content.map((block, blockIndex) => {
+    const blockPath = `${path}.content.${blockIndex}`;
+    if (block.type !== 'text') throw invalid(`${blockPath}.type`, `'${block.type.slice(0, 64)}' blocks are not supported in system messages (supported: text).`);
+    return parseAt(textBlockSchema, block, blockPath).text;
+  });
+  const text = texts.join('\n\n');
+  if (text === '') throw invalid(`${path}.content`, emptyTextRefusal);
+  return [{ message: { role: 'system', content: text }, source: { path, contentPath: `${path}.content`, partPaths: [], callPaths: [] } }];
+}
+
 /** Characters of text a source message carries: text blocks, tool names and inputs, tool results' text. */
 function sourceMessageChars(translated: readonly TranslatedMessage[]): number {
   let chars = 0;
@@ -332,8 +360,11 @@ function sourceMessageChars(translated: readonly TranslatedMessage[]): number {
   return chars;
 }
 
-/** How the Messages surface names what the internal chat form names, for errors raised after the translation. */
-const messagesSpelling: SurfaceSpelling = {
+/**
+ * How the Messages surface names what the internal chat form names, for errors raised after the
+ * translation; `toolIndexes[n]` is the client's index of internal tool n (deferred tools are not sent).
+ */
+const messagesSpellingOf = (toolIndexes: readonly number[]): SurfaceSpelling => ({
   conversation: 'messages',
   // An image_url part is an image block: its URL and detail are the block's `source`.
   partSuffixOf: (suffix) => (suffix === '.text' ? '.text' : suffix.startsWith('.image_url') ? '.source' : ''),
@@ -349,42 +380,67 @@ const messagesSpelling: SurfaceSpelling = {
   patternedParamOf(chatParam) {
     const tool = /^tools\[(\d+)\](?:\.function(.*))?$/.exec(chatParam);
     if (tool === null) return undefined;
-    return `tools.${tool[1]}${tool[2] === '.parameters' ? '.input_schema' : tool[2] === '.name' || tool[2] === '.description' ? tool[2] : ''}`;
+    return `tools.${toolIndexes[Number(tool[1])] ?? tool[1]}${tool[2] === '.parameters' ? '.input_schema' : tool[2] === '.name' || tool[2] === '.description' ? tool[2] : ''}`;
   },
   // Anthropic's error shape has no param, so the message must name the field.
   paramlessErrors: true,
-};
+});
 
-/** The chat tools of the custom tools; a server tool (a versioned `type`) is a 400 naming it. */
-function chatToolsOf(tools: NonNullable<MessagesBody['tools']>): Array<{ type: 'function'; function: Record<string, unknown> }> {
-  return tools.map((tool, index) => {
+/** A custom tool the upstream is sent, and its index in the client's `tools`. */
+interface SentTool {
+  index: number;
+  tool: { type: 'function'; function: Record<string, unknown> };
+}
+
+/**
+ * The custom tools as chat tools, and the names of the deferred ones; a server tool (a versioned
+ * `type`) is a 400 naming it. A tool with `defer_loading: true` is not sent: Anthropic keeps such a
+ * tool out of the prompt (unbilled, uncallable) until a tool search loads it, and the gateway has
+ * no tool search (its server tools are refused), so leaving it out is what Anthropic would do.
+ */
+function chatToolsOf(tools: NonNullable<MessagesBody['tools']>): { sent: SentTool[]; deferred: Set<string> } {
+  const sent: SentTool[] = [];
+  const deferred = new Set<string>();
+  tools.forEach((tool, index) => {
     if (tool.type !== undefined && tool.type !== null && tool.type !== 'custom') {
       throw invalid(`tools.${index}.type`, `server tools ('${tool.type.slice(0, 64)}') are not supported by this gateway; define custom tools with name, description and input_schema.`);
     }
     const custom = parseAt(customToolSchema, tool, `tools.${index}`);
-    return {
+    if (custom.defer_loading === true) {
+      deferred.add(custom.name);
+      return;
+    }
+    sent.push({ index, tool: {
       type: 'function',
       function: {
         name: custom.name,
         ...(typeof custom.description === 'string' ? { description: custom.description } : {}),
         parameters: custom.input_schema,
       },
-    };
+    } });
   });
+  return { sent, deferred };
 }
 
-/** The chat tool params of Anthropic's tools and tool_choice (auto → auto, any → required, tool → that function, none → none). */
-function toolParams(body: MessagesBody): ChatRequest['params'] {
-  const tools = body.tools ?? [];
+/**
+ * The chat tool params of Anthropic's tools and tool_choice (auto → auto, any → required, tool →
+ * that function, none → none), and the client's index of each internal tool.
+ */
+function toolParams(body: MessagesBody): { params: ChatRequest['params']; toolIndexes: number[] } {
+  const { sent, deferred } = chatToolsOf(body.tools ?? []);
   const choice = body.tool_choice ?? undefined;
-  if (tools.length === 0) {
+  if (choice?.type === 'tool' && deferred.has(choice.name)) {
+    throw invalid('tool_choice.name', `the tool '${choice.name.slice(0, 64)}' is deferred (defer_loading) and this gateway has no tool search to load it.`);
+  }
+  const toolIndexes = sent.map((tool) => tool.index);
+  if (sent.length === 0) {
     // An empty tools list is Anthropic's "no tools"; OpenAI refuses an empty one, and a choice of a tool needs tools.
     if (choice !== undefined && (choice.type === 'any' || choice.type === 'tool')) throw invalid('tool_choice', `tool_choice "${choice.type}" needs tools.`);
-    return {};
+    return { params: {}, toolIndexes };
   }
-  const params: ChatRequest['params'] = { tools: chatToolsOf(tools) };
-  if (choice === undefined) return params;
-  if (choice.type === 'tool' && !tools.some((tool) => (tool as { name?: unknown }).name === choice.name)) {
+  const params: ChatRequest['params'] = { tools: sent.map((tool) => tool.tool) };
+  if (choice === undefined) return { params, toolIndexes };
+  if (choice.type === 'tool' && !sent.some((tool) => tool.tool.function.name === choice.name)) {
     throw invalid('tool_choice.name', `no tool named '${choice.name.slice(0, 64)}' is defined in tools.`);
   }
   params.tool_choice = choice.type === 'auto' ? 'auto'
@@ -392,7 +448,7 @@ function toolParams(body: MessagesBody): ChatRequest['params'] {
       : choice.type === 'none' ? 'none'
         : { type: 'function', function: { name: choice.name } };
   if (choice.type !== 'none' && choice.disable_parallel_tool_use === true) params.parallel_tool_calls = false;
-  return params;
+  return { params, toolIndexes };
 }
 
 /**
@@ -400,7 +456,7 @@ function toolParams(body: MessagesBody): ChatRequest['params'] {
  * gateway's internal request (chat completions' shape), so the one billed pipeline serves it.
  * `system` becomes a leading system message; user turns become user messages (images as
  * `image_url` parts) and `tool` messages (tool_result blocks); assistant turns become assistant
- * messages with tool calls. Throws `invalid_request` whose message starts with the field at fault
+ * messages with tool calls; a system message inside `messages` stays a system message at its place. Throws `invalid_request` whose message starts with the field at fault
  * in Anthropic's dotted form, including fields and blocks the gateway cannot honour. Nothing has
  * been reserved yet, so a refusal moves no money (NO_OVERSPEND, NOTHING_FREE). The answer also
  * records where each internal message came from, so a later refusal names the client's field.
@@ -427,7 +483,7 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
   request.messages.forEach((message: SourceMessage, index) => {
     const path = `messages.${index}.content`;
     if (message.content === '' && message.role === 'user') throw invalid(path, emptyTextRefusal);
-    const translated: TranslatedMessage[] = typeof message.content === 'string'
+    const translated: TranslatedMessage[] = message.role === 'system' ? systemTurn(request.messages, index) : typeof message.content === 'string'
       ? (message.content === '' ? [] : [{
         message: { role: message.role, content: message.content },
         source: { path: `messages.${index}`, contentPath: path, partPaths: [], callPaths: [] },
@@ -445,7 +501,7 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     throw invalid('messages', 'no message has content the gateway can send (thinking blocks are dropped).');
   }
 
-  const params: ChatRequest['params'] = toolParams(request);
+  const { params, toolIndexes } = toolParams(request);
   if (request.temperature !== undefined && request.temperature !== null) params.temperature = request.temperature;
   if (request.top_p !== undefined && request.top_p !== null) params.top_p = request.top_p;
   if (request.stop_sequences !== undefined && request.stop_sequences !== null && request.stop_sequences.length > 0) params.stop = request.stop_sequences;
@@ -459,5 +515,5 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     includeUsage: false,
     params,
   };
-  return { chat, translateError: surfaceErrorTranslator(messagesSpelling, sources) };
+  return { chat, translateError: surfaceErrorTranslator(messagesSpellingOf(toolIndexes), sources) };
 }
