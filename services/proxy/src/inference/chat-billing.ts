@@ -370,12 +370,19 @@ export function settleFailedCall(deps: ChatBillingDeps, input: BillingInput, pla
   return error;
 }
 
+/** What a stream's checkpoints need besides the billing deps. */
+export interface StreamBillingDeps extends ChatBillingDeps {
+  /** A stream's reservation is a lease of this long from the ledger's clock, renewed by each checkpoint, ms (PROXY_STREAM_LEASE_MS). */
+  streamLeaseMs: number;
+}
+
 /**
  * Makes a carved stream's carve its own reservation, held out of its grant with no new money
- * checks (promotion), so its checkpoints exist for EXPIRY to charge. True when the stream now
- * has a reservation at the ledger to checkpoint.
+ * checks (promotion), so its checkpoints exist for EXPIRY to charge. Its deadline is a lease
+ * (the first checkpoint follows at once and renews it). True when the stream now has a
+ * reservation at the ledger to checkpoint.
  */
-async function promoteCarve(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, carve: Carve): Promise<boolean> {
+async function promoteCarve(deps: StreamBillingDeps, input: BillingInput, plan: BillingPlan, carve: Carve): Promise<boolean> {
   const grants = deps.ledger.grants;
   if (grants === undefined) return false;
   grants.promotionSent(carve);
@@ -383,7 +390,7 @@ async function promoteCarve(deps: ChatBillingDeps, input: BillingInput, plan: Bi
   try {
     const answer = await deps.ledger.reserve({
       reservationId: plan.reservationId, organisationId: caller.organisation.id, projectId: caller.project.id,
-      billingMode: caller.organisation.billingMode, amountMicros: carve.amountMicros, ttlMs: deps.reserveTtlMs,
+      billingMode: caller.organisation.billingMode, amountMicros: carve.amountMicros, ttlMs: deps.streamLeaseMs,
       modelSlug: input.model.slug, grantId: carve.grantId,
     });
     if (answer.outcome === 'ok') {
@@ -403,13 +410,15 @@ async function promoteCarve(deps: ChatBillingDeps, input: BillingInput, plan: Bi
 }
 
 /**
- * Sends one checkpoint of a stream's running usage, pushing its Reserve's deadline out by the
- * reserve TTL (EXPIRY). Failures and refusals are logged and never reach the stream: the next
- * checkpoint supersedes this one. A carved stream sends none until it has run one checkpoint
- * interval (the meter's first, at its first chunk, is skipped: a short stream costs no ledger
- * call); then its carve is promoted to its own reservation before its first checkpoint.
+ * Sends one checkpoint of a stream's running usage, renewing its reservation's lease: the
+ * deadline becomes the ledger's now() plus PROXY_STREAM_LEASE_MS (EXPIRY), so a stream whose
+ * proxy died stops holding money one lease after its last checkpoint, charged that checkpoint.
+ * Failures and refusals are logged and never reach the stream: the next checkpoint supersedes
+ * this one. A carved stream sends none until it has run one checkpoint interval (the meter's
+ * first, at its first chunk, is skipped: a short stream costs no ledger call); then its carve is
+ * promoted to its own reservation before its first checkpoint.
  */
-export async function checkpointStream(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, due: CheckpointDue): Promise<void> {
+export async function checkpointStream(deps: StreamBillingDeps, input: BillingInput, plan: BillingPlan, due: CheckpointDue): Promise<void> {
   const { carve } = plan;
   const grants = deps.ledger.grants;
   if (carve !== undefined && grants !== undefined && carve.state !== 'promoted') {
@@ -423,7 +432,7 @@ export async function checkpointStream(deps: ChatBillingDeps, input: BillingInpu
       usage: due.usage,
       costMicros,
       providerCostMicros,
-      extendTtlMs: deps.reserveTtlMs,
+      extendTtlMs: deps.streamLeaseMs,
       requestId: input.requestId,
     });
     if (answer.outcome !== 'ok' && answer.outcome !== 'already_resolved') {
