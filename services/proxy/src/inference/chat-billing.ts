@@ -171,6 +171,15 @@ function reserveCallError(error: unknown): GatewayError {
 /** Refusals that a Settle still in flight (which returns unused hold) can turn into a fit. */
 const refusalsASettleCanLift: ReadonlySet<ReserveOutcome> = new Set(['insufficient_balance', 'project_budget_exceeded']);
 
+/**
+ * True for a refusal for balance or budget that money now held could still lift (a Settle in
+ * flight, a recalled grant): worth waiting for. The ledger says when none could (amount beyond
+ * available + held, or beyond the cap less this month's spend); such a 402 is final at once.
+ */
+function liftableRefusal(answer: ReserveAnswer): boolean {
+  return refusalsASettleCanLift.has(answer.outcome) && answer.liftable;
+}
+
 /** First wait before a Reserve refused while grants are recalled is tried again, ms; doubled per try up to PROXY_RECALL_WAIT_MS in all. */
 const recallFirstWaitMs = 5;
 
@@ -190,7 +199,8 @@ const recallFirstWaitMs = 5;
  * ledger says it is recalling grants because of the refusal (money idling in other replicas'
  * grants), the Reserve is tried again with growing waits for up to PROXY_RECALL_WAIT_MS. (Each
  * retry repeats the same reservation id and payload; a refused Reserve wrote nothing, so it is
- * not a replay.)
+ * not a replay.) A refusal the ledger calls not liftable (no hold's return could make it fit)
+ * waits for none of this: it is the client's 402 at once.
  */
 export async function holdReserve(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan): Promise<void> {
   const { caller, model } = input;
@@ -229,14 +239,14 @@ export async function holdReserve(deps: ChatBillingDeps, input: BillingInput, pl
   try {
     reserved = await deps.ledger.reserve(order);
     let recalling = reserved.grantsRecalled > 0;
-    if (refusalsASettleCanLift.has(reserved.outcome) && await deps.ledger.waitForSettlesOf(caller.organisation.id, settlesInFlightWaitMs)) {
+    if (liftableRefusal(reserved) && await deps.ledger.waitForSettlesOf(caller.organisation.id, settlesInFlightWaitMs)) {
       reserved = await deps.ledger.reserve(order);
       recalling ||= reserved.grantsRecalled > 0;
     }
     // Grants being pulled back return their money within a round trip or two of their owners.
     let waitedMs = 0;
     let waitMs = recallFirstWaitMs;
-    while (recalling && refusalsASettleCanLift.has(reserved.outcome) && waitedMs < deps.ledger.recallWaitMs) {
+    while (recalling && liftableRefusal(reserved) && waitedMs < deps.ledger.recallWaitMs) {
       const sleepMs = Math.min(waitMs, deps.ledger.recallWaitMs - waitedMs);
       await new Promise((resolve) => setTimeout(resolve, sleepMs));
       waitedMs += sleepMs;
