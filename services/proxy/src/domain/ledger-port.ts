@@ -188,6 +188,8 @@ export interface AdjustGrantAnswer {
 export interface BillingOwner {
   organisationId: string;
   requestId: string;
+  /** False when the Settle returns nothing to available (a carve's, or one costing its whole Reserve): a refused Reserve does not wait for it. */
+  freesAvailable?: boolean;
 }
 
 /**

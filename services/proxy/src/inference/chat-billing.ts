@@ -316,6 +316,10 @@ async function settleUsageOnce(
   const grants = deps.ledger.grants;
   // A carve's Settle names its grant (always: the ledger ignores it when the carve was promoted to
   // its own reservation), and U gets r - c back as it leaves: the ledger keeps r - c in the grant.
+  // Only an unused part of a reservation at the ledger returns to available (a carve's stays in
+  // its grant): a Reserve refused meanwhile waits for this Settle only if it can free something.
+  const atLedger = carve === undefined || carve.state === 'promoted' || carve.state === 'promoting';
+  const owner: BillingOwner = { ...ownerOf(input), freesAvailable: atLedger && costMicros < plan.amountMicros };
   if (carve !== undefined) grants?.settleSent(carve, costMicros);
   let settled;
   try {
@@ -329,7 +333,7 @@ async function settleUsageOnce(
       requestId: input.requestId,
       overrunOutputTokens: overrun?.overrunOutputTokens ?? 0,
       carve: carve === undefined ? undefined : { grantId: carve.grantId, reservedMicros: carve.amountMicros },
-    }, ownerOf(input));
+    }, owner);
   } finally {
     if (carve !== undefined) grants?.settleAnswered(carve);
     input.observer.settleEnded();
