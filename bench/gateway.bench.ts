@@ -25,7 +25,8 @@
  * of deploy/kubernetes/base/proxy.yaml (its heap sizing in production); BENCH_PROXY_NODE_OPTIONS
  * replaces them to try other heap settings (an empty value: Node's defaults);
  * BENCH_PROXY_LOG_LEVEL (default warn, like the other services) e.g. `info` to include the
- * per-request log line. Runs with any of these leave docs/benchmarks.md unchanged.
+ * per-request log line; BENCH_LOW_BALANCE_ONLY=1 runs only the low-balance case (with its money
+ * check), skipping the measured rows. Runs with any of these leave docs/benchmarks.md unchanged.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -83,6 +84,8 @@ const exactRequestMicros = 1n + 2n * BigInt(exactModel.replyWords);
 const lowBalanceCapacity = Number(process.env.BENCH_LOW_BALANCE_CAPACITY ?? 300);
 /** Proxy processes of the low-balance case (the measured proxy and two more). */
 const lowBalanceProxies = 3;
+/** BENCH_LOW_BALANCE_ONLY=1: only the low-balance case and its money check (no table, docs unchanged). */
+const lowBalanceOnly = process.env.BENCH_LOW_BALANCE_ONLY === '1';
 /** Longest the money check waits for both organisations to hold nothing, ms: grants go back when idle (PROXY_GRANT_IDLE_RETURN_MS) or at their deadline (PROXY_GRANT_TTL_MS plus a sweep). */
 const nothingHeldTimeoutMs = 40_000;
 
@@ -249,33 +252,49 @@ async function streamingTtfb(url: string, headers: Record<string, string>): Prom
   return { p50Ms: at(0.5), p99Ms: at(0.99), ok };
 }
 
-/** What the low-balance case saw: requests sent, admitted (200), refused with 402, anything else, and the request rate over the case. */
-interface LowBalanceResult { sent: number; admitted: number; refused: number; other: number; rps: number }
+/**
+ * What the low-balance case saw: requests sent, admitted (200), refused with 402, anything else,
+ * the request rate over the case, and how long a 402 took from send to its last byte, ms (p50, p99).
+ */
+interface LowBalanceResult { sent: number; admitted: number; refused: number; other: number; rps: number; refusalP50Ms: number; refusalP99Ms: number }
+
+/** The q-quantile (0..1) of `samples` by the nearest-rank method, rounded to 0.1 ms; 0 when there are none. */
+function quantileMs(samples: readonly number[], q: number): number {
+  if (samples.length === 0) return 0;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]! * 10) / 10;
+}
 
 /**
  * Sends `total` exact requests at `connections` concurrency, request i through proxy i mod n,
  * to an organisation whose balance fits fewer: counts what was admitted and what was refused.
  */
 async function lowBalanceRun(urls: readonly string[], apiKey: string, total: number, connections: number): Promise<LowBalanceResult> {
-  const result: LowBalanceResult = { sent: 0, admitted: 0, refused: 0, other: 0, rps: 0 };
+  const result: LowBalanceResult = { sent: 0, admitted: 0, refused: 0, other: 0, rps: 0, refusalP50Ms: 0, refusalP99Ms: 0 };
+  const refusalMs: number[] = [];
   const body = JSON.stringify(exactBody);
   let next = 0;
   const started = performance.now();
   await Promise.all(Array.from({ length: connections }, async () => {
     for (let i = next++; i < total; i = next++) {
       result.sent += 1;
+      const sentAtMs = performance.now();
       try {
         const response = await request(urls[i % urls.length]!, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` }, body });
         await response.body.arrayBuffer();
         if (response.statusCode === 200) result.admitted += 1;
-        else if (response.statusCode === 402) result.refused += 1;
-        else result.other += 1;
+        else if (response.statusCode === 402) {
+          result.refused += 1;
+          refusalMs.push(performance.now() - sentAtMs);
+        } else result.other += 1;
       } catch {
         result.other += 1;
       }
     }
   }));
   result.rps = Math.round(total / ((performance.now() - started) / 1000));
+  result.refusalP50Ms = quantileMs(refusalMs, 0.5);
+  result.refusalP99Ms = quantileMs(refusalMs, 0.99);
   return result;
 }
 
@@ -367,7 +386,7 @@ async function main(): Promise<void> {
       { name: 'gateway', url: `http://127.0.0.1:${proxyHttp}/v1/chat/completions`, headers: { authorization: `Bearer ${apiKey}` }, pid: proxy.child.pid },
     ] as const;
     const rows: Array<{ target: string; mode: string; connections: number } & LoadResult> = [];
-    for (const mode of ['non-streaming', 'streaming'] as const) {
+    for (const mode of lowBalanceOnly ? [] : ['non-streaming', 'streaming'] as const) {
       for (const connections of [1, 32]) {
         for (const target of targets) {
           const body = mode === 'streaming' ? streamingBody : nonStreamingBody;
@@ -385,7 +404,8 @@ async function main(): Promise<void> {
     }
     // Warm-ups are billed too; the money check below therefore works from the ledger's usage
     // records (every request the gateway answered) rather than autocannon's measured counts.
-    const ttfb = {
+    const noTtfb = { p50Ms: 0, p99Ms: 0, ok: 0 };
+    const ttfb = lowBalanceOnly ? { baseline: noTtfb, gateway: noTtfb } : {
       baseline: await streamingTtfb(targets[1].url, {}),
       gateway: await streamingTtfb(targets[2].url, targets[2].headers),
     };
@@ -401,7 +421,7 @@ async function main(): Promise<void> {
     const lowBalanceBases = [proxyHttp, ...(await Promise.all(extraPorts.map(async (port, i) => { await startProxy(i + 1, port); return port; })))]
       .map((port) => `http://127.0.0.1:${port}/v1/chat/completions`);
     const lowBalance = await lowBalanceRun(lowBalanceBases, lowApiKey as string, lowBalanceCapacity * 3, 32);
-    process.stdout.write(`low balance over ${lowBalanceProxies} proxies: capacity ${lowBalanceCapacity} Reserves, ${lowBalance.sent} requests at 32 connections: admitted ${lowBalance.admitted}, refused 402 ${lowBalance.refused}, other ${lowBalance.other}, ${lowBalance.rps} req/s\n`);
+    process.stdout.write(`low balance over ${lowBalanceProxies} proxies: capacity ${lowBalanceCapacity} Reserves, ${lowBalance.sent} requests at 32 connections: admitted ${lowBalance.admitted}, refused 402 ${lowBalance.refused} (p50 ${lowBalance.refusalP50Ms} ms, p99 ${lowBalance.refusalP99Ms} ms), other ${lowBalance.other}, ${lowBalance.rps} req/s\n`);
 
     // Money: every usage record of the run priced at what the upstream reported, and verify clean.
     const ledgerDb = await openDatabase({ url: database.url, schema: 'ledger', poolSize: 2 });
@@ -461,6 +481,11 @@ async function main(): Promise<void> {
       process.stdout.write(`ledger (nothing held after ${nothingHeldAfterMs} ms): ${usageRecords} usage records (${cutStreams} streams cut by the load generator), debited ${debited} µ₹, priced upstream usage ${expected} µ₹, held ${held} µ₹, verify differences ${differences.length}${unexplained.length ? `, unexplained usage: ${unexplained.join(', ')}` : ''}\n`);
       process.stdout.write(`ledger, low balance: ${low.records} usage records (${low.off_price} not at ${exactRequestMicros} µ₹), debited ${low.debited_micros} µ₹ of ${lowBalanceCreditMicros} µ₹ (admitted × cost ${lowDebitExpected} µ₹), available ${low.available_micros} µ₹, held ${low.held_micros} µ₹\n`);
 
+      if (lowBalanceOnly) {
+        if (!moneyOk) throw new Error('money check failed: the ledger does not agree with the priced usage');
+        process.stdout.write('BENCH_LOW_BALANCE_ONLY=1: docs/benchmarks.md left unchanged\n');
+        return;
+      }
       const ratio = (mode: string, connections: number) => {
         const of = (target: string) => rows.find((r) => r.target === target && r.mode === mode && r.connections === connections)!;
         return { throughput: Number((of('gateway').rps / of('baseline').rps).toFixed(3)), addedP50Ms: of('gateway').p50Ms - of('baseline').p50Ms, addedP99Ms: of('gateway').p99Ms - of('baseline').p99Ms };
@@ -522,7 +547,7 @@ function updateBenchmarksDoc(summary: {
     `Gateway CPU by component, ms / request (proxy, ledger, admin, PostgreSQL, Redis): ${summary.rows.filter((r) => r.breakdown).map((r) => `${r.mode} c=${r.connections}: ${Object.values(r.breakdown!).join(' / ')}`).join('; ')}.`,
     `Deepest settle outbox of the proxy during each gateway measurement (its /readyz, every 100 ms; what a SIGKILL would lose at that moment): ${summary.rows.filter((r) => r.settleOutboxMax !== undefined).map((r) => `${r.mode} c=${r.connections}: ${r.settleOutboxMax}`).join('; ')}.`,
     `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`${mallocArenaMax === undefined ? '' : ` and \`MALLOC_ARENA_MAX=${mallocArenaMax}\``}): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
-    `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused}, other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
+    `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused} (each answered in p50 ${summary.lowBalance.refusalP50Ms} ms, p99 ${summary.lowBalance.refusalP99Ms} ms), other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
     end,

@@ -128,13 +128,15 @@ describe.skipIf(!serverUrl || !redisUrl)(`credit grants across proxy processes (
     const checkpointIntervalMs = 1_000;
     const grantTtlMs = 3_000;
     const reserveTtlMs = 4_000;
+    /** PROXY_STREAM_LEASE_MS: the least allowed with these timings (2 intervals + the 5 s call timeout). */
+    const streamLeaseMs = 7_000;
     let gateway: GrantGateway;
     beforeAll(async () => {
       gateway = await startGrantGateway({
         serverUrl: serverUrl!, redisUrl: redisUrl!, proxies: 3,
         proxyEnv: {
           PROXY_GRANT_TTL_MS: String(grantTtlMs), PROXY_CHECKPOINT_INTERVAL_MS: String(checkpointIntervalMs),
-          RESERVE_TTL_MS: String(reserveTtlMs), PROXY_GRANT_IDLE_RETURN_MS: '500',
+          RESERVE_TTL_MS: String(reserveTtlMs), PROXY_STREAM_LEASE_MS: String(streamLeaseMs), PROXY_GRANT_IDLE_RETURN_MS: '500',
         },
         ledgerEnv: { LEDGER_SWEEP_INTERVAL_MS: '200' },
       });
@@ -177,7 +179,7 @@ describe.skipIf(!serverUrl || !redisUrl)(`credit grants across proxy processes (
       await waitFor('traffic on the surviving proxies', () => completed() >= completedAtKill + 20, 20_000);
       await Promise.all(loads.map((l) => l.stop()));
 
-      const balance = await balanceOnceNothingHeld(gateway, organisation.id, Math.max(grantTtlMs, reserveTtlMs) + 20_000);
+      const balance = await balanceOnceNothingHeld(gateway, organisation.id, Math.max(grantTtlMs, reserveTtlMs, streamLeaseMs) + 20_000);
       const records = await gateway.usage(organisation.id);
       const recordsById = new Map<string, number>();
       for (const record of records) recordsById.set(record.requestId, (recordsById.get(record.requestId) ?? 0) + 1);

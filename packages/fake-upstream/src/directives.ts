@@ -11,6 +11,8 @@
  * | `[[fake:hang]]`         | never answer (for timeout tests); the socket stays open           |
  * | `[[fake:ignore_max_tokens]]` | reply in full whatever max_tokens says (a runaway upstream)  |
  * | `[[fake:chunk_delay_ms=N]]` | when streaming, wait N ms before each word chunk              |
+ * | `[[fake:pause_after=N]]` | when streaming, after N word chunks send nothing for `pause_ms` (a stream with no new tokens for a while) |
+ * | `[[fake:pause_ms=N]]`   | with `pause_after`: how long the silence lasts, ms (default 1000)  |
  * | `[[fake:fail_after=N]]` | when streaming, cut the connection after N word chunks            |
  * | `[[fake:error_after=N]]`| when streaming, send an in-stream error event (vendor text) after N word chunks, then end |
  * | `[[fake:tag=ID]]`       | no effect on the reply; recorded as the request's `tag` (the fault suite's request ids) |
@@ -36,6 +38,10 @@ export interface Directives {
   ignoreMaxTokens: boolean;
   /** Streaming: wait before each word chunk, milliseconds. */
   chunkDelayMs?: number;
+  /** Streaming: after this many word chunks, a silence of `pauseMs` (no bytes at all). */
+  pauseAfter?: number;
+  /** Streaming, with `pauseAfter`: the silence, milliseconds. */
+  pauseMs?: number;
   /** Streaming: cut the connection after this many word chunks. */
   failAfter?: number;
   /** Streaming: send an error event after this many word chunks. */
@@ -77,6 +83,8 @@ export function parseDirectives(text: string): Directives {
       case 'hang': directives.hang = true; break;
       case 'ignore_max_tokens': directives.ignoreMaxTokens = true; break;
       case 'chunk_delay_ms': directives.chunkDelayMs = nonNegativeInteger(value); break;
+      case 'pause_after': directives.pauseAfter = nonNegativeInteger(value); break;
+      case 'pause_ms': directives.pauseMs = nonNegativeInteger(value); break;
       case 'fail_after': directives.failAfter = nonNegativeInteger(value); break;
       case 'error_after': directives.errorAfter = nonNegativeInteger(value); break;
       case 'tag': if (value !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(value)) directives.tag = value; break;

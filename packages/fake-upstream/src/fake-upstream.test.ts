@@ -75,6 +75,7 @@ describe('fake upstream completions', () => {
     expect(parseDirectives('[[fake:ignore_max_tokens]] [[fake:chunk_delay_ms=5]] [[fake:fail_after=2]] [[fake:error_after=3]]')).toEqual({
       noUsage: false, hang: false, ignoreMaxTokens: true, chunkDelayMs: 5, failAfter: 2, errorAfter: 3,
     });
+    expect(parseDirectives('[[fake:pause_after=3]] [[fake:pause_ms=250]]')).toEqual({ noUsage: false, hang: false, ignoreMaxTokens: false, pauseAfter: 3, pauseMs: 250 });
   });
 });
 

@@ -197,7 +197,7 @@ interface StreamFrames {
 
 /**
  * Streams a reply word by word, obeying the streaming directives: a delay before each word, a
- * cut connection or an in-stream error after N words. Stops early when the client goes away.
+ * silence after N words, a cut connection or an in-stream error after N words. Stops early when the client goes away.
  */
 async function streamWords(res: ServerResponse, headers: Record<string, string>, directives: Directives, frames: StreamFrames, words: readonly string[]): Promise<void> {
   res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -208,6 +208,7 @@ async function streamWords(res: ServerResponse, headers: Record<string, string>,
     if (directives.failAfter === i) { await cut(); return; }
     if (directives.errorAfter === i) { res.end(frames.error); return; }
     if (directives.chunkDelayMs !== undefined) await delay(directives.chunkDelayMs);
+    if (directives.pauseAfter === i) await delay(directives.pauseMs ?? 1000);
     if (res.destroyed) return;
     res.write(frames.word(words[i]!, i));
   }

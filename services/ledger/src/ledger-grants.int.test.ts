@@ -99,6 +99,30 @@ for (const backend of ['postgres', 'pglite'] as TestBackend[]) {
       expect(none).toMatchObject({ result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, grantsRecalled: 0 });
     });
 
+    it('a refusal no returning hold could lift (amount > available + held) says so (liftable false) and recalls nothing; one a hold could lift says liftable true (NO_OVERSPEND)', async () => {
+      const organisationId = await fundedOrganisation(ledger, 1_000n);
+      const grantId = uniqueId('grant');
+      await ledger.acquireGrant({ grantId, organisationId, minMicros: 100n, wantMicros: 100n });
+      // available 900 + held 100 = 1,000 < 1,001: nothing the grant or any Settle returns can make it fit.
+      const final = await ledger.reserve({ organisationId, amountMicros: 1_001n });
+      expect(final).toMatchObject({ result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, liftable: false, grantsRecalled: 0, availableMicros: 900n });
+      expect((await grantRow(ledger, grantId))?.recalled).toBe(false);
+      // 1,000 ≤ 900 + 100: the grant's return could make it fit, so it is recalled.
+      const liftable = await ledger.reserve({ organisationId, amountMicros: 1_000n });
+      expect(liftable).toMatchObject({ result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, liftable: true, grantsRecalled: 1 });
+      expect((await grantRow(ledger, grantId))?.recalled).toBe(true);
+      // PROJECT_BUDGET: settled 0 + 1,001 > cap 1,000 is final; 1,000 with 100 held in a grant is not.
+      const projectId = uniqueId('budgeted');
+      await ledger.setProjectBudget({ organisationId, projectId, monthlyCapMicros: 1_000n, softAlertPercent: 90 });
+      const budgetGrant = uniqueId('grant');
+      await ledger.acquireGrant({ grantId: budgetGrant, organisationId, projectId, billingMode: BillingMode.BILLING_MODE_INTERNAL, minMicros: 100n, wantMicros: 100n });
+      const overCap = await ledger.reserve({ organisationId, projectId, billingMode: BillingMode.BILLING_MODE_INTERNAL, amountMicros: 1_001n });
+      expect(overCap).toMatchObject({ result: ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, liftable: false, grantsRecalled: 0 });
+      expect((await grantRow(ledger, budgetGrant))?.recalled).toBe(false);
+      const underCap = await ledger.reserve({ organisationId, projectId, billingMode: BillingMode.BILLING_MODE_INTERNAL, amountMicros: 1_000n });
+      expect(underCap).toMatchObject({ result: ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, liftable: true, grantsRecalled: 1 });
+    });
+
     it('counts a recall in grants_recalled only until its owner answers it: a bare extension does not answer, a return (even of 0) does', async () => {
       const organisationId = await fundedOrganisation(ledger, 1_000n);
       const grantId = uniqueId('grant');

@@ -158,6 +158,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     maxMessageChars: config.PROXY_MAX_MESSAGE_CHARS,
     reserveTtlMs: config.RESERVE_TTL_MS,
     checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
+    streamLeaseMs: config.PROXY_STREAM_LEASE_MS,
     activeStreams,
     telemetry: new ProxyTelemetry(metrics, tracing),
   });

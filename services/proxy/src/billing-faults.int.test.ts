@@ -157,7 +157,7 @@ describe('the outbox bound', () => {
 
 describe('first-chunk checkpoints (finding 2, SIGKILL bound)', () => {
   it('sends a stream\'s first checkpoint with its first content, long before the interval', async () => {
-    const slow = await world.startProxy({ PROXY_CHECKPOINT_INTERVAL_MS: '60000' });
+    const slow = await world.startProxy({ PROXY_CHECKPOINT_INTERVAL_MS: '60000', PROXY_STREAM_LEASE_MS: '125000' });
     await waitFor(() => slow.isReady(), 5000, 'first snapshot');
     const stream = await world.client(acme.apiKey, slow).chat.completions.create({
       model: 'chat', stream: true, stream_options: { include_usage: true },

@@ -355,6 +355,27 @@ describe('settle and release resilience', () => {
     expect(small).not.toBeInstanceOf(Error);
   });
 
+  it('answers a 402 no returning hold could lift at once: it neither waits for the organisation\'s Settles in flight nor tries again (NO_OVERSPEND)', async () => {
+    // The tight organisation, topped up for one small request: a Reserve of 4,000 output tokens'
+    // worth exceeds available + held whatever the Settle in flight returns, so it is not liftable.
+    world.ledger.credit('tight', 1_000n);
+    world.ledger.delayNext('settle', 3000);
+    await world.client(tight.apiKey).chat.completions.create({ model: 'chat', messages: userMessage('[[fake:reply_words=1]]'), max_tokens: 1 });
+    const settlesAnswered = world.ledger.answers.settle.length;
+    const reservesBefore = world.ledger.calls.reserve.length;
+    const refused = await world.client(tight.apiKey).chat.completions.create({ model: 'chat', messages: userMessage('hi'), max_tokens: 4000 })
+      .catch((e: unknown) => e);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(402);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).code).toBe('insufficient_balance');
+    // Answered while the unrelated Settle was still in flight, after one Reserve.
+    expect(world.ledger.answers.settle.length).toBe(settlesAnswered);
+    expect(world.ledger.calls.reserve.length).toBe(reservesBefore + 1);
+    expect(world.ledger.answers.reserve.at(-1)).toMatchObject({ liftable: false, grantsRecalled: 0 });
+    await proxy.idle();
+    expect(world.ledger.answers.settle.length).toBe(settlesAnswered + 1);
+    expect(world.ledger.account('tight')!.heldMicros).toBe(0n);
+  });
+
   it('answers 503 when the ledger cannot take the Reserve, reaches no upstream, and releases in case it was held', async () => {
     const before = traffic();
     world.ledger.failNext('reserve', 1);

@@ -59,6 +59,16 @@ export const proxyConfigSchema = z.object({
    */
   PROXY_CHECKPOINT_INTERVAL_MS: commonEnv.durationMs(2_000),
   /**
+   * A stream's reservation at the ledger (its own Reserve, or a promoted carve) is a lease once it
+   * checkpoints: each checkpoint, sent every PROXY_CHECKPOINT_INTERVAL_MS whether or not new
+   * tokens came, sets its deadline to the ledger's now() plus this, ms (EXPIRY). So a killed
+   * proxy's streams hold their money for at most this (plus one sweep) after their last
+   * checkpoint, not RESERVE_TTL_MS. At least 2 × PROXY_CHECKPOINT_INTERVAL_MS +
+   * LEDGER_CALL_TIMEOUT_MS, so a live stream's renewal always lands before its lease ends, even
+   * when the one before it took a whole call timeout to be answered.
+   */
+  PROXY_STREAM_LEASE_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(15_000),
+  /**
    * Most Settles and Releases waiting in the outbox for the ledger's answer; at this depth the
    * proxy is not ready and refuses new requests with 503 rather than drop a record.
    */
@@ -95,6 +105,12 @@ export const proxyConfigSchema = z.object({
   /** A leased RPM token not used within this long is spent unused, ms (the pool is never exceeded, only briefly under-used). */
   PROXY_RPM_LEASE_MS: z.coerce.number().int().min(10).max(10_000).default(1_000),
 }).superRefine(checkGrpcTlsEnv).refine(
+  (config) => config.PROXY_STREAM_LEASE_MS >= 2 * config.PROXY_CHECKPOINT_INTERVAL_MS + config.LEDGER_CALL_TIMEOUT_MS,
+  {
+    path: ['PROXY_STREAM_LEASE_MS'], message: 'must be at least 2 × PROXY_CHECKPOINT_INTERVAL_MS + LEDGER_CALL_TIMEOUT_MS (a live stream must renew its lease before it ends)',
+    when: (payload) => !payload.issues.some((issue) => ['PROXY_STREAM_LEASE_MS', 'PROXY_CHECKPOINT_INTERVAL_MS', 'LEDGER_CALL_TIMEOUT_MS'].includes(String(issue.path?.[0]))),
+  },
+).refine(
   // A chunked or compressed body takes the whole per-body limit: a smaller budget could read none.
   (config) => config.PROXY_MAX_INFLIGHT_BODY_BYTES >= config.PROXY_MAX_BODY_BYTES,
   {

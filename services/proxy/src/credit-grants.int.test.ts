@@ -136,6 +136,53 @@ describe('credit grants against the ledger peer', () => {
     expect(account.creditedMicros).toBe(account.availableMicros + account.heldMicros + account.debitedMicros);
   });
 
+  it('a promoted stream\'s hold is a lease of PROXY_STREAM_LEASE_MS that its checkpoints renew, also while the upstream sends nothing (EXPIRY)', async () => {
+    const leaseMs = 1500;
+    const { world, proxy } = await start(100_000_000n, { PROXY_CHECKPOINT_INTERVAL_MS: '200', PROXY_STREAM_LEASE_MS: String(leaseMs), LEDGER_CALL_TIMEOUT_MS: '1000' });
+    const client = world.client(acme.apiKey);
+    // Four words, then twice the lease with no bytes at all, then four more.
+    const stream = await client.chat.completions.create({
+      model: 'chat', messages: [{ role: 'user', content: 'lease [[fake:reply_words=8]] [[fake:chunk_delay_ms=100]] [[fake:pause_after=4]] [[fake:pause_ms=3000]]' }],
+      stream: true, max_tokens: 100,
+    });
+    // While the stream runs, the promoted reservation is sampled: held past its deadline would let
+    // the sweeper expire a stream that is alive.
+    const lapses: string[] = [];
+    let streaming = true;
+    const sampling = (async () => {
+      while (streaming) {
+        const reservationId = world.ledger.calls.reserve[0]?.reservationId;
+        const held = reservationId === undefined ? undefined : world.ledger.reservationCheckpoint(reservationId);
+        const nowMs = BigInt(Date.now());
+        if (reservationId !== undefined && held !== undefined && world.ledger.reservationState(reservationId) === 'held' && nowMs > held.expiresAtMs) {
+          lapses.push(`${nowMs - held.expiresAtMs} ms past its deadline`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    streaming = false;
+    await sampling;
+    expect(text.trim().split(/\s+/)).toHaveLength(8);
+    expect(await proxy.idle()).toBe(true);
+    const promoted = world.ledger.calls.reserve;
+    expect(promoted).toHaveLength(1);
+    // The deadline is the database's now() plus the lease, never RESERVE_TTL_MS: a dead proxy's stream holds for one lease after its last renewal.
+    expect(promoted[0]!.ttlMs).toBe(BigInt(leaseMs));
+    const checkpoints = world.ledger.calls.checkpoint;
+    expect(checkpoints.every((checkpoint) => checkpoint.extendTtlMs === BigInt(leaseMs))).toBe(true);
+    // Renewals during the silence carry the same running totals (no new tokens) under new sequences.
+    const silentRenewals = checkpoints.filter((checkpoint, i) => i > 0 && checkpoint.outputTokens === checkpoints[i - 1]!.outputTokens);
+    expect(silentRenewals.length).toBeGreaterThanOrEqual(2);
+    expect(lapses).toEqual([]);
+    expect(world.ledger.answers.checkpoint.every((answer) => answer.result === 1)).toBe(true); // CHECKPOINT_RESULT_OK
+    expect(world.ledger.reservationState(promoted[0]!.reservationId)).toBe('settled');
+    const account = world.ledger.account('acme')!;
+    expect(account.debitedMicros).toBe(settledCost(world.ledger));
+    expect(account.creditedMicros).toBe(account.availableMicros + account.heldMicros + account.debitedMicros);
+  });
+
   it('with PROXY_CREDIT_GRANTS=off every request takes the exact path, as before', async () => {
     const { world, proxy } = await start(100_000_000n, { PROXY_CREDIT_GRANTS: 'off' });
     const client = world.client(acme.apiKey);

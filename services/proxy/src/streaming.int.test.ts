@@ -263,7 +263,7 @@ describe('EXPIRY: checkpoints of long streams', () => {
       // The request id rides on every checkpoint: an expiry's usage record carries it if the proxy dies.
       expect(checkpoint.requestId).toBe(requestId);
       expect(checkpoint.sequence).toBe(BigInt(index + 1));
-      expect(checkpoint.extendTtlMs).toBe(600_000n);
+      expect(checkpoint.extendTtlMs).toBe(15_000n); // the stream lease (PROXY_STREAM_LEASE_MS), not RESERVE_TTL_MS
       expect(checkpoint.inputTokens).toBe(BigInt(promptEstimate(content)));
       expect(checkpoint.costMicros).toBe(cost(promptEstimate(content), Number(checkpoint.outputTokens)));
       if (index > 0) expect(checkpoint.outputTokens >= checkpoints[index - 1]!.outputTokens).toBe(true);

@@ -28,6 +28,8 @@ export const faultTimings = {
   sweepIntervalMs: 500,
   /** PROXY_CHECKPOINT_INTERVAL_MS: the documented bound of what a SIGKILL of a proxy can lose on a stream. */
   checkpointIntervalMs: 2_000,
+  /** PROXY_STREAM_LEASE_MS: a killed proxy's checkpointed stream holds this long after its last checkpoint (the least allowed: 2 intervals + the 5 s call timeout). */
+  streamLeaseMs: 9_000,
   /** PROXY_CONFIG_STALENESS_MS. */
   stalenessMs: 3_000,
   /** ADMIN_HEARTBEAT_INTERVAL_MS: well inside the staleness bound. */
@@ -161,6 +163,7 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
       LOG_LEVEL: 'info', BIND_HOST: '127.0.0.1', ...security.env('proxy'), PROXY_HTTP_PORT: String(proxyPorts[index]), PROXY_METRICS_PORT: '0', PROXY_ID: `fault-proxy-${index}`,
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: ledgerGrpcAddress, REDIS_URL: options.redis.url,
       RESERVE_TTL_MS: String(faultTimings.reserveTtlMs), PROXY_CHECKPOINT_INTERVAL_MS: String(faultTimings.checkpointIntervalMs),
+      PROXY_STREAM_LEASE_MS: String(faultTimings.streamLeaseMs),
       PROXY_CONFIG_STALENESS_MS: String(faultTimings.stalenessMs), SHUTDOWN_GRACE_MS: String(faultTimings.proxyShutdownGraceMs),
     }, `http://127.0.0.1:${proxyPorts[index]}/readyz`);
   };

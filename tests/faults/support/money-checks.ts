@@ -95,21 +95,23 @@ export interface AfterFaultOptions {
 
 /**
  * Waits for the scenario's holds to resolve (settled, released, or expired by the sweeper), then
- * runs every check. Waiting is bounded by the reservation TTL plus slack, not a fixed sleep.
+ * runs every check. Waiting is bounded by the reservation TTL (or stream lease) plus slack, not a fixed sleep.
  */
 export async function checkAfterFault(options: AfterFaultOptions): Promise<AfterFaultReport> {
   const { gateway, postgres, organisationId } = options;
   const problems: string[] = [];
 
-  // EXPIRY: every hold resolves; the sweeper takes those orphaned by the fault after their deadline.
+  // EXPIRY: every hold resolves; the sweeper takes those orphaned by the fault after their deadline
+  // (a Reserve's TTL, or a checkpointed stream's lease after its last checkpoint).
+  const holdBoundMs = Math.max(faultTimings.reserveTtlMs, faultTimings.streamLeaseMs);
   let held = -1n;
   try {
     await waitFor('the organisation to hold nothing', async () => {
       held = (await gateway.balance(organisationId)).heldMicros;
       return held === 0n;
-    }, faultTimings.reserveTtlMs + 15_000, 100);
+    }, holdBoundMs + 15_000, 100);
   } catch {
-    problems.push(`still ${held} µ₹ held ${faultTimings.reserveTtlMs + 15_000} ms after the load`);
+    problems.push(`still ${held} µ₹ held ${holdBoundMs + 15_000} ms after the load`);
   }
   const pastDeadlineSql = "SELECT count(*) FROM ledger.reservations WHERE status = 'held' AND expires_at < now() - interval '2 seconds'";
   let pastDeadline = -1;

@@ -188,6 +188,22 @@ export async function recallGrants(
 }
 
 /**
+ * Whether a refused Reserve of `amountMicros` could fit once the money now held comes back
+ * (`ledger_refusal_liftable`): the balance refusal iff amount ≤ available + held, the budget one
+ * iff this month's settled spend + amount ≤ the cap. False: only a credit (or a cap change) can
+ * lift it, so nothing is recalled for it and the caller answers at once (NO_OVERSPEND's promise
+ * kept without waiting on holds that cannot help).
+ */
+export async function refusalLiftable(
+  db: Queryable, refusal: { organisationId: string; projectId: string; amountMicros: bigint; budget: boolean },
+): Promise<boolean> {
+  const { rows } = await db.query<{ liftable: boolean }>(
+    'SELECT ledger_refusal_liftable($1, $2, $3, $4) AS liftable', [refusal.organisationId, refusal.projectId, refusal.amountMicros, refusal.budget],
+  );
+  return rows[0]?.liftable ?? true;
+}
+
+/**
  * The recall poller's query: held, recalled grants of these owners (one index scan,
  * grants_owner_recalled), so a replica pushes recalls another ledger replica marked.
  */

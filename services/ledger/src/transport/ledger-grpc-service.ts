@@ -11,7 +11,7 @@ import { credit, type CreditResultName } from '../domain/credit.ts';
 import { verifyLedger, type BalanceDifference } from '../domain/find-balance-differences.ts';
 import { getProjectSpend } from '../domain/get-project-spend.ts';
 import {
-  acquireGrant, adjustGrant, findRecalledGrants, recallGrants, type AcquireGrantResultName, type AdjustGrantResultName,
+  acquireGrant, adjustGrant, findRecalledGrants, recallGrants, refusalLiftable, type AcquireGrantResultName, type AdjustGrantResultName,
 } from '../domain/grants.ts';
 import { listBudgetAlerts, parseAlertCursor, type BudgetAlertView } from '../domain/list-budget-alerts.ts';
 import { setProjectBudget, waitForRecallAnswers, type SetProjectBudgetResultName } from '../domain/set-project-budget.ts';
@@ -344,17 +344,29 @@ export function createLedgerGrpcService(
     });
     // A refusal while money may idle in other replicas' grants: pull them back, and say how many
     // are coming, so the caller retries briefly instead of answering 402 (NO_OVERSPEND's promise).
+    // A refusal no returning hold could lift says so instead, and recalls nothing: the caller
+    // answers at once, and this call takes no grant lock behind Settles in flight.
     let grantsRecalled: number | undefined;
+    let liftable: boolean | undefined;
     if (recallingReserveResults.has(outcome.result) && request.grantId === undefined) {
       const budgetBound = outcome.result === 'project_budget_exceeded';
-      const recalled = await recallGrants(db, {
-        organisationId: budgetBound ? null : request.organisationId, projectId: budgetBound ? request.projectId : null,
+      liftable = await refusalLiftable(db, {
+        organisationId: request.organisationId, projectId: request.projectId, amountMicros: request.amountMicros, budget: budgetBound,
       });
-      grantsRecalled = recalled.length;
-      pushRecalls(recalled.filter((grant) => grant.newlyRecalled));
+      grantsRecalled = 0;
+      if (liftable) {
+        const recalled = await recallGrants(db, {
+          organisationId: budgetBound ? null : request.organisationId, projectId: budgetBound ? request.projectId : null,
+        });
+        grantsRecalled = recalled.length;
+        pushRecalls(recalled.filter((grant) => grant.newlyRecalled));
+      }
     }
     return {
-      response: { ...outcome, result: reserveResults[outcome.result], ...(grantsRecalled !== undefined ? { grantsRecalled } : {}) },
+      response: {
+        ...outcome, result: reserveResults[outcome.result],
+        ...(grantsRecalled !== undefined ? { grantsRecalled } : {}), ...(liftable !== undefined ? { liftable } : {}),
+      },
       outcome: outcome.result,
       subject: {
         reservationId: request.reservationId, organisationId: request.organisationId,

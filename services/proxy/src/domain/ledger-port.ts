@@ -48,6 +48,12 @@ export interface ReserveAnswer {
    * is pulling back because of it; when positive the same Reserve may fit shortly.
    */
   grantsRecalled: number;
+  /**
+   * On a refusal for balance or budget: false when no money now held (a Settle in flight, a
+   * recalled grant) could make it fit, only a credit or a budget change: the refusal is final at
+   * once. True otherwise, and when the ledger does not say.
+   */
+  liftable: boolean;
 }
 
 /** What a stream's checkpoint records: its running totals so far (EXPIRY). */
@@ -182,6 +188,8 @@ export interface AdjustGrantAnswer {
 export interface BillingOwner {
   organisationId: string;
   requestId: string;
+  /** False when the Settle returns nothing to available (a carve's, or one costing its whole Reserve): a refused Reserve does not wait for it. */
+  freesAvailable?: boolean;
 }
 
 /**

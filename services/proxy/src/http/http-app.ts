@@ -44,6 +44,8 @@ export interface HttpAppServices {
   maxMessageChars: number;
   reserveTtlMs: number;
   checkpointIntervalMs: number;
+  /** A stream's reservation is a lease of this long, renewed by its checkpoints, ms (PROXY_STREAM_LEASE_MS). */
+  streamLeaseMs: number;
   /** Stop controllers of the streams being relayed; shutdown aborts them with 'shutdown' once the grace runs out. */
   activeStreams: Set<AbortController>;
   /** The proxy's metrics, observed per request (PROXY_METRICS_PORT serves them). */
@@ -268,6 +270,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
     background: (work: Promise<unknown>) => { void services.track(work); },
     checkpointIntervalMs: services.checkpointIntervalMs,
+    streamLeaseMs: services.streamLeaseMs,
   };
 
   /** The SSE response of a stream, with backpressure: a slow client slows the relay, nothing piles up. */

@@ -24,7 +24,7 @@ class ScriptedLedger implements Ledger {
   }
   async reserve(order: ReserveOrder): Promise<ReserveAnswer> {
     this.reserves.push(order);
-    const answer = this.answers.shift() ?? { outcome: 'ok', transient: false, detail: '', grantsRecalled: 0 };
+    const answer = this.answers.shift() ?? { outcome: 'ok', transient: false, detail: '', grantsRecalled: 0, liftable: true };
     if (answer instanceof Error) throw answer;
     return answer;
   }
@@ -80,7 +80,7 @@ async function statusOf(promise: Promise<unknown>): Promise<{ status: number; co
   return { status: toHttpError(error).status, code: (error as GatewayError).code };
 }
 
-const answer = (outcome: ReserveAnswer['outcome'], transient: boolean, grantsRecalled = 0): ReserveAnswer => ({ outcome, transient, detail: 'why', grantsRecalled });
+const answer = (outcome: ReserveAnswer['outcome'], transient: boolean, grantsRecalled = 0): ReserveAnswer => ({ outcome, transient, detail: 'why', grantsRecalled, liftable: true });
 
 describe('holdReserve: the ledger\'s answer to HTTP', () => {
   it('holds an OK Reserve in the caller\'s billing mode and logs what it held', async () => {
@@ -125,6 +125,14 @@ describe('holdReserve: the ledger\'s answer to HTTP', () => {
     refused.ledger.settlesInFlight = true;
     expect((await statusOf(holdReserve(refused.deps, refused.input, refused.plan))).status).toBe(503);
     expect(refused.ledger.reserves).toHaveLength(1);
+  });
+
+  it('answers a refusal no hold could lift (liftable false) at once: no wait for Settles in flight, no retry while grants are recalled', async () => {
+    const final: ReserveAnswer = { ...answer('insufficient_balance', true, 2), liftable: false };
+    const { ledger, deps, input, plan } = setup([final, answer('ok', false)]);
+    ledger.settlesInFlight = true;
+    expect(await statusOf(holdReserve(deps, input, plan))).toEqual({ status: 402, code: 'insufficient_balance' });
+    expect(ledger.reserves).toHaveLength(1);
   });
 
   it('releases a Reserve whose call failed (its outcome is unknown) and answers 503', async () => {

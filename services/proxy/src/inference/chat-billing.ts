@@ -171,6 +171,15 @@ function reserveCallError(error: unknown): GatewayError {
 /** Refusals that a Settle still in flight (which returns unused hold) can turn into a fit. */
 const refusalsASettleCanLift: ReadonlySet<ReserveOutcome> = new Set(['insufficient_balance', 'project_budget_exceeded']);
 
+/**
+ * True for a refusal for balance or budget that money now held could still lift (a Settle in
+ * flight, a recalled grant): worth waiting for. The ledger says when none could (amount beyond
+ * available + held, or beyond the cap less this month's spend); such a 402 is final at once.
+ */
+function liftableRefusal(answer: ReserveAnswer): boolean {
+  return refusalsASettleCanLift.has(answer.outcome) && answer.liftable;
+}
+
 /** First wait before a Reserve refused while grants are recalled is tried again, ms; doubled per try up to PROXY_RECALL_WAIT_MS in all. */
 const recallFirstWaitMs = 5;
 
@@ -190,7 +199,8 @@ const recallFirstWaitMs = 5;
  * ledger says it is recalling grants because of the refusal (money idling in other replicas'
  * grants), the Reserve is tried again with growing waits for up to PROXY_RECALL_WAIT_MS. (Each
  * retry repeats the same reservation id and payload; a refused Reserve wrote nothing, so it is
- * not a replay.)
+ * not a replay.) A refusal the ledger calls not liftable (no hold's return could make it fit)
+ * waits for none of this: it is the client's 402 at once.
  */
 export async function holdReserve(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan): Promise<void> {
   const { caller, model } = input;
@@ -229,14 +239,14 @@ export async function holdReserve(deps: ChatBillingDeps, input: BillingInput, pl
   try {
     reserved = await deps.ledger.reserve(order);
     let recalling = reserved.grantsRecalled > 0;
-    if (refusalsASettleCanLift.has(reserved.outcome) && await deps.ledger.waitForSettlesOf(caller.organisation.id, settlesInFlightWaitMs)) {
+    if (liftableRefusal(reserved) && await deps.ledger.waitForSettlesOf(caller.organisation.id, settlesInFlightWaitMs)) {
       reserved = await deps.ledger.reserve(order);
       recalling ||= reserved.grantsRecalled > 0;
     }
     // Grants being pulled back return their money within a round trip or two of their owners.
     let waitedMs = 0;
     let waitMs = recallFirstWaitMs;
-    while (recalling && refusalsASettleCanLift.has(reserved.outcome) && waitedMs < deps.ledger.recallWaitMs) {
+    while (recalling && liftableRefusal(reserved) && waitedMs < deps.ledger.recallWaitMs) {
       const sleepMs = Math.min(waitMs, deps.ledger.recallWaitMs - waitedMs);
       await new Promise((resolve) => setTimeout(resolve, sleepMs));
       waitedMs += sleepMs;
@@ -306,6 +316,10 @@ async function settleUsageOnce(
   const grants = deps.ledger.grants;
   // A carve's Settle names its grant (always: the ledger ignores it when the carve was promoted to
   // its own reservation), and U gets r - c back as it leaves: the ledger keeps r - c in the grant.
+  // Only an unused part of a reservation at the ledger returns to available (a carve's stays in
+  // its grant): a Reserve refused meanwhile waits for this Settle only if it can free something.
+  const atLedger = carve === undefined || carve.state === 'promoted' || carve.state === 'promoting';
+  const owner: BillingOwner = { ...ownerOf(input), freesAvailable: atLedger && costMicros < plan.amountMicros };
   if (carve !== undefined) grants?.settleSent(carve, costMicros);
   let settled;
   try {
@@ -319,7 +333,7 @@ async function settleUsageOnce(
       requestId: input.requestId,
       overrunOutputTokens: overrun?.overrunOutputTokens ?? 0,
       carve: carve === undefined ? undefined : { grantId: carve.grantId, reservedMicros: carve.amountMicros },
-    }, ownerOf(input));
+    }, owner);
   } finally {
     if (carve !== undefined) grants?.settleAnswered(carve);
     input.observer.settleEnded();
@@ -370,12 +384,19 @@ export function settleFailedCall(deps: ChatBillingDeps, input: BillingInput, pla
   return error;
 }
 
+/** What a stream's checkpoints need besides the billing deps. */
+export interface StreamBillingDeps extends ChatBillingDeps {
+  /** A stream's reservation is a lease of this long from the ledger's clock, renewed by each checkpoint, ms (PROXY_STREAM_LEASE_MS). */
+  streamLeaseMs: number;
+}
+
 /**
  * Makes a carved stream's carve its own reservation, held out of its grant with no new money
- * checks (promotion), so its checkpoints exist for EXPIRY to charge. True when the stream now
- * has a reservation at the ledger to checkpoint.
+ * checks (promotion), so its checkpoints exist for EXPIRY to charge. Its deadline is a lease
+ * (the first checkpoint follows at once and renews it). True when the stream now has a
+ * reservation at the ledger to checkpoint.
  */
-async function promoteCarve(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, carve: Carve): Promise<boolean> {
+async function promoteCarve(deps: StreamBillingDeps, input: BillingInput, plan: BillingPlan, carve: Carve): Promise<boolean> {
   const grants = deps.ledger.grants;
   if (grants === undefined) return false;
   grants.promotionSent(carve);
@@ -383,7 +404,7 @@ async function promoteCarve(deps: ChatBillingDeps, input: BillingInput, plan: Bi
   try {
     const answer = await deps.ledger.reserve({
       reservationId: plan.reservationId, organisationId: caller.organisation.id, projectId: caller.project.id,
-      billingMode: caller.organisation.billingMode, amountMicros: carve.amountMicros, ttlMs: deps.reserveTtlMs,
+      billingMode: caller.organisation.billingMode, amountMicros: carve.amountMicros, ttlMs: deps.streamLeaseMs,
       modelSlug: input.model.slug, grantId: carve.grantId,
     });
     if (answer.outcome === 'ok') {
@@ -403,13 +424,15 @@ async function promoteCarve(deps: ChatBillingDeps, input: BillingInput, plan: Bi
 }
 
 /**
- * Sends one checkpoint of a stream's running usage, pushing its Reserve's deadline out by the
- * reserve TTL (EXPIRY). Failures and refusals are logged and never reach the stream: the next
- * checkpoint supersedes this one. A carved stream sends none until it has run one checkpoint
- * interval (the meter's first, at its first chunk, is skipped: a short stream costs no ledger
- * call); then its carve is promoted to its own reservation before its first checkpoint.
+ * Sends one checkpoint of a stream's running usage, renewing its reservation's lease: the
+ * deadline becomes the ledger's now() plus PROXY_STREAM_LEASE_MS (EXPIRY), so a stream whose
+ * proxy died stops holding money one lease after its last checkpoint, charged that checkpoint.
+ * Failures and refusals are logged and never reach the stream: the next checkpoint supersedes
+ * this one. A carved stream sends none until it has run one checkpoint interval (the meter's
+ * first, at its first chunk, is skipped: a short stream costs no ledger call); then its carve is
+ * promoted to its own reservation before its first checkpoint.
  */
-export async function checkpointStream(deps: ChatBillingDeps, input: BillingInput, plan: BillingPlan, due: CheckpointDue): Promise<void> {
+export async function checkpointStream(deps: StreamBillingDeps, input: BillingInput, plan: BillingPlan, due: CheckpointDue): Promise<void> {
   const { carve } = plan;
   const grants = deps.ledger.grants;
   if (carve !== undefined && grants !== undefined && carve.state !== 'promoted') {
@@ -423,7 +446,7 @@ export async function checkpointStream(deps: ChatBillingDeps, input: BillingInpu
       usage: due.usage,
       costMicros,
       providerCostMicros,
-      extendTtlMs: deps.reserveTtlMs,
+      extendTtlMs: deps.streamLeaseMs,
       requestId: input.requestId,
     });
     if (answer.outcome !== 'ok' && answer.outcome !== 'already_resolved') {

@@ -22,7 +22,7 @@ class RecordingLedger implements Ledger {
   readonly recallWaitMs = 0;
   async reserve(order: ReserveOrder): Promise<ReserveAnswer> {
     this.reserves.push(order);
-    return { outcome: 'ok', transient: false, detail: '', grantsRecalled: 0 };
+    return { outcome: 'ok', transient: false, detail: '', grantsRecalled: 0, liftable: true };
   }
   async checkpoint(): Promise<CheckpointAnswer> { return { outcome: 'ok', detail: '' }; }
   async settle(order: SettleOrder): Promise<SettleAnswer> {

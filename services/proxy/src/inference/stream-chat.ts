@@ -9,6 +9,7 @@ import type { StreamChoice, StreamEvent } from '../upstreams/upstream-adapter.ts
 import type { UpstreamStream, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
 import {
   checkpointStream, elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage, type ChatInput, type ChatPlan, type SettleOverrun,
+  type StreamBillingDeps,
 } from './chat-billing.ts';
 import { upstreamFailureOutcome, type CompleteChatDeps } from './complete-chat.ts';
 
@@ -38,8 +39,11 @@ const upstreamOutcomeOfEnding: Record<StreamEnding, UpstreamMetricOutcome> = {
 };
 
 /** What streamChat needs besides the request. */
-export interface StreamChatDeps extends CompleteChatDeps {
-  /** A running stream checkpoints its usage on its first content chunk and then at most this often, ms. */
+export interface StreamChatDeps extends CompleteChatDeps, StreamBillingDeps {
+  /**
+   * A running stream checkpoints its usage on its first content chunk and then once per this
+   * many ms, with or without new tokens (each renews its lease, PROXY_STREAM_LEASE_MS), ms.
+   */
   checkpointIntervalMs: number;
 }
 
@@ -62,7 +66,9 @@ export interface StreamChatInput extends ChatInput {
  * - when the next chunk would take the running cost past the Reserve the stream ends cleanly
  *   (`finish_reason: "length"`, then `[DONE]`) and the upstream is aborted (BOUNDED_OVERRUN);
  * - a stream checkpoints its running usage on its first content chunk and then every
- *   `checkpointIntervalMs`, pushing the Reserve's deadline out (EXPIRY);
+ *   `checkpointIntervalMs`, also while the upstream sends nothing, each checkpoint renewing its
+ *   reservation's lease (EXPIRY): a live stream never outlives its hold, a dead proxy's stream
+ *   holds for at most one lease after its last checkpoint;
  * - every ending settles exactly once, at the usage the meter bills (NOTHING_FREE). A failure
  *   before the first byte is an ordinary 502/504.
  */
@@ -199,6 +205,10 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
     return decoded;
   };
 
+  // Checkpoints also go out on a timer, so a stream whose upstream is silent for a while (a long
+  // reasoning phase, a slow tool) keeps renewing its lease; the meter still sends at most one per
+  // interval, never two at once. Half the interval keeps the gap between two at most 1.5 intervals.
+  const renewal = setInterval(() => { if (opened && ending === undefined) maybeCheckpoint(); }, Math.max(1, Math.floor(deps.checkpointIntervalMs / 2)));
   try {
     for await (const bytes of stream.body) {
       parser.push(bytes);
@@ -223,6 +233,8 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
       ending = failure.kind === 'timeout' ? 'upstream_timeout' : 'upstream_failed';
       failureReason = failure.reason;
     }
+  } finally {
+    clearInterval(renewal);
   }
   if (ending !== 'completed') stream.abort();
   log.streamOutcome = ending;

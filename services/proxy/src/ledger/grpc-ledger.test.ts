@@ -44,7 +44,7 @@ const order = {
 describe('GrpcLedger: the Ledger port over the proto contract', () => {
   it('sends a Reserve in proto terms and answers in domain terms, transient from the contract\'s table', async () => {
     const { calls, reserves } = fixedCalls(ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN);
-    expect(await new GrpcLedger(calls, outbox).reserve(order)).toEqual({ outcome: 'organisation_unknown', transient: true, detail: 'because', grantsRecalled: 0 });
+    expect(await new GrpcLedger(calls, outbox).reserve(order)).toEqual({ outcome: 'organisation_unknown', transient: true, detail: 'because', grantsRecalled: 0, liftable: true });
     expect(reserves).toEqual([{
       reservationId: 'res_1', organisationId: 'org', projectId: 'org-project', billingMode: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
       amountMicros: 9_007_199_254_740_993n, ttlMs: 600_000n, modelSlug: 'chat',

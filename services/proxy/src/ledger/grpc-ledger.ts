@@ -130,6 +130,7 @@ export class GrpcLedger implements Ledger {
       transient: isTransientResult(ledgerResultTransient.reserve, response.result),
       detail: detailOf(outcome !== undefined, response.result, response.detail),
       grantsRecalled: response.grantsRecalled ?? 0,
+      liftable: response.liftable ?? true,
     };
   }
 

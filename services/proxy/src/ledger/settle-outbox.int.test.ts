@@ -111,6 +111,16 @@ describe('SettleOutbox against a ledger peer', () => {
     expect((await settled)?.result).toBe(SettleResult.SETTLE_RESULT_OK);
   });
 
+  it('waits only for entries whose answer returns money to available: a Settle that frees nothing (a carve\'s, or one costing its whole Reserve) is not waited for', async () => {
+    const { peer, client, outbox } = await start();
+    expect((await client.reserve(reserveRequest('r-frees-nothing'))).result).toBe(ReserveResult.RESERVE_RESULT_OK);
+    peer.delayNext('settle', 3_000);
+    const settled = outbox.settle(settleRequest('r-frees-nothing', 100n), { ...owner('r-frees-nothing'), freesAvailable: false });
+    expect(await outbox.waitForOrganisation('org', 5_000)).toBe(false);
+    expect(peer.reservationState('r-frees-nothing')).toBe('held'); // not waited for: still in flight
+    expect((await settled)?.result).toBe(SettleResult.SETTLE_RESULT_OK);
+  });
+
   it('sends every attempt of a Settle with the traceparent of the step that queued it, after the request\'s work (and its context) has ended', async () => {
     // Spans are made (valid ids) but none sampled, so nothing is exported to the unused endpoint.
     const tracing = startTracing('proxy', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_SAMPLER: 'always_off' });

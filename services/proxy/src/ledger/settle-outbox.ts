@@ -14,6 +14,12 @@ export interface OutboxOwner {
   organisationId: string;
   /** The request id of the request the entry resolves (echoed to the client, kept on the usage record). */
   requestId: string;
+  /**
+   * False when the entry's answer returns nothing to the organisation's available balance (a
+   * carve's Settle, whose unused part stays in its grant, or a Settle costing its whole
+   * Reserve): a refused Reserve does not wait for it. Unset: it may.
+   */
+  freesAvailable?: boolean;
 }
 
 /** Options of the outbox. */
@@ -139,14 +145,15 @@ export class SettleOutbox {
   }
 
   /**
-   * Waits until every entry of the organisation queued so far is answered, or timeoutMs passes;
-   * false when it had none. Their answers return unused holds, so a Reserve refused for balance
-   * meanwhile may fit when tried again.
+   * Waits until every entry of the organisation queued so far whose answer may return money to
+   * its available balance is answered, or timeoutMs passes; false when it had none. Their answers
+   * return unused holds, so a Reserve refused for balance meanwhile may fit when tried again;
+   * entries that free nothing (`freesAvailable: false`) cannot help it and are not waited for.
    */
   async waitForOrganisation(organisationId: string, timeoutMs: number): Promise<boolean> {
-    const entries = this.#byOrganisation.get(organisationId);
-    if (entries === undefined || entries.size === 0) return false;
-    await withTimeout(Promise.all([...entries].map((entry) => entry.done)), timeoutMs);
+    const entries = [...(this.#byOrganisation.get(organisationId) ?? [])].filter((entry) => entry.owner.freesAvailable !== false);
+    if (entries.length === 0) return false;
+    await withTimeout(Promise.all(entries.map((entry) => entry.done)), timeoutMs);
     return true;
   }
 

@@ -185,6 +185,15 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     return total;
   };
 
+  /** Customer cost settled by a project's reservations, µ₹ (both billing modes): what no hold's return can lower. */
+  const projectSettledMicros = (projectId: string): bigint => {
+    let total = 0n;
+    for (const reservation of reservations.values()) {
+      if (reservation.request.projectId === projectId && reservation.state === 'settled') total += reservation.settle!.request.costMicros;
+    }
+    return total;
+  };
+
   /** The wallet part of a grant's hold: all of it, commercial; nothing, internal (INTERNAL_MODE). */
   const walletPart = (grant: PeerGrant, micros: bigint) => (grant.request.billingMode === ledgerV1.BillingMode.BILLING_MODE_INTERNAL ? 0n : micros);
 
@@ -275,14 +284,18 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
       return { ...base, result: ok, availableMicros: account.availableMicros, expiresAtMs };
     }
     // NO_OVERSPEND (commercial only: INTERNAL_MODE holds nothing), decided before PROJECT_BUDGET.
+    // A refusal no hold's return could lift (amount beyond available + held; beyond the cap less
+    // the settled spend) says so and recalls nothing, as ledger_refusal_liftable decides.
     if (!internal && account.availableMicros < request.amountMicros) {
-      const grantsRecalled = recallGrants(request.organisationId);
-      return { ...base, result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros, grantsRecalled };
+      const liftable = request.amountMicros <= account.availableMicros + account.heldMicros;
+      const grantsRecalled = liftable ? recallGrants(request.organisationId) : 0;
+      return { ...base, result: ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros, grantsRecalled, liftable };
     }
     const capMicros = projectCaps.get(request.projectId) ?? 0n;
     if (capMicros > 0n && projectSpendMicros(request.projectId) + request.amountMicros > capMicros) {
-      const grantsRecalled = recallGrants(request.organisationId, request.projectId);
-      return { ...base, result: ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, availableMicros: account.availableMicros, grantsRecalled };
+      const liftable = projectSettledMicros(request.projectId) + request.amountMicros <= capMicros;
+      const grantsRecalled = liftable ? recallGrants(request.organisationId, request.projectId) : 0;
+      return { ...base, result: ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, availableMicros: account.availableMicros, grantsRecalled, liftable };
     }
     const heldMicros = internal ? 0n : request.amountMicros;
     account.availableMicros -= heldMicros;

@@ -420,7 +420,17 @@ export interface ReserveResponse {
    * answered (AdjustGrant); when positive, the same Reserve may fit once they return what they
    * have not carved (the proxy retries briefly).
    */
-  grantsRecalled?: number | undefined;
+  grantsRecalled?:
+    | number
+    | undefined;
+  /**
+   * Reserve fit once returned (INSUFFICIENT_BALANCE: amount <= available + held of the
+   * organisation; PROJECT_BUDGET_EXCEEDED: this month's settled spend + amount <= the cap). False:
+   * no Settle, Release, expiry or recall can lift the refusal, only a credit (or a higher cap, a
+   * new month), so the caller answers at once instead of waiting for any of them, and the ledger
+   * recalls no grant for it. Absent (an older ledger): treat as true.
+   */
+  liftable?: boolean | undefined;
 }
 
 export interface SettleRequest {
@@ -1169,7 +1179,14 @@ export const ReserveRequest: MessageFns<ReserveRequest> = {
 };
 
 function createBaseReserveResponse(): ReserveResponse {
-  return { result: 0, availableMicros: 0n, expiresAtMs: 0n, detail: "", grantsRecalled: undefined };
+  return {
+    result: 0,
+    availableMicros: 0n,
+    expiresAtMs: 0n,
+    detail: "",
+    grantsRecalled: undefined,
+    liftable: undefined,
+  };
 }
 
 export const ReserveResponse: MessageFns<ReserveResponse> = {
@@ -1194,6 +1211,9 @@ export const ReserveResponse: MessageFns<ReserveResponse> = {
     }
     if (message.grantsRecalled !== undefined) {
       writer.uint32(40).int32(message.grantsRecalled);
+    }
+    if (message.liftable !== undefined) {
+      writer.uint32(48).bool(message.liftable);
     }
     return writer;
   },
@@ -1251,6 +1271,14 @@ export const ReserveResponse: MessageFns<ReserveResponse> = {
             message.grantsRecalled = reader.int32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.liftable = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1277,6 +1305,7 @@ export const ReserveResponse: MessageFns<ReserveResponse> = {
       : 0n;
     message.detail = object.detail ?? "";
     message.grantsRecalled = object.grantsRecalled ?? undefined;
+    message.liftable = object.liftable ?? undefined;
     return message;
   },
 };
