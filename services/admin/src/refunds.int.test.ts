@@ -71,7 +71,7 @@ async function invoicedTopUp(spentMicros: bigint): Promise<PaidTopUp> {
   const invoice = await db.transaction((tx) => issueTopUpDocument(tx, invoiceSettings, topUpId));
   await db.query(`UPDATE topups SET state = 'invoiced' WHERE id = $1`, [topUpId]);
   // The top-up's one credit, as the top-ups service makes it, then usage spending part of it.
-  admin.ledger.credits.set(`topup:${topUpId}`, { organisationId, amountMicros: creditMicros, reason: 'top-up' });
+  admin.ledger.credits.set(`topup:${topUpId}`, { organisationId, amountMicros: creditMicros, reason: 'top-up', purchased: true });
   const account = admin.ledger.accounts.get(organisationId)!;
   Object.assign(account, { creditedMicros: creditMicros, availableMicros: creditMicros - spentMicros, heldMicros: 0n, debitedMicros: spentMicros });
   return { organisationId, topUpId, paymentId, invoiceId: invoice.documentId };

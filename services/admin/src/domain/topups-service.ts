@@ -209,7 +209,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
     if (!topUp) return;
     if (topUp.state === 'paid') {
       const creditId = `topup:${topUp.id}`;
-      await ledger.credit({ creditId, organisationId: topUp.organisationId, amountMicros: topUp.creditMicros, reason: `top-up ${topUp.id}` });
+      await ledger.credit({ creditId, organisationId: topUp.organisationId, amountMicros: topUp.creditMicros, reason: `top-up ${topUp.id}`, purchased: true });
       await db.transaction(async (tx) => {
         const locked = await findTopUp(tx, topUpId, { forUpdate: true });
         if (locked?.state === 'paid') await moveTopUp(tx, { topUpId, from: 'paid', to: 'credited', cause, details: { credit_id: creditId } });
