@@ -43,7 +43,7 @@ const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${pre
 /** One alert, as listed and as live updates send it. */
 const alertResponse = z.strictObject({
   id: id('alrt', 'alert'),
-  kind: z.enum(['budget_soft', 'low_balance']).meta({ description: 'budget_soft: a project reached its soft budget threshold this month; low_balance: the available balance fell below the organisation\'s threshold.' }),
+  kind: z.enum(['budget_soft', 'low_balance', 'refund_failed', 'payment_shortfall']).meta({ description: 'budget_soft: a project reached its soft budget threshold this month; low_balance: the available balance fell below the organisation\'s threshold; refund_failed: the payment provider refused a refund and its money is back in the balance (for platform admins); payment_shortfall: a refund made outside the gateway or a dispute took more than the balance held, and the rest is recorded as a shortfall (for platform admins).' }),
   organisation_id: id('org', 'organisation'),
   project_id: z.string().nullable().meta({ description: 'The project (budget alerts); null otherwise.' }),
   occurred_at: timestamp,

@@ -168,6 +168,9 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
       }, { 'x-refund-idempotency': input.receipt });
       return toRefund(refund);
     },
+    async fetchRefund(paymentId, refundId) {
+      return toRefund(await call('GET', `v1/payments/${checkedId(paymentId, 'payment')}/refunds/${checkedId(refundId, 'refund')}`, refundSchema));
+    },
     verifyCheckoutSignature(input) {
       return hmacMatches(options.keySecret, `${input.orderId}|${input.paymentId}`, input.signature);
     },
