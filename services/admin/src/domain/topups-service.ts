@@ -19,7 +19,7 @@ import {
   listPackages, listTopUpDocuments, listTopUps, listTransitions, recordWebhookEvent, updatePackage,
   type TopUp, type TopUpDocumentRef, type TopUpPackage, type TopUpTransition,
 } from './topup-store.ts';
-import { markProviderRefundProcessed } from './refunds-service.ts';
+import { applyRefundWebhookEvent, type RefundWebhookEvent } from './refund-events.ts';
 
 /** What the top-ups aggregate is built from. */
 export interface TopUpsServiceDeps {
@@ -63,7 +63,7 @@ export interface CheckoutBlock {
  */
 export type PaymentWebhookEvent =
   | { type: 'payment.captured' | 'order.paid' | 'payment.failed'; payment: ProviderPayment }
-  | { type: 'refund.processed'; refundId: string; paymentId: string; receipt: string | null }
+  | RefundWebhookEvent
   | { type: 'other'; name: string };
 
 /** What became of one webhook delivery. */
@@ -503,13 +503,9 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
           return await settleCapturedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
         case 'payment.failed':
           return await recordFailedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
-        case 'refund.processed':
-          // A refund of unspent balance moves on (its credit note follows); a duplicate payment's refund was recorded when made.
-          return await db.transaction(async (tx) => {
-            if (!await recordWebhookEvent(tx, eventId, event.type)) return 'repeated';
-            await markProviderRefundProcessed(tx, { providerRefundId: event.refundId, receipt: event.receipt });
-            return 'processed';
-          });
+        default:
+          // Refund and dispute events: domain/refund-events.ts.
+          return applyRefundWebhookEvent({ db, ledger, config, logger }, event, eventId);
       }
     },
 

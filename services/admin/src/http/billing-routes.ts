@@ -178,7 +178,7 @@ export function billingRoutes(): AdminRoute[] {
     defineRoute({
       tag: 'billing', authenticated: false, access: 'public',
       method: 'post', path: '/webhooks/razorpay', operationId: 'receiveRazorpayWebhook',
-      summary: 'The payment provider\'s webhook: payment.captured, order.paid, payment.failed, refund.processed.',
+      summary: 'The payment provider\'s webhook: payment.captured, order.paid, payment.failed, refund.processed, refund.failed, payment.dispute.created/won/lost/closed.',
       description: 'Verified by X-Razorpay-Signature (hex HMAC-SHA256 of the raw body with RAZORPAY_WEBHOOK_SECRET, constant time): a forged or re-serialised body is 400 and changes nothing. Deduplicated by x-razorpay-event-id; events are accepted in any order; other events are 200 ignored.',
       success: { status: 200, description: 'The event was applied, was a repeat, or is not one top-ups act on.', schema: webhookAckResponse },
       errors: ['invalid_request', 'invalid_json', 'request_too_large', 'unsupported_media_type', 'service_unavailable'],

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { PaymentWebhookEvent } from '../domain/topups-service.ts';
 import { parseProviderJson } from '../transport/razorpay-client.ts';
+import { refundWebhookEventNames } from '../domain/refund-events.ts';
+import { parseRefundWebhookEvent } from './refund-event-schemas.ts';
 import { displayText, integerIn, moneyMicros, moneyShown, pageCursor, pageLimit, paiseAmount, paiseShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
 
 /**
@@ -227,11 +229,8 @@ export function parsePaymentWebhook(rawBody: Buffer): PaymentWebhookEvent | unde
         },
       };
     }
-    case 'refund.processed': {
-      const refund = payload?.refund?.entity;
-      return refund === undefined ? undefined : { type: event, refundId: refund.id, paymentId: refund.payment_id, receipt: refund.receipt ?? null };
-    }
     default:
-      return { type: 'other', name: event };
+      // Refund and dispute events: refund-event-schemas.ts.
+      return refundWebhookEventNames.has(event) ? parseRefundWebhookEvent(event, json) : { type: 'other', name: event };
   }
 }

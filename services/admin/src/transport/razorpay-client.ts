@@ -58,7 +58,7 @@ const refundSchema = z.object({
 const errorBodySchema = z.object({ error: z.object({ code: z.string().optional(), description: z.string().optional() }) });
 
 // Razorpay's amount fields (integers of paise); read from the JSON text itself, so no value passes through a float.
-const amountFields = new Set(['amount', 'amount_paid', 'amount_due', 'amount_refunded']);
+const amountFields = new Set(['amount', 'amount_paid', 'amount_due', 'amount_refunded', 'amount_deducted']);
 
 /**
  * Parses a provider answer with its integer amount fields as bigint, exactly: the reviver reads
