@@ -140,4 +140,28 @@ describe.skipIf(!serverUrl)('refunds and disputes made outside the gateway', () 
     }, { timeout: 10_000, interval: 50 });
     expect(available(topUp.organisationId)).toBe(500_000_000n);
   });
+
+  it('refund.failed for a pending refund of the gateway\'s ends it failed with the provider\'s reason and gives its money back', async () => {
+    const topUp = await invoicedTopUp(0n);
+    local.holdRefunds();
+    try {
+      const created = await admin.request('POST', `/admin/v1/organisations/${topUp.organisationId}/topups/${topUp.topUpId}/refunds`,
+        { amount_paise: '59000' }, { 'idempotency-key': 'held' });
+      expect(created.json.refund.state).toBe('provider_pending');
+      expect(available(topUp.organisationId)).toBe(500_000_000n);
+      local.settleRefund(created.json.refund.provider_refund_id as string, 'failed', 'The beneficiary account is closed.');
+      await vi.waitFor(async () => {
+        const listed = await admin.request('GET', `/admin/v1/organisations/${topUp.organisationId}/topups/${topUp.topUpId}/refunds`);
+        expect(listed.json.data[0]).toMatchObject({
+          state: 'failed', failure_reason: 'The payment provider reports the refund failed: The beneficiary account is closed.',
+        });
+      }, { timeout: 10_000, interval: 50 });
+      expect(available(topUp.organisationId)).toBe(1_000_000_000n);
+      // Not a reversal: the refund was the gateway's own.
+      const reversals = await admin.request('GET', `/admin/v1/payment-reversals?organisation_id=${topUp.organisationId}`);
+      expect(reversals.json.data).toEqual([]);
+    } finally {
+      local.processRefundsAtOnce();
+    }
+  });
 });

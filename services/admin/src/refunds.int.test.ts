@@ -309,4 +309,18 @@ describe.skipIf(!serverUrl)('refunds of unspent balance', () => {
       local.processRefundsAtOnce();
     }
   });
+
+  it('only purchased, unspent credit is refundable: a manual credit in the balance does not make a spent top-up refundable', async () => {
+    const topUp = await invoicedTopUp(900_000_000n);
+    // ₹5,000 of manual credit: available is 5,100,000,000 µ₹, of which 100,000,000 µ₹ is purchased.
+    admin.ledger.credits.set(`manual:${topUp.organisationId}:welcome`, { organisationId: topUp.organisationId, amountMicros: 5_000_000_000n, reason: 'welcome' });
+    Object.assign(admin.ledger.accounts.get(topUp.organisationId)!, { creditedMicros: 6_000_000_000n, availableMicros: 5_100_000_000n });
+    const refused = await refund(topUp, '59000', 'manual-money');
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.message).toBe('The refund exceeds the unspent balance.');
+    expect(admin.ledger.accounts.get(topUp.organisationId)!.availableMicros).toBe(5_100_000_000n);
+    expect(local.refunds().filter((entry) => entry.payment_id === topUp.paymentId)).toEqual([]);
+    const within = await refund(topUp, '11800', 'purchased-part');
+    expect(within.json.refund).toMatchObject({ state: 'credit_noted', debit_micros: '100000000' });
+  });
 });
