@@ -10,7 +10,7 @@ import { markProviderRefundFailed, markProviderRefundProcessed, refundDebitMicro
 import { recordWebhookEvent } from './topup-store.ts';
 
 /** A dispute (chargeback) as the provider's webhook reports it; amounts in paise. */
-export interface ProviderDispute {
+interface ProviderDispute {
   id: string;
   paymentId: string;
   amountPaise: bigint;

@@ -30,7 +30,7 @@ type RefundStepsDeps = Omit<RefundsServiceDeps, 'access'>;
  * refused: nothing moved); debited or provider_pending → provider_refused → failed (the provider
  * refused for good: the money is back in the balance). Migrations 0009 and 0011.
  */
-export type RefundState =
+type RefundState =
   | 'requested' | 'debited' | 'provider_pending' | 'provider_refunded' | 'credit_noted' | 'refused' | 'provider_refused' | 'failed';
 
 /** The states the refund job still carries forward. */
