@@ -13,7 +13,7 @@
  * answers a person may still treat them as a contract fault.
  */
 import {
-  AcquireGrantResult, AdjustGrantResult, CheckpointResult, CreditResult, GetBalanceResult, OpenAccountResult, RefundCreditResult, ReleaseResult, ReserveResult, SetProjectBudgetResult,
+  AcquireGrantResult, AdjustGrantResult, CheckpointResult, CreditResult, GetBalanceResult, OpenAccountResult, RefundCreditResult, ReleaseResult, ReserveResult, ReverseRefundResult, SetProjectBudgetResult,
   SettleResult,
 } from './gen/gateway/ledger/v1/ledger.ts';
 
@@ -119,6 +119,18 @@ const refundCredit: TransientTable<RefundCreditResult> = {
   [RefundCreditResult.UNRECOGNIZED]: true,
 };
 
+const reverseRefund: TransientTable<ReverseRefundResult> = {
+  [ReverseRefundResult.REVERSE_REFUND_RESULT_UNSPECIFIED]: true,
+  [ReverseRefundResult.REVERSE_REFUND_RESULT_OK]: false,
+  [ReverseRefundResult.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT]: false,
+  [ReverseRefundResult.REVERSE_REFUND_RESULT_INVALID_ARGUMENT]: false,
+  // A refused reversal writes nothing: it succeeds once the refund is made.
+  [ReverseRefundResult.REVERSE_REFUND_RESULT_REFUND_UNKNOWN]: true,
+  // A refund is reversed once: another reversal id never fits it again.
+  [ReverseRefundResult.REVERSE_REFUND_RESULT_ALREADY_REVERSED]: false,
+  [ReverseRefundResult.UNRECOGNIZED]: true,
+};
+
 const getBalance: TransientTable<GetBalanceResult> = {
   [GetBalanceResult.GET_BALANCE_RESULT_UNSPECIFIED]: true,
   [GetBalanceResult.GET_BALANCE_RESULT_OK]: false,
@@ -150,7 +162,7 @@ const setProjectBudget: TransientTable<SetProjectBudgetResult> = {
  * (retrying the same request later can succeed). Read as `ledgerResultTransient.reserve[result]`.
  */
 export const ledgerResultTransient = {
-  openAccount, reserve, settle, release, credit, refundCredit, getBalance, checkpoint, setProjectBudget, acquireGrant, adjustGrant,
+  openAccount, reserve, settle, release, credit, refundCredit, reverseRefund, getBalance, checkpoint, setProjectBudget, acquireGrant, adjustGrant,
 } as const;
 
 /** The ledger operations that answer with a result enum (the keys of ledgerResultTransient). */

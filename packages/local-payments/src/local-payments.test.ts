@@ -326,3 +326,48 @@ describe('the pay page and webhooks', () => {
     expect((await fetch(`${provider.url}/pay/${orderId}?return_url=javascript%3Aalert(1)`)).status).toBe(400);
   });
 });
+
+describe('the controls that act out refunds and disputes', () => {
+  async function capturedPayment(): Promise<string> {
+    const order = await api(provider, 'POST', '/v1/orders', '{"amount":118000,"currency":"INR","receipt":"top_1"}');
+    const outcome = provider.pay(order.json.id as string, 'pay');
+    return outcome.paymentIds.at(-1)!;
+  }
+
+  it('refuseRefunds answers the next refund 400 with the reason and refunds nothing; the one after goes through', async () => {
+    const paymentId = await capturedPayment();
+    provider.refuseRefunds('The payment is older than 6 months and cannot be refunded.');
+    const refused = await api(provider, 'POST', `/v1/payments/${paymentId}/refund`, '{"amount":1000}');
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toMatchObject({ code: 'BAD_REQUEST_ERROR', description: 'The payment is older than 6 months and cannot be refunded.' });
+    expect(provider.refunds()).toEqual([]);
+    expect((await api(provider, 'POST', `/v1/payments/${paymentId}/refund`, '{"amount":1000}')).json.status).toBe('processed');
+  });
+
+  it('holdRefunds keeps new refunds pending (refund.created) until settleRefund processes or fails them; the refund can be fetched', async () => {
+    const paymentId = await capturedPayment();
+    provider.holdRefunds();
+    const created = await api(provider, 'POST', `/v1/payments/${paymentId}/refund`, '{"amount":1000}');
+    expect(created.json.status).toBe('pending');
+    const refundId = created.json.id as string;
+    expect((await api(provider, 'GET', `/v1/payments/${paymentId}/refunds/${refundId}`)).json.status).toBe('pending');
+    provider.settleRefund(refundId, 'failed', 'The beneficiary account is closed.');
+    expect((await api(provider, 'GET', `/v1/payments/${paymentId}/refunds/${refundId}`)).json.status).toBe('failed');
+    expect(provider.payments().find((payment) => payment.id === paymentId)!.amount_refunded).toBe(0n);
+    expect(provider.pendingWebhooks().map((webhook) => webhook.event).filter((event) => event.startsWith('refund.'))).toEqual(['refund.created', 'refund.failed']);
+    expect(provider.pendingWebhooks().at(-1)!.body).toContain('"error_description":"The beneficiary account is closed."');
+  });
+
+  it('dashboardRefund refunds without a receipt and sends refund.processed; openDispute and resolveDispute send the dispute events', async () => {
+    const paymentId = await capturedPayment();
+    const refund = provider.dashboardRefund(paymentId, 18_000n);
+    expect(refund).toMatchObject({ receipt: null, amount: 18_000n, status: 'processed' });
+    const dispute = provider.openDispute(paymentId);
+    expect(dispute).toMatchObject({ status: 'open', amount: 118_000n, amount_deducted: 0n });
+    expect(provider.resolveDispute(dispute.id, 'lost')).toMatchObject({ status: 'lost', amount_deducted: 118_000n });
+    expect(() => provider.resolveDispute(dispute.id, 'won')).toThrow(/lost already/);
+    expect(provider.pendingWebhooks().map((webhook) => webhook.event).slice(-4))
+      .toEqual(['refund.processed', 'payment.dispute.created', 'payment.dispute.lost', 'payment.dispute.closed']);
+    expect(provider.pendingWebhooks().at(-1)!.body).toContain('"amount_deducted":118000');
+  });
+});

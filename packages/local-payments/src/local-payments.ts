@@ -86,9 +86,26 @@ export interface LocalRefund {
   acquirer_data: { arn: null };
   created_at: number;
   batch_id: null;
-  status: 'processed';
+  /** processed at once, unless holdRefunds() made new refunds pending (settled with settleRefund). */
+  status: 'pending' | 'processed' | 'failed';
   speed_processed: 'normal';
   speed_requested: 'normal' | 'optimum';
+}
+
+/** A dispute (chargeback), in Razorpay's JSON shape (amounts in paise). */
+export interface LocalDispute {
+  id: string;
+  entity: 'dispute';
+  payment_id: string;
+  amount: bigint;
+  currency: string;
+  /** What the merchant loses: 0 unless the dispute is lost. */
+  amount_deducted: bigint;
+  reason_code: string;
+  respond_by: number;
+  status: 'open' | 'under_review' | 'won' | 'lost' | 'closed';
+  phase: 'chargeback';
+  created_at: number;
 }
 
 /**
@@ -184,6 +201,32 @@ export interface LocalPayments {
   heldApiCalls(): number;
   /** Stops holding API calls and answers the ones held. */
   releaseHeldCalls(): void;
+  /**
+   * The next `count` refund calls are refused as Razorpay refuses a refund for good: 400
+   * BAD_REQUEST_ERROR with `reason` as the description (e.g. "The payment is older than 6
+   * months"); nothing is refunded.
+   */
+  refuseRefunds(reason: string, count?: number): void;
+  /** New refunds (the API's and the dashboard's) stay `pending` until settleRefund; refund.created is sent for each. */
+  holdRefunds(): void;
+  /** New refunds are processed at once again (the default). */
+  processRefundsAtOnce(): void;
+  /** Ends a pending refund: `processed` (refund.processed) or `failed` with `reason` (refund.failed; the payment's refunded amount is restored). */
+  settleRefund(refundId: string, outcome: 'processed' | 'failed', reason?: string): LocalRefund;
+  /**
+   * A refund made from the provider's dashboard, not through the API: no receipt, no idempotency
+   * key, the same webhooks (refund.created, then refund.processed unless refunds are held).
+   */
+  dashboardRefund(paymentId: string, amountPaise?: bigint): LocalRefund;
+  /** Opens a dispute (chargeback) on a captured payment, of the whole amount unless given: payment.dispute.created. */
+  openDispute(paymentId: string, amountPaise?: bigint): LocalDispute;
+  /**
+   * Ends a dispute: `won` (payment.dispute.won, nothing deducted), `lost` (payment.dispute.lost,
+   * the amount deducted), then payment.dispute.closed.
+   */
+  resolveDispute(disputeId: string, outcome: 'won' | 'lost'): LocalDispute;
+  /** The disputes, oldest first (copies). */
+  disputes(): LocalDispute[];
 }
 
 /** A Razorpay error answer: `{ error: { code, description, source, step, reason, metadata, field? } }`. */
@@ -223,9 +266,12 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
   const payments = new Map<string, LocalPayment>();
   const refunds = new Map<string, LocalRefund>();
   const refundsByIdempotencyKey = new Map<string, { fingerprint: string; refundId: string }>();
+  const disputes = new Map<string, LocalDispute>();
   const faults: LocalApiFault[] = [];
   let holdMatch: LocalApiCallMatch | undefined;
   const held: Array<() => void> = [];
+  const refundRefusals: string[] = [];
+  let holdingRefunds = false;
   const expectedAuthorization = Buffer.from(`Basic ${Buffer.from(`${options.keyId}:${options.keySecret}`).toString('base64')}`);
   const outbox = new WebhookOutbox({
     secret: options.webhookSecret,
@@ -390,6 +436,8 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
   }
 
   function refund(paymentId: string, body: unknown): LocalRefund {
+    const refusal = refundRefusals.shift();
+    if (refusal !== undefined) throw new ApiError(400, refusal);
     const payment = payments.get(paymentId);
     if (payment === undefined) throw new ApiError(400, 'The id provided does not exist', 'id');
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'The request body must be a JSON object.');
@@ -405,14 +453,74 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
     const created: LocalRefund = {
       id: newId('rfnd_'), entity: 'refund', amount, currency: payment.currency, payment_id: payment.id,
       notes: notesOf(input.notes), receipt: optionalText(input.receipt, 'receipt', 40), acquirer_data: { arn: null },
-      created_at: unixSeconds(), batch_id: null, status: 'processed', speed_processed: 'normal', speed_requested: speed,
+      created_at: unixSeconds(), batch_id: null, status: holdingRefunds ? 'pending' : 'processed', speed_processed: 'normal', speed_requested: speed,
     };
+    return recordRefund(payment, created);
+  }
+
+  /** Takes a new refund off the payment and sends its webhooks (refund.created when held, refund.processed otherwise). */
+  function recordRefund(payment: LocalPayment, created: LocalRefund): LocalRefund {
     refunds.set(created.id, created);
-    payment.amount_refunded += amount;
+    payment.amount_refunded += created.amount;
     payment.refund_status = payment.amount_refunded === payment.amount ? 'full' : 'partial';
     if (payment.refund_status === 'full') payment.status = 'refunded';
-    outbox.publish('refund.processed', { refund: { ...created }, payment: { ...payment } });
+    outbox.publish(created.status === 'pending' ? 'refund.created' : 'refund.processed', { refund: { ...created }, payment: { ...payment } });
     return created;
+  }
+
+  function settleRefund(refundId: string, outcome: 'processed' | 'failed', reason = 'The bank could not credit the refund.'): LocalRefund {
+    const found = refunds.get(refundId);
+    if (found === undefined) throw new Error(`There is no refund ${refundId}.`);
+    if (found.status !== 'pending') throw new Error(`The refund ${refundId} is ${found.status}, not pending.`);
+    const payment = payments.get(found.payment_id)!;
+    found.status = outcome;
+    if (outcome === 'failed') {
+      // A failed refund gives the payment its refundable amount back.
+      payment.amount_refunded -= found.amount;
+      payment.refund_status = payment.amount_refunded === 0n ? null : 'partial';
+      payment.status = 'captured';
+      outbox.publish('refund.failed', { refund: { ...found, error_description: reason }, payment: { ...payment } });
+    } else {
+      outbox.publish('refund.processed', { refund: { ...found }, payment: { ...payment } });
+    }
+    return { ...found };
+  }
+
+  function dashboardRefund(paymentId: string, amountPaise?: bigint): LocalRefund {
+    const payment = payments.get(paymentId);
+    if (payment === undefined || !payment.captured) throw new Error(`There is no captured payment ${paymentId}.`);
+    const amount = amountPaise ?? payment.amount - payment.amount_refunded;
+    if (amount < 100n || amount > payment.amount - payment.amount_refunded) throw new Error(`The payment ${paymentId} cannot be refunded ${amount} paise.`);
+    return recordRefund(payment, {
+      id: newId('rfnd_'), entity: 'refund', amount, currency: payment.currency, payment_id: payment.id, notes: { comment: 'refunded from the dashboard' },
+      receipt: null, acquirer_data: { arn: null }, created_at: unixSeconds(), batch_id: null,
+      status: holdingRefunds ? 'pending' : 'processed', speed_processed: 'normal', speed_requested: 'normal',
+    });
+  }
+
+  function openDispute(paymentId: string, amountPaise?: bigint): LocalDispute {
+    const payment = payments.get(paymentId);
+    if (payment === undefined || !payment.captured) throw new Error(`There is no captured payment ${paymentId}.`);
+    const dispute: LocalDispute = {
+      id: newId('disp_'), entity: 'dispute', payment_id: payment.id, amount: amountPaise ?? payment.amount, currency: payment.currency,
+      amount_deducted: 0n, reason_code: 'chargeback', respond_by: unixSeconds() + 7 * 86_400, status: 'open', phase: 'chargeback',
+      created_at: unixSeconds(),
+    };
+    disputes.set(dispute.id, dispute);
+    outbox.publish('payment.dispute.created', { payment: { ...payment }, dispute: { ...dispute } });
+    return { ...dispute };
+  }
+
+  function resolveDispute(disputeId: string, outcome: 'won' | 'lost'): LocalDispute {
+    const dispute = disputes.get(disputeId);
+    if (dispute === undefined) throw new Error(`There is no dispute ${disputeId}.`);
+    if (dispute.status !== 'open' && dispute.status !== 'under_review') throw new Error(`The dispute ${disputeId} is ${dispute.status} already.`);
+    const payment = payments.get(dispute.payment_id)!;
+    dispute.status = outcome;
+    dispute.amount_deducted = outcome === 'lost' ? dispute.amount : 0n;
+    outbox.publish(`payment.dispute.${outcome}`, { payment: { ...payment }, dispute: { ...dispute } });
+    outbox.publish('payment.dispute.closed', { payment: { ...payment }, dispute: { ...dispute } });
+    return { ...dispute };
   }
 
   function api(method: string, path: string, query: URLSearchParams, body: unknown, refundIdempotencyKey?: string): unknown {
@@ -437,6 +545,11 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
         return payment;
       }
       if (segments.length === 3 && sub === 'refund' && method === 'POST') return idempotentRefund(id, body, refundIdempotencyKey);
+      if (segments.length === 4 && sub === 'refunds' && method === 'GET') {
+        const found = refunds.get(segments[3]!);
+        if (found?.payment_id !== id) throw new ApiError(400, 'The id provided does not exist', 'id');
+        return found;
+      }
     }
     throw new ApiError(404, 'The requested URL was not found on the server.');
   }
@@ -557,6 +670,7 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
       orders.clear();
       payments.clear();
       refunds.clear();
+      disputes.clear();
     },
     pay: (orderId, action, payOptions) => pay(orderId, action, payOptions),
     captureWithoutOrder: (input) => structuredClone(captureWithoutOrder(input)),
@@ -571,6 +685,16 @@ export async function startLocalPayments(options: LocalPaymentsOptions): Promise
       holdMatch = undefined;
       for (const release of held.splice(0)) release();
     },
+    refuseRefunds(reason, count = 1) {
+      for (let index = 0; index < count; index += 1) refundRefusals.push(reason);
+    },
+    holdRefunds() { holdingRefunds = true; },
+    processRefundsAtOnce() { holdingRefunds = false; },
+    settleRefund: (refundId, outcome, reason) => settleRefund(refundId, outcome, reason),
+    dashboardRefund: (paymentId, amountPaise) => dashboardRefund(paymentId, amountPaise),
+    openDispute: (paymentId, amountPaise) => openDispute(paymentId, amountPaise),
+    resolveDispute: (disputeId, outcome) => resolveDispute(disputeId, outcome),
+    disputes: () => copies(disputes.values()),
   };
 }
 

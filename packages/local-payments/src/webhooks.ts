@@ -42,7 +42,7 @@ export interface WebhookRetryPolicy {
 }
 
 /** The entities a webhook carries, each wrapped as Razorpay does (`payload.payment.entity`). */
-export type WebhookEntities = Partial<Record<'payment' | 'order' | 'refund', unknown>>;
+export type WebhookEntities = Partial<Record<'payment' | 'order' | 'refund' | 'dispute', unknown>>;
 
 /**
  * The local provider's webhook outbox: signed events queued in the order they happen, delivered

@@ -71,7 +71,7 @@ async function invoicedTopUp(spentMicros: bigint): Promise<PaidTopUp> {
   const invoice = await db.transaction((tx) => issueTopUpDocument(tx, invoiceSettings, topUpId));
   await db.query(`UPDATE topups SET state = 'invoiced' WHERE id = $1`, [topUpId]);
   // The top-up's one credit, as the top-ups service makes it, then usage spending part of it.
-  admin.ledger.credits.set(`topup:${topUpId}`, { organisationId, amountMicros: creditMicros, reason: 'top-up' });
+  admin.ledger.credits.set(`topup:${topUpId}`, { organisationId, amountMicros: creditMicros, reason: 'top-up', purchased: true });
   const account = admin.ledger.accounts.get(organisationId)!;
   Object.assign(account, { creditedMicros: creditMicros, availableMicros: creditMicros - spentMicros, heldMicros: 0n, debitedMicros: spentMicros });
   return { organisationId, topUpId, paymentId, invoiceId: invoice.documentId };
@@ -238,5 +238,89 @@ describe.skipIf(!serverUrl)('refunds of unspent balance', () => {
     expect(await creditNotesOf(topUp)).toEqual([expect.objectContaining({ id: done[0]!.credit_note_id, references_document_id: topUp.invoiceId })]);
     expect(await topUpState(topUp.topUpId)).toBe('refunded');
     expect(admin.ledger.accounts.get(topUp.organisationId)).toMatchObject({ creditedMicros: 0n, availableMicros: 0n });
+  });
+
+  it('a refund the provider refuses (400) gives the money back under its own key, shows failed with the provider\'s reason, alerts, and is never tried again', async () => {
+    const topUp = await invoicedTopUp(0n);
+    local.injectApiFault({ status: 400 }, 1);
+    const answered = await refund(topUp, '118000', 'refused-by-provider');
+    expect(answered.status).toBe(201);
+    expect(answered.json.refund).toMatchObject({
+      state: 'failed', provider_refund_id: null, credit_note_id: null,
+      failure_reason: 'The payment provider refused the request: The request was refused (injected fault).',
+    });
+    const refundId = answered.json.refund.id as string;
+    // The debit and its reversal, each under its own key: the balance is whole again.
+    expect(ledgerRefundsOf(topUp).map(([id]) => id)).toEqual([refundId]);
+    expect([...admin.ledger.reversals.entries()].filter(([, reversal]) => reversal.refundId === refundId))
+      .toEqual([[`reversal:${refundId}`, expect.objectContaining({ organisationId: topUp.organisationId, amountMicros: 1_000_000_000n })]]);
+    expect(admin.ledger.accounts.get(topUp.organisationId)).toMatchObject({ creditedMicros: 1_000_000_000n, availableMicros: 1_000_000_000n });
+    expect(await creditNotesOf(topUp)).toEqual([]);
+    expect(await topUpState(topUp.topUpId)).toBe('invoiced');
+    const alerts = await db.query<{ kind: string; message: string }>(`SELECT kind, message FROM alerts WHERE organisation_id = $1`, [topUp.organisationId]);
+    expect(alerts.rows).toEqual([expect.objectContaining({ kind: 'refund_failed' })]);
+    expect(alerts.rows[0]!.message).toContain('The request was refused (injected fault).');
+    const audit = await db.query<{ action: string }>(`SELECT action FROM audit_events WHERE resource_id = $1 ORDER BY occurred_at`, [refundId]);
+    expect(audit.rows.map((row) => row.action)).toEqual(['topup.refund', 'topup.refund_failed']);
+    // Nothing is due any more: the job never calls the provider for it again, and the price is refundable again.
+    const unfinished = await db.query(`SELECT 1 FROM refunds WHERE id = $1 AND state IN ('requested', 'debited', 'provider_pending', 'provider_refunded', 'provider_refused')`, [refundId]);
+    expect(unfinished.rowCount).toBe(0);
+    const listed = refundListResponse.parse((await admin.request('GET', refundsPath(topUp))).json).data;
+    expect(listed[0]).toMatchObject({ id: refundId, state: 'failed' });
+    const again = await refund(topUp, '118000', 'second-try');
+    expect(again.status).toBe(201);
+    expect(again.json.refund.state).toBe('credit_noted');
+  });
+
+  it('the local provider\'s refusal with a reason is shown as the refund\'s failure_reason; a pending refund is credit-noted only once processed, and one that then fails gives the money back', async () => {
+    const refused = await invoicedTopUp(0n);
+    local.refuseRefunds('The payment is older than 6 months and cannot be refunded.');
+    const failed = await refund(refused, '59000', 'too-old');
+    expect(failed.json.refund).toMatchObject({
+      state: 'failed', failure_reason: 'The payment provider refused the request: The payment is older than 6 months and cannot be refunded.',
+      next_attempt_at: null,
+    });
+    expect(admin.ledger.accounts.get(refused.organisationId)).toMatchObject({ availableMicros: 1_000_000_000n });
+
+    local.holdRefunds();
+    try {
+      const topUp = await invoicedTopUp(0n);
+      const pending = await refund(topUp, '59000', 'pending');
+      expect(pending.json.refund).toMatchObject({ state: 'provider_pending', credit_note_id: null });
+      expect(await creditNotesOf(topUp)).toEqual([]);
+      local.settleRefund(pending.json.refund.provider_refund_id as string, 'processed');
+      await vi.waitFor(async () => {
+        expect((await creditNotesOf(topUp)).map((note) => note.refund_id)).toEqual([pending.json.refund.id]);
+      }, { timeout: 15_000, interval: 50 });
+
+      const second = await refund(topUp, '59000', 'pending-then-failed');
+      expect(second.json.refund.state).toBe('provider_pending');
+      expect(admin.ledger.accounts.get(topUp.organisationId)).toMatchObject({ availableMicros: 0n });
+      local.settleRefund(second.json.refund.provider_refund_id as string, 'failed');
+      const settled = await vi.waitFor(async () => {
+        const listed = refundListResponse.parse((await admin.request('GET', refundsPath(topUp))).json).data;
+        expect(listed.find((entry) => entry.id === second.json.refund.id)?.state).toBe('failed');
+        return listed;
+      }, { timeout: 15_000, interval: 50 });
+      expect(settled.find((entry) => entry.id === second.json.refund.id)?.failure_reason).toBe('The payment provider reports the refund failed.');
+      expect(admin.ledger.accounts.get(topUp.organisationId)).toMatchObject({ availableMicros: 500_000_000n });
+      expect(await creditNotesOf(topUp)).toHaveLength(1);
+    } finally {
+      local.processRefundsAtOnce();
+    }
+  });
+
+  it('only purchased, unspent credit is refundable: a manual credit in the balance does not make a spent top-up refundable', async () => {
+    const topUp = await invoicedTopUp(900_000_000n);
+    // ₹5,000 of manual credit: available is 5,100,000,000 µ₹, of which 100,000,000 µ₹ is purchased.
+    admin.ledger.credits.set(`manual:${topUp.organisationId}:welcome`, { organisationId: topUp.organisationId, amountMicros: 5_000_000_000n, reason: 'welcome' });
+    Object.assign(admin.ledger.accounts.get(topUp.organisationId)!, { creditedMicros: 6_000_000_000n, availableMicros: 5_100_000_000n });
+    const refused = await refund(topUp, '59000', 'manual-money');
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.message).toBe('The refund exceeds the unspent balance.');
+    expect(admin.ledger.accounts.get(topUp.organisationId)!.availableMicros).toBe(5_100_000_000n);
+    expect(local.refunds().filter((entry) => entry.payment_id === topUp.paymentId)).toEqual([]);
+    const within = await refund(topUp, '11800', 'purchased-part');
+    expect(within.json.refund).toMatchObject({ state: 'credit_noted', debit_micros: '100000000' });
   });
 });

@@ -48,7 +48,7 @@ describe.skipIf(!serverUrl)('NO_OVERSPEND: exact count across two ledger process
     const organisationId = 'org-exact-count';
     const amountMicros = 1_234_567n;
     await callUnary(firstAdmin.openAccount, firstAdmin, { organisationId }, deadlineMs);
-    await callUnary(secondAdmin.credit, secondAdmin, { creditId: 'fund-exact', organisationId, amountMicros: 100n * amountMicros, reason: 'exact count' }, deadlineMs);
+    await callUnary(secondAdmin.credit, secondAdmin, { creditId: 'fund-exact', organisationId, amountMicros: 100n * amountMicros, reason: 'exact count', purchased: false }, deadlineMs);
 
     const responses = await Promise.all(Array.from({ length: 500 }, (_, index) => {
       const client = index % 2 === 0 ? first : second;

@@ -15,7 +15,7 @@ function failureOf(call: Promise<unknown>): Promise<ServiceError | undefined> {
 
 /** A Credit of ₹1,000,000 (10^12 µ₹), the call issue 10's attacker made. */
 function millionRupeeCredit(organisationId: string): ledgerV1.CreditRequest {
-  return { creditId: uniqueId('mint'), organisationId, amountMicros: 1_000_000_000_000n, reason: 'free money' };
+  return { creditId: uniqueId('mint'), organisationId, amountMicros: 1_000_000_000_000n, reason: 'free money', purchased: false };
 }
 
 /**

@@ -21,6 +21,7 @@ import { createPeopleService } from './people-service.ts';
 import { createInvoicesService } from './invoices-service.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 import type { TopUpCause } from './topup-state.ts';
+import { createPaymentReversalsService } from './refund-events.ts';
 import { createRefundsService } from './refunds-service.ts';
 import type { UnmatchedSource } from './unmatched-payments.ts';
 import { createTopUpsService } from './topups-service.ts';
@@ -80,5 +81,6 @@ export function createAdminService(deps: AdminServiceDeps) {
     }),
     ...createInvoicesService({ db, access, config: deps.config }),
     ...createRefundsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider }),
+    ...createPaymentReversalsService({ db }),
   };
 }

@@ -2,8 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '@gateway/db';
 import { newId } from './ids.ts';
 
-/** What an alert is about: a project's soft budget threshold, an organisation's low balance, or a webhook test. */
-export type AlertKind = 'budget_soft' | 'low_balance' | 'test';
+/**
+ * What an alert is about: a project's soft budget threshold, an organisation's low balance, a
+ * webhook test, or money platform admins must look at: a refund the payment provider refused (its
+ * money is back in the balance), or money the payer got back that the balance could not cover.
+ */
+export type AlertKind = 'budget_soft' | 'low_balance' | 'test' | 'refund_failed' | 'payment_shortfall';
 
 /** The channels an alert is delivered on besides the dashboard. */
 type DeliveryChannel = 'webhook' | 'email';

@@ -14,6 +14,7 @@ const idPrefixes = {
   topUp: 'top_',
   taxDocument: 'doc_',
   refund: 'rfd_',
+  paymentReversal: 'prv_',
 } as const;
 
 /** The kind of a resource id, named after what it identifies. */

@@ -7,15 +7,27 @@ import type { Balance, LedgerBudgetAlert, ProjectSpend, UsageRecord, UsageSummar
 export interface LedgerPort {
   /** Opens an organisation's wallet account; idempotent on the id. */
   openAccount(organisationId: string): Promise<void>;
-  /** Credits a balance; idempotent on creditId (same payload: same result; else idempotency_conflict). */
-  credit(request: { creditId: string; organisationId: string; amountMicros: bigint; reason: string }): Promise<{ availableMicros: bigint }>;
+  /**
+   * Credits a balance; idempotent on creditId (same payload: same result; else idempotency_conflict).
+   * `purchased`: money the payer bought (a top-up), the only credit a refund may return.
+   */
+  credit(request: { creditId: string; organisationId: string; amountMicros: bigint; reason: string; purchased?: boolean }): Promise<{ availableMicros: bigint }>;
   /**
    * Refunds part of a credit from the organisation's available balance (µ₹; never held money);
-   * idempotent on refundId. The ledger's refusals are `conflict` errors: the available balance or
-   * what is left of the credit is below the amount (unspent balance exceeded), or the ledger has
-   * no such credit of the organisation; they changed nothing.
+   * idempotent on refundId. The ledger's refusals are `conflict` errors: the purchased, unspent
+   * part of available or what is left of the credit is below the amount (unspent balance
+   * exceeded), or the ledger has no such credit of the organisation; they changed nothing. With
+   * `upToAvailable` (money the payer already got back) it takes what available allows instead of
+   * refusing; `refundedMicros` is what it took (possibly 0).
    */
-  refundCredit(request: { refundId: string; organisationId: string; creditId: string; amountMicros: bigint; reason: string }): Promise<{ availableMicros: bigint }>;
+  refundCredit(request: {
+    refundId: string; organisationId: string; creditId: string; amountMicros: bigint; reason: string; upToAvailable?: boolean;
+  }): Promise<{ availableMicros: bigint; refundedMicros: bigint }>;
+  /**
+   * Gives everything a refund took back to the available balance, once (idempotent on
+   * reversalId; a refund reversed under another id is a `conflict`). Returns what went back, µ₹.
+   */
+  reverseRefund(request: { reversalId: string; organisationId: string; refundId: string; reason: string }): Promise<{ reversedMicros: bigint; availableMicros: bigint }>;
   /** Reads an organisation's balance. */
   getBalance(organisationId: string): Promise<Balance>;
   /** Lists usage records newest first, one page at a time. */

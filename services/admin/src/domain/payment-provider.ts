@@ -26,6 +26,8 @@ export interface PaymentProvider {
   capturePayment(input: { paymentId: string; amountPaise: bigint; currency: string }): Promise<ProviderPayment>;
   /** Refunds part or all of a captured payment; `receipt` is our refund id (the provider's idempotency hint). */
   refundPayment(input: { paymentId: string; amountPaise: bigint; receipt: string; notes: Record<string, string> }): Promise<ProviderRefund>;
+  /** One refund of a payment as the provider has it now (the refund job asks after a pending one). */
+  fetchRefund(paymentId: string, refundId: string): Promise<ProviderRefund>;
   /** Whether a Checkout callback's signature is HMAC-SHA256(key secret, `order_id|payment_id`) (constant time). */
   verifyCheckoutSignature(input: { orderId: string; paymentId: string; signature: string }): boolean;
   /** Whether a webhook's X-Razorpay-Signature is HMAC-SHA256(webhook secret, raw body) (constant time), with the previous secret too within its window. */

@@ -5,6 +5,8 @@ export const alertTitles: Record<AlertKind, string> = {
   budget_soft: 'Project budget alert',
   low_balance: 'Low balance',
   test: 'Test alert',
+  refund_failed: 'Refund failed',
+  payment_shortfall: 'Payment reversal not covered by the balance',
 };
 
 /** Text made safe for Slack mrkdwn: &, < and > are control characters there. */

@@ -20,8 +20,8 @@ import {
   listPackages, listTopUpDocuments, listTopUps, listTransitions, recordWebhookEvent, updatePackage,
   type TopUp, type TopUpDocumentRef, type TopUpPackage, type TopUpTransition,
 } from './topup-store.ts';
-import { markProviderRefundProcessed } from './refunds-service.ts';
 import { listUnmatchedPayments, recordUnmatchedPayment, type UnmatchedPayment, type UnmatchedPaymentInput, type UnmatchedSource } from './unmatched-payments.ts';
+import { applyRefundWebhookEvent, type RefundWebhookEvent } from './refund-events.ts';
 
 /** What the top-ups aggregate is built from. */
 export interface TopUpsServiceDeps {
@@ -67,7 +67,7 @@ export interface CheckoutBlock {
  */
 export type PaymentWebhookEvent =
   | { type: 'payment.captured' | 'order.paid' | 'payment.failed' | 'payment.authorized'; payment: ProviderPayment }
-  | { type: 'refund.processed'; refundId: string; paymentId: string; receipt: string | null }
+  | RefundWebhookEvent
   | { type: 'other'; name: string }
   /** A correctly signed body that is not an event this admin can read (its `event` name when it had one). */
   | { type: 'unreadable'; name: string | null };
@@ -296,7 +296,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
     if (!topUp) return;
     if (topUp.state === 'paid') {
       const creditId = `topup:${topUp.id}`;
-      await ledger.credit({ creditId, organisationId: topUp.organisationId, amountMicros: topUp.creditMicros, reason: `top-up ${topUp.id}` });
+      await ledger.credit({ creditId, organisationId: topUp.organisationId, amountMicros: topUp.creditMicros, reason: `top-up ${topUp.id}`, purchased: true });
       await db.transaction(async (tx) => {
         const locked = await findTopUp(tx, topUpId, { forUpdate: true });
         if (locked?.state === 'paid') await moveTopUp(tx, { topUpId, from: 'paid', to: 'credited', cause, details: { credit_id: creditId } });
@@ -633,13 +633,9 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
           return settleCapturedPayment(event.payment, `webhook:${event.type}`, ref);
         case 'payment.failed':
           return await recordFailedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
-        case 'refund.processed':
-          // A refund of unspent balance moves on (its credit note follows); a duplicate payment's refund was recorded when made.
-          return await db.transaction(async (tx) => {
-            if (!await recordWebhookEvent(tx, eventId, event.type)) return 'repeated';
-            await markProviderRefundProcessed(tx, { providerRefundId: event.refundId, receipt: event.receipt });
-            return 'processed';
-          });
+        default:
+          // Refund and dispute events: domain/refund-events.ts.
+          return applyRefundWebhookEvent({ db, ledger, config, logger }, event, eventId);
       }
     },
 

@@ -20,6 +20,7 @@ import { analyticsRoutes } from './analytics-routes.ts';
 import { peopleRoutes } from './people-routes.ts';
 import { billingRoutes } from './billing-routes.ts';
 import { invoiceRoutes } from './invoice-routes.ts';
+import { paymentReversalRoutes } from './payment-reversal-routes.ts';
 import { refundRoutes } from './refund-routes.ts';
 
 const readErrors = routeErrors.read;
@@ -377,5 +378,6 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     ...billingRoutes(),
     ...invoiceRoutes(),
     ...refundRoutes(),
+    ...paymentReversalRoutes(),
   ];
 }

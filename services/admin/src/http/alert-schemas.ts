@@ -43,13 +43,13 @@ const id = (prefix: string, what: string) => z.string().regex(new RegExp(`^${pre
 /** One alert, as listed and as live updates send it. */
 const alertResponse = z.strictObject({
   id: id('alrt', 'alert'),
-  kind: z.enum(['budget_soft', 'low_balance']).meta({ description: 'budget_soft: a project reached its soft budget threshold this month; low_balance: the available balance fell below the organisation\'s threshold.' }),
+  kind: z.enum(['budget_soft', 'low_balance', 'refund_failed', 'payment_shortfall']).meta({ description: 'budget_soft: a project reached its soft budget threshold this month; low_balance: the available balance fell below the organisation\'s threshold; refund_failed: the payment provider refused a refund and its money is back in the balance; payment_shortfall: a refund made outside the gateway or a dispute was more than the balance held, and the rest is recorded as a shortfall (GET /admin/v1/payment-reversals). Both are on the dashboard only (no webhook or email), for platform admins, who see every organisation\'s alerts.' }),
   organisation_id: id('org', 'organisation'),
   project_id: z.string().nullable().meta({ description: 'The project (budget alerts); null otherwise.' }),
   occurred_at: timestamp,
   message: z.string().meta({ description: 'One sentence for people, amounts in ₹ with Indian grouping.' }),
   details: z.record(z.string(), z.union([z.string(), z.number(), z.null()])).meta({
-    description: 'budget_soft: ledger_alert_id, project_name, month, spent_micros, monthly_cap_micros, soft_alert_percent; low_balance: available_micros, threshold_micros. Money as decimal strings of µ₹.',
+    description: 'budget_soft: ledger_alert_id, project_name, month, spent_micros, monthly_cap_micros, soft_alert_percent; low_balance: available_micros, threshold_micros; refund_failed: refund_id, topup_id, amount_paise, returned_micros, failure_reason; payment_shortfall: reversal_id, kind, provider_ref, topup_id, debit_micros, taken_micros, shortfall_micros. Money as decimal strings of µ₹ (paise where named).',
   }),
 });
 

@@ -201,7 +201,7 @@ export function billingRoutes(): AdminRoute[] {
     defineRoute({
       tag: 'billing', authenticated: false, access: 'public',
       method: 'post', path: '/webhooks/razorpay', operationId: 'receiveRazorpayWebhook',
-      summary: 'The payment provider\'s webhook: payment.captured, order.paid, payment.failed, refund.processed.',
+      summary: 'The payment provider\'s webhook: payment.captured, order.paid, payment.failed, refund.processed, refund.failed, payment.dispute.created/won/lost/closed.',
       description: 'Verified by X-Razorpay-Signature (hex HMAC-SHA256 of the raw body with RAZORPAY_WEBHOOK_SECRET, or within its window RAZORPAY_WEBHOOK_SECRET_PREVIOUS, constant time): a forged or re-serialised body is 400 and changes nothing. Every correctly signed delivery gets a 200 (Razorpay retries anything else for 24 hours and then disables the webhook): deduplicated by x-razorpay-event-id (by the body\'s digest without one); events are accepted in any order; events top-ups do not act on are `ignored`; one that matches no top-up, or that could not be read, is `unmatched` and listed at GET /admin/v1/unmatched-payments.',
       success: { status: 200, description: 'The event was applied, was a repeat, or is not one top-ups act on.', schema: webhookAckResponse },
       errors: ['invalid_request', 'invalid_json', 'request_too_large', 'unsupported_media_type', 'service_unavailable'],

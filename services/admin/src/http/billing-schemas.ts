@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { PaymentWebhookEvent } from '../domain/topups-service.ts';
 import { parseProviderJson } from '../transport/razorpay-client.ts';
+import { refundWebhookEventNames } from '../domain/refund-events.ts';
+import { parseRefundWebhookEvent } from './refund-event-schemas.ts';
 import { displayText, integerIn, moneyMicros, moneyShown, pageCursor, pageLimit, paiseAmount, paiseShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
 
 /**
@@ -263,12 +265,10 @@ export function parsePaymentWebhook(rawBody: Buffer): PaymentWebhookEvent {
         },
       };
     }
-    case 'refund.processed': {
-      const refund = payload?.refund?.entity;
-      return refund === undefined ? { type: 'unreadable', name: event } : { type: event, refundId: refund.id, paymentId: refund.payment_id, receipt: refund.receipt ?? null };
-    }
     default:
-      return { type: 'other', name: event };
+      // Refund and dispute events: refund-event-schemas.ts.
+      if (!refundWebhookEventNames.has(event)) return { type: 'other', name: event };
+      return parseRefundWebhookEvent(event, json) ?? { type: 'unreadable', name: event };
   }
 }
 

@@ -12,6 +12,10 @@ function refundJson(refund: Refund) {
     state: refund.state,
     provider_refund_id: refund.providerRefundId,
     credit_note_id: refund.creditNoteId,
+    failure_reason: refund.failureReason,
+    last_error: refund.lastError,
+    attempts: refund.attempts,
+    next_attempt_at: refund.nextAttemptAt?.toISOString() ?? null,
     created_at: refund.createdAt.toISOString(),
   };
 }
@@ -23,7 +27,7 @@ export function refundRoutes(): AdminRoute[] {
       method: 'post', path: '/admin/v1/organisations/{id}/topups/{topup_id}/refunds', operationId: 'createRefund', tag: 'billing',
       authenticated: true, access: 'platform', scope: 'organisation',
       summary: 'Refund part or all of a top-up\'s unspent balance (idempotent per Idempotency-Key).',
-      description: 'Only an invoiced top-up, and only balance not yet spent or held: the ledger debits `debit_micros` (credit_micros × amount_paise / price_paise, rounded down) from the available balance, the payment provider refunds `amount_paise` of the payment, and a credit note referencing the top-up\'s invoice is issued; a top-up refunded in full becomes `refunded`. 409 `conflict` "The refund exceeds the unspent balance." when the ledger refuses (nothing changed; the refund is recorded as refused), or when the amount exceeds what is left of the price. When the provider call fails the answer is 201 with state `debited`, and the refund job completes it. A replay with the same key and body answers 200 with the refund as it stands and `Idempotent-Replayed: true` (a refused one: the same 409); the same key with another amount answers 409 idempotency_conflict.',
+      description: 'Only an invoiced top-up, and only balance not yet spent or held: the ledger debits `debit_micros` (credit_micros × amount_paise / price_paise, rounded down) from the available balance, the payment provider refunds `amount_paise` of the payment, and a credit note referencing the top-up\'s invoice is issued; a top-up refunded in full becomes `refunded`. 409 `conflict` "The refund exceeds the unspent balance." when the ledger refuses (nothing changed; the refund is recorded as refused), or when the amount exceeds what is left of the price. When the provider refuses the refund for good (a 400: the payment older than six months, the merchant balance short, already refunded) the answer is 201 with state `failed`, its `failure_reason`, and the money back in the balance (platform admins get a `refund_failed` alert); when the provider reports it pending, `provider_pending` (the credit note follows once it is processed); when the provider call fails transiently, `debited` with `last_error`, and the refund job retries with doubling waits. A replay with the same key and body answers 200 with the refund as it stands and `Idempotent-Replayed: true` (a refused one: the same 409); the same key with another amount answers 409 idempotency_conflict.',
       body: createRefundBody, idempotencyKey: true,
       success: { status: 201, description: 'The refund as it stands.', schema: refundEnvelope },
       alsoSucceeds: [{ status: 200, description: 'A replay: the refund of this Idempotency-Key as it stands.' }],

@@ -115,7 +115,7 @@ export function createGrpcLedger(options: {
     async refundCredit(request) {
       const response = await call(client.refundCredit, ledgerV1.RefundCreditRequest.fromPartial(request));
       switch (response.result) {
-        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_OK: return { availableMicros: response.availableMicros };
+        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_OK: return { availableMicros: response.availableMicros, refundedMicros: response.refundedMicros };
         case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT:
           throw new GatewayError('idempotency_conflict', {
             publicMessage: 'The ledger already holds a refund under this id with a different amount.',
@@ -135,6 +135,26 @@ export function createGrpcLedger(options: {
             internalMessage: `ledger RefundCredit: result ${response.result}: ${response.detail}`,
           });
         default: throw unexpectedResult('refundCredit', 'RefundCredit', response.result);
+      }
+    },
+
+    async reverseRefund(request) {
+      const response = await call(client.reverseRefund, ledgerV1.ReverseRefundRequest.fromPartial(request));
+      switch (response.result) {
+        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_OK: return { reversedMicros: response.reversedMicros, availableMicros: response.availableMicros };
+        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT:
+          throw new GatewayError('idempotency_conflict', {
+            publicMessage: 'The ledger already holds a reversal under this id for another refund.',
+            internalMessage: `ledger ReverseRefund: IDEMPOTENCY_CONFLICT: ${response.detail}`,
+          });
+        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_INVALID_ARGUMENT: throw invalidArgument('ReverseRefund', response.detail);
+        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_REFUND_UNKNOWN:
+        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_ALREADY_REVERSED:
+          throw new GatewayError('conflict', {
+            publicMessage: 'The ledger cannot reverse this refund.',
+            internalMessage: `ledger ReverseRefund: result ${response.result}: ${response.detail}`,
+          });
+        default: throw unexpectedResult('reverseRefund', 'ReverseRefund', response.result);
       }
     },
 

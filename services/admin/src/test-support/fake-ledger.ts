@@ -16,9 +16,14 @@ export interface FakeLedger {
   /** Wallets by organisation id, µ₹. */
   accounts: Map<string, { creditedMicros: bigint; availableMicros: bigint; heldMicros: bigint; debitedMicros: bigint }>;
   /** Credits by credit_id. */
-  credits: Map<string, { organisationId: string; amountMicros: bigint; reason: string }>;
-  /** Refunds by refund_id (RefundCredit takes available and credited down; never held). */
-  refunds: Map<string, { organisationId: string; creditId: string; amountMicros: bigint; reason: string }>;
+  credits: Map<string, { organisationId: string; amountMicros: bigint; reason: string; purchased?: boolean }>;
+  /**
+   * Refunds by refund_id (RefundCredit takes available and credited down; never held; only the
+   * purchased part of available unless upToAvailable, which takes what there is: amountMicros is what was taken).
+   */
+  refunds: Map<string, { organisationId: string; creditId: string; amountMicros: bigint; reason: string; upToAvailable?: boolean; requestedMicros?: bigint }>;
+  /** Reversals by reversal_id (ReverseRefund gives a refund's money back, once per refund). */
+  reversals: Map<string, { organisationId: string; refundId: string; amountMicros: bigint; reason: string }>;
   /** Usage records the tests seed; ListUsage serves them. */
   usage: ledgerV1.UsageRecord[];
   /** Project budgets by project id (cap µ₹, soft-alert percent); SetProjectBudget with cap 0 deletes. */
@@ -32,7 +37,7 @@ export interface FakeLedger {
   /** Names of the methods called, in order. */
   calls: string[];
   /** Makes the next call of a method fail with UNAVAILABLE, as a ledger that is down would. */
-  failNext(method: 'openAccount' | 'credit' | 'refundCredit' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'summarizeUsage' | 'listBudgetAlerts'): void;
+  failNext(method: 'openAccount' | 'credit' | 'refundCredit' | 'reverseRefund' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'summarizeUsage' | 'listBudgetAlerts'): void;
   close(): Promise<void>;
 }
 
@@ -46,6 +51,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const accounts: FakeLedger['accounts'] = new Map();
   const credits: FakeLedger['credits'] = new Map();
   const refunds: FakeLedger['refunds'] = new Map();
+  const reversals: FakeLedger['reversals'] = new Map();
   const usage: ledgerV1.UsageRecord[] = [];
   const budgets: FakeLedger['budgets'] = new Map();
   const spend: FakeLedger['spend'] = new Map();
@@ -81,7 +87,8 @@ export async function startFakeLedger(): Promise<FakeLedger> {
     credit: unary('credit', (request: ledgerV1.CreditRequest) => {
       const previous = credits.get(request.creditId);
       if (previous) {
-        const same = previous.organisationId === request.organisationId && previous.amountMicros === request.amountMicros && previous.reason === request.reason;
+        const same = previous.organisationId === request.organisationId && previous.amountMicros === request.amountMicros && previous.reason === request.reason
+          && (previous.purchased === true) === request.purchased;
         return ledgerV1.CreditResponse.fromPartial(same
           ? { result: ledgerV1.CreditResult.CREDIT_RESULT_OK, availableMicros: accounts.get(request.organisationId)!.availableMicros }
           : { result: ledgerV1.CreditResult.CREDIT_RESULT_IDEMPOTENCY_CONFLICT });
@@ -91,7 +98,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       }
       const account = accounts.get(request.organisationId);
       if (!account) return ledgerV1.CreditResponse.fromPartial({ result: ledgerV1.CreditResult.CREDIT_RESULT_ORGANISATION_UNKNOWN });
-      credits.set(request.creditId, { organisationId: request.organisationId, amountMicros: request.amountMicros, reason: request.reason });
+      credits.set(request.creditId, { organisationId: request.organisationId, amountMicros: request.amountMicros, reason: request.reason, ...(request.purchased ? { purchased: true } : {}) });
       account.creditedMicros += request.amountMicros;
       account.availableMicros += request.amountMicros;
       return ledgerV1.CreditResponse.fromPartial({ result: ledgerV1.CreditResult.CREDIT_RESULT_OK, availableMicros: account.availableMicros });
@@ -101,9 +108,10 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       const previous = refunds.get(request.refundId);
       if (previous) {
         const same = previous.organisationId === request.organisationId && previous.creditId === request.creditId
-          && previous.amountMicros === request.amountMicros && previous.reason === request.reason;
+          && (previous.requestedMicros ?? previous.amountMicros) === request.amountMicros && previous.reason === request.reason
+          && (previous.upToAvailable === true) === request.upToAvailable;
         return ledgerV1.RefundCreditResponse.fromPartial(same
-          ? { result: Result.REFUND_CREDIT_RESULT_OK, availableMicros: accounts.get(request.organisationId)!.availableMicros }
+          ? { result: Result.REFUND_CREDIT_RESULT_OK, availableMicros: accounts.get(request.organisationId)!.availableMicros, refundedMicros: previous.amountMicros }
           : { result: Result.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT });
       }
       if (request.refundId === '' || request.amountMicros <= 0n) {
@@ -115,17 +123,52 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       if (refunded?.organisationId !== request.organisationId) {
         return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN, availableMicros: account.availableMicros });
       }
-      const already = [...refunds.values()].filter((refund) => refund.creditId === request.creditId).reduce((sum, refund) => sum + refund.amountMicros, 0n);
-      if (already + request.amountMicros > refunded.amountMicros) {
-        return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT, availableMicros: account.availableMicros });
+      const reversedIds = new Set([...reversals.values()].map((reversal) => reversal.refundId));
+      const already = [...refunds.entries()].filter(([id, refund]) => refund.creditId === request.creditId && !reversedIds.has(id))
+        .reduce((sum, [, refund]) => sum + refund.amountMicros, 0n);
+      let take = request.amountMicros;
+      if (request.upToAvailable) {
+        const left = refunded.amountMicros - already;
+        const available = account.availableMicros > 0n ? account.availableMicros : 0n;
+        take = [take, available, left].reduce((least, value) => (value < least ? value : least));
+        if (take <= 0n) return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_OK, availableMicros: account.availableMicros, detail: 'nothing available to take' });
+      } else {
+        if (already + request.amountMicros > refunded.amountMicros) {
+          return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT, availableMicros: account.availableMicros });
+        }
+        const notPurchased = [...credits.values()].filter((credit) => credit.organisationId === request.organisationId && credit.purchased !== true)
+          .reduce((sum, credit) => sum + credit.amountMicros, 0n);
+        if (account.availableMicros - notPurchased < request.amountMicros) {
+          return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros });
+        }
       }
-      if (account.availableMicros < request.amountMicros) {
-        return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE, availableMicros: account.availableMicros });
+      refunds.set(request.refundId, {
+        organisationId: request.organisationId, creditId: request.creditId, amountMicros: take, reason: request.reason,
+        ...(request.upToAvailable ? { upToAvailable: true, requestedMicros: request.amountMicros } : {}),
+      });
+      account.creditedMicros -= take;
+      account.availableMicros -= take;
+      return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_OK, availableMicros: account.availableMicros, refundedMicros: take });
+    }),
+    reverseRefund: unary('reverseRefund', (request: ledgerV1.ReverseRefundRequest) => {
+      const { ReverseRefundResult: Result } = ledgerV1;
+      const previous = reversals.get(request.reversalId);
+      if (previous) {
+        const same = previous.organisationId === request.organisationId && previous.refundId === request.refundId && previous.reason === request.reason;
+        return ledgerV1.ReverseRefundResponse.fromPartial(same
+          ? { result: Result.REVERSE_REFUND_RESULT_OK, reversedMicros: previous.amountMicros, availableMicros: accounts.get(request.organisationId)!.availableMicros }
+          : { result: Result.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT });
       }
-      refunds.set(request.refundId, { organisationId: request.organisationId, creditId: request.creditId, amountMicros: request.amountMicros, reason: request.reason });
-      account.creditedMicros -= request.amountMicros;
-      account.availableMicros -= request.amountMicros;
-      return ledgerV1.RefundCreditResponse.fromPartial({ result: Result.REFUND_CREDIT_RESULT_OK, availableMicros: account.availableMicros });
+      const refund = refunds.get(request.refundId);
+      const account = accounts.get(request.organisationId);
+      if (refund?.organisationId !== request.organisationId || !account) return ledgerV1.ReverseRefundResponse.fromPartial({ result: Result.REVERSE_REFUND_RESULT_REFUND_UNKNOWN });
+      if ([...reversals.values()].some((reversal) => reversal.refundId === request.refundId)) {
+        return ledgerV1.ReverseRefundResponse.fromPartial({ result: Result.REVERSE_REFUND_RESULT_ALREADY_REVERSED, availableMicros: account.availableMicros });
+      }
+      reversals.set(request.reversalId, { organisationId: request.organisationId, refundId: request.refundId, amountMicros: refund.amountMicros, reason: request.reason });
+      account.creditedMicros += refund.amountMicros;
+      account.availableMicros += refund.amountMicros;
+      return ledgerV1.ReverseRefundResponse.fromPartial({ result: Result.REVERSE_REFUND_RESULT_OK, reversedMicros: refund.amountMicros, availableMicros: account.availableMicros });
     }),
     getBalance: unary('getBalance', (request: ledgerV1.GetBalanceRequest) => {
       const account = accounts.get(request.organisationId);
@@ -227,7 +270,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const port = await startGrpcServer(server, '127.0.0.1', 0, testTransportSecurity(await sharedTestPki(), 'ledger'));
   return {
     target: `127.0.0.1:${port}`,
-    accounts, credits, refunds, usage, budgets, spend, budgetRequests, budgetAlerts, calls,
+    accounts, credits, refunds, reversals, usage, budgets, spend, budgetRequests, budgetAlerts, calls,
     failNext: (method) => { failing.add(method); },
     close: () => stopGrpcServer(server, 1_000),
   };

@@ -61,7 +61,7 @@ const refundSchema = z.object({
 const errorBodySchema = z.object({ error: z.object({ code: z.string().optional(), description: z.string().optional() }) });
 
 // Razorpay's amount fields (integers of paise); read from the JSON text itself, so no value passes through a float.
-const amountFields = new Set(['amount', 'amount_paid', 'amount_due', 'amount_refunded']);
+const amountFields = new Set(['amount', 'amount_paid', 'amount_due', 'amount_refunded', 'amount_deducted']);
 
 /**
  * Parses a provider answer with its integer amount fields as bigint, exactly: the reviver reads
@@ -183,6 +183,9 @@ export function createRazorpayClient(options: RazorpayClientOptions): PaymentPro
       // Razorpay's refund idempotency: a retry after a lost answer returns the first refund, never a second.
       }, { 'x-refund-idempotency': input.receipt });
       return toRefund(refund);
+    },
+    async fetchRefund(paymentId, refundId) {
+      return toRefund(await call('GET', `v1/payments/${checkedId(paymentId, 'payment')}/refunds/${checkedId(refundId, 'refund')}`, refundSchema));
     },
     verifyCheckoutSignature(input) {
       return hmacMatches(options.keySecret, `${input.orderId}|${input.paymentId}`, input.signature);

@@ -14,6 +14,8 @@ export interface CreditInput {
   amountMicros: bigint;
   /** Free text kept with the credit and its movement. */
   reason: string;
+  /** Money the payer bought (a top-up): only purchased credit is refundable; others are spent last. */
+  purchased?: boolean | undefined;
 }
 
 /** Results of Credit, in precedence order. */
@@ -48,13 +50,14 @@ export async function credit(db: Database, input: CreditInput): Promise<CreditOu
   });
   try {
     return await runIdempotentTransaction(db, async (tx): Promise<CreditOutcome> => {
-      const existing = await tx.query<{ fingerprint: string; organisation_id: string }>(
-        'SELECT fingerprint, organisation_id FROM credits WHERE credit_id = $1', [input.creditId],
+      const existing = await tx.query<{ fingerprint: string; organisation_id: string; purchased: boolean }>(
+        'SELECT fingerprint, organisation_id, purchased FROM credits WHERE credit_id = $1', [input.creditId],
       );
       const earlier = existing.rows[0];
       if (earlier) {
         const availableMicros = await availableOrZero(tx, earlier.organisation_id);
-        return earlier.fingerprint === fingerprint
+        // `purchased` is compared beside the fingerprint (not in it), so credits fingerprinted before it existed still replay.
+        return earlier.fingerprint === fingerprint && earlier.purchased === (input.purchased === true)
           ? { result: 'ok', availableMicros, detail: 'replay: credit already applied' }
           : { result: 'idempotency_conflict', availableMicros: 0n, detail: 'credit_id was already used with a different payload' };
       }
@@ -69,9 +72,9 @@ export async function credit(db: Database, input: CreditInput): Promise<CreditOu
       if (!account) return { result: 'organisation_unknown', availableMicros: 0n, detail: 'organisation has no account' };
 
       const inserted = await tx.query(
-        `INSERT INTO credits (credit_id, organisation_id, amount_micros, reason, fingerprint)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (credit_id) DO NOTHING`,
-        [input.creditId, input.organisationId, input.amountMicros, input.reason, fingerprint],
+        `INSERT INTO credits (credit_id, organisation_id, amount_micros, reason, fingerprint, purchased)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (credit_id) DO NOTHING`,
+        [input.creditId, input.organisationId, input.amountMicros, input.reason, fingerprint, input.purchased === true],
       );
       if (inserted.rowCount !== 1) throw new IdempotencyKeyRace(input.creditId);
       await appendMovement(tx, {

@@ -9,7 +9,7 @@ export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'proje
  * Which check found a difference:
  * - `conservation`: the account row breaks credited = available + held + debited;
  * - `movements`: a balance differs from the sum of its movement deltas;
- * - `credits`: credited differs from the sum of the credits table less the sum of the refunds table;
+ * - `credits`: credited differs from the sum of the credits table less the refunds table plus the refund_reversals table;
  * - `holds`: held differs from the Reserves of commercial reservations still held plus what
  *   commercial credit grants still held hold (a grant is a reservation in every law);
  * - `grants`: a commercial grant's remaining differs from the sum of its movements' held deltas
@@ -134,10 +134,11 @@ export async function verifyLedger(db: Database): Promise<LedgerVerification> {
       'SELECT organisation_id, credited_micros, available_micros, held_micros, debited_micros FROM accounts',
     );
     const fromMovements = await recomputeBalances(tx);
-    // CONSERVATION (credits): what was credited less what was refunded.
+    // CONSERVATION (credits): what was credited less what was refunded, plus refunds reversed.
     const credited = await sumsBy(tx, `SELECT organisation_id, sum(amount_micros)::bigint AS total FROM (
         SELECT organisation_id, amount_micros FROM credits
         UNION ALL SELECT organisation_id, -amount_micros FROM refunds
+        UNION ALL SELECT organisation_id, amount_micros FROM refund_reversals
       ) money_in GROUP BY organisation_id`);
     // CONSERVATION (holds): requests' holds and grants' remaining holds.
     const held = await sumsBy(tx, `SELECT organisation_id, sum(amount)::bigint AS total FROM (

@@ -35,6 +35,7 @@ export interface TestLedger {
   release(request: Partial<ledgerV1.ReleaseRequest>): Promise<ledgerV1.ReleaseResponse>;
   credit(request: Partial<ledgerV1.CreditRequest>): Promise<ledgerV1.CreditResponse>;
   refundCredit(request: Partial<ledgerV1.RefundCreditRequest>): Promise<ledgerV1.RefundCreditResponse>;
+  reverseRefund(request: Partial<ledgerV1.ReverseRefundRequest>): Promise<ledgerV1.ReverseRefundResponse>;
   getBalance(organisationId: string): Promise<ledgerV1.GetBalanceResponse>;
   listUsage(request: Partial<ledgerV1.ListUsageRequest>): Promise<ledgerV1.ListUsageResponse>;
   checkpoint(request: Partial<ledgerV1.CheckpointRequest>): Promise<ledgerV1.CheckpointResponse>;
@@ -120,10 +121,13 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     }, callDeadlineMs),
     release: (request) => callUnary(client.release, client, { reservationId: '', reason: 'upstream_not_called', ...request }, callDeadlineMs),
     credit: (request) => callUnary(admin.credit, admin, {
-      creditId: uniqueId('credit'), organisationId: '', amountMicros: 0n, reason: 'test top-up', ...request,
+      creditId: uniqueId('credit'), organisationId: '', amountMicros: 0n, reason: 'test top-up', purchased: false, ...request,
     }, callDeadlineMs),
     refundCredit: (request) => callUnary(admin.refundCredit, admin, {
-      refundId: uniqueId('refund'), organisationId: '', creditId: '', amountMicros: 0n, reason: 'test refund', ...request,
+      refundId: uniqueId('refund'), organisationId: '', creditId: '', amountMicros: 0n, reason: 'test refund', upToAvailable: false, ...request,
+    }, callDeadlineMs),
+    reverseRefund: (request) => callUnary(admin.reverseRefund, admin, {
+      reversalId: uniqueId('reversal'), organisationId: '', refundId: '', reason: 'test reversal', ...request,
     }, callDeadlineMs),
     getBalance: (organisationId) =>
       callUnary(admin.getBalance, admin, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }), callDeadlineMs),
@@ -155,7 +159,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     }, callDeadlineMs),
     async countRows() {
       const counts: Record<string, bigint> = {};
-      for (const table of ['accounts', 'credits', 'refunds', 'reservations', 'movements', 'usage_records', 'project_budgets',
+      for (const table of ['accounts', 'credits', 'refunds', 'refund_reversals', 'reservations', 'movements', 'usage_records', 'project_budgets',
         'project_budget_changes', 'project_month_spend', 'budget_alerts', 'grants', 'grant_adjustments']) {
         const { rows } = await database.query<{ count: bigint }>(`SELECT count(*) AS count FROM ${table}`);
         counts[table] = rows[0]!.count;

@@ -22,6 +22,7 @@ import type { BillingMode, UsageSource } from '../domain/ledger-types.ts';
 import { listUsage, type UsageRecordView } from '../domain/list-usage.ts';
 import { openAccount, type OpenAccountResultName } from '../domain/open-account.ts';
 import { refundCredit, type RefundCreditResultName } from '../domain/refund-credit.ts';
+import { reverseRefund, type ReverseRefundResultName } from '../domain/reverse-refund.ts';
 import { release, type ReleaseResultName } from '../domain/release.ts';
 import { reserve, type ReserveResultName } from '../domain/reserve.ts';
 import { settle, type SettleResultName } from '../domain/settle.ts';
@@ -104,6 +105,14 @@ const refundCreditResults: Record<RefundCreditResultName, ledgerV1.RefundCreditR
   credit_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN,
   exceeds_credit: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT,
   insufficient_balance: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE,
+};
+
+const reverseRefundResults: Record<ReverseRefundResultName, ledgerV1.ReverseRefundResult> = {
+  ok: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_OK,
+  idempotency_conflict: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT,
+  invalid_argument: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_INVALID_ARGUMENT,
+  refund_unknown: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_REFUND_UNKNOWN,
+  already_reversed: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_ALREADY_REVERSED,
 };
 
 /** The proto billing mode as the domain's, or null for UNSPECIFIED and values this build does not know. */
@@ -624,6 +633,7 @@ export function createLedgerGrpcService(
     credit: handle<ledgerV1.CreditRequest, ledgerV1.CreditResponse>('Credit', async (request) => {
       const outcome = await credit(db, {
         creditId: request.creditId, organisationId: request.organisationId, amountMicros: request.amountMicros, reason: request.reason,
+        purchased: request.purchased,
       });
       return {
         response: { ...outcome, result: creditResults[outcome.result] },
@@ -634,12 +644,23 @@ export function createLedgerGrpcService(
     refundCredit: handle<ledgerV1.RefundCreditRequest, ledgerV1.RefundCreditResponse>('RefundCredit', async (request) => {
       const outcome = await refundCredit(db, {
         refundId: request.refundId, organisationId: request.organisationId, creditId: request.creditId,
-        amountMicros: request.amountMicros, reason: request.reason,
+        amountMicros: request.amountMicros, reason: request.reason, upToAvailable: request.upToAvailable,
       });
       return {
         response: { ...outcome, result: refundCreditResults[outcome.result] },
         outcome: outcome.result,
         subject: { refundId: request.refundId, organisationId: request.organisationId, creditId: request.creditId },
+      };
+    }),
+
+    reverseRefund: handle<ledgerV1.ReverseRefundRequest, ledgerV1.ReverseRefundResponse>('ReverseRefund', async (request) => {
+      const outcome = await reverseRefund(db, {
+        reversalId: request.reversalId, organisationId: request.organisationId, refundId: request.refundId, reason: request.reason,
+      });
+      return {
+        response: { ...outcome, result: reverseRefundResults[outcome.result] },
+        outcome: outcome.result,
+        subject: { reversalId: request.reversalId, organisationId: request.organisationId, refundId: request.refundId },
       };
     }),
 

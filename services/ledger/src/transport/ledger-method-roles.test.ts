@@ -13,7 +13,7 @@ describe('ledgerMethodRoles', () => {
     expect(byRole('proxy')).toEqual(['acquireGrant', 'adjustGrant', 'checkpoint', 'operate', 'release', 'reserve', 'settle']);
     expect(byRole('admin')).toEqual([
       'credit', 'getBalance', 'getProjectSpend', 'listBudgetAlerts', 'listUsage', 'openAccount', 'refundCredit',
-      'setProjectBudget', 'summarizeUsage', 'verify', 'watchBudgetAlerts',
+      'reverseRefund', 'setProjectBudget', 'summarizeUsage', 'verify', 'watchBudgetAlerts',
     ]);
     expect(byRole('ledger')).toEqual([]);
   });

@@ -18,6 +18,7 @@ export const ledgerMethodRoles: MethodRoles<keyof typeof ledgerV1.LedgerServiceS
   openAccount: ['admin'],
   credit: ['admin'],
   refundCredit: ['admin'],
+  reverseRefund: ['admin'],
   getBalance: ['admin'],
   listUsage: ['admin'],
   setProjectBudget: ['admin'],

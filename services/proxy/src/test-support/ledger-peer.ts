@@ -507,6 +507,7 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     openAccount: unimplemented,
     credit: unimplemented,
     refundCredit: unimplemented,
+    reverseRefund: unimplemented,
     getBalance: unimplemented,
     listUsage: unimplemented,
     setProjectBudget: unimplemented,

@@ -84,10 +84,30 @@ export interface Refund {
   topup_id: string;
   amount_paise: string;
   debit_micros: string;
-  state: string;
+  state: 'requested' | 'debited' | 'provider_pending' | 'provider_refunded' | 'credit_noted' | 'refused' | 'provider_refused' | 'failed';
   provider_refund_id: string | null;
   credit_note_id: string | null;
+  /** The payment provider's reason for refusing it (provider_refused, failed). */
+  failure_reason: string | null;
+  /** The last transient failure the refund job is retrying. */
+  last_error: string | null;
+  attempts: number;
+  next_attempt_at: string | null;
   created_at: string;
+}
+
+/** A refund's state in words: where the money is. */
+export function refundStateText(refund: Refund): string {
+  switch (refund.state) {
+    case 'requested': return 'Requested';
+    case 'debited': return refund.last_error === null ? 'Taken from the balance; refunding' : `Taken from the balance; retrying (${refund.last_error})`;
+    case 'provider_pending': return 'Pending at the payment provider';
+    case 'provider_refunded': return 'Refunded; credit note being issued';
+    case 'credit_noted': return 'Refunded, credit note issued';
+    case 'refused': return 'Refused: not enough unspent purchased balance';
+    case 'provider_refused': return `Refused by the payment provider (${refund.failure_reason ?? 'no reason given'}); returning the money to the balance`;
+    case 'failed': return `Failed: ${refund.failure_reason ?? 'refused by the payment provider'}. The money is back in the balance.`;
+  }
 }
 
 /** A page of a newest-first list (top-ups, documents): pass `next_cursor` as `cursor` for the next. */

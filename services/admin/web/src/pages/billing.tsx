@@ -11,7 +11,7 @@ import { useLive } from '../live.ts';
 import { roleAllows, type PageProps } from '../page-props.ts';
 import { navigate } from '../router.ts';
 import {
-  documentKindText, documentPdfPath, type BillingProfile, type CheckoutDetails, type CursorPage, type Refund, type TopUp, type TopUpPackage, type TopUpState,
+  documentKindText, documentPdfPath, refundStateText, type BillingProfile, type CheckoutDetails, type CursorPage, type Refund, type TopUp, type TopUpPackage, type TopUpState,
 } from './billing-types.ts';
 import { formatPaise, paiseInput, rupeesToPaise } from './paise.ts';
 
@@ -463,6 +463,11 @@ function TopUpList(props: { organisationId: string; version: number; isPlatform:
                   </ul>
                 )),
               },
+              {
+                header: 'Refunds', cell: (topUp: TopUp) => (topUp.state === 'invoiced' || topUp.state === 'refunded'
+                  ? <TopUpRefunds organisationId={props.organisationId} topUpId={topUp.id} version={props.version} />
+                  : '—'),
+              },
               ...(props.isPlatform ? [{
                 header: 'Actions', cell: (topUp: TopUp) => (topUp.state === 'invoiced' ? (
                   <button type="button" class="secondary" aria-label={`Refund ${topUp.id}`} onClick={() => setRefunding(topUp)}>Refund</button>
@@ -480,6 +485,21 @@ function TopUpList(props: { organisationId: string; version: number; isPlatform:
           onDone={() => { setRefunding(undefined); props.onChanged(); }} />
       )}
     </div>
+  );
+}
+
+/** A top-up's refunds with their state and, when the provider refused one, its reason. */
+function TopUpRefunds(props: { organisationId: string; topUpId: string; version: number }) {
+  const [refunds, setRefunds] = useState<Refund[] | undefined>(undefined);
+  useEffect(() => {
+    api.get<{ data: Refund[] }>(`/admin/v1/organisations/${props.organisationId}/topups/${props.topUpId}/refunds`)
+      .then((answer) => setRefunds(answer.data), () => setRefunds([]));
+  }, [props.organisationId, props.topUpId, props.version]);
+  if (refunds === undefined || refunds.length === 0) return <>—</>;
+  return (
+    <ul class="changes small">
+      {refunds.map((refund) => <li key={refund.id}>{formatPaise(refund.amount_paise)}: {refundStateText(refund)}</li>)}
+    </ul>
   );
 }
 
@@ -530,7 +550,7 @@ function RefundDialog(props: { organisationId: string; topUp: TopUp; onClose(): 
         </form>
       ) : (
         <>
-          <p role="status">Refund {refund.id} of {formatPaise(refund.amount_paise)}: {refund.state.replaceAll('_', ' ')}; {formatRupees(refund.debit_micros)} taken from the balance.</p>
+          <p role="status">Refund {refund.id} of {formatPaise(refund.amount_paise)}: {refundStateText(refund)}{refund.state === 'failed' ? '' : ` (${formatRupees(refund.debit_micros)} of balance).`}</p>
           <div class="actions"><button type="button" class="primary" onClick={props.onDone}>Close</button></div>
         </>
       )}

@@ -4,12 +4,14 @@ import { PlatformModels } from './platform-models.tsx';
 import { PlatformOrganisations } from './platform-organisations.tsx';
 import { PlatformPackages } from './platform-packages.tsx';
 import { PlatformPeople } from './platform-people.tsx';
+import { PlatformReversals } from './platform-reversals.tsx';
 
 /** The platform area's sections, in the order the sub-navigation lists them; the hash's `tab` picks one. */
 const sections = [
   { tab: 'organisations', title: 'Organisations' },
   { tab: 'models', title: 'Gateway models' },
   { tab: 'packages', title: 'Top-up packages' },
+  { tab: 'reversals', title: 'Payment reversals' },
   { tab: 'people', title: 'People' },
   { tab: 'audit', title: 'Audit log' },
 ] as const;
@@ -17,7 +19,7 @@ const sections = [
 type Section = (typeof sections)[number]['tab'];
 
 /**
- * The platform admin's area: organisations, gateway models, top-up packages, people and the audit log, each a
+ * The platform admin's area: organisations, gateway models, top-up packages, payment reversals, people and the audit log, each a
  * sub-tab addressed by the hash (#/platform?tab=models), so reloads and the back button keep it.
  */
 export function PlatformPage(props: PageProps) {
@@ -38,6 +40,7 @@ export function PlatformPage(props: PageProps) {
       {current === 'organisations' ? <PlatformOrganisations /> : null}
       {current === 'models' ? <PlatformModels /> : null}
       {current === 'packages' ? <PlatformPackages /> : null}
+      {current === 'reversals' ? <PlatformReversals /> : null}
       {current === 'people' ? <PlatformPeople /> : null}
       {current === 'audit' ? <PlatformAudit /> : null}
     </section>

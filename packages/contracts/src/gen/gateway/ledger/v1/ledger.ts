@@ -256,6 +256,37 @@ export namespace RefundCreditResult {
   export type UNRECOGNIZED = typeof RefundCreditResult.UNRECOGNIZED;
 }
 
+/** Results of ReverseRefund, in precedence order. Every result but OK writes nothing. */
+export const ReverseRefundResult = {
+  REVERSE_REFUND_RESULT_UNSPECIFIED: 0,
+  /** REVERSE_REFUND_RESULT_OK - Reversed now, or a replay of the same reversal. */
+  REVERSE_REFUND_RESULT_OK: 1,
+  /** REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT - Not retryable: reversal_id was already used with a different organisation, refund or reason. */
+  REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT: 2,
+  /** REVERSE_REFUND_RESULT_INVALID_ARGUMENT - Not retryable: a field is missing or malformed. */
+  REVERSE_REFUND_RESULT_INVALID_ARGUMENT: 3,
+  /** REVERSE_REFUND_RESULT_REFUND_UNKNOWN - Retryable once the refund is made: no refund of this organisation has refund_id. */
+  REVERSE_REFUND_RESULT_REFUND_UNKNOWN: 4,
+  /** REVERSE_REFUND_RESULT_ALREADY_REVERSED - Not retryable: another reversal_id already reversed this refund. */
+  REVERSE_REFUND_RESULT_ALREADY_REVERSED: 5,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type ReverseRefundResult = typeof ReverseRefundResult[keyof typeof ReverseRefundResult];
+
+export namespace ReverseRefundResult {
+  export type REVERSE_REFUND_RESULT_UNSPECIFIED = typeof ReverseRefundResult.REVERSE_REFUND_RESULT_UNSPECIFIED;
+  export type REVERSE_REFUND_RESULT_OK = typeof ReverseRefundResult.REVERSE_REFUND_RESULT_OK;
+  export type REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT =
+    typeof ReverseRefundResult.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT;
+  export type REVERSE_REFUND_RESULT_INVALID_ARGUMENT =
+    typeof ReverseRefundResult.REVERSE_REFUND_RESULT_INVALID_ARGUMENT;
+  export type REVERSE_REFUND_RESULT_REFUND_UNKNOWN = typeof ReverseRefundResult.REVERSE_REFUND_RESULT_REFUND_UNKNOWN;
+  export type REVERSE_REFUND_RESULT_ALREADY_REVERSED =
+    typeof ReverseRefundResult.REVERSE_REFUND_RESULT_ALREADY_REVERSED;
+  export type UNRECOGNIZED = typeof ReverseRefundResult.UNRECOGNIZED;
+}
+
 export const GetBalanceResult = {
   GET_BALANCE_RESULT_UNSPECIFIED: 0,
   GET_BALANCE_RESULT_OK: 1,
@@ -516,6 +547,11 @@ export interface CreditRequest {
   amountMicros: bigint;
   /** Free text kept on the movement row, e.g. "manual: welcome credit". */
   reason: string;
+  /**
+   * Money the payer bought (a top-up). Only purchased credit is refundable (RefundCredit); a
+   * manual or promotional credit is spent last and never refunded.
+   */
+  purchased: boolean;
 }
 
 export interface CreditResponse {
@@ -534,10 +570,41 @@ export interface RefundCreditRequest {
   amountMicros: bigint;
   /** Free text kept on the refund and its movement, e.g. "refund of top_…". */
   reason: string;
+  /**
+   * Take what the available balance allows, up to the amount, instead of refusing (a refund or a
+   * dispute the payer got outside the gateway: the money is gone, so what can be debited is).
+   * The purchased-only rule does not apply; refunded_micros says what was taken (possibly 0,
+   * then nothing is written).
+   */
+  upToAvailable: boolean;
 }
 
 export interface RefundCreditResponse {
   result: RefundCreditResult;
+  /** Available balance after the call, µ₹ (0 when the answer names no account). */
+  availableMicros: bigint;
+  detail: string;
+  /**
+   * What the refund took from the balance, µ₹ (OK only): the amount, or with up_to_available
+   * what was available of it.
+   */
+  refundedMicros: bigint;
+}
+
+export interface ReverseRefundRequest {
+  /** Caller-generated id of the reversal; its idempotency key. */
+  reversalId: string;
+  organisationId: string;
+  /** The refund whose money goes back to the balance. */
+  refundId: string;
+  /** Free text kept on the reversal and its movement. */
+  reason: string;
+}
+
+export interface ReverseRefundResponse {
+  result: ReverseRefundResult;
+  /** What went back to available, µ₹ (OK only): everything the refund took. */
+  reversedMicros: bigint;
   /** Available balance after the call, µ₹ (0 when the answer names no account). */
   availableMicros: bigint;
   detail: string;
@@ -1844,7 +1911,7 @@ export const ReleaseResponse: MessageFns<ReleaseResponse> = {
 };
 
 function createBaseCreditRequest(): CreditRequest {
-  return { creditId: "", organisationId: "", amountMicros: 0n, reason: "" };
+  return { creditId: "", organisationId: "", amountMicros: 0n, reason: "", purchased: false };
 }
 
 export const CreditRequest: MessageFns<CreditRequest> = {
@@ -1863,6 +1930,9 @@ export const CreditRequest: MessageFns<CreditRequest> = {
     }
     if (message.reason !== "") {
       writer.uint32(34).string(message.reason);
+    }
+    if (message.purchased !== false) {
+      writer.uint32(40).bool(message.purchased);
     }
     return writer;
   },
@@ -1912,6 +1982,14 @@ export const CreditRequest: MessageFns<CreditRequest> = {
             message.reason = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.purchased = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1935,6 +2013,7 @@ export const CreditRequest: MessageFns<CreditRequest> = {
       ? BigInt(object.amountMicros)
       : 0n;
     message.reason = object.reason ?? "";
+    message.purchased = object.purchased ?? false;
     return message;
   },
 };
@@ -2024,7 +2103,7 @@ export const CreditResponse: MessageFns<CreditResponse> = {
 };
 
 function createBaseRefundCreditRequest(): RefundCreditRequest {
-  return { refundId: "", organisationId: "", creditId: "", amountMicros: 0n, reason: "" };
+  return { refundId: "", organisationId: "", creditId: "", amountMicros: 0n, reason: "", upToAvailable: false };
 }
 
 export const RefundCreditRequest: MessageFns<RefundCreditRequest> = {
@@ -2046,6 +2125,9 @@ export const RefundCreditRequest: MessageFns<RefundCreditRequest> = {
     }
     if (message.reason !== "") {
       writer.uint32(42).string(message.reason);
+    }
+    if (message.upToAvailable !== false) {
+      writer.uint32(48).bool(message.upToAvailable);
     }
     return writer;
   },
@@ -2103,6 +2185,14 @@ export const RefundCreditRequest: MessageFns<RefundCreditRequest> = {
             message.reason = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.upToAvailable = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2127,12 +2217,13 @@ export const RefundCreditRequest: MessageFns<RefundCreditRequest> = {
       ? BigInt(object.amountMicros)
       : 0n;
     message.reason = object.reason ?? "";
+    message.upToAvailable = object.upToAvailable ?? false;
     return message;
   },
 };
 
 function createBaseRefundCreditResponse(): RefundCreditResponse {
-  return { result: 0, availableMicros: 0n, detail: "" };
+  return { result: 0, availableMicros: 0n, detail: "", refundedMicros: 0n };
 }
 
 export const RefundCreditResponse: MessageFns<RefundCreditResponse> = {
@@ -2148,6 +2239,12 @@ export const RefundCreditResponse: MessageFns<RefundCreditResponse> = {
     }
     if (message.detail !== "") {
       writer.uint32(26).string(message.detail);
+    }
+    if (message.refundedMicros !== 0n) {
+      if (BigInt.asIntN(64, message.refundedMicros) !== message.refundedMicros) {
+        throw new globalThis.Error("value provided for field message.refundedMicros of type int64 too large");
+      }
+      writer.uint32(32).int64(message.refundedMicros);
     }
     return writer;
   },
@@ -2189,6 +2286,14 @@ export const RefundCreditResponse: MessageFns<RefundCreditResponse> = {
             message.detail = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.refundedMicros = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2207,6 +2312,201 @@ export const RefundCreditResponse: MessageFns<RefundCreditResponse> = {
   fromPartial<I extends Exact<DeepPartial<RefundCreditResponse>, I>>(object: I): RefundCreditResponse {
     const message = createBaseRefundCreditResponse();
     message.result = object.result ?? 0;
+    message.availableMicros = (object.availableMicros !== undefined && object.availableMicros !== null)
+      ? BigInt(object.availableMicros)
+      : 0n;
+    message.detail = object.detail ?? "";
+    message.refundedMicros = (object.refundedMicros !== undefined && object.refundedMicros !== null)
+      ? BigInt(object.refundedMicros)
+      : 0n;
+    return message;
+  },
+};
+
+function createBaseReverseRefundRequest(): ReverseRefundRequest {
+  return { reversalId: "", organisationId: "", refundId: "", reason: "" };
+}
+
+export const ReverseRefundRequest: MessageFns<ReverseRefundRequest> = {
+  encode(message: ReverseRefundRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reversalId !== "") {
+      writer.uint32(10).string(message.reversalId);
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(18).string(message.organisationId);
+    }
+    if (message.refundId !== "") {
+      writer.uint32(26).string(message.refundId);
+    }
+    if (message.reason !== "") {
+      writer.uint32(34).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReverseRefundRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReverseRefundRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reversalId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.refundId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ReverseRefundRequest>, I>>(base?: I): ReverseRefundRequest {
+    return ReverseRefundRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReverseRefundRequest>, I>>(object: I): ReverseRefundRequest {
+    const message = createBaseReverseRefundRequest();
+    message.reversalId = object.reversalId ?? "";
+    message.organisationId = object.organisationId ?? "";
+    message.refundId = object.refundId ?? "";
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseReverseRefundResponse(): ReverseRefundResponse {
+  return { result: 0, reversedMicros: 0n, availableMicros: 0n, detail: "" };
+}
+
+export const ReverseRefundResponse: MessageFns<ReverseRefundResponse> = {
+  encode(message: ReverseRefundResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.result !== 0) {
+      writer.uint32(8).int32(message.result);
+    }
+    if (message.reversedMicros !== 0n) {
+      if (BigInt.asIntN(64, message.reversedMicros) !== message.reversedMicros) {
+        throw new globalThis.Error("value provided for field message.reversedMicros of type int64 too large");
+      }
+      writer.uint32(16).int64(message.reversedMicros);
+    }
+    if (message.availableMicros !== 0n) {
+      if (BigInt.asIntN(64, message.availableMicros) !== message.availableMicros) {
+        throw new globalThis.Error("value provided for field message.availableMicros of type int64 too large");
+      }
+      writer.uint32(24).int64(message.availableMicros);
+    }
+    if (message.detail !== "") {
+      writer.uint32(34).string(message.detail);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReverseRefundResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReverseRefundResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.result = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.reversedMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.availableMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.detail = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ReverseRefundResponse>, I>>(base?: I): ReverseRefundResponse {
+    return ReverseRefundResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReverseRefundResponse>, I>>(object: I): ReverseRefundResponse {
+    const message = createBaseReverseRefundResponse();
+    message.result = object.result ?? 0;
+    message.reversedMicros = (object.reversedMicros !== undefined && object.reversedMicros !== null)
+      ? BigInt(object.reversedMicros)
+      : 0n;
     message.availableMicros = (object.availableMicros !== undefined && object.availableMicros !== null)
       ? BigInt(object.availableMicros)
       : 0n;
@@ -5684,9 +5984,11 @@ export const LedgerServiceService = {
   },
   /**
    * Returns part of a credit's unspent money to the payer (a refund of a top-up): debits the
-   * organisation's AVAILABLE balance by the amount, never what is held, and only if available
-   * covers it (NO_OVERSPEND); credited shrinks by the same amount (CONSERVATION (credits)).
-   * Idempotent on refund_id.
+   * organisation's AVAILABLE balance by the amount, never what is held, and only if the
+   * purchased, unspent part of available covers it (NO_OVERSPEND; money of credits not purchased
+   * never goes out as cash); credited shrinks by the same amount (CONSERVATION (credits)). With
+   * up_to_available it takes what available allows instead of refusing (money the payer already
+   * got back outside the gateway). Idempotent on refund_id.
    */
   refundCredit: {
     path: "/gateway.ledger.v1.LedgerService/RefundCredit" as const,
@@ -5697,6 +5999,21 @@ export const LedgerServiceService = {
     responseSerialize: (value: RefundCreditResponse): Buffer =>
       Buffer.from(RefundCreditResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RefundCreditResponse => RefundCreditResponse.decode(value),
+  },
+  /**
+   * Gives a refund's money back to the balance (the payment provider refused the refund, or a
+   * dispute was won): available and credited grow by what the refund took, once per refund.
+   * Idempotent on reversal_id.
+   */
+  reverseRefund: {
+    path: "/gateway.ledger.v1.LedgerService/ReverseRefund" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReverseRefundRequest): Buffer => Buffer.from(ReverseRefundRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReverseRefundRequest => ReverseRefundRequest.decode(value),
+    responseSerialize: (value: ReverseRefundResponse): Buffer =>
+      Buffer.from(ReverseRefundResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReverseRefundResponse => ReverseRefundResponse.decode(value),
   },
   /** Reads the organisation balance. */
   getBalance: {
@@ -5865,11 +6182,19 @@ export interface LedgerServiceServer extends UntypedServiceImplementation {
   credit: handleUnaryCall<CreditRequest, CreditResponse>;
   /**
    * Returns part of a credit's unspent money to the payer (a refund of a top-up): debits the
-   * organisation's AVAILABLE balance by the amount, never what is held, and only if available
-   * covers it (NO_OVERSPEND); credited shrinks by the same amount (CONSERVATION (credits)).
-   * Idempotent on refund_id.
+   * organisation's AVAILABLE balance by the amount, never what is held, and only if the
+   * purchased, unspent part of available covers it (NO_OVERSPEND; money of credits not purchased
+   * never goes out as cash); credited shrinks by the same amount (CONSERVATION (credits)). With
+   * up_to_available it takes what available allows instead of refusing (money the payer already
+   * got back outside the gateway). Idempotent on refund_id.
    */
   refundCredit: handleUnaryCall<RefundCreditRequest, RefundCreditResponse>;
+  /**
+   * Gives a refund's money back to the balance (the payment provider refused the refund, or a
+   * dispute was won): available and credited grow by what the refund took, once per refund.
+   * Idempotent on reversal_id.
+   */
+  reverseRefund: handleUnaryCall<ReverseRefundRequest, ReverseRefundResponse>;
   /** Reads the organisation balance. */
   getBalance: handleUnaryCall<GetBalanceRequest, GetBalanceResponse>;
   /** Lists usage records, newest first, paged. */
@@ -6001,9 +6326,11 @@ export interface LedgerServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * Returns part of a credit's unspent money to the payer (a refund of a top-up): debits the
-   * organisation's AVAILABLE balance by the amount, never what is held, and only if available
-   * covers it (NO_OVERSPEND); credited shrinks by the same amount (CONSERVATION (credits)).
-   * Idempotent on refund_id.
+   * organisation's AVAILABLE balance by the amount, never what is held, and only if the
+   * purchased, unspent part of available covers it (NO_OVERSPEND; money of credits not purchased
+   * never goes out as cash); credited shrinks by the same amount (CONSERVATION (credits)). With
+   * up_to_available it takes what available allows instead of refusing (money the payer already
+   * got back outside the gateway). Idempotent on refund_id.
    */
   refundCredit(
     request: RefundCreditRequest,
@@ -6019,6 +6346,26 @@ export interface LedgerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RefundCreditResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Gives a refund's money back to the balance (the payment provider refused the refund, or a
+   * dispute was won): available and credited grow by what the refund took, once per refund.
+   * Idempotent on reversal_id.
+   */
+  reverseRefund(
+    request: ReverseRefundRequest,
+    callback: (error: ServiceError | null, response: ReverseRefundResponse) => void,
+  ): ClientUnaryCall;
+  reverseRefund(
+    request: ReverseRefundRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReverseRefundResponse) => void,
+  ): ClientUnaryCall;
+  reverseRefund(
+    request: ReverseRefundRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReverseRefundResponse) => void,
   ): ClientUnaryCall;
   /** Reads the organisation balance. */
   getBalance(

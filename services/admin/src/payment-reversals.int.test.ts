@@ -1,0 +1,167 @@
+/**
+ * Money a payer got back outside the gateway, over real PostgreSQL, the fake ledger over real
+ * grpc-js and the local payment provider sending its signed webhooks to the admin: a refund made
+ * from the provider's dashboard debits what the payer got back (never below zero: the rest is a
+ * recorded shortfall, the organisation flagged to platform admins); a dispute holds its amount,
+ * gives it back when won and keeps it out when lost.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openDatabase, type Database } from '@gateway/db';
+import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
+import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { newId } from './domain/ids.ts';
+import { issueTopUpDocument, type TaxDocumentSettings } from './domain/tax-documents.ts';
+import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import { createRazorpayClient } from './transport/razorpay-client.ts';
+
+const serverUrl = testPostgresUrl();
+const keyId = 'rzp_test_reversalsKey1';
+const keySecret = 'reversals-key-secret';
+const webhookSecret = 'reversals-webhook-secret';
+
+const invoiceSettings: TaxDocumentSettings = {
+  INVOICE_SUPPLIER_NAME: 'Gateway Operator', INVOICE_SUPPLIER_ADDRESS: 'Bengaluru', INVOICE_SUPPLIER_GSTIN: undefined,
+  INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
+};
+
+/** ₹1,180.00 paid (GST included) for ₹1,000 of balance. */
+const pricePaise = 118_000n;
+const creditMicros = 1_000_000_000n;
+
+let testDatabase: TestDatabase;
+let local: LocalPayments;
+let admin: AdminHarness;
+let db: Database;
+
+/** An organisation with one invoiced top-up paid through the local provider and credited (purchased), `spentMicros` of it spent. */
+async function invoicedTopUp(spentMicros: bigint): Promise<{ organisationId: string; topUpId: string; paymentId: string }> {
+  const created = await admin.request('POST', '/admin/v1/organisations', { name: `Reversals ${newId('organisation').slice(-6)}` });
+  expect(created.status).toBe(201);
+  const organisationId = created.json.id as string;
+  const packageId = newId('topUpPackage');
+  const topUpId = newId('topUp');
+  const provider = createRazorpayClient({ kind: 'local', baseUrl: local.url, keyId, keySecret, webhookSecret });
+  const order = await provider.createOrder({ amountPaise: pricePaise, receipt: topUpId, notes: {} });
+  local.pauseWebhooks();
+  const paymentId = local.pay(order.id, 'pay').paymentIds.at(-1)!;
+  const snapshot = { legal_name: 'Reversals Pvt Ltd', address: '1 MG Road, Bengaluru', state_code: '29', gstin: null };
+  await db.query('INSERT INTO topup_packages (id, name, price_paise, credit_micros) VALUES ($1, $2, $3, $4)', [packageId, 'Starter', pricePaise, creditMicros]);
+  await db.query(
+    `INSERT INTO topups (id, organisation_id, package_id, price_paise, credit_micros, state, provider, provider_order_id, provider_payment_id,
+       billing_snapshot, paid_at, credited_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, 'credited', 'local', $6, $7, $8, now(), now(), now() + interval '1 day')`,
+    [topUpId, organisationId, packageId, pricePaise, creditMicros, order.id, paymentId, JSON.stringify(snapshot)],
+  );
+  await db.transaction((tx) => issueTopUpDocument(tx, invoiceSettings, topUpId));
+  await db.query(`UPDATE topups SET state = 'invoiced' WHERE id = $1`, [topUpId]);
+  admin.ledger.credits.set(`topup:${topUpId}`, { organisationId, amountMicros: creditMicros, reason: 'top-up', purchased: true });
+  Object.assign(admin.ledger.accounts.get(organisationId)!, {
+    creditedMicros: creditMicros, availableMicros: creditMicros - spentMicros, heldMicros: 0n, debitedMicros: spentMicros,
+  });
+  // The capture's webhooks are not this test's subject: dropped, then webhooks flow again.
+  await local.deliverPending();
+  local.resumeWebhooks();
+  return { organisationId, topUpId, paymentId };
+}
+
+function available(organisationId: string): bigint {
+  return admin.ledger.accounts.get(organisationId)!.availableMicros;
+}
+
+describe.skipIf(!serverUrl)('refunds and disputes made outside the gateway', () => {
+  beforeAll(async () => {
+    testDatabase = await createTestDatabase(serverUrl!);
+    local = await startLocalPayments({ keyId, keySecret, webhookSecret, webhookRetry: { attempts: 3, baseDelayMs: 50 } });
+    admin = await startAdminHarness({
+      databaseUrl: testDatabase.url,
+      env: {
+        PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
+        RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100',
+      },
+    });
+    local.setWebhookUrl(`${admin.baseUrl}/webhooks/razorpay`);
+    db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
+  });
+
+  afterAll(async () => {
+    await admin?.close();
+    await db?.close();
+    await local?.close();
+    await testDatabase?.drop();
+  });
+
+  it('a refund from the provider\'s dashboard debits what the payer got back, once', async () => {
+    const topUp = await invoicedTopUp(0n);
+    local.dashboardRefund(topUp.paymentId, 59_000n);
+    await local.webhooksIdle();
+    // Half the price back: half the credit leaves the balance.
+    await vi.waitFor(() => { expect(available(topUp.organisationId)).toBe(500_000_000n); }, { timeout: 10_000, interval: 50 });
+    const listed = await admin.request('GET', `/admin/v1/payment-reversals?organisation_id=${topUp.organisationId}`);
+    expect(listed.status).toBe(200);
+    expect(listed.json.data).toEqual([expect.objectContaining({
+      kind: 'refund', organisation_id: topUp.organisationId, topup_id: topUp.topUpId, amount_paise: '59000',
+      debit_micros: '500000000', taken_micros: '500000000', shortfall_micros: '0', state: 'debited',
+    })]);
+    // The same webhook again (the provider retries) changes nothing.
+    const delivered = local.webhookDeliveries().filter((delivery) => delivery.event === 'refund.processed').at(-1)!;
+    expect(delivered).toBeDefined();
+    expect(available(topUp.organisationId)).toBe(500_000_000n);
+  });
+
+  it('what the balance cannot cover is never taken below zero: the shortfall is recorded, the organisation flagged and alerted', async () => {
+    const topUp = await invoicedTopUp(900_000_000n);
+    local.dashboardRefund(topUp.paymentId);
+    await vi.waitFor(async () => {
+      const listed = await admin.request('GET', '/admin/v1/payment-reversals?shortfall_only=true');
+      expect(listed.json.data).toContainEqual(expect.objectContaining({
+        organisation_id: topUp.organisationId, kind: 'refund', debit_micros: '1000000000', taken_micros: '100000000', shortfall_micros: '900000000',
+      }));
+    }, { timeout: 10_000, interval: 50 });
+    expect(available(topUp.organisationId)).toBe(0n);
+    const alerts = await db.query<{ kind: string }>('SELECT kind FROM alerts WHERE organisation_id = $1', [topUp.organisationId]);
+    expect(alerts.rows.map((row) => row.kind)).toEqual(['payment_shortfall']);
+  });
+
+  it('a dispute holds its amount; won, the amount comes back; lost, it stays out', async () => {
+    const topUp = await invoicedTopUp(0n);
+    const dispute = local.openDispute(topUp.paymentId, 59_000n);
+    await vi.waitFor(() => { expect(available(topUp.organisationId)).toBe(500_000_000n); }, { timeout: 10_000, interval: 50 });
+    local.resolveDispute(dispute.id, 'won');
+    await vi.waitFor(() => { expect(available(topUp.organisationId)).toBe(1_000_000_000n); }, { timeout: 10_000, interval: 50 });
+
+    const lost = local.openDispute(topUp.paymentId, 59_000n);
+    await vi.waitFor(() => { expect(available(topUp.organisationId)).toBe(500_000_000n); }, { timeout: 10_000, interval: 50 });
+    local.resolveDispute(lost.id, 'lost');
+    await local.webhooksIdle();
+    await vi.waitFor(async () => {
+      const listed = await admin.request('GET', `/admin/v1/payment-reversals?organisation_id=${topUp.organisationId}`);
+      expect(listed.json.data.map((entry: { provider_ref: string; state: string; dispute_status: string }) => [entry.provider_ref, entry.state, entry.dispute_status]))
+        .toEqual([[lost.id, 'debited', 'lost'], [dispute.id, 'returned', 'won']]);
+    }, { timeout: 10_000, interval: 50 });
+    expect(available(topUp.organisationId)).toBe(500_000_000n);
+  });
+
+  it('refund.failed for a pending refund of the gateway\'s ends it failed with the provider\'s reason and gives its money back', async () => {
+    const topUp = await invoicedTopUp(0n);
+    local.holdRefunds();
+    try {
+      const created = await admin.request('POST', `/admin/v1/organisations/${topUp.organisationId}/topups/${topUp.topUpId}/refunds`,
+        { amount_paise: '59000' }, { 'idempotency-key': 'held' });
+      expect(created.json.refund.state).toBe('provider_pending');
+      expect(available(topUp.organisationId)).toBe(500_000_000n);
+      local.settleRefund(created.json.refund.provider_refund_id as string, 'failed', 'The beneficiary account is closed.');
+      await vi.waitFor(async () => {
+        const listed = await admin.request('GET', `/admin/v1/organisations/${topUp.organisationId}/topups/${topUp.topUpId}/refunds`);
+        expect(listed.json.data[0]).toMatchObject({
+          state: 'failed', failure_reason: 'The payment provider reports the refund failed: The beneficiary account is closed.',
+        });
+      }, { timeout: 10_000, interval: 50 });
+      expect(available(topUp.organisationId)).toBe(1_000_000_000n);
+      // Not a reversal: the refund was the gateway's own.
+      const reversals = await admin.request('GET', `/admin/v1/payment-reversals?organisation_id=${topUp.organisationId}`);
+      expect(reversals.json.data).toEqual([]);
+    } finally {
+      local.processRefundsAtOnce();
+    }
+  });
+});
