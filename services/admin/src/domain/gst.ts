@@ -19,8 +19,10 @@ const basisPointsPerUnit = 10_000n;
 /**
  * Splits a GST-inclusive total (paise) at a rate (basis points, 1800 = 18%) into taxable value and
  * tax. taxable = round-half-up(total × 10000 / (10000 + rate)); tax = total − taxable, so the
- * parts always add up to the total. Same state (supplier state code = place of supply): CGST =
- * ⌊tax / 2⌋ and SGST = tax − CGST (the odd paisa goes to SGST); otherwise IGST = tax.
+ * parts always add up to the total. Same state (supplier state code = place of supply): CGST and
+ * SGST are levied at equal rates on the same value, so they are equal: when the tax is an odd
+ * number of paise, its odd paisa moves to the taxable value and CGST = SGST = tax / 2. Otherwise
+ * IGST = tax.
  */
 export function splitInclusiveTotal(input: { totalPaise: bigint; rateBasisPoints: number; intraState: boolean }): GstSplit {
   const { totalPaise, intraState } = input;
@@ -34,8 +36,9 @@ export function splitInclusiveTotal(input: { totalPaise: bigint; rateBasisPoints
   const taxablePaise = (2n * totalPaise * basisPointsPerUnit + denominator) / (2n * denominator);
   const taxPaise = totalPaise - taxablePaise;
   if (intraState) {
-    const cgstPaise = taxPaise / 2n;
-    return { taxablePaise, cgstPaise, sgstPaise: taxPaise - cgstPaise, igstPaise: 0n, totalPaise };
+    const oddPaisa = taxPaise % 2n;
+    const halfPaise = (taxPaise - oddPaisa) / 2n;
+    return { taxablePaise: taxablePaise + oddPaisa, cgstPaise: halfPaise, sgstPaise: halfPaise, igstPaise: 0n, totalPaise };
   }
   return { taxablePaise, cgstPaise: 0n, sgstPaise: 0n, igstPaise: taxPaise, totalPaise };
 }
