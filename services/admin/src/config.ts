@@ -2,6 +2,7 @@ import { commonEnv, loadConfig, z } from '@gateway/config';
 import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
 import { encryptionKeyProblem } from './domain/credential-cipher.ts';
+import { gstinProblem } from './domain/gstin.ts';
 
 /** A URL the admin may seed the demo model with: http(s), no credentials in it. */
 const demoUpstreamUrl = z.string().refine((value) => {
@@ -104,10 +105,26 @@ export const adminConfigSchema = z.object({
   INVOICE_SUPPLIER_NAME: z.string().min(1).max(200).default('Gateway Operator (set INVOICE_SUPPLIER_NAME)'),
   /** The supplier's address, one line per `\n`. */
   INVOICE_SUPPLIER_ADDRESS: z.string().min(1).max(1000).default('Set INVOICE_SUPPLIER_ADDRESS'),
-  /** The supplier's GSTIN (15 characters, check character validated). */
-  INVOICE_SUPPLIER_GSTIN: z.string().regex(/^[0-9]{2}[A-Z0-9]{13}$/, 'must be a 15-character GSTIN').optional(),
-  /** The supplier's state as a two-digit GST state code (e.g. 29 Karnataka); decides CGST+SGST vs IGST. */
-  INVOICE_SUPPLIER_STATE_CODE: z.string().regex(/^[0-9]{2}$/, 'must be a two-digit GST state code such as 29').default('29'),
+  /**
+   * The supplier's GSTIN (15 characters, layout and check character validated at start); its first
+   * two digits are the supplier's state. Required to take payments at a non-zero GST rate, outside
+   * INVOICE_DEVELOPMENT_MODE.
+   */
+  INVOICE_SUPPLIER_GSTIN: z.string().trim().toUpperCase().superRefine((value, ctx) => {
+    const problem = gstinProblem(value);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  }).optional(),
+  /**
+   * The supplier's state as a two-digit GST state code; decides CGST + SGST vs IGST. Optional: the
+   * GSTIN's state is used, and a different value here is refused. Without a GSTIN (development): 29.
+   */
+  INVOICE_SUPPLIER_STATE_CODE: z.string().regex(/^[0-9]{2}$/, 'must be a two-digit GST state code such as 29').optional(),
+  /**
+   * true: a development machine (`pnpm start` sets it when INVOICE_SUPPLIER_GSTIN is unset): GST
+   * documents may be issued without a supplier GSTIN, each printed as a development document that
+   * is not valid for GST.
+   */
+  INVOICE_DEVELOPMENT_MODE: z.stringbool({ error: 'must be true or false' }).default(false),
   /** Services Accounting Code on invoices (confirm with your tax adviser). */
   INVOICE_SAC: z.string().regex(/^[0-9]{6}$/, 'must be a six-digit SAC').default('998315'),
   /** GST rate, in basis points (1800 = 18%). */
@@ -127,6 +144,26 @@ export const adminConfigSchema = z.object({
   }
   if (config.PAYMENT_PROVIDER === 'local' && config.LOCAL_PAYMENTS_URL === undefined) {
     ctx.addIssue({ code: 'custom', path: ['LOCAL_PAYMENTS_URL'], message: 'is required with PAYMENT_PROVIDER=local' });
+  }
+}).superRefine((config, ctx) => {
+  // The supplier's state decides CGST + SGST or IGST on every document, and a GSTIN says where
+  // its holder is registered: a state code that differs would put every invoice's tax under
+  // the wrong head.
+  const gstinState = config.INVOICE_SUPPLIER_GSTIN?.slice(0, 2);
+  if (gstinState !== undefined && config.INVOICE_SUPPLIER_STATE_CODE !== undefined && config.INVOICE_SUPPLIER_STATE_CODE !== gstinState) {
+    ctx.addIssue({
+      code: 'custom', path: ['INVOICE_SUPPLIER_STATE_CODE'],
+      message: `is ${config.INVOICE_SUPPLIER_STATE_CODE} but INVOICE_SUPPLIER_GSTIN is registered in state ${gstinState}: leave it unset (the GSTIN's state is used) or correct it`,
+    });
+  }
+  // Paid top-ups get GST documents. Refused here, at start, rather than by the issuing code, so
+  // an operator finds out before the first sale instead of from a failing invoice.
+  if (config.PAYMENT_PROVIDER !== undefined && config.GST_RATE_BASIS_POINTS > 0 && config.INVOICE_SUPPLIER_GSTIN === undefined && !config.INVOICE_DEVELOPMENT_MODE) {
+    ctx.addIssue({
+      code: 'custom', path: ['INVOICE_SUPPLIER_GSTIN'],
+      message: `is required to issue GST documents for top-ups (PAYMENT_PROVIDER=${config.PAYMENT_PROVIDER}, GST_RATE_BASIS_POINTS=${config.GST_RATE_BASIS_POINTS}): `
+        + 'set the supplier\'s GSTIN, or INVOICE_DEVELOPMENT_MODE=true on a development machine (documents then say they are not valid for GST)',
+    });
   }
 });
 

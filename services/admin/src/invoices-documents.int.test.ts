@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { loadAdminConfig } from './config.ts';
 import { issueCreditNote, issueTopUpDocument, selectTaxDocuments, type TaxDocumentSettings } from './domain/tax-documents.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 import { insertPaidTopUp, karnatakaRecipient, maharashtraRecipient } from './test-support/tax-document-fixtures.ts';
@@ -19,7 +20,7 @@ const describePg = describe.skipIf(!serverUrl);
 const settings: TaxDocumentSettings = {
   INVOICE_SUPPLIER_NAME: 'Gateway Operator Private Limited',
   INVOICE_SUPPLIER_ADDRESS: '1 MG Road, Bengaluru 560001',
-  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z5',
+  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z0',
   INVOICE_SUPPLIER_STATE_CODE: '29',
   INVOICE_SAC: '998315',
   GST_RATE_BASIS_POINTS: 1800,
@@ -67,12 +68,25 @@ describePg('tax documents', () => {
       kind: 'tax_invoice', organisationId, topUpId: intra, placeOfSupply: '29', sac: '998315', rateBasisPoints: 1800,
       taxablePaise: 100_000n, cgstPaise: 9_000n, sgstPaise: 9_000n, igstPaise: 0n, totalPaise: 118_000n,
       recipient: karnatakaRecipient,
-      supplier: { name: settings.INVOICE_SUPPLIER_NAME, address: settings.INVOICE_SUPPLIER_ADDRESS, gstin: '29AAACG1234F1Z5', state_code: '29' },
+      supplier: { name: settings.INVOICE_SUPPLIER_NAME, address: settings.INVOICE_SUPPLIER_ADDRESS, gstin: '29AAACG1234F1Z0', state_code: '29' },
     });
     const [interDocument] = await selectTaxDocuments(db, 'id = $1', [interIssued.documentId]);
     // ₹500.00 inclusive of 18%: taxable round-half-up(42372.88…) = 42373, IGST the rest
     expect(interDocument).toMatchObject({ placeOfSupply: '27', taxablePaise: 42_373n, cgstPaise: 0n, sgstPaise: 0n, igstPaise: 7_627n, totalPaise: 50_000n });
     expect(numberOf(interIssued.serial)).toBe(numberOf(intraIssued.serial) + 1);
+  });
+
+  it('takes the supplier\'s state from its GSTIN: an operator in Maharashtra who sets only the GSTIN charges CGST + SGST in Maharashtra, IGST in Karnataka', async () => {
+    const maharashtraSupplier = loadAdminConfig({
+      GRPC_INSECURE: 'true', ADMIN_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+      INVOICE_SUPPLIER_NAME: 'Pune Gateway LLP', INVOICE_SUPPLIER_ADDRESS: '3 FC Road, Pune 411004', INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV',
+    });
+    const inMaharashtra = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: maharashtraRecipient });
+    const inKarnataka = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: karnatakaRecipient });
+    const [intra] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, maharashtraSupplier, inMaharashtra))).documentId]);
+    const [inter] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, maharashtraSupplier, inKarnataka))).documentId]);
+    expect(intra).toMatchObject({ supplier: { gstin: '27AAPFU0939F1ZV', state_code: '27' }, placeOfSupply: '27', cgstPaise: 9_000n, sgstPaise: 9_000n, igstPaise: 0n });
+    expect(inter).toMatchObject({ supplier: { gstin: '27AAPFU0939F1ZV', state_code: '27' }, placeOfSupply: '29', cgstPaise: 0n, sgstPaise: 0n, igstPaise: 18_000n });
   });
 
   it('issues one document per top-up: a repeated call and 10 concurrent calls all answer the first', async () => {

@@ -19,7 +19,7 @@ const describePg = describe.skipIf(!serverUrl);
 const supplierEnv = {
   INVOICE_SUPPLIER_NAME: 'Gateway Operator Private Limited',
   INVOICE_SUPPLIER_ADDRESS: '1 MG Road, Bengaluru, Karnataka 560001',
-  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z5',
+  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z0',
   INVOICE_SUPPLIER_STATE_CODE: '29',
 };
 const settings: TaxDocumentSettings = {

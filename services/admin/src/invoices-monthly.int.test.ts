@@ -50,7 +50,7 @@ beforeAll(async () => {
   ledger = createGrpcLedger({ target: admin.ledger.target, callTimeoutMs: 5_000, security: testTransportSecurity(pki, 'admin') });
   config = loadAdminConfig({
     ...serviceTlsEnv(pki, 'admin'), LEDGER_GRPC_URL: admin.ledger.target, ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    GST_DOCUMENT_MODE: 'receipt_voucher', INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z5',
+    GST_DOCUMENT_MODE: 'receipt_voucher', INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z0',
   });
   await db.query(`INSERT INTO billing_profiles (organisation_id, legal_name, address, state_code, gstin) VALUES ($1, $2, $3, $4, $5)`,
     [organisationId, maharashtraRecipient.legal_name, maharashtraRecipient.address, maharashtraRecipient.state_code, maharashtraRecipient.gstin]);

@@ -111,7 +111,7 @@ describe.skipIf(!serverUrl)('refunds of unspent balance', () => {
       databaseUrl: testDatabase.url,
       env: {
         PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
-        RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100',
+        RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100', INVOICE_DEVELOPMENT_MODE: 'true',
       },
     });
     db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });

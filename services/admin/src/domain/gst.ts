@@ -43,6 +43,24 @@ export function splitInclusiveTotal(input: { totalPaise: bigint; rateBasisPoints
   return { taxablePaise, cgstPaise: 0n, sgstPaise: 0n, igstPaise: taxPaise, totalPaise };
 }
 
+/** The supplier settings a supplier's state is read from (the admin's INVOICE_SUPPLIER_* config). */
+export interface SupplierStateSettings {
+  INVOICE_SUPPLIER_GSTIN?: string | undefined;
+  INVOICE_SUPPLIER_STATE_CODE?: string | undefined;
+}
+
+/** The state a supplier without a GSTIN or state code is taken to be in (development documents only): Karnataka. */
+const developmentSupplierStateCode = '29';
+
+/**
+ * The supplier's GST state code, which decides CGST + SGST or IGST on every document: the first two
+ * digits of its GSTIN (where it is registered), else INVOICE_SUPPLIER_STATE_CODE, else 29. The
+ * config refuses a state code that contradicts the GSTIN, so the two never disagree here.
+ */
+export function supplierStateCode(settings: SupplierStateSettings): string {
+  return settings.INVOICE_SUPPLIER_GSTIN?.slice(0, 2) ?? settings.INVOICE_SUPPLIER_STATE_CODE ?? developmentSupplierStateCode;
+}
+
 /** GST is intra-state (CGST + SGST) when the supplier's state is the place of supply; else IGST. */
 export function isIntraState(supplierStateCode: string, placeOfSupplyStateCode: string): boolean {
   return supplierStateCode === placeOfSupplyStateCode;

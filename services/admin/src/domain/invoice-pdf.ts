@@ -71,13 +71,17 @@ export async function renderTaxDocumentPdf(document: TaxDocument, referenced?: R
   const gap = (lines = 0.6) => pdf.moveDown(lines);
 
   line(titles[document.kind].toUpperCase(), { bold: true, size: 18 });
+  // Only a development machine issues these (the config refuses payments otherwise): say so on the document itself.
+  if (document.supplier.gstin === null && document.taxablePaise !== document.totalPaise) {
+    line('DEVELOPMENT DOCUMENT: issued without a supplier GSTIN (INVOICE_DEVELOPMENT_MODE); not valid for GST.', { bold: true });
+  }
   if (document.kind === 'tax_invoice' && document.usageMonth !== null) line(`Services supplied in ${document.usageMonth} (IST)`);
   gap();
 
   line('Supplier', { bold: true, size: 11 });
   line(document.supplier.name);
   line(document.supplier.address);
-  labelled('GSTIN', document.supplier.gstin ?? 'not configured (INVOICE_SUPPLIER_GSTIN)');
+  labelled('GSTIN', document.supplier.gstin ?? 'none (INVOICE_SUPPLIER_GSTIN is not set)');
   labelled('State', placeOfSupplyText(document.supplier.state_code));
   gap();
 

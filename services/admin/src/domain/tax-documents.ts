@@ -1,7 +1,7 @@
 import type { Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import type { AdminConfig } from '../config.ts';
-import { isIntraState, splitInclusiveTotal, type GstSplit } from './gst.ts';
+import { isIntraState, splitInclusiveTotal, supplierStateCode, type GstSplit } from './gst.ts';
 import { newId } from './ids.ts';
 import { allocateSerial, type DocumentSeries } from './invoice-serial.ts';
 
@@ -129,13 +129,13 @@ export async function selectTaxDocuments(db: Queryable, where: string, params: r
   return rows.map(toTaxDocument);
 }
 
-/** The supplier as the settings name it now. */
+/** The supplier as the settings name it now (its state from its GSTIN when it has one). */
 function supplierOf(settings: TaxDocumentSettings): DocumentSupplier {
   return {
     name: settings.INVOICE_SUPPLIER_NAME,
     address: settings.INVOICE_SUPPLIER_ADDRESS,
     gstin: settings.INVOICE_SUPPLIER_GSTIN ?? null,
-    state_code: settings.INVOICE_SUPPLIER_STATE_CODE,
+    state_code: supplierStateCode(settings),
   };
 }
 
