@@ -124,7 +124,7 @@ export async function renderTaxDocumentPdf(document: TaxDocument, referenced?: R
     const adjustments = (document.details['adjusted_against'] ?? []) as AdvanceAdjustment[];
     const adjusted = adjustments.map((adjustment) => `${adjustment.serial} (${rupees(BigInt(adjustment.amount_paise))})`).join(', ');
     labelled('Adjusted against receipt vouchers', adjusted === '' ? 'none' : adjusted);
-    line('GST on the advances adjusted here was paid when they were received (receipt vouchers).');
+    line('Usage is valued at the price paid for the credit it consumed (oldest receipt voucher first). GST on the advances adjusted here was paid when they were received (receipt vouchers).');
   } else {
     line('Prepaid credit for the gateway; the price includes GST. The balance is not transferable or redeemable for cash.');
   }

@@ -321,11 +321,16 @@ export async function issueCreditNote(tx: Queryable, settings: TaxDocumentSettin
   return { documentId: document.id, serial: document.serial };
 }
 
-/** A receipt voucher's advance consumed by a monthly usage invoice (Rule 50: the invoice is adjusted against it). */
+/**
+ * A receipt voucher's advance consumed by a monthly usage invoice (Rule 50: the invoice is adjusted
+ * against it): the credit consumed, µ₹, and what it was paid for, paise.
+ */
 export interface AdvanceAdjustment {
   document_id: string;
   serial: string;
   amount_paise: string;
+  /** Absent on invoices issued before consumed credit was valued at its price (then it was amount_paise × 10,000). */
+  credit_micros?: string;
 }
 
 /** µ₹ to paise, rounded half up (usage is debited in µ₹; documents are in paise). */
@@ -333,31 +338,75 @@ function microsToPaise(micros: bigint): bigint {
   return (micros + 5_000n) / 10_000n;
 }
 
+/** What is left of one receipt voucher's advance: its credit not yet consumed (µ₹) and the part of its price that credit was bought with (paise). */
+interface UnadjustedAdvance {
+  document: TaxDocument;
+  creditMicros: bigint;
+  paise: bigint;
+}
+
 /**
- * How much of each receipt voucher's advance is still unadjusted: its total, less credit notes
- * against it and the adjustments earlier monthly invoices recorded, oldest voucher first.
+ * How much of each receipt voucher's advance is still unadjusted, oldest voucher first: its price
+ * and credit (details.credit_micros), less the credit notes against it and the adjustments earlier
+ * monthly invoices recorded. A credit note for a refund of `amount` paise takes back
+ * ⌊credit × amount / price⌋ µ₹ of its credit, as the refund debits the wallet.
  */
-async function unadjustedAdvances(tx: Queryable, organisationId: string): Promise<Array<{ document: TaxDocument; remainingPaise: bigint }>> {
+async function unadjustedAdvances(tx: Queryable, organisationId: string): Promise<UnadjustedAdvance[]> {
   const documents = await selectTaxDocuments(tx, 'organisation_id = $1', [organisationId]);
-  const consumed = new Map<string, bigint>();
-  const consume = (documentId: string, paise: bigint) => consumed.set(documentId, (consumed.get(documentId) ?? 0n) + paise);
+  const vouchers = new Map(documents.filter((document) => document.kind === 'receipt_voucher').map((document) => {
+    const creditMicros = BigInt(String(document.details['credit_micros'] ?? document.totalPaise * 10_000n));
+    return [document.id, { document, creditMicros, paise: document.totalPaise, boughtCreditMicros: creditMicros }];
+  }));
   for (const document of documents) {
-    if (document.kind === 'credit_note' && document.referencesDocumentId !== null) consume(document.referencesDocumentId, document.totalPaise);
+    if (document.kind === 'credit_note' && document.referencesDocumentId !== null) {
+      const voucher = vouchers.get(document.referencesDocumentId);
+      if (voucher !== undefined) {
+        voucher.paise -= document.totalPaise;
+        voucher.creditMicros -= (voucher.boughtCreditMicros * document.totalPaise) / voucher.document.totalPaise;
+      }
+    }
     if (document.usageMonth !== null) {
-      for (const adjustment of (document.details['adjusted_against'] ?? []) as AdvanceAdjustment[]) consume(adjustment.document_id, BigInt(adjustment.amount_paise));
+      for (const adjustment of (document.details['adjusted_against'] ?? []) as AdvanceAdjustment[]) {
+        const voucher = vouchers.get(adjustment.document_id);
+        if (voucher === undefined) continue;
+        voucher.paise -= BigInt(adjustment.amount_paise);
+        voucher.creditMicros -= adjustment.credit_micros === undefined ? BigInt(adjustment.amount_paise) * 10_000n : BigInt(adjustment.credit_micros);
+      }
     }
   }
-  return documents
-    .filter((document) => document.kind === 'receipt_voucher')
-    .map((document) => ({ document, remainingPaise: document.totalPaise - (consumed.get(document.id) ?? 0n) }))
-    .filter((advance) => advance.remainingPaise > 0n);
+  return [...vouchers.values()]
+    .filter((voucher) => voucher.creditMicros > 0n && voucher.paise > 0n)
+    .map(({ document, creditMicros, paise }) => ({ document, creditMicros, paise }));
+}
+
+/**
+ * Values `usageMicros` of consumed credit at what was paid for it, oldest voucher first: credit
+ * taken from a voucher is worth its share of the voucher's unadjusted price (rounded half up to
+ * paise), and the piece that spends a voucher's last credit takes the rest of its price, so once
+ * a voucher's credit is spent the invoices adjusted against it add up to its total exactly. Usage
+ * beyond every voucher (credit not bought through one, e.g. a manual credit) is valued at face
+ * value, µ₹ to paise.
+ */
+function valueConsumedCredit(advances: readonly UnadjustedAdvance[], usageMicros: bigint): { adjustments: AdvanceAdjustment[]; uncoveredPaise: bigint } {
+  const adjustments: AdvanceAdjustment[] = [];
+  let uncoveredMicros = usageMicros;
+  for (const advance of advances) {
+    if (uncoveredMicros === 0n) break;
+    const takenMicros = advance.creditMicros < uncoveredMicros ? advance.creditMicros : uncoveredMicros;
+    const proportional = (2n * takenMicros * advance.paise + advance.creditMicros) / (2n * advance.creditMicros);
+    const amountPaise = takenMicros === advance.creditMicros ? advance.paise : proportional;
+    adjustments.push({ document_id: advance.document.id, serial: advance.document.serial, amount_paise: amountPaise.toString(), credit_micros: takenMicros.toString() });
+    uncoveredMicros -= takenMicros;
+  }
+  return { adjustments, uncoveredPaise: microsToPaise(uncoveredMicros) };
 }
 
 /**
  * Receipt-voucher mode (Rule 50): the tax invoice for an organisation's usage in one IST month
- * (usage debited, µ₹, rounded half up to paise; GST inclusive like the price that bought it),
- * to its billing profile, adjusted against its receipt vouchers' unadjusted advances oldest first
- * (recorded in details.adjusted_against; usage beyond them in details.not_covered_by_advance_paise).
+ * (usage debited, µ₹, valued at what its credit was paid for: valueConsumedCredit; GST inclusive
+ * like that price), to its billing profile, adjusted against its receipt vouchers' unadjusted
+ * advances oldest first (recorded in details.adjusted_against; usage beyond them, at face value, in
+ * details.not_covered_by_advance_paise).
  * Idempotent per organisation and month; undefined when there is nothing to invoice (no usage)
  * or the organisation has no billing profile.
  */
@@ -368,18 +417,12 @@ export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocum
     'SELECT legal_name, address, gstin, state_code FROM billing_profiles WHERE organisation_id = $1 FOR UPDATE', [input.organisationId]);
   const [existing] = await selectTaxDocuments(tx, 'organisation_id = $1 AND usage_month = $2', [input.organisationId, input.usageMonth]);
   if (existing !== undefined) return { documentId: existing.id, serial: existing.serial };
-  const totalPaise = microsToPaise(input.usageDebitedMicros);
-  if (totalPaise <= 0n || profile.rows[0] === undefined) return undefined;
+  if (input.usageDebitedMicros <= 0n || profile.rows[0] === undefined) return undefined;
   const recipient = recipientOf(profile.rows[0]);
 
-  const adjustments: AdvanceAdjustment[] = [];
-  let uncovered = totalPaise;
-  for (const advance of await unadjustedAdvances(tx, input.organisationId)) {
-    if (uncovered === 0n) break;
-    const amount = advance.remainingPaise < uncovered ? advance.remainingPaise : uncovered;
-    adjustments.push({ document_id: advance.document.id, serial: advance.document.serial, amount_paise: amount.toString() });
-    uncovered -= amount;
-  }
+  const { adjustments, uncoveredPaise } = valueConsumedCredit(await unadjustedAdvances(tx, input.organisationId), input.usageDebitedMicros);
+  const totalPaise = adjustments.reduce((sum, adjustment) => sum + BigInt(adjustment.amount_paise), uncoveredPaise);
+  if (totalPaise <= 0n) return undefined;
   const supplier = supplierOf(settings);
   const document = await insertTaxDocument(tx, settings, {
     kind: 'tax_invoice',
@@ -398,7 +441,7 @@ export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocum
     details: {
       usage_debited_micros: input.usageDebitedMicros.toString(),
       adjusted_against: adjustments,
-      not_covered_by_advance_paise: uncovered.toString(),
+      not_covered_by_advance_paise: uncoveredPaise.toString(),
     },
   }, options);
   return { documentId: document.id, serial: document.serial };
