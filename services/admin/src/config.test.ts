@@ -99,6 +99,10 @@ describe('loadAdminConfig', () => {
       expect(supplierStateCode(loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV', INVOICE_SUPPLIER_STATE_CODE: '27' }))).toBe('27');
       expect(() => loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV', INVOICE_SUPPLIER_STATE_CODE: '29' }))
         .toThrow(/INVOICE_SUPPLIER_STATE_CODE: is 29 but INVOICE_SUPPLIER_GSTIN is registered in state 27/);
+      // A supplier is in an Indian state in force: not a retired code, not 96 (abroad) or 99.
+      for (const code of ['25', '96', '99', '42']) {
+        expect(() => loadAdminConfig({ ...base, INVOICE_SUPPLIER_STATE_CODE: code })).toThrow(/INVOICE_SUPPLIER_STATE_CODE: names state/);
+      }
     });
 
     it('refuses at start to take payments whose documents would carry GST without a supplier GSTIN (development mode and a zero rate aside)', () => {

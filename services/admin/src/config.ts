@@ -3,6 +3,7 @@ import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
 import { encryptionKeyProblem } from './domain/credential-cipher.ts';
 import { gstinProblem } from './domain/gstin.ts';
+import { gstStateOf } from '../shared/gst-states.ts';
 
 /** A URL the admin may seed the demo model with: http(s), no credentials in it. */
 const demoUpstreamUrl = z.string().refine((value) => {
@@ -154,6 +155,13 @@ export const adminConfigSchema = z.object({
     ctx.addIssue({
       code: 'custom', path: ['INVOICE_SUPPLIER_STATE_CODE'],
       message: `is ${config.INVOICE_SUPPLIER_STATE_CODE} but INVOICE_SUPPLIER_GSTIN is registered in state ${gstinState}: leave it unset (the GSTIN's state is used) or correct it`,
+    });
+  }
+  const supplierState = config.INVOICE_SUPPLIER_GSTIN?.slice(0, 2) ?? config.INVOICE_SUPPLIER_STATE_CODE;
+  if (supplierState !== undefined && gstStateOf(supplierState)?.use !== 'in_force') {
+    ctx.addIssue({
+      code: 'custom', path: [config.INVOICE_SUPPLIER_GSTIN === undefined ? 'INVOICE_SUPPLIER_STATE_CODE' : 'INVOICE_SUPPLIER_GSTIN'],
+      message: `names state ${supplierState}, which is not an Indian state or union territory code in force (01 to 24, 26, 27, 29 to 38, 97)`,
     });
   }
   // Paid top-ups get GST documents. Refused here, at start, rather than by the issuing code, so

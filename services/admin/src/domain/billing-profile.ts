@@ -1,4 +1,5 @@
 import type { Queryable } from '@gateway/db';
+import { gstStateOf } from '../../shared/gst-states.ts';
 import { gstinProblem } from './gstin.ts';
 
 /**
@@ -33,14 +34,21 @@ export interface BillingSnapshot {
   email: string | null;
 }
 
+/** How a refused state code is explained: the places of supply a profile may name. */
+const placeOfSupplyCodesText = '01 to 24, 26, 27, 29 to 38, 96 or 97';
+
 /**
- * Whether a two-digit code can be a GST state code: 01..38 (states and union territories, with
- * retired codes such as 25 and 28 still seen on older registrations) or 97 (Other Territory).
+ * Why a code cannot be a billing profile's place of supply, or undefined when it can: it must be
+ * one of the GST state codes in force, or 96 (a recipient outside India); retired codes and 99
+ * (Centre Jurisdiction) are refused with the reason.
  */
-function isGstStateCode(code: string): boolean {
-  if (!/^[0-9]{2}$/.test(code)) return false;
-  const value = Number(code);
-  return (value >= 1 && value <= 38) || value === 97;
+function placeOfSupplyProblem(code: string): string | undefined {
+  const state = gstStateOf(code);
+  if (state?.use === 'in_force' || state?.use === 'foreign') return undefined;
+  const reason = state === undefined ? ''
+    : state.use === 'retired' ? ` (${code}, ${state.name}, is no longer issued${code === '25' ? ': use 26' : code === '28' ? ': use 37' : ''})`
+      : ` (${code}, ${state.name}, is not a place of supply)`;
+  return `must be a GST state code in force, ${placeOfSupplyCodesText} (e.g. 29 for Karnataka, 96 for a recipient outside India)${reason}`;
 }
 
 /**
@@ -50,7 +58,8 @@ function isGstStateCode(code: string): boolean {
  */
 export function billingProfileProblems(input: Pick<BillingProfileInput, 'stateCode' | 'gstin'>): Array<{ field: 'state_code' | 'gstin'; problem: string }> {
   const problems: Array<{ field: 'state_code' | 'gstin'; problem: string }> = [];
-  if (!isGstStateCode(input.stateCode)) problems.push({ field: 'state_code', problem: 'must be a two-digit GST state code, 01 to 38 or 97 (e.g. 29 for Karnataka)' });
+  const stateProblem = placeOfSupplyProblem(input.stateCode);
+  if (stateProblem !== undefined) problems.push({ field: 'state_code', problem: stateProblem });
   if (input.gstin !== null) {
     const problem = gstinProblem(input.gstin);
     if (problem !== undefined) problems.push({ field: 'gstin', problem });

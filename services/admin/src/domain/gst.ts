@@ -1,3 +1,4 @@
+import { gstStateOf } from '../../shared/gst-states.ts';
 import { formatInr } from './inr-text.ts';
 
 /** GST on a GST-inclusive price, in integer paise: the split every tax document uses. */
@@ -66,23 +67,10 @@ export function isIntraState(supplierStateCode: string, placeOfSupplyStateCode: 
   return supplierStateCode === placeOfSupplyStateCode;
 }
 
-/** GST state and union-territory codes (first two digits of a GSTIN) to their names, for place of supply. */
-const gstStateNames: Readonly<Record<string, string>> = {
-  '01': 'Jammu and Kashmir', '02': 'Himachal Pradesh', '03': 'Punjab', '04': 'Chandigarh',
-  '05': 'Uttarakhand', '06': 'Haryana', '07': 'Delhi', '08': 'Rajasthan', '09': 'Uttar Pradesh',
-  '10': 'Bihar', '11': 'Sikkim', '12': 'Arunachal Pradesh', '13': 'Nagaland', '14': 'Manipur',
-  '15': 'Mizoram', '16': 'Tripura', '17': 'Meghalaya', '18': 'Assam', '19': 'West Bengal',
-  '20': 'Jharkhand', '21': 'Odisha', '22': 'Chhattisgarh', '23': 'Madhya Pradesh', '24': 'Gujarat',
-  '26': 'Dadra and Nagar Haveli and Daman and Diu', '27': 'Maharashtra', '29': 'Karnataka',
-  '30': 'Goa', '31': 'Lakshadweep', '32': 'Kerala', '33': 'Tamil Nadu', '34': 'Puducherry',
-  '35': 'Andaman and Nicobar Islands', '36': 'Telangana', '37': 'Andhra Pradesh', '38': 'Ladakh',
-  '97': 'Other Territory', '99': 'Centre Jurisdiction',
-};
-
 /** A GST state code with its name for documents, e.g. "Karnataka (29)"; an unknown code stays as "State code 42". */
 export function placeOfSupplyText(stateCode: string): string {
-  const name = gstStateNames[stateCode];
-  return name === undefined ? `State code ${stateCode}` : `${name} (${stateCode})`;
+  const state = gstStateOf(stateCode);
+  return state === undefined ? `State code ${stateCode}` : `${state.name} (${stateCode})`;
 }
 
 /** An amount of paise as rupees with Indian grouping and no symbol, e.g. 10000000n → "1,00,000.00" (documents write "INR"). */
