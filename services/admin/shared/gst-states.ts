@@ -65,6 +65,9 @@ const gstStates: readonly GstState[] = [
   { code: '99', name: 'Centre Jurisdiction', use: 'centre' },
 ];
 
+/** The code of a recipient outside India (place of supply for an export of services). */
+export const foreignCountryStateCode = '96';
+
 /** The codes a billing profile may name as its place of supply, in code order: those in force and 96. */
 export const placeOfSupplyStates: readonly GstState[] = gstStates.filter((state) => state.use === 'in_force' || state.use === 'foreign');
 

@@ -23,7 +23,7 @@ describe('loadAdminConfig', () => {
       ALERT_RETRY_WINDOW_MS: 86_400_000, ALERT_WEBHOOK_TIMEOUT_MS: 10_000, LOW_BALANCE_POLL_MS: 5_000, LIVE_POLL_MS: 500,
       RAZORPAY_API_URL: 'https://api.razorpay.com', PAYMENT_RECONCILE_AFTER_MS: 180_000, PAYMENT_RECONCILE_INTERVAL_MS: 60_000,
       TOPUP_EXPIRY_MS: 86_400_000, INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)',
-      INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS', INVOICE_DEVELOPMENT_MODE: false, INVOICE_SAC: '998315',
+      INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS', INVOICE_DEVELOPMENT_MODE: false, GST_EXPORT_MODE: 'igst', INVOICE_SAC: '998315',
       GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
     });
   });
@@ -115,6 +115,13 @@ describe('loadAdminConfig', () => {
       // Without a payment provider no top-up is paid, so no document is issued: nothing to refuse.
       expect(loadAdminConfig(base).INVOICE_SUPPLIER_GSTIN).toBeUndefined();
     });
+  });
+
+  it('invoices exports with IGST unless told LUT, and LUT needs its reference', () => {
+    const base = { ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey };
+    expect(() => loadAdminConfig({ ...base, GST_EXPORT_MODE: 'lut' })).toThrow(/INVOICE_LUT_REFERENCE: is required with GST_EXPORT_MODE=lut/);
+    expect(loadAdminConfig({ ...base, GST_EXPORT_MODE: 'lut', INVOICE_LUT_REFERENCE: 'ad290326012345x' }).INVOICE_LUT_REFERENCE).toBe('AD290326012345X');
+    expect(() => loadAdminConfig({ ...base, GST_EXPORT_MODE: 'zero' })).toThrow(/GST_EXPORT_MODE/);
   });
 
   it('requires the encryption key', () => {

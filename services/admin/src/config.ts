@@ -132,6 +132,14 @@ export const adminConfigSchema = z.object({
   GST_RATE_BASIS_POINTS: z.coerce.number().int().min(0).max(10_000).default(1800),
   /** What is issued at top-up: 'tax_invoice' (default), or 'receipt_voucher' plus a monthly tax invoice for the usage (Rule 50). */
   GST_DOCUMENT_MODE: z.enum(['tax_invoice', 'receipt_voucher'], { error: 'must be "tax_invoice" or "receipt_voucher"' }).default('tax_invoice'),
+  /**
+   * How a recipient outside India (billing state code 96) is invoiced, as an export of services:
+   * 'igst' (default), with payment of IGST at GST_RATE_BASIS_POINTS (refundable to the exporter);
+   * 'lut', zero-rated under a Letter of Undertaking, no tax (needs INVOICE_LUT_REFERENCE).
+   */
+  GST_EXPORT_MODE: z.enum(['igst', 'lut'], { error: 'must be "igst" or "lut"' }).default('igst'),
+  /** The Letter of Undertaking's reference (its ARN), printed on export invoices under LUT; required with GST_EXPORT_MODE=lut. */
+  INVOICE_LUT_REFERENCE: z.string().trim().toUpperCase().regex(/^[A-Z0-9][A-Z0-9/-]{0,39}$/, 'must be the LUT\'s reference (ARN): letters, digits, / and -, at most 40').optional(),
   /** Invoice serial prefix (with the financial year and number it stays within 16 characters). */
   INVOICE_SERIAL_PREFIX: z.string().regex(/^[A-Z]{1,4}$/, 'must be 1..4 capital letters').default('GW'),
   ...grpcTlsEnv,
@@ -163,6 +171,9 @@ export const adminConfigSchema = z.object({
       code: 'custom', path: [config.INVOICE_SUPPLIER_GSTIN === undefined ? 'INVOICE_SUPPLIER_STATE_CODE' : 'INVOICE_SUPPLIER_GSTIN'],
       message: `names state ${supplierState}, which is not an Indian state or union territory code in force (01 to 24, 26, 27, 29 to 38, 97)`,
     });
+  }
+  if (config.GST_EXPORT_MODE === 'lut' && config.INVOICE_LUT_REFERENCE === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['INVOICE_LUT_REFERENCE'], message: 'is required with GST_EXPORT_MODE=lut: export invoices under a Letter of Undertaking carry its reference' });
   }
   // Paid top-ups get GST documents. Refused here, at start, rather than by the issuing code, so
   // an operator finds out before the first sale instead of from a failing invoice.

@@ -24,6 +24,7 @@ const supplierEnv = {
 };
 const settings: TaxDocumentSettings = {
   ...supplierEnv, INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
+  GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
 };
 
 let testDatabase: TestDatabase;
@@ -100,6 +101,23 @@ describePg('invoice routes', () => {
     const second = taxDocumentListResponse.parse((await admin.request('GET', `/admin/v1/organisations/${mine}/invoices?limit=2&cursor=${first.next_cursor}`)).json);
     expect(second.data.map((document) => document.id)).toEqual([documents.intra]);
     expect(second.next_cursor).toBeNull();
+  });
+
+  it('takes a billing profile outside India (96) only with its country, and keeps the country', async () => {
+    const path = `/admin/v1/organisations/${theirs}/billing-profile`;
+    const abroad = { legal_name: 'Lion City Analytics Pte Ltd', address: '1 Raffles Place, #20-01', state_code: '96' };
+    const noCountry = await admin.request('PUT', path, abroad);
+    expect(noCountry.status).toBe(400);
+    expect(noCountry.json.error).toMatchObject({ param: 'country', message: expect.stringMatching(/country is required with state_code 96/) });
+    const indianWithCountry = await admin.request('PUT', path, { ...abroad, state_code: '27', country: 'Singapore' });
+    expect(indianWithCountry.status).toBe(400);
+    expect(indianWithCountry.json.error.param).toBe('country');
+    const saved = await admin.request('PUT', path, { ...abroad, country: 'Singapore' });
+    expect(saved.status, saved.text).toBe(200);
+    expect(saved.json.billing_profile).toMatchObject({ state_code: '96', country: 'Singapore', gstin: null });
+    expect((await admin.request('GET', path)).json.billing_profile).toMatchObject({ state_code: '96', country: 'Singapore' });
+    const home = await admin.request('PUT', path, { ...abroad, state_code: '27', address: 'Pune' });
+    expect(home.json.billing_profile).toMatchObject({ state_code: '27', country: null });
   });
 
   it('refuses bad filters with a 400 naming the field', async () => {

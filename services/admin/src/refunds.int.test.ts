@@ -26,7 +26,7 @@ const webhookSecret = 'refunds-webhook-secret';
 const invoiceSettings: TaxDocumentSettings = {
   INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)', INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS',
   INVOICE_SUPPLIER_GSTIN: undefined, INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800,
-  GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
+  GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW', GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
 };
 
 /** ₹1,180.00 paid (GST included) for ₹1,000 of balance. */

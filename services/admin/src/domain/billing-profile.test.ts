@@ -5,7 +5,7 @@ import { placeOfSupplyText } from './gst.ts';
 describe('GST state codes on billing profiles and documents', () => {
   it('accepts every code in force as a place of supply, 96 (a recipient abroad) included', () => {
     for (const stateCode of ['01', '07', '24', '26', '27', '29', '36', '37', '38', '96', '97']) {
-      expect(billingProfileProblems({ stateCode, gstin: null }), stateCode).toEqual([]);
+      expect(billingProfileProblems({ stateCode, gstin: null, country: stateCode === '96' ? 'Singapore' : null }), stateCode).toEqual([]);
     }
   });
 
@@ -27,5 +27,14 @@ describe('GST state codes on billing profiles and documents', () => {
     expect(placeOfSupplyText('96')).toBe('Foreign Country (96)');
     expect(placeOfSupplyText('97')).toBe('Other Territory (97)');
     expect(placeOfSupplyText('42')).toBe('State code 42');
+  });
+});
+
+describe('a recipient outside India', () => {
+  it('needs a country with state code 96, and has none otherwise', () => {
+    expect(billingProfileProblems({ stateCode: '96', gstin: null, country: null })).toEqual([{ field: 'country', problem: expect.stringMatching(/required with state_code 96/) }]);
+    expect(billingProfileProblems({ stateCode: '96', gstin: null, country: 'Singapore' })).toEqual([]);
+    expect(billingProfileProblems({ stateCode: '29', gstin: null, country: 'Singapore' })).toEqual([{ field: 'country', problem: expect.stringMatching(/only with state_code 96/) }]);
+    expect(billingProfileProblems({ stateCode: '29', gstin: null, country: null })).toEqual([]);
   });
 });

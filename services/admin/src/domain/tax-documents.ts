@@ -4,6 +4,7 @@ import type { AdminConfig } from '../config.ts';
 import { isIntraState, splitInclusiveTotal, supplierStateCode, type GstSplit } from './gst.ts';
 import { newId } from './ids.ts';
 import { allocateSerial, type DocumentSeries } from './invoice-serial.ts';
+import { foreignCountryStateCode } from '../../shared/gst-states.ts';
 
 /** The three GST documents the admin issues. */
 export type TaxDocumentKind = 'tax_invoice' | 'receipt_voucher' | 'credit_note';
@@ -11,7 +12,7 @@ export type TaxDocumentKind = 'tax_invoice' | 'receipt_voucher' | 'credit_note';
 /** The invoice settings of the admin's config (supplier, SAC, rate, mode, serial prefix). */
 export type TaxDocumentSettings = Pick<AdminConfig,
   'INVOICE_SUPPLIER_NAME' | 'INVOICE_SUPPLIER_ADDRESS' | 'INVOICE_SUPPLIER_GSTIN' | 'INVOICE_SUPPLIER_STATE_CODE'
-  | 'INVOICE_SAC' | 'GST_RATE_BASIS_POINTS' | 'GST_DOCUMENT_MODE' | 'INVOICE_SERIAL_PREFIX'>;
+  | 'INVOICE_SAC' | 'GST_RATE_BASIS_POINTS' | 'GST_DOCUMENT_MODE' | 'INVOICE_SERIAL_PREFIX' | 'GST_EXPORT_MODE' | 'INVOICE_LUT_REFERENCE'>;
 
 /** Who supplies: the operator, as configured when the document was issued. */
 interface DocumentSupplier {
@@ -27,6 +28,16 @@ export interface DocumentRecipient {
   address: string;
   gstin: string | null;
   state_code: string;
+  /** A recipient outside India's country (state_code 96); absent on documents to Indian recipients. */
+  country?: string;
+}
+
+/** An export of services, as a document records it in details.export: how it is taxed, the LUT (when under one), the country. */
+export interface ExportTerms {
+  mode: 'igst' | 'lut';
+  /** The Letter of Undertaking's reference (mode lut). */
+  lut_reference?: string;
+  country: string;
 }
 
 /** An issued document as stored (amounts in paise, bigint). */
@@ -148,12 +159,40 @@ function recipientOf(snapshot: unknown): DocumentRecipient {
     return field;
   };
   const gstin = value['gstin'];
+  const country = value['country'];
   return {
     legal_name: text('legal_name'),
     address: text('address'),
     gstin: typeof gstin === 'string' && gstin !== '' ? gstin : null,
     state_code: text('state_code'),
+    ...(typeof country === 'string' && country !== '' ? { country } : {}),
   };
+}
+
+/** How a supply to a recipient is taxed: the rate, whether it is intra-state, and the export terms when the recipient is abroad. */
+interface SupplyTerms {
+  rateBasisPoints: number;
+  intraState: boolean;
+  exportTerms: ExportTerms | undefined;
+}
+
+/**
+ * The tax terms of a supply from the configured supplier to a recipient. A recipient outside
+ * India (state code 96) receives an export of services: zero-rated under a Letter of Undertaking
+ * (GST_EXPORT_MODE=lut: rate 0, the whole price is the taxable value) or with payment of IGST
+ * (igst: inter-state at the configured rate). Otherwise CGST + SGST in the supplier's state, IGST
+ * elsewhere.
+ */
+function supplyTermsOf(settings: TaxDocumentSettings, supplier: DocumentSupplier, recipient: DocumentRecipient): SupplyTerms {
+  if (recipient.state_code === foreignCountryStateCode) {
+    if (recipient.country === undefined) throw new Error('a recipient outside India has no country in its billing snapshot');
+    if (settings.GST_EXPORT_MODE === 'lut') {
+      if (settings.INVOICE_LUT_REFERENCE === undefined) throw new Error('GST_EXPORT_MODE=lut without INVOICE_LUT_REFERENCE (the config refuses this at start)');
+      return { rateBasisPoints: 0, intraState: false, exportTerms: { mode: 'lut', lut_reference: settings.INVOICE_LUT_REFERENCE, country: recipient.country } };
+    }
+    return { rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: false, exportTerms: { mode: 'igst', country: recipient.country } };
+  }
+  return { rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: isIntraState(supplier.state_code, recipient.state_code), exportTerms: undefined };
 }
 
 /** What a new document holds before its serial is allocated. */
@@ -234,7 +273,7 @@ function topUpDescription(kind: 'tax_invoice' | 'receipt_voucher', packageName: 
 /**
  * Issues the document for a paid top-up: a tax invoice (GST_DOCUMENT_MODE=tax_invoice, default)
  * or a receipt voucher (receipt_voucher), for the price paid (GST inclusive), to the billing
- * snapshot taken at purchase. Idempotent per top-up: a second call returns the first document.
+ * snapshot taken at purchase (a recipient abroad: an export, supplyTermsOf). Idempotent per top-up: a second call returns the first document.
  * Locks the top-up row; does not change the top-up's state (the caller records credited →
  * invoiced in the same transaction).
  */
@@ -247,11 +286,8 @@ export async function issueTopUpDocument(tx: Queryable, settings: TaxDocumentSet
   const kind = settings.GST_DOCUMENT_MODE;
   const supplier = supplierOf(settings);
   const recipient = recipientOf(topUp.billing_snapshot);
-  const split = splitInclusiveTotal({
-    totalPaise: BigInt(topUp.price_paise),
-    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
-    intraState: isIntraState(supplier.state_code, recipient.state_code),
-  });
+  const terms = supplyTermsOf(settings, supplier, recipient);
+  const split = splitInclusiveTotal({ totalPaise: BigInt(topUp.price_paise), rateBasisPoints: terms.rateBasisPoints, intraState: terms.intraState });
   const document = await insertTaxDocument(tx, settings, {
     kind,
     organisationId: topUp.organisation_id,
@@ -264,9 +300,12 @@ export async function issueTopUpDocument(tx: Queryable, settings: TaxDocumentSet
     placeOfSupply: recipient.state_code,
     sac: settings.INVOICE_SAC,
     description: topUpDescription(kind, topUp.package_name),
-    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
+    rateBasisPoints: terms.rateBasisPoints,
     split,
-    details: { credit_micros: BigInt(topUp.credit_micros).toString(), package_name: topUp.package_name },
+    details: {
+      credit_micros: BigInt(topUp.credit_micros).toString(), package_name: topUp.package_name,
+      ...(terms.exportTerms === undefined ? {} : { export: terms.exportTerms }),
+    },
   }, options);
   return { documentId: document.id, serial: document.serial, kind };
 }
@@ -316,7 +355,11 @@ export async function issueCreditNote(tx: Queryable, settings: TaxDocumentSettin
     description: `Refund of unspent prepaid balance against ${original.serial}`,
     rateBasisPoints: original.rateBasisPoints,
     split,
-    details: { references_serial: original.serial, references_issued_at: original.issuedAt.toISOString(), references_kind: original.kind },
+    details: {
+      references_serial: original.serial, references_issued_at: original.issuedAt.toISOString(), references_kind: original.kind,
+      // An export's note is an export's too: the same legend and country.
+      ...(original.details['export'] === undefined ? {} : { export: original.details['export'] }),
+    },
   }, options);
   return { documentId: document.id, serial: document.serial };
 }
@@ -413,8 +456,8 @@ function valueConsumedCredit(advances: readonly UnadjustedAdvance[], usageMicros
 export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocumentSettings, input: {
   organisationId: string; usageMonth: string; usageDebitedMicros: bigint;
 }, options: IssueOptions = {}): Promise<{ documentId: string; serial: string } | undefined> {
-  const profile = await tx.query<{ legal_name: string; address: string; gstin: string | null; state_code: string }>(
-    'SELECT legal_name, address, gstin, state_code FROM billing_profiles WHERE organisation_id = $1 FOR UPDATE', [input.organisationId]);
+  const profile = await tx.query<{ legal_name: string; address: string; gstin: string | null; state_code: string; country: string | null }>(
+    'SELECT legal_name, address, gstin, state_code, country FROM billing_profiles WHERE organisation_id = $1 FOR UPDATE', [input.organisationId]);
   const [existing] = await selectTaxDocuments(tx, 'organisation_id = $1 AND usage_month = $2', [input.organisationId, input.usageMonth]);
   if (existing !== undefined) return { documentId: existing.id, serial: existing.serial };
   if (input.usageDebitedMicros <= 0n || profile.rows[0] === undefined) return undefined;
@@ -424,6 +467,7 @@ export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocum
   const totalPaise = adjustments.reduce((sum, adjustment) => sum + BigInt(adjustment.amount_paise), uncoveredPaise);
   if (totalPaise <= 0n) return undefined;
   const supplier = supplierOf(settings);
+  const terms = supplyTermsOf(settings, supplier, recipient);
   const document = await insertTaxDocument(tx, settings, {
     kind: 'tax_invoice',
     organisationId: input.organisationId,
@@ -436,9 +480,10 @@ export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocum
     placeOfSupply: recipient.state_code,
     sac: settings.INVOICE_SAC,
     description: `AI inference API services supplied in ${input.usageMonth} (usage)`,
-    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
-    split: splitInclusiveTotal({ totalPaise, rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: isIntraState(supplier.state_code, recipient.state_code) }),
+    rateBasisPoints: terms.rateBasisPoints,
+    split: splitInclusiveTotal({ totalPaise, rateBasisPoints: terms.rateBasisPoints, intraState: terms.intraState }),
     details: {
+      ...(terms.exportTerms === undefined ? {} : { export: terms.exportTerms }),
       usage_debited_micros: input.usageDebitedMicros.toString(),
       adjusted_against: adjustments,
       not_covered_by_advance_paise: uncoveredPaise.toString(),

@@ -57,6 +57,14 @@ export const putBillingProfileBody = z.strictObject({
     .optional()
     .transform((value) => (value === '' ? null : value ?? null))
     .meta({ description: 'The recipient\'s GSTIN when registered (15 characters, check character validated, first two digits = state_code); null or absent otherwise.' }),
+  country: z.string({ error: 'must be a string or null' })
+    .trim()
+    .min(1, { error: 'must not be empty (null or absent for an Indian state)' })
+    .max(100, { error: 'must be at most 100 characters' })
+    .nullable()
+    .optional()
+    .transform((value) => value ?? null)
+    .meta({ description: 'The recipient\'s country, required with state_code 96 (outside India: an export of services, printed on the invoice); null or absent for an Indian state.' }),
   email: z.email({ error: 'must be an email address' })
     .max(254, { error: 'must be at most 254 characters' })
     .nullable()
@@ -118,6 +126,7 @@ const billingProfileResponse = z.strictObject({
   address: z.string(),
   state_code: z.string(),
   gstin: z.string().nullable(),
+  country: z.string().nullable(),
   email: z.string().nullable(),
   updated_at: timestamp,
 });

@@ -56,7 +56,10 @@ export const taxDocumentResponse = z.strictObject({
   refund_id: z.string().nullable().meta({ description: 'A credit note\'s refund.' }),
   usage_month: z.string().nullable().meta({ description: 'A monthly usage invoice\'s month (YYYY-MM, IST) in receipt-voucher mode.' }),
   supplier: z.strictObject({ name: z.string(), address: z.string(), gstin: z.string().nullable(), state_code: z.string() }),
-  recipient: z.strictObject({ legal_name: z.string(), address: z.string(), gstin: z.string().nullable(), state_code: z.string() }),
+  recipient: z.strictObject({
+    legal_name: z.string(), address: z.string(), gstin: z.string().nullable(), state_code: z.string(),
+    country: z.string().optional().meta({ description: 'A recipient outside India\'s country (state_code 96: an export of services).' }),
+  }),
   place_of_supply: z.string().meta({ description: 'Two-digit GST state code of the place of supply.' }),
   sac: z.string(),
   description: z.string(),

@@ -14,6 +14,11 @@ export const maharashtraRecipient: DocumentRecipient = {
   legal_name: 'Mumbai Analytics LLP', address: '7 Nariman Point, Mumbai 400021', gstin: null, state_code: '27',
 };
 
+/** A recipient outside India (state code 96, Foreign Country): an export of services. */
+export const singaporeRecipient: DocumentRecipient = {
+  legal_name: 'Lion City Analytics Pte Ltd', address: '1 Raffles Place, #20-01', gstin: null, state_code: '96', country: 'Singapore',
+};
+
 /** Inserts a package and a top-up of it in a paid state (as the top-up flow leaves it), returning the top-up id. */
 export async function insertPaidTopUp(db: Queryable, input: {
   organisationId: string; pricePaise: bigint; recipient: DocumentRecipient; packageName?: string; state?: string;

@@ -3,6 +3,8 @@
 // billing profile accepts, and any code a document carries is named the same way on both sides.
 import { gstStateOf, placeOfSupplyStates, type GstState } from '../../shared/gst-states.ts';
 
+export { foreignCountryStateCode } from '../../shared/gst-states.ts';
+
 /** Every GST state code a billing profile may name, in code order (codes in force and 96, a recipient abroad). */
 export const gstStates: readonly GstState[] = placeOfSupplyStates;
 
