@@ -11,7 +11,7 @@ import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway
 import { issueCreditNote, issueTopUpDocument, type TaxDocumentSettings } from './domain/tax-documents.ts';
 import { taxDocumentListResponse, taxDocumentResponse } from './http/invoice-schemas.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
-import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText } from './test-support/tax-document-fixtures.ts';
+import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText, singaporeRecipient } from './test-support/tax-document-fixtures.ts';
 
 const serverUrl = testPostgresUrl();
 const describePg = describe.skipIf(!serverUrl);
@@ -206,5 +206,22 @@ describePg('invoice routes', () => {
       'CREDIT NOTE', `Credit Note No.: ${serials.creditNote}`, 'Date of issue: 2026-07-20', `Against Tax Invoice: ${serials.intra} dated 2026-06-10`,
       'Taxable value: ₹500.00', 'CGST @ 9%: ₹45.00', 'SGST @ 9%: ₹45.00', 'Total: ₹590.00', 'Rupees Five Hundred Ninety Only',
     ]) expect(noteText).toContain(field);
+  });
+});
+
+// After the lists above, which count every organisation's documents.
+describePg('export invoices', () => {
+  it('answers an export invoice with its terms and the recipient\'s country; other documents have none', async () => {
+    const exporter = await createOrganisation('Export Customer');
+    const topUpId = await insertPaidTopUp(db, { organisationId: exporter, pricePaise: 118_000n, recipient: singaporeRecipient });
+    const lut = { ...settings, GST_EXPORT_MODE: 'lut' as const, INVOICE_LUT_REFERENCE: 'AD290326012345X' };
+    const issued = await db.transaction((tx) => issueTopUpDocument(tx, lut, topUpId));
+    const answer = taxDocumentResponse.parse((await admin.request('GET', `/admin/v1/organisations/${exporter}/invoices/${issued.documentId}`)).json);
+    expect(answer).toMatchObject({
+      place_of_supply: '96', rate_basis_points: 0, igst_paise: '0', taxable_paise: '118000',
+      recipient: { country: 'Singapore', gstin: null, state_code: '96' },
+      export: { mode: 'lut', lut_reference: 'AD290326012345X', country: 'Singapore' },
+    });
+    expect(taxDocumentResponse.parse((await admin.request('GET', `/admin/v1/organisations/${mine}/invoices/${documents.intra}`)).json).export).toBeNull();
   });
 });
