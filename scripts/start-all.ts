@@ -181,6 +181,9 @@ async function main(): Promise<void> {
       DEMO_UPSTREAM_URL: demoUpstream.baseUrl,
       // The demo upstream lives on loopback; a production admin keeps this false (SSRF guard).
       ADMIN_ALLOW_PRIVATE_UPSTREAMS: orDefault('ADMIN_ALLOW_PRIVATE_UPSTREAMS', 'true'),
+      // Top-ups work out of the box: without the operator's GSTIN their documents are development
+      // documents (printed as not valid for GST); setting INVOICE_SUPPLIER_GSTIN makes them real.
+      INVOICE_DEVELOPMENT_MODE: orDefault('INVOICE_DEVELOPMENT_MODE', env.INVOICE_SUPPLIER_GSTIN ? 'false' : 'true'),
     }),
     {
       logger: createLogger('admin', logLevel as 'info'),
@@ -220,6 +223,7 @@ async function main(): Promise<void> {
     `  Data:                   ${env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : `embedded PGlite in ${dataDir}`}`,
     `  Internal gRPC:          ${env.GRPC_INSECURE === 'true' ? 'PLAINTEXT (GRPC_INSECURE=true)' : env.GRPC_TLS_CERT_FILE ? 'mTLS with your GRPC_TLS_* files' : `mTLS, local CA in ${join(dataDir, 'pki')}`}`,
     `  Rate limiter:           ${env.REDIS_URL ? 'Redis at REDIS_URL' : 'in-process (set REDIS_URL to share it between replicas)'}`,
+    `  GST documents:          ${env.INVOICE_SUPPLIER_GSTIN ? `supplier GSTIN ${env.INVOICE_SUPPLIER_GSTIN}` : 'development documents, not valid for GST (set INVOICE_SUPPLIER_* before selling)'}`,
   ];
   if (bootstrapToken) {
     lines.push(

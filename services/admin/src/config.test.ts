@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
 import { issueSecret } from '@gateway/secrets';
 import { loadAdminConfig } from './config.ts';
+import { supplierStateCode } from './domain/gst.ts';
 
 const encryptionKey = randomBytes(32).toString('base64');
 /** The service-identity files every valid configuration names (paths only; nothing is read here). */
@@ -22,7 +23,7 @@ describe('loadAdminConfig', () => {
       ALERT_RETRY_WINDOW_MS: 86_400_000, ALERT_WEBHOOK_TIMEOUT_MS: 10_000, LOW_BALANCE_POLL_MS: 5_000, LIVE_POLL_MS: 500,
       RAZORPAY_API_URL: 'https://api.razorpay.com', PAYMENT_RECONCILE_AFTER_MS: 180_000, PAYMENT_RECONCILE_INTERVAL_MS: 60_000,
       PAYMENT_DEVELOPMENT_MODE: false, PAYMENT_SWEEP_INTERVAL_MS: 900_000, PAYMENT_SWEEP_WINDOW_MS: 345_600_000, TOPUP_EXPIRY_MS: 86_400_000, INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)',
-      INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS', INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315',
+      INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS', INVOICE_DEVELOPMENT_MODE: false, GST_EXPORT_MODE: 'igst', INVOICE_SAC: '998315',
       GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
     });
   });
@@ -34,6 +35,7 @@ describe('loadAdminConfig', () => {
       ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: 'http://127.0.0.1:8790',
       RAZORPAY_KEY_ID: 'rzp_test_local0001', RAZORPAY_KEY_SECRET: 'local-key-secret', RAZORPAY_WEBHOOK_SECRET: 'local-webhook-secret',
       PAYMENT_DEVELOPMENT_MODE: 'true',
+      INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV',
     });
     expect(config.PAYMENT_PROVIDER).toBe('local');
   });
@@ -108,6 +110,47 @@ describe('loadAdminConfig', () => {
   it('requires certificates for internal gRPC, or the explicit GRPC_INSECURE=true', () => {
     expect(() => loadAdminConfig({ ADMIN_ENCRYPTION_KEY: encryptionKey })).toThrow(/GRPC_TLS_CA_FILE.*GRPC_INSECURE=true/);
     expect(loadAdminConfig({ ADMIN_ENCRYPTION_KEY: encryptionKey, GRPC_INSECURE: 'true' }).GRPC_INSECURE).toBe(true);
+  });
+
+  describe('the supplier on GST documents', () => {
+    const base = { ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey };
+    const payments = {
+      PAYMENT_PROVIDER: 'local', PAYMENT_DEVELOPMENT_MODE: 'true', LOCAL_PAYMENTS_URL: 'http://127.0.0.1:8790', RAZORPAY_KEY_ID: 'rzp_test_local0001',
+      RAZORPAY_KEY_SECRET: 'local-key-secret', RAZORPAY_WEBHOOK_SECRET: 'local-webhook-secret',
+    };
+
+    it('refuses a supplier GSTIN with a wrong check character at start', () => {
+      expect(() => loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZW' })).toThrow(/INVOICE_SUPPLIER_GSTIN: has a wrong check character/);
+    });
+
+    it('takes the supplier\'s state from its GSTIN, and refuses a state code that contradicts it', () => {
+      expect(supplierStateCode(loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV' }))).toBe('27');
+      expect(supplierStateCode(loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV', INVOICE_SUPPLIER_STATE_CODE: '27' }))).toBe('27');
+      expect(() => loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV', INVOICE_SUPPLIER_STATE_CODE: '29' }))
+        .toThrow(/INVOICE_SUPPLIER_STATE_CODE: is 29 but INVOICE_SUPPLIER_GSTIN is registered in state 27/);
+      // A supplier is in an Indian state in force: not a retired code, not 96 (abroad) or 99.
+      for (const code of ['25', '96', '99', '42']) {
+        expect(() => loadAdminConfig({ ...base, INVOICE_SUPPLIER_STATE_CODE: code })).toThrow(/INVOICE_SUPPLIER_STATE_CODE: names state/);
+      }
+    });
+
+    it('refuses at start to take payments whose documents would carry GST without a supplier GSTIN (development mode and a zero rate aside)', () => {
+      expect(() => loadAdminConfig({ ...base, ...payments })).toThrow(/INVOICE_SUPPLIER_GSTIN: is required to issue GST documents/);
+      const development = loadAdminConfig({ ...base, ...payments, INVOICE_DEVELOPMENT_MODE: 'true' });
+      expect(development.INVOICE_DEVELOPMENT_MODE).toBe(true);
+      expect(supplierStateCode(development)).toBe('29');
+      expect(loadAdminConfig({ ...base, ...payments, GST_RATE_BASIS_POINTS: '0' }).GST_RATE_BASIS_POINTS).toBe(0);
+      expect(loadAdminConfig({ ...base, ...payments, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV' }).PAYMENT_PROVIDER).toBe('local');
+      // Without a payment provider no top-up is paid, so no document is issued: nothing to refuse.
+      expect(loadAdminConfig(base).INVOICE_SUPPLIER_GSTIN).toBeUndefined();
+    });
+  });
+
+  it('invoices exports with IGST unless told LUT, and LUT needs its reference', () => {
+    const base = { ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey };
+    expect(() => loadAdminConfig({ ...base, GST_EXPORT_MODE: 'lut' })).toThrow(/INVOICE_LUT_REFERENCE: is required with GST_EXPORT_MODE=lut/);
+    expect(loadAdminConfig({ ...base, GST_EXPORT_MODE: 'lut', INVOICE_LUT_REFERENCE: 'ad290326012345x' }).INVOICE_LUT_REFERENCE).toBe('AD290326012345X');
+    expect(() => loadAdminConfig({ ...base, GST_EXPORT_MODE: 'zero' })).toThrow(/GST_EXPORT_MODE/);
   });
 
   it('requires the encryption key', () => {

@@ -2,6 +2,8 @@ import { commonEnv, loadConfig, z } from '@gateway/config';
 import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
 import { encryptionKeyProblem } from './domain/credential-cipher.ts';
+import { gstinProblem } from './domain/gstin.ts';
+import { gstStateOf } from '../shared/gst-states.ts';
 
 /** A URL the admin may seed the demo model with: http(s), no credentials in it. */
 const demoUpstreamUrl = z.string().refine((value) => {
@@ -134,16 +136,40 @@ export const adminConfigSchema = z.object({
   INVOICE_SUPPLIER_NAME: z.string().min(1).max(200).default('Gateway Operator (set INVOICE_SUPPLIER_NAME)'),
   /** The supplier's address, one line per `\n`. */
   INVOICE_SUPPLIER_ADDRESS: z.string().min(1).max(1000).default('Set INVOICE_SUPPLIER_ADDRESS'),
-  /** The supplier's GSTIN (15 characters, check character validated). */
-  INVOICE_SUPPLIER_GSTIN: z.string().regex(/^[0-9]{2}[A-Z0-9]{13}$/, 'must be a 15-character GSTIN').optional(),
-  /** The supplier's state as a two-digit GST state code (e.g. 29 Karnataka); decides CGST+SGST vs IGST. */
-  INVOICE_SUPPLIER_STATE_CODE: z.string().regex(/^[0-9]{2}$/, 'must be a two-digit GST state code such as 29').default('29'),
+  /**
+   * The supplier's GSTIN (15 characters, layout and check character validated at start); its first
+   * two digits are the supplier's state. Required to take payments at a non-zero GST rate, outside
+   * INVOICE_DEVELOPMENT_MODE.
+   */
+  INVOICE_SUPPLIER_GSTIN: z.string().trim().toUpperCase().superRefine((value, ctx) => {
+    const problem = gstinProblem(value);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  }).optional(),
+  /**
+   * The supplier's state as a two-digit GST state code; decides CGST + SGST vs IGST. Optional: the
+   * GSTIN's state is used, and a different value here is refused. Without a GSTIN (development): 29.
+   */
+  INVOICE_SUPPLIER_STATE_CODE: z.string().regex(/^[0-9]{2}$/, 'must be a two-digit GST state code such as 29').optional(),
+  /**
+   * true: a development machine (`pnpm start` sets it when INVOICE_SUPPLIER_GSTIN is unset): GST
+   * documents may be issued without a supplier GSTIN, each printed as a development document that
+   * is not valid for GST.
+   */
+  INVOICE_DEVELOPMENT_MODE: z.stringbool({ error: 'must be true or false' }).default(false),
   /** Services Accounting Code on invoices (confirm with your tax adviser). */
   INVOICE_SAC: z.string().regex(/^[0-9]{6}$/, 'must be a six-digit SAC').default('998315'),
   /** GST rate, in basis points (1800 = 18%). */
   GST_RATE_BASIS_POINTS: z.coerce.number().int().min(0).max(10_000).default(1800),
   /** What is issued at top-up: 'tax_invoice' (default), or 'receipt_voucher' plus a monthly tax invoice for the usage (Rule 50). */
   GST_DOCUMENT_MODE: z.enum(['tax_invoice', 'receipt_voucher'], { error: 'must be "tax_invoice" or "receipt_voucher"' }).default('tax_invoice'),
+  /**
+   * How a recipient outside India (billing state code 96) is invoiced, as an export of services:
+   * 'igst' (default), with payment of IGST at GST_RATE_BASIS_POINTS (refundable to the exporter);
+   * 'lut', zero-rated under a Letter of Undertaking, no tax (needs INVOICE_LUT_REFERENCE).
+   */
+  GST_EXPORT_MODE: z.enum(['igst', 'lut'], { error: 'must be "igst" or "lut"' }).default('igst'),
+  /** The Letter of Undertaking's reference (its ARN), printed on export invoices under LUT; required with GST_EXPORT_MODE=lut. */
+  INVOICE_LUT_REFERENCE: z.string().trim().toUpperCase().regex(/^[A-Z0-9][A-Z0-9/-]{0,39}$/, 'must be the LUT\'s reference (ARN): letters, digits, / and -, at most 40').optional(),
   /** Invoice serial prefix (with the financial year and number it stays within 16 characters). */
   INVOICE_SERIAL_PREFIX: z.string().regex(/^[A-Z]{1,4}$/, 'must be 1..4 capital letters').default('GW'),
   ...grpcTlsEnv,
@@ -171,6 +197,36 @@ export const adminConfigSchema = z.object({
   }
   if (config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL !== undefined && config.RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL.getTime() > Date.now() + maxPreviousSecretWindowMs) {
     ctx.addIssue({ code: 'custom', path: ['RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL'], message: 'must be at most 7 days ahead: an old secret accepted for longer defeats the rotation' });
+  }
+}).superRefine((config, ctx) => {
+  // The supplier's state decides CGST + SGST or IGST on every document, and a GSTIN says where
+  // its holder is registered: a state code that differs would put every invoice's tax under
+  // the wrong head.
+  const gstinState = config.INVOICE_SUPPLIER_GSTIN?.slice(0, 2);
+  if (gstinState !== undefined && config.INVOICE_SUPPLIER_STATE_CODE !== undefined && config.INVOICE_SUPPLIER_STATE_CODE !== gstinState) {
+    ctx.addIssue({
+      code: 'custom', path: ['INVOICE_SUPPLIER_STATE_CODE'],
+      message: `is ${config.INVOICE_SUPPLIER_STATE_CODE} but INVOICE_SUPPLIER_GSTIN is registered in state ${gstinState}: leave it unset (the GSTIN's state is used) or correct it`,
+    });
+  }
+  const supplierState = config.INVOICE_SUPPLIER_GSTIN?.slice(0, 2) ?? config.INVOICE_SUPPLIER_STATE_CODE;
+  if (supplierState !== undefined && gstStateOf(supplierState)?.use !== 'in_force') {
+    ctx.addIssue({
+      code: 'custom', path: [config.INVOICE_SUPPLIER_GSTIN === undefined ? 'INVOICE_SUPPLIER_STATE_CODE' : 'INVOICE_SUPPLIER_GSTIN'],
+      message: `names state ${supplierState}, which is not an Indian state or union territory code in force (01 to 24, 26, 27, 29 to 38, 97)`,
+    });
+  }
+  if (config.GST_EXPORT_MODE === 'lut' && config.INVOICE_LUT_REFERENCE === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['INVOICE_LUT_REFERENCE'], message: 'is required with GST_EXPORT_MODE=lut: export invoices under a Letter of Undertaking carry its reference' });
+  }
+  // Paid top-ups get GST documents. Refused here, at start, rather than by the issuing code, so
+  // an operator finds out before the first sale instead of from a failing invoice.
+  if (config.PAYMENT_PROVIDER !== undefined && config.GST_RATE_BASIS_POINTS > 0 && config.INVOICE_SUPPLIER_GSTIN === undefined && !config.INVOICE_DEVELOPMENT_MODE) {
+    ctx.addIssue({
+      code: 'custom', path: ['INVOICE_SUPPLIER_GSTIN'],
+      message: `is required to issue GST documents for top-ups (PAYMENT_PROVIDER=${config.PAYMENT_PROVIDER}, GST_RATE_BASIS_POINTS=${config.GST_RATE_BASIS_POINTS}): `
+        + 'set the supplier\'s GSTIN, or INVOICE_DEVELOPMENT_MODE=true on a development machine (documents then say they are not valid for GST)',
+    });
   }
 });
 

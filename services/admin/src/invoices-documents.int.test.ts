@@ -9,9 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { loadAdminConfig } from './config.ts';
 import { issueCreditNote, issueTopUpDocument, selectTaxDocuments, type TaxDocumentSettings } from './domain/tax-documents.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
-import { insertPaidTopUp, karnatakaRecipient, maharashtraRecipient } from './test-support/tax-document-fixtures.ts';
+import { renderTaxDocumentPdf } from './domain/invoice-pdf.ts';
+import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText, singaporeRecipient } from './test-support/tax-document-fixtures.ts';
 
 const serverUrl = testPostgresUrl();
 const describePg = describe.skipIf(!serverUrl);
@@ -19,12 +21,14 @@ const describePg = describe.skipIf(!serverUrl);
 const settings: TaxDocumentSettings = {
   INVOICE_SUPPLIER_NAME: 'Gateway Operator Private Limited',
   INVOICE_SUPPLIER_ADDRESS: '1 MG Road, Bengaluru 560001',
-  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z5',
+  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z0',
   INVOICE_SUPPLIER_STATE_CODE: '29',
   INVOICE_SAC: '998315',
   GST_RATE_BASIS_POINTS: 1800,
   GST_DOCUMENT_MODE: 'tax_invoice',
   INVOICE_SERIAL_PREFIX: 'GW',
+  GST_EXPORT_MODE: 'igst',
+  INVOICE_LUT_REFERENCE: undefined,
 };
 
 let testDatabase: TestDatabase;
@@ -67,12 +71,74 @@ describePg('tax documents', () => {
       kind: 'tax_invoice', organisationId, topUpId: intra, placeOfSupply: '29', sac: '998315', rateBasisPoints: 1800,
       taxablePaise: 100_000n, cgstPaise: 9_000n, sgstPaise: 9_000n, igstPaise: 0n, totalPaise: 118_000n,
       recipient: karnatakaRecipient,
-      supplier: { name: settings.INVOICE_SUPPLIER_NAME, address: settings.INVOICE_SUPPLIER_ADDRESS, gstin: '29AAACG1234F1Z5', state_code: '29' },
+      supplier: { name: settings.INVOICE_SUPPLIER_NAME, address: settings.INVOICE_SUPPLIER_ADDRESS, gstin: '29AAACG1234F1Z0', state_code: '29' },
     });
     const [interDocument] = await selectTaxDocuments(db, 'id = $1', [interIssued.documentId]);
     // ₹500.00 inclusive of 18%: taxable round-half-up(42372.88…) = 42373, IGST the rest
     expect(interDocument).toMatchObject({ placeOfSupply: '27', taxablePaise: 42_373n, cgstPaise: 0n, sgstPaise: 0n, igstPaise: 7_627n, totalPaise: 50_000n });
     expect(numberOf(interIssued.serial)).toBe(numberOf(intraIssued.serial) + 1);
+  });
+
+  it('takes the supplier\'s state from its GSTIN: an operator in Maharashtra who sets only the GSTIN charges CGST + SGST in Maharashtra, IGST in Karnataka', async () => {
+    const maharashtraSupplier = loadAdminConfig({
+      GRPC_INSECURE: 'true', ADMIN_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+      INVOICE_SUPPLIER_NAME: 'Pune Gateway LLP', INVOICE_SUPPLIER_ADDRESS: '3 FC Road, Pune 411004', INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV',
+    });
+    const inMaharashtra = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: maharashtraRecipient });
+    const inKarnataka = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: karnatakaRecipient });
+    const [intra] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, maharashtraSupplier, inMaharashtra))).documentId]);
+    const [inter] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, maharashtraSupplier, inKarnataka))).documentId]);
+    expect(intra).toMatchObject({ supplier: { gstin: '27AAPFU0939F1ZV', state_code: '27' }, placeOfSupply: '27', cgstPaise: 9_000n, sgstPaise: 9_000n, igstPaise: 0n });
+    expect(inter).toMatchObject({ supplier: { gstin: '27AAPFU0939F1ZV', state_code: '27' }, placeOfSupply: '29', cgstPaise: 0n, sgstPaise: 0n, igstPaise: 18_000n });
+  });
+
+  it('invoices a recipient outside India (96) as an export of services: zero-rated under LUT, or with IGST, as configured, with the export legend and country', async () => {
+    const underLut = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: singaporeRecipient });
+    const withIgst = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: singaporeRecipient });
+    const lutSettings: TaxDocumentSettings = { ...settings, GST_EXPORT_MODE: 'lut', INVOICE_LUT_REFERENCE: 'AD290326012345X' };
+    const [lut] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, lutSettings, underLut))).documentId]);
+    const [igst] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, { ...settings, GST_EXPORT_MODE: 'igst' }, withIgst))).documentId]);
+    // Zero-rated: the whole price is the taxable value, no tax is charged.
+    expect(lut).toMatchObject({
+      placeOfSupply: '96', rateBasisPoints: 0, taxablePaise: 118_000n, cgstPaise: 0n, sgstPaise: 0n, igstPaise: 0n, totalPaise: 118_000n,
+      recipient: singaporeRecipient, details: { export: { mode: 'lut', lut_reference: 'AD290326012345X', country: 'Singapore' } },
+    });
+    // With payment of IGST: inter-state at the configured rate.
+    expect(igst).toMatchObject({
+      placeOfSupply: '96', rateBasisPoints: 1800, taxablePaise: 100_000n, cgstPaise: 0n, sgstPaise: 0n, igstPaise: 18_000n,
+      details: { export: { mode: 'igst', country: 'Singapore' } },
+    });
+    // A refund's credit note follows its invoice: nothing to take back under LUT.
+    const note = await db.transaction((tx) => issueCreditNote(tx, lutSettings, { topUpId: underLut, refundId: 'rfnd_export_lut_000000001', amountPaise: 11_800n }));
+    const [noteDocument] = await selectTaxDocuments(db, 'id = $1', [note.documentId]);
+    expect(noteDocument).toMatchObject({ placeOfSupply: '96', taxablePaise: 11_800n, igstPaise: 0n, details: { export: { mode: 'lut', lut_reference: 'AD290326012345X', country: 'Singapore' } } });
+
+    if (!hasPdftotext()) {
+      if (process.env['CI'] === 'true') throw new Error('pdftotext (poppler-utils) is required under CI');
+      return;
+    }
+    const lutText = await pdfText(await renderTaxDocumentPdf(lut!));
+    for (const field of ['SUPPLY MEANT FOR EXPORT UNDER LETTER OF UNDERTAKING WITHOUT PAYMENT OF INTEGRATED TAX', 'LUT reference: AD290326012345X',
+      singaporeRecipient.legal_name, singaporeRecipient.address, 'Country: Singapore', 'Place of supply: Foreign Country (96)', 'IGST @ 0%: ₹0.00', 'Total: ₹1,180.00']) {
+      expect(lutText).toContain(field);
+    }
+    const igstText = await pdfText(await renderTaxDocumentPdf(igst!));
+    for (const field of ['SUPPLY MEANT FOR EXPORT ON PAYMENT OF INTEGRATED TAX', 'Country: Singapore', 'IGST @ 18%: ₹180.00']) expect(igstText).toContain(field);
+    expect(igstText).not.toContain('LETTER OF UNDERTAKING');
+  });
+
+  it('marks a document issued without a supplier GSTIN (development mode) as not valid for GST', async () => {
+    const topUpId = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: karnatakaRecipient });
+    const issued = await db.transaction((tx) => issueTopUpDocument(tx, { ...settings, INVOICE_SUPPLIER_GSTIN: undefined }, topUpId));
+    const [document] = await selectTaxDocuments(db, 'id = $1', [issued.documentId]);
+    expect(document).toMatchObject({ supplier: { gstin: null, state_code: '29' }, cgstPaise: 9_000n, sgstPaise: 9_000n });
+    if (!hasPdftotext()) {
+      if (process.env['CI'] === 'true') throw new Error('pdftotext (poppler-utils) is required under CI');
+      return;
+    }
+    const text = await pdfText(await renderTaxDocumentPdf(document!));
+    expect(text).toContain('DEVELOPMENT DOCUMENT: issued without a supplier GSTIN (INVOICE_DEVELOPMENT_MODE); not valid for GST.');
+    expect(text).toContain('GSTIN: none (INVOICE_SUPPLIER_GSTIN is not set)');
   });
 
   it('issues one document per top-up: a repeated call and 10 concurrent calls all answer the first', async () => {

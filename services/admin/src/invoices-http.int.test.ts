@@ -11,7 +11,7 @@ import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway
 import { issueCreditNote, issueTopUpDocument, type TaxDocumentSettings } from './domain/tax-documents.ts';
 import { taxDocumentListResponse, taxDocumentResponse } from './http/invoice-schemas.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
-import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText } from './test-support/tax-document-fixtures.ts';
+import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText, singaporeRecipient } from './test-support/tax-document-fixtures.ts';
 
 const serverUrl = testPostgresUrl();
 const describePg = describe.skipIf(!serverUrl);
@@ -19,11 +19,12 @@ const describePg = describe.skipIf(!serverUrl);
 const supplierEnv = {
   INVOICE_SUPPLIER_NAME: 'Gateway Operator Private Limited',
   INVOICE_SUPPLIER_ADDRESS: '1 MG Road, Bengaluru, Karnataka 560001',
-  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z5',
+  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z0',
   INVOICE_SUPPLIER_STATE_CODE: '29',
 };
 const settings: TaxDocumentSettings = {
   ...supplierEnv, INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
+  GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
 };
 
 let testDatabase: TestDatabase;
@@ -100,6 +101,23 @@ describePg('invoice routes', () => {
     const second = taxDocumentListResponse.parse((await admin.request('GET', `/admin/v1/organisations/${mine}/invoices?limit=2&cursor=${first.next_cursor}`)).json);
     expect(second.data.map((document) => document.id)).toEqual([documents.intra]);
     expect(second.next_cursor).toBeNull();
+  });
+
+  it('takes a billing profile outside India (96) only with its country, and keeps the country', async () => {
+    const path = `/admin/v1/organisations/${theirs}/billing-profile`;
+    const abroad = { legal_name: 'Lion City Analytics Pte Ltd', address: '1 Raffles Place, #20-01', state_code: '96' };
+    const noCountry = await admin.request('PUT', path, abroad);
+    expect(noCountry.status).toBe(400);
+    expect(noCountry.json.error).toMatchObject({ param: 'country', message: expect.stringMatching(/country is required with state_code 96/) });
+    const indianWithCountry = await admin.request('PUT', path, { ...abroad, state_code: '27', country: 'Singapore' });
+    expect(indianWithCountry.status).toBe(400);
+    expect(indianWithCountry.json.error.param).toBe('country');
+    const saved = await admin.request('PUT', path, { ...abroad, country: 'Singapore' });
+    expect(saved.status, saved.text).toBe(200);
+    expect(saved.json.billing_profile).toMatchObject({ state_code: '96', country: 'Singapore', gstin: null });
+    expect((await admin.request('GET', path)).json.billing_profile).toMatchObject({ state_code: '96', country: 'Singapore' });
+    const home = await admin.request('PUT', path, { ...abroad, state_code: '27', address: 'Pune' });
+    expect(home.json.billing_profile).toMatchObject({ state_code: '27', country: null });
   });
 
   it('refuses bad filters with a 400 naming the field', async () => {
@@ -188,5 +206,22 @@ describePg('invoice routes', () => {
       'CREDIT NOTE', `Credit Note No.: ${serials.creditNote}`, 'Date of issue: 2026-07-20', `Against Tax Invoice: ${serials.intra} dated 2026-06-10`,
       'Taxable value: ₹500.00', 'CGST @ 9%: ₹45.00', 'SGST @ 9%: ₹45.00', 'Total: ₹590.00', 'Rupees Five Hundred Ninety Only',
     ]) expect(noteText).toContain(field);
+  });
+});
+
+// After the lists above, which count every organisation's documents.
+describePg('export invoices', () => {
+  it('answers an export invoice with its terms and the recipient\'s country; other documents have none', async () => {
+    const exporter = await createOrganisation('Export Customer');
+    const topUpId = await insertPaidTopUp(db, { organisationId: exporter, pricePaise: 118_000n, recipient: singaporeRecipient });
+    const lut = { ...settings, GST_EXPORT_MODE: 'lut' as const, INVOICE_LUT_REFERENCE: 'AD290326012345X' };
+    const issued = await db.transaction((tx) => issueTopUpDocument(tx, lut, topUpId));
+    const answer = taxDocumentResponse.parse((await admin.request('GET', `/admin/v1/organisations/${exporter}/invoices/${issued.documentId}`)).json);
+    expect(answer).toMatchObject({
+      place_of_supply: '96', rate_basis_points: 0, igst_paise: '0', taxable_paise: '118000',
+      recipient: { country: 'Singapore', gstin: null, state_code: '96' },
+      export: { mode: 'lut', lut_reference: 'AD290326012345X', country: 'Singapore' },
+    });
+    expect(taxDocumentResponse.parse((await admin.request('GET', `/admin/v1/organisations/${mine}/invoices/${documents.intra}`)).json).export).toBeNull();
   });
 });

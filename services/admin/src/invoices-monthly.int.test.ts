@@ -50,7 +50,7 @@ beforeAll(async () => {
   ledger = createGrpcLedger({ target: admin.ledger.target, callTimeoutMs: 5_000, security: testTransportSecurity(pki, 'admin') });
   config = loadAdminConfig({
     ...serviceTlsEnv(pki, 'admin'), LEDGER_GRPC_URL: admin.ledger.target, ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    GST_DOCUMENT_MODE: 'receipt_voucher', INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z5',
+    GST_DOCUMENT_MODE: 'receipt_voucher', INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z0',
   });
   await db.query(`INSERT INTO billing_profiles (organisation_id, legal_name, address, state_code, gstin) VALUES ($1, $2, $3, $4, $5)`,
     [organisationId, maharashtraRecipient.legal_name, maharashtraRecipient.address, maharashtraRecipient.state_code, maharashtraRecipient.gstin]);
@@ -94,12 +94,12 @@ describePg('receipt-voucher mode', () => {
     ]);
     // May: ₹300 from the first advance; June: the first's ₹880 left, then ₹70 of the second; August: the second's ₹48, ₹152 uncovered
     expect(invoices.map((invoice) => invoice.details)).toEqual([
-      { usage_debited_micros: '300004999', adjusted_against: [{ document_id: firstVoucher.documentId, serial: 'GW3031R-000001', amount_paise: '30000' }], not_covered_by_advance_paise: '0' },
+      { usage_debited_micros: '300004999', adjusted_against: [{ document_id: firstVoucher.documentId, serial: 'GW3031R-000001', amount_paise: '30000', credit_micros: '300004999' }], not_covered_by_advance_paise: '0' },
       { usage_debited_micros: '950000000', adjusted_against: [
-        { document_id: firstVoucher.documentId, serial: 'GW3031R-000001', amount_paise: '88000' },
-        { document_id: secondVoucher.documentId, serial: 'GW3031R-000002', amount_paise: '7000' },
+        { document_id: firstVoucher.documentId, serial: 'GW3031R-000001', amount_paise: '88000', credit_micros: '879995001' },
+        { document_id: secondVoucher.documentId, serial: 'GW3031R-000002', amount_paise: '7000', credit_micros: '70004999' },
       ], not_covered_by_advance_paise: '0' },
-      { usage_debited_micros: '200000000', adjusted_against: [{ document_id: secondVoucher.documentId, serial: 'GW3031R-000002', amount_paise: '4800' }], not_covered_by_advance_paise: '15200' },
+      { usage_debited_micros: '200000000', adjusted_against: [{ document_id: secondVoucher.documentId, serial: 'GW3031R-000002', amount_paise: '4800', credit_micros: '47995001' }], not_covered_by_advance_paise: '15200' },
     ]);
     // inter-state: IGST on the usage value, taxable + IGST = total
     expect(invoices[1]).toMatchObject({ taxablePaise: 80_508n, igstPaise: 14_492n, cgstPaise: 0n, sgstPaise: 0n, recipient: maharashtraRecipient });
@@ -113,5 +113,33 @@ describePg('receipt-voucher mode', () => {
       'IGST @ 18%: ₹144.92', 'Total: ₹950.00', 'Adjusted against receipt vouchers: GW3031R-000001 (₹880.00), GW3031R-000002 (₹70.00)']) {
       expect(text).toContain(field);
     }
+  });
+
+  it('values consumed credit at what was paid for it, oldest voucher first: the README package (₹1,180 for ₹1,000 of credit) spent in full invoices ₹1,180', async () => {
+    const created = await admin.request('POST', '/admin/v1/organisations', { name: 'README Package Org' });
+    expect(created.status, created.text).toBe(201);
+    const buyer = created.json.id as string;
+    await db.query(`INSERT INTO billing_profiles (organisation_id, legal_name, address, state_code, gstin) VALUES ($1, $2, $3, $4, $5)`,
+      [buyer, maharashtraRecipient.legal_name, maharashtraRecipient.address, maharashtraRecipient.state_code, maharashtraRecipient.gstin]);
+    const topUp = await insertPaidTopUp(db, { organisationId: buyer, pricePaise: 118_000n, creditMicros: 1_000_000_000n, recipient: maharashtraRecipient });
+    const voucher = await db.transaction((tx) => issueTopUpDocument(tx, config, topUp, { issuedAt: new Date('2031-05-02T10:00:00+05:30') }));
+    const [voucherDocument] = await selectTaxDocuments(db, 'id = $1', [voucher.documentId]);
+    expect(voucherDocument).toMatchObject({ kind: 'receipt_voucher', totalPaise: 118_000n, taxablePaise: 100_000n, igstPaise: 18_000n });
+
+    const spend = (id: string, at: string, debitedMicros: bigint) => ({ ...usage(id, at, debitedMicros), organisationId: buyer });
+    admin.ledger.usage.push(
+      spend('r1', '2031-05-20T10:00:00+05:30', 333_333_333n), // a third of the credit in May
+      spend('r2', '2031-06-10T10:00:00+05:30', 666_666_667n), // the rest in June: the credit is spent
+    );
+    await invoiceCompletedUsageMonths({ db, ledger, config, logger: createLogger('admin', 'silent') }, new Date('2031-07-02T00:00:00+05:30'));
+    const invoices = await selectTaxDocuments(db, 'organisation_id = $1 AND usage_month IS NOT NULL', [buyer], 'ORDER BY usage_month');
+    // May: ₹333.333333 of credit bought at ₹1.18 a rupee → ₹393.33; June: the voucher's rest, ₹786.67
+    expect(invoices.map((invoice) => [invoice.usageMonth, invoice.totalPaise])).toEqual([['2031-05', 39_333n], ['2031-06', 78_667n]]);
+    expect(invoices.reduce((sum, invoice) => sum + invoice.totalPaise, 0n)).toBe(voucherDocument!.totalPaise);
+    expect(invoices.reduce((sum, invoice) => sum + invoice.taxablePaise, 0n)).toBe(voucherDocument!.taxablePaise);
+    expect(invoices.map((invoice) => invoice.details['adjusted_against'])).toEqual([
+      [{ document_id: voucher.documentId, serial: voucher.serial, amount_paise: '39333', credit_micros: '333333333' }],
+      [{ document_id: voucher.documentId, serial: voucher.serial, amount_paise: '78667', credit_micros: '666666667' }],
+    ]);
   });
 });

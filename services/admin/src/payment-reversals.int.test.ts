@@ -22,6 +22,7 @@ const webhookSecret = 'reversals-webhook-secret';
 const invoiceSettings: TaxDocumentSettings = {
   INVOICE_SUPPLIER_NAME: 'Gateway Operator', INVOICE_SUPPLIER_ADDRESS: 'Bengaluru', INVOICE_SUPPLIER_GSTIN: undefined,
   INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
+  GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
 };
 
 /** ₹1,180.00 paid (GST included) for ₹1,000 of balance. */
@@ -75,7 +76,7 @@ describe.skipIf(!serverUrl)('refunds and disputes made outside the gateway', () 
     admin = await startAdminHarness({
       databaseUrl: testDatabase.url,
       env: {
-        PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
+        PAYMENT_PROVIDER: 'local', PAYMENT_DEVELOPMENT_MODE: 'true', INVOICE_DEVELOPMENT_MODE: 'true', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
         RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100',
       },
     });

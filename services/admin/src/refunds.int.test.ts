@@ -26,7 +26,7 @@ const webhookSecret = 'refunds-webhook-secret';
 const invoiceSettings: TaxDocumentSettings = {
   INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)', INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS',
   INVOICE_SUPPLIER_GSTIN: undefined, INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800,
-  GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
+  GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW', GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
 };
 
 /** ₹1,180.00 paid (GST included) for ₹1,000 of balance. */
@@ -111,7 +111,7 @@ describe.skipIf(!serverUrl)('refunds of unspent balance', () => {
       databaseUrl: testDatabase.url,
       env: {
         PAYMENT_PROVIDER: 'local', PAYMENT_DEVELOPMENT_MODE: 'true', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
-        RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100',
+        RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100', INVOICE_DEVELOPMENT_MODE: 'true',
       },
     });
     db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });

@@ -1,3 +1,4 @@
+import { gstStateOf } from '../../shared/gst-states.ts';
 import { formatInr } from './inr-text.ts';
 
 /** GST on a GST-inclusive price, in integer paise: the split every tax document uses. */
@@ -19,8 +20,10 @@ const basisPointsPerUnit = 10_000n;
 /**
  * Splits a GST-inclusive total (paise) at a rate (basis points, 1800 = 18%) into taxable value and
  * tax. taxable = round-half-up(total × 10000 / (10000 + rate)); tax = total − taxable, so the
- * parts always add up to the total. Same state (supplier state code = place of supply): CGST =
- * ⌊tax / 2⌋ and SGST = tax − CGST (the odd paisa goes to SGST); otherwise IGST = tax.
+ * parts always add up to the total. Same state (supplier state code = place of supply): CGST and
+ * SGST are levied at equal rates on the same value, so they are equal: when the tax is an odd
+ * number of paise, its odd paisa moves to the taxable value and CGST = SGST = tax / 2. Otherwise
+ * IGST = tax.
  */
 export function splitInclusiveTotal(input: { totalPaise: bigint; rateBasisPoints: number; intraState: boolean }): GstSplit {
   const { totalPaise, intraState } = input;
@@ -34,10 +37,29 @@ export function splitInclusiveTotal(input: { totalPaise: bigint; rateBasisPoints
   const taxablePaise = (2n * totalPaise * basisPointsPerUnit + denominator) / (2n * denominator);
   const taxPaise = totalPaise - taxablePaise;
   if (intraState) {
-    const cgstPaise = taxPaise / 2n;
-    return { taxablePaise, cgstPaise, sgstPaise: taxPaise - cgstPaise, igstPaise: 0n, totalPaise };
+    const oddPaisa = taxPaise % 2n;
+    const halfPaise = (taxPaise - oddPaisa) / 2n;
+    return { taxablePaise: taxablePaise + oddPaisa, cgstPaise: halfPaise, sgstPaise: halfPaise, igstPaise: 0n, totalPaise };
   }
   return { taxablePaise, cgstPaise: 0n, sgstPaise: 0n, igstPaise: taxPaise, totalPaise };
+}
+
+/** The supplier settings a supplier's state is read from (the admin's INVOICE_SUPPLIER_* config). */
+export interface SupplierStateSettings {
+  INVOICE_SUPPLIER_GSTIN?: string | undefined;
+  INVOICE_SUPPLIER_STATE_CODE?: string | undefined;
+}
+
+/** The state a supplier without a GSTIN or state code is taken to be in (development documents only): Karnataka. */
+const developmentSupplierStateCode = '29';
+
+/**
+ * The supplier's GST state code, which decides CGST + SGST or IGST on every document: the first two
+ * digits of its GSTIN (where it is registered), else INVOICE_SUPPLIER_STATE_CODE, else 29. The
+ * config refuses a state code that contradicts the GSTIN, so the two never disagree here.
+ */
+export function supplierStateCode(settings: SupplierStateSettings): string {
+  return settings.INVOICE_SUPPLIER_GSTIN?.slice(0, 2) ?? settings.INVOICE_SUPPLIER_STATE_CODE ?? developmentSupplierStateCode;
 }
 
 /** GST is intra-state (CGST + SGST) when the supplier's state is the place of supply; else IGST. */
@@ -45,23 +67,10 @@ export function isIntraState(supplierStateCode: string, placeOfSupplyStateCode: 
   return supplierStateCode === placeOfSupplyStateCode;
 }
 
-/** GST state and union-territory codes (first two digits of a GSTIN) to their names, for place of supply. */
-const gstStateNames: Readonly<Record<string, string>> = {
-  '01': 'Jammu and Kashmir', '02': 'Himachal Pradesh', '03': 'Punjab', '04': 'Chandigarh',
-  '05': 'Uttarakhand', '06': 'Haryana', '07': 'Delhi', '08': 'Rajasthan', '09': 'Uttar Pradesh',
-  '10': 'Bihar', '11': 'Sikkim', '12': 'Arunachal Pradesh', '13': 'Nagaland', '14': 'Manipur',
-  '15': 'Mizoram', '16': 'Tripura', '17': 'Meghalaya', '18': 'Assam', '19': 'West Bengal',
-  '20': 'Jharkhand', '21': 'Odisha', '22': 'Chhattisgarh', '23': 'Madhya Pradesh', '24': 'Gujarat',
-  '26': 'Dadra and Nagar Haveli and Daman and Diu', '27': 'Maharashtra', '29': 'Karnataka',
-  '30': 'Goa', '31': 'Lakshadweep', '32': 'Kerala', '33': 'Tamil Nadu', '34': 'Puducherry',
-  '35': 'Andaman and Nicobar Islands', '36': 'Telangana', '37': 'Andhra Pradesh', '38': 'Ladakh',
-  '97': 'Other Territory', '99': 'Centre Jurisdiction',
-};
-
 /** A GST state code with its name for documents, e.g. "Karnataka (29)"; an unknown code stays as "State code 42". */
 export function placeOfSupplyText(stateCode: string): string {
-  const name = gstStateNames[stateCode];
-  return name === undefined ? `State code ${stateCode}` : `${name} (${stateCode})`;
+  const state = gstStateOf(stateCode);
+  return state === undefined ? `State code ${stateCode}` : `${state.name} (${stateCode})`;
 }
 
 /** An amount of paise as rupees with Indian grouping and no symbol, e.g. 10000000n → "1,00,000.00" (documents write "INR"). */

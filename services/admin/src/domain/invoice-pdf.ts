@@ -5,7 +5,7 @@ import { amountInWords } from './amount-in-words.ts';
 import { formatRate, placeOfSupplyText } from './gst.ts';
 import { formatInr } from './inr-text.ts';
 import { istDate } from './invoice-serial.ts';
-import type { AdvanceAdjustment, TaxDocument, TaxDocumentKind } from './tax-documents.ts';
+import type { AdvanceAdjustment, ExportTerms, TaxDocument, TaxDocumentKind } from './tax-documents.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -71,13 +71,25 @@ export async function renderTaxDocumentPdf(document: TaxDocument, referenced?: R
   const gap = (lines = 0.6) => pdf.moveDown(lines);
 
   line(titles[document.kind].toUpperCase(), { bold: true, size: 18 });
+  // Rule 46's proviso: an export invoice carries one of these two endorsements.
+  const exportTerms = document.details['export'] as ExportTerms | undefined;
+  if (exportTerms !== undefined) {
+    line(exportTerms.mode === 'lut'
+      ? 'SUPPLY MEANT FOR EXPORT UNDER LETTER OF UNDERTAKING WITHOUT PAYMENT OF INTEGRATED TAX'
+      : 'SUPPLY MEANT FOR EXPORT ON PAYMENT OF INTEGRATED TAX', { bold: true });
+    if (exportTerms.lut_reference !== undefined) labelled('LUT reference', exportTerms.lut_reference);
+  }
+  // Only a development machine issues these (the config refuses payments otherwise): say so on the document itself.
+  if (document.supplier.gstin === null && document.taxablePaise !== document.totalPaise) {
+    line('DEVELOPMENT DOCUMENT: issued without a supplier GSTIN (INVOICE_DEVELOPMENT_MODE); not valid for GST.', { bold: true });
+  }
   if (document.kind === 'tax_invoice' && document.usageMonth !== null) line(`Services supplied in ${document.usageMonth} (IST)`);
   gap();
 
   line('Supplier', { bold: true, size: 11 });
   line(document.supplier.name);
   line(document.supplier.address);
-  labelled('GSTIN', document.supplier.gstin ?? 'not configured (INVOICE_SUPPLIER_GSTIN)');
+  labelled('GSTIN', document.supplier.gstin ?? 'none (INVOICE_SUPPLIER_GSTIN is not set)');
   labelled('State', placeOfSupplyText(document.supplier.state_code));
   gap();
 
@@ -91,8 +103,12 @@ export async function renderTaxDocumentPdf(document: TaxDocument, referenced?: R
   line('Recipient', { bold: true, size: 11 });
   line(document.recipient.legal_name);
   line(document.recipient.address);
-  labelled('GSTIN', document.recipient.gstin ?? 'Unregistered');
-  labelled('State', placeOfSupplyText(document.recipient.state_code));
+  if (document.recipient.country !== undefined) {
+    labelled('Country', document.recipient.country);
+  } else {
+    labelled('GSTIN', document.recipient.gstin ?? 'Unregistered');
+    labelled('State', placeOfSupplyText(document.recipient.state_code));
+  }
   labelled('Place of supply', placeOfSupplyText(document.placeOfSupply));
   gap();
 
@@ -120,7 +136,7 @@ export async function renderTaxDocumentPdf(document: TaxDocument, referenced?: R
     const adjustments = (document.details['adjusted_against'] ?? []) as AdvanceAdjustment[];
     const adjusted = adjustments.map((adjustment) => `${adjustment.serial} (${rupees(BigInt(adjustment.amount_paise))})`).join(', ');
     labelled('Adjusted against receipt vouchers', adjusted === '' ? 'none' : adjusted);
-    line('GST on the advances adjusted here was paid when they were received (receipt vouchers).');
+    line('Usage is valued at the price paid for the credit it consumed (oldest receipt voucher first). GST on the advances adjusted here was paid when they were received (receipt vouchers).');
   } else {
     line('Prepaid credit for the gateway; the price includes GST. The balance is not transferable or redeemable for cash.');
   }

@@ -1,9 +1,10 @@
 import type { Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import type { AdminConfig } from '../config.ts';
-import { isIntraState, splitInclusiveTotal, type GstSplit } from './gst.ts';
+import { isIntraState, splitInclusiveTotal, supplierStateCode, type GstSplit } from './gst.ts';
 import { newId } from './ids.ts';
 import { allocateSerial, type DocumentSeries } from './invoice-serial.ts';
+import { foreignCountryStateCode } from '../../shared/gst-states.ts';
 
 /** The three GST documents the admin issues. */
 export type TaxDocumentKind = 'tax_invoice' | 'receipt_voucher' | 'credit_note';
@@ -11,7 +12,7 @@ export type TaxDocumentKind = 'tax_invoice' | 'receipt_voucher' | 'credit_note';
 /** The invoice settings of the admin's config (supplier, SAC, rate, mode, serial prefix). */
 export type TaxDocumentSettings = Pick<AdminConfig,
   'INVOICE_SUPPLIER_NAME' | 'INVOICE_SUPPLIER_ADDRESS' | 'INVOICE_SUPPLIER_GSTIN' | 'INVOICE_SUPPLIER_STATE_CODE'
-  | 'INVOICE_SAC' | 'GST_RATE_BASIS_POINTS' | 'GST_DOCUMENT_MODE' | 'INVOICE_SERIAL_PREFIX'>;
+  | 'INVOICE_SAC' | 'GST_RATE_BASIS_POINTS' | 'GST_DOCUMENT_MODE' | 'INVOICE_SERIAL_PREFIX' | 'GST_EXPORT_MODE' | 'INVOICE_LUT_REFERENCE'>;
 
 /** Who supplies: the operator, as configured when the document was issued. */
 interface DocumentSupplier {
@@ -27,6 +28,16 @@ export interface DocumentRecipient {
   address: string;
   gstin: string | null;
   state_code: string;
+  /** A recipient outside India's country (state_code 96); absent on documents to Indian recipients. */
+  country?: string;
+}
+
+/** An export of services, as a document records it in details.export: how it is taxed, the LUT (when under one), the country. */
+export interface ExportTerms {
+  mode: 'igst' | 'lut';
+  /** The Letter of Undertaking's reference (mode lut). */
+  lut_reference?: string;
+  country: string;
 }
 
 /** An issued document as stored (amounts in paise, bigint). */
@@ -129,13 +140,13 @@ export async function selectTaxDocuments(db: Queryable, where: string, params: r
   return rows.map(toTaxDocument);
 }
 
-/** The supplier as the settings name it now. */
+/** The supplier as the settings name it now (its state from its GSTIN when it has one). */
 function supplierOf(settings: TaxDocumentSettings): DocumentSupplier {
   return {
     name: settings.INVOICE_SUPPLIER_NAME,
     address: settings.INVOICE_SUPPLIER_ADDRESS,
     gstin: settings.INVOICE_SUPPLIER_GSTIN ?? null,
-    state_code: settings.INVOICE_SUPPLIER_STATE_CODE,
+    state_code: supplierStateCode(settings),
   };
 }
 
@@ -148,12 +159,40 @@ function recipientOf(snapshot: unknown): DocumentRecipient {
     return field;
   };
   const gstin = value['gstin'];
+  const country = value['country'];
   return {
     legal_name: text('legal_name'),
     address: text('address'),
     gstin: typeof gstin === 'string' && gstin !== '' ? gstin : null,
     state_code: text('state_code'),
+    ...(typeof country === 'string' && country !== '' ? { country } : {}),
   };
+}
+
+/** How a supply to a recipient is taxed: the rate, whether it is intra-state, and the export terms when the recipient is abroad. */
+interface SupplyTerms {
+  rateBasisPoints: number;
+  intraState: boolean;
+  exportTerms: ExportTerms | undefined;
+}
+
+/**
+ * The tax terms of a supply from the configured supplier to a recipient. A recipient outside
+ * India (state code 96) receives an export of services: zero-rated under a Letter of Undertaking
+ * (GST_EXPORT_MODE=lut: rate 0, the whole price is the taxable value) or with payment of IGST
+ * (igst: inter-state at the configured rate). Otherwise CGST + SGST in the supplier's state, IGST
+ * elsewhere.
+ */
+function supplyTermsOf(settings: TaxDocumentSettings, supplier: DocumentSupplier, recipient: DocumentRecipient): SupplyTerms {
+  if (recipient.state_code === foreignCountryStateCode) {
+    if (recipient.country === undefined) throw new Error('a recipient outside India has no country in its billing snapshot');
+    if (settings.GST_EXPORT_MODE === 'lut') {
+      if (settings.INVOICE_LUT_REFERENCE === undefined) throw new Error('GST_EXPORT_MODE=lut without INVOICE_LUT_REFERENCE (the config refuses this at start)');
+      return { rateBasisPoints: 0, intraState: false, exportTerms: { mode: 'lut', lut_reference: settings.INVOICE_LUT_REFERENCE, country: recipient.country } };
+    }
+    return { rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: false, exportTerms: { mode: 'igst', country: recipient.country } };
+  }
+  return { rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: isIntraState(supplier.state_code, recipient.state_code), exportTerms: undefined };
 }
 
 /** What a new document holds before its serial is allocated. */
@@ -234,7 +273,7 @@ function topUpDescription(kind: 'tax_invoice' | 'receipt_voucher', packageName: 
 /**
  * Issues the document for a paid top-up: a tax invoice (GST_DOCUMENT_MODE=tax_invoice, default)
  * or a receipt voucher (receipt_voucher), for the price paid (GST inclusive), to the billing
- * snapshot taken at purchase. Idempotent per top-up: a second call returns the first document.
+ * snapshot taken at purchase (a recipient abroad: an export, supplyTermsOf). Idempotent per top-up: a second call returns the first document.
  * Locks the top-up row; does not change the top-up's state (the caller records credited →
  * invoiced in the same transaction).
  */
@@ -247,11 +286,8 @@ export async function issueTopUpDocument(tx: Queryable, settings: TaxDocumentSet
   const kind = settings.GST_DOCUMENT_MODE;
   const supplier = supplierOf(settings);
   const recipient = recipientOf(topUp.billing_snapshot);
-  const split = splitInclusiveTotal({
-    totalPaise: BigInt(topUp.price_paise),
-    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
-    intraState: isIntraState(supplier.state_code, recipient.state_code),
-  });
+  const terms = supplyTermsOf(settings, supplier, recipient);
+  const split = splitInclusiveTotal({ totalPaise: BigInt(topUp.price_paise), rateBasisPoints: terms.rateBasisPoints, intraState: terms.intraState });
   const document = await insertTaxDocument(tx, settings, {
     kind,
     organisationId: topUp.organisation_id,
@@ -264,9 +300,12 @@ export async function issueTopUpDocument(tx: Queryable, settings: TaxDocumentSet
     placeOfSupply: recipient.state_code,
     sac: settings.INVOICE_SAC,
     description: topUpDescription(kind, topUp.package_name),
-    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
+    rateBasisPoints: terms.rateBasisPoints,
     split,
-    details: { credit_micros: BigInt(topUp.credit_micros).toString(), package_name: topUp.package_name },
+    details: {
+      credit_micros: BigInt(topUp.credit_micros).toString(), package_name: topUp.package_name,
+      ...(terms.exportTerms === undefined ? {} : { export: terms.exportTerms }),
+    },
   }, options);
   return { documentId: document.id, serial: document.serial, kind };
 }
@@ -316,16 +355,25 @@ export async function issueCreditNote(tx: Queryable, settings: TaxDocumentSettin
     description: `Refund of unspent prepaid balance against ${original.serial}`,
     rateBasisPoints: original.rateBasisPoints,
     split,
-    details: { references_serial: original.serial, references_issued_at: original.issuedAt.toISOString(), references_kind: original.kind },
+    details: {
+      references_serial: original.serial, references_issued_at: original.issuedAt.toISOString(), references_kind: original.kind,
+      // An export's note is an export's too: the same legend and country.
+      ...(original.details['export'] === undefined ? {} : { export: original.details['export'] }),
+    },
   }, options);
   return { documentId: document.id, serial: document.serial };
 }
 
-/** A receipt voucher's advance consumed by a monthly usage invoice (Rule 50: the invoice is adjusted against it). */
+/**
+ * A receipt voucher's advance consumed by a monthly usage invoice (Rule 50: the invoice is adjusted
+ * against it): the credit consumed, µ₹, and what it was paid for, paise.
+ */
 export interface AdvanceAdjustment {
   document_id: string;
   serial: string;
   amount_paise: string;
+  /** Absent on invoices issued before consumed credit was valued at its price (then it was amount_paise × 10,000). */
+  credit_micros?: string;
 }
 
 /** µ₹ to paise, rounded half up (usage is debited in µ₹; documents are in paise). */
@@ -333,54 +381,93 @@ function microsToPaise(micros: bigint): bigint {
   return (micros + 5_000n) / 10_000n;
 }
 
+/** What is left of one receipt voucher's advance: its credit not yet consumed (µ₹) and the part of its price that credit was bought with (paise). */
+interface UnadjustedAdvance {
+  document: TaxDocument;
+  creditMicros: bigint;
+  paise: bigint;
+}
+
 /**
- * How much of each receipt voucher's advance is still unadjusted: its total, less credit notes
- * against it and the adjustments earlier monthly invoices recorded, oldest voucher first.
+ * How much of each receipt voucher's advance is still unadjusted, oldest voucher first: its price
+ * and credit (details.credit_micros), less the credit notes against it and the adjustments earlier
+ * monthly invoices recorded. A credit note for a refund of `amount` paise takes back
+ * ⌊credit × amount / price⌋ µ₹ of its credit, as the refund debits the wallet.
  */
-async function unadjustedAdvances(tx: Queryable, organisationId: string): Promise<Array<{ document: TaxDocument; remainingPaise: bigint }>> {
+async function unadjustedAdvances(tx: Queryable, organisationId: string): Promise<UnadjustedAdvance[]> {
   const documents = await selectTaxDocuments(tx, 'organisation_id = $1', [organisationId]);
-  const consumed = new Map<string, bigint>();
-  const consume = (documentId: string, paise: bigint) => consumed.set(documentId, (consumed.get(documentId) ?? 0n) + paise);
+  const vouchers = new Map(documents.filter((document) => document.kind === 'receipt_voucher').map((document) => {
+    const creditMicros = BigInt(String(document.details['credit_micros'] ?? document.totalPaise * 10_000n));
+    return [document.id, { document, creditMicros, paise: document.totalPaise, boughtCreditMicros: creditMicros }];
+  }));
   for (const document of documents) {
-    if (document.kind === 'credit_note' && document.referencesDocumentId !== null) consume(document.referencesDocumentId, document.totalPaise);
+    if (document.kind === 'credit_note' && document.referencesDocumentId !== null) {
+      const voucher = vouchers.get(document.referencesDocumentId);
+      if (voucher !== undefined) {
+        voucher.paise -= document.totalPaise;
+        voucher.creditMicros -= (voucher.boughtCreditMicros * document.totalPaise) / voucher.document.totalPaise;
+      }
+    }
     if (document.usageMonth !== null) {
-      for (const adjustment of (document.details['adjusted_against'] ?? []) as AdvanceAdjustment[]) consume(adjustment.document_id, BigInt(adjustment.amount_paise));
+      for (const adjustment of (document.details['adjusted_against'] ?? []) as AdvanceAdjustment[]) {
+        const voucher = vouchers.get(adjustment.document_id);
+        if (voucher === undefined) continue;
+        voucher.paise -= BigInt(adjustment.amount_paise);
+        voucher.creditMicros -= adjustment.credit_micros === undefined ? BigInt(adjustment.amount_paise) * 10_000n : BigInt(adjustment.credit_micros);
+      }
     }
   }
-  return documents
-    .filter((document) => document.kind === 'receipt_voucher')
-    .map((document) => ({ document, remainingPaise: document.totalPaise - (consumed.get(document.id) ?? 0n) }))
-    .filter((advance) => advance.remainingPaise > 0n);
+  return [...vouchers.values()]
+    .filter((voucher) => voucher.creditMicros > 0n && voucher.paise > 0n)
+    .map(({ document, creditMicros, paise }) => ({ document, creditMicros, paise }));
+}
+
+/**
+ * Values `usageMicros` of consumed credit at what was paid for it, oldest voucher first: credit
+ * taken from a voucher is worth its share of the voucher's unadjusted price (rounded half up to
+ * paise), and the piece that spends a voucher's last credit takes the rest of its price, so once
+ * a voucher's credit is spent the invoices adjusted against it add up to its total exactly. Usage
+ * beyond every voucher (credit not bought through one, e.g. a manual credit) is valued at face
+ * value, µ₹ to paise.
+ */
+function valueConsumedCredit(advances: readonly UnadjustedAdvance[], usageMicros: bigint): { adjustments: AdvanceAdjustment[]; uncoveredPaise: bigint } {
+  const adjustments: AdvanceAdjustment[] = [];
+  let uncoveredMicros = usageMicros;
+  for (const advance of advances) {
+    if (uncoveredMicros === 0n) break;
+    const takenMicros = advance.creditMicros < uncoveredMicros ? advance.creditMicros : uncoveredMicros;
+    const proportional = (2n * takenMicros * advance.paise + advance.creditMicros) / (2n * advance.creditMicros);
+    const amountPaise = takenMicros === advance.creditMicros ? advance.paise : proportional;
+    adjustments.push({ document_id: advance.document.id, serial: advance.document.serial, amount_paise: amountPaise.toString(), credit_micros: takenMicros.toString() });
+    uncoveredMicros -= takenMicros;
+  }
+  return { adjustments, uncoveredPaise: microsToPaise(uncoveredMicros) };
 }
 
 /**
  * Receipt-voucher mode (Rule 50): the tax invoice for an organisation's usage in one IST month
- * (usage debited, µ₹, rounded half up to paise; GST inclusive like the price that bought it),
- * to its billing profile, adjusted against its receipt vouchers' unadjusted advances oldest first
- * (recorded in details.adjusted_against; usage beyond them in details.not_covered_by_advance_paise).
+ * (usage debited, µ₹, valued at what its credit was paid for: valueConsumedCredit; GST inclusive
+ * like that price), to its billing profile, adjusted against its receipt vouchers' unadjusted
+ * advances oldest first (recorded in details.adjusted_against; usage beyond them, at face value, in
+ * details.not_covered_by_advance_paise).
  * Idempotent per organisation and month; undefined when there is nothing to invoice (no usage)
  * or the organisation has no billing profile.
  */
 export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocumentSettings, input: {
   organisationId: string; usageMonth: string; usageDebitedMicros: bigint;
 }, options: IssueOptions = {}): Promise<{ documentId: string; serial: string } | undefined> {
-  const profile = await tx.query<{ legal_name: string; address: string; gstin: string | null; state_code: string }>(
-    'SELECT legal_name, address, gstin, state_code FROM billing_profiles WHERE organisation_id = $1 FOR UPDATE', [input.organisationId]);
+  const profile = await tx.query<{ legal_name: string; address: string; gstin: string | null; state_code: string; country: string | null }>(
+    'SELECT legal_name, address, gstin, state_code, country FROM billing_profiles WHERE organisation_id = $1 FOR UPDATE', [input.organisationId]);
   const [existing] = await selectTaxDocuments(tx, 'organisation_id = $1 AND usage_month = $2', [input.organisationId, input.usageMonth]);
   if (existing !== undefined) return { documentId: existing.id, serial: existing.serial };
-  const totalPaise = microsToPaise(input.usageDebitedMicros);
-  if (totalPaise <= 0n || profile.rows[0] === undefined) return undefined;
+  if (input.usageDebitedMicros <= 0n || profile.rows[0] === undefined) return undefined;
   const recipient = recipientOf(profile.rows[0]);
 
-  const adjustments: AdvanceAdjustment[] = [];
-  let uncovered = totalPaise;
-  for (const advance of await unadjustedAdvances(tx, input.organisationId)) {
-    if (uncovered === 0n) break;
-    const amount = advance.remainingPaise < uncovered ? advance.remainingPaise : uncovered;
-    adjustments.push({ document_id: advance.document.id, serial: advance.document.serial, amount_paise: amount.toString() });
-    uncovered -= amount;
-  }
+  const { adjustments, uncoveredPaise } = valueConsumedCredit(await unadjustedAdvances(tx, input.organisationId), input.usageDebitedMicros);
+  const totalPaise = adjustments.reduce((sum, adjustment) => sum + BigInt(adjustment.amount_paise), uncoveredPaise);
+  if (totalPaise <= 0n) return undefined;
   const supplier = supplierOf(settings);
+  const terms = supplyTermsOf(settings, supplier, recipient);
   const document = await insertTaxDocument(tx, settings, {
     kind: 'tax_invoice',
     organisationId: input.organisationId,
@@ -393,12 +480,13 @@ export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocum
     placeOfSupply: recipient.state_code,
     sac: settings.INVOICE_SAC,
     description: `AI inference API services supplied in ${input.usageMonth} (usage)`,
-    rateBasisPoints: settings.GST_RATE_BASIS_POINTS,
-    split: splitInclusiveTotal({ totalPaise, rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: isIntraState(supplier.state_code, recipient.state_code) }),
+    rateBasisPoints: terms.rateBasisPoints,
+    split: splitInclusiveTotal({ totalPaise, rateBasisPoints: terms.rateBasisPoints, intraState: terms.intraState }),
     details: {
+      ...(terms.exportTerms === undefined ? {} : { export: terms.exportTerms }),
       usage_debited_micros: input.usageDebitedMicros.toString(),
       adjusted_against: adjustments,
-      not_covered_by_advance_paise: uncovered.toString(),
+      not_covered_by_advance_paise: uncoveredPaise.toString(),
     },
   }, options);
   return { documentId: document.id, serial: document.serial };

@@ -467,7 +467,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
         await access.requireOrganisation(actor, organisationId, tx, { forUpdate: true });
         const before = await findBillingProfile(tx, organisationId, { forUpdate: true });
         const after = await upsertBillingProfile(tx, organisationId, input);
-        const changed = changedFields(before, after, { legalName: 'legal_name', address: 'address', stateCode: 'state_code', gstin: 'gstin', email: 'email' });
+        const changed = changedFields(before, after, { legalName: 'legal_name', address: 'address', stateCode: 'state_code', gstin: 'gstin', country: 'country', email: 'email' });
         if (Object.keys(changed).length > 0) {
           await recordAuditEvent(tx, {
             actor, organisationId, action: before ? 'billing_profile.update' : 'billing_profile.create', resourceType: 'billing_profile',

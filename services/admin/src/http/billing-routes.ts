@@ -18,8 +18,8 @@ function packageJson(found: TopUpPackage) {
 
 function billingProfileJson(profile: BillingProfile) {
   return {
-    legal_name: profile.legalName, address: profile.address, state_code: profile.stateCode, gstin: profile.gstin, email: profile.email,
-    updated_at: profile.updatedAt.toISOString(),
+    legal_name: profile.legalName, address: profile.address, state_code: profile.stateCode, gstin: profile.gstin, country: profile.country,
+    email: profile.email, updated_at: profile.updatedAt.toISOString(),
   };
 }
 
@@ -127,13 +127,13 @@ export function billingRoutes(): AdminRoute[] {
     defineRoute({
       ...orgRoute, role: 'owner', method: 'put', path: '/admin/v1/organisations/{id}/billing-profile', operationId: 'putBillingProfile',
       summary: 'Set the organisation\'s billing profile: legal name, address, state (place of supply), GSTIN when registered.',
-      description: 'Required before the first purchase. A GSTIN is checked for its layout and check character, and must be registered in state_code. Top-ups keep the profile as it was when bought.',
+      description: 'Required before the first purchase. A GSTIN is checked for its layout and check character, and must be registered in state_code. state_code 96 (a recipient outside India) needs the country and is invoiced as an export of services (docs/invoices.md). Top-ups keep the profile as it was when bought.',
       body: putBillingProfileBody,
       success: { status: 200, description: 'The profile after the change.', schema: billingProfileEnvelope },
       errors: [...routeErrors.write, 'not_found'],
       async handle({ service }, { actor, params, body }) {
         const profile = await service.putBillingProfile(actor, params.id!, {
-          legalName: body.legal_name, address: body.address, stateCode: body.state_code, gstin: body.gstin, email: body.email,
+          legalName: body.legal_name, address: body.address, stateCode: body.state_code, gstin: body.gstin, country: body.country, email: body.email,
         });
         return { status: 200, body: { billing_profile: billingProfileJson(profile) } };
       },

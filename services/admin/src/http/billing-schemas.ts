@@ -51,7 +51,7 @@ export const putBillingProfileBody = z.strictObject({
   address: displayText('The recipient\'s address on invoices, 1..1000 characters.', 1000),
   state_code: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
     .regex(/^[0-9]{2}$/, { error: 'must be a two-digit GST state code, e.g. "29" for Karnataka' })
-    .meta({ description: 'Two-digit GST state code of the place of supply (01..38, 97); decides CGST+SGST or IGST.' }),
+    .meta({ description: 'Two-digit GST state code of the place of supply: a code in force (01..24, 26, 27, 29..38, 97), or 96 for a recipient outside India; decides CGST+SGST or IGST. Retired codes (25, 28) and 99 are refused.' }),
   gstin: z.string({ error: 'must be a string or null' })
     .trim()
     .transform((value) => value.toUpperCase())
@@ -59,6 +59,14 @@ export const putBillingProfileBody = z.strictObject({
     .optional()
     .transform((value) => (value === '' ? null : value ?? null))
     .meta({ description: 'The recipient\'s GSTIN when registered (15 characters, check character validated, first two digits = state_code); null or absent otherwise.' }),
+  country: z.string({ error: 'must be a string or null' })
+    .trim()
+    .min(1, { error: 'must not be empty (null or absent for an Indian state)' })
+    .max(100, { error: 'must be at most 100 characters' })
+    .nullable()
+    .optional()
+    .transform((value) => value ?? null)
+    .meta({ description: 'The recipient\'s country, required with state_code 96 (outside India: an export of services, printed on the invoice); null or absent for an Indian state.' }),
   email: z.email({ error: 'must be an email address' })
     .max(254, { error: 'must be at most 254 characters' })
     .nullable()
@@ -126,6 +134,7 @@ const billingProfileResponse = z.strictObject({
   address: z.string(),
   state_code: z.string(),
   gstin: z.string().nullable(),
+  country: z.string().nullable(),
   email: z.string().nullable(),
   updated_at: timestamp,
 });

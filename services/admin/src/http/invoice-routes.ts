@@ -1,6 +1,6 @@
 import { amountInWords } from '../domain/amount-in-words.ts';
 import { istDate } from '../domain/invoice-serial.ts';
-import type { TaxDocument } from '../domain/tax-documents.ts';
+import type { ExportTerms, TaxDocument } from '../domain/tax-documents.ts';
 import { csvResponse } from './analytics-schemas.ts';
 import {
   defaultInvoicePageSize, invoiceExportQuery, invoiceListQuery, pdfResponse, platformInvoiceExportQuery, platformInvoiceListQuery,
@@ -44,6 +44,7 @@ function taxDocumentJson(document: TaxDocument, referencedSerial: string | null)
     total_in_words: amountInWords(document.totalPaise),
     references_document_id: document.referencesDocumentId,
     references_serial: referencedSerial,
+    export: (document.details['export'] as ExportTerms | undefined) ?? null,
   };
 }
 

@@ -56,7 +56,10 @@ export const taxDocumentResponse = z.strictObject({
   refund_id: z.string().nullable().meta({ description: 'A credit note\'s refund.' }),
   usage_month: z.string().nullable().meta({ description: 'A monthly usage invoice\'s month (YYYY-MM, IST) in receipt-voucher mode.' }),
   supplier: z.strictObject({ name: z.string(), address: z.string(), gstin: z.string().nullable(), state_code: z.string() }),
-  recipient: z.strictObject({ legal_name: z.string(), address: z.string(), gstin: z.string().nullable(), state_code: z.string() }),
+  recipient: z.strictObject({
+    legal_name: z.string(), address: z.string(), gstin: z.string().nullable(), state_code: z.string(),
+    country: z.string().optional().meta({ description: 'A recipient outside India\'s country (state_code 96: an export of services).' }),
+  }),
   place_of_supply: z.string().meta({ description: 'Two-digit GST state code of the place of supply.' }),
   sac: z.string(),
   description: z.string(),
@@ -69,6 +72,11 @@ export const taxDocumentResponse = z.strictObject({
   total_in_words: z.string().meta({ description: 'The total in words on the Indian system, as printed.' }),
   references_document_id: z.string().nullable().meta({ description: 'The document a credit note refers to.' }),
   references_serial: z.string().nullable().meta({ description: 'Its serial.' }),
+  export: z.strictObject({
+    mode: z.enum(['igst', 'lut']).meta({ description: 'igst: with payment of IGST; lut: zero-rated under a Letter of Undertaking.' }),
+    lut_reference: z.string().optional().meta({ description: 'The LUT\'s reference (mode lut).' }),
+    country: z.string().meta({ description: 'The recipient\'s country.' }),
+  }).nullable().meta({ description: 'An export of services (recipient outside India, place of supply 96): its terms, as printed; null otherwise.' }),
 });
 
 /** A page of documents, newest first. */

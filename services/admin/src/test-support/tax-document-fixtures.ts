@@ -14,20 +14,28 @@ export const maharashtraRecipient: DocumentRecipient = {
   legal_name: 'Mumbai Analytics LLP', address: '7 Nariman Point, Mumbai 400021', gstin: null, state_code: '27',
 };
 
+/** A recipient outside India (state code 96, Foreign Country): an export of services. */
+export const singaporeRecipient: DocumentRecipient = {
+  legal_name: 'Lion City Analytics Pte Ltd', address: '1 Raffles Place, #20-01', gstin: null, state_code: '96', country: 'Singapore',
+};
+
 /** Inserts a package and a top-up of it in a paid state (as the top-up flow leaves it), returning the top-up id. */
 export async function insertPaidTopUp(db: Queryable, input: {
   organisationId: string; pricePaise: bigint; recipient: DocumentRecipient; packageName?: string; state?: string;
+  /** The credit bought, µ₹; default a rupee of credit per rupee paid (price_paise × 10,000). */
+  creditMicros?: bigint;
 }): Promise<string> {
   const packageId = newId('topUpPackage');
   const topUpId = newId('topUp');
+  const creditMicros = input.creditMicros ?? input.pricePaise * 10_000n;
   await db.query(
     `INSERT INTO topup_packages (id, name, price_paise, credit_micros) VALUES ($1, $2, $3, $4)`,
-    [packageId, input.packageName ?? 'Starter ₹1,180', input.pricePaise.toString(), (input.pricePaise * 10_000n).toString()],
+    [packageId, input.packageName ?? 'Starter ₹1,180', input.pricePaise.toString(), creditMicros.toString()],
   );
   await db.query(
     `INSERT INTO topups (id, organisation_id, package_id, price_paise, credit_micros, state, provider, billing_snapshot, expires_at, paid_at, credited_at)
      VALUES ($1, $2, $3, $4, $5, $6, 'local', $7, clock_timestamp() + interval '1 day', clock_timestamp(), clock_timestamp())`,
-    [topUpId, input.organisationId, packageId, input.pricePaise.toString(), (input.pricePaise * 10_000n).toString(),
+    [topUpId, input.organisationId, packageId, input.pricePaise.toString(), creditMicros.toString(),
       input.state ?? 'credited', JSON.stringify({ ...input.recipient, email: null })],
   );
   return topUpId;

@@ -58,7 +58,8 @@ export async function startTopUpsHarness(serverUrl: string, env: Record<string, 
     RAZORPAY_KEY_ID: testPaymentKeys.keyId,
     RAZORPAY_KEY_SECRET: testPaymentKeys.keySecret,
     RAZORPAY_WEBHOOK_SECRET: testPaymentKeys.webhookSecret,
-    INVOICE_SUPPLIER_STATE_CODE: '29',
+    // A Karnataka supplier (29): top-ups are paid, so their GST documents need a supplier GSTIN.
+    INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z0',
     ...env,
   };
   const first = await startAdminHarness({

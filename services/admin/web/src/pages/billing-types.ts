@@ -20,6 +20,8 @@ export interface BillingProfile {
   /** Two-digit GST state code of the place of supply. */
   state_code: string;
   gstin: string | null;
+  /** The recipient's country when outside India (state code 96); null otherwise. */
+  country: string | null;
   email: string | null;
 }
 

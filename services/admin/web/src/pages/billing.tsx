@@ -6,7 +6,7 @@ import { Field, FormError, describedBy, fieldError } from '../components/field.t
 import { Table } from '../components/table.tsx';
 import { useAction } from '../components/use-action.ts';
 import { formatIst, formatRupees } from '../format.ts';
-import { gstStateLabel, gstStates } from '../gst-states.ts';
+import { foreignCountryStateCode, gstStateLabel, gstStates } from '../gst-states.ts';
 import { useLive } from '../live.ts';
 import { roleAllows, type PageProps } from '../page-props.ts';
 import { navigate } from '../router.ts';
@@ -225,7 +225,7 @@ function TopUpWatch(props: { organisationId: string; topUpId: string; failed: bo
 function ProfileCard(props: { organisationId: string; isOwner: boolean; profile: BillingProfile | null | undefined; onProfile(profile: BillingProfile | null): void }) {
   const path = `/admin/v1/organisations/${props.organisationId}/billing-profile`;
   const { profile, onProfile } = props;
-  const [form, setForm] = useState({ legalName: '', address: '', stateCode: '', gstin: '', email: '' });
+  const [form, setForm] = useState({ legalName: '', address: '', stateCode: '', gstin: '', country: '', email: '' });
   const [editing, setEditing] = useState(false);
   const [saved, setSaved] = useState<string | undefined>(undefined);
   const { busy, error, setError, run } = useAction();
@@ -234,7 +234,7 @@ function ProfileCard(props: { organisationId: string; isOwner: boolean; profile:
     onProfile(answer);
     setForm({
       legalName: answer?.legal_name ?? '', address: answer?.address ?? '', stateCode: answer?.state_code ?? '',
-      gstin: answer?.gstin ?? '', email: answer?.email ?? '',
+      gstin: answer?.gstin ?? '', country: answer?.country ?? '', email: answer?.email ?? '',
     });
   }, [onProfile]);
 
@@ -249,6 +249,8 @@ function ProfileCard(props: { organisationId: string; isOwner: boolean; profile:
       const answer = await api.send<{ billing_profile: BillingProfile }>('PUT', path, {
         legal_name: form.legalName.trim(), address: form.address.trim(), state_code: form.stateCode,
         gstin: form.gstin.trim() === '' ? null : form.gstin.trim().toUpperCase(), email: form.email.trim() === '' ? null : form.email.trim(),
+        // Only a recipient abroad (96) has a country; a stale entry is dropped when the state changes back.
+        country: form.stateCode === foreignCountryStateCode ? form.country.trim() : null,
       });
       adopt(answer.billing_profile);
       setEditing(false);
@@ -270,7 +272,7 @@ function ProfileCard(props: { organisationId: string; isOwner: boolean; profile:
               <li>Legal name: {profile.legal_name}</li>
               <li>Address: {profile.address}</li>
               <li>State (place of supply): {gstStateLabel(profile.state_code)}</li>
-              <li>GSTIN: {profile.gstin ?? 'not registered'}</li>
+              {profile.country === null ? <li>GSTIN: {profile.gstin ?? 'not registered'}</li> : <li>Country: {profile.country} (invoiced as an export of services)</li>}
               <li>Invoice email: {profile.email ?? '—'}</li>
             </ul>
           )}
@@ -298,6 +300,13 @@ function ProfileCard(props: { organisationId: string; isOwner: boolean; profile:
                   {gstStates.map((state) => <option key={state.code} value={state.code}>{state.code} · {state.name}</option>)}
                 </select>
               </Field>
+              {form.stateCode === foreignCountryStateCode ? (
+                <Field id="billing-country" label="Country" hint="Outside India: invoices are for an export of services and name the country" error={problem('country')}>
+                  <input id="billing-country" type="text" required maxLength={100} value={form.country} autoComplete="country-name"
+                    aria-describedby={describedBy('billing-country', { hint: true, error: problem('country') })}
+                    onInput={(event) => setForm({ ...form, country: event.currentTarget.value })} />
+                </Field>
+              ) : null}
               <Field id="billing-gstin" label="GSTIN (optional)" hint="15 characters when registered for GST; its first two digits are the state code" error={problem('gstin')}>
                 <input id="billing-gstin" type="text" maxLength={15} value={form.gstin} autoComplete="off" spellcheck={false}
                   aria-describedby={describedBy('billing-gstin', { hint: true, error: problem('gstin') })}
@@ -308,7 +317,7 @@ function ProfileCard(props: { organisationId: string; isOwner: boolean; profile:
                   aria-describedby={describedBy('billing-email', { error: problem('email') })}
                   onInput={(event) => setForm({ ...form, email: event.currentTarget.value })} />
               </Field>
-              <FormError error={error} shownParams={['legal_name', 'address', 'state_code', 'gstin', 'email']} />
+              <FormError error={error} shownParams={['legal_name', 'address', 'state_code', 'country', 'gstin', 'email']} />
               <div class="actions">
                 {profile === null ? null : <button type="button" class="secondary" disabled={busy} onClick={() => { adopt(profile); setEditing(false); setError(undefined); }}>Cancel</button>}
                 <button type="submit" class="primary" disabled={busy} aria-busy={busy}>Save billing profile</button>
