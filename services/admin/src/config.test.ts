@@ -41,7 +41,10 @@ describe('loadAdminConfig', () => {
   });
 
   it('refuses payments that move no money (the local provider, Razorpay test keys) unless PAYMENT_DEVELOPMENT_MODE=true', () => {
-    const base = { ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, RAZORPAY_KEY_SECRET: 'a-key-secret', RAZORPAY_WEBHOOK_SECRET: 'a-webhook-secret' };
+    const base = {
+      ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, RAZORPAY_KEY_SECRET: 'a-key-secret', RAZORPAY_WEBHOOK_SECRET: 'a-webhook-secret',
+      INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV',
+    };
     const local = { ...base, PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: 'http://127.0.0.1:8790', RAZORPAY_KEY_ID: 'rzp_test_local0001' };
     const testKeys = { ...base, PAYMENT_PROVIDER: 'razorpay', RAZORPAY_KEY_ID: 'rzp_test_Abcdef0001' };
     expect(() => loadAdminConfig(local)).toThrow(/PAYMENT_PROVIDER: .*free credit.*PAYMENT_DEVELOPMENT_MODE=true/);
@@ -56,7 +59,7 @@ describe('loadAdminConfig', () => {
   it('accepts the previous webhook secret only with the end of its window, at most 7 days ahead', () => {
     const razorpay = {
       ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, PAYMENT_PROVIDER: 'razorpay', RAZORPAY_KEY_ID: 'rzp_live_Abcdef0001',
-      RAZORPAY_KEY_SECRET: 'a-key-secret', RAZORPAY_WEBHOOK_SECRET: 'the-new-webhook-secret',
+      RAZORPAY_KEY_SECRET: 'a-key-secret', RAZORPAY_WEBHOOK_SECRET: 'the-new-webhook-secret', INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV',
     };
     expect(() => loadAdminConfig({ ...razorpay, RAZORPAY_WEBHOOK_SECRET_PREVIOUS: 'the-old-webhook-secret' }))
       .toThrow(/RAZORPAY_WEBHOOK_SECRET_PREVIOUS_UNTIL: is required with RAZORPAY_WEBHOOK_SECRET_PREVIOUS/);

@@ -8,7 +8,7 @@ import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyLedgerOperations, type LedgerOperation, type LedgerOperationAnswer } from './domain/apply-ledger-operations.ts';
 import { checkpoint } from './domain/checkpoint.ts';
-import { credit } from './domain/credit.ts';
+import { appendMovement } from './domain/append-movement.ts';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
 import { findBalanceDifferences } from './domain/find-balance-differences.ts';
 import { fingerprintOf } from './domain/fingerprint.ts';
@@ -81,14 +81,29 @@ function comparable(answer: unknown): unknown {
   return answer;
 }
 
+/**
+ * A credit as the ledger made it before credits said whether they were purchased (migration
+ * 0014): today's credit() writes that column, which the old schema lacks. The same statements on
+ * both databases (the new column's default is what such a credit means: not purchased).
+ */
+async function creditAsBeforePurchased(db: Database, input: { creditId: string; organisationId: string; amountMicros: bigint }): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query('UPDATE accounts SET credited_micros = credited_micros + $2, available_micros = available_micros + $2 WHERE organisation_id = $1',
+      [input.organisationId, input.amountMicros]);
+    const fingerprint = fingerprintOf('credit', { organisationId: input.organisationId, amountMicros: input.amountMicros, reason: '' });
+    await tx.query('INSERT INTO credits (credit_id, organisation_id, amount_micros, reason, fingerprint) VALUES ($1, $2, $3, $4, $5)',
+      [input.creditId, input.organisationId, input.amountMicros, '', fingerprint]);
+    await appendMovement(tx, { organisationId: input.organisationId, kind: 'credit', amountMicros: input.amountMicros, creditId: input.creditId, detail: { reason: '' } });
+  });
+}
+
 /** The first half of the scenario: run before the upgrade on the old database. */
 async function scenarioBefore(db: Database): Promise<unknown[]> {
   const answers: unknown[] = [];
   for (const organisationId of ['up-a', 'up-b']) {
     await openAccount(db, organisationId);
-    await credit(db, { creditId: `fund-${organisationId}`, organisationId, amountMicros: 10_000n, reason: '' });
+    await creditAsBeforePurchased(db, { creditId: `fund-${organisationId}`, organisationId, amountMicros: 10_000n });
   }
-  await setProjectBudget(db, { requestId: 'budget-1', organisationId: 'up-b', projectId: 'up-b-capped', monthlyCapMicros: 3_000n, softAlertPercent: 50 });
   answers.push(await reserve(db, reserveInput('held-across', 'up-a', 4_000n)));
   answers.push(await reserve(db, reserveInput('expires-across', 'up-a', 1_000n)));
   answers.push(await checkpoint(db, { reservationId: 'expires-across', sequence: 1n, inputTokens: 5n, outputTokens: 5n, costMicros: 600n, providerCostMicros: 2n, extendTtlMs: 0n, requestId: 'q-expires-across' }));
@@ -101,6 +116,9 @@ async function scenarioBefore(db: Database): Promise<unknown[]> {
 /** The second half: after the upgrade (or on the fresh database), every path once more. */
 async function scenarioAfter(db: Database): Promise<unknown[]> {
   const answers: unknown[] = [];
+  // The cap is set after the upgrade: today's SetProjectBudget takes the budget-change lock and
+  // recalls grants, both of the new schema. capped-1 (2,000 µ₹, held across the upgrade) counts under it.
+  answers.push(await setProjectBudget(db, { requestId: 'budget-1', organisationId: 'up-b', projectId: 'up-b-capped', monthlyCapMicros: 3_000n, softAlertPercent: 50 }));
   answers.push(await settle(db, settleInput('held-across', 4_500n, 12n)));
   answers.push(await settle(db, settleInput('held-across', 4_500n, 12n)));
   answers.push(await settle(db, settleInput('held-across', 4_400n)));
