@@ -75,7 +75,7 @@ describe.skipIf(!serverUrl)('refunds and disputes made outside the gateway', () 
     admin = await startAdminHarness({
       databaseUrl: testDatabase.url,
       env: {
-        PAYMENT_PROVIDER: 'local', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
+        PAYMENT_PROVIDER: 'local', PAYMENT_DEVELOPMENT_MODE: 'true', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
         RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100',
       },
     });
