@@ -235,6 +235,9 @@ const requiredAlerts: readonly [string, string][] = [
   ['GatewayLedgerCommitLatencyHigh', 'gateway_ledger_commit_duration_seconds_bucket'],
   ['GatewayRpmRefusalSpike', 'gateway_proxy_rpm_refusals_total'],
   ['GatewayEventLoopLagHigh', 'nodejs_eventloop_lag_p99_seconds'],
+  // A refund the provider refused for good, and money returned outside the gateway that the balance could not cover.
+  ['GatewayRefundFailed', 'gateway_admin_refund_outcomes_total'],
+  ['GatewayPaymentShortfall', 'gateway_admin_refund_outcomes_total'],
 ];
 
 /** Which required alerts are missing or no longer watch their metric. */

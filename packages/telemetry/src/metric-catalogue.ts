@@ -206,6 +206,11 @@ export const metricCatalogue = {
     help: 'Payment events by kind (webhook, reconciliation, sweep, checkout) and outcome: a webhook processed, duplicate, ignored, unmatched (genuine, matching no top-up: recorded), rejected (bad signature) or error; a reconciled top-up or swept payment checked or error; mismatch (a captured payment of another amount or currency, not credited) and unmatched (a payment matching nothing sold, recorded once) on top of the event\'s own outcome.',
     labelNames: ['kind', 'outcome'],
   }),
+  adminRefundOutcomes: describe({
+    name: 'gateway_admin_refund_outcomes_total', type: 'counter', services: ['admin'],
+    help: 'Refund outcomes platform admins must act on, each counted once when it is recorded: failed (a refund of the gateway\'s refused for good by the payment provider; its money is back in the balance) and shortfall (a refund or dispute made outside the gateway that the balance could not cover in full; the organisation is flagged).',
+    labelNames: ['outcome'],
+  }),
   adminAlertDeliveries: describe({
     name: 'gateway_admin_alert_deliveries_total', type: 'counter', services: ['admin'],
     help: 'Alert delivery attempts by channel (email, webhook) and outcome: delivered; failed (the send failed: mail relay error, webhook endpoint error or timeout; retried later or given up); undeliverable (nothing to send to: no owner email, email off, alert or webhook gone, address refused).',

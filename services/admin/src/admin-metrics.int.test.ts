@@ -68,6 +68,9 @@ describe.skipIf(!serverUrl)('admin /metrics', () => {
     for (const outcome of ['delivered', 'failed']) {
       expect(text).toContain(`gateway_admin_alert_deliveries_total{channel="email",outcome="${outcome}",service="admin"}`);
     }
+    for (const outcome of ['failed', 'shortfall']) {
+      expect(text).toContain(`gateway_admin_refund_outcomes_total{outcome="${outcome}",service="admin"} 0`);
+    }
   });
 
   it('counts payment webhooks by outcome', async () => {

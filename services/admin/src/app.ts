@@ -18,7 +18,9 @@ import { bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
 import { createLiveEvents } from './domain/live-events.ts';
 import { findProject } from './domain/project-store.ts';
 import { startAlertWorkers } from './wiring/alerts.ts';
-import { countPaymentMismatch, countPaymentWebhooks, countUnmatchedPayment, createPaymentProvider, startPaymentJobs } from './wiring/payments.ts';
+import {
+  countPaymentMismatch, countPaymentWebhooks, countRefundOutcomes, countUnmatchedPayment, createPaymentProvider, startPaymentJobs,
+} from './wiring/payments.ts';
 import { observeAdminState } from './wiring/state-metrics.ts';
 import { startInvoicingJobs } from './wiring/invoicing.ts';
 import { startRefundJobs } from './wiring/refund-jobs.ts';
@@ -127,9 +129,10 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     observeAdminState(metrics, { db, hub });
     const liveEvents = createLiveEvents();
     const paymentProvider = createPaymentProvider(config);
+    const refundOutcomes = countRefundOutcomes(metrics);
     const service = countPaymentWebhooks(createAdminService({
       db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents, logger,
-      paymentProvider, onPaymentAmountMismatch: countPaymentMismatch(metrics), onUnmatchedPayment: countUnmatchedPayment(metrics),
+      paymentProvider, onPaymentAmountMismatch: countPaymentMismatch(metrics), onUnmatchedPayment: countUnmatchedPayment(metrics), ...refundOutcomes,
     }), metrics);
     const people = createPeopleWiring({ db, config, logger, onSetupLink: deps.onSetupLink });
 
@@ -174,7 +177,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const paymentJobs = startPaymentJobs({ db, config, logger, service, provider: paymentProvider, metrics });
     lifecycle.defer('payment jobs', () => paymentJobs.close());
     lifecycle.defer('invoicing jobs', startInvoicingJobs({ db, ledger, config, logger }).close);
-    lifecycle.defer('refund jobs', startRefundJobs({ db, ledger, config, logger, provider: paymentProvider }).close);
+    lifecycle.defer('refund jobs', startRefundJobs({ db, ledger, config, logger, provider: paymentProvider, ...refundOutcomes }).close);
     await people.afterListen(config.ADMIN_PUBLIC_URL ?? `http://${config.BIND_HOST.includes(':') ? `[${config.BIND_HOST}]` : config.BIND_HOST}:${http.port}`);
     // First step of close(): ending the config streams releases calls waiting for acks, so
     // in-flight requests finish quickly; then the HTTP and gRPC servers drain; then the ledger

@@ -8,10 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { createTestDatabase, scrapeMetrics, sumSamples, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { newId } from './domain/ids.ts';
 import { issueTopUpDocument, type TaxDocumentSettings } from './domain/tax-documents.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import { postWebhook } from './test-support/topups-harness.ts';
 import { createRazorpayClient } from './transport/razorpay-client.ts';
 
 const serverUrl = testPostgresUrl();
@@ -67,6 +68,25 @@ async function invoicedTopUp(spentMicros: bigint): Promise<{ organisationId: str
 
 function available(organisationId: string): bigint {
   return admin.ledger.accounts.get(organisationId)!.availableMicros;
+}
+
+/** The admin's gateway_admin_refund_outcomes_total for `outcome` now (the series platform admins are alerted on). */
+async function refundOutcomes(outcome: 'failed' | 'shortfall'): Promise<number> {
+  const samples = await scrapeMetrics(`http://127.0.0.1:${admin.app.ports.metrics}/metrics`);
+  return sumSamples(samples, 'gateway_admin_refund_outcomes_total', { outcome });
+}
+
+/** Runs `act` with webhooks held and delivers what it sent; answers those webhooks (for the test to send again). */
+async function withWebhooksCaptured(act: () => void | Promise<void>): Promise<ReturnType<LocalPayments['pendingWebhooks']>> {
+  local.pauseWebhooks();
+  try {
+    await act();
+    const sent = local.pendingWebhooks();
+    await local.deliverPending();
+    return sent;
+  } finally {
+    local.resumeWebhooks();
+  }
 }
 
 describe.skipIf(!serverUrl)('refunds and disputes made outside the gateway', () => {
@@ -164,5 +184,61 @@ describe.skipIf(!serverUrl)('refunds and disputes made outside the gateway', () 
     } finally {
       local.processRefundsAtOnce();
     }
+  });
+  it('counts a shortfall and a refund failed for platform admins once each, never again on a webhook replay or a job pass', async () => {
+    const shortfallsBefore = await refundOutcomes('shortfall');
+    const failedBefore = await refundOutcomes('failed');
+
+    // A dashboard refund the balance cannot cover, then its webhook again.
+    const short = await invoicedTopUp(900_000_000n);
+    const refundHooks = await withWebhooksCaptured(() => { local.dashboardRefund(short.paymentId); });
+    const processed = refundHooks.find((hook) => hook.event === 'refund.processed')!;
+    expect(processed).toBeDefined();
+    await vi.waitFor(async () => { expect(await refundOutcomes('shortfall')).toBe(shortfallsBefore + 1); }, { timeout: 10_000, interval: 50 });
+    const replayed = await postWebhook(admin, processed.body, { signature: processed.signature, eventId: processed.eventId });
+    expect(replayed.status).toBe(200);
+    // A dispute the balance cannot cover (all of it spent) is one more.
+    const spent = await invoicedTopUp(1_000_000_000n);
+    local.openDispute(spent.paymentId, 59_000n);
+    await vi.waitFor(async () => { expect(await refundOutcomes('shortfall')).toBe(shortfallsBefore + 2); }, { timeout: 10_000, interval: 50 });
+
+    // A refund the provider refuses at once, then the same request again (its Idempotency-Key replayed).
+    const refused = await invoicedTopUp(0n);
+    const refundsPath = `/admin/v1/organisations/${refused.organisationId}/topups/${refused.topUpId}/refunds`;
+    local.refuseRefunds('The payment is older than 6 months and cannot be refunded.', 1);
+    const first = await admin.request('POST', refundsPath, { amount_paise: '59000' }, { 'idempotency-key': 'refused-counted' });
+    expect(first.json.refund.state).toBe('failed');
+    expect(await refundOutcomes('failed')).toBe(failedBefore + 1);
+    const again = await admin.request('POST', refundsPath, { amount_paise: '59000' }, { 'idempotency-key': 'refused-counted' });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.json.refund.state).toBe('failed');
+
+    // A pending refund the provider then fails: refund.failed, the job gives the money back; then the webhook again.
+    local.holdRefunds();
+    try {
+      const pending = await admin.request('POST', refundsPath, { amount_paise: '59000' }, { 'idempotency-key': 'failed-later' });
+      expect(pending.json.refund.state).toBe('provider_pending');
+      const failedHooks = await withWebhooksCaptured(() => {
+        local.settleRefund(pending.json.refund.provider_refund_id as string, 'failed', 'The beneficiary account is closed.');
+      });
+      const failedHook = failedHooks.find((hook) => hook.event === 'refund.failed')!;
+      expect(failedHook).toBeDefined();
+      await vi.waitFor(async () => { expect(await refundOutcomes('failed')).toBe(failedBefore + 2); }, { timeout: 10_000, interval: 50 });
+      const failedReplay = await postWebhook(admin, failedHook.body, { signature: failedHook.signature, eventId: failedHook.eventId });
+      expect(failedReplay.status).toBe(200);
+    } finally {
+      local.processRefundsAtOnce();
+    }
+
+    // Once nothing is left for the refund job to carry forward, the replays and its passes have counted nothing more.
+    await local.webhooksIdle();
+    await vi.waitFor(async () => {
+      const { rows } = await db.query<{ due: number }>(
+        `SELECT (SELECT count(*) FROM refunds WHERE state IN ('requested', 'debited', 'provider_pending', 'provider_refunded', 'provider_refused'))
+           + (SELECT count(*) FROM payment_reversals WHERE state IN ('to_debit', 'to_return')) AS due`);
+      expect(Number(rows[0]!.due)).toBe(0);
+    }, { timeout: 10_000, interval: 50 });
+    expect(await refundOutcomes('failed')).toBe(failedBefore + 2);
+    expect(await refundOutcomes('shortfall')).toBe(shortfallsBefore + 2);
   });
 });

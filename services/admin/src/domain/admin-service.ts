@@ -48,6 +48,10 @@ export interface AdminServiceDeps {
   onPaymentAmountMismatch?: (cause: TopUpCause) => void;
   /** Told of each payment newly recorded as matching nothing the gateway sold (metrics). */
   onUnmatchedPayment?: (source: UnmatchedSource) => void;
+  /** Told of each refund that became failed (the platform admins' refund metric). */
+  onRefundFailed?: () => void;
+  /** Told of each payment reversal recorded with a shortfall (the platform admins' refund metric). */
+  onPaymentShortfall?: () => void;
 }
 
 /** The admin's business operations, with no transport in them: every aggregate's, side by side. */
@@ -77,10 +81,10 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createAnalyticsService({ db, ledger, access }),
     ...createTopUpsService({
       db, ledger, access, config: deps.config, provider: deps.paymentProvider, liveEvents: deps.liveEvents, logger: deps.logger,
-      onAmountMismatch: deps.onPaymentAmountMismatch, onUnmatchedPayment: deps.onUnmatchedPayment,
+      onAmountMismatch: deps.onPaymentAmountMismatch, onUnmatchedPayment: deps.onUnmatchedPayment, onPaymentShortfall: deps.onPaymentShortfall,
     }),
     ...createInvoicesService({ db, access, config: deps.config }),
-    ...createRefundsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider }),
+    ...createRefundsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider, onRefundFailed: deps.onRefundFailed }),
     ...createPaymentReversalsService({ db }),
   };
 }

@@ -36,6 +36,8 @@ export interface RefundEventDeps {
   ledger: LedgerPort;
   config: AdminConfig;
   logger?: Logger | undefined;
+  /** Called once per reversal recorded with a shortfall, after the commit that recorded it (the platform admins' metric); none: not counted. */
+  onPaymentShortfall?: (() => void) | undefined;
 }
 
 /** to_debit → debited → (dispute won) to_return → returned; closed: a dispute won before anything was taken (migration 0011). */
@@ -188,8 +190,8 @@ export async function applyRefundWebhookEvent(deps: RefundEventDeps, event: Refu
 /**
  * Carries one reversal forward: to_debit → the ledger's RefundCredit with up_to_available (refund
  * id = the reversal's id, so a retry takes nothing twice), recording what it took and the
- * shortfall (alerted once); to_return → the ledger's ReverseRefund (reversal:<id>) gives a won
- * dispute's hold back. A failure is recorded for the job to retry with doubling waits, and thrown.
+ * shortfall (alerted and counted once: onPaymentShortfall); to_return → the ledger's
+ * ReverseRefund (reversal:<id>) gives a won dispute's hold back. A failure is recorded for the job to retry with doubling waits, and thrown.
  */
 async function carryReversalForward(deps: RefundEventDeps, reversalId: string): Promise<void> {
   const { db, ledger, config } = deps;
@@ -204,7 +206,7 @@ async function carryReversalForward(deps: RefundEventDeps, reversalId: string): 
           reason: `${reversal.kind} ${reversal.providerRef} made outside the gateway`, upToAvailable: true,
         })).refundedMicros;
         const shortfall = reversal.debitMicros - taken;
-        await db.transaction(async (tx) => {
+        const flagged = await db.transaction(async (tx) => {
           // A dispute won meanwhile goes straight on to give the hold back.
           const { rowCount } = await tx.query(
             `UPDATE payment_reversals SET taken_micros = $2, shortfall_micros = $3, attempts = 0, last_error = NULL, updated_at = clock_timestamp(),
@@ -212,7 +214,7 @@ async function carryReversalForward(deps: RefundEventDeps, reversalId: string): 
              WHERE id = $1 AND state IN ('to_debit', 'closed') AND taken_micros IS NULL`,
             [reversal.id, taken, shortfall],
           );
-          if (rowCount !== 1 || shortfall === 0n) return;
+          if (rowCount !== 1 || shortfall === 0n) return false;
           await raiseAlert(tx, {
             kind: 'payment_shortfall', organisationId: reversal.organisationId, projectId: null, occurredAt: new Date(),
             sourceKey: `payment_shortfall:${reversal.id}`,
@@ -223,7 +225,10 @@ async function carryReversalForward(deps: RefundEventDeps, reversalId: string): 
               debit_micros: reversal.debitMicros.toString(), taken_micros: taken.toString(), shortfall_micros: shortfall.toString(),
             },
           }, { email: false, webhook: false });
+          return true;
         });
+        // Counted by whichever of a webhook and the job recorded it, once committed: the guard on taken_micros lets only one do so.
+        if (flagged) deps.onPaymentShortfall?.();
         continue;
       }
       if (reversal.state === 'to_return') {

@@ -20,6 +20,8 @@ export interface RefundsServiceDeps {
   access: ResourceAccess;
   config: AdminConfig;
   provider: PaymentProvider | undefined;
+  /** Called once per refund that became failed, after the commit that made it so (the platform admins' metric); none: not counted. */
+  onRefundFailed?: (() => void) | undefined;
 }
 
 /** What carrying refunds forward needs (the refund job has no actor, so no access checks). */
@@ -166,10 +168,10 @@ async function recordProviderRefusal(db: Queryable, refundId: string, from: read
  * (X-Refund-Idempotency = the refund's id), the credit note once the provider reports the refund
  * processed (idempotent per refund id), and the top-up's move to refunded once its refunds add up
  * to its price. A permanent refusal by the provider gives the money back (ReverseRefund, key
- * reversal:<refund id>), ends the refund as failed with the provider's reason, audits it and
- * alerts platform admins. Each step's result is stored before the next begins, under a guard on
- * the state it starts from, so a request and the job working on the same refund at once never do
- * a step twice. A ledger refusal ends the refund as refused and throws `conflict`; any other
+ * reversal:<refund id>), ends the refund as failed with the provider's reason, audits it, raises
+ * the organisation's alert and counts it for platform admins (onRefundFailed). Each step's result
+ * is stored before the next begins, under a guard on the state it starts from, so a request and
+ * the job working on the same refund at once never do a step twice. A ledger refusal ends the refund as refused and throws `conflict`; any other
  * failure is recorded on the refund for the job to retry (with doubling waits) and thrown. A
  * refund the provider reports pending waits there; with `pollPending` (the job) the provider is
  * asked again.
@@ -267,9 +269,9 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
             reversalId: refundReversalId(refund.id), organisationId: refund.organisationId, refundId: refund.id,
             reason: `refund ${refund.id} refused by the payment provider`,
           });
-          await db.transaction(async (tx) => {
+          const failedHere = await db.transaction(async (tx) => {
             const current = await tx.query<{ state: RefundState }>('SELECT state FROM refunds WHERE id = $1 FOR UPDATE', [refund.id]);
-            if (current.rows[0]?.state !== 'provider_refused') return;
+            if (current.rows[0]?.state !== 'provider_refused') return false;
             await tx.query(
               `UPDATE refunds SET state = 'failed', failed_at = clock_timestamp(), attempts = 0, last_error = NULL, updated_at = clock_timestamp()
                WHERE id = $1`,
@@ -292,7 +294,10 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
                 returned_micros: reversal.reversedMicros.toString(), failure_reason: refund.failureReason,
               },
             }, { email: false, webhook: false });
+            return true;
           });
+          // Counted by whichever of a request and the job made the move, once it is committed, so a replay or a retry never counts it again.
+          if (failedHere) deps.onRefundFailed?.();
           continue;
         }
         case 'provider_refunded': {

@@ -38,6 +38,8 @@ export interface TopUpsServiceDeps {
   onAmountMismatch?: ((cause: TopUpCause) => void) | undefined;
   /** Told of each payment newly recorded as matching nothing the gateway sold (metrics), with the signal that brought it. */
   onUnmatchedPayment?: ((source: UnmatchedSource) => void) | undefined;
+  /** Told of each payment reversal a webhook recorded with a shortfall (metrics). */
+  onPaymentShortfall?: (() => void) | undefined;
 }
 
 /** A top-up as the API shows it: the purchase, its documents and its transitions. */
@@ -635,7 +637,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
           return await recordFailedPayment(event.payment, `webhook:${event.type}`, ref) ? 'repeated' : 'processed';
         default:
           // Refund and dispute events: domain/refund-events.ts.
-          return applyRefundWebhookEvent({ db, ledger, config, logger }, event, eventId);
+          return applyRefundWebhookEvent({ db, ledger, config, logger, onPaymentShortfall: deps.onPaymentShortfall }, event, eventId);
       }
     },
 

@@ -65,6 +65,25 @@ export function countUnmatchedPayment(metrics: PaymentMetrics): (source: Unmatch
   };
 }
 
+/** The callbacks that count refund outcomes platform admins act on (createAdminService and startRefundJobs take them). */
+export interface RefundOutcomeCounters {
+  onRefundFailed: () => void;
+  onPaymentShortfall: () => void;
+}
+
+/**
+ * Counts a refund that became failed (`outcome=failed`) and a payment reversal recorded with a
+ * shortfall (`outcome=shortfall`), each once, by the path that committed it. Both series start at
+ * 0 at once, as countPaymentMismatch's, for the GatewayRefundFailed and GatewayPaymentShortfall alerts.
+ */
+export function countRefundOutcomes(metrics: Pick<AdminMetrics, 'adminRefundOutcomes'>): RefundOutcomeCounters {
+  for (const outcome of ['failed', 'shortfall'] as const) metrics.adminRefundOutcomes.inc({ outcome }, 0);
+  return {
+    onRefundFailed: () => { metrics.adminRefundOutcomes.inc({ outcome: 'failed' }); },
+    onPaymentShortfall: () => { metrics.adminRefundOutcomes.inc({ outcome: 'shortfall' }); },
+  };
+}
+
 /** The webhook answers as metric outcomes. */
 const webhookOutcomes = { processed: 'processed', repeated: 'duplicate', ignored: 'ignored', unmatched: 'unmatched' } as const;
 

@@ -1,4 +1,4 @@
-import { advanceDueReversals } from '../domain/refund-events.ts';
+import { advanceDueReversals, type RefundEventDeps } from '../domain/refund-events.ts';
 import { advanceDueRefunds } from '../domain/refunds-service.ts';
 import { startPeriodicJob } from './periodic-job.ts';
 
@@ -10,7 +10,7 @@ import { startPeriodicJob } from './periodic-job.ts';
  * step idempotent on the refund id, so nothing is debited or refunded twice. The next pass is
  * timed from the end of the previous one; close() stops the timer and waits for a pass in progress.
  */
-export function startRefundJobs(deps: Parameters<typeof advanceDueRefunds>[0]): { close(): Promise<void> } {
+export function startRefundJobs(deps: Parameters<typeof advanceDueRefunds>[0] & RefundEventDeps): { close(): Promise<void> } {
   const intervalMs = deps.config.PAYMENT_RECONCILE_INTERVAL_MS;
   return startPeriodicJob({
     name: 'refunds', firstDelayMs: intervalMs, intervalMs, logger: deps.logger,
