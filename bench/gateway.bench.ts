@@ -475,8 +475,12 @@ async function main(): Promise<void> {
                 (SELECT count(*) FROM usage_records u WHERE u.organisation_id = a.organisation_id AND (u.cost_micros <> $2 OR u.usage_source <> 'upstream'))::bigint AS off_price
          FROM accounts a WHERE a.organisation_id = $1`, [lowOrganisation.id, exactRequestMicros])).rows[0]!;
       const lowDebitExpected = exactRequestMicros * BigInt(lowBalance.admitted);
+      // Exhausted: the balance is spent and nothing is held, so no recall or Settle can lift a
+      // refusal; these 402s show how fast a refusal is that only a credit could change.
+      const exhausted = await lowBalanceRun(lowBalanceBases, lowApiKey as string, lowBalanceCapacity, 32);
+      process.stdout.write(`low balance, exhausted (nothing held: no refusal liftable): ${exhausted.sent} requests at 32 connections: refused 402 ${exhausted.refused} (p50 ${exhausted.refusalP50Ms} ms, p99 ${exhausted.refusalP99Ms} ms), admitted ${exhausted.admitted}, other ${exhausted.other}\n`);
       const lowMoneyOk = low.held_micros === 0n && low.debited_micros === lowDebitExpected && low.available_micros === lowBalanceCreditMicros - lowDebitExpected
-        && low.records === BigInt(lowBalance.admitted) && low.off_price === 0n;
+        && low.records === BigInt(lowBalance.admitted) && low.off_price === 0n && exhausted.admitted === 0 && exhausted.other === 0;
       const moneyOk = differences.length === 0 && unexplained.length === 0 && debited === expected && held === 0n && lowMoneyOk;
       process.stdout.write(`ledger (nothing held after ${nothingHeldAfterMs} ms): ${usageRecords} usage records (${cutStreams} streams cut by the load generator), debited ${debited} µ₹, priced upstream usage ${expected} µ₹, held ${held} µ₹, verify differences ${differences.length}${unexplained.length ? `, unexplained usage: ${unexplained.join(', ')}` : ''}\n`);
       process.stdout.write(`ledger, low balance: ${low.records} usage records (${low.off_price} not at ${exactRequestMicros} µ₹), debited ${low.debited_micros} µ₹ of ${lowBalanceCreditMicros} µ₹ (admitted × cost ${lowDebitExpected} µ₹), available ${low.available_micros} µ₹, held ${low.held_micros} µ₹\n`);
@@ -495,6 +499,7 @@ async function main(): Promise<void> {
         machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version },
         durationS, proxyVariant, rows, ttfb, rss,
         lowBalance: { proxies: lowBalanceProxies, capacity: lowBalanceCapacity, ...lowBalance },
+        lowBalanceExhausted: exhausted,
         ratios: {
           nonStreamingC1: ratio('non-streaming', 1), nonStreamingC32: ratio('non-streaming', 32),
           streamingC1: ratio('streaming', 1), streamingC32: ratio('streaming', 32),
@@ -530,6 +535,7 @@ function updateBenchmarksDoc(summary: {
   rows: Array<{ target: string; mode: string; connections: number; rps: number; p50Ms: number; p99Ms: number; cpuMsPerRequest?: number; machineCpuMsPerRequest?: number; breakdown?: CpuBreakdown; settleOutboxMax?: number }>;
   ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }>;
   lowBalance: { proxies: number; capacity: number } & LowBalanceResult;
+  lowBalanceExhausted: LowBalanceResult;
 }): void {
   const path = `${repoRoot}docs/benchmarks.md`;
   const start = '<!-- bench:gateway:start -->';
@@ -548,6 +554,7 @@ function updateBenchmarksDoc(summary: {
     `Deepest settle outbox of the proxy during each gateway measurement (its /readyz, every 100 ms; what a SIGKILL would lose at that moment): ${summary.rows.filter((r) => r.settleOutboxMax !== undefined).map((r) => `${r.mode} c=${r.connections}: ${r.settleOutboxMax}`).join('; ')}.`,
     `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`${mallocArenaMax === undefined ? '' : ` and \`MALLOC_ARENA_MAX=${mallocArenaMax}\``}): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
     `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused} (each answered in p50 ${summary.lowBalance.refusalP50Ms} ms, p99 ${summary.lowBalance.refusalP99Ms} ms), other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
+    `Then, with the balance spent and nothing held (no refusal that a recall or a Settle could lift), ${summary.lowBalanceExhausted.sent} more requests: refused 402 ${summary.lowBalanceExhausted.refused}, each in p50 ${summary.lowBalanceExhausted.refusalP50Ms} ms, p99 ${summary.lowBalanceExhausted.refusalP99Ms} ms; admitted ${summary.lowBalanceExhausted.admitted}.`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
     end,
