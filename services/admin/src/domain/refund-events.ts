@@ -6,7 +6,8 @@ import { requirePlatformAdmin, type Actor } from './actor.ts';
 import { raiseAlert } from './alert-store.ts';
 import { newId } from './ids.ts';
 import type { LedgerPort } from './ledger-port.ts';
-import { markProviderRefundFailed, markProviderRefundProcessed, refundDebitMicros, refundReversalId } from './refunds-service.ts';
+import { refundDebitMicros } from './refund-debit-micros.ts';
+import { markProviderRefundFailed, markProviderRefundProcessed, refundReversalId } from './refunds-service.ts';
 import { recordWebhookEvent } from './topup-store.ts';
 
 /** A dispute (chargeback) as the provider's webhook reports it; amounts in paise. */

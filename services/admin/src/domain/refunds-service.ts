@@ -5,6 +5,7 @@ import type { AdminConfig } from '../config.ts';
 import { personIdOf, requirePlatformAdmin, systemActor, tokenIdOf, type Actor } from './actor.ts';
 import { raiseAlert } from './alert-store.ts';
 import { recordAuditEvent } from './audit-log.ts';
+import { refundDebitMicros } from './refund-debit-micros.ts';
 import { newId } from './ids.ts';
 import type { LedgerPort } from './ledger-port.ts';
 import type { PaymentProvider } from './payment-provider.ts';
@@ -103,15 +104,6 @@ function toRefund(row: RefundRow): Refund {
 /** The ledger credit a top-up was credited with (one per top-up): the credit its refunds return money of. */
 function topUpCreditId(topUpId: string): string {
   return `topup:${topUpId}`;
-}
-
-/**
- * µ₹ to debit for refunding `amountPaise` of a top-up: the credit in proportion to the part of the
- * price refunded, credit_micros × amount_paise / price_paise, rounded down (the wallet keeps the
- * fraction of a µ₹, so the refunds of a top-up never take more than it credited).
- */
-export function refundDebitMicros(topUp: { creditMicros: bigint; pricePaise: bigint }, amountPaise: bigint): bigint {
-  return (topUp.creditMicros * amountPaise) / topUp.pricePaise;
 }
 
 /** The top-up states a new refund may start from: its money was credited and its invoice issued. */

@@ -4,6 +4,7 @@ import type { AdminConfig } from '../config.ts';
 import { isIntraState, splitInclusiveTotal, supplierStateCode, type GstSplit } from './gst.ts';
 import { newId } from './ids.ts';
 import { allocateSerial, type DocumentSeries } from './invoice-serial.ts';
+import { refundDebitMicros } from './refund-debit-micros.ts';
 import { foreignCountryStateCode } from '../../shared/gst-states.ts';
 
 /** The three GST documents the admin issues. */
@@ -392,7 +393,7 @@ interface UnadjustedAdvance {
  * How much of each receipt voucher's advance is still unadjusted, oldest voucher first: its price
  * and credit (details.credit_micros), less the credit notes against it and the adjustments earlier
  * monthly invoices recorded. A credit note for a refund of `amount` paise takes back
- * ⌊credit × amount / price⌋ µ₹ of its credit, as the refund debits the wallet.
+ * refundDebitMicros of the voucher's credit, as the refund debits the wallet.
  */
 async function unadjustedAdvances(tx: Queryable, organisationId: string): Promise<UnadjustedAdvance[]> {
   const documents = await selectTaxDocuments(tx, 'organisation_id = $1', [organisationId]);
@@ -405,7 +406,7 @@ async function unadjustedAdvances(tx: Queryable, organisationId: string): Promis
       const voucher = vouchers.get(document.referencesDocumentId);
       if (voucher !== undefined) {
         voucher.paise -= document.totalPaise;
-        voucher.creditMicros -= (voucher.boughtCreditMicros * document.totalPaise) / voucher.document.totalPaise;
+        voucher.creditMicros -= refundDebitMicros({ creditMicros: voucher.boughtCreditMicros, pricePaise: voucher.document.totalPaise }, document.totalPaise);
       }
     }
     if (document.usageMonth !== null) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refundDebitMicros } from './refunds-service.ts';
+import { refundDebitMicros } from './refund-debit-micros.ts';
 
 describe('refundDebitMicros', () => {
   const topUp = { creditMicros: 1_000_000_000n, pricePaise: 118_000n };
