@@ -2,7 +2,7 @@ import { commonEnv, loadConfig, z } from '@gateway/config';
 import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
 import { encryptionKeyProblem } from './domain/credential-cipher.ts';
-import { gstinProblem } from './domain/gstin.ts';
+import { gstinProblem, gstinStateCode } from './domain/gstin.ts';
 import { gstStateOf } from '../shared/gst-states.ts';
 
 /** A URL the admin may seed the demo model with: http(s), no credentials in it. */
@@ -202,14 +202,14 @@ export const adminConfigSchema = z.object({
   // The supplier's state decides CGST + SGST or IGST on every document, and a GSTIN says where
   // its holder is registered: a state code that differs would put every invoice's tax under
   // the wrong head.
-  const gstinState = config.INVOICE_SUPPLIER_GSTIN?.slice(0, 2);
+  const gstinState = config.INVOICE_SUPPLIER_GSTIN === undefined ? undefined : gstinStateCode(config.INVOICE_SUPPLIER_GSTIN);
   if (gstinState !== undefined && config.INVOICE_SUPPLIER_STATE_CODE !== undefined && config.INVOICE_SUPPLIER_STATE_CODE !== gstinState) {
     ctx.addIssue({
       code: 'custom', path: ['INVOICE_SUPPLIER_STATE_CODE'],
       message: `is ${config.INVOICE_SUPPLIER_STATE_CODE} but INVOICE_SUPPLIER_GSTIN is registered in state ${gstinState}: leave it unset (the GSTIN's state is used) or correct it`,
     });
   }
-  const supplierState = config.INVOICE_SUPPLIER_GSTIN?.slice(0, 2) ?? config.INVOICE_SUPPLIER_STATE_CODE;
+  const supplierState = gstinState ?? config.INVOICE_SUPPLIER_STATE_CODE;
   if (supplierState !== undefined && gstStateOf(supplierState)?.use !== 'in_force') {
     ctx.addIssue({
       code: 'custom', path: [config.INVOICE_SUPPLIER_GSTIN === undefined ? 'INVOICE_SUPPLIER_STATE_CODE' : 'INVOICE_SUPPLIER_GSTIN'],

@@ -1,6 +1,6 @@
 import type { Queryable } from '@gateway/db';
 import { foreignCountryStateCode, gstStateOf } from '../../shared/gst-states.ts';
-import { gstinProblem } from './gstin.ts';
+import { gstinProblem, gstinStateCode } from './gstin.ts';
 
 /**
  * An organisation's billing profile: whom its invoices are made out to. A top-up keeps a copy
@@ -74,8 +74,8 @@ export function billingProfileProblems(input: Pick<BillingProfileInput, 'stateCo
   if (input.gstin !== null) {
     const problem = gstinProblem(input.gstin);
     if (problem !== undefined) problems.push({ field: 'gstin', problem });
-    else if (input.gstin.slice(0, 2) !== input.stateCode) {
-      problems.push({ field: 'gstin', problem: `is registered in state ${input.gstin.slice(0, 2)}, not the profile's state_code ${input.stateCode}` });
+    else if (gstinStateCode(input.gstin) !== input.stateCode) {
+      problems.push({ field: 'gstin', problem: `is registered in state ${gstinStateCode(input.gstin)}, not the profile's state_code ${input.stateCode}` });
     }
   }
   return problems;

@@ -1,4 +1,5 @@
 import { gstStateOf } from '../../shared/gst-states.ts';
+import { gstinStateCode } from './gstin.ts';
 import { formatInr } from './inr-text.ts';
 
 /** GST on a GST-inclusive price, in integer paise: the split every tax document uses. */
@@ -59,7 +60,8 @@ const developmentSupplierStateCode = '29';
  * config refuses a state code that contradicts the GSTIN, so the two never disagree here.
  */
 export function supplierStateCode(settings: SupplierStateSettings): string {
-  return settings.INVOICE_SUPPLIER_GSTIN?.slice(0, 2) ?? settings.INVOICE_SUPPLIER_STATE_CODE ?? developmentSupplierStateCode;
+  const gstin = settings.INVOICE_SUPPLIER_GSTIN;
+  return (gstin === undefined ? undefined : gstinStateCode(gstin)) ?? settings.INVOICE_SUPPLIER_STATE_CODE ?? developmentSupplierStateCode;
 }
 
 /** GST is intra-state (CGST + SGST) when the supplier's state is the place of supply; else IGST. */

@@ -27,6 +27,11 @@ export function gstinCheckCharacter(first14: string): string {
   return alphabet[(radix - (sum % radix)) % radix]!;
 }
 
+/** The state code (2 digits) of the state a GSTIN is registered in: its first two characters. */
+export function gstinStateCode(gstin: string): string {
+  return gstin.slice(0, 2);
+}
+
 /**
  * Why a value is not a valid GSTIN (a phrase to follow the field's name), or undefined when it is
  * one: the layout first, then the check character. Expects upper case (callers normalise).
