@@ -1,6 +1,6 @@
 /**
  * The Kubernetes manifests (deploy/kubernetes) as a security contract, checked without a cluster
- * on every overlay as `kubectl apply -k` renders it (tests/deploy/kustomize.ts): every object
+ * on every overlay as `kubectl kustomize` renders it (what `kubectl apply -k` applies): every object
  * validates against the Kubernetes / cert-manager / Prometheus Operator schemas; every workload
  * runs a hardened pod; every Deployment has its mTLS identity mounted; the namespace denies by
  * default, the ledger's gRPC port admits only the proxy and the admin, and the metrics ports only

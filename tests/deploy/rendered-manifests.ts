@@ -1,10 +1,12 @@
 /**
- * deploy/kubernetes as the manifest tests see it: every overlay rendered (tests/deploy/kustomize.ts),
- * the example Secret, and the small vocabulary (roles, label selectors, workloads) the checks share.
+ * deploy/kubernetes as the manifest tests see it: every overlay rendered by the real kustomize
+ * (`kubectl kustomize`, what `kubectl apply -k` runs), the example Secret, and the small
+ * vocabulary (roles, label selectors, workloads) the checks share.
  */
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseYamlDocuments, renderKustomization, type KubeObject } from './kustomize.ts';
+import { parseAllDocuments } from 'yaml';
 
 /** deploy/kubernetes/ */
 export const manifestRoot = new URL('../../deploy/kubernetes/', import.meta.url);
@@ -17,8 +19,22 @@ export type Role = (typeof roles)[number];
 /** The label that names a workload's pods. */
 export const nameLabel = 'app.kubernetes.io/name';
 
-/** A rendered object; only the fields the checks read are typed. */
-export type K8sObject = KubeObject;
+/** A rendered Kubernetes object; only the fields the checks read are typed. */
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  [field: string]: any;
+}
+
+/** Parses a multi-document YAML file as Kubernetes does (YAML 1.1: `0440` is octal, `yes` a boolean). */
+function parseYamlDocuments(text: string, where: string): any[] {
+  return parseAllDocuments(text, { version: '1.1' }).flatMap((document) => {
+    if (document.errors.length > 0) throw new Error(`${where}: ${document.errors.map((error) => error.message).join('; ')}`);
+    const value = document.toJS() as unknown;
+    return value === null || value === undefined ? [] : [value];
+  });
+}
 /** A label selector (matchLabels, matchExpressions) as Kubernetes defines it. */
 export type LabelSelector = { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
 
@@ -28,7 +44,11 @@ export const overlayNames: string[] = readdirSync(new URL('overlays/', manifestR
 const rendered = new Map<string, K8sObject[]>();
 /** What `kubectl apply -k deploy/kubernetes/overlays/<name>` applies (a fresh copy each call, to break things in). */
 export function renderOverlay(name: string): K8sObject[] {
-  if (!rendered.has(name)) rendered.set(name, renderKustomization(fileURLToPath(new URL(`overlays/${name}`, manifestRoot))));
+  if (!rendered.has(name)) {
+    // The real tool (kubectl ships kustomize); missing, it throws, which fails the manifest tests.
+    const output = execFileSync('kubectl', ['kustomize', fileURLToPath(new URL(`overlays/${name}`, manifestRoot))], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    rendered.set(name, parseYamlDocuments(output, `kubectl kustomize overlays/${name}`) as K8sObject[]);
+  }
   return structuredClone(rendered.get(name)!);
 }
 
