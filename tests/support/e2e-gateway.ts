@@ -96,9 +96,12 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
   const database: TestDatabase = await createTestDatabase(options.serverUrl);
   const upstream = await startFakeUpstream({ requiredApiKey: upstreamCredential });
   const proxyCount = options.proxies ?? 1;
-  const ports = await Promise.all(Array.from({ length: 4 + proxyCount }, freePort));
-  const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc] = ports as [number, number, number, number];
-  const proxyPorts = ports.slice(4);
+  // Every port, the metrics ports included, comes from one batch: a metrics port left to the OS
+  // (port 0) could be one already handed to a proxy that has not bound it yet (EADDRINUSE).
+  const ports = await Promise.all(Array.from({ length: 6 + 2 * proxyCount }, freePort));
+  const [ledgerGrpc, ledgerHttp, adminHttp, adminGrpc, ledgerMetrics, adminMetrics] = ports as [number, number, number, number, number, number];
+  const proxyPorts = ports.slice(6, 6 + proxyCount);
+  const proxyMetricsPorts = ports.slice(6 + proxyCount);
   const logLevel = options.logLevel ?? 'info';
   const common = { DATABASE_URL: database.url, LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1' };
   // Each service process gets its own certificate of the test PKI: internal gRPC is mTLS, as in production.
@@ -119,12 +122,12 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
   };
 
   try {
-    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: '0', ...options.ledgerEnv });
+    const ledger = startService('ledger', { ...common, ...serviceTlsEnv(pki, 'ledger'), LEDGER_GRPC_PORT: String(ledgerGrpc), LEDGER_HTTP_PORT: String(ledgerHttp), LEDGER_METRICS_PORT: String(ledgerMetrics), ...options.ledgerEnv });
     services.push(ledger);
     await waitUntilReady(ledger, `http://127.0.0.1:${ledgerHttp}/readyz`);
     const adminService = startService('admin', {
       ...common, ...serviceTlsEnv(pki, 'admin'),
-      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: '0', ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
+      ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: String(adminMetrics), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
       ...options.adminEnv,
     });
@@ -132,7 +135,7 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
     await waitUntilReady(adminService, `http://127.0.0.1:${adminHttp}/readyz`);
     const proxies = proxyPorts.map((port, index) => startService('proxy', {
       ...serviceTlsEnv(pki, 'proxy'),
-      LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: `e2e-proxy-${index}`,
+      LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: String(proxyMetricsPorts[index]), PROXY_ID: `e2e-proxy-${index}`,
       ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`, ...options.proxyEnv,
     }));
     services.push(...proxies);
