@@ -41,9 +41,32 @@ export interface StreamChoice {
   finish_reason: string | null;
 }
 
-/** Token counts the upstream reported. */
-export interface NormalizedUsage {
+/**
+ * Tokens of one usage by price class, as the upstream reported them (issue 25). The input
+ * classes are parts of promptTokens and reasoningTokens is part of completionTokens, so plain
+ * input = promptTokens − cachedInputTokens − cacheWrite5mTokens − cacheWrite1hTokens −
+ * audioInputTokens − imageInputTokens. Absent means 0.
+ */
+export interface TokenClassCounts {
+  /** Input tokens read from the upstream's prompt cache (OpenAI `cached_tokens`, Anthropic `cache_read_input_tokens`). */
+  cachedInputTokens?: number;
+  /** Input tokens written to the prompt cache with a 5-minute lifetime (Anthropic `ephemeral_5m_input_tokens`). */
+  cacheWrite5mTokens?: number;
+  /** Input tokens written to the prompt cache with a 1-hour lifetime (Anthropic `ephemeral_1h_input_tokens`). */
+  cacheWrite1hTokens?: number;
+  /** Output tokens the model spent reasoning (OpenAI `reasoning_tokens`; Anthropic counts thinking as output). */
+  reasoningTokens?: number;
+  /** Input tokens of audio (OpenAI `prompt_tokens_details.audio_tokens`). */
+  audioInputTokens?: number;
+  /** Input tokens of images, where the upstream reports them apart. */
+  imageInputTokens?: number;
+}
+
+/** Token counts the upstream reported: the totals, and their price classes where known. */
+export interface NormalizedUsage extends TokenClassCounts {
+  /** Every input token, whatever its class. */
   promptTokens: number;
+  /** Every output token, reasoning included. */
   completionTokens: number;
 }
 
