@@ -2,6 +2,7 @@ import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
 import { paramOf, parseChatRequest, type ChatRequest, type ChatRequestLimits } from '../chat-request.ts';
 import { surfaceErrorTranslator, type MessageSource, type SurfaceSpelling } from '../surface-error-translator.ts';
+import { customToolCallOfItem, namespacedName, translateResponsesTools, type EchoedTool, type ResponsesToolNames } from './responses-tools.ts';
 
 /**
  * OpenAI's Responses API (`POST /v1/responses`), stateless core: a request is translated into the
@@ -39,7 +40,7 @@ const refusedFields: Readonly<Record<string, string>> = {
 const builtInItemTypes = new Set([
   'file_search_call', 'computer_call', 'computer_call_output', 'web_search_call', 'image_generation_call', 'code_interpreter_call',
   'local_shell_call', 'local_shell_call_output', 'shell_call', 'shell_call_output', 'apply_patch_call', 'apply_patch_call_output',
-  'mcp_list_tools', 'mcp_approval_request', 'mcp_approval_response', 'mcp_call', 'custom_tool_call', 'custom_tool_call_output',
+  'mcp_list_tools', 'mcp_approval_request', 'mcp_approval_response', 'mcp_call',
   'tool_search_call', 'tool_search_output', 'additional_tools', 'configuration_update', 'compaction', 'compaction_trigger',
   'program', 'program_output',
 ]);
@@ -60,6 +61,8 @@ const responsesRequestSchema = z.object({
   top_p: z.number().min(0).max(1).nullish(),
   user: z.string().max(256).nullish(),
   parallel_tool_calls: z.boolean({ error: 'parallel_tool_calls must be a boolean' }).nullish(),
+  // Codex CLI's session ids and workspace paths: read by no upstream, so never forwarded (docs/surfaces/responses.md, "Codex CLI").
+  client_metadata: z.record(z.string(), z.unknown(), { error: 'client_metadata must be an object' }).nullish(),
   metadata: z.record(z.string().max(64, 'metadata keys are at most 64 characters'), z.string({ error: 'metadata values must be strings' }).max(512, 'metadata values are at most 512 characters'), {
     error: 'metadata must be an object of strings',
   }).refine((metadata) => Object.keys(metadata).length <= 16, 'metadata has at most 16 keys').nullish(),
@@ -93,11 +96,12 @@ const functionCallItemSchema = z.object({
   type: z.literal('function_call'),
   call_id: z.string({ error: 'a function_call needs a string call_id' }).min(1, 'call_id must not be empty').max(256),
   name: z.string({ error: 'a function_call needs a string name' }).min(1, 'name must not be empty').max(64),
+  namespace: z.string({ error: 'namespace must be a string' }).min(1).max(62).nullish(),
   arguments: z.string({ error: 'a function_call needs arguments as a JSON string' }),
 });
 
 const functionCallOutputItemSchema = z.object({
-  type: z.literal('function_call_output'),
+  type: z.enum(['function_call_output', 'custom_tool_call_output']),
   call_id: z.string({ error: 'a function_call_output needs the string call_id of its function_call' }).min(1, 'call_id must not be empty').max(256),
   output: z.union([z.string(), z.array(z.unknown()).min(1, 'output parts must not be empty')], { error: 'output must be a string or an array of input_text parts' }),
 });
@@ -115,18 +119,10 @@ const inputImagePartSchema = z.object({
   detail: z.enum(['auto', 'low', 'high'], { error: 'detail must be auto, low or high' }).nullish(),
 });
 
-const functionToolSchema = z.object({
-  type: z.literal('function'),
-  name: z.string({ error: 'a function tool needs a string name' }).min(1, 'name must not be empty').max(64, 'name is at most 64 characters'),
-  description: z.string({ error: 'description must be a string' }).nullish(),
-  parameters: z.record(z.string(), z.unknown(), { error: 'parameters must be a JSON Schema object' }).nullish(),
-  strict: z.boolean({ error: 'strict must be a boolean' }).nullish(),
-});
-
 const toolChoiceSchema = z.union([
   z.enum(['none', 'auto', 'required']),
-  z.object({ type: z.literal('function'), name: z.string().min(1) }),
-], { error: 'tool_choice must be none, auto, required or {type: "function", name}' });
+  z.object({ type: z.enum(['function', 'custom']), name: z.string().min(1) }),
+], { error: 'tool_choice must be none, auto, required, {type: "function", name} or {type: "custom", name}' });
 
 const textFormatSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }),
@@ -140,15 +136,6 @@ const textFormatSchema = z.discriminatedUnion('type', [
   }),
 ], { error: 'format must be {type: "text"}, {type: "json_object"} or {type: "json_schema", name, schema}' });
 
-/** A function tool as a Response object shows it. */
-interface EchoedFunctionTool {
-  type: 'function';
-  name: string;
-  description: string | null;
-  parameters: Record<string, unknown> | null;
-  strict: boolean | null;
-}
-
 /** The request's fields a Response object repeats, in OpenAI's names, exactly as they appear in it. */
 export interface ResponsesEchoedFields {
   instructions: string | null;
@@ -160,7 +147,7 @@ export interface ResponsesEchoedFields {
   top_p: number | null;
   text: { format: Record<string, unknown> };
   tool_choice: unknown;
-  tools: EchoedFunctionTool[];
+  tools: EchoedTool[];
   truncation: 'auto' | 'disabled';
   /** Nothing is stored, whatever the request said (docs/surfaces/responses.md, "store"). */
   store: false;
@@ -176,6 +163,8 @@ export interface ResponsesRequest {
   /** The request in the gateway's internal form (chat completions' shape), validated as a chat request is. */
   chat: ChatRequest;
   echoed: ResponsesEchoedFields;
+  /** The chat function names that stand for custom or namespaced tools: the response maps their calls back (responses-tools.ts). */
+  toolNames: ResponsesToolNames;
   /**
    * The error the client sees for one the pipeline threw: a 400 (or 413) raised on the chat form
    * (by its validation, the media check, the estimate or an adapter) names the Responses parameter instead (`messages[3]`
@@ -289,9 +278,8 @@ function translateItems(items: readonly unknown[], messages: ChatMessageBody[], 
       sources.push(source);
       return;
     }
-    if (type === 'function_call') {
-      const call = parseAt(functionCallItemSchema, item, at);
-      const toolCall = { id: call.call_id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } };
+    if (type === 'function_call' || type === 'custom_tool_call') {
+      const toolCall = type === 'custom_tool_call' ? customToolCallOfItem(item, at) : functionToolCallOfItem(item, at);
       // One assistant turn: the model's text and the calls it made right after it, or consecutive calls, are one chat message.
       const last = messages.at(-1);
       if (last !== undefined && last.role === 'assistant') {
@@ -303,7 +291,7 @@ function translateItems(items: readonly unknown[], messages: ChatMessageBody[], 
       }
       return;
     }
-    if (type === 'function_call_output') {
+    if (type === 'function_call_output' || type === 'custom_tool_call_output') {
       const result = parseAt(functionCallOutputItemSchema, item, at);
       const source: MessageSource = { path, contentPath: `${path}.output`, partPaths: [], callPaths: [] };
       messages.push({ role: 'tool', tool_call_id: result.call_id, content: translateToolOutput(result.output, [...at, 'output'], source) });
@@ -316,28 +304,15 @@ function translateItems(items: readonly unknown[], messages: ChatMessageBody[], 
     if (typeof type === 'string' && builtInItemTypes.has(type)) {
       throw invalid(`${path}.type`, `Input items of type ${type} belong to built-in tools or stored state, which this gateway does not support.`);
     }
-    throw invalid(`${path}.type`, 'An input item is a message, a function_call, a function_call_output or a reasoning item.');
+    throw invalid(`${path}.type`, 'An input item is a message, a function_call, a custom_tool_call, their outputs, or a reasoning item.');
   });
 }
 
-/** The Responses function tools as chat tools (and as the response shows them); any other tool type is a 400. */
-function translateTools(tools: readonly unknown[]): { chat: unknown[]; echoed: EchoedFunctionTool[] } {
-  const chat: unknown[] = [];
-  const echoed: EchoedFunctionTool[] = [];
-  tools.forEach((tool, index) => {
-    const type = typeof tool === 'object' && tool !== null ? (tool as { type?: unknown }).type : undefined;
-    if (type !== 'function') {
-      throw invalid(`tools[${index}].type`, `Only function tools are supported by this gateway${typeof type === 'string' ? `; built-in tools such as ${type.slice(0, 64)} are not` : ''}.`);
-    }
-    const parsed = parseAt(functionToolSchema, tool, ['tools', index]);
-    const fn: Record<string, unknown> = { name: parsed.name };
-    if (parsed.description != null) fn.description = parsed.description;
-    if (parsed.parameters != null) fn.parameters = parsed.parameters;
-    if (parsed.strict != null) fn.strict = parsed.strict;
-    chat.push({ type: 'function', function: fn });
-    echoed.push({ type: 'function', name: parsed.name, description: parsed.description ?? null, parameters: parsed.parameters ?? null, strict: parsed.strict ?? null });
-  });
-  return { chat, echoed };
+/** A `function_call` input item as the chat form's tool call; a namespace's function goes by its name upstream (responses-tools.ts). */
+function functionToolCallOfItem(item: unknown, at: ReadonlyArray<string | number>): { id: string; type: 'function'; function: { name: string; arguments: string } } {
+  const call = parseAt(functionCallItemSchema, item, at);
+  const name = call.namespace == null ? call.name : namespacedName(call.namespace, call.name);
+  return { id: call.call_id, type: 'function', function: { name, arguments: call.arguments } };
 }
 
 /** `text.format` as chat's response_format (json_schema's fields move under `json_schema`). */
@@ -402,7 +377,7 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits):
     translateItems(request.input, messages, sources);
   }
 
-  const tools = translateTools(request.tools ?? []);
+  const tools = translateResponsesTools(request.tools ?? []);
   const toolChoice = (body as { tool_choice?: unknown }).tool_choice ?? undefined;
   if (toolChoice !== undefined && toolChoice !== null) parseAt(toolChoiceSchema, toolChoice, ['tool_choice']);
   const format = request.text?.format === undefined || request.text.format === null
@@ -432,6 +407,7 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits):
 
   return {
     chat,
+    toolNames: tools.names,
     echoed: {
       instructions: request.instructions ?? null,
       max_output_tokens: request.max_output_tokens ?? null,

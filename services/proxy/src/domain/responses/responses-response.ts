@@ -1,6 +1,7 @@
 import type { NormalizedCompletion } from '../normalized-completion.ts';
 import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
 import type { ResponsesEchoedFields } from './responses-request.ts';
+import { responsesToolCall, type ResponsesToolNames } from './responses-tools.ts';
 
 /** An `output_text` content part (no annotations: the gateway runs no built-in tools that would cite). */
 interface OutputTextPart {
@@ -38,11 +39,24 @@ export interface FunctionCallItem {
   status: OutputItemStatus;
   call_id: string;
   name: string;
+  /** The namespace of a namespace tool's function (its chat name was `<namespace>__<name>`); absent otherwise. */
+  namespace?: string;
   arguments: string;
 }
 
+/** A call of a custom (freeform) tool, as an output item: its free-text `input` (responses-tools.ts). */
+export interface CustomToolCallItem {
+  id: string;
+  type: 'custom_tool_call';
+  status: OutputItemStatus;
+  call_id: string;
+  name: string;
+  namespace?: string;
+  input: string;
+}
+
 /** An item of a Response's `output`. */
-export type OutputItem = OutputMessageItem | FunctionCallItem;
+export type OutputItem = OutputMessageItem | FunctionCallItem | CustomToolCallItem;
 
 /** Why a response is incomplete: its output was cut at max_output_tokens (or at the Reserve), or by a content filter. */
 export type IncompleteReason = 'max_output_tokens' | 'content_filter';
@@ -83,19 +97,29 @@ export interface ResponseFrame {
   /** The request uuid without dashes: the output items' ids are derived from it. */
   itemIdBase: string;
   echoed: ResponsesEchoedFields;
+  /** The chat function names that stand for custom or namespaced tools (an empty map when there are none). */
+  toolNames: ResponsesToolNames;
 }
 
 /** The frame of a request's Response objects: its id `resp_<uuid>`, and item ids from the same uuid (never an upstream's). */
-export function responseFrame(input: { requestUuid: string; createdAtS: number; modelSlug: string; echoed: ResponsesEchoedFields }): ResponseFrame {
+export function responseFrame(input: { requestUuid: string; createdAtS: number; modelSlug: string; echoed: ResponsesEchoedFields; toolNames?: ResponsesToolNames }): ResponseFrame {
   return {
     id: `resp_${input.requestUuid}`, createdAtS: input.createdAtS, modelSlug: input.modelSlug,
-    itemIdBase: input.requestUuid.replaceAll('-', ''), echoed: input.echoed,
+    itemIdBase: input.requestUuid.replaceAll('-', ''), echoed: input.echoed, toolNames: input.toolNames ?? new Map(),
   };
 }
 
-/** The id of the output item at `outputIndex`: `msg_…` for a message, `fc_…` for a function call, from the request uuid. */
-export function outputItemId(frame: ResponseFrame, kind: 'message' | 'function_call', outputIndex: number): string {
-  return `${kind === 'message' ? 'msg' : 'fc'}_${frame.itemIdBase}_${outputIndex}`;
+const itemIdPrefixes = { message: 'msg', function_call: 'fc', custom_tool_call: 'ctc' } as const;
+
+/** The id of the output item at `outputIndex`: `msg_…` for a message, `fc_…` for a function call, `ctc_…` for a custom tool call, from the request uuid. */
+export function outputItemId(frame: ResponseFrame, kind: keyof typeof itemIdPrefixes, outputIndex: number): string {
+  return `${itemIdPrefixes[kind]}_${frame.itemIdBase}_${outputIndex}`;
+}
+
+/** The output item of a (gateway-id) chat tool call: a function_call, or what a custom or namespaced tool's call reads as. */
+export function toolCallItem(frame: ResponseFrame, call: { id: string; function: { name: string; arguments: string } }, outputIndex: number, status: OutputItemStatus): FunctionCallItem | CustomToolCallItem {
+  const mapped = responsesToolCall(frame.toolNames, call.function.name, call.function.arguments);
+  return { id: outputItemId(frame, mapped.type, outputIndex), status, call_id: call.id, ...mapped };
 }
 
 /** A Response's `usage` for a billed usage and its cost, µ₹ (the Settle's figure, usageCostMicros). */
@@ -167,12 +191,7 @@ export function buildResponseBody(frame: ResponseFrame, completed: {
   if (content.length > 0) {
     output.push({ id: outputItemId(frame, 'message', output.length), type: 'message', status: itemStatus, role: 'assistant', content });
   }
-  for (const call of toolCalls) {
-    output.push({
-      id: outputItemId(frame, 'function_call', output.length), type: 'function_call', status: 'completed',
-      call_id: call.id, name: call.function.name, arguments: call.function.arguments,
-    });
-  }
+  for (const call of toolCalls) output.push(toolCallItem(frame, call, output.length, 'completed'));
   return responseObject(frame, {
     status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
     usage: responsesUsage(completed.usage, completed.costMicros), completedAtS: completed.createdS,

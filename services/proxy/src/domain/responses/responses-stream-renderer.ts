@@ -2,8 +2,8 @@ import { toHttpError, type GatewayError } from '@gateway/errors';
 import type { StreamChoice, StreamToolCallDelta } from '../normalized-completion.ts';
 import type { StreamClose, StreamRenderer } from '../stream-renderer.ts';
 import {
-  incompleteReasonOf, outputItemId, responseObject, responsesUsage,
-  type FunctionCallItem, type IncompleteReason, type OutputItem, type OutputMessageItem, type ResponseFrame, type ResponseObject,
+  incompleteReasonOf, outputItemId, responseObject, responsesUsage, toolCallItem,
+  type CustomToolCallItem, type FunctionCallItem, type IncompleteReason, type OutputItem, type OutputMessageItem, type ResponseFrame, type ResponseObject,
 } from './responses-response.ts';
 
 /** The message item being written, and its open content part. */
@@ -14,10 +14,13 @@ interface OpenMessage {
   part: { kind: 'output_text' | 'refusal'; text: string } | undefined;
 }
 
-/** A function call item being written (open until the stream ends). */
+/** A tool call item being written (open until the stream ends), with the call as the chat stream names it. */
 interface OpenCall {
-  item: FunctionCallItem;
+  item: FunctionCallItem | CustomToolCallItem;
   outputIndex: number;
+  /** The chat function name (a custom or namespaced tool's name upstream) and arguments so far. */
+  chatName: string;
+  chatArguments: string;
 }
 
 /**
@@ -26,7 +29,8 @@ interface OpenCall {
  * `response.in_progress` first; then per output item `response.output_item.added`, for a message
  * `response.content_part.added`, `response.output_text.delta` (or `response.refusal.delta`) …,
  * `.done` events, `response.content_part.done`; for a tool call `function_call_arguments.delta` …
- * `.done`; each item ends with `response.output_item.done`. The last event carries the whole
+ * `.done` (a custom tool's call: its input as one `custom_tool_call_input.delta` and `.done` when
+ * the stream ends, since it is the text inside the upstream's JSON arguments); each item ends with `response.output_item.done`. The last event carries the whole
  * response with its usage and cost: `response.completed`, or `response.incomplete` (reason
  * `max_output_tokens` for the gateway's cost stop (BOUNDED_OVERRUN) or the upstream's `length`,
  * `content_filter` likewise). An error after the stream opened is one `error` event, then the end.
@@ -37,7 +41,7 @@ export function createResponsesStreamRenderer(frame: ResponseFrame): StreamRende
   let sequence = 0;
   const output: OutputItem[] = [];
   let message: OpenMessage | undefined;
-  /** Open function call items by the chat stream's tool-call index. */
+  /** Open tool call items by the chat stream's tool-call index. */
   const calls = new Map<number, OpenCall>();
   let finishReason: string | null = null;
 
@@ -109,21 +113,25 @@ export function createResponsesStreamRenderer(frame: ResponseFrame): StreamRende
     if (call === undefined) {
       frames += closeMessage('completed');
       const outputIndex = output.length;
-      const item: FunctionCallItem = {
-        id: outputItemId(frame, 'function_call', outputIndex), type: 'function_call', status: 'in_progress',
-        call_id: fragment.id ?? '', name: fragment.function?.name ?? '', arguments: '',
-      };
+      const chatName = fragment.function?.name ?? '';
+      // A custom or namespaced tool's call reads as the client declared it (responses-tools.ts); its kind is known from the first fragment's name.
+      const item = toolCallItem(frame, { id: fragment.id ?? '', function: { name: chatName, arguments: '' } }, outputIndex, 'in_progress');
       output.push(item);
-      call = { item, outputIndex };
+      call = { item, outputIndex, chatName, chatArguments: '' };
       calls.set(fragment.index, call);
       frames += event('response.output_item.added', { output_index: outputIndex, item });
     } else if (fragment.function?.name !== undefined) {
-      call.item.name += fragment.function.name;
+      call.chatName += fragment.function.name;
+      if (call.item.type === 'function_call') call.item.name += fragment.function.name;
     }
     const delta = fragment.function?.arguments;
     if (delta !== undefined && delta !== '') {
-      call.item.arguments += delta;
-      frames += event('response.function_call_arguments.delta', { item_id: call.item.id, output_index: call.outputIndex, delta });
+      call.chatArguments += delta;
+      // A custom call's input is the text inside its JSON arguments, known whole only at the end: it is sent then, as one delta.
+      if (call.item.type === 'function_call') {
+        call.item.arguments += delta;
+        frames += event('response.function_call_arguments.delta', { item_id: call.item.id, output_index: call.outputIndex, delta });
+      }
     }
     return frames;
   };
@@ -164,9 +172,18 @@ export function createResponsesStreamRenderer(frame: ResponseFrame): StreamRende
           continue;
         }
         const item = output[outputIndex]!;
-        if (item.type !== 'function_call' || item.status !== 'in_progress') continue;
+        if (item.type === 'message' || item.status !== 'in_progress') continue;
         item.status = statusAt(outputIndex);
-        frames += event('response.function_call_arguments.done', { item_id: item.id, output_index: outputIndex, arguments: item.arguments });
+        if (item.type === 'custom_tool_call') {
+          const open = [...calls.values()].find((candidate) => candidate.outputIndex === outputIndex)!;
+          const done = toolCallItem(frame, { id: item.call_id, function: { name: open.chatName, arguments: open.chatArguments } }, outputIndex, item.status);
+          item.input = done.type === 'custom_tool_call' ? done.input : open.chatArguments;
+          const at = { item_id: item.id, output_index: outputIndex };
+          if (item.input !== '') frames += event('response.custom_tool_call_input.delta', { ...at, delta: item.input });
+          frames += event('response.custom_tool_call_input.done', { ...at, input: item.input });
+        } else {
+          frames += event('response.function_call_arguments.done', { item_id: item.id, output_index: outputIndex, arguments: item.arguments });
+        }
         frames += event('response.output_item.done', { output_index: outputIndex, item });
       }
       const response = responseObject(frame, {

@@ -26,7 +26,7 @@ export function mountResponsesRoute(app: Express, kit: InferenceRouteKit): void 
     context.log.model = request.model;
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, request.stream);
     const input = kit.chatInput(context, snapshot, caller, model, request, observer);
-    const frameOf = (createdAtS: number) => responseFrame({ requestUuid: context.requestUuid, createdAtS, modelSlug: model.slug, echoed: parsed.echoed });
+    const frameOf = (createdAtS: number) => responseFrame({ requestUuid: context.requestUuid, createdAtS, modelSlug: model.slug, echoed: parsed.echoed, toolNames: parsed.toolNames });
     try {
       if (!request.stream) {
         await completeChat(kit.inferenceDeps, input, (completed) => {
