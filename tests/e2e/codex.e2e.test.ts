@@ -11,8 +11,9 @@
  *
  * What Codex sends is captured as it sends it: a loopback proxy between Codex and the gateway keeps
  * every request body, and the test asserts on those, never on a hand-written shape. The config is
- * the one docs/surfaces/responses.md ("Codex CLI") gives users (reasoning summaries, web search and sub-agents off: see there
- * why), so a release that starts sending something new fails here, not in a user's terminal.
+ * the one docs/surfaces/responses.md ("Codex CLI") gives users (reasoning summaries and web search
+ * off: see there why; its sub-agent tools, a `namespace` tool, are served), so a release that starts
+ * sending something new fails here, not in a user's terminal.
  *
  * Nothing leaves loopback: CODEX_HOME and HOME are temp folders, the config turns analytics,
  * feedback and update checks off, there is no login (the key comes from an env variable the
@@ -120,10 +121,6 @@ function codexConfig(baseUrl: string, slug: string): string {
     '[feedback]',
     'enabled = false',
     '',
-    // Sub-agent tools come as a `namespace` tool, which the gateway refuses (docs/surfaces/responses.md).
-    '[agents]',
-    'enabled = false',
-    '',
   ].join('\n');
 }
 
@@ -205,8 +202,11 @@ describe('Codex as released, headless through the gateway', () => {
       const requests = capture.captured.slice(sent);
       expect(requests.map((request) => [request.method, request.path, request.body?.stream])).toEqual([['POST', '/v1/responses', true], ['POST', '/v1/responses', true]]);
       const [turn1, turn2] = requests.map((request) => request.body!);
-      expect(new Set((turn1!.tools as Array<{ type: string }>).map((tool) => tool.type))).toEqual(new Set(['function']));
-      expect((turn1!.tools as Array<{ name: string }>).map((tool) => tool.name)).toContain('exec_command');
+      // Its tools: functions, and its sub-agent tools as a namespace (no hosted web_search: the config turns it off).
+      const sentTools = turn1!.tools as Array<{ type: string; name: string; tools?: Array<{ name: string }> }>;
+      expect(new Set(sentTools.map((tool) => tool.type))).toEqual(new Set(['function', 'namespace']));
+      expect(sentTools.map((tool) => tool.name)).toContain('exec_command');
+      const namespace = sentTools.find((tool) => tool.type === 'namespace')!;
       expect(turn1).toMatchObject({ model: slug, store: false, tool_choice: 'auto', parallel_tool_calls: true, client_metadata: expect.any(Object) });
       const call = (turn2!.input as Array<Record<string, any>>).find((item) => item.type === 'function_call');
       const output = (turn2!.input as Array<Record<string, any>>).find((item) => item.type === 'function_call_output');
@@ -221,6 +221,10 @@ describe('Codex as released, headless through the gateway', () => {
       );
       const [first, second] = received.map((request) => request.body as Record<string, any>);
       expect(JSON.stringify(second!.messages)).toContain('The answer is 42.');
+      // The namespace's functions reached the upstream as <namespace>__<name> functions, beside the top-level ones.
+      const upstreamToolNames = (first!.tools as Array<Record<string, any>>).map((tool) => (kind === 'anthropic' ? tool.name : tool.function.name) as string);
+      expect(upstreamToolNames).toEqual(expect.arrayContaining(['exec_command', ...namespace.tools!.map((tool) => `${namespace.name}__${tool.name}`)]));
+      expect(upstreamToolNames).toHaveLength(sentTools.reduce((count, tool) => count + (tool.tools?.length ?? 1), 0));
       // Codex's session metadata (ids, workspace paths) never reaches the upstream.
       for (const body of [first!, second!]) {
         expect(JSON.stringify(body)).not.toContain(turn1!.client_metadata.session_id as string);
