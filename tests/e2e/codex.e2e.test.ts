@@ -95,9 +95,10 @@ async function startCaptureProxy(target: URL): Promise<{ baseUrl: string; captur
  * no retries so a refusal shows at once), and everything that phones home or that the gateway
  * cannot serve faithfully switched off (docs/surfaces/responses.md, "Codex CLI").
  */
-function codexConfig(baseUrl: string, slug: string): string {
+function codexConfig(baseUrl: string, slug: string, options: { catalog?: string; sandbox?: 'read-only' | 'workspace-write' } = {}): string {
   return [
     `model = "${slug}"`,
+    ...(options.catalog === undefined ? [] : [`model_catalog_json = "${options.catalog}"`]),
     'model_provider = "gateway"',
     // The gateway model has no reasoning controls in this branch; a summary request is the REASONING owner's to serve.
     'model_reasoning_summary = "none"',
@@ -105,7 +106,7 @@ function codexConfig(baseUrl: string, slug: string): string {
     'web_search = "disabled"',
     'check_for_update_on_startup = false',
     'approval_policy = "never"',
-    'sandbox_mode = "read-only"',
+    `sandbox_mode = "${options.sandbox ?? 'read-only'}"`,
     '',
     '[model_providers.gateway]',
     'name = "INR gateway"',
@@ -124,6 +125,30 @@ function codexConfig(baseUrl: string, slug: string): string {
   ].join('\n');
 }
 
+/**
+ * A model catalog (`model_catalog_json`) that tells Codex what a gateway model is, so it sends its
+ * freeform `apply_patch` tool (a custom tool with a Lark grammar) as it does for OpenAI's own
+ * models; without one Codex falls back to its generic metadata, which has no apply_patch tool.
+ * Only the fields this release requires; no reasoning levels (the gateway model has none here).
+ */
+function codexCatalog(slug: string): string {
+  return JSON.stringify({
+    models: [{
+      slug, display_name: slug, description: 'A gateway model', visibility: 'list', priority: 0, upgrade: null,
+      minimal_client_version: '0.0.1', supported_in_api: true, base_instructions: 'You are a coding agent in the Codex CLI.',
+      apply_patch_tool_type: 'freeform', shell_type: 'shell_command', experimental_supported_tools: [],
+      supports_reasoning_summaries: false, default_reasoning_level: null, supported_reasoning_levels: [],
+      support_verbosity: false, default_verbosity: null, supports_parallel_tool_calls: true,
+      input_modalities: ['text'], truncation_policy: { mode: 'tokens', limit: 10_000 }, context_window: 200_000,
+    }],
+  });
+}
+
+/** codex exec --json's events (one JSON object a line). */
+function jsonEvents(stdout: string): Array<Record<string, any>> {
+  return stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, any>);
+}
+
 describe('Codex as released, headless through the gateway', () => {
   let gateway: E2eGateway;
   let anthropicUpstream: FakeUpstream;
@@ -132,6 +157,8 @@ describe('Codex as released, headless through the gateway', () => {
   const anthropicCredential = `sk-ant-${randomBytes(12).toString('hex')}`;
   const openaiSlug = 'e2e-codex-openai';
   const claudeSlug = 'e2e-codex-anthropic';
+  /** A model of its own for the apply_patch run, so its usage records are the run's alone. */
+  const patchSlug = 'e2e-codex-patch';
 
   beforeAll(async () => {
     if (!serverUrl) throw new Error('Codex end to end needs PostgreSQL (TEST_DATABASE_URL)');
@@ -148,8 +175,9 @@ describe('Codex as released, headless through the gateway', () => {
     });
     await model(openaiSlug, { provider_kind: 'openai_compatible', base_url: gateway.upstream.baseUrl, model: 'upstream-codex-model', api_key: gateway.upstreamCredential });
     await model(claudeSlug, { provider_kind: 'anthropic', base_url: anthropicUpstream.baseUrl, model: 'claude-codex-model', api_key: anthropicCredential });
+    await model(patchSlug, { provider_kind: 'openai_compatible', base_url: gateway.upstream.baseUrl, model: 'upstream-codex-model', api_key: gateway.upstreamCredential });
     // Returns once the proxy acknowledged the version that lets the organisation use the models.
-    await gateway.admin('PATCH', `/organisations/${gateway.organisationId}`, { allowed_gateway_models: [gateway.modelSlug, openaiSlug, claudeSlug] });
+    await gateway.admin('PATCH', `/organisations/${gateway.organisationId}`, { allowed_gateway_models: [gateway.modelSlug, openaiSlug, claudeSlug, patchSlug] });
   }, 120_000);
 
   afterAll(async () => {
@@ -158,6 +186,32 @@ describe('Codex as released, headless through the gateway', () => {
     await anthropicUpstream?.close();
     if (home !== undefined) await rm(home, { recursive: true, force: true });
   });
+
+  /** The Settles of one Codex run: one usage record per upstream call at the e2e prices, the balance down by their sum, Codex's own turn total the same tokens; returns the sum, µ₹. */
+  async function expectCharged(slug: string, before: Record<string, any>, expectedTokens: Array<{ input: number; output: number }>, events: Array<Record<string, any>>): Promise<bigint> {
+    const after = await gateway.settledBalance();
+    const usage = await gateway.admin('GET', `/organisations/${gateway.organisationId}/usage`);
+    const records = (usage.data as Array<Record<string, any>>).filter((record) => record.model === slug);
+    const expectedMicros = expectedTokens.map(({ input, output }) => e2eCostMicros(input, output));
+    expect(records.map((record) => [record.input_tokens, record.output_tokens, record.cost_micros, record.usage_source]).sort())
+      .toEqual(expectedTokens.map(({ input, output }, index) => [input, output, expectedMicros[index]!.toString(), 'upstream']).sort());
+    const total = expectedMicros.reduce((sum, micros) => sum + micros, 0n);
+    // Codex's own turn total is the sum of what each response's usage said, which is what was billed.
+    const turn = events.find((event) => event.type === 'turn.completed') as Record<string, any> | undefined;
+    expect(turn?.usage).toMatchObject({
+      input_tokens: expectedTokens.reduce((sum, tokens) => sum + tokens.input, 0),
+      output_tokens: expectedTokens.reduce((sum, tokens) => sum + tokens.output, 0),
+    });
+    expect(after.held_micros).toBe('0');
+    expect(BigInt(before.available_micros as string) - BigInt(after.available_micros as string)).toBe(total);
+    expect(BigInt(after.debited_micros as string) - BigInt(before.debited_micros as string)).toBe(total);
+    console.info(`codex e2e ${slug}: tokens ${JSON.stringify(expectedTokens)}, charged ${expectedMicros.join(' + ')} = ${total} µ₹`);
+    return total;
+  }
+
+  /** The prompt tokens the fake upstream counted on a body it received (its system prompt too, for the Anthropic kind). */
+  const promptTokensOf = (body: Record<string, any>) => fakePromptTokens(body.messages)
+    + (typeof body.system === 'string' ? countWords(body.system) + 3 : 0);
 
   it('the pinned release is installed: `codex --version` is the version package.json pins', async () => {
     const pinned = await pinnedVersion();
@@ -187,7 +241,7 @@ describe('Codex as released, headless through the gateway', () => {
         work,
       );
       expect({ code, stderr: stderr.slice(-3000) }, stdout.slice(0, 3000)).toMatchObject({ code: 0 });
-      const events = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, any>);
+      const events = jsonEvents(stdout);
       expect(events.filter((event) => event.type === 'error' || event.type === 'turn.failed')).toEqual([]);
       // Codex ran the command the model asked for, in the work folder, and got the file's content.
       const command = events.find((event) => event.type === 'item.completed' && event.item?.type === 'command_execution')?.item as Record<string, any> | undefined;
@@ -231,30 +285,61 @@ describe('Codex as released, headless through the gateway', () => {
       }
 
       // Money: one record per upstream call, each the e2e prices of the tokens the fake counted, to the µ₹.
-      const promptTokensOf = (body: Record<string, any>) => fakePromptTokens(body.messages)
-        + (typeof body.system === 'string' ? countWords(body.system) + 3 : 0);
-      const toolArguments = JSON.stringify({ cmd: 'cat note.txt' });
-      const expectedTokens = [
-        { input: promptTokensOf(first!), output: Math.ceil(toolArguments.length / 8) },
+      await expectCharged(slug, before, [
+        { input: promptTokensOf(first!), output: Math.ceil(JSON.stringify({ cmd: 'cat note.txt' }).length / 8) },
         { input: promptTokensOf(second!), output: countWords(message!.text as string) },
-      ];
-      const after = await gateway.settledBalance();
-      const usage = await gateway.admin('GET', `/organisations/${gateway.organisationId}/usage`);
-      const records = (usage.data as Array<Record<string, any>>).filter((record) => record.model === slug);
-      const expectedMicros = expectedTokens.map(({ input, output }) => e2eCostMicros(input, output));
-      expect(records.map((record) => [record.input_tokens, record.output_tokens, record.cost_micros, record.usage_source]).sort())
-        .toEqual(expectedTokens.map(({ input, output }, index) => [input, output, expectedMicros[index]!.toString(), 'upstream']).sort());
-      const total = expectedMicros.reduce((sum, micros) => sum + micros, 0n);
-      // Codex's own turn total is the sum of what each response's usage said, which is what was billed.
-      const turn = events.find((event) => event.type === 'turn.completed') as Record<string, any> | undefined;
-      expect(turn?.usage).toMatchObject({
-        input_tokens: expectedTokens[0]!.input + expectedTokens[1]!.input,
-        output_tokens: expectedTokens[0]!.output + expectedTokens[1]!.output,
-      });
-      expect(after.held_micros).toBe('0');
-      expect(BigInt(before.available_micros as string) - BigInt(after.available_micros as string)).toBe(total);
-      expect(BigInt(after.debited_micros as string) - BigInt(before.debited_micros as string)).toBe(total);
-      console.info(`codex e2e (${kind}): tokens ${JSON.stringify(expectedTokens)}, charged ${expectedMicros.join(' + ')} = ${total} µ₹`);
+      ], events);
     }, 90_000);
   }
+
+  it('codex exec edits a file with its freeform apply_patch tool (a custom tool with a grammar): the call comes back as a custom_tool_call, Codex applies it and sends a custom_tool_call_output', async () => {
+    const codexHome = join(home, 'codex-patch');
+    await mkdir(codexHome, { recursive: true });
+    const catalog = join(codexHome, 'models.json');
+    await writeFile(catalog, codexCatalog(patchSlug));
+    await writeFile(join(codexHome, 'config.toml'), codexConfig(capture.baseUrl, patchSlug, { catalog, sandbox: 'workspace-write' }));
+    const work = await mkdtemp(join(home, 'work-patch-'));
+    const before = await gateway.settledBalance();
+    const calls = gateway.upstream.requests.length;
+    const sent = capture.captured.length;
+
+    const patch = '*** Begin Patch\n*** Add File: hello.txt\n+Hello from the gateway\n*** End Patch\n';
+    const prompt = `Create hello.txt. [[fake:tool_call=apply_patch]] [[fake:tool_arg=input:${patch}]] [[fake:reply_words=3]]`;
+    const { code, stdout, stderr } = await run(
+      ['exec', '--json', '--skip-git-repo-check', '--color', 'never', prompt],
+      { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: codexHome, GATEWAY_API_KEY: gateway.apiKey },
+      work,
+    );
+    expect({ code, stderr: stderr.slice(-3000) }, stdout.slice(0, 3000)).toMatchObject({ code: 0 });
+    const events = jsonEvents(stdout);
+    expect(events.filter((event) => event.type === 'error' || event.type === 'turn.failed')).toEqual([]);
+    // The patch was applied: the file exists with the line the model wrote.
+    expect(await readFile(join(work, 'hello.txt'), 'utf8')).toBe('Hello from the gateway\n');
+    const message = events.findLast((event) => event.type === 'item.completed' && event.item?.type === 'agent_message')?.item as Record<string, any> | undefined;
+    expect(message?.text).toBe('w1 w2 w3');
+
+    // What Codex sent: its apply_patch as a custom tool with a Lark grammar, then the call and its output as custom items.
+    const requests = capture.captured.slice(sent).map((request) => request.body!);
+    expect(requests).toHaveLength(2);
+    expect((requests[0]!.tools as Array<Record<string, any>>).find((tool) => tool.name === 'apply_patch'))
+      .toMatchObject({ type: 'custom', format: { type: 'grammar', syntax: 'lark', definition: expect.stringContaining('begin_patch') } });
+    const input = requests[1]!.input as Array<Record<string, any>>;
+    const call = input.find((item) => item.type === 'custom_tool_call');
+    expect(call).toMatchObject({ name: 'apply_patch', input: patch });
+    expect(input.find((item) => item.type === 'custom_tool_call_output')?.call_id).toBe(call!.call_id);
+
+    // Upstream, apply_patch was a function of one string `input`, its grammar in its description; the call went back as that function's.
+    const received = gateway.upstream.requests.slice(calls).map((request) => request.body as Record<string, any>);
+    expect(received).toHaveLength(2);
+    const upstreamTool = (received[0]!.tools as Array<Record<string, any>>).find((tool) => tool.function.name === 'apply_patch');
+    expect(upstreamTool!.function.parameters).toMatchObject({ type: 'object', required: ['input'], properties: { input: { type: 'string' } } });
+    expect(upstreamTool!.function.description).toContain('Lark grammar accepts');
+    const assistant = (received[1]!.messages as Array<Record<string, any>>).find((entry) => entry.role === 'assistant' && Array.isArray(entry.tool_calls));
+    expect(assistant!.tool_calls[0].function).toEqual({ name: 'apply_patch', arguments: JSON.stringify({ input: patch }) });
+
+    await expectCharged(patchSlug, before, [
+      { input: promptTokensOf(received[0]!), output: Math.ceil(JSON.stringify({ input: patch }).length / 8) },
+      { input: promptTokensOf(received[1]!), output: 3 },
+    ], events);
+  }, 90_000);
 });

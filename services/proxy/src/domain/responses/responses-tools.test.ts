@@ -74,6 +74,14 @@ describe('Responses tools beyond functions (Codex CLI): the request', () => {
     ]);
   });
 
+  it('gives a custom tool\'s grammar to the model in its description (it cannot be enforced on a chat upstream\'s decoding) and echoes it as declared', () => {
+    const format = { type: 'grammar', syntax: 'lark', definition: 'start: "*** Begin Patch" LF' };
+    const { chat, echoed } = parse({ input: 'x', tools: [{ type: 'custom', name: 'apply_patch', description: 'Edits files.', format }] });
+    expect((chat.params.tools as Array<{ function: { description: string } }>)[0]!.function.description)
+      .toBe('Edits files.\n\nThe input is plain text (not JSON) that this Lark grammar accepts:\nstart: "*** Begin Patch" LF');
+    expect(echoed.tools).toEqual([{ type: 'custom', name: 'apply_patch', description: 'Edits files.', format }]);
+  });
+
   it('turns earlier custom_tool_call items (and namespaced function_calls) into the assistant turn\'s tool calls, and their outputs into tool messages', () => {
     const { chat } = parse({
       tools: codexTools,
@@ -102,13 +110,13 @@ describe('Responses tools beyond functions (Codex CLI): the request', () => {
     expect(refusal({ input: 'x', client_metadata: 'nope' }).param).toBe('client_metadata');
   });
 
-  it('refuses, naming the field, what has no faithful translation: hosted tools, a grammar, deferred tools, names the upstream would refuse or that collide', () => {
+  it('refuses, naming the field, what has no faithful translation: hosted tools, an unknown grammar syntax, deferred tools, names the upstream would refuse or that collide', () => {
     expect(refusal({ input: 'x', tools: [...codexTools, { type: 'web_search', external_web_access: false }] })).toMatchObject({
       param: 'tools[3].type', message: expect.stringContaining('web_search = "disabled"'),
     });
     expect(refusal({ input: 'x', tools: [{ type: 'tool_search', execution: 'client', parameters: {} }] }).param).toBe('tools[0].type');
-    expect(refusal({ input: 'x', tools: [{ type: 'custom', name: 'apply_patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' } }] }))
-      .toMatchObject({ param: 'tools[0].format.type', message: expect.stringContaining('grammar') });
+    expect(refusal({ input: 'x', tools: [{ type: 'custom', name: 'apply_patch', format: { type: 'grammar', syntax: 'ebnf', definition: 'x' } }] }).param)
+      .toBe('tools[0].format.syntax');
     expect(refusal({ input: 'x', tools: [{ type: 'function', name: 'f', defer_loading: true }] }).param).toBe('tools[0].defer_loading');
     expect(refusal({ input: 'x', tools: [{ type: 'namespace', name: 'n', description: 'd', tools: [{ type: 'web_search' }] }] }).param).toBe('tools[0].tools[0].type');
     expect(refusal({ input: 'x', tools: [{ type: 'namespace', name: 'n'.repeat(40), description: 'd', tools: [{ type: 'function', name: 'f'.repeat(30) }] }] }).param)

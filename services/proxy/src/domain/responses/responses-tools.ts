@@ -26,8 +26,11 @@ export type ResponsesToolNames = ReadonlyMap<string, MappedTool>;
 /** A tool as a Response object echoes it (as the client declared it). */
 export type EchoedTool =
   | { type: 'function'; name: string; description: string | null; parameters: Record<string, unknown> | null; strict: boolean | null }
-  | { type: 'custom'; name: string; description: string | null; format: { type: 'text' } }
+  | { type: 'custom'; name: string; description: string | null; format: CustomToolFormat }
   | { type: 'namespace'; name: string; description: string; tools: EchoedTool[] };
+
+/** A custom tool's input format: free text, or text a grammar (Lark or a regular expression) accepts. */
+type CustomToolFormat = { type: 'text' } | { type: 'grammar'; syntax: 'lark' | 'regex'; definition: string };
 
 /** The one argument a custom tool becomes: its free text, which the call's item carries back as `input`. */
 const customInputSchema = {
@@ -55,8 +58,14 @@ const customToolSchema = z.object({
   type: z.literal('custom'),
   name: z.string({ error: 'a custom tool needs a string name' }).regex(upstreamToolName, 'name is 1 to 64 of a-z, A-Z, 0-9, _ and -'),
   description: z.string({ error: 'description must be a string' }).nullish(),
-  // A grammar constrains how the model decodes the input; no upstream of the gateway's chat form can be asked to, so only free text is served.
-  format: z.object({ type: z.literal('text', { error: 'only the text format is served: a grammar constrains decoding, which this gateway\'s upstreams cannot be asked to do' }) }).nullish(),
+  format: z.discriminatedUnion('type', [
+    z.object({ type: z.literal('text') }),
+    z.object({
+      type: z.literal('grammar'),
+      syntax: z.enum(['lark', 'regex'], { error: 'syntax must be lark or regex' }),
+      definition: z.string({ error: 'a grammar needs its definition as a string' }).min(1, 'definition must not be empty').max(100_000, 'definition is at most 100000 characters'),
+    }),
+  ], { error: 'format must be {type: "text"} or {type: "grammar", syntax, definition}' }).nullish(),
   defer_loading: z.literal(false, { error: 'deferred tools need tool search, which this gateway does not serve; omit defer_loading' }).optional(),
 });
 
@@ -90,6 +99,18 @@ function hostedToolRefusal(type: unknown): string {
 /** The chat name a namespace's tool has upstream. */
 export function namespacedName(namespace: string, name: string): string {
   return `${namespace}${namespaceSeparator}${name}`;
+}
+
+/**
+ * A custom tool's description upstream. A grammar cannot be enforced on a chat upstream's decoding,
+ * so the model is given it as part of the description instead of losing it: it writes input the
+ * grammar accepts as it writes JSON a schema describes, and the client checks what it gets (Codex
+ * reports a patch that does not apply back to the model). docs/decisions.md, "Codex CLI's tools".
+ */
+function customDescription(description: string | null | undefined, format: CustomToolFormat): string | undefined {
+  if (format.type === 'text') return description ?? undefined;
+  const grammar = `The input is plain text (not JSON) that this ${format.syntax === 'lark' ? 'Lark grammar' : 'regular expression'} accepts:\n${format.definition}`;
+  return description == null || description === '' ? grammar : `${description}\n\n${grammar}`;
 }
 
 /** A chat function tool. */
@@ -141,8 +162,9 @@ export function translateResponsesTools(tools: readonly unknown[]): { chat: unkn
       const chatName = namespace === undefined ? parsed.name : namespacedName(namespace, parsed.name);
       claim(chatName, at);
       names.set(chatName, { kind: 'custom', name: parsed.name, ...(namespace === undefined ? {} : { namespace }) });
-      chat.push(chatFunction(chatName, parsed.description, customInputSchema));
-      return { type: 'custom', name: parsed.name, description: parsed.description ?? null, format: { type: 'text' } };
+      const format: CustomToolFormat = parsed.format ?? { type: 'text' };
+      chat.push(chatFunction(chatName, customDescription(parsed.description, format), customInputSchema));
+      return { type: 'custom', name: parsed.name, description: parsed.description ?? null, format };
     }
     if (namespace !== undefined) throw invalid(`${paramOf(at)!}.type`, 'A namespace holds function and custom tools only.');
     throw invalid(`${paramOf(at)!}.type`, hostedToolRefusal(type));
