@@ -11,7 +11,7 @@ import { paramOf } from '../chat-request.ts';
  */
 
 /** What a chat function name stands for when it is not a plain top-level function of the same name. */
-export interface MappedTool {
+interface MappedTool {
   /** `custom`: a freeform tool whose one string argument is `input`; `function`: a function of a namespace. */
   kind: 'function' | 'custom';
   /** The tool's own name, as the client declared it. */
@@ -225,7 +225,7 @@ export function responsesToolCall(names: ResponsesToolNames, chatName: string, c
 }
 
 /** A custom call's free text from its chat arguments `{"input": "<text>"}`; the arguments as they came when they are not that. */
-export function customInputOf(chatArguments: string): string {
+function customInputOf(chatArguments: string): string {
   try {
     const parsed: unknown = JSON.parse(chatArguments);
     if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { input?: unknown }).input === 'string') return (parsed as { input: string }).input;
