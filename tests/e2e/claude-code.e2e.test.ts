@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, fakePromptTokens, startFakeUpstream, type FakeUpstream, type RecordedRequest } from '@gateway/fake-upstream';
 import { testPostgresUrl } from '@gateway/testkit';
+import { startCaptureProxy } from '../support/capture-proxy.ts';
 import { e2eCostMicros, e2ePrices, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
@@ -32,6 +33,18 @@ async function pinnedVersion(): Promise<string> {
   const manifest = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
   return manifest.devDependencies['@anthropic-ai/claude-code']!;
 }
+
+/**
+ * Every top-level field Claude Code 2.1.332 sends to /v1/messages, and every key of its tools, each
+ * served, refused or (for `thinking`, `output_config.effort` and `cache_control`, which other work
+ * owns) accepted as docs/surfaces/messages.md says. A release that sends another fails the test, so
+ * that a field the gateway would drop unread is looked at with the bump, not found by a user.
+ */
+const knownClaudeFields = new Set([
+  'model', 'messages', 'system', 'tools', 'tool_choice', 'metadata', 'max_tokens', 'thinking', 'context_management', 'output_config',
+  'stream', 'temperature',
+]);
+const knownClaudeToolKeys = new Set(['name', 'description', 'input_schema', 'defer_loading', 'cache_control']);
 
 /** Runs the binary; resolves with its exit code and output, whatever the code. */
 function run(args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -72,6 +85,7 @@ describe('Claude Code as released, headless through the gateway', () => {
   let gateway: E2eGateway;
   let anthropicUpstream: FakeUpstream;
   let home: string;
+  let capture: Awaited<ReturnType<typeof startCaptureProxy>>;
   const anthropicCredential = `sk-ant-${randomBytes(12).toString('hex')}`;
   const openaiSlug = 'e2e-claude-code-openai';
   const claudeSlug = 'e2e-claude-code-anthropic';
@@ -81,6 +95,7 @@ describe('Claude Code as released, headless through the gateway', () => {
     home = await mkdtemp(join(tmpdir(), 'claude-code-e2e-'));
     gateway = await startE2eGateway({ serverUrl });
     anthropicUpstream = await startFakeUpstream({ requiredApiKey: anthropicCredential, name: 'anthropic' });
+    capture = await startCaptureProxy(new URL(gateway.proxyBases[0]!));
     // Claude Code's prompt (system prompt, tool definitions) is tens of thousands of tokens.
     const model = (slug: string, upstream: Record<string, string>) => gateway.admin('POST', '/gateway-models', {
       slug, display_name: slug, default_max_tokens: 64, max_context_tokens: 200_000,
@@ -95,6 +110,7 @@ describe('Claude Code as released, headless through the gateway', () => {
   }, 120_000);
 
   afterAll(async () => {
+    await capture?.close();
     await gateway?.close();
     await anthropicUpstream?.close();
     if (home !== undefined) await rm(home, { recursive: true, force: true });
@@ -117,9 +133,11 @@ describe('Claude Code as released, headless through the gateway', () => {
       await writeFile(file, 'The answer is 42.\n');
       const before = await gateway.settledBalance();
       const calls = upstream.requests.length;
+      const sent = capture.captured.length;
 
       const prompt = `Read note.txt and tell me the answer. [[fake:tool_call=Read]] [[fake:tool_arg=file_path:${file}]] [[fake:reply_words=4]]`;
-      const baseUrl = gateway.proxyBases[0]!.slice(0, -'/v1'.length);
+      // Through the capture proxy, which keeps what Claude Code sends before the gateway reads it.
+      const baseUrl = capture.baseUrl;
       const { code, stdout, stderr } = await run(
         ['-p', prompt, '--output-format', 'json', '--max-turns', '4', '--allowedTools', 'Read'],
         claudeEnv(home, baseUrl, gateway.apiKey, slug), work,
@@ -127,6 +145,15 @@ describe('Claude Code as released, headless through the gateway', () => {
       expect({ code, stderr: stderr.slice(0, 2000) }, stdout.slice(0, 2000)).toMatchObject({ code: 0 });
       const result = JSON.parse(stdout) as Record<string, any>;
       expect(result).toMatchObject({ type: 'result', subtype: 'success', is_error: false, num_turns: 2 });
+
+      // What Claude Code sent: only fields and tool keys the Messages surface says what it does with.
+      const sentBodies = capture.captured.slice(sent).filter((request) => request.path.startsWith('/v1/messages')).map((request) => request.body!);
+      expect(sentBodies.length).toBeGreaterThanOrEqual(2);
+      for (const body of sentBodies) {
+        expect(Object.keys(body).filter((field) => !knownClaudeFields.has(field))).toEqual([]);
+        const toolKeys = (body.tools as Array<Record<string, unknown>> | undefined ?? []).flatMap((tool) => Object.keys(tool));
+        expect([...new Set(toolKeys)].filter((key) => !knownClaudeToolKeys.has(key))).toEqual([]);
+      }
 
       // Two upstream calls, both streamed: the tool call, then the answer to the file's content.
       const received: RecordedRequest[] = upstream.requests.slice(calls);

@@ -21,7 +21,6 @@
  * test (never a skip): `pnpm agents:bump` relies on it.
  */
 import { execFile } from 'node:child_process';
-import { createServer, request as httpRequest, type Server } from 'node:http';
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, fakePromptTokens, startFakeUpstream, type FakeUpstream, type RecordedRequest } from '@gateway/fake-upstream';
 import { testPostgresUrl } from '@gateway/testkit';
+import { startCaptureProxy } from '../support/capture-proxy.ts';
 import { e2eCostMicros, e2ePrices, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
@@ -50,44 +50,6 @@ function run(args: string[], env: Record<string, string>, cwd: string): Promise<
     });
     child.stdin?.end();
   });
-}
-
-/** A request Codex sent to the gateway, as it sent it. */
-interface CapturedRequest {
-  method: string;
-  path: string;
-  headers: Record<string, string | string[] | undefined>;
-  body: Record<string, any> | undefined;
-}
-
-/** A loopback proxy in front of the gateway's proxy that keeps every request body Codex sends and relays the answer as it streams. */
-async function startCaptureProxy(target: URL): Promise<{ baseUrl: string; captured: CapturedRequest[]; close(): Promise<void> }> {
-  const captured: CapturedRequest[] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      let body: Record<string, any> | undefined;
-      try { body = raw.length > 0 ? JSON.parse(raw.toString('utf8')) as Record<string, any> : undefined; } catch { body = undefined; }
-      captured.push({ method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body });
-      const headers = { ...req.headers, host: target.host, 'content-length': String(raw.length) };
-      const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => { res.writeHead(502).end(); });
-      upstream.end(raw);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('capture proxy has no port');
-  return {
-    baseUrl: `http://127.0.0.1:${address.port}`,
-    captured,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
 }
 
 /**
@@ -143,6 +105,16 @@ function codexCatalog(slug: string): string {
     }],
   });
 }
+
+/**
+ * Every top-level field Codex 0.171.0 sends to /v1/responses, each served or refused field by field
+ * in docs/surfaces/responses.md. A release that sends another fails the test, so that a field the
+ * gateway would drop unread is looked at (and documented) with the bump, not found by a user.
+ */
+const knownCodexFields = new Set([
+  'model', 'instructions', 'input', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'store', 'stream', 'include',
+  'prompt_cache_key', 'client_metadata', 'text',
+]);
 
 /** codex exec --json's events (one JSON object a line). */
 function jsonEvents(stdout: string): Array<Record<string, any>> {
@@ -256,6 +228,7 @@ describe('Codex as released, headless through the gateway', () => {
       const requests = capture.captured.slice(sent);
       expect(requests.map((request) => [request.method, request.path, request.body?.stream])).toEqual([['POST', '/v1/responses', true], ['POST', '/v1/responses', true]]);
       const [turn1, turn2] = requests.map((request) => request.body!);
+      for (const body of [turn1!, turn2!]) expect(Object.keys(body).filter((field) => !knownCodexFields.has(field))).toEqual([]);
       // Its tools: functions, and its sub-agent tools as a namespace (no hosted web_search: the config turns it off).
       const sentTools = turn1!.tools as Array<{ type: string; name: string; tools?: Array<{ name: string }> }>;
       expect(new Set(sentTools.map((tool) => tool.type))).toEqual(new Set(['function', 'namespace']));
@@ -321,6 +294,7 @@ describe('Codex as released, headless through the gateway', () => {
     // What Codex sent: its apply_patch as a custom tool with a Lark grammar, then the call and its output as custom items.
     const requests = capture.captured.slice(sent).map((request) => request.body!);
     expect(requests).toHaveLength(2);
+    for (const body of requests) expect(Object.keys(body).filter((field) => !knownCodexFields.has(field))).toEqual([]);
     expect((requests[0]!.tools as Array<Record<string, any>>).find((tool) => tool.name === 'apply_patch'))
       .toMatchObject({ type: 'custom', format: { type: 'grammar', syntax: 'lark', definition: expect.stringContaining('begin_patch') } });
     const input = requests[1]!.input as Array<Record<string, any>>;

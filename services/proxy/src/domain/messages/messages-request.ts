@@ -100,9 +100,24 @@ const positiveTokens = z.number({ error: required('max_tokens must be a positive
   .int('max_tokens must be a positive integer').positive('max_tokens must be a positive integer');
 
 /**
+ * Context editing (the `context-management-2025-06-27` beta) as Claude Code 2.1 sends it whenever
+ * thinking is on: `{"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}`, which keeps
+ * every thinking block, so it changes neither the prompt nor the price and is served (not
+ * forwarded). Any other edit (clearing old tool uses, or thinking beyond `keep: "all"`) would
+ * change what the model reads and what is billed, and the gateway does not perform it: a 400
+ * naming the edit's field rather than an edit silently not done (docs/surfaces/messages.md).
+ */
+const claudeCodeContextManagementSchema = z.strictObject({
+  edits: z.array(z.looseObject({
+    type: z.literal('clear_thinking_20251015', { error: 'only clear_thinking_20251015 edits (with keep "all") are supported by this gateway: it does not edit the context, so the prompt is sent and billed as the client sent it' }),
+    keep: z.literal('all', { error: 'only keep "all" is supported by this gateway: it does not clear thinking from the context' }),
+  }, { error: 'an edit must be an object' }), { error: 'edits must be an array' }).nullish(),
+}, { error: 'context_management must be an object with edits' });
+
+/**
  * The Messages body the gateway accepts. Unknown fields are dropped, never forwarded (`service_tier`,
- * `cache_control`, `inference_geo`, ...); `thinking`, `context_management` and `output_config.effort`
- * are accepted and ignored (docs/surfaces/messages.md says why). `null` counts as absent.
+ * `cache_control`, `inference_geo`, ...); `thinking` and `output_config.effort` are
+ * accepted and ignored, `context_management` when it changes nothing (docs/surfaces/messages.md says why). `null` counts as absent.
  */
 const messagesRequestSchema = z.object({
   model: z.string({ error: required('model must be a string') }).min(1, 'model must not be empty').max(256),
@@ -120,8 +135,7 @@ const messagesRequestSchema = z.object({
   tool_choice: toolChoiceSchema.nullish(),
   stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
   thinking: z.looseObject({ type: z.string({ error: required('type must be a string') }) }, { error: 'thinking must be an object' }).nullish(),
-  // Claude Code sends it whenever thinking is on; its edits clear thinking (never returned) or old tool uses (the prompt is then billed as sent).
-  context_management: z.looseObject({}, { error: 'context_management must be an object' }).nullish(),
+  context_management: claudeCodeContextManagementSchema.nullish(),
   output_config: z.looseObject({
     format: z.null({ error: 'Structured outputs (output_config.format) are not supported on /v1/messages by this gateway.' }).optional(),
   }, { error: 'output_config must be an object' }).nullish(),
