@@ -9,7 +9,8 @@
  * and the balance down by exactly their sum.
  *
  * Nothing leaves loopback: Claude Code's telemetry, error reports, update checks and other
- * non-essential traffic are switched off by its documented variables, and HOME is a temp folder.
+ * non-essential traffic are switched off by its documented variables, and HOME is a temp folder;
+ * it runs with an egress trap as its HTTP(S) proxy, and each run asserts nothing tried to leave.
  * A missing or mismatched binary fails the test (never a skip): `pnpm agents:bump` relies on it.
  */
 import { execFile } from 'node:child_process';
@@ -21,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, fakePromptTokens, startFakeUpstream, type FakeUpstream, type RecordedRequest } from '@gateway/fake-upstream';
 import { testPostgresUrl } from '@gateway/testkit';
-import { startCaptureProxy } from '../support/capture-proxy.ts';
+import { startCaptureProxy, startEgressTrap } from '../support/capture-proxy.ts';
 import { e2eCostMicros, e2ePrices, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
@@ -86,6 +87,7 @@ describe('Claude Code as released, headless through the gateway', () => {
   let anthropicUpstream: FakeUpstream;
   let home: string;
   let capture: Awaited<ReturnType<typeof startCaptureProxy>>;
+  let egress: Awaited<ReturnType<typeof startEgressTrap>>;
   const anthropicCredential = `sk-ant-${randomBytes(12).toString('hex')}`;
   const openaiSlug = 'e2e-claude-code-openai';
   const claudeSlug = 'e2e-claude-code-anthropic';
@@ -96,6 +98,7 @@ describe('Claude Code as released, headless through the gateway', () => {
     gateway = await startE2eGateway({ serverUrl });
     anthropicUpstream = await startFakeUpstream({ requiredApiKey: anthropicCredential, name: 'anthropic' });
     capture = await startCaptureProxy(new URL(gateway.proxyBases[0]!));
+    egress = await startEgressTrap();
     // Claude Code's prompt (system prompt, tool definitions) is tens of thousands of tokens.
     const model = (slug: string, upstream: Record<string, string>) => gateway.admin('POST', '/gateway-models', {
       slug, display_name: slug, default_max_tokens: 64, max_context_tokens: 200_000,
@@ -111,6 +114,7 @@ describe('Claude Code as released, headless through the gateway', () => {
 
   afterAll(async () => {
     await capture?.close();
+    await egress?.close();
     await gateway?.close();
     await anthropicUpstream?.close();
     if (home !== undefined) await rm(home, { recursive: true, force: true });
@@ -140,9 +144,10 @@ describe('Claude Code as released, headless through the gateway', () => {
       const baseUrl = capture.baseUrl;
       const { code, stdout, stderr } = await run(
         ['-p', prompt, '--output-format', 'json', '--max-turns', '4', '--allowedTools', 'Read'],
-        claudeEnv(home, baseUrl, gateway.apiKey, slug), work,
+        { ...claudeEnv(home, baseUrl, gateway.apiKey, slug), ...egress.proxyEnv }, work,
       );
       expect({ code, stderr: stderr.slice(0, 2000) }, stdout.slice(0, 2000)).toMatchObject({ code: 0 });
+      expect(egress.attempts, 'traffic beyond loopback').toEqual([]);
       const result = JSON.parse(stdout) as Record<string, any>;
       expect(result).toMatchObject({ type: 'result', subtype: 'success', is_error: false, num_turns: 2 });
 

@@ -16,8 +16,9 @@
  * sending something new fails here, not in a user's terminal.
  *
  * Nothing leaves loopback: CODEX_HOME and HOME are temp folders, the config turns analytics,
- * feedback and update checks off, there is no login (the key comes from an env variable the
- * provider names), and the only provider is the gateway. A missing or mismatched binary fails the
+ * feedback, plugin sync and update checks off, there is no login (the key comes from an env
+ * variable the provider names), and the only provider is the gateway. Codex runs with an egress
+ * trap as its HTTP(S) proxy, and every run asserts that nothing tried to reach a host beyond loopback. A missing or mismatched binary fails the
  * test (never a skip): `pnpm agents:bump` relies on it.
  */
 import { execFile } from 'node:child_process';
@@ -29,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, fakePromptTokens, startFakeUpstream, type FakeUpstream, type RecordedRequest } from '@gateway/fake-upstream';
 import { testPostgresUrl } from '@gateway/testkit';
-import { startCaptureProxy } from '../support/capture-proxy.ts';
+import { startCaptureProxy, startEgressTrap } from '../support/capture-proxy.ts';
 import { e2eCostMicros, e2ePrices, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
 const serverUrl = testPostgresUrl();
@@ -84,6 +85,10 @@ function codexConfig(baseUrl: string, slug: string, options: { catalog?: string;
     '[feedback]',
     'enabled = false',
     '',
+    // Codex syncs its curated plugins from github.com and chatgpt.com on every start unless plugins are off.
+    '[features]',
+    'plugins = false',
+    '',
   ].join('\n');
 }
 
@@ -125,6 +130,7 @@ describe('Codex as released, headless through the gateway', () => {
   let gateway: E2eGateway;
   let anthropicUpstream: FakeUpstream;
   let capture: Awaited<ReturnType<typeof startCaptureProxy>>;
+  let egress: Awaited<ReturnType<typeof startEgressTrap>>;
   let home: string;
   const anthropicCredential = `sk-ant-${randomBytes(12).toString('hex')}`;
   const openaiSlug = 'e2e-codex-openai';
@@ -138,6 +144,7 @@ describe('Codex as released, headless through the gateway', () => {
     gateway = await startE2eGateway({ serverUrl });
     anthropicUpstream = await startFakeUpstream({ requiredApiKey: anthropicCredential, name: 'anthropic' });
     capture = await startCaptureProxy(new URL(gateway.proxyBases[0]!));
+    egress = await startEgressTrap();
     // Codex's prompt (instructions, tool definitions) is thousands of tokens.
     const model = (slug: string, upstream: Record<string, string>) => gateway.admin('POST', '/gateway-models', {
       slug, display_name: slug, default_max_tokens: 64, max_context_tokens: 200_000,
@@ -154,6 +161,7 @@ describe('Codex as released, headless through the gateway', () => {
 
   afterAll(async () => {
     await capture?.close();
+    await egress?.close();
     await gateway?.close();
     await anthropicUpstream?.close();
     if (home !== undefined) await rm(home, { recursive: true, force: true });
@@ -209,10 +217,11 @@ describe('Codex as released, headless through the gateway', () => {
       const prompt = 'Print note.txt and tell me the answer. [[fake:tool_call=exec_command]] [[fake:tool_arg=cmd:cat note.txt]] [[fake:reply_words=4]]';
       const { code, stdout, stderr } = await run(
         ['exec', '--json', '--skip-git-repo-check', '--color', 'never', prompt],
-        { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: codexHome, GATEWAY_API_KEY: gateway.apiKey },
+        { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: codexHome, GATEWAY_API_KEY: gateway.apiKey, ...egress.proxyEnv },
         work,
       );
       expect({ code, stderr: stderr.slice(-3000) }, stdout.slice(0, 3000)).toMatchObject({ code: 0 });
+      expect(egress.attempts, 'traffic beyond loopback').toEqual([]);
       const events = jsonEvents(stdout);
       expect(events.filter((event) => event.type === 'error' || event.type === 'turn.failed')).toEqual([]);
       // Codex ran the command the model asked for, in the work folder, and got the file's content.
@@ -280,10 +289,11 @@ describe('Codex as released, headless through the gateway', () => {
     const prompt = `Create hello.txt. [[fake:tool_call=apply_patch]] [[fake:tool_arg=input:${patch}]] [[fake:reply_words=3]]`;
     const { code, stdout, stderr } = await run(
       ['exec', '--json', '--skip-git-repo-check', '--color', 'never', prompt],
-      { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: codexHome, GATEWAY_API_KEY: gateway.apiKey },
+      { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CODEX_HOME: codexHome, GATEWAY_API_KEY: gateway.apiKey, ...egress.proxyEnv },
       work,
     );
     expect({ code, stderr: stderr.slice(-3000) }, stdout.slice(0, 3000)).toMatchObject({ code: 0 });
+    expect(egress.attempts, 'traffic beyond loopback').toEqual([]);
     const events = jsonEvents(stdout);
     expect(events.filter((event) => event.type === 'error' || event.type === 'turn.failed')).toEqual([]);
     // The patch was applied: the file exists with the line the model wrote.

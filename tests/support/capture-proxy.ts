@@ -43,3 +43,33 @@ export async function startCaptureProxy(target: URL): Promise<{ baseUrl: string;
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
+
+/**
+ * A trap for traffic beyond loopback: set as the agent's HTTP(S) proxy (`HTTPS_PROXY`,
+ * `HTTP_PROXY`, `ALL_PROXY`, with `NO_PROXY` naming loopback only), it records every request or
+ * `CONNECT` the agent makes to a host that is not loopback and refuses it, so a test asserts that
+ * nothing tried to leave. Both agents' HTTP stacks honour these variables.
+ */
+export async function startEgressTrap(): Promise<{ proxyEnv: Record<string, string>; attempts: string[]; close(): Promise<void> }> {
+  const attempts: string[] = [];
+  const server: Server = createServer((req, res) => {
+    attempts.push(`${req.method ?? 'GET'} ${req.url ?? ''}`);
+    res.writeHead(502).end();
+  });
+  server.on('connect', (req: { url?: string }, socket: { end(data: string): void }) => {
+    attempts.push(`CONNECT ${req.url ?? ''}`);
+    socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('egress trap has no port');
+  const url = `http://127.0.0.1:${address.port}`;
+  return {
+    proxyEnv: {
+      HTTPS_PROXY: url, HTTP_PROXY: url, ALL_PROXY: url, https_proxy: url, http_proxy: url, all_proxy: url,
+      NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost',
+    },
+    attempts,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
