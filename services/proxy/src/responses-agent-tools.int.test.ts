@@ -121,7 +121,8 @@ describe('namespace tools', () => {
     const call = first.output[0] as OpenAI.Responses.ResponseFunctionToolCall & { namespace?: string };
     expect(call).toMatchObject({ type: 'function_call', name: 'close_agent', namespace: 'multi_agent_v1', arguments: '{"id":"a1"}' });
     const firstSeen = world.upstream.requests.at(-1)!.body as Record<string, any>;
-    expect(firstSeen.tools).toEqual([{ name: 'multi_agent_v1__close_agent', description: 'Close an agent.', input_schema: agents.tools[0]!.parameters }]);
+    // The namespace's description comes first in its function's: chat has no namespace to carry it.
+    expect(firstSeen.tools).toEqual([{ name: 'multi_agent_v1__close_agent', description: '(multi_agent_v1: Tools for sub-agents.)\n\nClose an agent.', input_schema: agents.tools[0]!.parameters }]);
 
     const vendorId = `${leakMarkers.toolUseIdPrefix}${world.upstream.requests.length}`;
     await client.responses.create({

@@ -58,7 +58,7 @@ describe('Responses tools beyond functions (Codex CLI): the request', () => {
         type: 'object', properties: { input: { type: 'string', description: 'The tool\'s whole input, as free text (not JSON-encoded).' } },
         required: ['input'], additionalProperties: false,
       } } },
-      { type: 'function', function: { name: 'multi_agent_v1__close_agent', description: 'Close an agent.', parameters: { type: 'object', properties: {} }, strict: false } },
+      { type: 'function', function: { name: 'multi_agent_v1__close_agent', description: '(multi_agent_v1: Sub-agents.)\n\nClose an agent.', parameters: { type: 'object', properties: {} }, strict: false } },
     ]);
     expect(chat.params.tool_choice).toEqual({ type: 'function', function: { name: 'apply_patch' } });
     expect(echoed.tools).toEqual([

@@ -113,6 +113,16 @@ function customDescription(description: string | null | undefined, format: Custo
   return description == null || description === '' ? grammar : `${description}\n\n${grammar}`;
 }
 
+/**
+ * A namespace's tool's description upstream: the namespace's description first (the model reads it
+ * with the namespace's tools on OpenAI's side, and chat has no namespace to put it on), then its own.
+ */
+function inNamespace(space: { name: string; description: string } | undefined, description: string | null | undefined): string | null | undefined {
+  if (space === undefined || space.description === '') return description;
+  const context = `(${space.name}: ${space.description})`;
+  return description == null || description === '' ? context : `${context}\n\n${description}`;
+}
+
 /** A chat function tool. */
 function chatFunction(name: string, description: string | null | undefined, parameters: unknown, strict?: boolean | null): unknown {
   const fn: Record<string, unknown> = { name };
@@ -125,7 +135,8 @@ function chatFunction(name: string, description: string | null | undefined, para
 /**
  * The Responses `tools` as chat function tools, as the response echoes them, and the names that
  * stand for custom or namespaced tools. A custom tool becomes a function of one string `input`; a
- * namespace's functions and custom tools become functions named `<namespace>__<name>`. Two tools
+ * namespace's functions and custom tools become functions named `<namespace>__<name>`, the
+ * namespace's description before each one's own. Two tools
  * of one chat name, a name the upstreams would refuse, a grammar format and any hosted tool are a
  * 400 naming the field.
  */
@@ -143,7 +154,8 @@ export function translateResponsesTools(tools: readonly unknown[]): { chat: unkn
     seen.add(chatName);
   };
   /** One function or custom tool, top-level or inside a namespace. */
-  const one = (tool: unknown, at: ReadonlyArray<string | number>, namespace: string | undefined): EchoedTool => {
+  const one = (tool: unknown, at: ReadonlyArray<string | number>, space: { name: string; description: string } | undefined): EchoedTool => {
+    const namespace = space?.name;
     const type = typeof tool === 'object' && tool !== null ? (tool as { type?: unknown }).type : undefined;
     if (type === 'function') {
       const parsed = parseAt(functionToolSchema, tool, at);
@@ -154,7 +166,7 @@ export function translateResponsesTools(tools: readonly unknown[]): { chat: unkn
       } else {
         plain.push([chatName, at]);
       }
-      chat.push(chatFunction(chatName, parsed.description, parsed.parameters, parsed.strict));
+      chat.push(chatFunction(chatName, inNamespace(space, parsed.description), parsed.parameters, parsed.strict));
       return { type: 'function', name: parsed.name, description: parsed.description ?? null, parameters: parsed.parameters ?? null, strict: parsed.strict ?? null };
     }
     if (type === 'custom') {
@@ -163,7 +175,7 @@ export function translateResponsesTools(tools: readonly unknown[]): { chat: unkn
       claim(chatName, at);
       names.set(chatName, { kind: 'custom', name: parsed.name, ...(namespace === undefined ? {} : { namespace }) });
       const format: CustomToolFormat = parsed.format ?? { type: 'text' };
-      chat.push(chatFunction(chatName, customDescription(parsed.description, format), customInputSchema));
+      chat.push(chatFunction(chatName, inNamespace(space, customDescription(parsed.description, format)), customInputSchema));
       return { type: 'custom', name: parsed.name, description: parsed.description ?? null, format };
     }
     if (namespace !== undefined) throw invalid(`${paramOf(at)!}.type`, 'A namespace holds function and custom tools only.');
@@ -176,7 +188,7 @@ export function translateResponsesTools(tools: readonly unknown[]): { chat: unkn
       return;
     }
     const parsed = parseAt(namespaceToolSchema, tool, ['tools', index]);
-    const inner = parsed.tools.map((member, memberIndex) => one(member, ['tools', index, 'tools', memberIndex], parsed.name));
+    const inner = parsed.tools.map((member, memberIndex) => one(member, ['tools', index, 'tools', memberIndex], parsed));
     echoed.push({ type: 'namespace', name: parsed.name, description: parsed.description, tools: inner });
   });
   // A plain function may not take the name a custom or namespaced tool has upstream: its calls would be mapped back as that tool's.
