@@ -103,6 +103,21 @@ export async function deleteOrganisationModelAlias(tx: Queryable, organisationId
   return rows[0] ? toModelAlias(rows[0]) : undefined;
 }
 
+/**
+ * Adds platform aliases from `names` to one slug, skipping every name that is already an alias or
+ * a gateway model's slug (an admin's own choice is never overwritten). Returns the names added.
+ */
+export async function insertMissingPlatformModelAliases(tx: Queryable, names: readonly string[], slug: string): Promise<string[]> {
+  const { rows } = await tx.query<{ alias: string }>(
+    `INSERT INTO platform_model_aliases (alias, gateway_model_slug)
+     SELECT name, $2 FROM unnest($1::text[]) AS name WHERE NOT EXISTS (SELECT 1 FROM gateway_models m WHERE m.slug = name)
+     ON CONFLICT (alias) DO NOTHING
+     RETURNING alias`,
+    [[...names], slug],
+  );
+  return rows.map((row) => row.alias);
+}
+
 /** Whether any alias, the platform's or any organisation's, has this name (a new model's slug may not). */
 export async function aliasNameInUse(db: Queryable, name: string): Promise<boolean> {
   const { rows } = await db.query<{ used: boolean }>(

@@ -1,14 +1,14 @@
 import type { Database, Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import { requirePlatformAdmin, type Actor } from './actor.ts';
+import { requirePlatformAdmin, systemActor, type Actor } from './actor.ts';
 import type { Propagation } from './admin-records.ts';
 import { changedFields, recordAuditEvent } from './audit-log.ts';
 import type { ConfigPublisher } from './config-publisher.ts';
 import { bumpConfigVersion, configChange } from './config-snapshot.ts';
 import { findGatewayModel } from './gateway-model-store.ts';
 import {
-  deleteOrganisationModelAlias, deletePlatformModelAlias, findOrganisationModelAlias, findPlatformModelAlias, listOrganisationModelAliases,
-  listPlatformModelAliases, upsertOrganisationModelAlias, upsertPlatformModelAlias, type ModelAlias,
+  deleteOrganisationModelAlias, deletePlatformModelAlias, findOrganisationModelAlias, findPlatformModelAlias, insertMissingPlatformModelAliases,
+  listOrganisationModelAliases, listPlatformModelAliases, upsertOrganisationModelAlias, upsertPlatformModelAlias, type ModelAlias,
 } from './model-alias-store.ts';
 import type { ResourceAccess } from './resource-access.ts';
 
@@ -101,6 +101,24 @@ export function createModelAliasesService({ db, publisher, access }: ModelAliase
         return bumpConfigVersion(tx, [configChange('platform_model_alias', alias)]);
       });
       return publisher.publish(version);
+    },
+
+    /**
+     * Seeds platform aliases from `names` to `slug` as the system (the embedded demo's agent
+     * names), leaving every name that is already an alias or a slug as it is. Returns the names added.
+     */
+    async seedPlatformModelAliases(names: readonly string[], slug: string): Promise<string[]> {
+      return db.transaction(async (tx) => {
+        const added = await insertMissingPlatformModelAliases(tx, names, slug);
+        for (const alias of added) {
+          await recordAuditEvent(tx, {
+            actor: systemActor, organisationId: null, action: 'model_alias.create', resourceType: 'model_alias', resourceId: alias,
+            changes: { gateway_model: { before: null, after: slug } },
+          });
+        }
+        if (added.length > 0) await bumpConfigVersion(tx, added.map((alias) => configChange('platform_model_alias', alias)));
+        return added;
+      });
     },
 
     /** The organisation's own aliases. */
