@@ -16,7 +16,7 @@ import type { ResourceAccess } from './resource-access.ts';
  * The rule of an alias name (also a CHECK constraint): what agents send as built-in names,
  * e.g. `claude-sonnet-4-5-20250929` or `gpt-5-codex`; case counts, as the proxy matches exactly.
  */
-export const modelAliasPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
+const modelAliasPattern = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
 
 /** What the model aliases aggregate is built from. */
 export interface ModelAliasesServiceDeps {
