@@ -84,6 +84,8 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the model alias edi
 
     // An alias that is a slug is refused, the message beside the alias field.
     const form = page.getByRole('form', { name: 'Set an alias' });
+    // The target list comes from the API: a select once it has arrived.
+    await form.getByRole('combobox', { name: 'Gateway model' }).getByRole('option', { name: 'alias-other' }).waitFor({ state: 'attached' });
     await form.getByLabel('Alias', { exact: true }).fill('alias-other');
     await form.getByLabel('Gateway model').selectOption('alias-main');
     await form.getByRole('button', { name: 'Save alias' }).click();
@@ -108,6 +110,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the model alias edi
     await owner.getByRole('table', { name: /platform model aliases/i }).getByRole('row').filter({ hasText: 'claude-opus-5-5' }).waitFor();
 
     const form = owner.getByRole('form', { name: 'Set an alias' });
+    await form.getByRole('combobox', { name: 'Gateway model' }).getByRole('option', { name: 'alias-other' }).waitFor({ state: 'attached' });
     await form.getByLabel('Alias', { exact: true }).fill('claude-opus-5-5');
     await form.getByLabel('Gateway model').selectOption('alias-other');
     await form.getByRole('button', { name: 'Save alias' }).click();
