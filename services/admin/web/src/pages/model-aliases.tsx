@@ -28,9 +28,10 @@ const formParams = ['alias', 'gateway_model'];
 /**
  * The aliases under `basePath` in a table, and, when `canEdit`, a form that sets one (a new name
  * creates it, an existing one is retargeted) and a Delete button on each row. `models` are the
- * slugs the form offers as targets.
+ * slugs the form offers as targets: undefined while they load, null when they could not be read
+ * (then the form takes a slug typed in).
  */
-function ModelAliasEditor(props: { basePath: string; caption: string; empty: string; canEdit: boolean; models: string[] | undefined }) {
+function ModelAliasEditor(props: { basePath: string; caption: string; empty: string; canEdit: boolean; models: string[] | null | undefined }) {
   const { basePath } = props;
   const [aliases, setAliases] = useState<ModelAlias[] | undefined>(undefined);
   const [loadError, setLoadError] = useState<unknown>(undefined);
@@ -49,7 +50,7 @@ function ModelAliasEditor(props: { basePath: string; caption: string; empty: str
   useEffect(() => { void reload(); }, [reload]);
 
   // A list's first model until the person picks one (a select shows it chosen).
-  const target = form.gatewayModel === '' && props.models !== undefined ? props.models[0] ?? '' : form.gatewayModel;
+  const target = form.gatewayModel === '' && Array.isArray(props.models) ? props.models[0] ?? '' : form.gatewayModel;
 
   async function submit(event: Event) {
     event.preventDefault();
@@ -92,21 +93,23 @@ function ModelAliasEditor(props: { basePath: string; caption: string; empty: str
               onInput={(event) => setForm({ ...form, alias: event.currentTarget.value })} />
           </Field>
           <Field id="alias-target" label="Gateway model" error={problem('gateway_model')}>
-            {props.models === undefined ? (
+            {props.models === null ? (
               <input id="alias-target" type="text" required autoComplete="off" value={form.gatewayModel}
                 aria-describedby={describedBy('alias-target', { error: problem('gateway_model') })}
                 onInput={(event) => setForm({ ...form, gatewayModel: event.currentTarget.value })} />
             ) : (
-              <select id="alias-target" required value={target}
+              <select id="alias-target" required value={target} disabled={props.models === undefined}
                 aria-describedby={describedBy('alias-target', { error: problem('gateway_model') })}
                 onChange={(event) => setForm({ ...form, gatewayModel: event.currentTarget.value })}>
-                {props.models.map((slug) => <option key={slug} value={slug}>{slug}</option>)}
+                {props.models === undefined
+                  ? <option value="">Loading models…</option>
+                  : props.models.map((slug) => <option key={slug} value={slug}>{slug}</option>)}
               </select>
             )}
           </Field>
           <FormError error={error} shownParams={formParams} />
           <div class="actions">
-            <button type="submit" class="primary" disabled={busy} aria-busy={busy}>Save alias</button>
+            <button type="submit" class="primary" disabled={busy || props.models === undefined} aria-busy={busy}>Save alias</button>
           </div>
         </form>
       ) : null}
@@ -116,11 +119,11 @@ function ModelAliasEditor(props: { basePath: string; caption: string; empty: str
 
 /** The platform area's "Model aliases" tab: the platform-wide aliases, edited by platform admins. */
 export function PlatformModelAliases() {
-  const [models, setModels] = useState<string[] | undefined>(undefined);
+  const [models, setModels] = useState<string[] | null | undefined>(undefined);
   useEffect(() => {
     // The form's targets; a failed read leaves a text field instead of the list.
     api.get<{ data: Array<{ slug: string }> }>('/admin/v1/gateway-models', { limit: '100' })
-      .then((answer) => setModels(answer.data.map((model) => model.slug)), () => setModels(undefined));
+      .then((answer) => setModels(answer.data.map((model) => model.slug)), () => setModels(null));
   }, []);
   return (
     <>
@@ -133,11 +136,11 @@ export function PlatformModelAliases() {
 /** An organisation's "Model aliases" page: its own aliases (owners edit them) and the platform's it gets otherwise. */
 export function ModelAliasesPage(props: PageProps) {
   const organisationId = props.organisationId;
-  const [allowed, setAllowed] = useState<string[] | undefined>(undefined);
+  const [allowed, setAllowed] = useState<string[] | null | undefined>(undefined);
   useEffect(() => {
     if (organisationId === undefined) return;
     api.get<{ allowed_gateway_models: string[] }>(`/admin/v1/organisations/${organisationId}`)
-      .then((organisation) => setAllowed(organisation.allowed_gateway_models), () => setAllowed(undefined));
+      .then((organisation) => setAllowed(organisation.allowed_gateway_models), () => setAllowed(null));
   }, [organisationId]);
   if (organisationId === undefined) return <p>Choose an organisation first.</p>;
   return (
@@ -148,7 +151,7 @@ export function ModelAliasesPage(props: PageProps) {
         empty="No aliases of your own." canEdit={roleAllows(props.role, 'owner')} models={allowed} />
       <h2>Platform aliases</h2>
       <ModelAliasEditor basePath="/admin/v1/model-aliases" caption="Platform model aliases (apply unless you set your own)" empty="No platform aliases."
-        canEdit={false} models={undefined} />
+        canEdit={false} models={null} />
     </section>
   );
 }
