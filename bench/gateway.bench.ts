@@ -26,7 +26,9 @@
  * replaces them to try other heap settings (an empty value: Node's defaults);
  * BENCH_PROXY_LOG_LEVEL (default warn, like the other services) e.g. `info` to include the
  * per-request log line; BENCH_LOW_BALANCE_ONLY=1 runs only the low-balance case (with its money
- * check), skipping the measured rows. Runs with any of these leave docs/benchmarks.md unchanged.
+ * check), skipping the measured rows; BENCH_MODEL_ALIAS=1 sends a platform model alias of the
+ * bench model instead of its slug (the alias path of docs/model-aliases.md). Runs with any of
+ * these leave docs/benchmarks.md unchanged.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -66,10 +68,15 @@ const proxyNodeOptions = [proxyProfileOptions, proxyHeapOptions].filter((flags) 
 const proxyIsExperiment = proxyProfileOptions !== '' || process.env.BENCH_PROXY_NODE_OPTIONS !== undefined;
 const proxyLogLevel = process.env.BENCH_PROXY_LOG_LEVEL ?? 'warn';
 /** What makes this run's proxy differ from the one the published table measures. */
-const proxyVariant = [proxyIsExperiment ? `NODE_OPTIONS="${proxyNodeOptions}"` : '', proxyLogLevel === 'warn' ? '' : `LOG_LEVEL=${proxyLogLevel}`].filter((v) => v !== '').join(' ');
+/** BENCH_MODEL_ALIAS=1: requests name the bench model by a platform alias, so the run measures alias resolution. */
+const benchModelAlias = process.env.BENCH_MODEL_ALIAS === '1' ? 'bench-alias' : undefined;
+const proxyVariant = [
+  proxyIsExperiment ? `NODE_OPTIONS="${proxyNodeOptions}"` : '', proxyLogLevel === 'warn' ? '' : `LOG_LEVEL=${proxyLogLevel}`,
+  benchModelAlias === undefined ? '' : 'BENCH_MODEL_ALIAS=1',
+].filter((v) => v !== '').join(' ');
 const inputPriceMicrosPerMtok = 1_000_000n;
 const outputPriceMicrosPerMtok = 2_000_000n;
-const nonStreamingBody = { model: 'bench', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] };
+const nonStreamingBody = { model: benchModelAlias ?? 'bench', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] };
 const streamingBody = { ...nonStreamingBody, stream: true, messages: [{ role: 'user', content: 'Benchmark stream [[fake:reply_words=64]]' }] };
 /**
  * The low-balance case's model and request: input 1 µ₹ per million tokens (the prompt side is
@@ -361,6 +368,7 @@ async function main(): Promise<void> {
       input_price_micros_per_mtok: exactModel.inputPriceMicrosPerMtok.toString(), output_price_micros_per_mtok: exactModel.outputPriceMicrosPerMtok.toString(),
       upstream: { provider_kind: 'openai_compatible', base_url: `${upstreamOrigin}/v1`, model: 'bench-upstream' },
     });
+    if (benchModelAlias !== undefined) await adminCall('PUT', `/model-aliases/${benchModelAlias}`, { gateway_model: 'bench' });
     const organisation = await adminCall('POST', '/organisations', { name: 'Bench', rpm_limit: 1_000_000, allowed_gateway_models: ['bench'] });
     await adminCall('POST', `/organisations/${organisation.id}/credits`, { amount_micros: '1000000000000', reason: 'benchmark' }, { 'idempotency-key': 'bench' });
     const { api_key: apiKey } = await adminCall('POST', `/organisations/${organisation.id}/projects`, { name: 'bench' });

@@ -1,7 +1,9 @@
 /**
  * Claude Code as released, headless, through the whole gateway: the pinned `@anthropic-ai/claude-code`
  * (root package.json) runs `claude -p` against the proxy's `/v1/messages` with the gateway key, once
- * on an OpenAI-compatible model and once on an Anthropic-backed one, each behind a fake upstream.
+ * on an OpenAI-compatible model and once on an Anthropic-backed one, each behind a fake upstream,
+ * and once more on the Anthropic-backed one with no ANTHROPIC_*_MODEL variable at all: its built-in
+ * model names reach the model through platform aliases (docs/model-aliases.md).
  * The fake answers the first turn with a call of Claude Code's own Read tool on a file of a temp
  * folder, Claude Code reads it and sends the result back, and the fake answers that with text: a
  * tool round trip, streamed (Claude Code always streams). The money is asserted to the µ₹: one
@@ -22,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countWords, fakePromptTokens, startFakeUpstream, type FakeUpstream, type RecordedRequest } from '@gateway/fake-upstream';
 import { testPostgresUrl } from '@gateway/testkit';
+import { agentBuiltInModelNames } from '@gateway/admin';
 import { startCaptureProxy, startEgressTrap } from '../support/capture-proxy.ts';
 import { e2eCostMicros, e2ePrices, startE2eGateway, type E2eGateway } from '../support/e2e-gateway.ts';
 
@@ -58,20 +61,24 @@ function run(args: string[], env: Record<string, string>, cwd: string): Promise<
 
 /**
  * Claude Code's environment: the gateway as its Anthropic API, the model slug for every model it
- * would pick, and everything that phones home switched off (as its documentation names them).
+ * would pick (none: its built-in names, which reach a gateway model through aliases), and
+ * everything that phones home switched off (as its documentation names them).
  */
-function claudeEnv(home: string, baseUrl: string, apiKey: string, slug: string): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: home,
-    CLAUDE_CONFIG_DIR: join(home, '.claude'),
-    ANTHROPIC_BASE_URL: baseUrl,
-    ANTHROPIC_API_KEY: apiKey,
+function claudeEnv(home: string, baseUrl: string, apiKey: string, slug: string | undefined): Record<string, string> {
+  const models: Record<string, string> = slug === undefined ? {} : {
     ANTHROPIC_MODEL: slug,
     ANTHROPIC_SMALL_FAST_MODEL: slug,
     ANTHROPIC_DEFAULT_HAIKU_MODEL: slug,
     ANTHROPIC_DEFAULT_SONNET_MODEL: slug,
     ANTHROPIC_DEFAULT_OPUS_MODEL: slug,
+  };
+  return {
+    ...models,
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home,
+    CLAUDE_CONFIG_DIR: join(home, '.claude'),
+    ANTHROPIC_BASE_URL: baseUrl,
+    ANTHROPIC_API_KEY: apiKey,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_TELEMETRY: '1',
     DISABLE_ERROR_REPORTING: '1',
@@ -128,9 +135,14 @@ describe('Claude Code as released, headless through the gateway', () => {
     expect(stdout.trim()).toBe(`${pinned} (Claude Code)`);
   });
 
-  for (const kind of ['openai_compatible', 'anthropic'] as const) {
-    it(`claude -p reads a file with its Read tool through a ${kind} model, streamed, and the ledger charges exactly the priced usage`, async () => {
+  for (const [kind, modelVariables] of [['openai_compatible', true], ['anthropic', true], ['anthropic', false]] as const) {
+    const how = modelVariables ? 'with ANTHROPIC_*_MODEL set to the slug' : 'with NO model variables (its built-in names reach the model through platform aliases)';
+    it(`claude -p reads a file with its Read tool through a ${kind} model ${how}, streamed, and the ledger charges exactly the priced usage`, async () => {
       const slug = kind === 'anthropic' ? claudeSlug : openaiSlug;
+      if (!modelVariables) {
+        // As the platform admin would: every built-in name of the pinned release reaches the model.
+        for (const name of agentBuiltInModelNames.claudeCode) await gateway.admin('PUT', `/model-aliases/${name}`, { gateway_model: slug });
+      }
       const upstream = kind === 'anthropic' ? anthropicUpstream : gateway.upstream;
       const work = await mkdtemp(join(home, `work-${kind}-`));
       const file = join(work, 'note.txt');
@@ -144,7 +156,7 @@ describe('Claude Code as released, headless through the gateway', () => {
       const baseUrl = capture.baseUrl;
       const { code, stdout, stderr } = await run(
         ['-p', prompt, '--output-format', 'json', '--max-turns', '4', '--allowedTools', 'Read'],
-        { ...claudeEnv(home, baseUrl, gateway.apiKey, slug), ...egress.proxyEnv }, work,
+        { ...claudeEnv(home, baseUrl, gateway.apiKey, modelVariables ? slug : undefined), ...egress.proxyEnv }, work,
       );
       expect({ code, stderr: stderr.slice(0, 2000) }, stdout.slice(0, 2000)).toMatchObject({ code: 0 });
       expect(egress.attempts, 'traffic beyond loopback').toEqual([]);
@@ -162,6 +174,11 @@ describe('Claude Code as released, headless through the gateway', () => {
 
       // Two upstream calls, both streamed: the tool call, then the answer to the file's content.
       const received: RecordedRequest[] = upstream.requests.slice(calls);
+      if (!modelVariables) {
+        // It asked for its own default name; the upstream saw the slug's upstream model, never that name.
+        const asked = received.map((request) => (request.body as Record<string, unknown>).model);
+        expect(new Set(asked)).toEqual(new Set(['claude-cc-model']));
+      }
       expect(received.map((request) => [request.path, (request.body as Record<string, unknown>).stream])).toEqual(
         kind === 'anthropic' ? [['/v1/messages', true], ['/v1/messages', true]] : [['/v1/chat/completions', true], ['/v1/chat/completions', true]],
       );
@@ -193,7 +210,8 @@ describe('Claude Code as released, headless through the gateway', () => {
       if (kind === 'openai_compatible') expect(answer).toBe('w1 w2 w3 w4');
       const after = await gateway.settledBalance();
       const usage = await gateway.admin('GET', `/organisations/${gateway.organisationId}/usage`);
-      const records = (usage.data as Array<Record<string, any>>).filter((record) => record.model === slug);
+      // Newest first: this run's two records are the slug's latest.
+      const records = (usage.data as Array<Record<string, any>>).filter((record) => record.model === slug).slice(0, 2);
       const expectedMicros = expectedTokens.map(({ input, output }) => e2eCostMicros(input, output));
       expect(records.map((record) => [record.input_tokens, record.output_tokens, record.cost_micros, record.usage_source]).sort())
         .toEqual(expectedTokens.map(({ input, output }, index) => [input, output, expectedMicros[index]!.toString(), 'upstream']).sort());
@@ -201,6 +219,7 @@ describe('Claude Code as released, headless through the gateway', () => {
       expect(after.held_micros).toBe('0');
       expect(BigInt(before.available_micros as string) - BigInt(after.available_micros as string)).toBe(total);
       expect(BigInt(after.debited_micros as string) - BigInt(before.debited_micros as string)).toBe(total);
+      if (!modelVariables) process.stdout.write(`claude-code e2e, no model variables: 2 calls as ${slug}, charged ${total} µ₹ (${expectedMicros.join(' + ')})\n`);
     }, 60_000);
   }
 });

@@ -5,6 +5,7 @@ import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
 import { createServiceMetrics, startMetricsServer, type AdminMetrics } from '@gateway/telemetry';
+import { agentBuiltInModelNames } from './domain/agent-model-names.ts';
 import { prepareAdminSchema } from './admin-schema.ts';
 import type { AdminConfig } from './config.ts';
 import { configMethodRoles } from './config-stream/config-method-roles.ts';
@@ -138,6 +139,11 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
 
     if (config.DEMO_UPSTREAM_URL !== undefined && await service.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
       logger.info({ slug: 'demo' }, 'demo gateway model created');
+      // With the demo model, the agents' built-in names reach it: Claude Code and Codex work with
+      // no model variables (README, "Agents"). Only when the demo model is created, so an alias an
+      // admin deleted later does not come back on the next start.
+      const aliases = await service.seedPlatformModelAliases([...agentBuiltInModelNames.claudeCode, ...agentBuiltInModelNames.codex], 'demo');
+      logger.info({ slug: 'demo', aliases: aliases.length }, 'demo model aliases created');
     }
     // Models stored under a laxer setting (or whose names moved) are not served: docs/admin-api.md.
     await withholdRefusedUpstreams(db, refusedUpstreams, { allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS }, resolveHost, logger);

@@ -73,7 +73,7 @@ describe('the config stream', () => {
     expect(snapshot.producedAtMs).toBeGreaterThan(0n);
     expect(snapshot.organisations).toContainEqual({
       id: organisation.id, status: configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE,
-      billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 77, allowedGatewayModelSlugs: ['stream-model'],
+      billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 77, allowedGatewayModelSlugs: ['stream-model'], modelAliases: {},
     });
     expect(snapshot.projects).toContainEqual({ id: created.project.id, organisationId: organisation.id, disabled: false });
     expect(snapshot.apiKeys).toContainEqual({ keyHash: hashSecret(created.api_key), keyId: created.project.api_key.id, projectId: created.project.id });

@@ -2,3 +2,4 @@
 export { createAdminApp, type AdminApp, type AdminAppDeps } from './app.ts';
 export { adminConfigSchema, loadAdminConfig, type AdminConfig } from './config.ts';
 export { providerKinds, type ProviderKind } from './domain/provider-kinds.ts';
+export { agentBuiltInModelNames } from './domain/agent-model-names.ts';

@@ -12,6 +12,7 @@ import { isWellFormedSecret, issueSecret } from '@gateway/secrets';
 import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { createAdminApp, type AdminApp } from './app.ts';
 import { loadAdminConfig } from './config.ts';
+import { agentBuiltInModelNames } from './domain/agent-model-names.ts';
 import { gatewayModelResponse } from './http/response-schemas.ts';
 import { captureLogs } from './test-support/captured-logs.ts';
 import { startFakeLedger } from './test-support/fake-ledger.ts';
@@ -63,8 +64,15 @@ describe('the admin on embedded PGlite', () => {
       expect(organisation.status).toBe(201);
       const project = await call(first, issued[0]!, 'POST', `/admin/v1/organisations/${organisation.json.id}/projects`, { name: 'p' });
       expect(project.status).toBe(201);
+      // The embedded demo seeds the agents' built-in names onto the demo model (README, "Agents").
+      const aliases = await call(first, issued[0]!, 'GET', '/admin/v1/model-aliases');
+      expect(aliases.json.data.map((alias: { alias: string }) => alias.alias).sort())
+        .toEqual([...agentBuiltInModelNames.claudeCode, ...agentBuiltInModelNames.codex].sort());
+      expect(new Set(aliases.json.data.map((alias: { gateway_model: string }) => alias.gateway_model))).toEqual(new Set(['demo']));
       const proxy = connectFakeProxy(`127.0.0.1:${first.ports.grpc}`, 'pglite-proxy', { autoAck: true });
-      versionBeforeRestart = (await proxy.next((update) => update.full)).version;
+      const full = await proxy.next((update) => update.full);
+      versionBeforeRestart = full.version;
+      expect(full.platformModelAliases).toMatchObject({ 'claude-opus-5-5': 'demo', 'gpt-6.2-sol': 'demo' });
       proxy.close();
     } finally {
       await first.close();

@@ -50,7 +50,7 @@ describe('splitConfigUpdate', () => {
 describe('fullConfigUpdate', () => {
   it('carries the tool-call id key with the snapshot', () => {
     const toolCallIdKey = Buffer.alloc(32, 3);
-    const update = fullConfigUpdate({ version: 7n, organisations: [], projects: [], apiKeys: [], gatewayModels: [] }, 1, toolCallIdKey);
+    const update = fullConfigUpdate({ version: 7n, organisations: [], projects: [], apiKeys: [], gatewayModels: [], platformModelAliases: {} }, 1, toolCallIdKey);
     expect(update).toMatchObject({ version: 7n, full: true, toolCallIdKey });
   });
 });

@@ -1,6 +1,7 @@
 import { configV1 } from '@gateway/contracts';
-import type { Organisation } from '../domain/admin-records.ts';
-import type { ConfigDelta, ConfigSnapshot, SnapshotApiKey, SnapshotGatewayModel, SnapshotProject } from '../domain/config-snapshot.ts';
+import type {
+  ConfigDelta, ConfigSnapshot, SnapshotApiKey, SnapshotGatewayModel, SnapshotOrganisation, SnapshotProject,
+} from '../domain/config-snapshot.ts';
 
 const organisationStatus = {
   active: configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE,
@@ -19,13 +20,14 @@ const billingMode = {
  */
 export const maxConfigUpdateBytes = 3 * 1024 * 1024;
 
-function organisationMessage(organisation: Organisation): configV1.Organisation {
+function organisationMessage(organisation: SnapshotOrganisation): configV1.Organisation {
   return {
     id: organisation.id,
     status: organisationStatus[organisation.status],
     billingMode: billingMode[organisation.billingMode],
     rpmLimit: organisation.rpmLimit,
     allowedGatewayModelSlugs: organisation.allowedGatewayModels,
+    modelAliases: organisation.modelAliases,
   };
 }
 
@@ -74,6 +76,7 @@ export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number,
     projects: snapshot.projects.map(projectMessage),
     apiKeys: snapshot.apiKeys.map(apiKeyMessage),
     gatewayModels: snapshot.gatewayModels.map(gatewayModelMessage),
+    platformModelAliases: snapshot.platformModelAliases,
     producedAtMs: BigInt(producedAtMs),
   });
 }
@@ -91,6 +94,8 @@ export function deltaConfigUpdate(delta: ConfigDelta, producedAtMs: number): con
     removedProjectIds: delta.removedProjectIds,
     removedKeyHashes: delta.removedKeyHashes,
     removedGatewayModelSlugs: delta.removedGatewayModelSlugs,
+    platformModelAliases: delta.platformModelAliases,
+    removedPlatformModelAliases: delta.removedPlatformModelAliases,
     producedAtMs: BigInt(producedAtMs),
   });
 }
@@ -103,7 +108,8 @@ export function heartbeatConfigUpdate(version: bigint, producedAtMs: number): co
 /** Upper estimate of one entry's encoded size, bytes: its strings plus tag and length overhead. */
 const stringBytes = (value: string) => Buffer.byteLength(value) + 3;
 const entrySizes = {
-  organisation: (o: configV1.Organisation) => stringBytes(o.id) + o.allowedGatewayModelSlugs.reduce((sum, slug) => sum + stringBytes(slug), 0) + 24,
+  organisation: (o: configV1.Organisation) => stringBytes(o.id) + o.allowedGatewayModelSlugs.reduce((sum, slug) => sum + stringBytes(slug), 0) + 24
+    + Object.entries(o.modelAliases).reduce((sum, [name, slug]) => sum + stringBytes(name) + stringBytes(slug) + 3, 0),
   project: (p: configV1.Project) => stringBytes(p.id) + stringBytes(p.organisationId) + 8,
   apiKey: (k: configV1.ApiKey) => stringBytes(k.keyHash) + stringBytes(k.keyId) + stringBytes(k.projectId) + 6,
   gatewayModel: (m: configV1.GatewayModel) => stringBytes(m.slug) + stringBytes(m.displayName) + 128
@@ -120,10 +126,15 @@ const entrySizes = {
  */
 export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxConfigUpdateBytes): configV1.ConfigUpdate[] {
   const parts: configV1.ConfigUpdate[] = [];
+  // The platform aliases ride in the first part: a few hundred names at most, and a full
+  // snapshot's first part must carry all of them (an alias absent from a full update is gone).
   let current = configV1.ConfigUpdate.fromPartial({
     version: update.version, full: update.full, producedAtMs: update.producedAtMs, toolCallIdKey: update.toolCallIdKey,
+    platformModelAliases: update.platformModelAliases, removedPlatformModelAliases: update.removedPlatformModelAliases,
   });
-  let currentBytes = 32 + (update.toolCallIdKey?.length ?? 0);
+  let currentBytes = 32 + (update.toolCallIdKey?.length ?? 0)
+    + Object.entries(update.platformModelAliases).reduce((sum, [name, slug]) => sum + stringBytes(name) + stringBytes(slug) + 3, 0)
+    + update.removedPlatformModelAliases.reduce((sum, name) => sum + stringBytes(name), 0);
   const add = <Entry>(field: 'organisations' | 'projects' | 'apiKeys' | 'gatewayModels' | 'removedOrganisationIds' | 'removedProjectIds' | 'removedKeyHashes' | 'removedGatewayModelSlugs', entry: Entry, bytes: number) => {
     if (currentBytes + bytes > maxBytes && currentBytes > 32) {
       parts.push(current);

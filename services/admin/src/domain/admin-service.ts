@@ -8,6 +8,7 @@ import type { ConfigPublisher } from './config-publisher.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
 import { createGatewayModelsService } from './gateway-models-service.ts';
 import type { LedgerPort } from './ledger-port.ts';
+import { createModelAliasesService } from './model-aliases-service.ts';
 import { createOrganisationsService } from './organisations-service.ts';
 import { createProjectBudgetsService } from './project-budgets-service.ts';
 import { createProjectsService } from './projects-service.ts';
@@ -75,6 +76,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     ...createProjectBudgetsService({ db, ledger, access }),
     ...createGatewayModelsService({ db, cipher, publisher, allowPrivateUpstreams: deps.allowPrivateUpstreams, resolveHost: deps.resolveHost }),
     ...createAdminTokensService({ db, access }),
+    ...createModelAliasesService({ db, publisher, access }),
     ...createAuditService({ db, access }),
     ...createPeopleService({ db, access, config: deps.config, logger: deps.logger }),
     ...createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents, resolveHost: deps.resolveHost }),

@@ -2,6 +2,7 @@ import type { Database, Queryable } from '@gateway/db';
 import type { GatewayModel, Organisation } from './admin-records.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
 import { allGatewayModels, gatewayModelsBySlug, type StoredGatewayModel } from './gateway-model-store.ts';
+import { platformModelAliasesNamed } from './model-alias-store.ts';
 import { allowsPrivateUpstream } from './upstream-url.ts';
 
 /** A project as proxies see it. */
@@ -24,6 +25,9 @@ export interface SnapshotApiKey {
  */
 export type SnapshotGatewayModel = GatewayModel & { upstreamApiKey: string; allowPrivateNetwork: boolean };
 
+/** An organisation as proxies see it: with its own model aliases, name -> gateway model slug. */
+export type SnapshotOrganisation = Organisation & { modelAliases: Record<string, string> };
+
 /** What the admin's SSRF setting and its start-time re-check make of the stored gateway models. */
 export interface ConfigSnapshotOptions {
   /**
@@ -45,11 +49,13 @@ export interface ConfigSnapshotOptions {
 export interface ConfigSnapshot {
   /** The config version this snapshot is exactly the state of. */
   version: bigint;
-  organisations: Organisation[];
+  organisations: SnapshotOrganisation[];
   projects: SnapshotProject[];
   /** Active keys only; a revoked key is simply absent. */
   apiKeys: SnapshotApiKey[];
   gatewayModels: SnapshotGatewayModel[];
+  /** Every platform-wide model alias, name -> gateway model slug. */
+  platformModelAliases: Record<string, string>;
 }
 
 /**
@@ -60,7 +66,7 @@ export interface ConfigSnapshot {
 export interface ConfigDelta {
   fromVersion: bigint;
   version: bigint;
-  organisations: Organisation[];
+  organisations: SnapshotOrganisation[];
   projects: SnapshotProject[];
   apiKeys: SnapshotApiKey[];
   gatewayModels: SnapshotGatewayModel[];
@@ -68,6 +74,10 @@ export interface ConfigDelta {
   removedProjectIds: string[];
   removedKeyHashes: string[];
   removedGatewayModelSlugs: string[];
+  /** Platform aliases added or retargeted since `fromVersion`, name -> slug. */
+  platformModelAliases: Record<string, string>;
+  /** Names of platform aliases deleted since `fromVersion`. */
+  removedPlatformModelAliases: string[];
 }
 
 /** Produces full snapshots and deltas of the configuration proxies serve from. */
@@ -85,12 +95,12 @@ export interface ConfigSnapshotSource {
 
 /** One entity whose state proxies must learn about: the unit of the change log. */
 export interface ConfigChange {
-  kind: 'organisation' | 'project' | 'api_key' | 'gateway_model';
-  /** Organisation, project or key id, or gateway model slug. */
+  kind: 'organisation' | 'project' | 'api_key' | 'gateway_model' | 'platform_model_alias';
+  /** Organisation, project or key id, gateway model slug, or platform alias name (an organisation's aliases travel with it). */
   ref: string;
 }
 
-/** The change-log entry of an organisation, project, key or model, for bumpConfigVersion. */
+/** The change-log entry of an organisation, project, key, model or platform alias, for bumpConfigVersion. */
 export function configChange(kind: ConfigChange['kind'], ref: string): ConfigChange {
   return { kind, ref };
 }
@@ -134,18 +144,22 @@ interface OrganisationSnapshotRow {
   rpm_limit: number;
   created_at: Date;
   allowed: string[];
+  aliases: Array<[string, string]> | null;
 }
 
 const selectSnapshotOrganisations = `
   SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.created_at,
          ARRAY(SELECT m.gateway_model_slug FROM organisation_allowed_models m
-               WHERE m.organisation_id = o.id ORDER BY m.gateway_model_slug) AS allowed
+               WHERE m.organisation_id = o.id ORDER BY m.gateway_model_slug) AS allowed,
+         (SELECT json_agg(json_build_array(a.alias, a.gateway_model_slug) ORDER BY a.alias) FROM organisation_model_aliases a
+               WHERE a.organisation_id = o.id) AS aliases
   FROM organisations o`;
 
-function toOrganisation(row: OrganisationSnapshotRow): Organisation {
+function toOrganisation(row: OrganisationSnapshotRow): SnapshotOrganisation {
   return {
     id: row.id, name: row.name, status: row.status, billingMode: row.billing_mode,
     rpmLimit: row.rpm_limit, allowedGatewayModels: row.allowed, createdAt: row.created_at,
+    modelAliases: Object.fromEntries(row.aliases ?? []),
   };
 }
 
@@ -180,6 +194,7 @@ export function createConfigSnapshotSource(
       const delta: ConfigDelta = {
         fromVersion, version, organisations: [], projects: [], apiKeys: [], gatewayModels: [],
         removedOrganisationIds: [], removedProjectIds: [], removedKeyHashes: [], removedGatewayModelSlugs: [],
+        platformModelAliases: {}, removedPlatformModelAliases: [],
       };
       if (version === fromVersion) return delta;
       const changes = await tx.query<ConfigChange>(
@@ -190,6 +205,7 @@ export function createConfigSnapshotSource(
       const projectIds = refsOf('project');
       const keyIds = refsOf('api_key');
       const slugs = refsOf('gateway_model');
+      const aliasNames = refsOf('platform_model_alias');
 
       if (organisationIds.length > 0) {
         const { rows } = await tx.query<OrganisationSnapshotRow>(`${selectSnapshotOrganisations} WHERE o.id = ANY($1::text[])`, [organisationIds]);
@@ -220,6 +236,11 @@ export function createConfigSnapshotSource(
         const found = new Set(models.map((model) => model.slug));
         delta.removedGatewayModelSlugs = slugs.filter((slug) => !found.has(slug));
       }
+      if (aliasNames.length > 0) {
+        const aliases = await platformModelAliasesNamed(tx, aliasNames);
+        delta.platformModelAliases = Object.fromEntries(aliases);
+        delta.removedPlatformModelAliases = aliasNames.filter((name) => !Object.hasOwn(delta.platformModelAliases, name));
+      }
       return delta;
     }, { isolation: 'repeatable read' });
   }
@@ -243,6 +264,7 @@ export function createConfigSnapshotSource(
           projects: projects.rows.map((row) => ({ id: row.id, organisationId: row.organisation_id, disabled: row.status !== 'active' })),
           apiKeys: apiKeys.rows.map((row) => ({ keyHash: row.key_hash, keyId: row.id, projectId: row.project_id })),
           gatewayModels: models.filter(served).map(openModel),
+          platformModelAliases: Object.fromEntries(await platformModelAliasesNamed(tx)),
         } satisfies ConfigSnapshot;
       }, { isolation: 'repeatable read' });
       // Versions only grow, so a newer snapshot always replaces the cached one.

@@ -14,6 +14,7 @@ import {
   findGatewayModel, insertGatewayModel, listGatewayModels, updateGatewayModelFields, withoutCredential,
   type GatewayModelChanges, type NewGatewayModel, type StoredGatewayModel,
 } from './gateway-model-store.ts';
+import { aliasNameInUse } from './model-alias-store.ts';
 import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
 import {
   allowsPrivateUpstream, normaliseUpstreamUrl, resolvedHostProblem, resolvesToInternalAddressProblem, upstreamUrlProblem,
@@ -188,6 +189,11 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
       requireUpstreamUrl(input.upstream.baseUrl, input.upstream.providerKind, allowPrivateNetwork);
       await requireResolvedUpstream(input.upstream.baseUrl, allowPrivateNetwork);
       const { version, stored } = await db.transaction(async (tx) => {
+        // The proxy resolves a slug before any alias: a new slug equal to an alias would silently
+        // take that name from the model its users reach now (docs/model-aliases.md).
+        if (await aliasNameInUse(tx, input.slug)) {
+          throw new GatewayError('conflict', { publicMessage: `The slug "${input.slug}" is in use as a model alias; delete or rename the alias first.`, param: 'slug' });
+        }
         const { upstream: { apiKey, ...upstream }, ...fields } = input;
         const inserted = await insertGatewayModel(tx, {
           ...fields,

@@ -16,6 +16,7 @@ import {
 } from './response-schemas.ts';
 import { defineRoute, routeErrors, type AdminRoute } from './route-definition.ts';
 import { alertRoutes } from './alert-routes.ts';
+import { modelAliasRoutes } from './model-alias-routes.ts';
 import { analyticsRoutes } from './analytics-routes.ts';
 import { peopleRoutes } from './people-routes.ts';
 import { billingRoutes } from './billing-routes.ts';
@@ -374,6 +375,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     }),
     ...peopleRoutes(),
     ...alertRoutes(),
+    ...modelAliasRoutes(),
     ...analyticsRoutes(),
     ...billingRoutes(),
     ...invoiceRoutes(),

@@ -198,6 +198,7 @@ export class ConfigStreamClient {
         version: update.version.toString(), full: update.full,
         organisations: result.snapshot.organisationsById.size, projects: result.snapshot.projectsById.size,
         keys: result.snapshot.keysByHash.size, models: result.snapshot.modelsBySlug.size,
+        platformModelAliases: result.snapshot.platformModelAliases.size,
       }, 'config applied');
     }
     void stream.send({ proxyId: this.#options.proxyId, appliedVersion: update.version, error: '' });

@@ -16,6 +16,15 @@ export interface ConfigDecodeOptions {
 
 const hexSha256Pattern = /^[0-9a-f]{64}$/;
 
+/** One empty map shared by every organisation without aliases (most of them), so they cost no allocation. */
+const noAliases: ReadonlyMap<string, string> = new Map();
+
+/** An alias map off the wire (name -> slug); entries with an empty name or slug are left out. */
+function aliasMapFrom(aliases: { [name: string]: string }): ReadonlyMap<string, string> {
+  const entries = Object.entries(aliases).filter(([name, slug]) => name !== '' && slug !== '');
+  return entries.length === 0 ? noAliases : new Map(entries);
+}
+
 function organisationFrom(message: configV1.Organisation): OrganisationEntry | string {
   if (message.id === '') return 'organisation without id';
   let billingMode: OrganisationEntry['billingMode'];
@@ -29,6 +38,7 @@ function organisationFrom(message: configV1.Organisation): OrganisationEntry | s
     billingMode,
     rpmLimit: message.rpmLimit,
     allowedModelSlugs: new Set(message.allowedGatewayModelSlugs),
+    modelAliases: aliasMapFrom(message.modelAliases),
   };
 }
 
@@ -124,6 +134,8 @@ export function configChangeFromProto(update: configV1.ConfigUpdate, options: Co
     removedProjectIds: update.removedProjectIds,
     removedKeyHashes: update.removedKeyHashes.map((hash) => hash.toLowerCase()),
     removedGatewayModelSlugs: update.removedGatewayModelSlugs,
+    platformModelAliases: [...aliasMapFrom(update.platformModelAliases)],
+    removedPlatformModelAliases: update.removedPlatformModelAliases,
     // A key of another size cannot seal ids: held as none (the proxy then uses a key of its own and warns).
     toolCallIdKey: update.toolCallIdKey?.length === toolCallIdKeyBytes ? update.toolCallIdKey : undefined,
   };

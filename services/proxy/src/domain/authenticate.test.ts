@@ -14,8 +14,9 @@ function snapshotWith(organisation: Partial<OrganisationEntry> = {}, project: Pa
     version: 1n,
     keysByHash,
     projectsById: new Map([['p1', { id: 'p1', organisationId: 'o1', disabled: false, ...project }]]),
-    organisationsById: new Map([['o1', { id: 'o1', status: 'active', billingMode: 'commercial', rpmLimit: 1, allowedModelSlugs: new Set<string>(), ...organisation }]]),
+    organisationsById: new Map([['o1', { id: 'o1', status: 'active', billingMode: 'commercial', rpmLimit: 1, allowedModelSlugs: new Set<string>(), modelAliases: new Map(), ...organisation }]]),
     modelsBySlug: new Map(),
+    platformModelAliases: new Map(),
   };
   return { snapshot, lookups };
 }

@@ -9,7 +9,7 @@ const hashB = 'b'.repeat(64);
 const hashC = 'c'.repeat(64);
 
 function organisation(id: string): ConfigItem<OrganisationEntry> {
-  return { key: id, entry: { id, status: 'active', billingMode: 'commercial', rpmLimit: 5, allowedModelSlugs: new Set(['m1']) } };
+  return { key: id, entry: { id, status: 'active', billingMode: 'commercial', rpmLimit: 5, allowedModelSlugs: new Set(['m1']), modelAliases: new Map() } };
 }
 
 function project(id: string, organisationId = 'o1'): ConfigItem<ProjectEntry> {
@@ -37,6 +37,7 @@ function delta(version: bigint, parts: Partial<ConfigChange> = {}): ConfigChange
   return {
     version, full: false, organisations: [], projects: [], apiKeys: [], gatewayModels: [],
     removedOrganisationIds: [], removedProjectIds: [], removedKeyHashes: [], removedGatewayModelSlugs: [],
+    platformModelAliases: [], removedPlatformModelAliases: [],
     ...parts,
   };
 }

@@ -17,6 +17,11 @@ export interface OrganisationEntry {
   /** Requests per minute of the organisation's one pool; 0 means no limit. */
   rpmLimit: number;
   allowedModelSlugs: ReadonlySet<string>;
+  /**
+   * The organisation's own model aliases, name -> gateway model slug; they override the
+   * platform's aliases of the same name (domain/model-aliases.ts). Empty for most.
+   */
+  modelAliases: ReadonlyMap<string, string>;
 }
 
 /** A project as the proxy serves it. */
@@ -82,6 +87,8 @@ export interface ConfigSnapshot {
   readonly projectsById: ReadonlyMap<string, ProjectEntry>;
   readonly organisationsById: ReadonlyMap<string, OrganisationEntry>;
   readonly modelsBySlug: ReadonlyMap<string, GatewayModelEntry>;
+  /** Platform-wide model aliases, name -> gateway model slug (domain/model-aliases.ts). */
+  readonly platformModelAliases: ReadonlyMap<string, string>;
   /**
    * The 32-byte key tool-call ids are sealed with, the same on every replica of one admin
    * (domain/tool-call-id-codec.ts); undefined when the admin sent none. Never logged.
@@ -96,6 +103,7 @@ export interface LiveConfigSnapshot extends ConfigSnapshot {
   readonly projectsById: Map<string, ProjectEntry>;
   readonly organisationsById: Map<string, OrganisationEntry>;
   readonly modelsBySlug: Map<string, GatewayModelEntry>;
+  readonly platformModelAliases: Map<string, string>;
   toolCallIdKey?: Uint8Array;
 }
 
@@ -133,6 +141,10 @@ export interface ConfigChange {
   /** Lower-case hex SHA-256 of each removed key. */
   removedKeyHashes: readonly string[];
   removedGatewayModelSlugs: readonly string[];
+  /** Platform aliases (name, slug) added or retargeted; in a full change, all of them. */
+  platformModelAliases: ReadonlyArray<readonly [string, string]>;
+  /** Names of platform aliases deleted (a delta only). */
+  removedPlatformModelAliases: readonly string[];
   /** The tool-call id key a full change brings (undefined: none, an older admin); a delta's is ignored, the held key stays. */
   toolCallIdKey?: Uint8Array;
 }
@@ -173,7 +185,8 @@ function isHeartbeat(change: ConfigChange): boolean {
   return !change.full && change.organisations.length === 0 && change.projects.length === 0
     && change.apiKeys.length === 0 && change.gatewayModels.length === 0
     && change.removedOrganisationIds.length === 0 && change.removedProjectIds.length === 0
-    && change.removedKeyHashes.length === 0 && change.removedGatewayModelSlugs.length === 0;
+    && change.removedKeyHashes.length === 0 && change.removedGatewayModelSlugs.length === 0
+    && change.platformModelAliases.length === 0 && change.removedPlatformModelAliases.length === 0;
 }
 
 /**
@@ -204,7 +217,7 @@ export function applyConfigChange(current: LiveConfigSnapshot | undefined, chang
   const target: LiveConfigSnapshot = change.full || current === undefined
     ? {
       version: change.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map(),
-      toolCallIdKey: change.toolCallIdKey,
+      platformModelAliases: new Map(), toolCallIdKey: change.toolCallIdKey,
     }
     : current;
 
@@ -218,12 +231,14 @@ export function applyConfigChange(current: LiveConfigSnapshot | undefined, chang
   for (const id of change.removedProjectIds) target.projectsById.delete(id);
   for (const hash of change.removedKeyHashes) target.keysByHash.delete(hash);
   for (const slug of change.removedGatewayModelSlugs) target.modelsBySlug.delete(slug);
+  for (const name of change.removedPlatformModelAliases) target.platformModelAliases.delete(name);
 
   const problems: string[] = [];
   upsertAll(target.organisationsById, change.organisations, problems);
   upsertAll(target.projectsById, change.projects, problems);
   upsertAll(target.keysByHash, change.apiKeys, problems);
   upsertAll(target.modelsBySlug, change.gatewayModels, problems);
+  for (const [name, slug] of change.platformModelAliases) target.platformModelAliases.set(name, slug);
   target.version = change.version;
 
   return { ok: true, changed: true, problems, snapshot: target };

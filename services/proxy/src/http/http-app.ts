@@ -6,6 +6,7 @@ import type { HealthProbes } from '@gateway/service-runtime';
 import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { ConfigSnapshot, GatewayModelEntry, GatewayModelKind, OrganisationEntry } from '../domain/config-snapshot.ts';
 import type { Ledger } from '../domain/ledger-port.ts';
+import { resolveModelName } from '../domain/model-aliases.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision, type RateLimiter } from '../domain/rate-limit.ts';
 import type { ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
@@ -80,11 +81,12 @@ export interface InferenceRouteKit {
    */
   readBodyWithinRateLimit(req: Request, res: Response, context: RequestContext, caller: AuthenticatedCaller): Promise<unknown>;
   /**
-   * The gateway model a request names, when it exists, the organisation may use it and it is of
-   * `kind` (a 400 naming the endpoint to use otherwise); sets the observer's model label either way.
+   * The gateway model a request names (its slug, or an alias of it: domain/model-aliases.ts), when
+   * it exists, the organisation may use it and it is of `kind` (a 400 naming the endpoint to use
+   * otherwise); sets the observer's model label either way.
    */
   resolveModel(
-    snapshot: ConfigSnapshot, caller: AuthenticatedCaller, slug: string, kind: GatewayModelKind, observer: RequestObserver, stream: boolean,
+    snapshot: ConfigSnapshot, caller: AuthenticatedCaller, name: string, kind: GatewayModelKind, observer: RequestObserver, stream: boolean,
   ): GatewayModelEntry;
   /** The upstream adapter of a model's provider kind (503 when this proxy has none). */
   adapterOf(model: GatewayModelEntry): UpstreamAdapter;
@@ -323,11 +325,15 @@ export function createHttpApp(services: HttpAppServices): Express {
       if ('error' in read) throw read.error;
       return read.json;
     },
-    resolveModel(snapshot, caller, slug, kind, observer, stream) {
-      // The label is the slug when the snapshot has it (bounded by the catalogue), whatever the client sent otherwise.
-      if (snapshot.modelsBySlug.has(slug)) observer.modelResolved(slug, stream);
+    resolveModel(snapshot, caller, name, kind, observer, stream) {
+      // A slug or an alias of one (domain/model-aliases.ts); from here on only the slug's model
+      // counts: the allowed-models rule, prices, the Reserve, usage records and the response's `model`.
+      const resolved = resolveModelName(snapshot, caller.organisation, name);
+      // The label is the slug when the name reaches one (bounded by the catalogue), whatever the client sent otherwise.
+      if (resolved !== undefined) observer.modelResolved(resolved.slug, stream);
       else observer.modelUnknown(stream);
-      const model = modelAllowed(snapshot, caller.organisation, slug);
+      if (resolved === undefined || !caller.organisation.allowedModelSlugs.has(resolved.slug)) throw sameAnswerForMissingModel(name);
+      const model = resolved;
       if (model.kind !== kind) {
         throw new GatewayError('invalid_request', {
           param: 'model',

@@ -7,6 +7,7 @@ import { AnalyticsPage } from './analytics.tsx';
 import { BillingPage } from './billing.tsx';
 import { InvoicesPage } from './invoices.tsx';
 import { MembersPage } from './members.tsx';
+import { ModelAliasesPage } from './model-aliases.tsx';
 import { OverviewPage } from './overview.tsx';
 import { PlatformPage } from './platform.tsx';
 import { ProjectsPage } from './projects.tsx';
@@ -32,6 +33,7 @@ export const pageRoutes: PageRoute[] = [
   { path: '/members', title: 'Members', component: MembersPage, access: { organisationRole: 'viewer' } },
   { path: '/billing', title: 'Billing', component: BillingPage, access: { organisationRole: 'viewer' } },
   { path: '/invoices', title: 'Invoices', component: InvoicesPage, access: { organisationRole: 'viewer' } },
+  { path: '/model-aliases', title: 'Model aliases', component: ModelAliasesPage, access: { organisationRole: 'viewer' } },
   { path: '/platform', title: 'Platform', component: PlatformPage, access: 'platform' },
   { path: '/analytics', title: 'Analytics', component: AnalyticsPage, access: 'platform' },
 ];

@@ -1,5 +1,6 @@
 import type { PageProps } from '../page-props.ts';
 import { PlatformAudit } from './platform-audit.tsx';
+import { PlatformModelAliases } from './model-aliases.tsx';
 import { PlatformModels } from './platform-models.tsx';
 import { PlatformOrganisations } from './platform-organisations.tsx';
 import { PlatformPackages } from './platform-packages.tsx';
@@ -10,6 +11,7 @@ import { PlatformReversals } from './platform-reversals.tsx';
 const sections = [
   { tab: 'organisations', title: 'Organisations' },
   { tab: 'models', title: 'Gateway models' },
+  { tab: 'aliases', title: 'Model aliases' },
   { tab: 'packages', title: 'Top-up packages' },
   { tab: 'reversals', title: 'Payment reversals' },
   { tab: 'people', title: 'People' },
@@ -19,7 +21,7 @@ const sections = [
 type Section = (typeof sections)[number]['tab'];
 
 /**
- * The platform admin's area: organisations, gateway models, top-up packages, payment reversals, people and the audit log, each a
+ * The platform admin's area: organisations, gateway models, model aliases, top-up packages, payment reversals, people and the audit log, each a
  * sub-tab addressed by the hash (#/platform?tab=models), so reloads and the back button keep it.
  */
 export function PlatformPage(props: PageProps) {
@@ -39,6 +41,7 @@ export function PlatformPage(props: PageProps) {
       </nav>
       {current === 'organisations' ? <PlatformOrganisations /> : null}
       {current === 'models' ? <PlatformModels /> : null}
+      {current === 'aliases' ? <PlatformModelAliases /> : null}
       {current === 'packages' ? <PlatformPackages /> : null}
       {current === 'reversals' ? <PlatformReversals /> : null}
       {current === 'people' ? <PlatformPeople /> : null}

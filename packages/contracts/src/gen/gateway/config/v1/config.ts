@@ -91,7 +91,24 @@ export interface ConfigUpdate {
    * replica seals and opens the same ids. Sent in a full update (its first part); a delta keeps
    * the key held. Absent (an older admin): each proxy uses a key of its own. Never logged.
    */
-  toolCallIdKey?: Buffer | undefined;
+  toolCallIdKey?:
+    | Buffer
+    | undefined;
+  /**
+   * Platform-wide model aliases: a name a client may send as `model` (an agent's built-in name,
+   * say) -> the gateway model slug it reaches. In a full update, every platform alias (an alias
+   * absent from it no longer exists); in a delta, the aliases added or retargeted. An
+   * organisation's own aliases (Organisation.model_aliases) win over these; a slug wins over
+   * both (docs/model-aliases.md).
+   */
+  platformModelAliases: { [key: string]: string };
+  /** Platform aliases deleted (a delta only). */
+  removedPlatformModelAliases: string[];
+}
+
+export interface ConfigUpdate_PlatformModelAliasesEntry {
+  key: string;
+  value: string;
 }
 
 export interface Organisation {
@@ -104,6 +121,17 @@ export interface Organisation {
    */
   rpmLimit: number;
   allowedGatewayModelSlugs: string[];
+  /**
+   * The organisation's own model aliases, name -> gateway model slug: every one it has (an
+   * organisation is always sent whole). They override the platform's aliases of the same name.
+   * The resolved slug must still be in allowed_gateway_model_slugs.
+   */
+  modelAliases: { [key: string]: string };
+}
+
+export interface Organisation_ModelAliasesEntry {
+  key: string;
+  value: string;
 }
 
 export interface Project {
@@ -268,6 +296,8 @@ function createBaseConfigUpdate(): ConfigUpdate {
     removedGatewayModelSlugs: [],
     producedAtMs: 0n,
     toolCallIdKey: undefined,
+    platformModelAliases: {},
+    removedPlatformModelAliases: [],
   };
 }
 
@@ -314,6 +344,12 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
     }
     if (message.toolCallIdKey !== undefined) {
       writer.uint32(98).bytes(message.toolCallIdKey);
+    }
+    globalThis.Object.entries(message.platformModelAliases).forEach(([key, value]: [string, string]) => {
+      ConfigUpdate_PlatformModelAliasesEntry.encode({ key: key as any, value }, writer.uint32(106).fork()).join();
+    });
+    for (const v of message.removedPlatformModelAliases) {
+      writer.uint32(114).string(v!);
     }
     return writer;
   },
@@ -427,6 +463,25 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
             message.toolCallIdKey = Buffer.from(reader.bytes());
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            const entry13 = ConfigUpdate_PlatformModelAliasesEntry.decode(reader, reader.uint32());
+            if (entry13.value !== undefined) {
+              message.platformModelAliases[entry13.key] = entry13.value;
+            }
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.removedPlatformModelAliases.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -458,12 +513,91 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
       ? BigInt(object.producedAtMs)
       : 0n;
     message.toolCallIdKey = object.toolCallIdKey ?? undefined;
+    message.platformModelAliases = (globalThis.Object.entries(object.platformModelAliases ?? {}) as [string, string][])
+      .reduce((acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      }, {});
+    message.removedPlatformModelAliases = object.removedPlatformModelAliases?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseConfigUpdate_PlatformModelAliasesEntry(): ConfigUpdate_PlatformModelAliasesEntry {
+  return { key: "", value: "" };
+}
+
+export const ConfigUpdate_PlatformModelAliasesEntry: MessageFns<ConfigUpdate_PlatformModelAliasesEntry> = {
+  encode(message: ConfigUpdate_PlatformModelAliasesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigUpdate_PlatformModelAliasesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigUpdate_PlatformModelAliasesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigUpdate_PlatformModelAliasesEntry>, I>>(
+    base?: I,
+  ): ConfigUpdate_PlatformModelAliasesEntry {
+    return ConfigUpdate_PlatformModelAliasesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigUpdate_PlatformModelAliasesEntry>, I>>(
+    object: I,
+  ): ConfigUpdate_PlatformModelAliasesEntry {
+    const message = createBaseConfigUpdate_PlatformModelAliasesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
 
 function createBaseOrganisation(): Organisation {
-  return { id: "", status: 0, billingMode: 0, rpmLimit: 0, allowedGatewayModelSlugs: [] };
+  return { id: "", status: 0, billingMode: 0, rpmLimit: 0, allowedGatewayModelSlugs: [], modelAliases: {} };
 }
 
 export const Organisation: MessageFns<Organisation> = {
@@ -483,6 +617,9 @@ export const Organisation: MessageFns<Organisation> = {
     for (const v of message.allowedGatewayModelSlugs) {
       writer.uint32(42).string(v!);
     }
+    globalThis.Object.entries(message.modelAliases).forEach(([key, value]: [string, string]) => {
+      Organisation_ModelAliasesEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
+    });
     return writer;
   },
 
@@ -539,6 +676,17 @@ export const Organisation: MessageFns<Organisation> = {
             message.allowedGatewayModelSlugs.push(reader.string());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            const entry6 = Organisation_ModelAliasesEntry.decode(reader, reader.uint32());
+            if (entry6.value !== undefined) {
+              message.modelAliases[entry6.key] = entry6.value;
+            }
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -561,6 +709,84 @@ export const Organisation: MessageFns<Organisation> = {
     message.billingMode = object.billingMode ?? 0;
     message.rpmLimit = object.rpmLimit ?? 0;
     message.allowedGatewayModelSlugs = object.allowedGatewayModelSlugs?.map((e) => e) || [];
+    message.modelAliases = (globalThis.Object.entries(object.modelAliases ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseOrganisation_ModelAliasesEntry(): Organisation_ModelAliasesEntry {
+  return { key: "", value: "" };
+}
+
+export const Organisation_ModelAliasesEntry: MessageFns<Organisation_ModelAliasesEntry> = {
+  encode(message: Organisation_ModelAliasesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Organisation_ModelAliasesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOrganisation_ModelAliasesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Organisation_ModelAliasesEntry>, I>>(base?: I): Organisation_ModelAliasesEntry {
+    return Organisation_ModelAliasesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Organisation_ModelAliasesEntry>, I>>(
+    object: I,
+  ): Organisation_ModelAliasesEntry {
+    const message = createBaseOrganisation_ModelAliasesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
