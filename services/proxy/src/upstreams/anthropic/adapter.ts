@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { imageDataUrlOf, type ChatMessage, type ForwardedParam } from '../../domain/chat-request.ts';
 import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
 import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest } from '../upstream-adapter.ts';
+import { anthropicPromptTokens, anthropicTokenClasses } from './anthropic-token-classes.ts';
 import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
 
 /** The Messages API version the adapter speaks. */
@@ -146,10 +147,6 @@ const messageSchema = z.object({
   stop_reason: z.string().nullish(),
 });
 
-/** Prompt tokens of an Anthropic usage: fresh input plus cache writes and reads (all are billed input). */
-function anthropicPromptTokens(usage: z.infer<typeof anthropicUsageSchema>): number {
-  return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
-}
 
 /**
  * The adapter for Anthropic's Messages API (`provider_kind` `anthropic`), translated both ways:
@@ -208,7 +205,8 @@ export const anthropicAdapter: UpstreamAdapter = {
         toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
       }
     }
-    const reportedUsage = anthropicUsageSchema.safeParse((json as { usage?: unknown }).usage);
+    const usageJson = (json as { usage?: unknown }).usage;
+    const reportedUsage = anthropicUsageSchema.safeParse(usageJson);
     return {
       choices: [{
         index: 0,
@@ -219,7 +217,11 @@ export const anthropicAdapter: UpstreamAdapter = {
         logprobs: null,
       }],
       usage: reportedUsage.success
-        ? { promptTokens: anthropicPromptTokens(reportedUsage.data), completionTokens: reportedUsage.data.output_tokens }
+        ? {
+          promptTokens: anthropicPromptTokens(usageJson as Record<string, unknown>),
+          completionTokens: reportedUsage.data.output_tokens,
+          ...anthropicTokenClasses(usageJson),
+        }
         : undefined,
     };
   },

@@ -7,6 +7,7 @@ import type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest,
 } from '../upstream-adapter.ts';
 import { createOpenAiCompatibleEmbeddings } from './embeddings.ts';
+import { openAiTokenClasses } from './openai-token-classes.ts';
 import { OpenAiStreamDecoder } from './stream-decoder.ts';
 
 const bytesSchema = z.array(z.number().int()).nullish();
@@ -125,9 +126,10 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
 
     parseResponse(json: unknown): NormalizedCompletion {
       const completion = completionSchema.parse(json);
-      const reportedUsage = usageSchema.safeParse((json as { usage?: unknown }).usage);
+      const usageJson = (json as { usage?: unknown }).usage;
+      const reportedUsage = usageSchema.safeParse(usageJson);
       const usage: NormalizedUsage | undefined = reportedUsage.success
-        ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens }
+        ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens, ...openAiTokenClasses(usageJson) }
         : undefined;
       return { choices: completion.choices.map(choiceOf), usage };
     },
