@@ -87,6 +87,11 @@ export interface ConfigSnapshot {
    * (domain/tool-call-id-codec.ts); undefined when the admin sent none. Never logged.
    */
   readonly toolCallIdKey?: Uint8Array;
+  /**
+   * The 32-byte key cacheable prompts are marked with per organisation, the same on every replica
+   * (domain/cache-scope.ts); undefined when the admin sent none. Never logged.
+   */
+  readonly cacheScopeKey?: Uint8Array;
 }
 
 /** The snapshot as its holder owns it: the same maps, writable by applyConfigChange only. */
@@ -97,6 +102,7 @@ export interface LiveConfigSnapshot extends ConfigSnapshot {
   readonly organisationsById: Map<string, OrganisationEntry>;
   readonly modelsBySlug: Map<string, GatewayModelEntry>;
   toolCallIdKey?: Uint8Array;
+  cacheScopeKey?: Uint8Array;
 }
 
 /**
@@ -135,6 +141,8 @@ export interface ConfigChange {
   removedGatewayModelSlugs: readonly string[];
   /** The tool-call id key a full change brings (undefined: none, an older admin); a delta's is ignored, the held key stays. */
   toolCallIdKey?: Uint8Array;
+  /** The cache scope key a full change brings (undefined: none, an older admin); a delta's is ignored, the held key stays. */
+  cacheScopeKey?: Uint8Array;
 }
 
 /**
@@ -205,6 +213,7 @@ export function applyConfigChange(current: LiveConfigSnapshot | undefined, chang
     ? {
       version: change.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map(),
       toolCallIdKey: change.toolCallIdKey,
+      cacheScopeKey: change.cacheScopeKey,
     }
     : current;
 

@@ -8,6 +8,7 @@ import type {
 } from '../upstream-adapter.ts';
 import { createOpenAiCompatibleEmbeddings } from './embeddings.ts';
 import { openAiTokenClasses } from './openai-token-classes.ts';
+import { openAiCacheMessages, openAiCacheTools, openAiPromptCacheKey, type PromptCacheKeyPolicy } from './prompt-cache.ts';
 import { OpenAiStreamDecoder } from './stream-decoder.ts';
 
 const bytesSchema = z.array(z.number().int()).nullish();
@@ -83,6 +84,8 @@ export interface OpenAiCompatibleProvider {
   defaultQuery?: string;
   /** Forwarded params the provider does not support: sending one is a 400 naming it. */
   unsupportedParams?: readonly ForwardedParam[];
+  /** When it is sent a `prompt_cache_key` (prompt-cache.ts); default `never`. */
+  promptCacheKey?: PromptCacheKeyPolicy;
 }
 
 /**
@@ -112,10 +115,13 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
       }
       const body: Record<string, unknown> = {
         model: target.model,
-        messages: chat.request.messages,
+        messages: openAiCacheMessages(chat.request, chat.cacheScope),
         [provider.maxTokensField]: chat.maxTokens,
         ...chat.request.params,
       };
+      if (body.tools !== undefined) body.tools = openAiCacheTools(body.tools);
+      const promptCacheKey = openAiPromptCacheKey(chat.request, chat.cacheScope, provider.promptCacheKey ?? 'never');
+      if (promptCacheKey !== undefined) body.prompt_cache_key = promptCacheKey;
       if (chat.request.stream) {
         body.stream = true;
         body.stream_options = { include_usage: true };
@@ -141,5 +147,5 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
 
 /** The generic OpenAI-compatible adapter (`openai_compatible`): any server that speaks the API with a bearer key. */
 export const openAiCompatibleAdapter: UpstreamAdapter = createOpenAiCompatibleAdapter({
-  providerKind: 'openai_compatible', credentialHeader: 'bearer', maxTokensField: 'max_tokens',
+  providerKind: 'openai_compatible', credentialHeader: 'bearer', maxTokensField: 'max_tokens', promptCacheKey: 'when_sent',
 });

@@ -91,7 +91,17 @@ export interface ConfigUpdate {
    * replica seals and opens the same ids. Sent in a full update (its first part); a delta keeps
    * the key held. Absent (an older admin): each proxy uses a key of its own. Never logged.
    */
-  toolCallIdKey?: Buffer | undefined;
+  toolCallIdKey?:
+    | Buffer
+    | undefined;
+  /**
+   * The 32-byte HMAC key that keeps upstream prompt caches to one organisation (docs/decisions.md,
+   * "Prompt caching, isolated per organisation"): each cacheable request starts with an HMAC of its
+   * organisation id under it, the same on every replica so they share an organisation's cache.
+   * Derived by the admin from ADMIN_ENCRYPTION_KEY; sent in a full update (its first part), a delta
+   * keeps the key held. Absent (an older admin): each proxy uses a key of its own. Never logged.
+   */
+  cacheScopeKey?: Buffer | undefined;
 }
 
 export interface Organisation {
@@ -268,6 +278,7 @@ function createBaseConfigUpdate(): ConfigUpdate {
     removedGatewayModelSlugs: [],
     producedAtMs: 0n,
     toolCallIdKey: undefined,
+    cacheScopeKey: undefined,
   };
 }
 
@@ -314,6 +325,9 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
     }
     if (message.toolCallIdKey !== undefined) {
       writer.uint32(98).bytes(message.toolCallIdKey);
+    }
+    if (message.cacheScopeKey !== undefined) {
+      writer.uint32(146).bytes(message.cacheScopeKey);
     }
     return writer;
   },
@@ -427,6 +441,14 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
             message.toolCallIdKey = Buffer.from(reader.bytes());
             continue;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.cacheScopeKey = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -458,6 +480,7 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
       ? BigInt(object.producedAtMs)
       : 0n;
     message.toolCallIdKey = object.toolCallIdKey ?? undefined;
+    message.cacheScopeKey = object.cacheScopeKey ?? undefined;
     return message;
   },
 };
