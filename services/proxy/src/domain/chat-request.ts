@@ -273,7 +273,7 @@ export const maxCacheBreakpoints = 4;
  * a 1-hour breakpoint after a 5-minute one (Anthropic requires longer lifetimes first): an
  * Anthropic upstream would refuse either after the Reserve.
  */
-export function checkCacheBreakpoints(request: {
+function checkCacheBreakpoints(request: {
   tools?: ReadonlyArray<{ cache_control?: CacheControl | undefined }> | null | undefined;
   messages: readonly ChatMessage[];
 }): number {
