@@ -86,7 +86,7 @@ describe.skipIf(!serverUrl)('prompt caching isolated per organisation, end to en
     const rival = await ask(1, rivalKey, 'two');
     expect(rival.usage).toMatchObject({ cache_creation_input_tokens: 1106, cache_read_input_tokens: 0 });
     // Every class billed (as input until per-class prices land): the ledger debits what the answer priced.
-    const prompt = rival.usage.input_tokens + rival.usage.cache_creation_input_tokens + rival.usage.cache_read_input_tokens;
+    const prompt = rival.usage.input_tokens + (rival.usage.cache_creation_input_tokens ?? 0) + (rival.usage.cache_read_input_tokens ?? 0);
     const rivalCost = BigInt((rival.usage as unknown as { cost_micros: string }).cost_micros);
     expect(rivalCost).toBe(e2eCostMicros(prompt, rival.usage.output_tokens));
     expect(await debited(rivalId) - before).toBe(rivalCost);

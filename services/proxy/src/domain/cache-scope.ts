@@ -47,6 +47,39 @@ export function cacheScopeOf(key: Uint8Array, organisationId: string, clientProm
   return { marker: cacheScopeMarker(key, organisationId), promptCacheKey: `pck_${promptCacheKey.slice(0, 32)}` };
 }
 
+/** Most organisations whose scope (and marker token counts) one CacheScoping remembers before starting over. */
+const maxRememberedScopes = 10_000;
+
+/**
+ * The cache scope of a request under a scoping, remembered per organisation when the client
+ * sent no key (the common case), so a request pays no HMAC: cacheScopeOf's answer, the same.
+ */
+export function scopeForRequest(scoping: CacheScoping, organisationId: string, clientPromptCacheKey: string | undefined): CacheScope {
+  if (clientPromptCacheKey !== undefined) return cacheScopeOf(scoping.key, organisationId, clientPromptCacheKey);
+  let scope = scoping.scopes.get(organisationId);
+  if (scope === undefined) {
+    if (scoping.scopes.size >= maxRememberedScopes) scoping.scopes.clear();
+    scope = cacheScopeOf(scoping.key, organisationId, undefined);
+    scoping.scopes.set(organisationId, scope);
+  }
+  return scope;
+}
+
+/**
+ * Tokens a marker adds to a prompt under a tokenizer, remembered (a marker is one organisation's,
+ * so there are as many as organisations): `count` runs once per marker and tokenizer.
+ */
+export function markerTokensOf(scoping: CacheScoping, marker: string, tokenizer: string, count: () => number): number {
+  const memoKey = `${tokenizer}\u0000${marker}`;
+  let tokens = scoping.markerTokens.get(memoKey);
+  if (tokens === undefined) {
+    if (scoping.markerTokens.size >= maxRememberedScopes) scoping.markerTokens.clear();
+    tokens = count();
+    scoping.markerTokens.set(memoKey, tokens);
+  }
+  return tokens;
+}
+
 /** How the proxy scopes prompt caches: the key, and from which estimated prompt length on. */
 export interface CacheScoping {
   /** The admin's cache scope key, or this process's own when the admin sent none. Never logged. */
@@ -57,6 +90,10 @@ export interface CacheScoping {
    * itself, a request can be neither cached nor served from a cache, so it needs no marker.
    */
   minPromptTokens: number;
+  /** Each organisation's scope without a client key, remembered (scopeForRequest). */
+  readonly scopes: Map<string, CacheScope>;
+  /** Tokens of each marker by tokenizer, remembered (markerTokensOf). */
+  readonly markerTokens: Map<string, number>;
 }
 
 /**
@@ -71,11 +108,16 @@ export function cacheScopingForKey(minPromptTokens: number, onLocalKey: () => vo
     if (key === undefined) {
       if (local === undefined) {
         onLocalKey();
-        local = { key: randomBytes(cacheScopeKeyBytes), minPromptTokens };
+        local = { key: randomBytes(cacheScopeKeyBytes), minPromptTokens, scopes: new Map(), markerTokens: new Map() };
       }
       return local;
     }
-    if (last?.key !== key) last = { key, minPromptTokens };
+    // A full snapshot brings the same key in a new buffer: what was remembered stays good for the same bytes.
+    if (last?.key !== key) {
+      last = last !== undefined && Buffer.compare(last.key, key) === 0
+        ? { ...last, key }
+        : { key, minPromptTokens, scopes: new Map(), markerTokens: new Map() };
+    }
     return last;
   };
 }

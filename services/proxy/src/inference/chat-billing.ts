@@ -2,7 +2,7 @@ import { GatewayError, toGatewayError, type ErrorCode } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { Carve } from '../billing/grant-book.ts';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
-import { cacheScopeOf, type CacheScope, type CacheScoping } from '../domain/cache-scope.ts';
+import { markerTokensOf, scopeForRequest, type CacheScope, type CacheScoping } from '../domain/cache-scope.ts';
 import { checkMediaParts, type ChatRequest } from '../domain/chat-request.ts';
 import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
 import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, ReserveOutcome, UsageSource } from '../domain/ledger-port.ts';
@@ -119,12 +119,7 @@ function cacheScopeFor(input: ChatInput, promptTokens: number): CacheScope | und
   if (scoping === undefined) return undefined;
   const { request } = input;
   const cacheable = (request.cacheBreakpoints ?? 0) > 0 || request.promptCacheKey !== undefined || promptTokens >= scoping.minPromptTokens;
-  return cacheable ? cacheScopeOf(scoping.key, input.caller.organisation.id, request.promptCacheKey) : undefined;
-}
-
-/** Tokens the marker adds to a prompt, with 2 for the separator that follows it. */
-function cacheScopeMarkerTokens(scope: CacheScope, model: GatewayModelEntry): number {
-  return countTextTokens(scope.marker, model.tokenizer) + 2;
+  return cacheable ? scopeForRequest(scoping, input.caller.organisation.id, request.promptCacheKey) : undefined;
 }
 
 /**
@@ -141,7 +136,9 @@ export function planChat(input: ChatInput): ChatPlan {
   const requestTokens = estimatePromptTokens(request, model.tokenizer, media);
   const cacheScope = cacheScopeFor(input, requestTokens);
   // The marker is prompt the upstream bills: the Reserve and the context check count it.
-  const promptTokens = requestTokens + (cacheScope === undefined ? 0 : cacheScopeMarkerTokens(cacheScope, model));
+  const promptTokens = requestTokens + (cacheScope === undefined || input.cacheScoping === undefined
+    ? 0
+    : markerTokensOf(input.cacheScoping, cacheScope.marker, model.tokenizer, () => countTextTokens(cacheScope.marker, model.tokenizer) + 2));
   const maxTokens = effectiveMaxTokens(request.maxTokens, model, promptTokens - (media?.slackTokens ?? 0));
   // The upstream sees its own tool-call ids, never the gateway's (domain/tool-call-ids.ts).
   const upstreamRequest = input.adapter.buildRequest(model.upstream, {
