@@ -172,7 +172,6 @@ const messageSchema = z.object({
   stop_reason: z.string().nullish(),
 });
 
-
 /**
  * The adapter for Anthropic's Messages API (`provider_kind` `anthropic`), translated both ways:
  * OpenAI messages become `system` plus alternating turns (user images as image blocks in order
@@ -195,10 +194,9 @@ export const anthropicAdapter: UpstreamAdapter = {
     const { system, messages } = translateMessages(chat.request.messages);
     if (messages.length === 0) throw refuse('messages', 'This model needs at least one user or assistant message besides system messages.');
     const body: Record<string, unknown> = { model: target.model, max_tokens: chat.maxTokens, messages };
-    let tools = params.tools === undefined ? undefined : anthropicTools(params.tools as ChatTool[]);
     // The organisation's marker goes where Anthropic's prefix starts: the first tool, else the system prompt.
-    const scoped = scopeAnthropicPrompt(tools, system, chat.cacheScope);
-    tools = scoped.tools;
+    const scoped = scopeAnthropicPrompt(params.tools === undefined ? undefined : anthropicTools(params.tools as ChatTool[]), system, chat.cacheScope);
+    const { tools } = scoped;
     const systemValue = systemValueOf(scoped.system);
     if (systemValue !== undefined) body.system = systemValue;
     if (params.temperature !== undefined) body.temperature = params.temperature;
