@@ -43,7 +43,10 @@ describe('the Anthropic adapter with breakpoints and a cache scope', () => {
       ],
       params: { tools: [{ type: 'function', function: { name: 'look', description: 'Looks.', parameters: { type: 'object' } }, cache_control: control }] },
     });
-    const body = JSON.parse(anthropicAdapter.buildRequest(target('anthropic'), { request, maxTokens: 10, cacheScope: scope }).body);
+    const built = anthropicAdapter.buildRequest(target('anthropic'), { request, maxTokens: 10, cacheScope: scope });
+    // A 1-hour breakpoint comes with the beta that introduced the lifetime.
+    expect(built.headers['anthropic-beta']).toBe('extended-cache-ttl-2025-04-11');
+    const body = JSON.parse(built.body);
     expect(body.tools).toEqual([{ name: 'look', description: `${scope.marker}\n\nLooks.`, input_schema: { type: 'object' }, cache_control: control }]);
     expect(body.system).toEqual([{ type: 'text', text: 'static' }, { type: 'text', text: 'rules', cache_control: { type: 'ephemeral', ttl: '1h' } }]);
     expect(body.messages).toEqual([

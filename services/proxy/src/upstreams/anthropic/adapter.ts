@@ -5,7 +5,7 @@ import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
 import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest } from '../upstream-adapter.ts';
 import { anthropicPromptTokens, anthropicTokenClasses } from './anthropic-token-classes.ts';
 import {
-  anthropicTools, scopeAnthropicPrompt, systemBlocksOf, systemValueOf, type ChatTool, type SystemBlock,
+  anthropicTools, extendedCacheTtlBeta, hasHourBreakpoint, scopeAnthropicPrompt, systemBlocksOf, systemValueOf, type ChatTool, type SystemBlock,
 } from './prompt-cache.ts';
 import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
 
@@ -214,6 +214,7 @@ export const anthropicAdapter: UpstreamAdapter = {
       'anthropic-version': anthropicVersion,
     };
     if (target.apiKey !== '') headers['x-api-key'] = target.apiKey;
+    if ((chat.request.cacheBreakpoints ?? 0) > 0 && hasHourBreakpoint(chat.request)) headers['anthropic-beta'] = extendedCacheTtlBeta;
     return { path: '/messages', headers, body: JSON.stringify(body) };
   },
 

@@ -22,6 +22,21 @@ interface AnthropicTool {
   cache_control?: CacheControl;
 }
 
+/**
+ * The `anthropic-beta` value that turned on 1-hour cache lifetimes: sent when a breakpoint asks
+ * for one, so an account or API version that still needs it honours the `ttl` rather than refusing it.
+ */
+export const extendedCacheTtlBeta = 'extended-cache-ttl-2025-04-11';
+
+/** Whether any breakpoint of the request (tools, parts, tool calls, messages) asks for a 1-hour lifetime. */
+export function hasHourBreakpoint(request: { messages: readonly ChatMessage[]; params: { tools?: unknown } }): boolean {
+  const long = (control: CacheControl | undefined) => control?.ttl === '1h';
+  if (Array.isArray(request.params.tools) && (request.params.tools as ChatTool[]).some((tool) => long(tool.cache_control))) return true;
+  return request.messages.some((message) => long(message.cache_control)
+    || (Array.isArray(message.content) && message.content.some((part) => long(part.cache_control)))
+    || (message.tool_calls ?? []).some((call) => long(call.cache_control)));
+}
+
 function textOf(content: ChatMessage['content']): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
