@@ -23,7 +23,7 @@ const unsupportedFields: Readonly<Record<string, string>> = {
 /**
  * A prompt-cache breakpoint, in Anthropic's form: the prefix up to the end of the block that
  * carries it is cached for `ttl` (5 minutes when absent). Forwarded to Anthropic upstreams; an
- * OpenAI-compatible upstream caches by itself and is not sent it (docs/surfaces/chat-completions.md).
+ * OpenAI-compatible upstream caches by itself and is not sent it (docs/proxy.md, "What the request may contain").
  */
 export const cacheControlSchema = z.object({
   type: z.literal('ephemeral', { error: 'cache_control.type must be "ephemeral"' }),
