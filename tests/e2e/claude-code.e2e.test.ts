@@ -184,11 +184,15 @@ describe('Claude Code as released, headless through the gateway', () => {
       );
       const [first, second] = received.map((request) => request.body as Record<string, any>);
       // Claude Code's environment block (a system message inside messages) reached the model as a system instruction.
+      // Its cache_control breakpoints keep system prompts as blocks (or parts) with them: read the texts either way.
+      const textOf = (content: unknown): string => (typeof content === 'string' ? content
+        : Array.isArray(content) ? content.map((block: { text?: string }) => block.text ?? '').join('\n\n') : '');
       if (kind === 'anthropic') {
-        expect(first!.system).toContain('# Environment');
+        expect(textOf(first!.system)).toContain('# Environment');
         expect(first!.messages.some((message: { role: string }) => message.role === 'system')).toBe(false);
+        expect((first!.system as Array<{ cache_control?: unknown }>).some((block) => block.cache_control !== undefined)).toBe(true);
       } else {
-        const systemTexts = first!.messages.filter((message: { role: string }) => message.role === 'system').map((message: { content: string }) => message.content);
+        const systemTexts = first!.messages.filter((message: { role: string }) => message.role === 'system').map((message: { content: unknown }) => textOf(message.content));
         expect(systemTexts.some((text: string) => text.includes('# Environment'))).toBe(true);
       }
       expect(JSON.stringify(second!.messages)).toContain('The answer is 42.');
@@ -200,8 +204,9 @@ describe('Claude Code as released, headless through the gateway', () => {
       expect(answer.length).toBeGreaterThan(0);
 
       // Money: one record per upstream call, each the e2e prices of the tokens the fake counted, to the µ₹.
+      // The fake counts a system prompt, string or blocks, as its words + 3 (the blocks include the organisation's cache-scope marker).
       const promptTokensOf = (body: Record<string, any>) => fakePromptTokens(body.messages)
-        + (typeof body.system === 'string' ? countWords(body.system) + 3 : 0);
+        + (body.system === undefined ? 0 : countWords(textOf(body.system)) + 3);
       const toolArguments = JSON.stringify({ file_path: file });
       const expectedTokens = [
         { input: promptTokensOf(first!), output: Math.ceil(toolArguments.length / 8) },

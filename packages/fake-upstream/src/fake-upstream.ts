@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseDirectives, withoutDirectives, type Directives } from './directives.ts';
+import { anthropicPromptBlocks, openAiPromptBlocks, PrefixCache, type PrefixCacheOptions } from './prefix-cache.ts';
 
 /** Each string the fake upstream deliberately leaks, by where it appears. */
 const namedLeakMarkers = {
@@ -54,6 +55,8 @@ export interface FakeUpstreamOptions {
   requiredApiKey?: string;
   /** Name of this upstream, used in the model list; default `fake`. */
   name?: string;
+  /** The prompt caches' minimum prefix and clock (prefix-cache.ts); default 1024 tokens and Date.now. */
+  promptCache?: PrefixCacheOptions;
 }
 
 /** One request the fake upstream received, as tests inspect it. */
@@ -312,7 +315,10 @@ function fakeEmbedding(text: string, dimensions: number): number[] {
  * Starts an OpenAI-compatible upstream on node:http (with an Anthropic Messages route at
  * `POST /v1/messages`): the built-in demo upstream of `pnpm start` and the steerable fake of tests. Replies are deterministic; usage is prompt_tokens = words
  * across all message contents + 3 per message + 85 per image (an `image_url` part, or an Anthropic
- * `image` block), completion_tokens = words of the reply. Every
+ * `image` block), completion_tokens = words of the reply. Prompt caching is modelled for both
+ * wire formats (prefix-cache.ts): OpenAI's automatic prefix cache in `prompt_tokens_details.cached_tokens`,
+ * Anthropic's `cache_control` breakpoints in `cache_read_input_tokens`, `cache_creation_input_tokens`
+ * and `cache_creation`. Every
  * response leaks vendor details (see `leakMarkers`) so tests can prove the gateway hides them.
  * Steer it with directives in the last user message (see `parseDirectives`).
  */
@@ -322,6 +328,28 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let requestCount = 0;
+  const promptCache = new PrefixCache(options.promptCache);
+
+  /** The Anthropic usage of a request's prompt: its cache reads and writes (prefix-cache.ts) and the fresh input left. */
+  function anthropicInputUsage(request: Record<string, unknown>): Record<string, unknown> {
+    const blocks = anthropicPromptBlocks(request);
+    const total = blocks.reduce((sum, block) => sum + block.tokens, 0);
+    const cache = promptCache.anthropicUsage(typeof request.model === 'string' ? request.model : '', blocks);
+    const written = cache.write5mTokens + cache.write1hTokens;
+    return {
+      input_tokens: total - cache.readTokens - written,
+      cache_creation_input_tokens: written,
+      cache_read_input_tokens: cache.readTokens,
+      cache_creation: { ephemeral_5m_input_tokens: cache.write5mTokens, ephemeral_1h_input_tokens: cache.write1hTokens },
+    };
+  }
+
+  /** OpenAI's `prompt_tokens_details` of a chat request: the tokens its automatic prefix cache served (prefix-cache.ts). */
+  function openAiPromptDetails(body: Record<string, unknown>): { cached_tokens: number } {
+    const model = typeof body.model === 'string' ? body.model : '';
+    const key = typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : undefined;
+    return { cached_tokens: promptCache.openAiCachedTokens(model, key, openAiPromptBlocks(body)) };
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     requestCount += 1;
@@ -398,7 +426,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const finishReason = cut ? 'length' : 'stop';
     const reply = words.join(' ');
     const promptTokens = fakePromptTokens(messages);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length, prompt_tokens_details: { cached_tokens: 0 } };
+    const usage = {
+      prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length, prompt_tokens_details: openAiPromptDetails(body),
+    };
     const id = `${leakMarkers.completionIdPrefix}${requestNumber}`;
     const created = Math.floor(Date.now() / 1000);
 
@@ -443,7 +473,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const textWords = toolTextWords(directives);
     const promptTokens = fakePromptTokens(messages);
     const completionTokens = textWords.length + pieces.length;
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const usage = {
+      prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, prompt_tokens_details: openAiPromptDetails(body),
+    };
     const id = `${leakMarkers.completionIdPrefix}${requestNumber}`;
     const callId = `${leakMarkers.toolCallIdPrefix}${requestNumber}`;
     const created = Math.floor(Date.now() / 1000);
@@ -554,13 +586,12 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }
     const { words, cut } = replyWords(messages, directives, request.max_tokens);
     const stopReason = cut ? 'max_tokens' : 'end_turn';
-    const systemTokens = typeof request.system === 'string' ? countWords(request.system) + 3 : 0;
-    const inputTokens = fakePromptTokens(messages) + systemTokens;
+    const inputUsage = anthropicInputUsage(request);
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
 
     if (request.stream === true) {
       const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
-      const usageOf = (output: number) => (directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: output } });
+      const usageOf = (output: number) => (directives.noUsage ? {} : { usage: { ...inputUsage, output_tokens: output } });
       await streamWords(res, headers, directives, {
         head: [
           event('message_start', {
@@ -586,7 +617,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       id, type: 'message', role: 'assistant', model: vendorModel,
       content: [{ type: 'text', text: words.join(' ') }],
       stop_reason: stopReason, stop_sequence: null,
-      ...(directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: words.length, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }),
+      ...(directives.noUsage ? {} : { usage: { ...inputUsage, output_tokens: words.length } }),
       vendor_trace: leakMarkers.vendorTrace,
     }, headers);
   }
@@ -599,11 +630,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const messages = request.messages as ChatMessageLike[];
     const args = toolCallArguments(messages, directives);
     const pieces = argumentPieces(args);
-    const inputTokens = fakePromptTokens(messages) + (typeof request.system === 'string' ? countWords(request.system) + 3 : 0);
+    const inputUsage = anthropicInputUsage(request);
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
     const toolUseId = `${leakMarkers.toolUseIdPrefix}${requestNumber}`;
     const textWords = toolTextWords(directives);
-    const usage = directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: textWords.length + pieces.length } };
+    const usage = directives.noUsage ? {} : { usage: { ...inputUsage, output_tokens: textWords.length + pieces.length } };
     // The tool_use block follows the text block when there is one.
     const toolIndex = textWords.length > 0 ? 1 : 0;
     if (request.stream === true) {

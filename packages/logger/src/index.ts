@@ -14,6 +14,8 @@ export const redactedPaths = [
   'password', '*.password', 'credential', '*.credential', 'upstream.apiKey', '*.upstream.apiKey',
   // The key that seals tool-call ids (a config snapshot's, or a ConfigUpdate's in proto's spelling).
   'toolCallIdKey', '*.toolCallIdKey', '*.*.toolCallIdKey', 'tool_call_id_key', '*.tool_call_id_key', '*.*.tool_call_id_key',
+  // The key that marks an organisation's cacheable prompts, in both spellings.
+  'cacheScopeKey', '*.cacheScopeKey', '*.*.cacheScopeKey', 'cache_scope_key', '*.cache_scope_key', '*.*.cache_scope_key',
 ];
 
 /** Creates the JSON logger of one service, with secrets redacted and the service name on every line. */

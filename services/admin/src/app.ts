@@ -10,6 +10,7 @@ import { prepareAdminSchema } from './admin-schema.ts';
 import type { AdminConfig } from './config.ts';
 import { configMethodRoles } from './config-stream/config-method-roles.ts';
 import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
+import { deriveCacheScopeKey } from './config-stream/cache-scope-key.ts';
 import { deriveToolCallIdKey } from './config-stream/tool-call-id-key.ts';
 import { createAdminService } from './domain/admin-service.ts';
 import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
@@ -124,6 +125,8 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       snapshots, logger, ackTimeoutMs: config.SNAPSHOT_ACK_TIMEOUT_MS, heartbeatIntervalMs: config.ADMIN_HEARTBEAT_INTERVAL_MS,
       // Tool-call ids sealed by one proxy open on every other (docs/surfaces/tool-call-ids.md).
       toolCallIdKey: deriveToolCallIdKey(config.ADMIN_ENCRYPTION_KEY),
+      // Every proxy marks an organisation's cacheable prompts alike (docs/decisions.md, prompt caching).
+      cacheScopeKey: deriveCacheScopeKey(config.ADMIN_ENCRYPTION_KEY),
       ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
     lifecycle.defer('config stream hub', () => hub.close());

@@ -11,6 +11,7 @@ import { LedgerClient } from './ledger/ledger-client.ts';
 import { GrpcLedger } from './ledger/grpc-ledger.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
+import { cacheScopingForKey } from './domain/cache-scope.ts';
 import { toolCallIdCodecForKey } from './domain/tool-call-id-codec.ts';
 import { TaskTracker } from './task-tracker.ts';
 import { ProxyTelemetry } from './telemetry/request-observer.ts';
@@ -142,6 +143,9 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const toolCallIdCodecOf = toolCallIdCodecForKey(() => logger.warn(
     'the admin sent no tool-call id key (an older admin): tool-call ids are sealed with a key of this process and map back only on this replica, until restart',
   ));
+  const cacheScopingOf = cacheScopingForKey(config.PROXY_CACHE_SCOPE_MIN_PROMPT_TOKENS, () => logger.warn(
+    'the admin sent no cache scope key (an older admin): prompts are marked under a key of this process, so replicas do not share an organisation\'s upstream prompt cache',
+  ));
   const httpApp = createHttpApp({
     logger,
     freshSnapshot: () => configStream.freshSnapshot(),
@@ -152,6 +156,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     upstream,
     // Tool-call ids sealed under the admin's key (one codec per key); docs/surfaces/tool-call-ids.md.
     toolCallIds: (snapshot) => toolCallIdCodecOf(snapshot.toolCallIdKey),
+    // Prompt caches kept to each organisation under the admin's key (docs/decisions.md).
+    cacheScoping: (snapshot) => cacheScopingOf(snapshot.cacheScopeKey),
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
     maxInflightBodyBytes: config.PROXY_MAX_INFLIGHT_BODY_BYTES,

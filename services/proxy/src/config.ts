@@ -54,6 +54,13 @@ export const proxyConfigSchema = z.object({
   /** Most characters of text (content parts, name, tool call arguments) one message may carry. */
   PROXY_MAX_MESSAGE_CHARS: z.coerce.number().int().positive().default(524_288),
   /**
+   * Estimated prompt tokens from which a request without cache_control or prompt_cache_key is
+   * marked with its organisation's cache scope (domain/cache-scope.ts): half the shortest prefix
+   * OpenAI caches by itself (1,024), a margin for the estimate. Set 0 when an upstream caches
+   * shorter prefixes (vLLM's automatic prefix caching has no minimum).
+   */
+  PROXY_CACHE_SCOPE_MIN_PROMPT_TOKENS: z.coerce.number().int().nonnegative().default(512),
+  /**
    * A stream checkpoints its running usage to the ledger on its first content chunk and then at
    * most this often (EXPIRY): a SIGKILL of the proxy loses at most this much delivered output.
    */

@@ -48,7 +48,9 @@ beforeAll(async () => {
     gatewayModel('listener', baseUrl, { ...big, inputModalities: ['text', 'audio'], upstream: { providerKind: 'openai', baseUrl, model: 'gpt-4o-audio-preview', apiKey: upstreamCredential } }),
   ]), { requiredApiKey: upstreamCredential });
   world.ledger.credit('acme', creditMicros);
-  proxy = await world.startProxy();
+  // These tests measure media counting to the token: the cache-scope marker that long prompts get
+  // (prompt-caching.int.test.ts measures it) stays out of their figures.
+  proxy = await world.startProxy({ PROXY_CACHE_SCOPE_MIN_PROMPT_TOKENS: '1000000' });
   await waitFor(() => proxy.isReady(), 5000, 'first snapshot');
   client = world.client(acme.apiKey);
 });

@@ -171,8 +171,9 @@ describe('a message', () => {
       messages: [{ role: 'user', content: [{ type: 'text', text: content }] }],
     }).withResponse();
 
-    // The fake's Anthropic count: words + 3 per message, and the system's words + 3.
-    const inputTokens = fakePromptTokens([{ role: 'user', content }]) + countWords(system) + 3;
+    // The fake's Anthropic count: words + 3 per message, and the system's words + 3; the breakpoint
+    // makes the request cacheable, so the organisation's cache-scope marker (3 words) leads the system prompt.
+    const inputTokens = fakePromptTokens([{ role: 'user', content }]) + countWords(system) + 3 + 3;
     expect(data).toEqual({
       id: expect.stringMatching(/^msg_[0-9a-f]{32}$/), type: 'message', role: 'assistant', model: 'claude',
       content: [{ type: 'text', text: words(4) }], stop_reason: 'end_turn', stop_sequence: null,
@@ -185,7 +186,11 @@ describe('a message', () => {
     expect(seen.headers['x-api-key']).toBe(upstreamCredential);
     expect(seen.headers['anthropic-version']).toBe('2023-06-01');
     expect(seen.headers.authorization).toBeUndefined();
-    expect(seen.body).toEqual({ model: 'claude-upstream-name', max_tokens: 40, system, messages: [{ role: 'user', content: [{ type: 'text', text: content }] }] });
+    expect(seen.body).toEqual({
+      model: 'claude-upstream-name', max_tokens: 40,
+      system: [{ type: 'text', text: expect.stringMatching(/^\[cache scope [0-9a-f]{16}\]$/) }, { type: 'text', text: system, cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: content }] }],
+    });
     expect(leaksIn(JSON.stringify(data))).toEqual([]);
     expect(leaksIn(headerText(response.headers))).toEqual([]);
   });
@@ -289,8 +294,10 @@ describe('a streamed message', () => {
       expect(response.status, text).toBe(200);
       const events = sseEvents(text);
       expect(events.filter((event) => event.type === 'content_block_delta').map((event) => event.delta.text as string).join('')).toBe(words(3));
+      // The breakpoints make it cacheable, so the organisation's cache-scope marker leads the prompt: 3 words in
+      // front of the system text on chat, and in the first tool's description on Anthropic (the fake bills no tools).
       const inputTokens = slug === 'chat'
-        ? fakePromptTokens([{ role: 'system', content: systemText }, { role: 'user', content }])
+        ? fakePromptTokens([{ role: 'system', content: systemText }, { role: 'user', content }]) + 3
         : fakePromptTokens([{ role: 'user', content }]) + countWords(systemText) + 3;
       const delta = events.find((event) => event.type === 'message_delta')!;
       expect(delta.usage, slug).toEqual(expectedMessagesUsage(inputTokens, 3));
@@ -428,12 +435,14 @@ describe('images', () => {
       const message = await anthropicClient().messages.create({ model: slug, max_tokens: 20, messages: [{ role: 'user', content }] });
       expect(message.content, slug).toEqual([{ type: 'text', text: 'w1 w2' }]);
       const seen = world.upstream.requests.at(-1)!.body as Record<string, any>;
+      // The last message: the image's worst-case estimate makes the prompt cacheable, so the
+      // organisation's cache-scope marker may come first (docs/decisions.md).
       if (slug === 'vision') {
-        expect(seen.messages[0].content).toEqual([
+        expect(seen.messages.at(-1).content).toEqual([
           { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }, { type: 'text', text: 'what is it [[fake:reply_words=2]]' },
         ]);
       } else {
-        expect(seen.messages[0].content).toEqual([
+        expect(seen.messages.at(-1).content).toEqual([
           { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }, { type: 'text', text: 'what is it [[fake:reply_words=2]]' },
         ]);
       }

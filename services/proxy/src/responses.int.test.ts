@@ -316,18 +316,23 @@ describe('tools', () => {
     };
     const without = await streamed({});
     const withSchema = await streamed({ text: { format: { type: 'json_schema', name: 'form', schema, strict: true } } });
+    // Past PROXY_CACHE_SCOPE_MIN_PROMPT_TOKENS (512) an upstream may cache the prompt, so it starts with the
+    // organisation's cache-scope marker (a system message of its own here), which the Reserve counts too (+2 for its separator).
+    const marker = (world.upstream.requests.at(-1)!.body as { messages: Array<{ content: string }> }).messages[0]!.content;
+    expect(marker).toMatch(/^\[cache scope [0-9a-f]{16}\]$/);
+    const markerTokens = tokens(marker) + 2;
 
     // The chat form's response_format, as the estimate stringifies it (json_schema's fields under json_schema).
     const schemaTokens = tokens(JSON.stringify({ type: 'json_schema', json_schema: { name: 'form', schema, strict: true } }));
     expect(schemaTokens).toBeGreaterThan(400);
     expect(without.reserve).toBe(cost(promptEstimate(inputText), 20));
-    expect(withSchema.reserve).toBe(cost(promptEstimate(inputText) + schemaTokens, 20));
+    expect(withSchema.reserve).toBe(cost(promptEstimate(inputText) + schemaTokens + markerTokens, 20));
     expect(withSchema.reserve - without.reserve).toBe(
-      expectedCostMicros(promptEstimate(inputText) + schemaTokens, testPrices.inputPriceMicrosPerMtok)
+      expectedCostMicros(promptEstimate(inputText) + schemaTokens + markerTokens, testPrices.inputPriceMicrosPerMtok)
         - expectedCostMicros(promptEstimate(inputText), testPrices.inputPriceMicrosPerMtok),
     );
     // The fake bills words + 3 per message (not the schema), so the Settle is its usage, within the Reserve.
-    const upstreamInput = fakePromptTokens([{ role: 'user', content: inputText }]);
+    const upstreamInput = fakePromptTokens([{ role: 'system', content: marker }, { role: 'user', content: inputText }]);
     expect(withSchema.settle).toMatchObject({ inputTokens: BigInt(upstreamInput), outputTokens: 3n, costMicros: cost(upstreamInput, 3), usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM });
     expect(withSchema.settle.costMicros <= withSchema.reserve).toBe(true);
   });
@@ -341,9 +346,10 @@ describe('images', () => {
     ];
     const data = await client.responses.create({ model: 'vision', input: [{ role: 'user', content }] });
     expect(data.output_text).toBe(words(2));
-    expect((world.upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toEqual([{
+    // After the organisation's cache-scope marker: the image's worst-case estimate makes the prompt long enough to be cached.
+    expect((world.upstream.requests.at(-1)!.body as { messages: unknown[] }).messages.at(-1)).toEqual({
       role: 'user', content: [{ type: 'text', text: content[0]!.text }, { type: 'image_url', image_url: { url: content[1]!.image_url, detail: 'low' } }],
-    }]);
+    });
 
     await proxy.idle();
     const before = traffic();

@@ -65,6 +65,8 @@ export interface ConfigStreamHubOptions {
   snapshots: ConfigSnapshotSource;
   /** The key proxies seal tool-call ids with (deriveToolCallIdKey), sent in every full snapshot. Never logged. */
   toolCallIdKey: Buffer;
+  /** The key proxies keep prompt caches per organisation with (deriveCacheScopeKey), sent in every full snapshot. Never logged. */
+  cacheScopeKey?: Buffer;
   logger: Logger;
   /** How long a config-changing call waits for acknowledgements, ms. */
   ackTimeoutMs: number;
@@ -156,7 +158,7 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
     fullUpdatesInFlight ??= (async () => {
       const snapshot = await snapshots.load();
       if (fullUpdates?.version !== snapshot.version) {
-        const parts = splitConfigUpdate(fullConfigUpdate(snapshot, Date.now(), options.toolCallIdKey), maxUpdateBytes);
+        const parts = splitConfigUpdate(fullConfigUpdate(snapshot, Date.now(), options.toolCallIdKey, options.cacheScopeKey), maxUpdateBytes);
         for (const part of parts) encodedParts.set(part, Buffer.from(configV1.ConfigUpdate.encode(part).finish()));
         fullUpdates = { version: snapshot.version, parts };
       }

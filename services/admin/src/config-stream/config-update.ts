@@ -64,14 +64,15 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
 }
 
 /**
- * A full ConfigUpdate holding the whole snapshot and the key proxies seal tool-call ids with
- * (decrypted credentials and a key: never log it).
+ * A full ConfigUpdate holding the whole snapshot, the key proxies seal tool-call ids with and the
+ * key they keep prompt caches per organisation with (decrypted credentials and keys: never log it).
  */
-export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number, toolCallIdKey: Buffer): configV1.ConfigUpdate {
+export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number, toolCallIdKey: Buffer, cacheScopeKey?: Buffer): configV1.ConfigUpdate {
   return configV1.ConfigUpdate.fromPartial({
     version: snapshot.version,
     full: true,
     toolCallIdKey,
+    ...(cacheScopeKey === undefined ? {} : { cacheScopeKey }),
     organisations: snapshot.organisations.map(organisationMessage),
     projects: snapshot.projects.map(projectMessage),
     apiKeys: snapshot.apiKeys.map(apiKeyMessage),
@@ -119,7 +120,7 @@ const entrySizes = {
 /**
  * Splits an update whose estimated size passes `maxBytes` into several updates of the same
  * version: the first keeps `full` (a full snapshot's first part replaces what the proxy
- * holds) and the tool-call id key (a proxy keeps it through deltas), the rest are deltas that add to it. Removals, organisations and models come first,
+ * holds) and the tool-call id and cache scope keys (a proxy keeps them through deltas), the rest are deltas that add to it. Removals, organisations and models come first,
  * keys last, so until the last part is applied a proxy is missing keys (it refuses them)
  * rather than holding anything it should no longer honour. Only the last part's
  * acknowledgement means the version is applied. An update that fits is returned as is.
@@ -131,15 +132,19 @@ export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxC
   let current = configV1.ConfigUpdate.fromPartial({
     version: update.version, full: update.full, producedAtMs: update.producedAtMs, toolCallIdKey: update.toolCallIdKey,
     platformModelAliases: update.platformModelAliases, removedPlatformModelAliases: update.removedPlatformModelAliases,
+    cacheScopeKey: update.cacheScopeKey,
   });
-  let currentBytes = 32 + (update.toolCallIdKey?.length ?? 0)
+  // A part's fixed bytes: its header, and the first part's keys and platform aliases; a part always takes one entry past them.
+  let emptyBytes = 32 + (update.toolCallIdKey?.length ?? 0) + (update.cacheScopeKey?.length ?? 0)
     + Object.entries(update.platformModelAliases).reduce((sum, [name, slug]) => sum + stringBytes(name) + stringBytes(slug) + 3, 0)
     + update.removedPlatformModelAliases.reduce((sum, name) => sum + stringBytes(name), 0);
+  let currentBytes = emptyBytes;
   const add = <Entry>(field: 'organisations' | 'projects' | 'apiKeys' | 'gatewayModels' | 'removedOrganisationIds' | 'removedProjectIds' | 'removedKeyHashes' | 'removedGatewayModelSlugs', entry: Entry, bytes: number) => {
-    if (currentBytes + bytes > maxBytes && currentBytes > 32) {
+    if (currentBytes + bytes > maxBytes && currentBytes > emptyBytes) {
       parts.push(current);
       current = configV1.ConfigUpdate.fromPartial({ version: update.version, full: false, producedAtMs: update.producedAtMs });
-      currentBytes = 32;
+      emptyBytes = 32;
+      currentBytes = emptyBytes;
     }
     (current[field] as Entry[]).push(entry);
     currentBytes += bytes;

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { deriveCacheScopeKey } from './cache-scope-key.ts';
 import { deriveToolCallIdKey } from './tool-call-id-key.ts';
 
 /** HKDF-SHA256 (RFC 5869) for one 32-byte block, written out with HMAC, independently of node's hkdf. */
@@ -20,5 +21,14 @@ describe('deriveToolCallIdKey', () => {
 
   it('changes with ADMIN_ENCRYPTION_KEY (a rotation invalidates outstanding ids)', () => {
     expect(deriveToolCallIdKey(randomBytes(32).toString('base64'))).not.toEqual(deriveToolCallIdKey(randomBytes(32).toString('base64')));
+  });
+});
+
+describe('deriveCacheScopeKey', () => {
+  it('is HKDF-SHA256 of ADMIN_ENCRYPTION_KEY under its own purpose: apart from the tool-call id key', () => {
+    const encryptionKey = randomBytes(32);
+    const derived = deriveCacheScopeKey(encryptionKey.toString('base64'));
+    expect(derived).toEqual(hkdfOneBlock(encryptionKey, 'gateway/cache-scope-key/v1'));
+    expect(derived.equals(deriveToolCallIdKey(encryptionKey.toString('base64')))).toBe(false);
   });
 });

@@ -126,3 +126,16 @@ describe('tool_call_id_key', () => {
     expect(configChangeFromProto(full(1n, { toolCallIdKey: Buffer.alloc(32, 1) }), options).toolCallIdKey).toEqual(Buffer.alloc(32, 1));
   });
 });
+
+describe('cache_scope_key', () => {
+  it('comes with a full update and stays through deltas; one that is not 32 bytes is decoded as none', () => {
+    const key = Buffer.alloc(32, 5);
+    const first = applyConfigChange(undefined, configChangeFromProto(full(1n, { cacheScopeKey: key }), options));
+    if (!first.ok) throw new Error(first.reason);
+    expect(first.snapshot.cacheScopeKey).toEqual(key);
+    const delta = applyConfigChange(first.snapshot, configChangeFromProto(configV1.ConfigUpdate.fromPartial({ version: 2n, full: false, gatewayModels: [model('m3')] }), options));
+    if (!delta.ok) throw new Error(delta.reason);
+    expect(delta.snapshot.cacheScopeKey).toEqual(key);
+    expect(configChangeFromProto(full(3n, { cacheScopeKey: Buffer.alloc(16, 1) }), options).cacheScopeKey).toBeUndefined();
+  });
+});

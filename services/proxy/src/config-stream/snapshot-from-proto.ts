@@ -6,6 +6,7 @@ import type {
   ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, MediaModality, OrganisationEntry, ProjectEntry,
 } from '../domain/config-snapshot.ts';
 import { tokenizerForModel } from '../domain/token-estimate.ts';
+import { cacheScopeKeyBytes } from '../domain/cache-scope.ts';
 import { toolCallIdKeyBytes } from '../domain/tool-call-id-codec.ts';
 
 /** Options of configChangeFromProto. */
@@ -138,5 +139,7 @@ export function configChangeFromProto(update: configV1.ConfigUpdate, options: Co
     removedPlatformModelAliases: update.removedPlatformModelAliases,
     // A key of another size cannot seal ids: held as none (the proxy then uses a key of its own and warns).
     toolCallIdKey: update.toolCallIdKey?.length === toolCallIdKeyBytes ? update.toolCallIdKey : undefined,
+    // Likewise a cache scope key of another size: the proxy then marks prompts under a key of its own.
+    cacheScopeKey: update.cacheScopeKey?.length === cacheScopeKeyBytes ? update.cacheScopeKey : undefined,
   };
 }

@@ -170,3 +170,39 @@ describe('checkMediaParts', () => {
     expect(checkMediaParts(request, seeing)).toBe(1);
   });
 });
+
+describe('cache_control and prompt_cache_key on chat completions', () => {
+  const control = { type: 'ephemeral' };
+  const refusalOf = (body: unknown) => {
+    try {
+      parseChatRequest(body);
+    } catch (error) {
+      if (error instanceof GatewayError) return `${error.param}: ${error.publicMessage}`;
+      throw error;
+    }
+    return 'accepted';
+  };
+
+  it('accepts breakpoints on content parts, tools and messages, counts them, and keeps prompt_cache_key apart from the params', () => {
+    const request = parseChatRequest({
+      model: 'm', prompt_cache_key: 'repo-1',
+      tools: [{ type: 'function', function: { name: 'look' }, cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      messages: [{ role: 'system', content: [{ type: 'text', text: 'rules', cache_control: control }] }, { role: 'user', content: 'hi' }],
+    });
+    expect(request.cacheBreakpoints).toBe(2);
+    expect(request.promptCacheKey).toBe('repo-1');
+    expect(request.params).not.toHaveProperty('prompt_cache_key');
+    expect(request.messages[0]).toEqual({ role: 'system', content: [{ type: 'text', text: 'rules', cache_control: control }] });
+  });
+
+  it('refuses a fifth breakpoint and a 1h one after a 5m one, naming the field', () => {
+    const parts = Array.from({ length: 5 }, (_, i) => ({ type: 'text', text: `p${i}`, cache_control: control }));
+    expect(refusalOf({ model: 'm', messages: [{ role: 'user', content: parts }] }))
+      .toBe('messages[0].content[4].cache_control: A request may carry at most 4 cache_control breakpoints.');
+    expect(refusalOf({
+      model: 'm', messages: [{ role: 'system', content: [{ type: 'text', text: 'a', cache_control: control }] }, { role: 'user', content: 'b', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+    })).toMatch(/^messages\[1\]\.cache_control: A cache_control with ttl "1h" must come before/);
+    expect(refusalOf({ model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'a', cache_control: { type: 'persistent' } }] }] }))
+      .toMatch(/^messages\[0\]\.content/);
+  });
+});

@@ -20,9 +20,23 @@ const unsupportedFields: Readonly<Record<string, string>> = {
   web_search_options: 'Web search is not supported by this gateway.',
 };
 
+/**
+ * A prompt-cache breakpoint, in Anthropic's form: the prefix up to the end of the block that
+ * carries it is cached for `ttl` (5 minutes when absent). Forwarded to Anthropic upstreams; an
+ * OpenAI-compatible upstream caches by itself and is not sent it (docs/proxy.md, "What the request may contain").
+ */
+export const cacheControlSchema = z.object({
+  type: z.literal('ephemeral', { error: 'cache_control.type must be "ephemeral"' }),
+  ttl: z.enum(['5m', '1h'], { error: 'cache_control.ttl must be "5m" or "1h"' }).optional(),
+}, { error: 'cache_control must be {type: "ephemeral", ttl?: "5m" | "1h"}' });
+
+/** A prompt-cache breakpoint as validated (and as forwarded to Anthropic upstreams). */
+export type CacheControl = z.infer<typeof cacheControlSchema>;
+
 const textPartSchema = z.object({
   type: z.literal('text'),
   text: z.string({ error: 'a text part needs a string "text"' }),
+  cache_control: cacheControlSchema.optional(),
 });
 
 /** An image by URL or `data:` URL; what a model may take, and what it counts, is decided per model (docs/proxy.md). */
@@ -32,6 +46,7 @@ const imagePartSchema = z.object({
     url: z.string({ error: 'an image_url part needs a string "url"' }).min(1, 'the image url must not be empty'),
     detail: z.enum(['auto', 'low', 'high'], { error: 'detail must be auto, low or high' }).optional(),
   }, { error: 'an image_url part needs an "image_url" object' }),
+  cache_control: cacheControlSchema.optional(),
 });
 
 /** Base64 audio in one of OpenAI's input formats. */
@@ -41,6 +56,7 @@ const audioPartSchema = z.object({
     data: z.string({ error: 'an input_audio part needs base64 "data"' }).min(1, 'the audio data must not be empty'),
     format: z.enum(['wav', 'mp3'], { error: 'format must be wav or mp3' }),
   }, { error: 'an input_audio part needs an "input_audio" object' }),
+  cache_control: cacheControlSchema.optional(),
 });
 
 const contentPartSchema = z.discriminatedUnion('type', [textPartSchema, imagePartSchema, audioPartSchema], {
@@ -55,6 +71,7 @@ const toolCallSchema = z.object({
   id: z.string().min(1),
   type: z.literal('function'),
   function: z.object({ name: z.string().min(1), arguments: z.string() }),
+  cache_control: cacheControlSchema.optional(),
 });
 
 const messageSchema = z.object({
@@ -65,6 +82,8 @@ const messageSchema = z.object({
   name: z.string().min(1).max(256).optional(),
   tool_calls: z.array(toolCallSchema).min(1).max(128).optional(),
   tool_call_id: z.string().min(1).max(256).optional(),
+  /** A breakpoint at the end of the message's content (a tool message's result, or a string content). */
+  cache_control: cacheControlSchema.optional(),
 }).superRefine((message, context) => {
   const contentMissing = message.content === undefined || message.content === null;
   if (contentMissing && !(message.role === 'assistant' && message.tool_calls !== undefined)) {
@@ -114,7 +133,9 @@ const chatRequestSchema = z.object({
   tools: z.array(z.object({
     type: z.literal('function'),
     function: z.looseObject({ name: z.string().min(1).max(64) }),
+    cache_control: cacheControlSchema.optional(),
   })).max(128).nullish(),
+  prompt_cache_key: z.string({ error: 'prompt_cache_key must be a string' }).min(1, 'prompt_cache_key must not be empty').max(1024).nullish(),
   tool_choice: z.union([
     z.enum(['none', 'auto', 'required']),
     z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
@@ -150,6 +171,13 @@ export interface ChatRequest {
   includeUsage: boolean;
   /** Forwarded optional parameters, only those present. */
   params: Partial<Record<ForwardedParam, unknown>>;
+  /** How many cache_control breakpoints the request carries (at most 4); absent means none. */
+  cacheBreakpoints?: number;
+  /**
+   * The client's `prompt_cache_key` (chat, Responses): never forwarded as it is, only inside the
+   * organisation's own key (domain/cache-scope.ts).
+   */
+  promptCacheKey?: string;
 }
 
 /** Formats a zod issue path the way OpenAI names parameters, e.g. `messages[0].content`. */
@@ -227,10 +255,46 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
     const value = request[name];
     if (value !== undefined && value !== null) params[name] = value;
   }
+  const cacheBreakpoints = checkCacheBreakpoints(request);
   return {
     model: request.model, messages: request.messages, maxTokens, stream,
     includeUsage: stream && request.stream_options?.include_usage === true, params,
+    ...(cacheBreakpoints > 0 ? { cacheBreakpoints } : {}),
+    ...(request.prompt_cache_key == null ? {} : { promptCacheKey: request.prompt_cache_key }),
   };
+}
+
+/** Most cache_control breakpoints one request may carry: Anthropic's limit, which refuses a fifth. */
+export const maxCacheBreakpoints = 4;
+
+/**
+ * Counts the cache_control breakpoints of a request in Anthropic's prefix order (tools, then
+ * the messages' parts, tool calls and ends) and refuses, naming the field, a fifth breakpoint and
+ * a 1-hour breakpoint after a 5-minute one (Anthropic requires longer lifetimes first): an
+ * Anthropic upstream would refuse either after the Reserve.
+ */
+function checkCacheBreakpoints(request: {
+  tools?: ReadonlyArray<{ cache_control?: CacheControl | undefined }> | null | undefined;
+  messages: readonly ChatMessage[];
+}): number {
+  let count = 0;
+  let shortSeen = false;
+  const visit = (control: CacheControl | undefined, param: string) => {
+    if (control === undefined) return;
+    count += 1;
+    if (count > maxCacheBreakpoints) throw invalid(param, `A request may carry at most ${maxCacheBreakpoints} cache_control breakpoints.`);
+    if (control.ttl === '1h' && shortSeen) throw invalid(param, 'A cache_control with ttl "1h" must come before any with ttl "5m" (tools, then system, then messages).');
+    if (control.ttl !== '1h') shortSeen = true;
+  };
+  (request.tools ?? []).forEach((tool, index) => visit(tool.cache_control, `tools[${index}].cache_control`));
+  request.messages.forEach((message, index) => {
+    if (Array.isArray(message.content)) {
+      message.content.forEach((part, partIndex) => visit(part.cache_control, `messages[${index}].content[${partIndex}].cache_control`));
+    }
+    (message.tool_calls ?? []).forEach((call, callIndex) => visit(call.cache_control, `messages[${index}].tool_calls[${callIndex}].cache_control`));
+    visit(message.cache_control, `messages[${index}].cache_control`);
+  });
+  return count;
 }
 
 // One set of media limits for every model, whatever its provider kind: a limit only one provider

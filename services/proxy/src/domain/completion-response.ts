@@ -1,4 +1,4 @@
-import type { NormalizedChoice, NormalizedCompletion, StreamChoice } from './normalized-completion.ts';
+import type { NormalizedChoice, NormalizedCompletion, StreamChoice, TokenClassCounts } from './normalized-completion.ts';
 import { toHttpError, type GatewayError } from '@gateway/errors';
 import { usageCostFields, type TokenUsage, type UsageCostFields } from './pricing.ts';
 import type { StreamClose, StreamRenderer } from './stream-renderer.ts';
@@ -27,15 +27,30 @@ export interface ChatCompletionBody {
   usage: ChatUsage;
 }
 
-/** A chat completion's `usage`: OpenAI's token counts plus the request's cost. */
-type ChatUsage = { prompt_tokens: number; completion_tokens: number; total_tokens: number } & UsageCostFields;
+/**
+ * A chat completion's `usage`: OpenAI's token counts (`prompt_tokens_details.cached_tokens` when
+ * the upstream's prompt cache served part of the prompt) plus the request's cost.
+ */
+type ChatUsage = {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+} & UsageCostFields;
 
-/** The `usage` object of a chat completion (and of a stream's usage chunk) for a billed usage and its cost. */
-function chatUsage(usage: TokenUsage, costMicros: bigint): ChatUsage {
+/**
+ * The `usage` object of a chat completion (and of a stream's usage chunk) for a billed usage and
+ * its cost. Cache reads are OpenAI's `prompt_tokens_details.cached_tokens`, a part of
+ * prompt_tokens, shown when there were any (Anthropic cache writes have no chat field: they stay
+ * in prompt_tokens).
+ */
+function chatUsage(usage: TokenUsage & TokenClassCounts, costMicros: bigint): ChatUsage {
+  const cached = usage.cachedInputTokens ?? 0;
   return {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
+    ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
     ...usageCostFields(costMicros),
   };
 }

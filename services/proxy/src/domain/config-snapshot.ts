@@ -94,6 +94,11 @@ export interface ConfigSnapshot {
    * (domain/tool-call-id-codec.ts); undefined when the admin sent none. Never logged.
    */
   readonly toolCallIdKey?: Uint8Array;
+  /**
+   * The 32-byte key cacheable prompts are marked with per organisation, the same on every replica
+   * (domain/cache-scope.ts); undefined when the admin sent none. Never logged.
+   */
+  readonly cacheScopeKey?: Uint8Array;
 }
 
 /** The snapshot as its holder owns it: the same maps, writable by applyConfigChange only. */
@@ -105,6 +110,7 @@ export interface LiveConfigSnapshot extends ConfigSnapshot {
   readonly modelsBySlug: Map<string, GatewayModelEntry>;
   readonly platformModelAliases: Map<string, string>;
   toolCallIdKey?: Uint8Array;
+  cacheScopeKey?: Uint8Array;
 }
 
 /**
@@ -147,6 +153,8 @@ export interface ConfigChange {
   removedPlatformModelAliases: readonly string[];
   /** The tool-call id key a full change brings (undefined: none, an older admin); a delta's is ignored, the held key stays. */
   toolCallIdKey?: Uint8Array;
+  /** The cache scope key a full change brings (undefined: none, an older admin); a delta's is ignored, the held key stays. */
+  cacheScopeKey?: Uint8Array;
 }
 
 /**
@@ -218,6 +226,7 @@ export function applyConfigChange(current: LiveConfigSnapshot | undefined, chang
     ? {
       version: change.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map(),
       platformModelAliases: new Map(), toolCallIdKey: change.toolCallIdKey,
+      cacheScopeKey: change.cacheScopeKey,
     }
     : current;
 

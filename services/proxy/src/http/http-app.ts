@@ -3,6 +3,7 @@ import { GatewayError } from '@gateway/errors';
 import { createJsonBodyParser, createRequestGuard } from '@gateway/http-guard';
 import type { Logger } from '@gateway/logger';
 import type { HealthProbes } from '@gateway/service-runtime';
+import type { CacheScoping } from '../domain/cache-scope.ts';
 import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { ConfigSnapshot, GatewayModelEntry, GatewayModelKind, OrganisationEntry } from '../domain/config-snapshot.ts';
 import type { Ledger } from '../domain/ledger-port.ts';
@@ -37,6 +38,8 @@ export interface HttpAppServices {
   upstream: UpstreamPort;
   /** The tool-call id mapping of a snapshot: the ids clients see are the gateway's (domain/tool-call-ids.ts). */
   toolCallIds(snapshot: ConfigSnapshot): ToolCallIdCodec;
+  /** How a snapshot's requests keep prompt caches to their organisation (domain/cache-scope.ts). */
+  cacheScoping(snapshot: ConfigSnapshot): CacheScoping;
   /** Tracks work that must end before the process stops. */
   track<T>(work: Promise<T>): Promise<T>;
   maxBodyBytes: number;
@@ -352,7 +355,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     chatInput(context, snapshot, caller, model, request, observer) {
       return {
         requestId: context.requestId, requestUuid: context.requestUuid, caller, model, adapter: kit.adapterOf(model), request,
-        log: context.log, observer, toolCallIds: services.toolCallIds(snapshot),
+        log: context.log, observer, toolCallIds: services.toolCallIds(snapshot), cacheScoping: services.cacheScoping(snapshot),
       };
     },
     sendJson,

@@ -2,13 +2,14 @@ import { GatewayError, toGatewayError, type ErrorCode } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { Carve } from '../billing/grant-book.ts';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
+import { markerTokensOf, scopeForRequest, type CacheScope, type CacheScoping } from '../domain/cache-scope.ts';
 import { checkMediaParts, type ChatRequest } from '../domain/chat-request.ts';
 import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
 import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, ReserveOutcome, UsageSource } from '../domain/ledger-port.ts';
 import { MediaTokenCounter } from '../domain/media-tokens.ts';
 import { effectiveMaxTokens, reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
-import { estimatePromptTokens } from '../domain/token-estimate.ts';
+import { countTextTokens, estimatePromptTokens } from '../domain/token-estimate.ts';
 import { revealToolCallIds, type ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import { failedCall, type UpstreamFailure } from '../domain/upstream-failure.ts';
 import type { ReserveMetricOutcome, RequestObserver } from '../telemetry/request-observer.ts';
@@ -86,6 +87,8 @@ export interface ChatInput extends BillingInput {
   request: ChatRequest;
   /** Maps tool-call ids between the upstream's and the gateway's (domain/tool-call-ids.ts). */
   toolCallIds: ToolCallIdCodec;
+  /** How prompt caches are kept to the organisation (domain/cache-scope.ts); absent: requests go unscoped (unit tests only). */
+  cacheScoping?: CacheScoping;
 }
 
 /** The money of a request before any moves: its Reserve and where it is held. */
@@ -106,6 +109,20 @@ export interface ChatPlan extends BillingPlan {
 }
 
 /**
+ * The organisation's cache scope for a request that can be cached: one with a cache_control
+ * breakpoint or a prompt_cache_key, or long enough for an upstream's automatic prefix cache
+ * (CacheScoping.minPromptTokens). Shorter ones can be neither cached nor served from a cache, and
+ * go without the marker's tokens.
+ */
+function cacheScopeFor(input: ChatInput, promptTokens: number): CacheScope | undefined {
+  const scoping = input.cacheScoping;
+  if (scoping === undefined) return undefined;
+  const { request } = input;
+  const cacheable = (request.cacheBreakpoints ?? 0) > 0 || request.promptCacheKey !== undefined || promptTokens >= scoping.minPromptTokens;
+  return cacheable ? scopeForRequest(scoping, input.caller.organisation.id, request.promptCacheKey) : undefined;
+}
+
+/**
  * Estimates the request and builds its upstream request, moving no money: a prompt that fills
  * the context or a param the provider cannot honour is refused here, before the Reserve.
  */
@@ -116,10 +133,17 @@ export function planChat(input: ChatInput): ChatPlan {
   const media = checkMediaParts(request, model) === 0 ? undefined : new MediaTokenCounter(model.upstream.model);
   // The Reserve holds the most the media can bill (NO_OVERSPEND); the context check counts the
   // least, so a prompt that fits is not refused because a size or a family was unknown.
-  const promptTokens = estimatePromptTokens(request, model.tokenizer, media);
+  const requestTokens = estimatePromptTokens(request, model.tokenizer, media);
+  const cacheScope = cacheScopeFor(input, requestTokens);
+  // The marker is prompt the upstream bills: the Reserve and the context check count it.
+  const promptTokens = requestTokens + (cacheScope === undefined || input.cacheScoping === undefined
+    ? 0
+    : markerTokensOf(input.cacheScoping, cacheScope.marker, model.tokenizer, () => countTextTokens(cacheScope.marker, model.tokenizer) + 2));
   const maxTokens = effectiveMaxTokens(request.maxTokens, model, promptTokens - (media?.slackTokens ?? 0));
   // The upstream sees its own tool-call ids, never the gateway's (domain/tool-call-ids.ts).
-  const upstreamRequest = input.adapter.buildRequest(model.upstream, { request: revealToolCallIds(request, input.toolCallIds), maxTokens });
+  const upstreamRequest = input.adapter.buildRequest(model.upstream, {
+    request: revealToolCallIds(request, input.toolCallIds), maxTokens, ...(cacheScope === undefined ? {} : { cacheScope }),
+  });
   return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), upstreamRequest, reservationId: `res_${input.requestUuid}`, carve: undefined };
 }
 

@@ -11,6 +11,8 @@ export interface ConfigState {
   gatewayModels: configV1.GatewayModel[];
   /** Sent in every full snapshot, as the admin sends its derived key; absent: none (an older admin). */
   toolCallIdKey?: Buffer;
+  /** Sent in every full snapshot, as the admin sends its derived key; absent: none (an older admin). */
+  cacheScopeKey?: Buffer;
 }
 
 /** The changes of one delta, in the proto's terms; omitted lists are empty. */

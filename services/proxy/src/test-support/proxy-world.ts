@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
 import { configV1, type ledgerV1 } from '@gateway/contracts';
-import { startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
+import { startFakeUpstream, type FakeUpstream, type PrefixCacheOptions } from '@gateway/fake-upstream';
 import { createLogger } from '@gateway/logger';
 import { issueSecret } from '@gateway/secrets';
 import { tracingOff } from '@gateway/telemetry';
@@ -137,9 +137,11 @@ export async function waitFor(condition: () => boolean, timeoutMs = 5000, what =
  */
 export async function startProxyWorld(
   build: (upstreamBaseUrl: string) => ConfigState,
-  options: { heartbeatIntervalMs?: number; requiredApiKey?: string } = {},
+  options: { heartbeatIntervalMs?: number; requiredApiKey?: string; promptCache?: PrefixCacheOptions } = {},
 ): Promise<ProxyWorld> {
-  const upstream = await startFakeUpstream({ requiredApiKey: options.requiredApiKey ?? 'sk-upstream-credential-123' });
+  const upstream = await startFakeUpstream({
+    requiredApiKey: options.requiredApiKey ?? 'sk-upstream-credential-123', ...(options.promptCache === undefined ? {} : { promptCache: options.promptCache }),
+  });
   const ledger = await startLedgerPeer();
   const admin = await startConfigPeer(build(upstream.baseUrl), options);
   const proxies: TestProxy[] = [];

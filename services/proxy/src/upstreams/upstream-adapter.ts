@@ -1,3 +1,4 @@
+import type { CacheScope } from '../domain/cache-scope.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
 import type { UpstreamTarget } from '../domain/config-snapshot.ts';
 import type { EmbeddingsInput } from '../domain/embeddings-request.ts';
@@ -21,6 +22,12 @@ export interface UpstreamChatRequest {
   request: ChatRequest;
   /** Completion budget after defaults and the context clamp. */
   maxTokens: number;
+  /**
+   * The organisation's cache scope when the request can be cached (domain/cache-scope.ts): the
+   * adapter puts its marker where the provider's prefix cache starts and sends its
+   * prompt_cache_key where the provider takes one. Absent: the request is sent as it is.
+   */
+  cacheScope?: CacheScope;
 }
 
 /** What a stream decoder makes of the upstream's events. */

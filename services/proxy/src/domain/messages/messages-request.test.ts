@@ -33,23 +33,54 @@ describe('parseMessagesRequest', () => {
     expect(request).toEqual({
       model: 'chat',
       messages: [
-        { role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'again' },
+        // The top-level cache_control is a breakpoint on the conversation's last block.
+        { role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' },
+        { role: 'user', content: 'again', cache_control: { type: 'ephemeral' } },
       ],
       maxTokens: 100, stream: true, includeUsage: false,
       params: { temperature: 0.3, top_p: 0.9, stop: ['END'], user: 'u-1' },
+      cacheBreakpoints: 1,
     });
   });
 
-  it('joins system text blocks and ignores cache_control on them and on content blocks', () => {
+  it('joins system text blocks, and keeps them apart with their cache_control when one has a breakpoint, as on content blocks', () => {
+    expect(parse({ ...base, system: [{ type: 'text', text: 'You are a CLI.' }, { type: 'text', text: 'Be careful.' }], messages: hi }).messages[0])
+      .toEqual({ role: 'system', content: 'You are a CLI.\n\nBe careful.' });
     const request = parse({
       ...base,
-      system: [{ type: 'text', text: 'You are a CLI.' }, { type: 'text', text: 'Be careful.', cache_control: { type: 'ephemeral' } }],
+      system: [{ type: 'text', text: 'You are a CLI.' }, { type: 'text', text: 'Be careful.', cache_control: { type: 'ephemeral', ttl: '1h' } }],
       messages: [{ role: 'user', content: [{ type: 'text', text: 'a', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'b' }] }],
     });
     expect(request.messages).toEqual([
-      { role: 'system', content: 'You are a CLI.\n\nBe careful.' },
-      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
+      { role: 'system', content: [{ type: 'text', text: 'You are a CLI.' }, { type: 'text', text: 'Be careful.', cache_control: { type: 'ephemeral', ttl: '1h' } }] },
+      { role: 'user', content: [{ type: 'text', text: 'a', cache_control: { type: 'ephemeral' } }, { type: 'text', text: 'b' }] },
     ]);
+    expect(request.cacheBreakpoints).toBe(2);
+  });
+
+  it('carries cache_control on tools, tool_use and tool_result blocks, and refuses a fifth breakpoint or a 1h one after a 5m one', () => {
+    const control = { type: 'ephemeral' };
+    const request = parse({
+      ...base,
+      tools: [{ name: 'look', input_schema: { type: 'object' }, cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      messages: [
+        { role: 'user', content: 'find it' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'tu_1', name: 'look', input: {}, cache_control: control }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu_1', content: [{ type: 'text', text: 'found', cache_control: control }] }] },
+      ],
+    });
+    expect(request.params.tools).toEqual([{ type: 'function', function: { name: 'look', parameters: { type: 'object' } }, cache_control: { type: 'ephemeral', ttl: '1h' } }]);
+    expect(request.messages.slice(1)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'tu_1', type: 'function', function: { name: 'look', arguments: '{}' }, cache_control: control }] },
+      { role: 'tool', tool_call_id: 'tu_1', content: 'found', cache_control: control },
+    ]);
+    expect(request.cacheBreakpoints).toBe(3);
+    const five = Array.from({ length: 5 }, (_, i) => ({ type: 'text', text: `t${i}`, cache_control: control }));
+    expect(refusal({ ...base, system: five, messages: hi }).message).toBe('system.4.cache_control: A maximum of 4 blocks with cache_control may be provided.');
+    expect(refusal({ ...base, system: [{ type: 'text', text: 'a', cache_control: control }], messages: hi, cache_control: { type: 'ephemeral', ttl: '1h' } }).message)
+      .toMatch(/^cache_control: a cache_control with ttl "1h" must come before/);
+    expect(refusal({ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a', cache_control: { type: 'ephemeral', ttl: '2h' } }] }] }).message)
+      .toBe('messages.0.content.0.cache_control.ttl: cache_control.ttl must be "5m" or "1h"');
   });
 
   it('turns image blocks into image_url parts: base64 as a data URL, url as itself', () => {
@@ -142,7 +173,7 @@ describe('parseMessagesRequest', () => {
     expect(parse({ ...base, messages: hi, tools: [], tool_choice: { type: 'auto' } }).params).toEqual({});
   });
 
-  it('keeps a system message inside messages (Claude Code\'s environment block) as a system message at its place, its text blocks joined', () => {
+  it('keeps a system message inside messages (Claude Code\'s environment block) as a system message at its place, its text blocks joined unless one has a breakpoint', () => {
     const request = parse({
       ...base, system: [{ type: 'text', text: 'be brief', cache_control: { type: 'ephemeral' } }],
       messages: [
@@ -153,10 +184,11 @@ describe('parseMessagesRequest', () => {
         { role: 'system', content: 'be kind' },
       ],
     });
+    const control = { type: 'ephemeral' };
     expect(request.messages).toEqual([
-      { role: 'system', content: 'be brief' },
+      { role: 'system', content: [{ type: 'text', text: 'be brief', cache_control: control }] },
       { role: 'user', content: [{ type: 'text', text: 'reminder' }, { type: 'text', text: 'read it' }] },
-      { role: 'system', content: '# Environment\n\ncwd: /tmp' },
+      { role: 'system', content: [{ type: 'text', text: '# Environment' }, { type: 'text', text: 'cwd: /tmp', cache_control: control }] },
       { role: 'assistant', content: 'done' },
       { role: 'user', content: 'thanks' },
       { role: 'system', content: 'be kind' },

@@ -1,6 +1,6 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
-import type { ChatMessage, ChatRequest } from '../chat-request.ts';
+import { cacheControlSchema, maxCacheBreakpoints, type CacheControl, type ChatMessage, type ChatRequest } from '../chat-request.ts';
 import { surfaceErrorTranslator, type MessageSource, type SurfaceSpelling } from '../surface-error-translator.ts';
 
 /** Most messages one request may carry (the chat surface's bound). */
@@ -39,7 +39,8 @@ function required(rule: string): (issue: { input: unknown }) => string {
 const textBlockSchema = z.object({
   type: z.literal('text'),
   text: z.string({ error: required('text must be a string') }),
-  // cache_control and citations are accepted and ignored: no upstream cache is shared between customers.
+  // Citations are accepted and ignored; cache_control is carried to the upstream (cacheControlOf).
+  cache_control: cacheControlSchema.nullish(),
 });
 
 const imageSourceSchema = z.discriminatedUnion('type', [
@@ -51,7 +52,7 @@ const imageSourceSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('url'), url: z.string({ error: required('url must be a string') }).min(1, 'url must not be empty') }),
 ], { error: 'source must be {type: "base64", media_type, data} or {type: "url", url}' });
 
-const imageBlockSchema = z.object({ type: z.literal('image'), source: imageSourceSchema });
+const imageBlockSchema = z.object({ type: z.literal('image'), source: imageSourceSchema, cache_control: cacheControlSchema.nullish() });
 
 const toolUseBlockSchema = z.object({
   type: z.literal('tool_use'),
@@ -60,6 +61,7 @@ const toolUseBlockSchema = z.object({
   // A string is what the gateway itself emits for a model's arguments that are not a JSON object
   // (messages-response.ts): it goes back as those arguments unchanged, so such a turn can be echoed.
   input: z.union([z.record(z.string(), z.unknown()), z.string()], { error: required('input must be an object') }),
+  cache_control: cacheControlSchema.nullish(),
 });
 
 /** A block as the first pass sees it: its type decides which schema checks it (parseBlock). */
@@ -70,6 +72,7 @@ const toolResultBlockSchema = z.object({
   tool_use_id: z.string({ error: required('tool_use_id must be a string') }).min(1, 'tool_use_id must not be empty').max(256),
   content: z.union([z.string(), z.array(anyBlockSchema)], { error: 'content must be a string or an array of text and image blocks' }).nullish(),
   is_error: z.boolean({ error: 'is_error must be a boolean' }).nullish(),
+  cache_control: cacheControlSchema.nullish(),
 });
 
 const customToolSchema = z.object({
@@ -78,6 +81,7 @@ const customToolSchema = z.object({
   description: z.string({ error: 'description must be a string' }).nullish(),
   input_schema: z.looseObject({ type: z.literal('object', { error: 'input_schema.type must be "object"' }) }, { error: required('input_schema must be a JSON schema object') }),
   defer_loading: z.boolean({ error: 'defer_loading must be a boolean' }).nullish(),
+  cache_control: cacheControlSchema.nullish(),
 });
 
 const disableParallelSchema = z.boolean({ error: 'disable_parallel_tool_use must be a boolean' }).nullish();
@@ -139,6 +143,8 @@ const messagesRequestSchema = z.object({
   output_config: z.looseObject({
     format: z.null({ error: 'Structured outputs (output_config.format) are not supported on /v1/messages by this gateway.' }).optional(),
   }, { error: 'output_config must be an object' }).nullish(),
+  // Anthropic's automatic caching: one breakpoint on the last block of the conversation.
+  cache_control: cacheControlSchema.nullish(),
 });
 
 /** What a Messages body is parsed for: a message (`max_tokens` required) or a token count (`max_tokens` and `stream` not used). */
@@ -201,6 +207,48 @@ function throwInvalid(path: string, message: string): never {
   throw invalid(path, message);
 }
 
+/** A block's breakpoint in the internal form (null counts as absent), as a spreadable field. */
+function cacheControlOf(control: CacheControl | null | undefined): { cache_control?: CacheControl } {
+  return control === undefined || control === null ? {} : { cache_control: control };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Counts the request's cache_control breakpoints in Anthropic's prefix order (tools, system,
+ * messages with the blocks inside tool results, then the top-level one, which stands for the last
+ * block) and refuses, naming the field, a fifth one and a 1-hour one after a 5-minute one, as
+ * Anthropic does. Runs on the validated body, so every breakpoint counted has a valid shape.
+ */
+function countCacheBreakpoints(body: Record<string, unknown>): number {
+  let count = 0;
+  let shortSeen = false;
+  const visit = (holder: unknown, path: string) => {
+    if (!isRecord(holder) || !isRecord(holder.cache_control)) return;
+    const param = path === '' ? 'cache_control' : `${path}.cache_control`;
+    count += 1;
+    if (count > maxCacheBreakpoints) throw invalid(param, `A maximum of ${maxCacheBreakpoints} blocks with cache_control may be provided.`);
+    const long = holder.cache_control.ttl === '1h';
+    if (long && shortSeen) throw invalid(param, 'a cache_control with ttl "1h" must come before any with ttl "5m" (tools, then system, then messages).');
+    if (!long) shortSeen = true;
+  };
+  const blocksOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+  blocksOf(body.tools).forEach((tool, index) => visit(tool, `tools.${index}`));
+  blocksOf(body.system).forEach((block, index) => visit(block, `system.${index}`));
+  blocksOf(body.messages).forEach((message, index) => {
+    if (!isRecord(message)) return;
+    blocksOf(message.content).forEach((block, blockIndex) => {
+      const path = `messages.${index}.content.${blockIndex}`;
+      if (isRecord(block)) blocksOf(block.content).forEach((inner, innerIndex) => visit(inner, `${path}.content.${innerIndex}`));
+      visit(block, path);
+    });
+  });
+  visit(body, '');
+  return count;
+}
+
 /** The chat `image_url` part of an Anthropic image block: a data URL for base64 data, the URL itself otherwise. */
 function imagePartOf(block: unknown, path: string): ChatContentPart {
   const source = (block as { source?: unknown }).source;
@@ -209,12 +257,21 @@ function imagePartOf(block: unknown, path: string): ChatContentPart {
   }
   const image = parseAt(imageBlockSchema, block, path);
   const url = image.source.type === 'base64' ? `data:${image.source.media_type};base64,${image.source.data}` : image.source.url;
-  return { type: 'image_url', image_url: { url } };
+  return { type: 'image_url', image_url: { url }, ...cacheControlOf(image.cache_control) };
 }
 
 /** The texts of a text block list, joined: how a system prompt or a tool result reads as one chat string. */
 function joinedText(blocks: ReadonlyArray<{ text: string }>, separator: string): string {
   return blocks.map((block) => block.text).join(separator);
+}
+
+/**
+ * A system prompt's internal content: its blocks joined by a blank line, or, when one carries a
+ * breakpoint, the blocks as text parts (empty ones left out), so the breakpoint stays on its block.
+ */
+function systemContentOf(blocks: ReadonlyArray<z.infer<typeof textBlockSchema>>, joined: string): ChatMessage['content'] {
+  if (!blocks.some((block) => block.cache_control !== undefined && block.cache_control !== null)) return joined;
+  return blocks.filter((block) => block.text !== '').map((block) => ({ type: 'text' as const, text: block.text, ...cacheControlOf(block.cache_control) }));
 }
 
 /**
@@ -226,22 +283,31 @@ function toolResultOf(block: unknown, path: string): { message: ChatMessage; ima
   const result = parseAt(toolResultBlockSchema, block, path);
   const texts: string[] = [];
   const images: Array<{ part: ChatContentPart; path: string }> = [];
+  // A breakpoint on the result or on a text inside it marks the end of the result: it is one text internally.
+  let control = result.cache_control ?? undefined;
   if (typeof result.content === 'string') texts.push(result.content);
   else {
     (result.content ?? []).forEach((inner, index) => {
       const innerPath = `${path}.content.${index}`;
-      if (inner.type === 'text') texts.push(parseAt(textBlockSchema, inner, innerPath).text);
+      if (inner.type === 'text') {
+        const text = parseAt(textBlockSchema, inner, innerPath);
+        texts.push(text.text);
+        control ??= text.cache_control ?? undefined;
+      }
       else if (inner.type === 'image') images.push({ part: imagePartOf(inner, innerPath), path: innerPath });
       else throw invalid(`${innerPath}.type`, `'${inner.type.slice(0, 64)}' blocks are not supported in a tool_result by this gateway (supported: text and image).`);
     });
   }
   const text = texts.join('\n');
-  return { message: { role: 'tool', tool_call_id: result.tool_use_id, content: result.is_error === true ? `Error: ${text}` : text }, images };
+  return {
+    message: { role: 'tool', tool_call_id: result.tool_use_id, content: result.is_error === true ? `Error: ${text}` : text, ...cacheControlOf(control) },
+    images,
+  };
 }
 
 /** The content of a chat user message from its parts: a plain string for a single text part (what every upstream takes), the parts otherwise. */
 function userMessageOf(parts: ChatContentPart[]): ChatMessage {
-  if (parts.length === 1 && parts[0]!.type === 'text') return { role: 'user', content: parts[0]!.text };
+  if (parts.length === 1 && parts[0]!.type === 'text' && parts[0]!.cache_control === undefined) return { role: 'user', content: parts[0]!.text };
   return { role: 'user', content: parts };
 }
 
@@ -262,9 +328,9 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
     const blockPath = `${path}.${index}`;
     switch (block.type) {
       case 'text': {
-        const text = parseAt(textBlockSchema, block, blockPath).text;
+        const { text, cache_control: control } = parseAt(textBlockSchema, block, blockPath);
         if (text === '') throw invalid(blockPath, emptyTextRefusal);
-        parts.push({ type: 'text', text });
+        parts.push({ type: 'text', text, ...cacheControlOf(control) });
         partPaths.push(blockPath);
         textOrImageSeen = true;
         break;
@@ -292,8 +358,9 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
   });
   if (parts.length === 0) return tools;
   // A single text part is sent as a plain string: its content is that block.
-  const source = { path: path.slice(0, -'.content'.length), contentPath: parts.length === 1 ? partPaths[0]! : path, partPaths, callPaths: [] };
-  return [...tools, { message: userMessageOf(parts), source }];
+  const message = userMessageOf(parts);
+  const source = { path: path.slice(0, -'.content'.length), contentPath: typeof message.content === 'string' ? partPaths[0]! : path, partPaths, callPaths: [] };
+  return [...tools, { message, source }];
 }
 
 /**
@@ -304,19 +371,24 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
  */
 function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): TranslatedMessage[] {
   let text = '';
+  // The text blocks as parts, kept apart only when one carries a breakpoint (joined otherwise, as before).
+  const textParts: ChatContentPart[] = [];
   const toolCalls: ChatToolCall[] = [];
   const callPaths: string[] = [];
   content.forEach((block, index) => {
     const blockPath = `${path}.${index}`;
     switch (block.type) {
-      case 'text':
-        text += parseAt(textBlockSchema, block, blockPath).text;
+      case 'text': {
+        const { text: blockText, cache_control: control } = parseAt(textBlockSchema, block, blockPath);
+        text += blockText;
+        if (blockText !== '') textParts.push({ type: 'text', text: blockText, ...cacheControlOf(control) });
         break;
+      }
       case 'tool_use': {
         const call = parseAt(toolUseBlockSchema, block, blockPath);
         if (toolCalls.length === maxTools) throw invalid(blockPath, `an assistant turn may carry at most ${maxTools} tool_use blocks.`);
         const argumentsText = typeof call.input === 'string' ? call.input : JSON.stringify(call.input);
-        toolCalls.push({ id: call.id, type: 'function', function: { name: call.name, arguments: argumentsText } });
+        toolCalls.push({ id: call.id, type: 'function', function: { name: call.name, arguments: argumentsText }, ...cacheControlOf(call.cache_control) });
         callPaths.push(blockPath);
         break;
       }
@@ -328,8 +400,9 @@ function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path:
     }
   });
   const source = { path: path.slice(0, -'.content'.length), contentPath: path, partPaths: [], callPaths };
-  if (toolCalls.length > 0) return [{ message: { role: 'assistant', content: text === '' ? null : text, tool_calls: toolCalls }, source }];
-  return text === '' ? [] : [{ message: { role: 'assistant', content: text }, source }];
+  const assistantContent: ChatMessage['content'] = textParts.some((part) => part.cache_control !== undefined) ? textParts : text;
+  if (toolCalls.length > 0) return [{ message: { role: 'assistant', content: text === '' ? null : assistantContent, tool_calls: toolCalls }, source }];
+  return text === '' ? [] : [{ message: { role: 'assistant', content: assistantContent }, source }];
 }
 
 function refusedBlock(type: string, role: keyof typeof blocksByRole, path: string): GatewayError {
@@ -353,14 +426,14 @@ function systemTurn(messages: readonly SourceMessage[], index: number): Translat
   if (next !== undefined && next.role !== 'assistant') {
     throw invalid(`${path}.role`, 'a system message must be the last message or be followed by an assistant message (as Anthropic\'s API requires).');
   }
-  const texts = typeof message.content === 'string' ? [message.content] : message.content.map((block, blockIndex) => {
+  const blocks = typeof message.content === 'string' ? [{ type: 'text' as const, text: message.content }] : message.content.map((block, blockIndex) => {
     const blockPath = `${path}.content.${blockIndex}`;
     if (block.type !== 'text') throw invalid(`${blockPath}.type`, `'${block.type.slice(0, 64)}' blocks are not supported in system messages (supported: text).`);
-    return parseAt(textBlockSchema, block, blockPath).text;
+    return parseAt(textBlockSchema, block, blockPath);
   });
-  const text = texts.join('\n\n');
+  const text = joinedText(blocks, '\n\n');
   if (text === '') throw invalid(`${path}.content`, emptyTextRefusal);
-  return [{ message: { role: 'system', content: text }, source: { path, contentPath: `${path}.content`, partPaths: [], callPaths: [] } }];
+  return [{ message: { role: 'system', content: systemContentOf(blocks, text) }, source: { path, contentPath: `${path}.content`, partPaths: [], callPaths: [] } }];
 }
 
 /** Characters of text a source message carries: text blocks, tool names and inputs, tool results' text. */
@@ -403,7 +476,7 @@ const messagesSpellingOf = (toolIndexes: readonly number[]): SurfaceSpelling => 
 /** A custom tool the upstream is sent, and its index in the client's `tools`. */
 interface SentTool {
   index: number;
-  tool: { type: 'function'; function: Record<string, unknown> };
+  tool: { type: 'function'; function: Record<string, unknown>; cache_control?: CacheControl };
 }
 
 /**
@@ -431,6 +504,7 @@ function chatToolsOf(tools: NonNullable<MessagesBody['tools']>): { sent: SentToo
         ...(typeof custom.description === 'string' ? { description: custom.description } : {}),
         parameters: custom.input_schema,
       },
+      ...cacheControlOf(custom.cache_control),
     } });
   });
   return { sent, deferred };
@@ -491,7 +565,7 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
   const system = typeof request.system === 'string' ? request.system : joinedText(request.system ?? [], '\n\n');
   if (system.length > limits.maxMessageChars) throw invalid('system', `the system prompt may carry at most ${limits.maxMessageChars} characters of text.`);
   if (system !== '') {
-    messages.push({ role: 'system', content: system });
+    messages.push({ role: 'system', content: typeof request.system === 'string' ? system : systemContentOf(request.system ?? [], system) });
     sources.push({ path: 'system', contentPath: 'system', partPaths: [], callPaths: [] });
   }
   request.messages.forEach((message: SourceMessage, index) => {
@@ -515,6 +589,9 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     throw invalid('messages', 'no message has content the gateway can send (thinking blocks are dropped).');
   }
 
+  const cacheBreakpoints = countCacheBreakpoints(body as Record<string, unknown>);
+  // The top-level breakpoint (automatic caching) marks the end of the conversation.
+  if (request.cache_control !== undefined && request.cache_control !== null) messages[messages.length - 1] = { ...messages.at(-1)!, cache_control: request.cache_control };
   const { params, toolIndexes } = toolParams(request);
   if (request.temperature !== undefined && request.temperature !== null) params.temperature = request.temperature;
   if (request.top_p !== undefined && request.top_p !== null) params.top_p = request.top_p;
@@ -528,6 +605,7 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     stream: purpose === 'create' && request.stream === true,
     includeUsage: false,
     params,
+    ...(cacheBreakpoints > 0 ? { cacheBreakpoints } : {}),
   };
   return { chat, translateError: surfaceErrorTranslator(messagesSpellingOf(toolIndexes), sources) };
 }

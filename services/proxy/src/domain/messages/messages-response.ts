@@ -1,4 +1,4 @@
-import type { NormalizedCompletion } from '../normalized-completion.ts';
+import type { NormalizedCompletion, TokenClassCounts } from '../normalized-completion.ts';
 import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
 
 /** Anthropic's stop reasons the gateway answers with. */
@@ -9,12 +9,17 @@ type MessagesContentBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown };
 
-/** A Messages answer's `usage`: Anthropic's token counts (no cache is shared, so its counts are 0) plus the request's cost. */
+/**
+ * A Messages answer's `usage`: Anthropic's token counts plus the request's cost. As Anthropic's,
+ * `input_tokens` is the input neither read from nor written to the prompt cache; the three add
+ * up to the billed prompt. `cache_creation` splits the writes by lifetime when there were any.
+ */
 type MessagesUsage = {
   input_tokens: number;
   output_tokens: number;
-  cache_creation_input_tokens: 0;
-  cache_read_input_tokens: 0;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
 } & UsageCostFields;
 
 /** The body of a non-streaming `POST /v1/messages` answer, exactly as clients receive it. */
@@ -54,12 +59,17 @@ export function stopReasonOf(finishReason: string | null): MessagesStopReason {
 }
 
 /** The `usage` of a Messages answer (and of a stream's message_delta) for a billed usage and its cost, µ₹. */
-export function messagesUsage(usage: TokenUsage, costMicros: bigint): MessagesUsage {
+export function messagesUsage(usage: TokenUsage & TokenClassCounts, costMicros: bigint): MessagesUsage {
+  const read = usage.cachedInputTokens ?? 0;
+  const write5m = usage.cacheWrite5mTokens ?? 0;
+  const write1h = usage.cacheWrite1hTokens ?? 0;
   return {
-    input_tokens: usage.promptTokens,
+    // Never below 0, whatever an upstream reports: the classes are parts of promptTokens.
+    input_tokens: Math.max(0, usage.promptTokens - read - write5m - write1h),
     output_tokens: usage.completionTokens,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: write5m + write1h,
+    cache_read_input_tokens: read,
+    ...(write5m + write1h > 0 ? { cache_creation: { ephemeral_5m_input_tokens: write5m, ephemeral_1h_input_tokens: write1h } } : {}),
     ...usageCostFields(costMicros),
   };
 }

@@ -395,6 +395,9 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits):
     chatBody.tool_choice = typeof toolChoice === 'string' ? toolChoice : { type: 'function', function: { name: (toolChoice as { name: string }).name } };
   }
   if (format !== undefined) chatBody.response_format = translateTextFormat(format);
+  // Kept apart per organisation before it leaves (domain/cache-scope.ts); parseChatRequest checks it.
+  const promptCacheKey = (body as { prompt_cache_key?: unknown }).prompt_cache_key;
+  if (promptCacheKey !== undefined && promptCacheKey !== null) chatBody.prompt_cache_key = promptCacheKey;
 
   const translateError = surfaceErrorTranslator(responsesSpelling, sources);
 

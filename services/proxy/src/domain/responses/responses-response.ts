@@ -1,4 +1,4 @@
-import type { NormalizedCompletion } from '../normalized-completion.ts';
+import type { NormalizedCompletion, TokenClassCounts } from '../normalized-completion.ts';
 import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
 import type { ResponsesEchoedFields } from './responses-request.ts';
 import { responsesToolCall, type ResponsesToolNames } from './responses-tools.ts';
@@ -123,10 +123,11 @@ export function toolCallItem(frame: ResponseFrame, call: { id: string; function:
 }
 
 /** A Response's `usage` for a billed usage and its cost, µ₹ (the Settle's figure, usageCostMicros). */
-export function responsesUsage(usage: TokenUsage, costMicros: bigint): ResponsesUsage {
+export function responsesUsage(usage: TokenUsage & TokenClassCounts, costMicros: bigint): ResponsesUsage {
   return {
     input_tokens: usage.promptTokens,
-    input_tokens_details: { cached_tokens: 0 },
+    // Tokens the upstream's prompt cache served, a part of input_tokens (Anthropic cache writes stay plain input here).
+    input_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
     output_tokens: usage.completionTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: usage.promptTokens + usage.completionTokens,

@@ -1,8 +1,12 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
-import { imageDataUrlOf, type ChatMessage, type ForwardedParam } from '../../domain/chat-request.ts';
+import { imageDataUrlOf, type CacheControl, type ChatMessage, type ForwardedParam } from '../../domain/chat-request.ts';
 import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
 import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest } from '../upstream-adapter.ts';
+import { anthropicPromptTokens, anthropicTokenClasses } from './anthropic-token-classes.ts';
+import {
+  anthropicTools, extendedCacheTtlBeta, hasHourBreakpoint, scopeAnthropicPrompt, systemBlocksOf, systemValueOf, type ChatTool, type SystemBlock,
+} from './prompt-cache.ts';
 import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
 
 /** The Messages API version the adapter speaks. */
@@ -13,11 +17,13 @@ const unsupportedParams: readonly ForwardedParam[] = ['logprobs', 'top_logprobs'
 
 type ImageSource = { type: 'base64'; media_type: string; data: string } | { type: 'url'; url: string };
 
-type ContentBlock =
+/** A block as Anthropic takes it; `cache_control` is a prompt-cache breakpoint carried from the request. */
+type ContentBlock = (
   | { type: 'text'; text: string }
   | { type: 'image'; source: ImageSource }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string };
+  | { type: 'tool_result'; tool_use_id: string; content: string }
+) & { cache_control?: CacheControl };
 
 interface AnthropicMessage {
   role: 'user' | 'assistant';
@@ -58,6 +64,11 @@ function userBlocks(content: ChatMessage['content'], index: number): ContentBloc
   content.forEach((part, partIndex) => {
     if (part.type === 'text') {
       text += part.text;
+      // A breakpoint ends its text block there, so the cached prefix ends where the client put it.
+      if (part.cache_control !== undefined) {
+        blocks.push({ type: 'text', text, cache_control: part.cache_control });
+        text = '';
+      }
       return;
     }
     const param = `messages[${index}].content[${partIndex}]`;
@@ -65,15 +76,32 @@ function userBlocks(content: ChatMessage['content'], index: number): ContentBloc
     // Anthropic refuses empty text blocks: text between images is kept only when there is some.
     if (text !== '') blocks.push({ type: 'text', text });
     text = '';
-    blocks.push(imageBlock(part.image_url.url));
+    blocks.push({ ...imageBlock(part.image_url.url), ...(part.cache_control === undefined ? {} : { cache_control: part.cache_control }) });
   });
   if (text !== '' || blocks.length === 0) blocks.push({ type: 'text', text });
   return blocks;
 }
 
-/** The OpenAI messages as Anthropic's `system` text and alternating user/assistant messages. */
-function translateMessages(messages: readonly ChatMessage[]): { system: string | undefined; messages: AnthropicMessage[] } {
-  const systemTexts: string[] = [];
+/** An assistant message's text as blocks: one block, or one per part when a part carries a breakpoint (kept on its block). */
+function assistantTextBlocks(content: ChatMessage['content']): ContentBlock[] {
+  if (Array.isArray(content) && content.some((part) => part.cache_control !== undefined)) {
+    return content.flatMap((part): ContentBlock[] => (part.type === 'text' && part.text !== ''
+      ? [{ type: 'text', text: part.text, ...(part.cache_control === undefined ? {} : { cache_control: part.cache_control }) }]
+      : []));
+  }
+  const text = textOf(content);
+  return text === '' ? [] : [{ type: 'text', text }];
+}
+
+/** A message's own breakpoint (chat's message-level cache_control) on its last block. */
+function withMessageBreakpoint(blocks: ContentBlock[], message: ChatMessage): ContentBlock[] {
+  if (message.cache_control === undefined || blocks.length === 0) return blocks;
+  return [...blocks.slice(0, -1), { ...blocks.at(-1)!, cache_control: message.cache_control }];
+}
+
+/** The OpenAI messages as Anthropic's `system` blocks and alternating user/assistant messages. */
+function translateMessages(messages: readonly ChatMessage[]): { system: SystemBlock[]; messages: AnthropicMessage[] } {
+  const system: SystemBlock[] = [];
   const translated: AnthropicMessage[] = [];
   const append = (role: AnthropicMessage['role'], blocks: ContentBlock[]) => {
     const last = translated.at(-1);
@@ -85,18 +113,16 @@ function translateMessages(messages: readonly ChatMessage[]): { system: string |
     switch (message.role) {
       case 'system':
       case 'developer':
-        systemTexts.push(textOf(message.content));
+        system.push(...systemBlocksOf(message));
         break;
       case 'user':
-        append('user', userBlocks(message.content, index));
+        append('user', withMessageBreakpoint(userBlocks(message.content, index), message));
         break;
       case 'tool':
-        append('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id!, content: textOf(message.content) }]);
+        append('user', withMessageBreakpoint([{ type: 'tool_result', tool_use_id: message.tool_call_id!, content: textOf(message.content) }], message));
         break;
       case 'assistant': {
-        const blocks: ContentBlock[] = [];
-        const text = textOf(message.content);
-        if (text !== '') blocks.push({ type: 'text', text });
+        const blocks: ContentBlock[] = assistantTextBlocks(message.content);
         (message.tool_calls ?? []).forEach((call, callIndex) => {
           let input: unknown;
           try {
@@ -109,14 +135,14 @@ function translateMessages(messages: readonly ChatMessage[]): { system: string |
           if (typeof input !== 'object' || input === null || Array.isArray(input)) {
             throw refuse(`messages[${index}].tool_calls[${callIndex}].function.arguments`, 'Tool call arguments must be a JSON object for this model.');
           }
-          blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input });
+          blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input, ...(call.cache_control === undefined ? {} : { cache_control: call.cache_control }) });
         });
-        if (blocks.length > 0) append('assistant', blocks);
+        if (blocks.length > 0) append('assistant', withMessageBreakpoint(blocks, message));
         break;
       }
     }
   });
-  return { system: systemTexts.length > 0 ? systemTexts.join('\n\n') : undefined, messages: translated };
+  return { system, messages: translated };
 }
 
 function toolChoiceOf(choice: unknown, parallel: unknown): Record<string, unknown> | undefined {
@@ -146,11 +172,6 @@ const messageSchema = z.object({
   stop_reason: z.string().nullish(),
 });
 
-/** Prompt tokens of an Anthropic usage: fresh input plus cache writes and reads (all are billed input). */
-function anthropicPromptTokens(usage: z.infer<typeof anthropicUsageSchema>): number {
-  return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
-}
-
 /**
  * The adapter for Anthropic's Messages API (`provider_kind` `anthropic`), translated both ways:
  * OpenAI messages become `system` plus alternating turns (user images as image blocks in order
@@ -173,18 +194,16 @@ export const anthropicAdapter: UpstreamAdapter = {
     const { system, messages } = translateMessages(chat.request.messages);
     if (messages.length === 0) throw refuse('messages', 'This model needs at least one user or assistant message besides system messages.');
     const body: Record<string, unknown> = { model: target.model, max_tokens: chat.maxTokens, messages };
-    if (system !== undefined) body.system = system;
+    // The organisation's marker goes where Anthropic's prefix starts: the first tool, else the system prompt.
+    const scoped = scopeAnthropicPrompt(params.tools === undefined ? undefined : anthropicTools(params.tools as ChatTool[]), system, chat.cacheScope);
+    const { tools } = scoped;
+    const systemValue = systemValueOf(scoped.system);
+    if (systemValue !== undefined) body.system = systemValue;
     if (params.temperature !== undefined) body.temperature = params.temperature;
     if (params.top_p !== undefined) body.top_p = params.top_p;
     if (params.stop !== undefined) body.stop_sequences = typeof params.stop === 'string' ? [params.stop] : params.stop;
     if (params.user !== undefined) body.metadata = { user_id: params.user };
-    if (params.tools !== undefined) {
-      body.tools = (params.tools as Array<{ function: { name: string; description?: unknown; parameters?: unknown } }>).map((tool) => ({
-        name: tool.function.name,
-        ...(typeof tool.function.description === 'string' ? { description: tool.function.description } : {}),
-        input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
-      }));
-    }
+    if (tools !== undefined) body.tools = tools;
     const toolChoice = toolChoiceOf(params.tool_choice, params.parallel_tool_calls);
     if (toolChoice !== undefined) body.tool_choice = toolChoice;
     if (chat.request.stream) body.stream = true; // Anthropic always streams its usage
@@ -195,6 +214,7 @@ export const anthropicAdapter: UpstreamAdapter = {
       'anthropic-version': anthropicVersion,
     };
     if (target.apiKey !== '') headers['x-api-key'] = target.apiKey;
+    if ((chat.request.cacheBreakpoints ?? 0) > 0 && hasHourBreakpoint(chat.request)) headers['anthropic-beta'] = extendedCacheTtlBeta;
     return { path: '/messages', headers, body: JSON.stringify(body) };
   },
 
@@ -208,7 +228,8 @@ export const anthropicAdapter: UpstreamAdapter = {
         toolCalls.push({ id: block.id, type: 'function', function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) } });
       }
     }
-    const reportedUsage = anthropicUsageSchema.safeParse((json as { usage?: unknown }).usage);
+    const usageJson = (json as { usage?: unknown }).usage;
+    const reportedUsage = anthropicUsageSchema.safeParse(usageJson);
     return {
       choices: [{
         index: 0,
@@ -219,7 +240,11 @@ export const anthropicAdapter: UpstreamAdapter = {
         logprobs: null,
       }],
       usage: reportedUsage.success
-        ? { promptTokens: anthropicPromptTokens(reportedUsage.data), completionTokens: reportedUsage.data.output_tokens }
+        ? {
+          promptTokens: anthropicPromptTokens(usageJson as Record<string, unknown>),
+          completionTokens: reportedUsage.data.output_tokens,
+          ...anthropicTokenClasses(usageJson),
+        }
         : undefined,
     };
   },

@@ -1,4 +1,6 @@
+import type { TokenClassCounts } from '../../domain/normalized-completion.ts';
 import type { StreamDecoder, StreamEventSink } from '../upstream-adapter.ts';
+import { anthropicPromptTokens, anthropicTokenClasses } from './anthropic-token-classes.ts';
 
 type Json = Record<string, unknown>;
 
@@ -25,10 +27,12 @@ export function finishReasonOf(stopReason: unknown, hasToolCalls: boolean): stri
  * message_delta, message_stop, ping, error) into OpenAI chunks: text deltas become content,
  * tool_use blocks become tool call fragments numbered in order of appearance, the stop reason
  * becomes a finish reason, and the input tokens of message_start with the output tokens of
- * message_delta become the usage. Thinking and other block kinds are not relayed.
+ * message_delta become the usage, with its cache reads and writes (anthropicTokenClasses). Thinking and other block kinds are not relayed.
  */
 export class AnthropicStreamDecoder implements StreamDecoder {
   #promptTokens = 0;
+  /** The cache classes of message_start's usage, for a message_delta that does not repeat them. */
+  #classes: TokenClassCounts = {};
   #toolIndexByBlock = new Map<number, number>();
 
   /** Decodes one event; the `type` inside its data decides, as Anthropic documents. */
@@ -44,7 +48,8 @@ export class AnthropicStreamDecoder implements StreamDecoder {
     switch (message.type) {
       case 'message_start': {
         const usage = isObject(message.message) && isObject(message.message.usage) ? message.message.usage : {};
-        this.#promptTokens = count(usage.input_tokens) + count(usage.cache_creation_input_tokens) + count(usage.cache_read_input_tokens);
+        this.#promptTokens = anthropicPromptTokens(usage);
+        this.#classes = anthropicTokenClasses(usage);
         out.push({ kind: 'chunk', text: '', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] });
         return;
       }
@@ -88,10 +93,10 @@ export class AnthropicStreamDecoder implements StreamDecoder {
         if (isObject(message.usage) && typeof message.usage.output_tokens === 'number') {
           const usage = message.usage;
           // Newer API versions repeat the (cumulative) input counts here; they win when present.
-          const promptTokens = usage.input_tokens === undefined
-            ? this.#promptTokens
-            : count(usage.input_tokens) + count(usage.cache_creation_input_tokens) + count(usage.cache_read_input_tokens);
-          out.push({ kind: 'usage', usage: { promptTokens, completionTokens: count(usage.output_tokens) } });
+          const repeated = usage.input_tokens !== undefined;
+          const promptTokens = repeated ? anthropicPromptTokens(usage) : this.#promptTokens;
+          const classes = repeated ? anthropicTokenClasses(usage) : this.#classes;
+          out.push({ kind: 'usage', usage: { promptTokens, completionTokens: count(usage.output_tokens), ...classes } });
         }
         return;
       }

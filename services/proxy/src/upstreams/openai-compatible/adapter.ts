@@ -7,6 +7,8 @@ import type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest,
 } from '../upstream-adapter.ts';
 import { createOpenAiCompatibleEmbeddings } from './embeddings.ts';
+import { openAiTokenClasses } from './openai-token-classes.ts';
+import { openAiCacheMessages, openAiCacheTools, openAiPromptCacheKey, type PromptCacheKeyPolicy } from './prompt-cache.ts';
 import { OpenAiStreamDecoder } from './stream-decoder.ts';
 
 const bytesSchema = z.array(z.number().int()).nullish();
@@ -82,6 +84,8 @@ export interface OpenAiCompatibleProvider {
   defaultQuery?: string;
   /** Forwarded params the provider does not support: sending one is a 400 naming it. */
   unsupportedParams?: readonly ForwardedParam[];
+  /** When it is sent a `prompt_cache_key` (prompt-cache.ts); default `never`. */
+  promptCacheKey?: PromptCacheKeyPolicy;
 }
 
 /**
@@ -111,10 +115,13 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
       }
       const body: Record<string, unknown> = {
         model: target.model,
-        messages: chat.request.messages,
+        messages: openAiCacheMessages(chat.request, chat.cacheScope),
         [provider.maxTokensField]: chat.maxTokens,
         ...chat.request.params,
       };
+      if (body.tools !== undefined) body.tools = openAiCacheTools(body.tools);
+      const promptCacheKey = openAiPromptCacheKey(chat.request, chat.cacheScope, provider.promptCacheKey ?? 'never');
+      if (promptCacheKey !== undefined) body.prompt_cache_key = promptCacheKey;
       if (chat.request.stream) {
         body.stream = true;
         body.stream_options = { include_usage: true };
@@ -125,9 +132,10 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
 
     parseResponse(json: unknown): NormalizedCompletion {
       const completion = completionSchema.parse(json);
-      const reportedUsage = usageSchema.safeParse((json as { usage?: unknown }).usage);
+      const usageJson = (json as { usage?: unknown }).usage;
+      const reportedUsage = usageSchema.safeParse(usageJson);
       const usage: NormalizedUsage | undefined = reportedUsage.success
-        ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens }
+        ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens, ...openAiTokenClasses(usageJson) }
         : undefined;
       return { choices: completion.choices.map(choiceOf), usage };
     },
@@ -139,5 +147,5 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
 
 /** The generic OpenAI-compatible adapter (`openai_compatible`): any server that speaks the API with a bearer key. */
 export const openAiCompatibleAdapter: UpstreamAdapter = createOpenAiCompatibleAdapter({
-  providerKind: 'openai_compatible', credentialHeader: 'bearer', maxTokensField: 'max_tokens',
+  providerKind: 'openai_compatible', credentialHeader: 'bearer', maxTokensField: 'max_tokens', promptCacheKey: 'when_sent',
 });

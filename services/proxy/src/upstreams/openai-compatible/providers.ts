@@ -8,10 +8,11 @@ import { createOpenAiCompatibleAdapter, openAiCompatibleAdapter } from './adapte
  */
 export const openAiCompatibleAdapters: readonly UpstreamAdapter[] = [
   openAiCompatibleAdapter,
-  createOpenAiCompatibleAdapter({ providerKind: 'openai', credentialHeader: 'bearer', maxTokensField: 'max_completion_tokens' }),
+  createOpenAiCompatibleAdapter({ providerKind: 'openai', credentialHeader: 'bearer', maxTokensField: 'max_completion_tokens', promptCacheKey: 'always' }),
   // base_url: https://<resource>.openai.azure.com/openai/deployments/<deployment>; the deployment picks the model.
   createOpenAiCompatibleAdapter({
     providerKind: 'azure_openai', credentialHeader: 'api-key', maxTokensField: 'max_completion_tokens', defaultQuery: 'api-version=2024-10-21',
+    promptCacheKey: 'always',
   }),
   createOpenAiCompatibleAdapter({ providerKind: 'vllm', credentialHeader: 'bearer', maxTokensField: 'max_tokens' }),
   createOpenAiCompatibleAdapter({

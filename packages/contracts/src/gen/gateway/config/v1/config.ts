@@ -104,6 +104,14 @@ export interface ConfigUpdate {
   platformModelAliases: { [key: string]: string };
   /** Platform aliases deleted (a delta only). */
   removedPlatformModelAliases: string[];
+  /**
+   * The 32-byte HMAC key that keeps upstream prompt caches to one organisation (docs/decisions.md,
+   * "Prompt caching, isolated per organisation"): each cacheable request starts with an HMAC of its
+   * organisation id under it, the same on every replica so they share an organisation's cache.
+   * Derived by the admin from ADMIN_ENCRYPTION_KEY; sent in a full update (its first part), a delta
+   * keeps the key held. Absent (an older admin): each proxy uses a key of its own. Never logged.
+   */
+  cacheScopeKey?: Buffer | undefined;
 }
 
 export interface ConfigUpdate_PlatformModelAliasesEntry {
@@ -298,6 +306,7 @@ function createBaseConfigUpdate(): ConfigUpdate {
     toolCallIdKey: undefined,
     platformModelAliases: {},
     removedPlatformModelAliases: [],
+    cacheScopeKey: undefined,
   };
 }
 
@@ -350,6 +359,9 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
     });
     for (const v of message.removedPlatformModelAliases) {
       writer.uint32(114).string(v!);
+    }
+    if (message.cacheScopeKey !== undefined) {
+      writer.uint32(146).bytes(message.cacheScopeKey);
     }
     return writer;
   },
@@ -482,6 +494,14 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
             message.removedPlatformModelAliases.push(reader.string());
             continue;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.cacheScopeKey = Buffer.from(reader.bytes());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -521,6 +541,7 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
         return acc;
       }, {});
     message.removedPlatformModelAliases = object.removedPlatformModelAliases?.map((e) => e) || [];
+    message.cacheScopeKey = object.cacheScopeKey ?? undefined;
     return message;
   },
 };
