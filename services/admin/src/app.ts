@@ -10,6 +10,7 @@ import type { AdminConfig } from './config.ts';
 import { configMethodRoles } from './config-stream/config-method-roles.ts';
 import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
 import { deriveToolCallIdKey } from './config-stream/tool-call-id-key.ts';
+import { deriveResponseStoreKey } from './config-stream/response-store-key.ts';
 import { createAdminService } from './domain/admin-service.ts';
 import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
 import { createCredentialCipher } from './domain/credential-cipher.ts';
@@ -123,6 +124,8 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       snapshots, logger, ackTimeoutMs: config.SNAPSHOT_ACK_TIMEOUT_MS, heartbeatIntervalMs: config.ADMIN_HEARTBEAT_INTERVAL_MS,
       // Tool-call ids sealed by one proxy open on every other (docs/surfaces/tool-call-ids.md).
       toolCallIdKey: deriveToolCallIdKey(config.ADMIN_ENCRYPTION_KEY),
+      // Stored Responses sealed by one proxy open on every other; kept for the platform's retention (docs/surfaces/responses.md).
+      responseStore: { key: deriveResponseStoreKey(config.ADMIN_ENCRYPTION_KEY), retentionS: config.ADMIN_RESPONSE_RETENTION_S },
       ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
     lifecycle.defer('config stream hub', () => hub.close());

@@ -26,6 +26,10 @@ export const proxyConfigSchema = z.object({
   /** Shared RPM pools when set; an in-process limiter (one replica only) when unset. */
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
   PROXY_REDIS_PREFIX: z.string().min(1).default('gw:rpm:'),
+  /** Prefix of stored Responses' keys in REDIS_URL's Redis (docs/decisions.md, "Stored Responses"). */
+  PROXY_RESPONSE_STORE_PREFIX: z.string().min(1).default('gw:resp:'),
+  /** Most stored Responses kept in memory when there is no REDIS_URL (oldest dropped first). */
+  PROXY_RESPONSE_STORE_MAX_ENTRIES: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
   PROXY_CONFIG_STALENESS_MS: commonEnv.durationMs(30_000),
   /**
    * Largest config update the proxy accepts in one gRPC message, bytes (grpc-js's default is

@@ -26,6 +26,8 @@ function organisationMessage(organisation: Organisation): configV1.Organisation 
     billingMode: billingMode[organisation.billingMode],
     rpmLimit: organisation.rpmLimit,
     allowedGatewayModelSlugs: organisation.allowedGatewayModels,
+    ...(organisation.responseRetentionS === null ? {} : { responseRetentionS: BigInt(organisation.responseRetentionS) }),
+    responseStoreDisabled: !organisation.storeResponses,
   };
 }
 
@@ -61,15 +63,24 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
   };
 }
 
+/** What the proxies' response stores need of the admin: the key they seal under and the platform's retention. */
+export interface ResponseStoreSettings {
+  /** deriveResponseStoreKey's key. Never logged. */
+  key: Buffer;
+  /** ADMIN_RESPONSE_RETENTION_S, seconds. */
+  retentionS: number;
+}
+
 /**
- * A full ConfigUpdate holding the whole snapshot and the key proxies seal tool-call ids with
- * (decrypted credentials and a key: never log it).
+ * A full ConfigUpdate holding the whole snapshot, the key proxies seal tool-call ids with and,
+ * when given, the stored-Responses key and retention (decrypted credentials and keys: never log it).
  */
-export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number, toolCallIdKey: Buffer): configV1.ConfigUpdate {
+export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number, toolCallIdKey: Buffer, responseStore?: ResponseStoreSettings): configV1.ConfigUpdate {
   return configV1.ConfigUpdate.fromPartial({
     version: snapshot.version,
     full: true,
     toolCallIdKey,
+    ...(responseStore === undefined ? {} : { responseStoreKey: responseStore.key, responseRetentionS: BigInt(responseStore.retentionS) }),
     organisations: snapshot.organisations.map(organisationMessage),
     projects: snapshot.projects.map(projectMessage),
     apiKeys: snapshot.apiKeys.map(apiKeyMessage),
@@ -122,8 +133,9 @@ export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxC
   const parts: configV1.ConfigUpdate[] = [];
   let current = configV1.ConfigUpdate.fromPartial({
     version: update.version, full: update.full, producedAtMs: update.producedAtMs, toolCallIdKey: update.toolCallIdKey,
+    responseStoreKey: update.responseStoreKey, responseRetentionS: update.responseRetentionS,
   });
-  let currentBytes = 32 + (update.toolCallIdKey?.length ?? 0);
+  let currentBytes = 32 + (update.toolCallIdKey?.length ?? 0) + (update.responseStoreKey?.length ?? 0) + 16;
   const add = <Entry>(field: 'organisations' | 'projects' | 'apiKeys' | 'gatewayModels' | 'removedOrganisationIds' | 'removedProjectIds' | 'removedKeyHashes' | 'removedGatewayModelSlugs', entry: Entry, bytes: number) => {
     if (currentBytes + bytes > maxBytes && currentBytes > 32) {
       parts.push(current);

@@ -132,12 +132,14 @@ interface OrganisationSnapshotRow {
   status: Organisation['status'];
   billing_mode: Organisation['billingMode'];
   rpm_limit: number;
+  store_responses: boolean;
+  response_retention_s: number | null;
   created_at: Date;
   allowed: string[];
 }
 
 const selectSnapshotOrganisations = `
-  SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.created_at,
+  SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.store_responses, o.response_retention_s, o.created_at,
          ARRAY(SELECT m.gateway_model_slug FROM organisation_allowed_models m
                WHERE m.organisation_id = o.id ORDER BY m.gateway_model_slug) AS allowed
   FROM organisations o`;
@@ -146,6 +148,7 @@ function toOrganisation(row: OrganisationSnapshotRow): Organisation {
   return {
     id: row.id, name: row.name, status: row.status, billingMode: row.billing_mode,
     rpmLimit: row.rpm_limit, allowedGatewayModels: row.allowed, createdAt: row.created_at,
+    storeResponses: row.store_responses, responseRetentionS: row.response_retention_s,
   };
 }
 

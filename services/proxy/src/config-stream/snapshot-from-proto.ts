@@ -7,6 +7,7 @@ import type {
 } from '../domain/config-snapshot.ts';
 import { tokenizerForModel } from '../domain/token-estimate.ts';
 import { toolCallIdKeyBytes } from '../domain/tool-call-id-codec.ts';
+import { responseStoreKeyBytes } from '../domain/responses/response-sealer.ts';
 
 /** Options of configChangeFromProto. */
 export interface ConfigDecodeOptions {
@@ -29,6 +30,9 @@ function organisationFrom(message: configV1.Organisation): OrganisationEntry | s
     billingMode,
     rpmLimit: message.rpmLimit,
     allowedModelSlugs: new Set(message.allowedGatewayModelSlugs),
+    // A retention that is not a positive count of seconds is no retention of its own: the platform's applies.
+    ...(message.responseRetentionS !== undefined && message.responseRetentionS > 0n ? { responseRetentionS: Number(message.responseRetentionS) } : {}),
+    responseStoreDisabled: message.responseStoreDisabled,
   };
 }
 
@@ -126,5 +130,8 @@ export function configChangeFromProto(update: configV1.ConfigUpdate, options: Co
     removedGatewayModelSlugs: update.removedGatewayModelSlugs,
     // A key of another size cannot seal ids: held as none (the proxy then uses a key of its own and warns).
     toolCallIdKey: update.toolCallIdKey?.length === toolCallIdKeyBytes ? update.toolCallIdKey : undefined,
+    // Same rule for the stored-Responses key: another size is none (the proxy then seals with a key of its own).
+    responseStoreKey: update.responseStoreKey?.length === responseStoreKeyBytes ? update.responseStoreKey : undefined,
+    responseRetentionS: update.responseRetentionS !== undefined && update.responseRetentionS > 0n ? Number(update.responseRetentionS) : undefined,
   };
 }

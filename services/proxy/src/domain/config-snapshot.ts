@@ -17,6 +17,10 @@ export interface OrganisationEntry {
   /** Requests per minute of the organisation's one pool; 0 means no limit. */
   rpmLimit: number;
   allowedModelSlugs: ReadonlySet<string>;
+  /** The organisation's own retention of stored Responses, seconds, when shorter than the platform's; undefined: the platform's. */
+  responseRetentionS?: number;
+  /** true: nothing of the organisation's is stored (`store: true` is a 400 naming `store`). */
+  responseStoreDisabled?: boolean;
 }
 
 /** A project as the proxy serves it. */
@@ -87,6 +91,10 @@ export interface ConfigSnapshot {
    * (domain/tool-call-id-codec.ts); undefined when the admin sent none. Never logged.
    */
   readonly toolCallIdKey?: Uint8Array;
+  /** The 32-byte key stored Responses are sealed under (per organisation, derived); undefined when the admin sent none. Never logged. */
+  readonly responseStoreKey?: Uint8Array;
+  /** The platform's retention of stored Responses, seconds; undefined when the admin sent none. */
+  readonly responseRetentionS?: number;
 }
 
 /** The snapshot as its holder owns it: the same maps, writable by applyConfigChange only. */
@@ -97,6 +105,8 @@ export interface LiveConfigSnapshot extends ConfigSnapshot {
   readonly organisationsById: Map<string, OrganisationEntry>;
   readonly modelsBySlug: Map<string, GatewayModelEntry>;
   toolCallIdKey?: Uint8Array;
+  responseStoreKey?: Uint8Array;
+  responseRetentionS?: number;
 }
 
 /**
@@ -135,6 +145,10 @@ export interface ConfigChange {
   removedGatewayModelSlugs: readonly string[];
   /** The tool-call id key a full change brings (undefined: none, an older admin); a delta's is ignored, the held key stays. */
   toolCallIdKey?: Uint8Array;
+  /** The stored-Responses key a full change brings (as toolCallIdKey: a delta's is ignored). */
+  responseStoreKey?: Uint8Array;
+  /** The platform's retention of stored Responses, seconds, a full change brings. */
+  responseRetentionS?: number;
 }
 
 /**
@@ -205,6 +219,8 @@ export function applyConfigChange(current: LiveConfigSnapshot | undefined, chang
     ? {
       version: change.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map(),
       toolCallIdKey: change.toolCallIdKey,
+      responseStoreKey: change.responseStoreKey,
+      responseRetentionS: change.responseRetentionS,
     }
     : current;
 

@@ -91,7 +91,25 @@ export interface ConfigUpdate {
    * replica seals and opens the same ids. Sent in a full update (its first part); a delta keeps
    * the key held. Absent (an older admin): each proxy uses a key of its own. Never logged.
    */
-  toolCallIdKey?: Buffer | undefined;
+  toolCallIdKey?:
+    | Buffer
+    | undefined;
+  /**
+   * Fields 13-14: model aliases.
+   * The 32-byte key the proxies' stored Responses are sealed under (docs/surfaces/responses.md,
+   * "Stored responses"): each organisation's AES-256-GCM key is derived from it with the
+   * organisation id, so every replica opens what another stored. Derived by the admin from
+   * ADMIN_ENCRYPTION_KEY; sent in a full update, a delta keeps the key held. Never logged.
+   */
+  responseStoreKey?:
+    | Buffer
+    | undefined;
+  /**
+   * How long a stored Response is kept, seconds: the platform's retention
+   * (ADMIN_RESPONSE_RETENTION_S). An organisation may shorten it (Organisation 8). Sent in a
+   * full update; absent (an older admin): the proxy's default (30 days).
+   */
+  responseRetentionS?: bigint | undefined;
 }
 
 export interface Organisation {
@@ -104,6 +122,16 @@ export interface Organisation {
    */
   rpmLimit: number;
   allowedGatewayModelSlugs: string[];
+  /**
+   * Fields 6-7: model aliases.
+   * The organisation's own retention of stored Responses, seconds, when shorter than the
+   * platform's (ConfigUpdate 16); absent: the platform's.
+   */
+  responseRetentionS?:
+    | bigint
+    | undefined;
+  /** true: the organisation's Responses are never stored; `store: true` is a 400 naming `store`. */
+  responseStoreDisabled: boolean;
 }
 
 export interface Project {
@@ -268,6 +296,8 @@ function createBaseConfigUpdate(): ConfigUpdate {
     removedGatewayModelSlugs: [],
     producedAtMs: 0n,
     toolCallIdKey: undefined,
+    responseStoreKey: undefined,
+    responseRetentionS: undefined,
   };
 }
 
@@ -314,6 +344,15 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
     }
     if (message.toolCallIdKey !== undefined) {
       writer.uint32(98).bytes(message.toolCallIdKey);
+    }
+    if (message.responseStoreKey !== undefined) {
+      writer.uint32(122).bytes(message.responseStoreKey);
+    }
+    if (message.responseRetentionS !== undefined) {
+      if (BigInt.asIntN(64, message.responseRetentionS) !== message.responseRetentionS) {
+        throw new globalThis.Error("value provided for field message.responseRetentionS of type int64 too large");
+      }
+      writer.uint32(128).int64(message.responseRetentionS);
     }
     return writer;
   },
@@ -427,6 +466,22 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
             message.toolCallIdKey = Buffer.from(reader.bytes());
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.responseStoreKey = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.responseRetentionS = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -458,12 +513,24 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
       ? BigInt(object.producedAtMs)
       : 0n;
     message.toolCallIdKey = object.toolCallIdKey ?? undefined;
+    message.responseStoreKey = object.responseStoreKey ?? undefined;
+    message.responseRetentionS = (object.responseRetentionS !== undefined && object.responseRetentionS !== null)
+      ? BigInt(object.responseRetentionS)
+      : undefined;
     return message;
   },
 };
 
 function createBaseOrganisation(): Organisation {
-  return { id: "", status: 0, billingMode: 0, rpmLimit: 0, allowedGatewayModelSlugs: [] };
+  return {
+    id: "",
+    status: 0,
+    billingMode: 0,
+    rpmLimit: 0,
+    allowedGatewayModelSlugs: [],
+    responseRetentionS: undefined,
+    responseStoreDisabled: false,
+  };
 }
 
 export const Organisation: MessageFns<Organisation> = {
@@ -482,6 +549,15 @@ export const Organisation: MessageFns<Organisation> = {
     }
     for (const v of message.allowedGatewayModelSlugs) {
       writer.uint32(42).string(v!);
+    }
+    if (message.responseRetentionS !== undefined) {
+      if (BigInt.asIntN(64, message.responseRetentionS) !== message.responseRetentionS) {
+        throw new globalThis.Error("value provided for field message.responseRetentionS of type int64 too large");
+      }
+      writer.uint32(64).int64(message.responseRetentionS);
+    }
+    if (message.responseStoreDisabled !== false) {
+      writer.uint32(72).bool(message.responseStoreDisabled);
     }
     return writer;
   },
@@ -539,6 +615,22 @@ export const Organisation: MessageFns<Organisation> = {
             message.allowedGatewayModelSlugs.push(reader.string());
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.responseRetentionS = reader.int64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.responseStoreDisabled = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -561,6 +653,10 @@ export const Organisation: MessageFns<Organisation> = {
     message.billingMode = object.billingMode ?? 0;
     message.rpmLimit = object.rpmLimit ?? 0;
     message.allowedGatewayModelSlugs = object.allowedGatewayModelSlugs?.map((e) => e) || [];
+    message.responseRetentionS = (object.responseRetentionS !== undefined && object.responseRetentionS !== null)
+      ? BigInt(object.responseRetentionS)
+      : undefined;
+    message.responseStoreDisabled = object.responseStoreDisabled ?? false;
     return message;
   },
 };
