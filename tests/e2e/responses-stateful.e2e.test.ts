@@ -238,7 +238,7 @@ describe.skipIf(!serverUrl)('stateful Responses end to end', () => {
     expect(await available(orgB.id)).toBe(bBefore);
     const text = 'Unstored [[fake:reply_words=2]]';
     const served = await orgB.client.responses.create({ model: gateway.modelSlug, input: text });
-    expect(served.store).toBe(false);
+    expect((served as unknown as { store: boolean }).store).toBe(false);
     expect(await orgB.client.responses.retrieve(served.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
     expect(bBefore - await available(orgB.id)).toBe(e2eCostMicros(fakePromptTokens([{ role: 'user', content: text }]), 2));
 
@@ -250,7 +250,7 @@ describe.skipIf(!serverUrl)('stateful Responses end to end', () => {
     // A 1-second retention: the stored response is readable, then gone (waited for, not slept on).
     expect(await setStorage({ store_responses: true, response_retention_s: 1 })).toMatchObject({ store_responses: true, response_retention_s: 1 });
     const short = await orgB.client.responses.create({ model: gateway.modelSlug, input: 'Brief [[fake:reply_words=1]]' });
-    expect(short.store).toBe(true);
+    expect((short as unknown as { store: boolean }).store).toBe(true);
     const deadline = Date.now() + 15_000;
     let state: unknown;
     do {

@@ -26,7 +26,12 @@ export const proxyConfigSchema = z.object({
   /** Shared RPM pools when set; an in-process limiter (one replica only) when unset. */
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
   PROXY_REDIS_PREFIX: z.string().min(1).default('gw:rpm:'),
-  /** Prefix of stored Responses' keys in REDIS_URL's Redis (docs/decisions.md, "Stored Responses"). */
+  /**
+   * The Redis stored Responses live in, when not REDIS_URL's (say, a persistent one apart from the
+   * RPM pools'); default REDIS_URL; with neither, they are kept in this process.
+   */
+  PROXY_RESPONSE_STORE_REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  /** Prefix of stored Responses' keys in their Redis (docs/decisions.md, "Stored Responses"). */
   PROXY_RESPONSE_STORE_PREFIX: z.string().min(1).default('gw:resp:'),
   /** Most stored Responses kept in memory when there is no REDIS_URL (oldest dropped first). */
   PROXY_RESPONSE_STORE_MAX_ENTRIES: z.coerce.number().int().min(1).max(10_000_000).default(10_000),

@@ -6,8 +6,6 @@ import { inputItemId, responseIdOfItemId, type StoredItem, type StoredResponseRe
 export interface StatefulFields {
   /** Whether the response is to be stored: the request's `store`, true when absent (OpenAI's default). */
   store: boolean;
-  /** Whether the request itself said `store: true` (an organisation with storing off refuses that, and only that). */
-  storeSaid: boolean;
   previousResponseId: string | undefined;
 }
 
@@ -28,7 +26,7 @@ export function isItemReference(item: unknown): item is { id?: unknown } {
  * naming it (an absent `store` is then served unstored).
  */
 export function readStatefulFields(body: unknown, organisation: OrganisationEntry): StatefulFields {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { store: false, storeSaid: false, previousResponseId: undefined };
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return { store: false, previousResponseId: undefined };
   const { store, previous_response_id: previous } = body as { store?: unknown; previous_response_id?: unknown };
   if (store !== undefined && store !== null && typeof store !== 'boolean') throw invalid('store', 'Invalid store: store must be a boolean');
   if (previous !== undefined && previous !== null && (typeof previous !== 'string' || previous.length === 0 || previous.length > 256)) {
@@ -41,7 +39,7 @@ export function readStatefulFields(body: unknown, organisation: OrganisationEntr
   if (disabled && typeof previous === 'string') {
     throw invalid('previous_response_id', 'Storing responses is turned off for this organisation, so a response cannot continue an earlier one; send the whole conversation in input.');
   }
-  return { store: !disabled && store !== false, storeSaid: store === true, previousResponseId: typeof previous === 'string' ? previous : undefined };
+  return { store: !disabled && store !== false, previousResponseId: typeof previous === 'string' ? previous : undefined };
 }
 
 /** The input with its item_references replaced by the stored items, and the earlier conversation a previous_response_id brings. */
