@@ -136,14 +136,18 @@ export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxC
     responseStoreKey: update.responseStoreKey, responseRetentionS: update.responseRetentionS,
   });
   let currentBytes = 32 + (update.toolCallIdKey?.length ?? 0) + (update.responseStoreKey?.length ?? 0) + 16;
+  // Every part holds at least one entry: the keys alone never make a part of their own.
+  let currentEntries = 0;
   const add = <Entry>(field: 'organisations' | 'projects' | 'apiKeys' | 'gatewayModels' | 'removedOrganisationIds' | 'removedProjectIds' | 'removedKeyHashes' | 'removedGatewayModelSlugs', entry: Entry, bytes: number) => {
-    if (currentBytes + bytes > maxBytes && currentBytes > 32) {
+    if (currentBytes + bytes > maxBytes && currentEntries > 0) {
       parts.push(current);
       current = configV1.ConfigUpdate.fromPartial({ version: update.version, full: false, producedAtMs: update.producedAtMs });
       currentBytes = 32;
+      currentEntries = 0;
     }
     (current[field] as Entry[]).push(entry);
     currentBytes += bytes;
+    currentEntries += 1;
   };
   for (const id of update.removedOrganisationIds) add('removedOrganisationIds', id, stringBytes(id));
   for (const id of update.removedProjectIds) add('removedProjectIds', id, stringBytes(id));

@@ -35,7 +35,7 @@ const responseIdPattern = /^resp_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}
 const itemIdPattern = /^[a-z]+_([0-9a-f]{32})_i?\d+$/;
 
 /** Whether a string is shaped like a response id this gateway gives (`resp_<uuid>`); others are answered 404 without a read. */
-export function isResponseId(id: string): boolean {
+function isResponseId(id: string): boolean {
   return responseIdPattern.test(id);
 }
 
