@@ -101,7 +101,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   // Stored Responses live beside the RPM pools when the proxy has Redis (shared by every replica), else in this process.
   const responseStoreUrl = config.PROXY_RESPONSE_STORE_REDIS_URL ?? config.REDIS_URL;
   const responseStore: ResponseStore = responseStoreUrl === undefined
-    ? new InProcessResponseStore({ maxEntries: config.PROXY_RESPONSE_STORE_MAX_ENTRIES })
+    ? new InProcessResponseStore({ maxBytes: config.PROXY_RESPONSE_STORE_MAX_BYTES })
     : new RedisResponseStore({ url: responseStoreUrl, keyPrefix: config.PROXY_RESPONSE_STORE_PREFIX, logger });
   const sealerOf = responseSealerForKey(() => logger.warn(
     'the admin sent no response store key (an older admin): stored responses are sealed with a key of this process and open only on this replica, until restart',

@@ -33,8 +33,11 @@ export const proxyConfigSchema = z.object({
   PROXY_RESPONSE_STORE_REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
   /** Prefix of stored Responses' keys in their Redis (docs/decisions.md, "Stored Responses"). */
   PROXY_RESPONSE_STORE_PREFIX: z.string().min(1).default('gw:resp:'),
-  /** Most stored Responses kept in memory when there is no REDIS_URL (oldest dropped first). */
-  PROXY_RESPONSE_STORE_MAX_ENTRIES: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  /**
+   * Most bytes of stored Responses (sealed) kept in memory when there is no Redis, the oldest
+   * dropped first to make room; 64 MiB by default, about a tenth of the manifest's heap.
+   */
+  PROXY_RESPONSE_STORE_MAX_BYTES: z.coerce.number().int().min(1024 * 1024).max(64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   PROXY_CONFIG_STALENESS_MS: commonEnv.durationMs(30_000),
   /**
    * Largest config update the proxy accepts in one gRPC message, bytes (grpc-js's default is

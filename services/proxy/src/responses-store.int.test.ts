@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { leakMarkers } from '@gateway/fake-upstream';
 import { testRedisUrl } from '@gateway/testkit';
 import { gatewayModel, startProxyWorld, stateOf, tenant, trafficOf, waitFor, type ProxyWorld, type TestProxy } from './test-support/proxy-world.ts';
 
@@ -57,6 +58,19 @@ describe('continuing a stored response', () => {
     await proxy.idle();
     expect(alone.usage!.input_tokens).toBeLessThan(first.usage!.input_tokens);
     expect(world.ledger.calls.reserve.at(-1)!.amountMicros).toBeLessThan(continued);
+  });
+
+  it('GET and input_items conceal the upstream as the POST did: no upstream id, model name or vendor field in their bytes', async () => {
+    const created = await world.client(acme.apiKey).responses.create({ model: 'chat', input: 'Look it up [[fake:tool_call=lookup]] [[fake:tool_text=2]]', tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object' }, strict: false }] });
+    for (const path of [`/responses/${created.id}`, `/responses/${created.id}/input_items`]) {
+      const answer = await fetch(`${proxy.baseUrl}${path}`, { headers: { authorization: `Bearer ${acme.apiKey}` } });
+      const text = await answer.text();
+      expect(answer.status).toBe(200);
+      expect(leakMarkers.all.filter((marker) => text.includes(marker)), path).toEqual([]);
+    }
+    const fetched = await world.client(acme.apiKey).responses.retrieve(created.id);
+    expect(fetched.output.map((item) => item.type)).toEqual(['message', 'function_call']);
+    expect(fetched.model).toBe('chat');
   });
 });
 

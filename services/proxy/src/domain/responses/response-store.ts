@@ -24,31 +24,35 @@ export interface ResponseStore {
 
 /**
  * The store of a proxy without Redis (`pnpm start`'s single machine, tests): a map bounded to
- * `maxEntries` (the oldest record goes first when full), each record dropped at its expiry
+ * `maxBytes` of sealed records (the oldest go first to make room; one larger than the whole bound
+ * is refused, so its response is returned "not stored"), each record dropped at its expiry
  * (checked on read, and swept once a minute so unread records do not stay in memory).
  */
 export class InProcessResponseStore implements ResponseStore {
   readonly #records = new Map<string, { sealed: Buffer; expiresAtMs: number }>();
-  readonly #maxEntries: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
   readonly #now: () => number;
   readonly #sweep: NodeJS.Timeout;
 
-  /** `now`: the clock records expire by, ms (a test clock in unit tests). */
-  constructor(options: { maxEntries: number; now?: () => number }) {
-    this.#maxEntries = options.maxEntries;
+  /** `maxBytes`: most bytes of sealed records held; `now`: the clock records expire by, ms (a test clock in unit tests). */
+  constructor(options: { maxBytes: number; now?: () => number }) {
+    this.#maxBytes = options.maxBytes;
     this.#now = options.now ?? Date.now;
     this.#sweep = setInterval(() => this.#dropExpired(), 60_000);
     this.#sweep.unref();
   }
 
   async put(key: StoredResponseKey, sealed: Buffer, ttlMs: number): Promise<void> {
+    if (sealed.length > this.#maxBytes) throw new Error(`a stored response of ${sealed.length} bytes exceeds PROXY_RESPONSE_STORE_MAX_BYTES`);
     const id = storeKeyOf(key);
-    this.#records.delete(id);
-    if (this.#records.size >= this.#maxEntries) {
-      const oldest = this.#records.keys().next().value;
-      if (oldest !== undefined) this.#records.delete(oldest);
+    this.#remove(id);
+    for (const oldest of this.#records.keys()) {
+      if (this.#bytes + sealed.length <= this.#maxBytes) break;
+      this.#remove(oldest);
     }
     this.#records.set(id, { sealed, expiresAtMs: this.#now() + ttlMs });
+    this.#bytes += sealed.length;
   }
 
   async get(key: StoredResponseKey): Promise<Buffer | undefined> {
@@ -56,7 +60,7 @@ export class InProcessResponseStore implements ResponseStore {
     const record = this.#records.get(id);
     if (record === undefined) return undefined;
     if (record.expiresAtMs <= this.#now()) {
-      this.#records.delete(id);
+      this.#remove(id);
       return undefined;
     }
     return record.sealed;
@@ -65,7 +69,7 @@ export class InProcessResponseStore implements ResponseStore {
   async delete(key: StoredResponseKey): Promise<boolean> {
     const id = storeKeyOf(key);
     const record = this.#records.get(id);
-    this.#records.delete(id);
+    this.#remove(id);
     return record !== undefined && record.expiresAtMs > this.#now();
   }
 
@@ -76,11 +80,19 @@ export class InProcessResponseStore implements ResponseStore {
   async close(): Promise<void> {
     clearInterval(this.#sweep);
     this.#records.clear();
+    this.#bytes = 0;
+  }
+
+  #remove(id: string): void {
+    const record = this.#records.get(id);
+    if (record === undefined) return;
+    this.#records.delete(id);
+    this.#bytes -= record.sealed.length;
   }
 
   #dropExpired(): void {
     const now = this.#now();
-    for (const [id, record] of this.#records) if (record.expiresAtMs <= now) this.#records.delete(id);
+    for (const [id, record] of this.#records) if (record.expiresAtMs <= now) this.#remove(id);
   }
 }
 

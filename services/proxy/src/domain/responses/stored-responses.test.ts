@@ -33,7 +33,7 @@ describe('stored responses', () => {
 
   it('expire at the retention by the store\'s clock, and at a shortened retention on read', async () => {
     let nowMs = 1_000_000;
-    const store = new InProcessResponseStore({ maxEntries: 10, now: () => nowMs });
+    const store = new InProcessResponseStore({ maxBytes: 1024 * 1024, now: () => nowMs });
     const stored = new StoredResponses({ store, sealerOf: (s) => createResponseSealer(s.responseStoreKey!), now: () => nowMs });
     const config = snapshot({ responseRetentionS: 60 });
     await stored.save(config, organisation(), record(nowMs));
@@ -48,11 +48,13 @@ describe('stored responses', () => {
     await store.close();
   });
 
-  it('keep at most maxEntries in process, the oldest going first', async () => {
-    const store = new InProcessResponseStore({ maxEntries: 2 });
-    for (const id of ['a', 'b', 'c']) await store.put({ organisationId: 'o', responseId: id }, Buffer.from(id), 60_000);
+  it('keep at most maxBytes in process, the oldest going first; a record larger than the bound is refused', async () => {
+    const store = new InProcessResponseStore({ maxBytes: 20 });
+    for (const id of ['a', 'b', 'c']) await store.put({ organisationId: 'o', responseId: id }, Buffer.alloc(8, id), 60_000);
     expect(await store.get({ organisationId: 'o', responseId: 'a' })).toBeUndefined();
-    expect(String(await store.get({ organisationId: 'o', responseId: 'c' }))).toBe('c');
+    expect(String(await store.get({ organisationId: 'o', responseId: 'b' }))).toBe('bbbbbbbb');
+    expect(String(await store.get({ organisationId: 'o', responseId: 'c' }))).toBe('cccccccc');
+    await expect(store.put({ organisationId: 'o', responseId: 'd' }, Buffer.alloc(21), 60_000)).rejects.toThrow(/exceeds/);
     expect(await store.delete({ organisationId: 'o', responseId: 'c' })).toBe(true);
     expect(await store.delete({ organisationId: 'o', responseId: 'c' })).toBe(false);
     await store.close();
