@@ -45,8 +45,9 @@ describe.skipIf(!serverUrl)('stateful Responses end to end', () => {
   beforeAll(async () => {
     gateway = await startE2eGateway({
       serverUrl: serverUrl!,
-      // Redis holds the stored responses when there is one (as in production); the in-process store otherwise.
-      ...(redisUrl === undefined ? {} : { proxyEnv: { REDIS_URL: redisUrl, PROXY_REDIS_PREFIX: `e2e-rpm-${Date.now()}:`, PROXY_RESPONSE_STORE_PREFIX: `e2e-resp-${Date.now()}:` } }),
+      // Redis holds the stored responses when there is one (as in production), shared by two
+      // replicas that seal under the admin's key; one proxy with the in-process store otherwise.
+      ...(redisUrl === undefined ? {} : { proxies: 2, proxyEnv: { REDIS_URL: redisUrl, PROXY_REDIS_PREFIX: `e2e-rpm-${Date.now()}:`, PROXY_RESPONSE_STORE_PREFIX: `e2e-resp-${Date.now()}:` } }),
     });
     const organisation = await gateway.admin('POST', '/organisations', { name: 'E2E B', rpm_limit: 600, allowed_gateway_models: [gateway.modelSlug] });
     await gateway.admin('POST', `/organisations/${organisation.id}/credits`, { amount_micros: '10000000', reason: 'e2e B' }, { 'idempotency-key': 'e2e-b-credit' });
@@ -81,8 +82,9 @@ describe.skipIf(!serverUrl)('stateful Responses end to end', () => {
     const firstInput = fakePromptTokens([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: firstText }]);
     expect(first.usage).toMatchObject({ input_tokens: firstInput, output_tokens: 3, cost_micros: String(e2eCostMicros(firstInput, 3)) });
 
-    // GET answers the stored object as it was returned; input_items lists the input with an id.
-    const fetched = await client.responses.retrieve(first.id);
+    // GET answers the stored object as it was returned (from the other replica when there are two:
+    // it opens what this one sealed); input_items lists the input with an id.
+    const fetched = await gateway.client(gateway.proxyBases.length - 1).responses.retrieve(first.id);
     // (output_text is the client's own convenience field, added to both.)
     expect(JSON.parse(JSON.stringify({ ...fetched, output_text: undefined }))).toEqual(JSON.parse(JSON.stringify({ ...first, output_text: undefined })));
     const items = await client.responses.inputItems.list(first.id);
@@ -226,6 +228,7 @@ describe.skipIf(!serverUrl)('stateful Responses end to end', () => {
     expect(expected).toBe(e2eCostMicros(fakePromptTokens([{ role: 'user', content: firstText }]), 2)
       + e2eCostMicros(fakePromptTokens([{ role: 'user', content: firstText }, { role: 'assistant', content: words(2) }, { role: 'user', content: secondText }]), 3));
     expect(before - await available()).toBe(expected);
+    console.log(`stateful: AI SDK multi-turn (2 upstream calls) billed ${expected} µ₹`);
   });
 
   it('an organisation with storing off: store: true is a 400 naming store, an absent store is served unstored; a short retention expires', async () => {
@@ -240,7 +243,9 @@ describe.skipIf(!serverUrl)('stateful Responses end to end', () => {
     const served = await orgB.client.responses.create({ model: gateway.modelSlug, input: text });
     expect((served as unknown as { store: boolean }).store).toBe(false);
     expect(await orgB.client.responses.retrieve(served.id).catch((e: unknown) => e)).toBeInstanceOf(OpenAI.NotFoundError);
-    expect(bBefore - await available(orgB.id)).toBe(e2eCostMicros(fakePromptTokens([{ role: 'user', content: text }]), 2));
+    const unstoredCost = e2eCostMicros(fakePromptTokens([{ role: 'user', content: text }]), 2);
+    expect(bBefore - await available(orgB.id)).toBe(unstoredCost);
+    console.log(`stateful: storing off, refused store: true billed 0 µ₹, unstored answer billed ${unstoredCost} µ₹`);
 
     // A retention above the platform's is refused, naming it.
     const tooLong = await gateway.adminRequest('PUT', `/organisations/${orgB.id}/response-storage`, { store_responses: true, response_retention_s: 31_536_000 });
