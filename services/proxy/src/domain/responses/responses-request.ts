@@ -391,7 +391,10 @@ const responsesSpelling: SurfaceSpelling = {
  * before them, are one message); function_call_output items → tool messages; function tools →
  * chat tools; text.format → response_format; max_output_tokens → max_tokens. Throws
  * `invalid_request` naming the Responses param at fault (e.g. `input[2].content[0].text`),
- * including every field that needs stored state. Nothing here moves money: it runs before the Reserve.
+ * including conversations, background mode and an item_reference left unresolved (storing off).
+ * `state` is what the route read of stored state (stateful-input.ts): the continued response's
+ * items go ahead of `input`, and `store` / `previous_response_id` are echoed. Nothing here moves
+ * money: it runs before the Reserve.
  */
 export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits, state: StoredState = unstored): ResponsesRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
