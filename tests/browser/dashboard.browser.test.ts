@@ -335,6 +335,25 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard in a 
     await signedInShell(keyboard);
   });
 
+  it('9. the owner turns storing responses off on the overview (the proxy then refuses store: true, naming store), then back on for 2 days', async () => {
+    await openPage(ownerPage, /^overview$/i);
+    await ownerPage.getByRole('heading', { name: 'Stored responses' }).waitFor();
+    await ownerPage.getByLabel('Store responses').uncheck();
+    await ownerPage.getByRole('button', { name: /save storage settings/i }).click();
+    await ownerPage.getByText(/answers are not stored/).waitFor();
+    expect(await admin('GET', `/organisations/${organisationId}`)).toMatchObject({ store_responses: false, response_retention_s: null });
+    // The PUT returned once every proxy acknowledged it, so the proxy already refuses.
+    const refused = await client(apiKey).responses.create({ model: modelSlug, input: 'Keep this', store: true }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ param: 'store' });
+
+    await ownerPage.getByLabel('Store responses').check();
+    await ownerPage.getByLabel(/keep for/i).fill('2');
+    await ownerPage.getByRole('button', { name: /save storage settings/i }).click();
+    await ownerPage.getByText(/stored \(encrypted for this organisation\) for 2 day/).waitFor();
+    expect(await admin('GET', `/organisations/${organisationId}`)).toMatchObject({ store_responses: true, response_retention_s: 172_800 });
+  });
+
   it('shows the members, platform and analytics pages (screenshots)', async () => {
     await openPage(ownerPage, /^members$/i);
     const members = ownerPage.getByRole('table', { name: 'Members' });

@@ -170,6 +170,29 @@ describe('organisations', () => {
     expect([fetched.status, fetched.json]).toEqual([200, organisation]);
   });
 
+  itPg('response storage: on with the platform\'s retention by default; its own token sets it (audited, pushed), another organisation\'s is a 404, bad values name the field', async () => {
+    const organisation = await createOrganisation({ name: 'Storing' });
+    expect(organisation).toMatchObject({ store_responses: true, response_retention_s: null });
+    const token = await admin.request('POST', `/admin/v1/organisations/${organisation.id}/tokens`, { name: 'automation' });
+    expect(token.status, token.text).toBe(201);
+    const own = { authorization: `Bearer ${token.json.secret as string}` };
+    secretsSeen.push(token.json.secret as string);
+    const path = `/admin/v1/organisations/${organisation.id}/response-storage`;
+    const set = await admin.request('PUT', path, { store_responses: false, response_retention_s: 3600 }, own);
+    expect([set.status, organisationResponse.parse(set.json)]).toMatchObject([200, { store_responses: false, response_retention_s: 3600 }]);
+    expect((await admin.request('GET', `/admin/v1/organisations/${organisation.id}`)).json).toMatchObject({ store_responses: false, response_retention_s: 3600 });
+    const { rows } = await db.query<{ changes: unknown }>(
+      "SELECT changes FROM audit_events WHERE resource_id = $1 AND action = 'organisation.response_storage'", [organisation.id],
+    );
+    expect(rows.map((row) => row.changes)).toEqual([{ store_responses: { before: true, after: false }, response_retention_s: { before: null, after: 3600 } }]);
+
+    const other = await createOrganisation({ name: 'Other' });
+    expectError(await admin.request('PUT', `/admin/v1/organisations/${other.id}/response-storage`, { store_responses: false, response_retention_s: null }, own), 404, 'not_found');
+    expectError(await admin.request('PUT', path, { store_responses: true, response_retention_s: 0 }), 400, 'invalid_request', 'response_retention_s');
+    expectError(await admin.request('PUT', path, { store_responses: true, response_retention_s: 2_592_001 }), 400, 'invalid_request', 'response_retention_s');
+    expectError(await admin.request('PUT', path, { response_retention_s: null }), 400, 'invalid_request', 'store_responses');
+  });
+
   itPg('creates an organisation with every field, allowed models sorted', async () => {
     for (const slug of ['org-model-b', 'org-model-a']) {
       expect((await admin.request('POST', '/admin/v1/gateway-models', modelBody(slug))).status).toBe(201);

@@ -12,6 +12,7 @@ import { configMethodRoles } from './config-stream/config-method-roles.ts';
 import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/config-stream-hub.ts';
 import { deriveCacheScopeKey } from './config-stream/cache-scope-key.ts';
 import { deriveToolCallIdKey } from './config-stream/tool-call-id-key.ts';
+import { deriveResponseStoreKey } from './config-stream/response-store-key.ts';
 import { createAdminService } from './domain/admin-service.ts';
 import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
 import { createCredentialCipher } from './domain/credential-cipher.ts';
@@ -127,6 +128,8 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       toolCallIdKey: deriveToolCallIdKey(config.ADMIN_ENCRYPTION_KEY),
       // Every proxy marks an organisation's cacheable prompts alike (docs/decisions.md, prompt caching).
       cacheScopeKey: deriveCacheScopeKey(config.ADMIN_ENCRYPTION_KEY),
+      // Stored Responses sealed by one proxy open on every other; kept for the platform's retention (docs/surfaces/responses.md).
+      responseStore: { key: deriveResponseStoreKey(config.ADMIN_ENCRYPTION_KEY), retentionS: config.ADMIN_RESPONSE_RETENTION_S },
       ...(deps.maxConfigUpdateBytes === undefined ? {} : { maxUpdateBytes: deps.maxConfigUpdateBytes }),
     });
     lifecycle.defer('config stream hub', () => hub.close());

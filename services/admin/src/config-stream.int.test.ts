@@ -74,7 +74,11 @@ describe('the config stream', () => {
     expect(snapshot.organisations).toContainEqual({
       id: organisation.id, status: configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE,
       billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 77, allowedGatewayModelSlugs: ['stream-model'], modelAliases: {},
+      responseRetentionS: undefined, responseStoreDisabled: false,
     });
+    // The stored-Responses key (32 bytes, derived) and the platform's retention (30 days by default) come with every full snapshot.
+    expect(snapshot.responseStoreKey).toHaveLength(32);
+    expect(snapshot.responseRetentionS).toBe(2_592_000n);
     expect(snapshot.projects).toContainEqual({ id: created.project.id, organisationId: organisation.id, disabled: false });
     expect(snapshot.apiKeys).toContainEqual({ keyHash: hashSecret(created.api_key), keyId: created.project.api_key.id, projectId: created.project.id });
     expect(JSON.stringify(snapshot, (_key, value) => (typeof value === 'bigint' ? value.toString() : value))).not.toContain(created.api_key);

@@ -53,6 +53,11 @@ export const adminConfigSchema = z.object({
   ADMIN_ALLOW_PRIVATE_UPSTREAMS: z.stringbool({ error: 'must be true or false' }).default(false),
   /** When set, a gateway model `demo` pointing at this URL is created once. */
   DEMO_UPSTREAM_URL: demoUpstreamUrl.optional(),
+  /**
+   * How long the proxies keep a stored Response, seconds (the platform's retention; an
+   * organisation may shorten it, or turn storing off). Default 30 days, as OpenAI's; at least a minute, at most a year.
+   */
+  ADMIN_RESPONSE_RETENTION_S: z.coerce.number().int().min(60).max(31_536_000).default(2_592_000),
   /** How long a config-changing call waits for connected proxies to acknowledge, ms. */
   SNAPSHOT_ACK_TIMEOUT_MS: commonEnv.durationMs(5_000),
   /** Interval of heartbeats on the config stream, ms. */

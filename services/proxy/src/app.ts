@@ -14,6 +14,10 @@ import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { cacheScopingForKey } from './domain/cache-scope.ts';
 import { toolCallIdCodecForKey } from './domain/tool-call-id-codec.ts';
 import { TaskTracker } from './task-tracker.ts';
+import { responseSealerForKey } from './domain/responses/response-sealer.ts';
+import { InProcessResponseStore, type ResponseStore } from './domain/responses/response-store.ts';
+import { StoredResponses } from './domain/responses/stored-responses.ts';
+import { RedisResponseStore } from './response-store/redis-response-store.ts';
 import { ProxyTelemetry } from './telemetry/request-observer.ts';
 import { supportsProviderKind } from './upstreams/upstream-adapters.ts';
 import { UpstreamTransport } from './upstreams/upstream-transport.ts';
@@ -95,6 +99,15 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const rateLimiter: RateLimiter = config.REDIS_URL === undefined
     ? new InProcessRateLimiter()
     : new RedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.PROXY_REDIS_PREFIX, logger, leaseMax: config.PROXY_RPM_LEASE_MAX, leaseMs: config.PROXY_RPM_LEASE_MS });
+  // Stored Responses live beside the RPM pools when the proxy has Redis (shared by every replica), else in this process.
+  const responseStoreUrl = config.PROXY_RESPONSE_STORE_REDIS_URL ?? config.REDIS_URL;
+  const responseStore: ResponseStore = responseStoreUrl === undefined
+    ? new InProcessResponseStore({ maxBytes: config.PROXY_RESPONSE_STORE_MAX_BYTES })
+    : new RedisResponseStore({ url: responseStoreUrl, keyPrefix: config.PROXY_RESPONSE_STORE_PREFIX, logger });
+  const sealerOf = responseSealerForKey(() => logger.warn(
+    'the admin sent no response store key (an older admin): stored responses are sealed with a key of this process and open only on this replica, until restart',
+  ));
+  const storedResponses = new StoredResponses({ store: responseStore, sealerOf: (snapshot) => sealerOf(snapshot.responseStoreKey) });
   const upstream = new UpstreamTransport({
     connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
     firstByteTimeoutMs: config.UPSTREAM_FIRST_BYTE_TIMEOUT_MS,
@@ -116,6 +129,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     },
     { name: 'ledger', state: () => ledger.channelState() },
     { name: 'redis', state: () => (rateLimiter instanceof RedisRateLimiter ? rateLimiter.connectionState() : 'in_process') },
+    { name: 'response_store', state: () => responseStore.state() },
     // Its state is the depth: Settles and Releases waiting for the ledger's answer (what a SIGKILL would lose).
     { name: 'settle_outbox', ready: () => !outbox.outboxFull(), state: () => String(outbox.outboxDepth()) },
   ];
@@ -167,12 +181,13 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     streamLeaseMs: config.PROXY_STREAM_LEASE_MS,
     activeStreams,
     telemetry: new ProxyTelemetry(metrics, tracing),
+    storedResponses,
   });
 
   const closeClients = async () => {
     configStream.close();
     ledger.close();
-    await Promise.allSettled([rateLimiter.close(), upstream.close()]);
+    await Promise.allSettled([rateLimiter.close(), upstream.close(), responseStore.close()]);
   };
 
   // After the grace, cut streams still get time for their Settles to leave the outbox (a few attempts).

@@ -26,6 +26,18 @@ export const proxyConfigSchema = z.object({
   /** Shared RPM pools when set; an in-process limiter (one replica only) when unset. */
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
   PROXY_REDIS_PREFIX: z.string().min(1).default('gw:rpm:'),
+  /**
+   * The Redis stored Responses live in, when not REDIS_URL's (say, a persistent one apart from the
+   * RPM pools'); default REDIS_URL; with neither, they are kept in this process.
+   */
+  PROXY_RESPONSE_STORE_REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  /** Prefix of stored Responses' keys in their Redis (docs/decisions.md, "Stored Responses"). */
+  PROXY_RESPONSE_STORE_PREFIX: z.string().min(1).default('gw:resp:'),
+  /**
+   * Most bytes of stored Responses (sealed) kept in memory when there is no Redis, the oldest
+   * dropped first to make room; 64 MiB by default, about a tenth of the manifest's heap.
+   */
+  PROXY_RESPONSE_STORE_MAX_BYTES: z.coerce.number().int().min(1024 * 1024).max(64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   PROXY_CONFIG_STALENESS_MS: commonEnv.durationMs(30_000),
   /**
    * Largest config update the proxy accepts in one gRPC message, bytes (grpc-js's default is

@@ -7,7 +7,7 @@ import type { Propagation } from '../domain/admin-records.ts';
 import type { ConfigPublisher } from '../domain/config-publisher.ts';
 import type { ConfigSnapshotSource } from '../domain/config-snapshot.ts';
 import {
-  deltaConfigUpdate, fullConfigUpdate, heartbeatConfigUpdate, maxConfigUpdateBytes, splitConfigUpdate,
+  deltaConfigUpdate, fullConfigUpdate, heartbeatConfigUpdate, maxConfigUpdateBytes, splitConfigUpdate, type ResponseStoreSettings,
 } from './config-update.ts';
 
 /** What one written update means once the proxy acknowledges it. */
@@ -67,6 +67,8 @@ export interface ConfigStreamHubOptions {
   toolCallIdKey: Buffer;
   /** The key proxies keep prompt caches per organisation with (deriveCacheScopeKey), sent in every full snapshot. Never logged. */
   cacheScopeKey?: Buffer;
+  /** The stored-Responses key and the platform's retention, sent in every full snapshot; absent in tests that need none. */
+  responseStore?: ResponseStoreSettings;
   logger: Logger;
   /** How long a config-changing call waits for acknowledgements, ms. */
   ackTimeoutMs: number;
@@ -158,7 +160,7 @@ export function createConfigStreamHub(options: ConfigStreamHubOptions): ConfigSt
     fullUpdatesInFlight ??= (async () => {
       const snapshot = await snapshots.load();
       if (fullUpdates?.version !== snapshot.version) {
-        const parts = splitConfigUpdate(fullConfigUpdate(snapshot, Date.now(), options.toolCallIdKey, options.cacheScopeKey), maxUpdateBytes);
+        const parts = splitConfigUpdate(fullConfigUpdate(snapshot, Date.now(), options.toolCallIdKey, { cacheScopeKey: options.cacheScopeKey, responseStore: options.responseStore }), maxUpdateBytes);
         for (const part of parts) encodedParts.set(part, Buffer.from(configV1.ConfigUpdate.encode(part).finish()));
         fullUpdates = { version: snapshot.version, parts };
       }

@@ -28,6 +28,8 @@ function organisationMessage(organisation: SnapshotOrganisation): configV1.Organ
     rpmLimit: organisation.rpmLimit,
     allowedGatewayModelSlugs: organisation.allowedGatewayModels,
     modelAliases: organisation.modelAliases,
+    ...(organisation.responseRetentionS === null ? {} : { responseRetentionS: BigInt(organisation.responseRetentionS) }),
+    responseStoreDisabled: !organisation.storeResponses,
   };
 }
 
@@ -63,16 +65,30 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
   };
 }
 
+/** What the proxies' response stores need of the admin: the key they seal under and the platform's retention. */
+export interface ResponseStoreSettings {
+  /** deriveResponseStoreKey's key. Never logged. */
+  key: Buffer;
+  /** ADMIN_RESPONSE_RETENTION_S, seconds. */
+  retentionS: number;
+}
+
 /**
- * A full ConfigUpdate holding the whole snapshot, the key proxies seal tool-call ids with and the
- * key they keep prompt caches per organisation with (decrypted credentials and keys: never log it).
+ * A full ConfigUpdate holding the whole snapshot, the key proxies seal tool-call ids with and,
+ * when given, the key they keep prompt caches per organisation with and the stored-Responses key
+ * and retention (decrypted credentials and keys: never log it).
  */
-export function fullConfigUpdate(snapshot: ConfigSnapshot, producedAtMs: number, toolCallIdKey: Buffer, cacheScopeKey?: Buffer): configV1.ConfigUpdate {
+export function fullConfigUpdate(
+  snapshot: ConfigSnapshot, producedAtMs: number, toolCallIdKey: Buffer,
+  keys: { cacheScopeKey?: Buffer | undefined; responseStore?: ResponseStoreSettings | undefined } = {},
+): configV1.ConfigUpdate {
+  const { cacheScopeKey, responseStore } = keys;
   return configV1.ConfigUpdate.fromPartial({
     version: snapshot.version,
     full: true,
     toolCallIdKey,
     ...(cacheScopeKey === undefined ? {} : { cacheScopeKey }),
+    ...(responseStore === undefined ? {} : { responseStoreKey: responseStore.key, responseRetentionS: BigInt(responseStore.retentionS) }),
     organisations: snapshot.organisations.map(organisationMessage),
     projects: snapshot.projects.map(projectMessage),
     apiKeys: snapshot.apiKeys.map(apiKeyMessage),
@@ -132,10 +148,11 @@ export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxC
   let current = configV1.ConfigUpdate.fromPartial({
     version: update.version, full: update.full, producedAtMs: update.producedAtMs, toolCallIdKey: update.toolCallIdKey,
     platformModelAliases: update.platformModelAliases, removedPlatformModelAliases: update.removedPlatformModelAliases,
-    cacheScopeKey: update.cacheScopeKey,
+    cacheScopeKey: update.cacheScopeKey, responseStoreKey: update.responseStoreKey, responseRetentionS: update.responseRetentionS,
   });
-  // A part's fixed bytes: its header, and the first part's keys and platform aliases; a part always takes one entry past them.
-  let emptyBytes = 32 + (update.toolCallIdKey?.length ?? 0) + (update.cacheScopeKey?.length ?? 0)
+  // A part's fixed bytes: its header, and the first part's keys, retention and platform aliases; a
+  // part always takes one entry past them, so the keys alone never make a part of their own.
+  let emptyBytes = 32 + (update.toolCallIdKey?.length ?? 0) + (update.cacheScopeKey?.length ?? 0) + (update.responseStoreKey?.length ?? 0) + 16
     + Object.entries(update.platformModelAliases).reduce((sum, [name, slug]) => sum + stringBytes(name) + stringBytes(slug) + 3, 0)
     + update.removedPlatformModelAliases.reduce((sum, name) => sum + stringBytes(name), 0);
   let currentBytes = emptyBytes;

@@ -17,6 +17,10 @@ export interface Organisation {
   rpmLimit: number;
   /** Slugs of the gateway models it may use, sorted. */
   allowedGatewayModels: string[];
+  /** false: its Responses are never stored (`store: true` is a 400 at the proxy). */
+  storeResponses: boolean;
+  /** Its own retention of stored Responses, seconds, at most the platform's; null: the platform's. */
+  responseRetentionS: number | null;
   createdAt: Date;
 }
 

@@ -69,7 +69,7 @@ export function createAdminService(deps: AdminServiceDeps) {
   const { db, ledger, cipher, publisher } = deps;
   const access = createResourceAccess(db);
   return {
-    ...createOrganisationsService({ db, ledger, publisher, access }),
+    ...createOrganisationsService({ db, ledger, publisher, access, platformResponseRetentionS: deps.config.ADMIN_RESPONSE_RETENTION_S }),
     ...createBalanceService({ db, ledger, access }),
     ...createUsageService({ ledger, access }),
     ...createProjectsService({ db, publisher, access }),

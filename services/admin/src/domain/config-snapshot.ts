@@ -142,13 +142,15 @@ interface OrganisationSnapshotRow {
   status: Organisation['status'];
   billing_mode: Organisation['billingMode'];
   rpm_limit: number;
+  store_responses: boolean;
+  response_retention_s: number | null;
   created_at: Date;
   allowed: string[];
   aliases: Array<[string, string]> | null;
 }
 
 const selectSnapshotOrganisations = `
-  SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.created_at,
+  SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.store_responses, o.response_retention_s, o.created_at,
          ARRAY(SELECT m.gateway_model_slug FROM organisation_allowed_models m
                WHERE m.organisation_id = o.id ORDER BY m.gateway_model_slug) AS allowed,
          (SELECT json_agg(json_build_array(a.alias, a.gateway_model_slug) ORDER BY a.alias) FROM organisation_model_aliases a
@@ -160,6 +162,7 @@ function toOrganisation(row: OrganisationSnapshotRow): SnapshotOrganisation {
     id: row.id, name: row.name, status: row.status, billingMode: row.billing_mode,
     rpmLimit: row.rpm_limit, allowedGatewayModels: row.allowed, createdAt: row.created_at,
     modelAliases: Object.fromEntries(row.aliases ?? []),
+    storeResponses: row.store_responses, responseRetentionS: row.response_retention_s,
   };
 }
 

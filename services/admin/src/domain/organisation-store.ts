@@ -7,12 +7,14 @@ interface OrganisationRow {
   status: OrganisationStatus;
   billing_mode: BillingMode;
   rpm_limit: number;
+  store_responses: boolean;
+  response_retention_s: number | null;
   allowed: string[];
   created_at: Date;
 }
 
 const selectOrganisation = `
-  SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.created_at,
+  SELECT o.id, o.name, o.status, o.billing_mode, o.rpm_limit, o.store_responses, o.response_retention_s, o.created_at,
          ARRAY(SELECT m.gateway_model_slug FROM organisation_allowed_models m
                WHERE m.organisation_id = o.id ORDER BY m.gateway_model_slug) AS allowed
   FROM organisations o`;
@@ -25,6 +27,8 @@ function toOrganisation(row: OrganisationRow): Organisation {
     billingMode: row.billing_mode,
     rpmLimit: row.rpm_limit,
     allowedGatewayModels: row.allowed,
+    storeResponses: row.store_responses,
+    responseRetentionS: row.response_retention_s,
     createdAt: row.created_at,
   };
 }
@@ -32,7 +36,7 @@ function toOrganisation(row: OrganisationRow): Organisation {
 /** Inserts a new organisation and its allowed models (slugs must exist). */
 export async function insertOrganisation(
   tx: Queryable,
-  organisation: Omit<Organisation, 'createdAt'>,
+  organisation: Omit<Organisation, 'createdAt' | 'storeResponses' | 'responseRetentionS'>,
 ): Promise<void> {
   await tx.query(
     'INSERT INTO organisations (id, name, status, billing_mode, rpm_limit) VALUES ($1, $2, $3, $4, $5)',
@@ -83,6 +87,20 @@ export interface OrganisationChanges {
   status?: OrganisationStatus | undefined;
   billingMode?: BillingMode | undefined;
   rpmLimit?: number | undefined;
+}
+
+/** How an organisation's Responses are stored: whether at all, and its own retention (null: the platform's). */
+export interface ResponseStorageSettings {
+  storeResponses: boolean;
+  responseRetentionS: number | null;
+}
+
+/** Writes an organisation's response storage settings. */
+export async function updateResponseStorage(tx: Queryable, id: string, settings: ResponseStorageSettings): Promise<void> {
+  await tx.query(
+    'UPDATE organisations SET store_responses = $2, response_retention_s = $3, updated_at = clock_timestamp() WHERE id = $1',
+    [id, settings.storeResponses, settings.responseRetentionS],
+  );
 }
 
 /** Writes changed scalar fields of an organisation (allowed models are replaced separately). */

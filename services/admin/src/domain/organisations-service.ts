@@ -9,7 +9,8 @@ import { unknownGatewayModelSlugs } from './gateway-model-store.ts';
 import { isId, newId } from './ids.ts';
 import type { LedgerPort } from './ledger-port.ts';
 import {
-  findOrganisation, insertOrganisation, listOrganisations, organisationExists, replaceAllowedModels, updateOrganisationFields,
+  findOrganisation, insertOrganisation, listOrganisations, organisationExists, replaceAllowedModels, updateOrganisationFields, updateResponseStorage,
+  type ResponseStorageSettings,
 } from './organisation-store.ts';
 import type { ResourceAccess } from './resource-access.ts';
 
@@ -36,15 +37,18 @@ export interface OrganisationsServiceDeps {
   ledger: LedgerPort;
   publisher: ConfigPublisher;
   access: ResourceAccess;
+  /** The platform's retention of stored Responses, seconds (ADMIN_RESPONSE_RETENTION_S): an organisation's may only be shorter. */
+  platformResponseRetentionS: number;
 }
 
 /** The organisation fields the audit log records, under their API names. */
 const organisationAuditFields = {
   name: 'name', status: 'status', billingMode: 'billing_mode', rpmLimit: 'rpm_limit', allowedGatewayModels: 'allowed_gateway_models',
+  storeResponses: 'store_responses', responseRetentionS: 'response_retention_s',
 };
 
 /** The organisations aggregate: create, list, read and change organisations (route tag "organisations"). */
-export function createOrganisationsService({ db, ledger, publisher, access }: OrganisationsServiceDeps) {
+export function createOrganisationsService({ db, ledger, publisher, access, platformResponseRetentionS }: OrganisationsServiceDeps) {
   const { requireOrganisation } = access;
 
   async function requireKnownSlugs(slugs: readonly string[]): Promise<void> {
@@ -58,6 +62,31 @@ export function createOrganisationsService({ db, ledger, publisher, access }: Or
   }
 
   return {
+    /**
+     * Sets how the organisation's Responses are stored (its owners' choice, or a platform
+     * admin's): storing off, or a retention of its own no longer than the platform's (a longer
+     * one is a 400 naming it, rather than a setting the proxies would not honour). Pushed to the
+     * proxies like any served change; records already stored follow a shortened retention on read.
+     */
+    async setResponseStorage(actor: Actor, id: string, settings: ResponseStorageSettings): Promise<{ organisation: Organisation; propagation: Propagation }> {
+      if (settings.responseRetentionS !== null && settings.responseRetentionS > platformResponseRetentionS) {
+        throw new GatewayError('invalid_request', {
+          param: 'response_retention_s',
+          publicMessage: `Invalid request: response_retention_s: must be at most the platform's retention, ${platformResponseRetentionS} seconds.`,
+        });
+      }
+      const { version, organisation } = await db.transaction(async (tx) => {
+        const current = await requireOrganisation(actor, id, tx, { forUpdate: true });
+        await updateResponseStorage(tx, id, settings);
+        const updated = (await findOrganisation(tx, id))!;
+        const changes = changedFields(current, updated, organisationAuditFields);
+        await recordAuditEvent(tx, { actor, organisationId: id, action: 'organisation.response_storage', resourceType: 'organisation', resourceId: id, changes });
+        return { version: Object.keys(changes).length > 0 ? await bumpConfigVersion(tx, [configChange('organisation', id)]) : undefined, organisation: updated };
+      });
+      const propagation = version === undefined ? { acknowledged: true, pendingProxyIds: [] } : await publisher.publish(version);
+      return { organisation, propagation };
+    },
+
     /**
      * Creates an organisation: its ledger account is opened first (idempotent on the new id),
      * so a ledger failure leaves nothing behind in the admin.

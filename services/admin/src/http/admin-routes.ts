@@ -6,7 +6,7 @@ import {
   usageRecordJson, usageSummaryRowJson,
 } from './json-views.ts';
 import {
-  auditEventsQuery, createCreditBody, createGatewayModelBody, createOrganisationBody, createProjectBody, createTokenBody, listQuery,
+  auditEventsQuery, createCreditBody, createGatewayModelBody, createOrganisationBody, createProjectBody, responseStorageBody, createTokenBody, listQuery,
   pageSizes, projectBudgetBody, updateGatewayModelBody, updateOrganisationBody, updateProjectBody, usageQuery, usageSummaryQuery,
 } from './request-schemas.ts';
 import {
@@ -105,6 +105,21 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
           billingMode: body.billing_mode,
           rpmLimit: body.rpm_limit,
           allowedGatewayModels: body.allowed_gateway_models,
+        });
+        return { status: 200, body: organisationJson(organisation), propagation };
+      },
+    }),
+    defineRoute({
+      method: 'put', path: '/admin/v1/organisations/{id}/response-storage', operationId: 'setResponseStorage', tag: 'organisations',
+      authenticated: true, access: 'organisation', role: 'owner', scope: 'organisation',
+      summary: 'Set how the organisation\'s Responses are stored: on or off, and a retention of its own.',
+      description: 'Stored Responses (POST /v1/responses with store: true, the default) are sealed per organisation and kept for the platform\'s retention (ADMIN_RESPONSE_RETENTION_S) or this shorter one; those already stored follow a shortened retention too. Returns after every connected proxy acknowledged the change, or after SNAPSHOT_ACK_TIMEOUT_MS with `x-config-propagation: pending`.',
+      body: responseStorageBody, changesConfig: true,
+      success: { status: 200, description: 'The organisation after the change.', schema: organisationResponse },
+      errors: [...writeErrors, 'not_found', 'permission_denied'],
+      async handle({ service }, { actor, params, body }) {
+        const { organisation, propagation } = await service.setResponseStorage(actor, params.id!, {
+          storeResponses: body.store_responses, responseRetentionS: body.response_retention_s,
         });
         return { status: 200, body: organisationJson(organisation), propagation };
       },

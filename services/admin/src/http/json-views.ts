@@ -13,6 +13,8 @@ export function organisationJson(organisation: Organisation) {
     billing_mode: organisation.billingMode,
     rpm_limit: organisation.rpmLimit,
     allowed_gateway_models: organisation.allowedGatewayModels,
+    store_responses: organisation.storeResponses,
+    response_retention_s: organisation.responseRetentionS,
     created_at: organisation.createdAt.toISOString(),
   };
 }

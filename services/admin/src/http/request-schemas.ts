@@ -35,6 +35,13 @@ export const updateOrganisationBody = z.strictObject({
   error: 'must change at least one of name, status, billing_mode, rpm_limit, allowed_gateway_models',
 });
 
+/** Body of PUT /admin/v1/organisations/{id}/response-storage: both settings, as they are to be. */
+export const responseStorageBody = z.strictObject({
+  store_responses: z.boolean({ error: 'must be true or false' })
+    .meta({ description: 'false: the organisation\'s Responses are never stored (`store: true` is then a 400 naming `store`).' }),
+  response_retention_s: integerIn(1, 31_536_000, 'How long its stored Responses are kept, seconds, at most the platform\'s retention; null: the platform\'s.').nullable(),
+});
+
 /** Body of POST /admin/v1/organisations/{id}/credits. */
 export const createCreditBody = z.strictObject({
   amount_micros: moneyMicros({ min: 1n, max: maxCreditMicros }, 'Amount to credit, positive.'),

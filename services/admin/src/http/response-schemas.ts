@@ -18,6 +18,8 @@ export const organisationResponse = z.strictObject({
   billing_mode: z.enum(['commercial', 'internal']),
   rpm_limit: z.int(),
   allowed_gateway_models: z.array(z.string()).meta({ description: 'Slugs, sorted.' }),
+  store_responses: z.boolean().meta({ description: 'false: the organisation\'s Responses are never stored (`store: true` is a 400 naming `store`).' }),
+  response_retention_s: z.int().nullable().meta({ description: 'The organisation\'s own retention of stored Responses, seconds; null: the platform\'s.' }),
   created_at: timestamp,
 });
 

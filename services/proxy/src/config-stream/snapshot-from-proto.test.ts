@@ -80,7 +80,7 @@ describe('configChangeFromProto', () => {
 
   it('counts any status other than ACTIVE as suspended', () => {
     const { organisations } = decoded(full(1n, {
-      organisations: [{ id: 'o1', status: configV1.OrganisationStatus.ORGANISATION_STATUS_UNSPECIFIED, billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 0, allowedGatewayModelSlugs: [], modelAliases: {} }],
+      organisations: [{ id: 'o1', status: configV1.OrganisationStatus.ORGANISATION_STATUS_UNSPECIFIED, billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 0, allowedGatewayModelSlugs: [], modelAliases: {}, responseStoreDisabled: false }],
     }));
     expect(organisations.get('o1')).toMatchObject({ status: 'suspended', billingMode: 'internal' });
   });

@@ -8,6 +8,7 @@ import type {
 import { tokenizerForModel } from '../domain/token-estimate.ts';
 import { cacheScopeKeyBytes } from '../domain/cache-scope.ts';
 import { toolCallIdKeyBytes } from '../domain/tool-call-id-codec.ts';
+import { responseStoreKeyBytes } from '../domain/responses/response-sealer.ts';
 
 /** Options of configChangeFromProto. */
 export interface ConfigDecodeOptions {
@@ -40,6 +41,9 @@ function organisationFrom(message: configV1.Organisation): OrganisationEntry | s
     rpmLimit: message.rpmLimit,
     allowedModelSlugs: new Set(message.allowedGatewayModelSlugs),
     modelAliases: aliasMapFrom(message.modelAliases),
+    // A retention that is not a positive count of seconds is no retention of its own: the platform's applies.
+    ...(message.responseRetentionS !== undefined && message.responseRetentionS > 0n ? { responseRetentionS: Number(message.responseRetentionS) } : {}),
+    responseStoreDisabled: message.responseStoreDisabled,
   };
 }
 
@@ -141,5 +145,8 @@ export function configChangeFromProto(update: configV1.ConfigUpdate, options: Co
     toolCallIdKey: update.toolCallIdKey?.length === toolCallIdKeyBytes ? update.toolCallIdKey : undefined,
     // Likewise a cache scope key of another size: the proxy then marks prompts under a key of its own.
     cacheScopeKey: update.cacheScopeKey?.length === cacheScopeKeyBytes ? update.cacheScopeKey : undefined,
+    // Same rule for the stored-Responses key: another size is none (the proxy then seals with a key of its own).
+    responseStoreKey: update.responseStoreKey?.length === responseStoreKeyBytes ? update.responseStoreKey : undefined,
+    responseRetentionS: update.responseRetentionS !== undefined && update.responseRetentionS > 0n ? Number(update.responseRetentionS) : undefined,
   };
 }

@@ -22,6 +22,10 @@ export interface OrganisationEntry {
    * platform's aliases of the same name (domain/model-aliases.ts). Empty for most.
    */
   modelAliases: ReadonlyMap<string, string>;
+  /** The organisation's own retention of stored Responses, seconds, when shorter than the platform's; undefined: the platform's. */
+  responseRetentionS?: number;
+  /** true: nothing of the organisation's is stored (`store: true` is a 400 naming `store`). */
+  responseStoreDisabled?: boolean;
 }
 
 /** A project as the proxy serves it. */
@@ -99,6 +103,10 @@ export interface ConfigSnapshot {
    * (domain/cache-scope.ts); undefined when the admin sent none. Never logged.
    */
   readonly cacheScopeKey?: Uint8Array;
+  /** The 32-byte key stored Responses are sealed under (per organisation, derived); undefined when the admin sent none. Never logged. */
+  readonly responseStoreKey?: Uint8Array;
+  /** The platform's retention of stored Responses, seconds; undefined when the admin sent none. */
+  readonly responseRetentionS?: number;
 }
 
 /** The snapshot as its holder owns it: the same maps, writable by applyConfigChange only. */
@@ -111,6 +119,8 @@ export interface LiveConfigSnapshot extends ConfigSnapshot {
   readonly platformModelAliases: Map<string, string>;
   toolCallIdKey?: Uint8Array;
   cacheScopeKey?: Uint8Array;
+  responseStoreKey?: Uint8Array;
+  responseRetentionS?: number;
 }
 
 /**
@@ -155,6 +165,10 @@ export interface ConfigChange {
   toolCallIdKey?: Uint8Array;
   /** The cache scope key a full change brings (undefined: none, an older admin); a delta's is ignored, the held key stays. */
   cacheScopeKey?: Uint8Array;
+  /** The stored-Responses key a full change brings (as toolCallIdKey: a delta's is ignored). */
+  responseStoreKey?: Uint8Array;
+  /** The platform's retention of stored Responses, seconds, a full change brings. */
+  responseRetentionS?: number;
 }
 
 /**
@@ -227,6 +241,8 @@ export function applyConfigChange(current: LiveConfigSnapshot | undefined, chang
       version: change.version, keysByHash: new Map(), projectsById: new Map(), organisationsById: new Map(), modelsBySlug: new Map(),
       platformModelAliases: new Map(), toolCallIdKey: change.toolCallIdKey,
       cacheScopeKey: change.cacheScopeKey,
+      responseStoreKey: change.responseStoreKey,
+      responseRetentionS: change.responseRetentionS,
     }
     : current;
 

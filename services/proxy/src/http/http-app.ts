@@ -11,6 +11,7 @@ import { resolveModelName } from '../domain/model-aliases.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision, type RateLimiter } from '../domain/rate-limit.ts';
 import type { ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
+import type { StoredResponses } from '../domain/responses/stored-responses.ts';
 import { elapsedMs, type ChatInput } from '../inference/chat-billing.ts';
 import type { UpstreamPort } from '../inference/complete-chat.ts';
 import type { StreamChatDeps, StreamSink, StreamStopReason } from '../inference/stream-chat.ts';
@@ -54,6 +55,8 @@ export interface HttpAppServices {
   activeStreams: Set<AbortController>;
   /** The proxy's metrics, observed per request (PROXY_METRICS_PORT serves them). */
   telemetry: ProxyTelemetry;
+  /** Stored Responses, sealed per organisation (Redis or this process; docs/decisions.md "Stored Responses"). */
+  storedResponses: StoredResponses;
 }
 
 /** A handler of an inference route: gets the request's context and observer; whatever it throws becomes the error response. */
@@ -78,6 +81,8 @@ export interface InferenceRouteKit {
   inference(route: ProxyRoute, handler: InferenceHandler, errorShape?: ErrorShape): RequestHandler;
   /** Fresh snapshot (else 503) and API key (401/403), synchronously; `keySource` default `bearer`. */
   identify(req: Request, context: RequestContext, keySource?: ApiKeySource): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller };
+  /** Snapshot, key and the organisation's RPM check: the start of a route that reads no body. */
+  admit(req: Request, res: Response, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }>;
   /**
    * The organisation's RPM check (429, x-ratelimit-* headers) with the JSON body read while the
    * check's round trip is in flight; resolves to the parsed body.
@@ -314,6 +319,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     inferenceDeps,
     inference,
     identify,
+    admit,
     async readBodyWithinRateLimit(req, res, context, caller) {
       // The body's share of PROXY_MAX_INFLIGHT_BODY_BYTES before its first byte is read (a 503
       // when it does not fit, before the RPM count), given back once it is parsed or has failed.

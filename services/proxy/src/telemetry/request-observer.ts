@@ -12,7 +12,7 @@ import { RequestTrace } from './request-trace.ts';
  */
 
 /** A route template of the proxy's public API (a label value: never a concrete path). */
-export type ProxyRoute = '/v1/chat/completions' | '/v1/responses' | '/v1/messages' | '/v1/messages/count_tokens' | '/v1/embeddings' | '/v1/models' | '/v1/models/:slug';
+export type ProxyRoute = '/v1/chat/completions' | '/v1/responses' | '/v1/responses/:id' | '/v1/responses/:id/input_items' | '/v1/messages' | '/v1/messages/count_tokens' | '/v1/embeddings' | '/v1/models' | '/v1/models/:slug';
 
 /** Route label of a request that matched no route (the 404) or was refused before routing (a malformed path). */
 const unmatchedRoute = 'unmatched';

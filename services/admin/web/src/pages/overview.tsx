@@ -10,7 +10,8 @@ import { Table } from '../components/table.tsx';
 import { formatCount, formatIst, formatRupees } from '../format.ts';
 import { listAll } from '../lists.ts';
 import { useLive } from '../live.ts';
-import type { PageProps } from '../page-props.ts';
+import { roleAllows, type PageProps } from '../page-props.ts';
+import { ResponseStorageSettings } from './response-storage.tsx';
 
 /** Days of usage the charts by day and by model cover. */
 const chartDays = 30;
@@ -264,6 +265,8 @@ export function OverviewPage(props: PageProps) {
           { header: 'Cost', numeric: true, cell: (record) => formatRupees(record.cost_micros, 4) },
         ]}
       />
+
+      <ResponseStorageSettings organisationId={organisationId} isOwner={roleAllows(props.role, 'owner')} />
     </section>
   );
 }

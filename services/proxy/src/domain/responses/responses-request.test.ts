@@ -100,18 +100,24 @@ describe('parseResponsesRequest: the chat form', () => {
     expect(parse({ input: 'x', text: { format: { type: 'json_object' } } }).chat.params.response_format).toEqual({ type: 'json_object' });
   });
 
-  it('serves what clients send by default: store absent, null or false, background false, vacuous include entries, stream_options', () => {
-    for (const extra of [{}, { store: null }, { store: false }, { background: false }, { include: ['reasoning.encrypted_content'] }, { stream_options: { include_obfuscation: false } }, { reasoning: {} }, { top_logprobs: 0 }]) {
+  it('serves what clients send by default: store absent, null, true or false, background false, vacuous include entries, stream_options', () => {
+    for (const extra of [{}, { store: null }, { store: true }, { store: false }, { background: false }, { include: ['reasoning.encrypted_content'] }, { stream_options: { include_obfuscation: false } }, { reasoning: {} }, { top_logprobs: 0 }]) {
       expect(parse({ input: 'x', ...extra }).echoed.store).toBe(false);
     }
+  });
+
+  it('echoes the stored state the route read, and translates a continued response\'s items ahead of the input', () => {
+    const prior = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'a' }] }, { id: 'msg_x_0', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'b', annotations: [], logprobs: [] }] }];
+    const parsed = parseResponsesRequest({ model: 'm', instructions: 'sys', input: 'c' }, { maxMessageChars: 1000 }, { store: true, previousResponseId: 'resp_1', priorItems: prior });
+    expect(parsed.echoed).toMatchObject({ store: true, previous_response_id: 'resp_1' });
+    expect(parsed.chat.messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'user']);
   });
 });
 
 describe('parseResponsesRequest: refusals name the Responses param', () => {
   it.each([
-    [{ input: 'x', previous_response_id: 'resp_1' }, 'previous_response_id'],
     [{ input: 'x', conversation: { id: 'conv_1' } }, 'conversation'],
-    [{ input: 'x', store: true }, 'store'],
+    [{ input: 'x', store: 'yes' }, 'store'],
     [{ input: 'x', background: true }, 'background'],
     [{ input: 'x', prompt: { id: 'p' } }, 'prompt'],
     [{ input: 'x', include: ['message.output_text.logprobs'] }, 'include[0]'],
@@ -130,8 +136,8 @@ describe('parseResponsesRequest: refusals name the Responses param', () => {
     expect(refusal(body).param).toBe(param);
   });
 
-  it('an item_reference (or an item with only an id) says to send the item in full, and how with the Vercel AI SDK', () => {
-    const message = 'Responses are not stored by this gateway (it is stateless), so an item_reference has nothing to refer to: send the item in full instead. '
+  it('an unresolved item_reference (storing off) or an item with only an id says to send the item in full, and how with the Vercel AI SDK', () => {
+    const message = 'Storing responses is turned off for this organisation, so an item_reference has nothing to refer to: send the item in full instead. '
       + 'With the Vercel AI SDK, set providerOptions: { openai: { store: false } } (it then sends earlier assistant text in full), or use the chat model (openai.chat(model)).';
     expect(refusal({ input: [{ role: 'user', content: 'a' }, { type: 'item_reference', id: 'msg_1' }] })).toEqual({ param: 'input[1]', message });
     expect(refusal({ input: [{ id: 'msg_1' }] })).toEqual({ param: 'input[0]', message });

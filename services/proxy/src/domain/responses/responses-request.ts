@@ -1,36 +1,38 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
 import { paramOf, parseChatRequest, type ChatRequest, type ChatRequestLimits } from '../chat-request.ts';
+import { isItemReference } from './stateful-input.ts';
 import { surfaceErrorTranslator, type MessageSource, type SurfaceSpelling } from '../surface-error-translator.ts';
 import { customToolCallOfItem, namespacedName, translateResponsesTools, type EchoedTool, type ResponsesToolNames } from './responses-tools.ts';
 
 /**
- * OpenAI's Responses API (`POST /v1/responses`), stateless core: a request is translated into the
- * gateway's internal chat form (domain/chat-request.ts) and validated there too, so every
- * provider kind serves it through the existing adapters. What needs server-side state, and what
- * the gateway cannot honour, is a 400 naming the Responses parameter (docs/surfaces/responses.md).
+ * OpenAI's Responses API (`POST /v1/responses`): a request is translated into the gateway's
+ * internal chat form (domain/chat-request.ts) and validated there too, so every provider kind
+ * serves it through the existing adapters. Stored state (`store`, `previous_response_id`,
+ * item_reference) is read before this, by the route (stateful-input.ts); what the gateway cannot
+ * honour is a 400 naming the Responses parameter (docs/surfaces/responses.md).
  */
 
 /** Most items one `input` may carry (the chat form's own message limit). */
 const maxInputItems = 2048;
 
-/** Why a stored-state request is refused: nothing is stored, so there is nothing to continue or fetch. */
-const nothingStored = 'Responses are not stored by this gateway (it is stateless)';
+/** Why a conversation-state request is refused: conversations are not kept (stored responses are, see stateful-input.ts). */
+const nothingStored = 'Conversations are not stored by this gateway';
 /**
- * Says what to do instead, since the Vercel AI SDK's default provider sends references on its own
- * (earlier assistant text in a multi-turn conversation or a tool loop) and its caller never wrote one.
+ * An item_reference that reaches the translation was not resolved: the organisation has storing
+ * turned off. Says what to do instead, since the Vercel AI SDK's default provider sends references
+ * on its own (earlier assistant text in a multi-turn conversation or a tool loop).
  */
-const itemReferenceRefusal = `${nothingStored}, so an item_reference has nothing to refer to: send the item in full instead. `
+const itemReferenceRefusal = 'Storing responses is turned off for this organisation, so an item_reference has nothing to refer to: send the item in full instead. '
   + 'With the Vercel AI SDK, set providerOptions: { openai: { store: false } } (it then sends earlier assistant text in full), or use the chat model (openai.chat(model)).';
 
 /**
  * Top-level fields that need server-side state or a feature the gateway does not have: any
- * non-null value is a 400 naming the field. `store` and `background` are handled apart (their
- * false value is served).
+ * non-null value is a 400 naming the field. `background` is handled apart (its false value is
+ * served); `store` and `previous_response_id` are read by the route (stateful-input.ts).
  */
 const refusedFields: Readonly<Record<string, string>> = {
-  previous_response_id: `${nothingStored}, so a response cannot continue an earlier one; send the whole conversation in input.`,
-  conversation: `${nothingStored}, and neither are conversations; send the whole conversation in input.`,
+  conversation: `${nothingStored}; continue a response with previous_response_id, or send the whole conversation in input.`,
   prompt: 'Stored prompt templates are not supported by this gateway; send instructions and input.',
   context_management: 'Server-side context compaction is not supported by this gateway.',
   moderation: 'Moderation settings are not supported by this gateway.',
@@ -150,13 +152,27 @@ export interface ResponsesEchoedFields {
   tools: EchoedTool[];
   truncation: 'auto' | 'disabled';
   /** Nothing is stored, whatever the request said (docs/surfaces/responses.md, "store"). */
-  store: false;
+  /** Whether this response is stored (docs/surfaces/responses.md, "store"). */
+  store: boolean;
   background: false;
-  previous_response_id: null;
+  /** The response this one continues, as the request named it. */
+  previous_response_id: string | null;
   reasoning: { effort: null; summary: null };
   max_tool_calls: number | null;
   user?: string;
 }
+
+/** What the route read of stored state before the translation (stateful-input.ts). */
+export interface StoredState {
+  /** Whether the response will be stored. */
+  store: boolean;
+  previousResponseId: string | null;
+  /** The continued response's context items, translated ahead of `input`. */
+  priorItems: readonly unknown[];
+}
+
+/** A request that stores nothing and continues nothing. */
+const unstored: StoredState = { store: false, previousResponseId: null, priorItems: [] };
 
 /** A Responses request translated: the chat form the billed pipeline runs, and what its response repeats. */
 export interface ResponsesRequest {
@@ -201,9 +217,6 @@ function refuseStatefulFields(body: Record<string, unknown>): void {
   for (const field in refusedFields) {
     const value = body[field];
     if (value !== undefined && value !== null) throw invalid(field, refusedFields[field]!);
-  }
-  if (body.store === true) {
-    throw invalid('store', `${nothingStored}: omit store or set it to false. Every response says "store": false.`);
   }
   if (body.background === true) {
     throw invalid('background', 'Background mode needs stored responses, which this gateway does not keep; omit background or set it to false.');
@@ -260,16 +273,14 @@ function translateToolOutput(output: string | readonly unknown[], at: ReadonlyAr
   });
 }
 
-/** The chat messages of `input` items, appended to `messages` with their sources. */
-function translateItems(items: readonly unknown[], messages: ChatMessageBody[], sources: MessageSource[]): void {
+/** The chat messages of items under `root` (`input`, or `previous_response_id` for a continued response's), appended to `messages` with their sources. */
+function translateItems(items: readonly unknown[], messages: ChatMessageBody[], sources: MessageSource[], root = 'input'): void {
   items.forEach((item, index) => {
-    const at = ['input', index];
+    const at = [root, index];
     const path = paramOf(at)!;
     if (typeof item !== 'object' || item === null || Array.isArray(item)) throw invalid(path, 'An input item must be an object.');
     const { type, role } = item as { type?: unknown; role?: unknown };
-    if (type === 'item_reference' || ((type === undefined || type === null) && role === undefined && 'id' in item)) {
-      throw invalid(path, itemReferenceRefusal);
-    }
+    if (isItemReference(item)) throw invalid(path, itemReferenceRefusal);
     if (type === 'message' || ((type === undefined || type === null) && role !== undefined)) {
       const message = parseAt(messageItemSchema, item, at);
       const source: MessageSource = { path, contentPath: `${path}.content`, partPaths: [], callPaths: [] };
@@ -355,9 +366,12 @@ const responsesSpelling: SurfaceSpelling = {
  * before them, are one message); function_call_output items → tool messages; function tools →
  * chat tools; text.format → response_format; max_output_tokens → max_tokens. Throws
  * `invalid_request` naming the Responses param at fault (e.g. `input[2].content[0].text`),
- * including every field that needs stored state. Nothing here moves money: it runs before the Reserve.
+ * including conversations, background mode and an item_reference left unresolved (storing off).
+ * `state` is what the route read of stored state (stateful-input.ts): the continued response's
+ * items go ahead of `input`, and `store` / `previous_response_id` are echoed. Nothing here moves
+ * money: it runs before the Reserve.
  */
-export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits): ResponsesRequest {
+export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits, state: StoredState = unstored): ResponsesRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new GatewayError('invalid_request', { publicMessage: 'The request body must be a JSON object.' });
   }
@@ -370,6 +384,8 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits):
     messages.push({ role: 'system', content: request.instructions });
     sources.push({ path: 'instructions', contentPath: 'instructions', partPaths: [], callPaths: [] });
   }
+  // The continued response's conversation comes first, so the Reserve prices the whole prompt.
+  translateItems(state.priorItems, messages, sources, 'previous_response_id');
   if (typeof request.input === 'string') {
     messages.push({ role: 'user', content: request.input });
     sources.push({ path: 'input', contentPath: 'input', partPaths: [], callPaths: [] });
@@ -422,9 +438,9 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits):
       tool_choice: toolChoice ?? 'auto',
       tools: tools.echoed,
       truncation: request.truncation ?? 'disabled',
-      store: false,
+      store: state.store,
       background: false,
-      previous_response_id: null,
+      previous_response_id: state.previousResponseId,
       reasoning: { effort: null, summary: null },
       max_tool_calls: request.max_tool_calls ?? null,
       ...(request.user == null ? {} : { user: request.user }),

@@ -36,8 +36,9 @@ interface OpenCall {
  * `content_filter` likewise). An error after the stream opened is one `error` event, then the end.
  * A message item closes when a tool call starts; tool call items stay open until the end (so a
  * call's fragments arriving out of order still land in their item), then close in output order.
+ * `onDone` gets the final Response object (completed or incomplete) as the stream ends.
  */
-export function createResponsesStreamRenderer(frame: ResponseFrame): StreamRenderer {
+export function createResponsesStreamRenderer(frame: ResponseFrame, onDone?: (response: ResponseObject) => void): StreamRenderer {
   let sequence = 0;
   const output: OutputItem[] = [];
   let message: OpenMessage | undefined;
@@ -190,6 +191,8 @@ export function createResponsesStreamRenderer(frame: ResponseFrame): StreamRende
         status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
         usage: responsesUsage(close.usage, close.costMicros), completedAtS: Math.floor(Date.now() / 1000),
       });
+      // Handed over before its frames are written, so a stored response is kept before the client reads its end.
+      onDone?.(response);
       return frames + lifecycle(incompleteReason === undefined ? 'response.completed' : 'response.incomplete', response);
     },
     fail(error: GatewayError): string {

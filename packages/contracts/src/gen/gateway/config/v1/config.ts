@@ -111,7 +111,24 @@ export interface ConfigUpdate {
    * Derived by the admin from ADMIN_ENCRYPTION_KEY; sent in a full update (its first part), a delta
    * keeps the key held. Absent (an older admin): each proxy uses a key of its own. Never logged.
    */
-  cacheScopeKey?: Buffer | undefined;
+  cacheScopeKey?:
+    | Buffer
+    | undefined;
+  /**
+   * The 32-byte key the proxies' stored Responses are sealed under (docs/surfaces/responses.md,
+   * "Stored responses"): each organisation's AES-256-GCM key is derived from it with the
+   * organisation id, so every replica opens what another stored. Derived by the admin from
+   * ADMIN_ENCRYPTION_KEY; sent in a full update, a delta keeps the key held. Never logged.
+   */
+  responseStoreKey?:
+    | Buffer
+    | undefined;
+  /**
+   * How long a stored Response is kept, seconds: the platform's retention
+   * (ADMIN_RESPONSE_RETENTION_S). An organisation may shorten it (Organisation 8). Sent in a
+   * full update; absent (an older admin): the proxy's default (30 days).
+   */
+  responseRetentionS?: bigint | undefined;
 }
 
 export interface ConfigUpdate_PlatformModelAliasesEntry {
@@ -135,6 +152,15 @@ export interface Organisation {
    * The resolved slug must still be in allowed_gateway_model_slugs.
    */
   modelAliases: { [key: string]: string };
+  /**
+   * The organisation's own retention of stored Responses, seconds, when shorter than the
+   * platform's (ConfigUpdate 16); absent: the platform's.
+   */
+  responseRetentionS?:
+    | bigint
+    | undefined;
+  /** true: the organisation's Responses are never stored; `store: true` is a 400 naming `store`. */
+  responseStoreDisabled: boolean;
 }
 
 export interface Organisation_ModelAliasesEntry {
@@ -307,6 +333,8 @@ function createBaseConfigUpdate(): ConfigUpdate {
     platformModelAliases: {},
     removedPlatformModelAliases: [],
     cacheScopeKey: undefined,
+    responseStoreKey: undefined,
+    responseRetentionS: undefined,
   };
 }
 
@@ -362,6 +390,15 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
     }
     if (message.cacheScopeKey !== undefined) {
       writer.uint32(146).bytes(message.cacheScopeKey);
+    }
+    if (message.responseStoreKey !== undefined) {
+      writer.uint32(122).bytes(message.responseStoreKey);
+    }
+    if (message.responseRetentionS !== undefined) {
+      if (BigInt.asIntN(64, message.responseRetentionS) !== message.responseRetentionS) {
+        throw new globalThis.Error("value provided for field message.responseRetentionS of type int64 too large");
+      }
+      writer.uint32(128).int64(message.responseRetentionS);
     }
     return writer;
   },
@@ -502,6 +539,22 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
             message.cacheScopeKey = Buffer.from(reader.bytes());
             continue;
           }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.responseStoreKey = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.responseRetentionS = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -542,6 +595,10 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
       }, {});
     message.removedPlatformModelAliases = object.removedPlatformModelAliases?.map((e) => e) || [];
     message.cacheScopeKey = object.cacheScopeKey ?? undefined;
+    message.responseStoreKey = object.responseStoreKey ?? undefined;
+    message.responseRetentionS = (object.responseRetentionS !== undefined && object.responseRetentionS !== null)
+      ? BigInt(object.responseRetentionS)
+      : undefined;
     return message;
   },
 };
@@ -618,7 +675,16 @@ export const ConfigUpdate_PlatformModelAliasesEntry: MessageFns<ConfigUpdate_Pla
 };
 
 function createBaseOrganisation(): Organisation {
-  return { id: "", status: 0, billingMode: 0, rpmLimit: 0, allowedGatewayModelSlugs: [], modelAliases: {} };
+  return {
+    id: "",
+    status: 0,
+    billingMode: 0,
+    rpmLimit: 0,
+    allowedGatewayModelSlugs: [],
+    modelAliases: {},
+    responseRetentionS: undefined,
+    responseStoreDisabled: false,
+  };
 }
 
 export const Organisation: MessageFns<Organisation> = {
@@ -641,6 +707,15 @@ export const Organisation: MessageFns<Organisation> = {
     globalThis.Object.entries(message.modelAliases).forEach(([key, value]: [string, string]) => {
       Organisation_ModelAliasesEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
     });
+    if (message.responseRetentionS !== undefined) {
+      if (BigInt.asIntN(64, message.responseRetentionS) !== message.responseRetentionS) {
+        throw new globalThis.Error("value provided for field message.responseRetentionS of type int64 too large");
+      }
+      writer.uint32(64).int64(message.responseRetentionS);
+    }
+    if (message.responseStoreDisabled !== false) {
+      writer.uint32(72).bool(message.responseStoreDisabled);
+    }
     return writer;
   },
 
@@ -708,6 +783,22 @@ export const Organisation: MessageFns<Organisation> = {
             }
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.responseRetentionS = reader.int64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.responseStoreDisabled = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -739,6 +830,10 @@ export const Organisation: MessageFns<Organisation> = {
       },
       {},
     );
+    message.responseRetentionS = (object.responseRetentionS !== undefined && object.responseRetentionS !== null)
+      ? BigInt(object.responseRetentionS)
+      : undefined;
+    message.responseStoreDisabled = object.responseStoreDisabled ?? false;
     return message;
   },
 };
