@@ -344,6 +344,8 @@ export interface GatewayModelLeaf {
   creatable: boolean;
   /** Whether an update may change it. */
   updatable: boolean;
+  /** Whether its value may be null (a meaning of its own, e.g. reasoning priced as output), so an update can set null. */
+  nullable: boolean;
 }
 
 /** The SQL type of a domain value: what a parameter of its column is cast to. */
@@ -370,6 +372,7 @@ export const gatewayModelLeaves: readonly GatewayModelLeaf[] = Object.entries(ga
       shown: field.record !== undefined,
       creatable: field.create !== undefined,
       updatable: field.update !== null && (field.update !== undefined || field.create !== undefined),
+      nullable: field.record instanceof z.ZodNullable,
     });
     if (!isGroup(spec)) return [leaf(name, spec, undefined)];
     return Object.entries(spec.fields).map(([fieldName, field]) => leaf(fieldName, field, { name, columnPrefix: spec.columnPrefix }));

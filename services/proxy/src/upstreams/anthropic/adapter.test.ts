@@ -124,7 +124,8 @@ describe('anthropicAdapter.parseResponse', () => {
         index: 0, content: 'Checking.', refusal: null, logprobs: null, finishReason: 'tool_calls',
         toolCalls: [{ id: 'tu_1', type: 'function', function: { name: 'wx', arguments: '{"city":"Pune"}' } }],
       }],
-      usage: { promptTokens: 15, completionTokens: 4 },
+      // Cache writes without a breakdown are 5-minute writes (Anthropic's default lifetime).
+      usage: { promptTokens: 15, completionTokens: 4, cachedInputTokens: 3, cacheWrite5mTokens: 2 },
     });
     expect(anthropicAdapter.parseResponse({ content: [{ type: 'text', text: 'x' }], stop_reason: 'max_tokens' }).choices[0]!.finishReason).toBe('length');
     expect(() => anthropicAdapter.parseResponse({ type: 'error' })).toThrow();
@@ -155,7 +156,7 @@ describe('the Anthropic stream decoder', () => {
       { kind: 'chunk', text: '{"city":', choices: [{ index: 0, logprobs: null, finish_reason: null, delta: { tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] } }] },
       { kind: 'chunk', text: '"Pune"}', choices: [{ index: 0, logprobs: null, finish_reason: null, delta: { tool_calls: [{ index: 0, function: { arguments: '"Pune"}' } }] } }] },
       { kind: 'chunk', text: '', choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' }] },
-      { kind: 'usage', usage: { promptTokens: 16, completionTokens: 9 } },
+      { kind: 'usage', usage: { promptTokens: 16, completionTokens: 9, cachedInputTokens: 4 } },
       { kind: 'done' },
     ]);
   });

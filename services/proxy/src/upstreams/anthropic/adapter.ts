@@ -4,6 +4,7 @@ import { imageDataUrlOf, type ChatMessage, type ForwardedParam } from '../../dom
 import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
 import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest } from '../upstream-adapter.ts';
 import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
+import { anthropicTokenClasses } from './token-classes.ts';
 
 /** The Messages API version the adapter speaks. */
 const anthropicVersion = '2023-06-01';
@@ -219,7 +220,10 @@ export const anthropicAdapter: UpstreamAdapter = {
         logprobs: null,
       }],
       usage: reportedUsage.success
-        ? { promptTokens: anthropicPromptTokens(reportedUsage.data), completionTokens: reportedUsage.data.output_tokens }
+        ? {
+          promptTokens: anthropicPromptTokens(reportedUsage.data), completionTokens: reportedUsage.data.output_tokens,
+          ...anthropicTokenClasses((json as { usage: Record<string, unknown> }).usage),
+        }
         : undefined,
     };
   },

@@ -1,4 +1,6 @@
 import type { StreamDecoder, StreamEventSink } from '../upstream-adapter.ts';
+import { anthropicTokenClasses } from './token-classes.ts';
+import type { TokenClassCounts } from '../../domain/normalized-completion.ts';
 
 type Json = Record<string, unknown>;
 
@@ -29,6 +31,8 @@ export function finishReasonOf(stopReason: unknown, hasToolCalls: boolean): stri
  */
 export class AnthropicStreamDecoder implements StreamDecoder {
   #promptTokens = 0;
+  /** The price classes of the input counts message_start gave (issue 25). */
+  #inputClasses: TokenClassCounts = {};
   #toolIndexByBlock = new Map<number, number>();
 
   /** Decodes one event; the `type` inside its data decides, as Anthropic documents. */
@@ -45,6 +49,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
       case 'message_start': {
         const usage = isObject(message.message) && isObject(message.message.usage) ? message.message.usage : {};
         this.#promptTokens = count(usage.input_tokens) + count(usage.cache_creation_input_tokens) + count(usage.cache_read_input_tokens);
+        this.#inputClasses = anthropicTokenClasses(usage);
         out.push({ kind: 'chunk', text: '', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] });
         return;
       }
@@ -88,10 +93,12 @@ export class AnthropicStreamDecoder implements StreamDecoder {
         if (isObject(message.usage) && typeof message.usage.output_tokens === 'number') {
           const usage = message.usage;
           // Newer API versions repeat the (cumulative) input counts here; they win when present.
-          const promptTokens = usage.input_tokens === undefined
-            ? this.#promptTokens
-            : count(usage.input_tokens) + count(usage.cache_creation_input_tokens) + count(usage.cache_read_input_tokens);
-          out.push({ kind: 'usage', usage: { promptTokens, completionTokens: count(usage.output_tokens) } });
+          const repeated = usage.input_tokens !== undefined;
+          const promptTokens = repeated
+            ? count(usage.input_tokens) + count(usage.cache_creation_input_tokens) + count(usage.cache_read_input_tokens)
+            : this.#promptTokens;
+          const classes = repeated ? anthropicTokenClasses(usage) : this.#inputClasses;
+          out.push({ kind: 'usage', usage: { promptTokens, completionTokens: count(usage.output_tokens), ...classes } });
         }
         return;
       }

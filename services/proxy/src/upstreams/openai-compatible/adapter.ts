@@ -8,6 +8,7 @@ import type {
 } from '../upstream-adapter.ts';
 import { createOpenAiCompatibleEmbeddings } from './embeddings.ts';
 import { OpenAiStreamDecoder } from './stream-decoder.ts';
+import { openAiTokenClasses } from './token-classes.ts';
 
 const bytesSchema = z.array(z.number().int()).nullish();
 
@@ -127,7 +128,10 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
       const completion = completionSchema.parse(json);
       const reportedUsage = usageSchema.safeParse((json as { usage?: unknown }).usage);
       const usage: NormalizedUsage | undefined = reportedUsage.success
-        ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens }
+        ? {
+          promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens,
+          ...openAiTokenClasses((json as { usage: Record<string, unknown> }).usage),
+        }
         : undefined;
       return { choices: completion.choices.map(choiceOf), usage };
     },

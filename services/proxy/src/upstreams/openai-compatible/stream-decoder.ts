@@ -1,6 +1,7 @@
 import { standardFinishReason } from '../../domain/normalized-completion.ts';
 import type { NormalizedTokenLogprob } from '../../domain/normalized-completion.ts';
 import type { StreamChoice, StreamDecoder, StreamEventSink, StreamToolCallDelta } from '../upstream-adapter.ts';
+import { openAiTokenClasses } from './token-classes.ts';
 
 type Json = Record<string, unknown>;
 
@@ -127,7 +128,7 @@ export class OpenAiStreamDecoder implements StreamDecoder {
     }
     const usage = chunk.usage;
     if (isObject(usage) && isCount(usage.prompt_tokens) && isCount(usage.completion_tokens)) {
-      out.push({ kind: 'usage', usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } });
+      out.push({ kind: 'usage', usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens, ...openAiTokenClasses(usage) } });
     }
   }
 }

@@ -1,0 +1,32 @@
+import type { TokenClassCounts } from '../../domain/normalized-completion.ts';
+
+/** A count the wire gives, or 0 when it is absent, not a non-negative integer, or not a number at all. */
+function countOf(value: unknown): number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+}
+
+/** An object field of the wire, or undefined. */
+function objectOf(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined;
+}
+
+/**
+ * The token price classes of an OpenAI-compatible `usage` object (a completion or a stream's
+ * last chunk): `prompt_tokens_details.cached_tokens` are cached input and `.audio_tokens` audio
+ * input (parts of `prompt_tokens`); `completion_tokens_details.reasoning_tokens` are reasoning
+ * (part of `completion_tokens`). OpenAI writes to its cache for free, so it reports no writes.
+ * Absent or malformed counts are left out (absent = 0). Shared by the adapter and its stream
+ * decoder, and by the caching and reasoning work (issue 25).
+ */
+export function openAiTokenClasses(usage: Record<string, unknown>): TokenClassCounts {
+  const classes: TokenClassCounts = {};
+  const prompt = objectOf(usage.prompt_tokens_details);
+  const completion = objectOf(usage.completion_tokens_details);
+  const cached = countOf(prompt?.cached_tokens);
+  if (cached > 0) classes.cachedInputTokens = cached;
+  const audio = countOf(prompt?.audio_tokens);
+  if (audio > 0) classes.audioInputTokens = audio;
+  const reasoning = countOf(completion?.reasoning_tokens);
+  if (reasoning > 0) classes.reasoningTokens = reasoning;
+  return classes;
+}
