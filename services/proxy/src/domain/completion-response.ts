@@ -1,6 +1,6 @@
 import type { NormalizedChoice, NormalizedCompletion, StreamChoice } from './normalized-completion.ts';
 import { toHttpError, type GatewayError } from '@gateway/errors';
-import { usageCostFields, type TokenUsage, type UsageCostFields } from './pricing.ts';
+import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from './pricing.ts';
 import type { StreamClose, StreamRenderer } from './stream-renderer.ts';
 import { countTextTokens, truncateToTokens, type TokenizerName } from './token-estimate.ts';
 
@@ -31,12 +31,12 @@ export interface ChatCompletionBody {
 type ChatUsage = { prompt_tokens: number; completion_tokens: number; total_tokens: number } & UsageCostFields;
 
 /** The `usage` object of a chat completion (and of a stream's usage chunk) for a billed usage and its cost. */
-function chatUsage(usage: TokenUsage, costMicros: bigint): ChatUsage {
+function chatUsage(usage: TokenUsage, costMicros: bigint, byClass?: readonly ClassUsage[]): ChatUsage {
   return {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
-    ...usageCostFields(costMicros),
+    ...usageCostFields(costMicros, byClass),
   };
 }
 
@@ -63,6 +63,8 @@ export function buildChatCompletionBody(input: {
   billedUsage: TokenUsage;
   /** Cost of billedUsage at the model's prices, µ₹ (the Settle's figure). */
   costMicros: bigint;
+  /** The same by token class, when it has classes (pricing.ts costByClass). */
+  costByClass?: readonly ClassUsage[] | undefined;
 }): ChatCompletionBody {
   return {
     id: input.id,
@@ -80,7 +82,7 @@ export function buildChatCompletionBody(input: {
       finish_reason: choice.finishReason,
       logprobs: choice.logprobs,
     })),
-    usage: chatUsage(input.billedUsage, input.costMicros),
+    usage: chatUsage(input.billedUsage, input.costMicros, input.costByClass),
   };
 }
 
@@ -101,7 +103,7 @@ export function createChatStreamRenderer(input: { id: string; createdS: number; 
     close(close: StreamClose): string {
       let frames = '';
       if (close.ending === 'cost_stop') frames += `${head}[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]${tail}`;
-      if (input.includeUsage) frames += `${head}[],"usage":${JSON.stringify(chatUsage(close.usage, close.costMicros))}}\n\n`;
+      if (input.includeUsage) frames += `${head}[],"usage":${JSON.stringify(chatUsage(close.usage, close.costMicros, close.costByClass))}}\n\n`;
       return `${frames}data: [DONE]\n\n`;
     },
     // OpenAI's in-stream error form: one data event with an `error` object, then the end.

@@ -32,12 +32,12 @@ export function effectiveMaxTokens(requestedMaxTokens: number | undefined, model
  * prompt (plain `input` is what is left of it), `reasoning` is part of the output (plain
  * `output` is what is left of it).
  */
-export const tokenClasses = ['input', 'cached_input', 'cache_write_5m', 'cache_write_1h', 'audio_input', 'image_input', 'output', 'reasoning'] as const;
+const tokenClasses = ['input', 'cached_input', 'cache_write_5m', 'cache_write_1h', 'audio_input', 'image_input', 'output', 'reasoning'] as const;
 /** One token price class, as usage records and responses name it. */
-export type TokenClass = (typeof tokenClasses)[number];
+type TokenClass = (typeof tokenClasses)[number];
 
 /** A price per token class, µ₹ per million tokens. */
-export type ClassPrices = Readonly<Record<TokenClass, bigint>>;
+type ClassPrices = Readonly<Record<TokenClass, bigint>>;
 
 /**
  * A model's price sheet, resolved once per model when the config arrives (so the hot path only
@@ -258,15 +258,43 @@ function rupeesText(micros: bigint): string {
   return `${sign}${magnitude / microsPerRupee}.${(magnitude % microsPerRupee).toString().padStart(6, '0')}`;
 }
 
+/** One token class of a response's `usage.cost_by_class`: its tokens and customer cost (µ₹, a decimal string). */
+interface ClassCostField {
+  tokens: number;
+  cost_micros: string;
+}
+
 /** The cost fields a response's `usage` carries: what the request's Settle prices it at, µ₹ and rupees, as decimal strings. */
 export interface UsageCostFields {
   /** µ₹, a decimal string (money never travels as a JSON number). */
   cost_micros: string;
   /** The same amount in rupees, a decimal string with six places. */
   cost_inr: string;
+  /**
+   * The usage by token class (issue 25), classes with tokens only, whose `cost_micros` sum to the
+   * total's; present when the usage has a class besides plain input and output (costByClass).
+   */
+  cost_by_class?: Partial<Record<TokenClass, ClassCostField>>;
 }
 
-/** The `usage` cost fields of an amount µ₹ (usageCostMicros's costMicros: the Settle's own figure). */
-export function usageCostFields(costMicros: bigint): UsageCostFields {
-  return { cost_micros: costMicros.toString(), cost_inr: rupeesText(costMicros) };
+/**
+ * The `usage` cost fields of an amount µ₹ (usageCostMicros's costMicros: the Settle's own
+ * figure) and, when given, its classes (costByClass): customer cost only, never the provider's.
+ */
+export function usageCostFields(costMicros: bigint, byClass?: readonly ClassUsage[]): UsageCostFields {
+  const fields: UsageCostFields = { cost_micros: costMicros.toString(), cost_inr: rupeesText(costMicros) };
+  if (byClass !== undefined) {
+    const classes: Partial<Record<TokenClass, ClassCostField>> = {};
+    for (const entry of byClass) classes[entry.tokenClass] = { tokens: entry.tokens, cost_micros: entry.costMicros.toString() };
+    fields.cost_by_class = classes;
+  }
+  return fields;
+}
+
+/**
+ * A usage by class for a response to show, or undefined when it has no class besides plain input
+ * and output (such a response keeps its usage as before issue 25; the Settle itemises it anyway).
+ */
+export function costByClass(usage: TokenUsage, model: GatewayModelEntry): ClassUsage[] | undefined {
+  return hasClasses(usage) ? usageByClass(usage, model) : undefined;
 }

@@ -1,5 +1,5 @@
 import type { NormalizedCompletion } from '../normalized-completion.ts';
-import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
+import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from '../pricing.ts';
 
 /** Anthropic's stop reasons the gateway answers with. */
 type MessagesStopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal';
@@ -54,13 +54,13 @@ export function stopReasonOf(finishReason: string | null): MessagesStopReason {
 }
 
 /** The `usage` of a Messages answer (and of a stream's message_delta) for a billed usage and its cost, µ₹. */
-export function messagesUsage(usage: TokenUsage, costMicros: bigint): MessagesUsage {
+export function messagesUsage(usage: TokenUsage, costMicros: bigint, byClass?: readonly ClassUsage[]): MessagesUsage {
   return {
     input_tokens: usage.promptTokens,
     output_tokens: usage.completionTokens,
     cache_creation_input_tokens: 0,
     cache_read_input_tokens: 0,
-    ...usageCostFields(costMicros),
+    ...usageCostFields(costMicros, byClass),
   };
 }
 
@@ -97,6 +97,8 @@ export function buildMessagesBody(input: {
   billedUsage: TokenUsage;
   /** Cost of billedUsage at the model's prices, µ₹ (the Settle's figure). */
   costMicros: bigint;
+  /** The same by token class, when it has classes (pricing.ts costByClass). */
+  costByClass?: readonly ClassUsage[] | undefined;
 }): MessagesBody {
   const choice = input.completion.choices[0];
   const text = (choice?.content ?? '') + (choice?.refusal ?? '');
@@ -112,6 +114,6 @@ export function buildMessagesBody(input: {
     content,
     stop_reason: stopReasonOf(choice?.finishReason ?? null),
     stop_sequence: null,
-    usage: messagesUsage(input.billedUsage, input.costMicros),
+    usage: messagesUsage(input.billedUsage, input.costMicros, input.costByClass),
   };
 }

@@ -1,5 +1,5 @@
 import type { NormalizedCompletion } from '../normalized-completion.ts';
-import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
+import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from '../pricing.ts';
 import type { ResponsesEchoedFields } from './responses-request.ts';
 
 /** An `output_text` content part (no annotations: the gateway runs no built-in tools that would cite). */
@@ -99,14 +99,14 @@ export function outputItemId(frame: ResponseFrame, kind: 'message' | 'function_c
 }
 
 /** A Response's `usage` for a billed usage and its cost, µ₹ (the Settle's figure, usageCostMicros). */
-export function responsesUsage(usage: TokenUsage, costMicros: bigint): ResponsesUsage {
+export function responsesUsage(usage: TokenUsage, costMicros: bigint, byClass?: readonly ClassUsage[]): ResponsesUsage {
   return {
     input_tokens: usage.promptTokens,
     input_tokens_details: { cached_tokens: 0 },
     output_tokens: usage.completionTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: usage.promptTokens + usage.completionTokens,
-    ...usageCostFields(costMicros),
+    ...usageCostFields(costMicros, byClass),
   };
 }
 
@@ -152,6 +152,8 @@ export function buildResponseBody(frame: ResponseFrame, completed: {
   completion: NormalizedCompletion;
   usage: TokenUsage;
   costMicros: bigint;
+  /** The cost by token class, when the usage has classes (pricing.ts costByClass). */
+  costByClass?: readonly ClassUsage[] | undefined;
   /** When the answer was made, Unix seconds. */
   createdS: number;
 }): ResponseObject {
@@ -175,6 +177,6 @@ export function buildResponseBody(frame: ResponseFrame, completed: {
   }
   return responseObject(frame, {
     status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
-    usage: responsesUsage(completed.usage, completed.costMicros), completedAtS: completed.createdS,
+    usage: responsesUsage(completed.usage, completed.costMicros, completed.costByClass), completedAtS: completed.createdS,
   });
 }

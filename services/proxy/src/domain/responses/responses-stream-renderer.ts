@@ -171,7 +171,7 @@ export function createResponsesStreamRenderer(frame: ResponseFrame): StreamRende
       }
       const response = responseObject(frame, {
         status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
-        usage: responsesUsage(close.usage, close.costMicros), completedAtS: Math.floor(Date.now() / 1000),
+        usage: responsesUsage(close.usage, close.costMicros, close.costByClass), completedAtS: Math.floor(Date.now() / 1000),
       });
       return frames + lifecycle(incompleteReason === undefined ? 'response.completed' : 'response.incomplete', response);
     },
