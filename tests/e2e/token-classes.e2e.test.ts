@@ -134,6 +134,19 @@ describe.skipIf(!serverUrl)('price by token class end to end', () => {
     // Provider cost (recorded, never billed): input 2 ₹/Mtok, cached 0.2, the cache writes and audio at the input cost they default to, output 0.
     // Claude: 10 × 2 + 40 × 0.2 + 15 × 2 = 58 µ₹; OpenAI: 22 × 2 + 30 × 0.2 + 3 × 2 = 56 µ₹.
     expect(records.map((record) => record.provider_cost_micros)).toEqual(['58', '56']);
+    // The usage API itemises each record by class as its Settle did: the same tokens and µ₹ the response showed.
+    const withoutProvider = (byClass: Record<string, { tokens: number; cost_micros: string }>) => Object.fromEntries(
+      Object.entries(byClass).map(([tokenClass, figures]) => [tokenClass, { tokens: figures.tokens, cost_micros: figures.cost_micros }]));
+    expect(records.map((record) => withoutProvider(record.cost_by_class as Record<string, { tokens: number; cost_micros: string }>)))
+      .toEqual([claudeExpected.byClass, openAiExpected.byClass]);
+    expect(records[0]!.cost_by_class).toMatchObject({ cached_input: { provider_cost_micros: '8' }, cache_write_1h: { provider_cost_micros: '10' } });
+    // The CSV export carries the same per class.
+    const csv = await (await fetch(`${gateway.adminBase}/organisations/${gateway.organisationId}/usage/export?model=classes-claude`, {
+      headers: { authorization: `Bearer ${gateway.adminToken}` },
+    })).text();
+    const [header, line] = csv.trim().split('\r\n').length > 1 ? csv.trim().split('\r\n') : csv.trim().split('\n');
+    const cells = Object.fromEntries(header!.split(',').map((name, index) => [name, line!.split(',')[index]]));
+    expect(cells).toMatchObject({ cached_input_tokens: '40', cached_input_cost_micros: claudeExpected.byClass.cached_input!.cost_micros, reasoning_tokens: '0' });
     printed.records = records.map((record) => ({ model: record.model, cost_micros: record.cost_micros, provider_cost_micros: record.provider_cost_micros }));
     printed.walletDebitedMicros = String(after.debited - before.debited);
     console.log(`token classes e2e: ${JSON.stringify(printed)}`);
