@@ -48,6 +48,19 @@ describe.skipIf(!serverUrl)('token classes on usage records', () => {
     expect((await ledger.settle({ ...usage, tokenClasses: [] })).result).toBe(SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT);
   });
 
+  it('keeps the classes of a carved Settle (a Reserve the proxy carved from a grant) on its record', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const grantId = uniqueId('grant');
+    await ledger.acquireGrant({ grantId, organisationId, minMicros: 1_000n, wantMicros: 50_000n });
+    const reservationId = uniqueId('carve');
+    const answer = await ledger.settle({
+      reservationId, grantId, reservedMicros: 10_000n, inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n, tokenClasses: classes,
+    });
+    expect(answer.result).toBe(SettleResult.SETTLE_RESULT_OK);
+    const listed = await ledger.listUsage({ organisationId });
+    expect(listed.records).toEqual([expect.objectContaining({ reservationId, costMicros: 618n, tokenClasses: classes })]);
+  });
+
   it('lists a plain usage with no classes', async () => {
     const organisationId = await fundedOrganisation(ledger, 1_000_000n);
     const reservationId = uniqueId('plain');

@@ -74,7 +74,7 @@ export interface UsageRecord {
 }
 
 /** One token price class of a usage record: tokens, customer cost and provider cost, µ₹. */
-export interface UsageTokenClass {
+interface UsageTokenClass {
   /** e.g. `cached_input`, `cache_write_1h`, `reasoning` (docs/api-conventions.md, "Token classes"). */
   tokenClass: string;
   tokens: bigint;

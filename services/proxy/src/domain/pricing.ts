@@ -32,9 +32,7 @@ export function effectiveMaxTokens(requestedMaxTokens: number | undefined, model
  * prompt (plain `input` is what is left of it), `reasoning` is part of the output (plain
  * `output` is what is left of it).
  */
-const tokenClasses = ['input', 'cached_input', 'cache_write_5m', 'cache_write_1h', 'audio_input', 'image_input', 'output', 'reasoning'] as const;
-/** One token price class, as usage records and responses name it. */
-type TokenClass = (typeof tokenClasses)[number];
+type TokenClass = 'input' | 'cached_input' | 'cache_write_5m' | 'cache_write_1h' | 'audio_input' | 'image_input' | 'output' | 'reasoning';
 
 /** A price per token class, µ₹ per million tokens. */
 type ClassPrices = Readonly<Record<TokenClass, bigint>>;
