@@ -40,3 +40,24 @@ ALTER TABLE gateway_models
   ALTER COLUMN provider_cache_write_1h_cost_micros_per_mtok SET NOT NULL,
   ALTER COLUMN provider_audio_input_cost_micros_per_mtok SET NOT NULL,
   ALTER COLUMN provider_image_input_cost_micros_per_mtok SET NOT NULL;
+
+-- A row written without class prices (a script, an older admin during a rolling upgrade) gets
+-- the same defaults as the API gives: each input class at the input price (cost). BEFORE INSERT
+-- runs before the NOT NULL checks.
+CREATE FUNCTION gateway_models_class_price_defaults() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.cached_input_price_micros_per_mtok := coalesce(NEW.cached_input_price_micros_per_mtok, NEW.input_price_micros_per_mtok);
+  NEW.cache_write_5m_price_micros_per_mtok := coalesce(NEW.cache_write_5m_price_micros_per_mtok, NEW.input_price_micros_per_mtok);
+  NEW.cache_write_1h_price_micros_per_mtok := coalesce(NEW.cache_write_1h_price_micros_per_mtok, NEW.input_price_micros_per_mtok);
+  NEW.audio_input_price_micros_per_mtok := coalesce(NEW.audio_input_price_micros_per_mtok, NEW.input_price_micros_per_mtok);
+  NEW.image_input_price_micros_per_mtok := coalesce(NEW.image_input_price_micros_per_mtok, NEW.input_price_micros_per_mtok);
+  NEW.provider_cached_input_cost_micros_per_mtok := coalesce(NEW.provider_cached_input_cost_micros_per_mtok, NEW.provider_input_cost_micros_per_mtok);
+  NEW.provider_cache_write_5m_cost_micros_per_mtok := coalesce(NEW.provider_cache_write_5m_cost_micros_per_mtok, NEW.provider_input_cost_micros_per_mtok);
+  NEW.provider_cache_write_1h_cost_micros_per_mtok := coalesce(NEW.provider_cache_write_1h_cost_micros_per_mtok, NEW.provider_input_cost_micros_per_mtok);
+  NEW.provider_audio_input_cost_micros_per_mtok := coalesce(NEW.provider_audio_input_cost_micros_per_mtok, NEW.provider_input_cost_micros_per_mtok);
+  NEW.provider_image_input_cost_micros_per_mtok := coalesce(NEW.provider_image_input_cost_micros_per_mtok, NEW.provider_input_cost_micros_per_mtok);
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER gateway_models_class_price_defaults BEFORE INSERT ON gateway_models
+  FOR EACH ROW EXECUTE FUNCTION gateway_models_class_price_defaults();
