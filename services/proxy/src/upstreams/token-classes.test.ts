@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { AnthropicStreamDecoder } from './anthropic/stream-decoder.ts';
 import { anthropicTokenClasses } from './anthropic/token-classes.ts';
 import { openAiTokenClasses } from './openai-compatible/token-classes.ts';
+import type { StreamEvent } from './upstream-adapter.ts';
 
 describe('reading token price classes from each wire format', () => {
   it('reads OpenAI cached, audio and reasoning counts, leaving out absent and malformed ones', () => {
@@ -21,5 +23,23 @@ describe('reading token price classes from each wire format', () => {
     // A breakdown that says more than the total is held to it.
     expect(anthropicTokenClasses({ cache_creation_input_tokens: 5, cache_creation: { ephemeral_1h_input_tokens: 9 } })).toEqual({ cacheWrite1hTokens: 5 });
     expect(anthropicTokenClasses({ input_tokens: 3 })).toEqual({});
+  });
+});
+
+describe('the Anthropic stream decoder\'s token classes', () => {
+  it('keeps message_start\'s 5-minute/1-hour split when message_delta repeats the cache writes without it', () => {
+    const decoder = new AnthropicStreamDecoder();
+    const events: StreamEvent[] = [];
+    decoder.decode(undefined, JSON.stringify({
+      type: 'message_start',
+      message: { usage: { input_tokens: 5, output_tokens: 1, cache_read_input_tokens: 40, cache_creation_input_tokens: 15, cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 5 } } },
+    }), events);
+    decoder.decode(undefined, JSON.stringify({
+      type: 'message_delta', delta: { stop_reason: 'end_turn' },
+      usage: { input_tokens: 5, output_tokens: 9, cache_read_input_tokens: 40, cache_creation_input_tokens: 15 },
+    }), events);
+    expect(events.at(-1)).toEqual({
+      kind: 'usage', usage: { promptTokens: 60, completionTokens: 9, cachedInputTokens: 40, cacheWrite5mTokens: 10, cacheWrite1hTokens: 5 },
+    });
   });
 });

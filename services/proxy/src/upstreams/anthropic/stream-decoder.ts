@@ -35,6 +35,26 @@ export class AnthropicStreamDecoder implements StreamDecoder {
   #inputClasses: TokenClassCounts = {};
   #toolIndexByBlock = new Map<number, number>();
 
+  /**
+   * The classes of message_delta's repeated input counts. A delta that repeats the cache writes
+   * without their lifetime breakdown keeps message_start's split when the totals agree (else all
+   * its writes would read as 5-minute ones and a 1-hour write would be billed as the cheaper kind).
+   */
+  #repeatedClasses(usage: Record<string, unknown>): TokenClassCounts {
+    const classes = anthropicTokenClasses(usage);
+    const startWrites = (this.#inputClasses.cacheWrite5mTokens ?? 0) + (this.#inputClasses.cacheWrite1hTokens ?? 0);
+    const writes = (classes.cacheWrite5mTokens ?? 0) + (classes.cacheWrite1hTokens ?? 0);
+    if (usage.cache_creation === undefined && writes === startWrites && writes > 0) {
+      const { cacheWrite5mTokens: _fiveMinutes, cacheWrite1hTokens: _oneHour, ...rest } = classes;
+      return {
+        ...rest,
+        ...(this.#inputClasses.cacheWrite5mTokens === undefined ? {} : { cacheWrite5mTokens: this.#inputClasses.cacheWrite5mTokens }),
+        ...(this.#inputClasses.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: this.#inputClasses.cacheWrite1hTokens }),
+      };
+    }
+    return classes;
+  }
+
   /** Decodes one event; the `type` inside its data decides, as Anthropic documents. */
   decode(_event: string | undefined, data: string, out: StreamEventSink): void {
     let message: unknown;
@@ -97,7 +117,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
           const promptTokens = repeated
             ? count(usage.input_tokens) + count(usage.cache_creation_input_tokens) + count(usage.cache_read_input_tokens)
             : this.#promptTokens;
-          const classes = repeated ? anthropicTokenClasses(usage) : this.#inputClasses;
+          const classes = repeated ? this.#repeatedClasses(usage) : this.#inputClasses;
           out.push({ kind: 'usage', usage: { promptTokens, completionTokens: count(usage.output_tokens), ...classes } });
         }
         return;
