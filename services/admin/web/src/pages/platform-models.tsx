@@ -176,10 +176,11 @@ function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): vo
             const id = `model-${field}`;
             const fieldProblem = errorOf(field);
             const reasoning = field.includes('reasoning');
-            const hint = reasoning ? 'Empty: priced as output' : model === undefined ? 'Empty: the input price' : undefined;
+            const hint = reasoning ? 'Empty: priced as output' : model === undefined ? 'Empty: the input price' : 'Empty: unchanged';
             return (
               <Field key={field} id={id} label={`${classPriceLabels[field]} (₹ per million tokens)`} hint={hint} error={fieldProblem}>
-                <input id={id} type="text" inputMode="decimal" required={!reasoning && model !== undefined} value={form.classPrices[field]}
+                {/* Never required: the section may be folded away, where a browser could not show the missing field. */}
+                <input id={id} type="text" inputMode="decimal" required={false} value={form.classPrices[field]}
                   autoComplete="off" aria-describedby={describedBy(id, { hint: hint !== undefined, error: fieldProblem })}
                   onInput={(event) => setForm({ ...form, classPrices: { ...form.classPrices, [field]: event.currentTarget.value } })} />
               </Field>
