@@ -20,6 +20,7 @@
  * | `[[fake:tool_text=N]]`  | with `tool_call`: N words `w1 … wN` of text before the call ("Let me look that up."), streamed and not, both routes; billed as N more output tokens |
  * | `[[fake:tool_arg=KEY:VALUE]]` | with `tool_call`: the call's arguments are `{"KEY": "VALUE"}` instead (e.g. `file_path:/tmp/x/a.txt` for an agent's Read tool) |
  * | `[[fake:repeat_tool_id]]` | with `tool_call`, chat completions only: the call's id in every streamed arguments fragment, not just the first (as vLLM sends it) |
+ * | `[[fake:usage_classes=cached:40,write5m:10,write1h:5,reasoning:20,audio:3]]` | text replies: report these token price classes in the wire format's own usage fields (OpenAI `prompt_tokens_details.cached_tokens`/`audio_tokens`, `completion_tokens_details.reasoning_tokens`; Anthropic `cache_read_input_tokens`, `cache_creation_input_tokens` with `cache_creation.ephemeral_5m_input_tokens`/`ephemeral_1h_input_tokens`). Input classes are parts of the prompt count (held to it); reasoning tokens are spent on top of the reply's words (hidden, counted in the output) |
  *
  * Unknown or malformed directives are ignored, so a typo shows up as a normal reply.
  */
@@ -56,6 +57,28 @@ export interface Directives {
   toolArg?: { key: string; value: string };
   /** With `toolCall`, streamed chat completions: repeat the call's id in every arguments fragment. */
   repeatToolId?: true;
+  /** Token price classes to report in usage (issue 25): input classes as parts of the prompt, reasoning on top of the reply. */
+  usageClasses?: UsageClasses;
+}
+
+/** Token counts by price class a `usage_classes` directive asks the fake to report. */
+export interface UsageClasses {
+  cached: number;
+  write5m: number;
+  write1h: number;
+  reasoning: number;
+  audio: number;
+}
+
+/** Parses `cached:40,write5m:10,...`; undefined when any part is not `name:count` of a known class. */
+function usageClasses(value: string | undefined): UsageClasses | undefined {
+  const classes: UsageClasses = { cached: 0, write5m: 0, write1h: 0, reasoning: 0, audio: 0 };
+  for (const part of (value ?? '').split(',')) {
+    const match = /^(cached|write5m|write1h|reasoning|audio):(\d{1,9})$/.exec(part);
+    if (match === null) return undefined;
+    classes[match[1] as keyof UsageClasses] = Number(match[2]);
+  }
+  return classes;
 }
 
 const directivePattern = /\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]/g;
@@ -90,6 +113,7 @@ export function parseDirectives(text: string): Directives {
       case 'tag': if (value !== undefined && /^[A-Za-z0-9._:-]{1,128}$/.test(value)) directives.tag = value; break;
       case 'tool_text': directives.toolText = nonNegativeInteger(value); break;
       case 'repeat_tool_id': directives.repeatToolId = true; break;
+      case 'usage_classes': directives.usageClasses = usageClasses(value); break;
       case 'tool_arg': {
         const arg = /^([A-Za-z0-9_]{1,64}):(.*)$/s.exec(value ?? '');
         if (arg !== null) directives.toolArg = { key: arg[1]!, value: arg[2]! };

@@ -262,3 +262,37 @@ describe('fake upstream: agents\' requests (a system message inside messages, a 
     expect(answered).toMatchObject({ stop_reason: 'end_turn', content: [{ type: 'text' }] });
   });
 });
+
+describe('fake upstream usage_classes: token price classes in each wire format\'s own usage fields', () => {
+  const directive = '[[fake:usage_classes=cached:6,write5m:2,write1h:1,reasoning:4,audio:1]]';
+
+  it('reports cached, audio and reasoning tokens in OpenAI\'s fields, streamed and not, reasoning spent on top of the words', async () => {
+    // prompt: 11 words and 2 directives (counted as words) + 3 = 16 tokens; reply: 3 words + 4 reasoning.
+    const content = `one two three four five six seven eight nine ten eleven [[fake:reply_words=3]] ${directive}`;
+    const body = await (await post({ model: 'tiny', messages: [{ role: 'user', content }] })).json() as Record<string, any>;
+    expect(body.usage).toEqual({
+      prompt_tokens: 16, completion_tokens: 7, total_tokens: 23,
+      prompt_tokens_details: { cached_tokens: 6, audio_tokens: 1 }, completion_tokens_details: { reasoning_tokens: 4 },
+    });
+    const streamed = await (await post({ model: 'tiny', messages: [{ role: 'user', content }], stream: true, stream_options: { include_usage: true } })).text();
+    const usageFrame = streamed.split('\n\n').map((frame) => frame.replace(/^data: /, '')).filter((frame) => frame.includes('"usage":{')).at(-1)!;
+    expect((JSON.parse(usageFrame) as { usage: unknown }).usage).toEqual(body.usage);
+  });
+
+  it('splits the prompt into fresh input, cache reads and writes with their lifetimes in Anthropic\'s fields, streamed and not', async () => {
+    const request = (stream: boolean) => fetch(`${upstream.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'sk-test-upstream', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'c', max_tokens: 50, stream, messages: [{ role: 'user', content: `a b c d e f g h i j k [[fake:reply_words=3]] ${directive}` }] }),
+    });
+    const body = await (await request(false)).json() as Record<string, any>;
+    // 16 prompt tokens (11 words and 2 directives + 3): 6 read, 3 written (2 for 5 minutes, 1 for an hour), 7 fresh; output 3 words + 4 thinking.
+    expect(body.usage).toEqual({
+      input_tokens: 7, output_tokens: 7, cache_read_input_tokens: 6, cache_creation_input_tokens: 3,
+      cache_creation: { ephemeral_5m_input_tokens: 2, ephemeral_1h_input_tokens: 1 },
+    });
+    const events = (await (await request(true)).text()).split('\n\n').filter((frame) => frame.includes('"usage"'))
+      .map((frame) => JSON.parse(frame.split('\ndata: ')[1]!) as Record<string, any>);
+    expect(events.at(-1)!.usage).toEqual(body.usage);
+  });
+});

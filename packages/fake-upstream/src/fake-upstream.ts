@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { parseDirectives, withoutDirectives, type Directives } from './directives.ts';
+import { parseDirectives, withoutDirectives, type Directives, type UsageClasses } from './directives.ts';
 import { anthropicPromptBlocks, openAiPromptBlocks, PrefixCache, type PrefixCacheOptions } from './prefix-cache.ts';
 
 /** Each string the fake upstream deliberately leaks, by where it appears. */
@@ -311,6 +311,63 @@ function fakeEmbedding(text: string, dimensions: number): number[] {
   });
 }
 
+/** The input classes of a `usage_classes` directive held to a prompt of `promptTokens`, in the order cached, 5m, 1h, audio. */
+function inputClassesWithin(classes: UsageClasses, promptTokens: number): { cached: number; write5m: number; write1h: number; audio: number } {
+  let left = promptTokens;
+  const take = (count: number) => {
+    const taken = Math.min(count, left);
+    left -= taken;
+    return taken;
+  };
+  return { cached: take(classes.cached), write5m: take(classes.write5m), write1h: take(classes.write1h), audio: take(classes.audio) };
+}
+
+/**
+ * An OpenAI usage with a `usage_classes` directive's counts in OpenAI's own fields: cached and
+ * audio tokens in prompt_tokens_details (parts of prompt_tokens; OpenAI reports no cache writes),
+ * reasoning tokens in completion_tokens_details and added to completion_tokens (spent, not shown).
+ */
+function openAiUsageWithClasses(usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; prompt_tokens_details?: object }, classes: UsageClasses | undefined): object {
+  if (classes === undefined) return usage;
+  const within = inputClassesWithin(classes, usage.prompt_tokens);
+  const completionTokens = usage.completion_tokens + classes.reasoning;
+  return {
+    prompt_tokens: usage.prompt_tokens, completion_tokens: completionTokens, total_tokens: usage.prompt_tokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: within.cached, audio_tokens: within.audio },
+    completion_tokens_details: { reasoning_tokens: classes.reasoning },
+  };
+}
+
+/**
+ * An Anthropic usage with a `usage_classes` directive's counts in Anthropic's own fields: the
+ * prompt split into input_tokens (fresh), cache_read_input_tokens and cache_creation_input_tokens
+ * (with its cache_creation 5m/1h breakdown), whose sum stays the prompt; reasoning (thinking) added
+ * to output_tokens, which is how Anthropic counts it.
+ */
+function anthropicUsageWithClasses(usage: { input_tokens: number; output_tokens: number; cache_creation_input_tokens?: number; cache_read_input_tokens?: number }, classes: UsageClasses | undefined): object {
+  if (classes === undefined) return usage;
+  const within = inputClassesWithin(classes, usage.input_tokens);
+  return {
+    input_tokens: usage.input_tokens - within.cached - within.write5m - within.write1h,
+    output_tokens: usage.output_tokens + classes.reasoning,
+    cache_read_input_tokens: within.cached,
+    cache_creation_input_tokens: within.write5m + within.write1h,
+    cache_creation: { ephemeral_5m_input_tokens: within.write5m, ephemeral_1h_input_tokens: within.write1h },
+  };
+}
+
+/**
+ * An Anthropic usage of a prompt and a reply: what the modelled prompt cache reported for the
+ * prompt, or, when a `usage_classes` directive is given, the whole prompt split by it instead.
+ */
+function anthropicUsageOf(
+  inputUsage: Record<string, unknown>, outputTokens: number, classes: UsageClasses | undefined,
+): object {
+  if (classes === undefined) return { ...inputUsage, output_tokens: outputTokens };
+  const promptTokens = Number(inputUsage.input_tokens) + Number(inputUsage.cache_creation_input_tokens) + Number(inputUsage.cache_read_input_tokens);
+  return anthropicUsageWithClasses({ input_tokens: promptTokens, output_tokens: outputTokens }, classes);
+}
+
 /**
  * Starts an OpenAI-compatible upstream on node:http (with an Anthropic Messages route at
  * `POST /v1/messages`): the built-in demo upstream of `pnpm start` and the steerable fake of tests. Replies are deterministic; usage is prompt_tokens = words
@@ -426,9 +483,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const finishReason = cut ? 'length' : 'stop';
     const reply = words.join(' ');
     const promptTokens = fakePromptTokens(messages);
-    const usage = {
-      prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length, prompt_tokens_details: openAiPromptDetails(body),
-    };
+    // A usage_classes directive replaces what the modelled prompt cache reports.
+    const usage = openAiUsageWithClasses(
+      { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length, prompt_tokens_details: openAiPromptDetails(body) },
+      directives.usageClasses,
+    );
     const id = `${leakMarkers.completionIdPrefix}${requestNumber}`;
     const created = Math.floor(Date.now() / 1000);
 
@@ -591,7 +650,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
 
     if (request.stream === true) {
       const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
-      const usageOf = (output: number) => (directives.noUsage ? {} : { usage: { ...inputUsage, output_tokens: output } });
+      const usageOf = (output: number) => (directives.noUsage ? {} : { usage: anthropicUsageOf(inputUsage, output, directives.usageClasses) });
       await streamWords(res, headers, directives, {
         head: [
           event('message_start', {
@@ -617,7 +676,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       id, type: 'message', role: 'assistant', model: vendorModel,
       content: [{ type: 'text', text: words.join(' ') }],
       stop_reason: stopReason, stop_sequence: null,
-      ...(directives.noUsage ? {} : { usage: { ...inputUsage, output_tokens: words.length } }),
+      ...(directives.noUsage ? {} : { usage: anthropicUsageOf(inputUsage, words.length, directives.usageClasses) }),
       vendor_trace: leakMarkers.vendorTrace,
     }, headers);
   }
@@ -634,7 +693,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
     const toolUseId = `${leakMarkers.toolUseIdPrefix}${requestNumber}`;
     const textWords = toolTextWords(directives);
-    const usage = directives.noUsage ? {} : { usage: { ...inputUsage, output_tokens: textWords.length + pieces.length } };
+    const usage = directives.noUsage ? {} : { usage: anthropicUsageOf(inputUsage, textWords.length + pieces.length, directives.usageClasses) };
     // The tool_use block follows the text block when there is one.
     const toolIndex = textWords.length > 0 ? 1 : 0;
     if (request.stream === true) {

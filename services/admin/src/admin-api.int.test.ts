@@ -456,6 +456,29 @@ describe('projects and their API keys', () => {
 });
 
 describe('gateway models', () => {
+  itPg('sets, changes and audits the price sheet by token class; a negative or malformed class price is a 400 naming it', async () => {
+    const created = await admin.request('POST', '/admin/v1/gateway-models', {
+      ...modelBody('acme-classes'), cached_input_price_micros_per_mtok: '200000', cache_write_5m_price_micros_per_mtok: '2500000',
+      provider_cache_write_1h_cost_micros_per_mtok: '3000000',
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.json).toMatchObject({
+      cached_input_price_micros_per_mtok: '200000', cache_write_5m_price_micros_per_mtok: '2500000', cache_write_1h_price_micros_per_mtok: '2000000',
+      reasoning_price_micros_per_mtok: null, provider_cache_write_1h_cost_micros_per_mtok: '3000000',
+    });
+    const changed = await admin.request('PATCH', '/admin/v1/gateway-models/acme-classes', { reasoning_price_micros_per_mtok: '9000000', image_input_price_micros_per_mtok: 0 });
+    expect(changed.status, changed.text).toBe(200);
+    expect(changed.json).toMatchObject({ reasoning_price_micros_per_mtok: '9000000', image_input_price_micros_per_mtok: '0', cached_input_price_micros_per_mtok: '200000' });
+    const cleared = await admin.request('PATCH', '/admin/v1/gateway-models/acme-classes', { reasoning_price_micros_per_mtok: null });
+    expect(cleared.json.reasoning_price_micros_per_mtok).toBeNull();
+    const audit = await db.query<{ changes: Record<string, unknown> }>(
+      "SELECT changes FROM audit_events WHERE resource_id = 'acme-classes' AND action = 'gateway_model.update' ORDER BY occurred_at, id",
+    );
+    expect(audit.rows[0]!.changes).toMatchObject({ reasoning_price_micros_per_mtok: { before: null, after: '9000000' } });
+    expectError(await admin.request('PATCH', '/admin/v1/gateway-models/acme-classes', { cache_write_1h_price_micros_per_mtok: '-1' }), 400, 'invalid_request', 'cache_write_1h_price_micros_per_mtok');
+    expectError(await admin.request('POST', '/admin/v1/gateway-models', { ...modelBody('acme-bad'), provider_reasoning_cost_micros_per_mtok: 1.5 }), 400, 'invalid_request', 'provider_reasoning_cost_micros_per_mtok');
+  });
+
   itPg('creates a model whose credential is encrypted at rest and never returned', async () => {
     const response = await admin.request('POST', '/admin/v1/gateway-models', modelBody('acme-chat'));
     expect(response.status, response.text).toBe(201);
@@ -463,6 +486,12 @@ describe('gateway models', () => {
       slug: 'acme-chat', display_name: 'Model acme-chat', kind: 'chat', input_modalities: ['text'], default_max_tokens: 64, max_context_tokens: 4096,
       input_price_micros_per_mtok: '2000000', output_price_micros_per_mtok: '5000000',
       provider_input_cost_micros_per_mtok: '1000000', provider_output_cost_micros_per_mtok: '0',
+      // Class prices left out: each input class at the input price (cost), reasoning as output (null).
+      cached_input_price_micros_per_mtok: '2000000', cache_write_5m_price_micros_per_mtok: '2000000', cache_write_1h_price_micros_per_mtok: '2000000',
+      reasoning_price_micros_per_mtok: null, audio_input_price_micros_per_mtok: '2000000', image_input_price_micros_per_mtok: '2000000',
+      provider_cached_input_cost_micros_per_mtok: '1000000', provider_cache_write_5m_cost_micros_per_mtok: '1000000',
+      provider_cache_write_1h_cost_micros_per_mtok: '1000000', provider_reasoning_cost_micros_per_mtok: null,
+      provider_audio_input_cost_micros_per_mtok: '1000000', provider_image_input_cost_micros_per_mtok: '1000000',
       upstream: { provider_kind: 'openai_compatible', base_url: 'https://api.example.com/v1', model: 'vendor-model-x', has_api_key: true, allow_private_network: false },
       created_at: response.json.created_at,
     });

@@ -131,12 +131,26 @@ describe.skipIf(!serverUrl)('usage explorer', () => {
         requestId: index === 7 ? '=HYPERLINK("http://evil.example","x")' : index === 8 ? '-2+3' : index === 9 ? 'has,comma "and quotes"\nand a line' : `req-${index}`,
         usageSource: index % 5 === 0 ? ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE : ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM,
         overrunOutputTokens: index === 11 ? 1_900n : 0n,
+        // One record itemised by token class (issue 25): 60 of its 100 input tokens cached, 5 of its 20 output tokens reasoning.
+        tokenClasses: index === 12 ? [
+          { tokenClass: 'input', tokens: 40n, costMicros: 10_000_000_000_000n, providerCostMicros: 300n },
+          { tokenClass: 'cached_input', tokens: 60n, costMicros: 2n, providerCostMicros: 20n },
+          { tokenClass: 'output', tokens: 15n, costMicros: 5n, providerCostMicros: 200n },
+          { tokenClass: 'reasoning', tokens: 5n, costMicros: 5n, providerCostMicros: 80n },
+        ] : [],
       }));
     }
     admin.ledger.usage.push(usageRecord({ id: 'foreign', organisationId: other.id, projectId: 'proj_000000000000000000000000' }));
 
     const header = ['id', 'created_at', 'created_at_ist', 'project_id', 'model', 'input_tokens', 'output_tokens', 'cost_micros', 'debited_micros',
-      'usage_source', 'request_id', 'overrun_output_tokens'];
+      'usage_source', 'request_id', 'overrun_output_tokens',
+      'input_tokens', 'input_cost_micros', 'cached_input_tokens', 'cached_input_cost_micros', 'cache_write_5m_tokens', 'cache_write_5m_cost_micros',
+      'cache_write_1h_tokens', 'cache_write_1h_cost_micros', 'audio_input_tokens', 'audio_input_cost_micros', 'image_input_tokens', 'image_input_cost_micros',
+      'output_tokens', 'output_cost_micros', 'reasoning_tokens', 'reasoning_cost_micros'];
+    const classCells = (row: { cost_by_class?: Record<string, { tokens: number; cost_micros: string }> | undefined }) => (row.cost_by_class === undefined
+      ? Array<string>(16).fill('')
+      : ['input', 'cached_input', 'cache_write_5m', 'cache_write_1h', 'audio_input', 'image_input', 'output', 'reasoning']
+        .flatMap((tokenClass) => [String(row.cost_by_class![tokenClass]?.tokens ?? 0), row.cost_by_class![tokenClass]?.cost_micros ?? '0']));
     const filterSets = [
       '',
       `project_id=${beta.id}`,
@@ -155,7 +169,7 @@ describe.skipIf(!serverUrl)('usage explorer', () => {
       expect(listed.length, filters).toBeGreaterThan(0);
       expect(csv.rows, filters).toEqual(listed.map((row) => [
         row.id, row.created_at, istOf(row.created_at), row.project_id, row.model, String(row.input_tokens), String(row.output_tokens),
-        row.cost_micros, row.debited_micros, row.usage_source, safeText(row.request_id), String(row.overrun_output_tokens),
+        row.cost_micros, row.debited_micros, row.usage_source, safeText(row.request_id), String(row.overrun_output_tokens), ...classCells(row),
       ]));
     }
     const everything = parseCsv((await admin.request('GET', `/admin/v1/organisations/${organisation.id}/usage/export`)).text).rows;
@@ -165,6 +179,9 @@ describe.skipIf(!serverUrl)('usage explorer', () => {
     expect(everything.find((row) => row[0] === 'u-00009')![10]).toBe('has,comma "and quotes"\nand a line');
     expect(everything.find((row) => row[0] === 'u-00000')!.slice(1, 3)).toEqual(['2023-11-14T22:13:20.000Z', '2023-11-15T03:43:20.000+05:30']);
     expect(everything.some((row) => row[0] === 'foreign')).toBe(false);
+    expect(everything.find((row) => row[0] === 'u-00012')!.slice(12)).toEqual([
+      '40', '10000000000000', '60', '2', '0', '0', '0', '0', '0', '0', '0', '0', '15', '5', '5', '5',
+    ]);
   });
 
   it('lets a viewer (the organisation\'s own token) export its usage; another organisation\'s is not found', async () => {

@@ -59,6 +59,7 @@ describe('the config stream', () => {
     const model = await admin.request('POST', '/admin/v1/gateway-models', {
       slug: 'stream-model', display_name: 'Stream', default_max_tokens: 32, max_context_tokens: 2048,
       input_price_micros_per_mtok: '1250000', output_price_micros_per_mtok: '3000001', provider_output_cost_micros_per_mtok: '7',
+      cached_input_price_micros_per_mtok: '125000', cache_write_1h_price_micros_per_mtok: '2500000', reasoning_price_micros_per_mtok: '4000000',
       upstream: { provider_kind: 'openai_compatible', base_url: 'http://127.0.0.1:9/v1', model: 'vendor-m', api_key: upstreamCredential },
     });
     expect(model.status, model.text).toBe(201);
@@ -87,6 +88,11 @@ describe('the config stream', () => {
       slug: 'stream-model', displayName: 'Stream', defaultMaxTokens: 32, maxContextTokens: 2048,
       inputPriceMicrosPerMtok: 1_250_000n, outputPriceMicrosPerMtok: 3_000_001n,
       providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 7n,
+      // The price sheet by token class: what was set, the other input classes at the input price, reasoning cost absent (as output).
+      cachedInputPriceMicrosPerMtok: 125_000n, cacheWrite5mPriceMicrosPerMtok: 1_250_000n, cacheWrite1hPriceMicrosPerMtok: 2_500_000n,
+      reasoningPriceMicrosPerMtok: 4_000_000n, audioInputPriceMicrosPerMtok: 1_250_000n, imageInputPriceMicrosPerMtok: 1_250_000n,
+      providerCachedInputCostMicrosPerMtok: 0n, providerCacheWrite5mCostMicrosPerMtok: 0n, providerCacheWrite1hCostMicrosPerMtok: 0n,
+      providerAudioInputCostMicrosPerMtok: 0n, providerImageInputCostMicrosPerMtok: 0n,
       upstream: { providerKind: 'openai_compatible', baseUrl: 'http://127.0.0.1:9/v1', model: 'vendor-m', apiKey: upstreamCredential },
       createdAtS: BigInt(Math.floor(Date.parse(model.json.created_at) / 1000)),
       allowPrivateNetwork: true, // this admin runs with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true

@@ -57,6 +57,10 @@ describe('the admin on embedded PGlite', () => {
         kind: 'chat', input_modalities: ['text', 'image', 'audio'], default_max_tokens: 256, max_context_tokens: 8192,
         input_price_micros_per_mtok: '1000000', output_price_micros_per_mtok: '2000000',
         provider_input_cost_micros_per_mtok: '0', provider_output_cost_micros_per_mtok: '0',
+        cached_input_price_micros_per_mtok: '1000000', cache_write_5m_price_micros_per_mtok: '1000000', cache_write_1h_price_micros_per_mtok: '1000000',
+        reasoning_price_micros_per_mtok: null, audio_input_price_micros_per_mtok: '1000000', image_input_price_micros_per_mtok: '1000000',
+        provider_cached_input_cost_micros_per_mtok: '0', provider_cache_write_5m_cost_micros_per_mtok: '0', provider_cache_write_1h_cost_micros_per_mtok: '0',
+        provider_reasoning_cost_micros_per_mtok: null, provider_audio_input_cost_micros_per_mtok: '0', provider_image_input_cost_micros_per_mtok: '0',
         upstream: { provider_kind: 'openai_compatible', base_url: 'http://127.0.0.1:8788/v1', model: 'demo', has_api_key: false, allow_private_network: false },
         created_at: demo.json.created_at,
       });

@@ -57,8 +57,8 @@ describe('ledger app', () => {
       const app = await createLedgerApp(loadLedgerConfig(testEnv), { database, logger: createLogger('ledger', 'silent') });
       await app.close();
       const { rows } = await database.query<{ count: bigint }>('SELECT count(*) AS count FROM schema_migrations');
-      // Every migration in services/ledger/migrations (0001..0014) applied.
-      expect(rows[0]!.count).toBe(14n);
+      // Every migration in services/ledger/migrations (0001..0015) applied.
+      expect(rows[0]!.count).toBe(15n);
     } finally {
       await database.close();
     }

@@ -63,7 +63,7 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     const checkpointed = await answerOf(4n);
     stream.write({
       callId: 5n, requestId: '',
-      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n },
+      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n, tokenClasses: [] },
     });
     stream.write({ callId: 6n, requestId: '', release: { reservationId: released, reason: 'upstream_not_called' } });
     const [settledAnswer, releasedAnswer] = await Promise.all([answerOf(5n), answerOf(6n)]);
@@ -74,7 +74,7 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     // A replay on the stream is a replay: the first answer, nothing moved twice.
     stream.write({
       callId: 7n, requestId: '',
-      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n },
+      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n, tokenClasses: [] },
     });
     expect((await answerOf(7n)).settle).toMatchObject({ result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 300n });
     expect(await ledger.getBalance(organisationId)).toMatchObject({ creditedMicros: 1_000n, availableMicros: 700n, heldMicros: 0n, debitedMicros: 300n });

@@ -98,7 +98,7 @@ describe('a completion', () => {
     expect(costMicros).toBe(71n); // 8 × 2.500001 = 20.000008 → 21, 7 × 7.000003 = 49.000021 → 50: each side rounded up
     expect(world.ledger.calls.settle.at(-1)).toEqual({
       reservationId: reserve.reservationId, inputTokens: 8n, outputTokens: 7n, costMicros, providerCostMicros,
-      modelSlug: 'chat', usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId, overrunOutputTokens: 0n,
+      modelSlug: 'chat', usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId, overrunOutputTokens: 0n, tokenClasses: [],
     });
     expect(world.ledger.account('acme')).toEqual({
       creditedMicros: before.creditedMicros, heldMicros: 0n,

@@ -122,7 +122,7 @@ describe('/readyz of the proxy', () => {
     // Once its Settle is answered, the outbox is empty (its depth is what a SIGKILL would lose).
     expect(await proxy.idle()).toBe(true);
     expect(await readyz(proxy)).toEqual({
-      status: 200, body: { status: 'ready', dependencies: { config: 'fresh', ledger: 'up', redis: 'up', settle_outbox: '0' } },
+      status: 200, body: { status: 'ready', dependencies: { config: 'fresh', ledger: 'up', redis: 'up', response_store: 'up', settle_outbox: '0' } },
     });
   });
 

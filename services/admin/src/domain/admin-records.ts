@@ -73,6 +73,17 @@ export interface UsageRecord {
   createdAt: Date;
   /** Output tokens produced beyond the Reserve, neither delivered nor billed (BOUNDED_OVERRUN); 0: none. */
   overrunOutputTokens: bigint;
+  /** The usage by token price class as its Settle gave it (issue 25), costs summing to costMicros; empty: plain input and output. */
+  tokenClasses: UsageTokenClass[];
+}
+
+/** One token price class of a usage record: tokens, customer cost and provider cost, µ₹. */
+interface UsageTokenClass {
+  /** e.g. `cached_input`, `cache_write_1h`, `reasoning` (docs/api-conventions.md, "Token classes"). */
+  tokenClass: string;
+  tokens: bigint;
+  costMicros: bigint;
+  providerCostMicros: bigint;
 }
 
 /** One page of a list walked by cursor. */

@@ -65,18 +65,32 @@ export async function collectUsageForExport(
   return records;
 }
 
-/** The columns of a usage export, in order. */
+/** The token price classes a usage export has columns for (issue 25), in the order of docs/api-conventions.md. */
+const exportedTokenClasses = ['input', 'cached_input', 'cache_write_5m', 'cache_write_1h', 'audio_input', 'image_input', 'output', 'reasoning'] as const;
+
+/** The columns of a usage export, in order: the record, then tokens and customer cost (µ₹) of each token class. */
 const usageExportColumns = [
   'id', 'created_at', 'created_at_ist', 'project_id', 'model', 'input_tokens', 'output_tokens', 'cost_micros', 'debited_micros',
   'usage_source', 'request_id', 'overrun_output_tokens',
-] as const;
+  ...exportedTokenClasses.flatMap((tokenClass) => [`${tokenClass}_tokens`, `${tokenClass}_cost_micros`]),
+];
 
-/** One usage record as an export line (money as µ₹ integers). */
+/**
+ * One usage record as an export line (money as µ₹ integers). A record its Settle itemised by
+ * class has every class's tokens and cost (0 for a class it has none of); a plain record's class
+ * cells are empty (its input_tokens and output_tokens were priced at the input and output prices).
+ */
 function usageExportCells(record: UsageRecord): CsvCell[] {
+  const byClass = new Map(record.tokenClasses.map((entry) => [entry.tokenClass, entry]));
   return [
     record.id, record.createdAt.toISOString(), istTimestamp(record.createdAt), record.projectId, record.modelSlug,
     record.inputTokens, record.outputTokens, record.costMicros, record.debitedMicros, record.usageSource, record.requestId,
     record.overrunOutputTokens,
+    ...exportedTokenClasses.flatMap((tokenClass): CsvCell[] => {
+      if (byClass.size === 0) return [null, null];
+      const entry = byClass.get(tokenClass);
+      return [entry?.tokens ?? 0n, entry?.costMicros ?? 0n];
+    }),
   ];
 }
 

@@ -85,6 +85,72 @@ const inputModalitiesGiven = z.array(z.enum(gatewayModelInputModalities, { error
 /** A price or cost per million tokens as a request gives it, µ₹. */
 const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`);
 
+/**
+ * The token price classes of a price sheet (issue 25), each with a customer price and a provider
+ * cost: wire name stem, what it prices, and what it is when a create leaves it out. The input
+ * classes are parts of the prompt and default to the input price (cost); reasoning is part of
+ * the output and, when null, is priced as output (so it follows a later change of the output price).
+ */
+const tokenClassPrices = [
+  { stem: 'cached_input', what: 'input tokens read from the upstream\'s prompt cache', fallback: 'input' },
+  { stem: 'cache_write_5m', what: 'input tokens written to the prompt cache for 5 minutes', fallback: 'input' },
+  { stem: 'cache_write_1h', what: 'input tokens written to the prompt cache for 1 hour', fallback: 'input' },
+  { stem: 'reasoning', what: 'output tokens the model spends reasoning', fallback: 'output' },
+  { stem: 'audio_input', what: 'audio input tokens', fallback: 'input' },
+  { stem: 'image_input', what: 'image input tokens, where the upstream reports them apart', fallback: 'input' },
+] as const;
+
+/** The price sheet fields of every token class, customer prices first then provider costs (the record's order). */
+function tokenClassPriceFields() {
+  const customer: Record<string, FieldSpec> = {};
+  const provider: Record<string, FieldSpec> = {};
+  for (const { stem, what, fallback } of tokenClassPrices) {
+    if (fallback === 'output') {
+      const rule = (of: string) => price(`${of} of ${what}, or null: priced as output (follows the output ${of === 'Customer price' ? 'price' : 'cost'}). Default null.`).nullable();
+      customer[`${stem}_price_micros_per_mtok`] = {
+        record: z.bigint().nullable(), shown: `Customer price of ${what} per million; null: as output.`,
+        create: rule('Customer price').optional().transform((value) => value ?? null), update: rule('Customer price').optional(),
+      };
+      provider[`provider_${stem}_cost_micros_per_mtok`] = {
+        record: z.bigint().nullable(), shown: `Provider cost of ${what} per million; null: as output.`,
+        create: rule('Provider cost').optional().transform((value) => value ?? null), update: rule('Provider cost').optional(),
+      };
+    } else {
+      customer[`${stem}_price_micros_per_mtok`] = {
+        record: z.bigint(), shown: `Customer price of ${what} per million.`,
+        create: price(`Customer price of ${what}. Default: input_price_micros_per_mtok.`).optional(),
+        update: price(`Customer price of ${what}.`).optional(),
+      };
+      provider[`provider_${stem}_cost_micros_per_mtok`] = {
+        record: z.bigint(), shown: `Provider cost of ${what} per million.`,
+        create: price(`What the provider charges for ${what} (recorded, never billed). Default: provider_input_cost_micros_per_mtok.`).optional(),
+        update: price(`What the provider charges for ${what} (recorded, never billed).`).optional(),
+      };
+    }
+  }
+  return { ...customer, ...provider } as TokenClassPriceFields;
+}
+
+/** An input class's price field: a bigint, optional on create (defaulted from the input price). */
+interface InputClassPriceSpec { record: z.ZodBigInt; shown: string; create: z.ZodOptional<ReturnType<typeof price>>; update: z.ZodOptional<ReturnType<typeof price>> }
+/** The reasoning price field: bigint or null (as output). */
+interface OutputClassPriceSpec {
+  record: z.ZodNullable<z.ZodBigInt>; shown: string;
+  create: z.ZodPipe<z.ZodOptional<z.ZodNullable<ReturnType<typeof price>>>, z.ZodTransform<bigint | null, bigint | null | undefined>>;
+  update: z.ZodOptional<z.ZodNullable<ReturnType<typeof price>>>;
+}
+type TokenClassStem = (typeof tokenClassPrices)[number]['stem'];
+type InputClassStem = Exclude<TokenClassStem, 'reasoning'>;
+/** The static shape of tokenClassPriceFields(): what the record's types are derived from. */
+type TokenClassPriceFields = { [S in InputClassStem as `${S}_price_micros_per_mtok`]: InputClassPriceSpec }
+  & { reasoning_price_micros_per_mtok: OutputClassPriceSpec }
+  & { [S in InputClassStem as `provider_${S}_cost_micros_per_mtok`]: InputClassPriceSpec }
+  & { provider_reasoning_cost_micros_per_mtok: OutputClassPriceSpec };
+
+/** The input classes whose prices default to the input price (cost) on create, by domain key: [customer price, provider cost]. */
+export const inputClassPriceKeys = tokenClassPrices.filter((entry) => entry.fallback === 'input')
+  .map(({ stem }) => [camelCase(`${stem}_price_micros_per_mtok`), camelCase(`provider_${stem}_cost_micros_per_mtok`)] as const);
+
 /** One field of the record. Money is µ₹ (bigint), prices per million tokens. */
 interface FieldSpec {
   /** The value the domain record holds (absent: a write-only field, never returned). bigint: money; Date: an instant. */
@@ -142,6 +208,7 @@ const gatewayModelFields = {
     create: price('What the provider charges for output tokens (recorded, never billed). Default "0".').optional().transform((value) => value ?? 0n),
     update: price('What the provider charges for output tokens (recorded, never billed).').optional(),
   },
+  ...tokenClassPriceFields(),
   upstream: {
     columnPrefix: 'upstream_',
     createError: (issue) => (issue.input === undefined ? 'is required' : 'must be a JSON object'),
@@ -181,7 +248,9 @@ type UpdateFace<S> = S extends GroupSpec ? Strict<UpdateShape<S['fields']>>
       : S extends { create: infer C extends z.ZodType } ? z.ZodOptional<C> : never;
 type RecordFace<S> = S extends GroupSpec ? Strict<RecordShape<S['fields']>> : S extends { record: infer R extends z.ZodType } ? R : never;
 type ShownFace<S> = S extends GroupSpec ? Strict<ShownShape<S['fields']>>
-  : S extends { record: infer R extends z.ZodType } ? (R extends z.ZodBigInt ? ReturnType<typeof moneyShown> : R extends z.ZodDate ? typeof timestampShown : R)
+  : S extends { record: infer R extends z.ZodType } ? (R extends z.ZodBigInt ? ReturnType<typeof moneyShown>
+    : R extends z.ZodNullable<z.ZodBigInt> ? z.ZodNullable<ReturnType<typeof moneyShown>>
+      : R extends z.ZodDate ? typeof timestampShown : R)
     : never;
 /** The fields of `F` that have a face, each as that face. */
 type CreateShape<F> = { -readonly [K in keyof F as [CreateFace<F[K]>] extends [never] ? never : K]: CreateFace<F[K]> };
@@ -215,6 +284,7 @@ function shapeOf(face: 'create' | 'update' | 'record' | 'shown'): Record<string,
     if (face === 'update') return spec.update === null ? undefined : spec.update ?? spec.create?.optional();
     if (face === 'record' || spec.record === undefined) return spec.record;
     if (spec.record instanceof z.ZodBigInt) return moneyShown(spec.shown ?? '');
+    if (spec.record instanceof z.ZodNullable && spec.record.unwrap() instanceof z.ZodBigInt) return moneyShown(spec.shown ?? '').nullable();
     if (spec.record instanceof z.ZodDate) return timestampShown;
     return spec.shown === undefined ? spec.record : spec.record.meta({ description: spec.shown });
   };
@@ -274,10 +344,14 @@ export interface GatewayModelLeaf {
   creatable: boolean;
   /** Whether an update may change it. */
   updatable: boolean;
+  /** Whether its value may be null (a meaning of its own, e.g. reasoning priced as output), so an update can set null. */
+  nullable: boolean;
 }
 
 /** The SQL type of a domain value: what a parameter of its column is cast to. */
-function sqlTypeOf(record: z.ZodType | undefined): GatewayModelLeaf['sqlType'] {
+function sqlTypeOf(given: z.ZodType | undefined): GatewayModelLeaf['sqlType'] {
+  // A nullable value is stored in the column of what it wraps (NULL: its meaning is the field's own).
+  const record = given instanceof z.ZodNullable ? given.unwrap() as z.ZodType : given;
   if (record instanceof z.ZodBigInt) return 'bigint';
   if (record instanceof z.ZodNumber) return 'integer';
   if (record instanceof z.ZodBoolean) return 'boolean';
@@ -298,6 +372,7 @@ export const gatewayModelLeaves: readonly GatewayModelLeaf[] = Object.entries(ga
       shown: field.record !== undefined,
       creatable: field.create !== undefined,
       updatable: field.update !== null && (field.update !== undefined || field.create !== undefined),
+      nullable: field.record instanceof z.ZodNullable,
     });
     if (!isGroup(spec)) return [leaf(name, spec, undefined)];
     return Object.entries(spec.fields).map(([fieldName, field]) => leaf(fieldName, field, { name, columnPrefix: spec.columnPrefix }));

@@ -109,15 +109,15 @@ export async function gatewayModelsBySlug(db: Queryable, slugs: readonly string[
 /** Writes the changed fields of a gateway model (the CHECK constraints guard the combination). */
 export async function updateGatewayModelFields(tx: Queryable, slug: string, changes: GatewayModelChanges): Promise<void> {
   const changed = storedLeaves.filter((leaf) => leaf.updatable);
-  const assignments = changed.map((leaf, index) => `${leaf.column} = COALESCE($${index + 2}::${leaf.sqlType}, ${leaf.column})`);
-  const sealed = changed.length + 2;
-  // The credential may be removed (null), which COALESCE cannot tell from "unchanged": a flag says which.
-  assignments.push(`${credentialColumn} = CASE WHEN $${sealed}::boolean THEN $${sealed + 1} ELSE ${credentialColumn} END`);
-  await tx.query(
-    `UPDATE gateway_models SET ${assignments.join(', ')} WHERE slug = $1`,
-    [
-      slug, ...changed.map((leaf) => leafValue(changes, leaf) ?? null),
-      changes.upstreamApiKeyEncrypted !== undefined, changes.upstreamApiKeyEncrypted ?? null,
-    ],
-  );
+  const values: unknown[] = [slug];
+  const parameter = (value: unknown) => `$${values.push(value)}`;
+  const assignments = changed.map((leaf) => {
+    const value = leafValue(changes, leaf);
+    // A nullable field may be set to null, which COALESCE cannot tell from "unchanged": a flag says which.
+    if (leaf.nullable) return `${leaf.column} = CASE WHEN ${parameter(value !== undefined)}::boolean THEN ${parameter(value ?? null)}::${leaf.sqlType} ELSE ${leaf.column} END`;
+    return `${leaf.column} = COALESCE(${parameter(value ?? null)}::${leaf.sqlType}, ${leaf.column})`;
+  });
+  // The credential may be removed (null) likewise.
+  assignments.push(`${credentialColumn} = CASE WHEN ${parameter(changes.upstreamApiKeyEncrypted !== undefined)}::boolean THEN ${parameter(changes.upstreamApiKeyEncrypted ?? null)} ELSE ${credentialColumn} END`);
+  await tx.query(`UPDATE gateway_models SET ${assignments.join(', ')} WHERE slug = $1`, values);
 }

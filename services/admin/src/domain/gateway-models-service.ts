@@ -8,7 +8,7 @@ import type { ConfigPublisher } from './config-publisher.ts';
 import { bumpConfigVersion, configChange, credentialContext } from './config-snapshot.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
 import {
-  gatewayModelLeaves, gatewayModelSlugPattern, leafValue, type CreateGatewayModelInput, type UpdateGatewayModelInput,
+  gatewayModelLeaves, gatewayModelSlugPattern, inputClassPriceKeys, leafValue, type CreateGatewayModelInput, type UpdateGatewayModelInput,
 } from './gateway-model-schema.ts';
 import {
   findGatewayModel, insertGatewayModel, listGatewayModels, updateGatewayModelFields, withoutCredential,
@@ -23,6 +23,31 @@ import {
 /** The field a refused upstream URL is blamed on: the URL given, or the exception turned off. */
 type UpstreamRuleParam = 'upstream.base_url' | 'upstream.allow_private_network';
 
+/** The token class prices of a model priced at its input price (cost) for every input class and as output for reasoning. */
+function tokenClassPricesAt(inputPrice: bigint, providerInputCost: bigint) {
+  return {
+    cachedInputPriceMicrosPerMtok: inputPrice, cacheWrite5mPriceMicrosPerMtok: inputPrice, cacheWrite1hPriceMicrosPerMtok: inputPrice,
+    audioInputPriceMicrosPerMtok: inputPrice, imageInputPriceMicrosPerMtok: inputPrice, reasoningPriceMicrosPerMtok: null,
+    providerCachedInputCostMicrosPerMtok: providerInputCost, providerCacheWrite5mCostMicrosPerMtok: providerInputCost,
+    providerCacheWrite1hCostMicrosPerMtok: providerInputCost, providerAudioInputCostMicrosPerMtok: providerInputCost,
+    providerImageInputCostMicrosPerMtok: providerInputCost, providerReasoningCostMicrosPerMtok: null,
+  };
+}
+
+/**
+ * A create input with every input class's price (cost) it leaves out set to its input price
+ * (cost): a model created without a per-class sheet bills every input token alike, as before
+ * issue 25. The values are copied, not linked: a later input price change leaves them be.
+ */
+function withInputClassDefaults(input: CreateGatewayModelInput) {
+  const filled: Record<string, unknown> = { ...input };
+  for (const [priceKey, costKey] of inputClassPriceKeys) {
+    filled[priceKey] ??= input.inputPriceMicrosPerMtok;
+    filled[costKey] ??= input.providerInputCostMicrosPerMtok;
+  }
+  return filled as CreateGatewayModelInput & ReturnType<typeof tokenClassPricesAt>;
+}
+
 /** The built-in demo model, seeded when DEMO_UPSTREAM_URL is set (its base URL is that setting). */
 const demoGatewayModel = {
   slug: 'demo',
@@ -33,6 +58,7 @@ const demoGatewayModel = {
   outputPriceMicrosPerMtok: 2_000_000n, // ₹2 per million output tokens
   providerInputCostMicrosPerMtok: 0n,
   providerOutputCostMicrosPerMtok: 0n,
+  ...tokenClassPricesAt(1_000_000n, 0n),
   kind: 'chat',
   // The demo upstream reads only the text, but takes image and audio parts: a user can try them on it.
   inputModalities: ['text', 'image', 'audio'],
@@ -103,6 +129,7 @@ const demoEmbeddingModel = {
   outputPriceMicrosPerMtok: 0n,
   providerInputCostMicrosPerMtok: 0n,
   providerOutputCostMicrosPerMtok: 0n,
+  ...tokenClassPricesAt(1_000_000n, 0n),
   kind: 'embedding',
   inputModalities: ['text'],
   upstream: { providerKind: 'openai_compatible', model: 'demo-embedding', allowPrivateNetwork: false },
@@ -194,7 +221,7 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
         if (await aliasNameInUse(tx, input.slug)) {
           throw new GatewayError('conflict', { publicMessage: `The slug "${input.slug}" is in use as a model alias; delete or rename the alias first.`, param: 'slug' });
         }
-        const { upstream: { apiKey, ...upstream }, ...fields } = input;
+        const { upstream: { apiKey, ...upstream }, ...fields } = withInputClassDefaults(input);
         const inserted = await insertGatewayModel(tx, {
           ...fields,
           displayName: fields.displayName ?? fields.slug,

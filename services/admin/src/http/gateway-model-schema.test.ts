@@ -17,6 +17,18 @@ const model: GatewayModel = {
   outputPriceMicrosPerMtok: 9_007_199_254_740_993n, // past 2^53: exact only as a string
   providerInputCostMicrosPerMtok: 1n,
   providerOutputCostMicrosPerMtok: 0n,
+  cachedInputPriceMicrosPerMtok: 200_000n,
+  cacheWrite5mPriceMicrosPerMtok: 2_500_000n,
+  cacheWrite1hPriceMicrosPerMtok: 4_000_000n,
+  reasoningPriceMicrosPerMtok: null,
+  audioInputPriceMicrosPerMtok: 2_000_000n,
+  imageInputPriceMicrosPerMtok: 2_000_000n,
+  providerCachedInputCostMicrosPerMtok: 1n,
+  providerCacheWrite5mCostMicrosPerMtok: 1n,
+  providerCacheWrite1hCostMicrosPerMtok: 2n,
+  providerReasoningCostMicrosPerMtok: 5n,
+  providerAudioInputCostMicrosPerMtok: 1n,
+  providerImageInputCostMicrosPerMtok: 1n,
   upstream: { providerKind: 'anthropic', baseUrl: 'https://api.example.com/v1', model: 'vendor-x', hasApiKey: true, allowPrivateNetwork: false },
   createdAt: new Date('2026-11-24T09:00:00.000Z'),
 };
@@ -36,6 +48,10 @@ describe('the one Gateway Model schema', () => {
       slug: 'acme-chat', display_name: 'Acme chat', kind: 'chat', input_modalities: ['text', 'image'], default_max_tokens: 64, max_context_tokens: 4096,
       input_price_micros_per_mtok: '2000000', output_price_micros_per_mtok: '9007199254740993',
       provider_input_cost_micros_per_mtok: '1', provider_output_cost_micros_per_mtok: '0',
+      cached_input_price_micros_per_mtok: '200000', cache_write_5m_price_micros_per_mtok: '2500000', cache_write_1h_price_micros_per_mtok: '4000000',
+      reasoning_price_micros_per_mtok: null, audio_input_price_micros_per_mtok: '2000000', image_input_price_micros_per_mtok: '2000000',
+      provider_cached_input_cost_micros_per_mtok: '1', provider_cache_write_5m_cost_micros_per_mtok: '1', provider_cache_write_1h_cost_micros_per_mtok: '2',
+      provider_reasoning_cost_micros_per_mtok: '5', provider_audio_input_cost_micros_per_mtok: '1', provider_image_input_cost_micros_per_mtok: '1',
       upstream: { provider_kind: 'anthropic', base_url: 'https://api.example.com/v1', model: 'vendor-x', has_api_key: true, allow_private_network: false },
       created_at: '2026-11-24T09:00:00.000Z',
     });
@@ -72,8 +88,31 @@ describe('the one Gateway Model schema', () => {
       slug: 'acme-chat', kind: 'chat', inputModalities: ['text'], defaultMaxTokens: 64, maxContextTokens: 4096,
       inputPriceMicrosPerMtok: 2_000_000n, outputPriceMicrosPerMtok: 5_000_000n,
       providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n,
+      // Left out: reasoning priced as output; the input classes are filled from the input price by the service.
+      reasoningPriceMicrosPerMtok: null, providerReasoningCostMicrosPerMtok: null,
       upstream: { providerKind: 'openai', baseUrl: 'https://api.example.com/v1', model: 'm', apiKey: 'sk-x', allowPrivateNetwork: false },
     });
+  });
+
+  it('parses token class prices as bigint µ₹ per million tokens, and refuses a negative or fractional one naming the field', () => {
+    const base = {
+      slug: 'acme-chat', default_max_tokens: 64, max_context_tokens: 4096, input_price_micros_per_mtok: '2000000', output_price_micros_per_mtok: '5000000',
+      upstream: { provider_kind: 'anthropic', base_url: 'https://api.example.com/v1', model: 'm' },
+    };
+    const body = camelKeys(parseInput(createGatewayModelBody({ allowPrivate: false }), {
+      ...base, cached_input_price_micros_per_mtok: '200000', cache_write_1h_price_micros_per_mtok: 4_000_000, reasoning_price_micros_per_mtok: '6000000',
+      provider_cache_write_5m_cost_micros_per_mtok: '1250000',
+    }, 'body'));
+    expect(body).toMatchObject({
+      cachedInputPriceMicrosPerMtok: 200_000n, cacheWrite1hPriceMicrosPerMtok: 4_000_000n, reasoningPriceMicrosPerMtok: 6_000_000n,
+      providerCacheWrite5mCostMicrosPerMtok: 1_250_000n,
+    });
+    for (const [field, value] of [['cached_input_price_micros_per_mtok', '-1'], ['provider_reasoning_cost_micros_per_mtok', 1.5], ['image_input_price_micros_per_mtok', 'x']] as const) {
+      expect(() => parseInput(createGatewayModelBody({ allowPrivate: false }), { ...base, [field]: value }, 'body')).toThrow(expect.objectContaining({ param: field }));
+    }
+    // An update may set reasoning back to null: priced as output again.
+    expect(camelKeys(parseInput(updateGatewayModelBody({ allowPrivate: false }), { reasoning_price_micros_per_mtok: null }, 'body')))
+      .toEqual({ reasoningPriceMicrosPerMtok: null });
   });
 
   it('parses an update body into changes holding only what the body gives', () => {

@@ -82,6 +82,14 @@ const usageRecordResponse = z.strictObject({
   request_id: z.string(),
   created_at: timestamp,
   overrun_output_tokens: z.int().meta({ description: 'Output tokens the upstream produced beyond the Reserve: neither delivered nor billed, their provider cost inside provider_cost_micros. Non-zero flags the record; 0: none.' }),
+  cost_by_class: z.record(z.string(), z.strictObject({
+    tokens: z.int(),
+    cost_micros: money('Customer-price cost of the class.'),
+    provider_cost_micros: money('What the provider charges for the class (analytics only).'),
+  })).optional().meta({
+    description: 'The usage by token price class (input, cached_input, cache_write_5m, cache_write_1h, audio_input, image_input, output, reasoning), the classes with tokens only; '
+      + 'their cost_micros sum to cost_micros. Absent: a plain usage (input_tokens and output_tokens at the model\'s input and output prices).',
+  }),
 });
 
 /** An admin-API token: never its secret or hash. */

@@ -53,6 +53,7 @@ function toUsageRecord(record: ledgerV1.UsageRecord): UsageRecord {
     requestId: record.requestId,
     createdAt: new Date(Number(record.createdAtMs)),
     overrunOutputTokens: record.overrunOutputTokens,
+    tokenClasses: record.tokenClasses.map((entry) => ({ ...entry })),
   };
 }
 

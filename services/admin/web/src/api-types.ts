@@ -65,6 +65,8 @@ export interface UsageRecord {
   request_id: string;
   created_at: string;
   overrun_output_tokens: number;
+  /** The usage by token price class (issue 25), the classes with tokens only; absent: plain input and output. */
+  cost_by_class?: Record<string, { tokens: number; cost_micros: string; provider_cost_micros: string }>;
 }
 
 /** One row of /usage/summary: a day (IST) and model, or with group_by=project also a project. */

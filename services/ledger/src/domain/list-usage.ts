@@ -3,6 +3,7 @@ import type { BillingMode, UsageSource } from './ledger-types.ts';
 import { InvalidQueryError } from './invalid-query-error.ts';
 import { decodePageToken, encodePageToken } from './page-token.ts';
 import { idProblem, optionalIdProblem, problemsOf } from './validation.ts';
+import { tokenClassesFromJson, type TokenClassUsage } from './token-classes.ts';
 
 /** A request for one page of an organisation's usage records. */
 export interface ListUsageInput {
@@ -43,6 +44,8 @@ export interface UsageRecordView {
   createdAtMs: bigint;
   /** Output tokens produced beyond the Reserve, neither delivered nor billed (BOUNDED_OVERRUN); 0: none. */
   overrunOutputTokens: bigint;
+  /** The usage by token price class as its Settle gave it (issue 25); empty: plain input and output. */
+  tokenClasses: TokenClassUsage[];
 }
 
 /** One page of usage records, newest first. */
@@ -78,6 +81,7 @@ interface UsageRow {
   request_id: string;
   created_at_micros: bigint;
   overrun_output_tokens: bigint;
+  token_classes: unknown;
 }
 
 /** Checks a window bound in ms: 0 (unbounded) up to the year 9999. */
@@ -113,7 +117,7 @@ export async function listUsage(db: Queryable, input: ListUsageInput): Promise<U
   // Bounds travel as integers and become timestamps in SQL; µs values stay below 2^53, so exact.
   const { rows } = await db.query<UsageRow>(
     `SELECT id, reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens, cost_micros,
-       provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens,
+       provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens, token_classes,
        (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_micros
      FROM usage_records
      WHERE organisation_id = $1
@@ -157,5 +161,6 @@ function toView(row: UsageRow): UsageRecordView {
     requestId: row.request_id,
     createdAtMs: row.created_at_micros / 1000n,
     overrunOutputTokens: row.overrun_output_tokens,
+    tokenClasses: tokenClassesFromJson(row.token_classes),
   };
 }

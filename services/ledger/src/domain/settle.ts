@@ -1,6 +1,7 @@
 import { runnerOf, type LedgerTarget } from './apply-ledger-operations.ts';
 import { fingerprintOf } from './fingerprint.ts';
 import type { UsageSource } from './ledger-types.ts';
+import { tokenClassesJson, tokenClassesProblem, type TokenClassUsage } from './token-classes.ts';
 import { idProblem, nonNegativeAmountProblem, optionalIdProblem, positiveAmountProblem, problemsOf } from './validation.ts';
 
 /** The actual usage of a reserved request, to debit and record. */
@@ -30,6 +31,8 @@ export interface SettleInput {
   grantId?: string;
   /** The carve's Reserve, µ₹; positive when grantId is set (BOUNDED_OVERRUN is measured against it). */
   reservedMicros?: bigint;
+  /** The usage by token price class (issue 25), kept on the record; absent or empty: plain input and output. */
+  tokenClasses?: readonly TokenClassUsage[];
 }
 
 /** Results of Settle, in precedence order. */
@@ -83,7 +86,9 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
     input.grantId !== undefined ? idProblem('grant_id', input.grantId) : undefined,
     input.grantId !== undefined ? positiveAmountProblem('reserved_micros', input.reservedMicros ?? 0n) : undefined,
     input.grantId === undefined && (input.reservedMicros ?? 0n) !== 0n ? 'reserved_micros must be 0 without grant_id' : undefined,
+    tokenClassesProblem(input.tokenClasses ?? [], input),
   );
+  const tokenClasses = input.tokenClasses !== undefined && input.tokenClasses.length > 0 ? tokenClassesJson(input.tokenClasses) : undefined;
   const fingerprint = fingerprintOf('settle', {
     inputTokens: input.inputTokens, outputTokens: input.outputTokens, costMicros: input.costMicros,
     providerCostMicros: input.providerCostMicros, modelSlug: input.modelSlug, usageSource: input.usageSource,
@@ -93,6 +98,8 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
     ...(input.overrunOutputTokens !== 0n ? { overrunOutputTokens: input.overrunOutputTokens } : {}),
     // A carve's grant and Reserve are part of its payload (only when set, like the overrun).
     ...(input.grantId !== undefined ? { grantId: input.grantId, reservedMicros: input.reservedMicros ?? 0n } : {}),
+    // The classes only when given, so a plain usage keeps the fingerprint it had before issue 25.
+    ...(tokenClasses !== undefined ? { tokenClasses: JSON.stringify(tokenClasses) } : {}),
   });
 
   const answer = problems.length > 0
@@ -106,6 +113,8 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
         modelSlug: input.modelSlug, usageSource: input.usageSource!, requestId: input.requestId,
         overrunOutputTokens: input.overrunOutputTokens.toString(),
         ...(input.grantId !== undefined ? { grantId: input.grantId, reservedMicros: (input.reservedMicros ?? 0n).toString() } : {}),
+        // A JSON text like every other field (the SQL reads (op->>'tokenClasses')::jsonb).
+        ...(tokenClasses !== undefined ? { tokenClasses: JSON.stringify(tokenClasses) } : {}),
       },
     });
   return {

@@ -116,7 +116,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     }, callDeadlineMs),
     settle: (request) => callUnary(client.settle, client, {
       reservationId: '', inputTokens: 0n, outputTokens: 0n, costMicros: 0n, providerCostMicros: 0n, modelSlug: 'model-a',
-      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'req-1', overrunOutputTokens: 0n,
+      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'req-1', overrunOutputTokens: 0n, tokenClasses: [],
       ...request,
     }, callDeadlineMs),
     release: (request) => callUnary(client.release, client, { reservationId: '', reason: 'upstream_not_called', ...request }, callDeadlineMs),

@@ -422,6 +422,7 @@ export function createLedgerGrpcService(
       usageSource: usageSourceFromProto(request.usageSource), requestId: request.requestId,
       overrunOutputTokens: request.overrunOutputTokens,
       ...(request.grantId !== undefined ? { grantId: request.grantId, reservedMicros: request.reservedMicros ?? 0n } : {}),
+      tokenClasses: request.tokenClasses,
     });
     return {
       response: { ...outcome, result: settleResults[outcome.result] },

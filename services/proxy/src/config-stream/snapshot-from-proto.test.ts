@@ -78,6 +78,31 @@ describe('configChangeFromProto', () => {
     expect(change.apiKeys).toEqual([{ key: 'not-a-hash', problem: 'key k9: hash is not hex SHA-256' }]);
   });
 
+  it('decodes the price sheet by token class: absent input classes at the input price, absent reasoning as output, the Reserve prices resolved', () => {
+    const { gatewayModels } = decoded(full(4n, {
+      gatewayModels: [
+        model('older', { providerInputCostMicrosPerMtok: 7n, providerOutputCostMicrosPerMtok: 9n }),
+        model('sheet', {
+          inputPriceMicrosPerMtok: 3_000_000n, outputPriceMicrosPerMtok: 15_000_000n, cachedInputPriceMicrosPerMtok: 300_000n,
+          cacheWrite5mPriceMicrosPerMtok: 3_750_000n, cacheWrite1hPriceMicrosPerMtok: 6_000_000n, reasoningPriceMicrosPerMtok: 20_000_000n,
+          audioInputPriceMicrosPerMtok: 3_000_000n, imageInputPriceMicrosPerMtok: 3_000_000n, providerCachedInputCostMicrosPerMtok: 200_000n,
+        }),
+      ],
+    }));
+    expect(gatewayModels.get('older')!.priceSheet).toEqual({
+      customer: { input: 1n, cached_input: 1n, cache_write_5m: 1n, cache_write_1h: 1n, audio_input: 1n, image_input: 1n, output: 2n, reasoning: 2n },
+      provider: { input: 7n, cached_input: 7n, cache_write_5m: 7n, cache_write_1h: 7n, audio_input: 7n, image_input: 7n, output: 9n, reasoning: 9n },
+      reserveInput: 1n, reserveOutput: 2n,
+    });
+    expect(gatewayModels.get('sheet')!.priceSheet).toMatchObject({
+      customer: { input: 3_000_000n, cached_input: 300_000n, cache_write_5m: 3_750_000n, cache_write_1h: 6_000_000n, output: 15_000_000n, reasoning: 20_000_000n },
+      provider: { input: 0n, cached_input: 200_000n, cache_write_5m: 0n, output: 0n, reasoning: 0n },
+      reserveInput: 6_000_000n, reserveOutput: 20_000_000n,
+    });
+    const negative = configChangeFromProto(full(5n, { gatewayModels: [model('bad', { providerCacheWrite1hCostMicrosPerMtok: -1n })] }), options);
+    expect(negative.gatewayModels).toEqual([{ key: 'bad', problem: 'gateway model bad: negative price' }]);
+  });
+
   it('counts any status other than ACTIVE as suspended', () => {
     const { organisations } = decoded(full(1n, {
       organisations: [{ id: 'o1', status: configV1.OrganisationStatus.ORGANISATION_STATUS_UNSPECIFIED, billingMode: configV1.BillingMode.BILLING_MODE_INTERNAL, rpmLimit: 0, allowedGatewayModelSlugs: [], modelAliases: {}, responseStoreDisabled: false }],

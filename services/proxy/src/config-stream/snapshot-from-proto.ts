@@ -1,6 +1,7 @@
 // The config stream's wire (configV1) decoded into the snapshot's terms: each message becomes
 // a domain entry or the reason it is left out. The rules of applying a change (versions,
 // heartbeats, in-place deltas, fresh maps for a full snapshot) live in domain/config-snapshot.ts.
+import { priceSheet, type PriceSheetInput } from '../domain/pricing.ts';
 import { configV1 } from '@gateway/contracts';
 import type {
   ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, MediaModality, OrganisationEntry, ProjectEntry,
@@ -69,12 +70,36 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
+/**
+ * The per-class prices of a model message: an input class absent (an older admin) at the input
+ * price (cost), reasoning absent priced as output (resolved by priceSheet).
+ */
+function priceSheetInput(message: configV1.GatewayModel): PriceSheetInput {
+  const input = message.inputPriceMicrosPerMtok;
+  const cost = message.providerInputCostMicrosPerMtok;
+  return {
+    customer: {
+      input, output: message.outputPriceMicrosPerMtok, reasoning: message.reasoningPriceMicrosPerMtok,
+      cached_input: message.cachedInputPriceMicrosPerMtok ?? input, cache_write_5m: message.cacheWrite5mPriceMicrosPerMtok ?? input,
+      cache_write_1h: message.cacheWrite1hPriceMicrosPerMtok ?? input, audio_input: message.audioInputPriceMicrosPerMtok ?? input,
+      image_input: message.imageInputPriceMicrosPerMtok ?? input,
+    },
+    provider: {
+      input: cost, output: message.providerOutputCostMicrosPerMtok, reasoning: message.providerReasoningCostMicrosPerMtok,
+      cached_input: message.providerCachedInputCostMicrosPerMtok ?? cost, cache_write_5m: message.providerCacheWrite5mCostMicrosPerMtok ?? cost,
+      cache_write_1h: message.providerCacheWrite1hCostMicrosPerMtok ?? cost, audio_input: message.providerAudioInputCostMicrosPerMtok ?? cost,
+      image_input: message.providerImageInputCostMicrosPerMtok ?? cost,
+    },
+  };
+}
+
 function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions): GatewayModelEntry | string {
   const label = `gateway model ${message.slug || '(no slug)'}`;
   if (message.slug === '') return `${label}: missing slug`;
   if (message.defaultMaxTokens <= 0 || message.maxContextTokens <= 0) return `${label}: default_max_tokens and max_context_tokens must be positive`;
-  const prices = [message.inputPriceMicrosPerMtok, message.outputPriceMicrosPerMtok, message.providerInputCostMicrosPerMtok, message.providerOutputCostMicrosPerMtok];
-  if (prices.some((price) => price < 0n)) return `${label}: negative price`;
+  const sheet = priceSheetInput(message);
+  const prices = [...Object.values(sheet.customer), ...Object.values(sheet.provider)];
+  if (prices.some((price) => price !== undefined && price < 0n)) return `${label}: negative price`;
   const upstream = message.upstream;
   if (upstream === undefined) return `${label}: no upstream`;
   if (!options.supportsProviderKind(upstream.providerKind)) return `${label}: unsupported provider kind ${JSON.stringify(upstream.providerKind)}`;
@@ -98,6 +123,7 @@ function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions)
     outputPriceMicrosPerMtok: message.outputPriceMicrosPerMtok,
     providerInputCostMicrosPerMtok: message.providerInputCostMicrosPerMtok,
     providerOutputCostMicrosPerMtok: message.providerOutputCostMicrosPerMtok,
+    priceSheet: priceSheet(sheet, mediaModalities),
     createdAtS: Number(message.createdAtS),
     upstream: {
       providerKind: upstream.providerKind, baseUrl: upstream.baseUrl, model: upstream.model, apiKey: upstream.apiKey,

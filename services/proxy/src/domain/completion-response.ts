@@ -1,6 +1,6 @@
 import type { NormalizedChoice, NormalizedCompletion, StreamChoice, TokenClassCounts } from './normalized-completion.ts';
 import { toHttpError, type GatewayError } from '@gateway/errors';
-import { usageCostFields, type TokenUsage, type UsageCostFields } from './pricing.ts';
+import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from './pricing.ts';
 import type { StreamClose, StreamRenderer } from './stream-renderer.ts';
 import { countTextTokens, truncateToTokens, type TokenizerName } from './token-estimate.ts';
 
@@ -44,14 +44,14 @@ type ChatUsage = {
  * prompt_tokens, shown when there were any (Anthropic cache writes have no chat field: they stay
  * in prompt_tokens).
  */
-function chatUsage(usage: TokenUsage & TokenClassCounts, costMicros: bigint): ChatUsage {
+function chatUsage(usage: TokenUsage, costMicros: bigint, byClass?: readonly ClassUsage[]): ChatUsage {
   const cached = usage.cachedInputTokens ?? 0;
   return {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
     ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
-    ...usageCostFields(costMicros),
+    ...usageCostFields(costMicros, byClass),
   };
 }
 
@@ -78,6 +78,8 @@ export function buildChatCompletionBody(input: {
   billedUsage: TokenUsage;
   /** Cost of billedUsage at the model's prices, µ₹ (the Settle's figure). */
   costMicros: bigint;
+  /** The same by token class, when it has classes (pricing.ts costByClass). */
+  costByClass?: readonly ClassUsage[] | undefined;
 }): ChatCompletionBody {
   return {
     id: input.id,
@@ -95,7 +97,7 @@ export function buildChatCompletionBody(input: {
       finish_reason: choice.finishReason,
       logprobs: choice.logprobs,
     })),
-    usage: chatUsage(input.billedUsage, input.costMicros),
+    usage: chatUsage(input.billedUsage, input.costMicros, input.costByClass),
   };
 }
 
@@ -116,7 +118,7 @@ export function createChatStreamRenderer(input: { id: string; createdS: number; 
     close(close: StreamClose): string {
       let frames = '';
       if (close.ending === 'cost_stop') frames += `${head}[{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}]${tail}`;
-      if (input.includeUsage) frames += `${head}[],"usage":${JSON.stringify(chatUsage(close.usage, close.costMicros))}}\n\n`;
+      if (input.includeUsage) frames += `${head}[],"usage":${JSON.stringify(chatUsage(close.usage, close.costMicros, close.costByClass))}}\n\n`;
       return `${frames}data: [DONE]\n\n`;
     },
     // OpenAI's in-stream error form: one data event with an `error` object, then the end.

@@ -1,3 +1,4 @@
+import type { PriceSheet } from './pricing.ts';
 import type { TokenizerName } from './token-estimate.ts';
 
 /** An API key as the proxy knows it: only its hash, and whom it belongs to. */
@@ -71,6 +72,11 @@ export interface GatewayModelEntry {
   outputPriceMicrosPerMtok: bigint;
   providerInputCostMicrosPerMtok: bigint;
   providerOutputCostMicrosPerMtok: bigint;
+  /**
+   * Its prices by token class, resolved when the config arrives (issue 25). Absent (an entry built
+   * by hand): every class at the input or output price (pricing.ts sheetOf).
+   */
+  priceSheet?: PriceSheet;
   /** Unix seconds, shown as `created` in /v1/models. */
   createdAtS: number;
   upstream: UpstreamTarget;

@@ -4,7 +4,7 @@
  * stays behind it, in `ledger/grpc-ledger.ts`; inference and domain code know only this.
  */
 import type { GrantBook } from '../billing/grant-book.ts';
-import type { TokenUsage } from './pricing.ts';
+import type { ClassUsage, TokenUsage } from './pricing.ts';
 
 /** Whose money a Reserve holds: a commercial organisation's wallet, or none (INTERNAL_MODE). */
 export type LedgerBillingMode = 'commercial' | 'internal';
@@ -94,6 +94,8 @@ export interface SettleOrder {
   requestId: string;
   /** Output tokens produced beyond what the client got (BOUNDED_OVERRUN); 0 when none. */
   overrunOutputTokens: number;
+  /** `usage` by token price class, its costs summing to costMicros (pricing.ts costByClass); absent: plain input and output only. */
+  tokenClasses?: readonly ClassUsage[] | undefined;
   /**
    * Set when the Reserve was carved from a grant in memory (the ledger has never seen it): the
    * grant and the carve's size, µ₹. Ignored by the ledger when the reservation exists (a promoted carve).

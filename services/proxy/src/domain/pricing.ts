@@ -1,5 +1,6 @@
 import { GatewayError } from '@gateway/errors';
 import type { GatewayModelEntry } from './config-snapshot.ts';
+import type { TokenClassCounts } from './normalized-completion.ts';
 
 const tokensPerMillion = 1_000_000n;
 
@@ -27,47 +28,222 @@ export function effectiveMaxTokens(requestedMaxTokens: number | undefined, model
 }
 
 /**
- * The Reserve of a request, µ₹: ceil(promptTokens × inputPrice / 1e6) + ceil(maxTokens ×
- * outputPrice / 1e6), and at least 1 µ₹ (the ledger holds only positive amounts, and a
- * free-priced model still goes through the same reserve/settle path).
+ * The token price classes of a price sheet (issue 25). The input classes are parts of the
+ * prompt (plain `input` is what is left of it), `reasoning` is part of the output (plain
+ * `output` is what is left of it).
+ */
+type TokenClass = 'input' | 'cached_input' | 'cache_write_5m' | 'cache_write_1h' | 'audio_input' | 'image_input' | 'output' | 'reasoning';
+
+/** A price per token class, µ₹ per million tokens. */
+type ClassPrices = Readonly<Record<TokenClass, bigint>>;
+
+/**
+ * A model's price sheet, resolved once per model when the config arrives (so the hot path only
+ * reads it): customer prices, provider costs, and the two prices its Reserve uses.
+ */
+export interface PriceSheet {
+  /** Customer prices, µ₹ per million tokens (reasoning already resolved to output when unset). */
+  customer: ClassPrices;
+  /** Provider costs, µ₹ per million tokens (recorded, never billed). */
+  provider: ClassPrices;
+  /** The highest customer price a prompt token can be billed at, µ₹ per million tokens (Reserve). */
+  reserveInput: bigint;
+  /** The highest customer price an output token can be billed at: max(output, reasoning), µ₹ per million tokens. */
+  reserveOutput: bigint;
+}
+
+/** The input classes other than plain input, in the order their tokens are taken from the prompt. */
+const inputClasses = ['cached_input', 'cache_write_5m', 'cache_write_1h', 'audio_input', 'image_input'] as const;
+
+/** The customer and provider per-class prices a price sheet is built from, µ₹ per million tokens; reasoning undefined = as output. */
+export interface PriceSheetInput {
+  customer: Omit<ClassPrices, 'reasoning'> & { reasoning: bigint | undefined };
+  provider: Omit<ClassPrices, 'reasoning'> & { reasoning: bigint | undefined };
+}
+
+/**
+ * The price sheet of per-class prices: reasoning resolved to output when unset, and the Reserve's
+ * prices. Audio and image input count for the Reserve only where the model takes them (a model
+ * without them refuses such parts before the Reserve, so no prompt token can be billed so).
+ */
+export function priceSheet(input: PriceSheetInput, mediaModalities: ReadonlySet<'image' | 'audio'> = new Set()): PriceSheet {
+  const customer: ClassPrices = { ...input.customer, reasoning: input.customer.reasoning ?? input.customer.output };
+  const provider: ClassPrices = { ...input.provider, reasoning: input.provider.reasoning ?? input.provider.output };
+  let reserveInput = customer.input;
+  for (const inputClass of ['cached_input', 'cache_write_5m', 'cache_write_1h'] as const) if (customer[inputClass] > reserveInput) reserveInput = customer[inputClass];
+  if (mediaModalities.has('audio') && customer.audio_input > reserveInput) reserveInput = customer.audio_input;
+  if (mediaModalities.has('image') && customer.image_input > reserveInput) reserveInput = customer.image_input;
+  const reserveOutput = customer.reasoning > customer.output ? customer.reasoning : customer.output;
+  return { customer, provider, reserveInput, reserveOutput };
+}
+
+/** The prices a sheet needs from a model entry built without one (older tests, hand-built entries): every class at input or output. */
+type BasePrices = Pick<GatewayModelEntry, 'inputPriceMicrosPerMtok' | 'outputPriceMicrosPerMtok'> & Partial<Pick<GatewayModelEntry, 'providerInputCostMicrosPerMtok' | 'providerOutputCostMicrosPerMtok' | 'priceSheet'>>;
+
+/** The sheets of entries that carry none, built once each. */
+const flatSheets = new WeakMap<object, PriceSheet>();
+
+/** A model's price sheet: the one the config decode built, else every class at the input or output price. */
+export function sheetOf(model: BasePrices): PriceSheet {
+  if (model.priceSheet !== undefined) return model.priceSheet;
+  let sheet = flatSheets.get(model);
+  if (sheet === undefined) {
+    const flat = (input: bigint, output: bigint) => ({
+      input, cached_input: input, cache_write_5m: input, cache_write_1h: input, audio_input: input, image_input: input, output, reasoning: output,
+    });
+    sheet = priceSheet({
+      customer: flat(model.inputPriceMicrosPerMtok, model.outputPriceMicrosPerMtok),
+      provider: flat(model.providerInputCostMicrosPerMtok ?? 0n, model.providerOutputCostMicrosPerMtok ?? 0n),
+    });
+    flatSheets.set(model, sheet);
+  }
+  return sheet;
+}
+
+/**
+ * The Reserve of a request, µ₹: the worst case of its usage (BOUNDED_OVERRUN, NO_OVERSPEND):
+ * ceil(promptTokens × the highest price a prompt token can be billed at / 1e6) (a 1-hour cache
+ * write can cost 2× input) + ceil(maxTokens × max(output, reasoning) / 1e6), and at least 1 µ₹
+ * (the ledger holds only positive amounts, and a free-priced model still goes through the same
+ * reserve/settle path). Each side of a usage is rounded once (costAt), so no split of the prompt
+ * or the output into classes can cost more than this.
  */
 export function reserveMicros(promptTokens: number, maxTokens: number, model: GatewayModelEntry): bigint {
-  const amount = costMicros(promptTokens, model.inputPriceMicrosPerMtok) + costMicros(maxTokens, model.outputPriceMicrosPerMtok);
+  const sheet = sheetOf(model);
+  const amount = costMicros(promptTokens, sheet.reserveInput) + costMicros(maxTokens, sheet.reserveOutput);
   return amount > 0n ? amount : 1n;
 }
 
 /**
  * The most output tokens a Reserve covers after a prompt, never more than maxTokens: the largest
- * n with ceil(promptTokens × inputPrice / 1e6) + ceil(n × outputPrice / 1e6) ≤ reserveMicros
- * (0 when the prompt alone does not fit). Where a non-streaming reply is cut (BOUNDED_OVERRUN).
+ * n with ceil(promptTokens × reserve input price / 1e6) + ceil(n × reserve output price / 1e6) ≤
+ * reserveMicros (0 when the prompt alone does not fit). Where a non-streaming reply is cut (BOUNDED_OVERRUN).
  */
 export function outputTokensWithin(reserveMicros: bigint, promptTokens: number, maxTokens: number, model: GatewayModelEntry): number {
-  const budgetMicros = reserveMicros - costMicros(promptTokens, model.inputPriceMicrosPerMtok);
+  const sheet = sheetOf(model);
+  const budgetMicros = reserveMicros - costMicros(promptTokens, sheet.reserveInput);
   if (budgetMicros < 0n) return 0;
-  if (model.outputPriceMicrosPerMtok === 0n) return maxTokens;
+  if (sheet.reserveOutput === 0n) return maxTokens;
   // ceil(n × p / 1e6) ≤ b  ⇔  n × p ≤ b × 1e6 (integers), so n = floor(b × 1e6 / p).
-  const fits = (budgetMicros * tokensPerMillion) / model.outputPriceMicrosPerMtok;
+  const fits = (budgetMicros * tokensPerMillion) / sheet.reserveOutput;
   return fits < BigInt(maxTokens) ? Number(fits) : maxTokens;
 }
 
-/** Token counts of one request's usage. */
-export interface TokenUsage {
+/** Token counts of one request's usage: the totals, and their price classes where the upstream reported them (absent = 0). */
+export interface TokenUsage extends TokenClassCounts {
   promptTokens: number;
   completionTokens: number;
 }
 
-/** Customer cost of a usage at a model's prices, µ₹, each side rounded up on its own: what a Settle debits. */
-export function customerCostMicros(usage: TokenUsage, model: Pick<GatewayModelEntry, 'inputPriceMicrosPerMtok' | 'outputPriceMicrosPerMtok'>): bigint {
-  return costMicros(usage.promptTokens, model.inputPriceMicrosPerMtok) + costMicros(usage.completionTokens, model.outputPriceMicrosPerMtok);
+/** Tokens of a usage by class, each ≥ 0, summing to the totals. */
+export type ClassTokens = Record<TokenClass, number>;
+
+/**
+ * A usage's tokens by class. The classes are parts of the totals; an upstream that reports more
+ * class tokens than the total (a bug on its side) is clamped, in the order of `inputClasses`, so
+ * the classes never sum past what the totals say (nothing is billed twice).
+ */
+export function classTokens(usage: TokenUsage): ClassTokens {
+  let left = usage.promptTokens;
+  const take = (count: number | undefined) => {
+    const taken = count === undefined || count <= 0 ? 0 : Math.min(count, left);
+    left -= taken;
+    return taken;
+  };
+  const cachedInput = take(usage.cachedInputTokens);
+  const cacheWrite5m = take(usage.cacheWrite5mTokens);
+  const cacheWrite1h = take(usage.cacheWrite1hTokens);
+  const audioInput = take(usage.audioInputTokens);
+  const imageInput = take(usage.imageInputTokens);
+  const reasoning = Math.min(Math.max(usage.reasoningTokens ?? 0, 0), usage.completionTokens);
+  return {
+    input: left, cached_input: cachedInput, cache_write_5m: cacheWrite5m, cache_write_1h: cacheWrite1h,
+    audio_input: audioInput, image_input: imageInput, output: usage.completionTokens - reasoning, reasoning,
+  };
 }
 
-/** Customer cost and provider cost of a usage, µ₹, each side rounded up on its own. */
+/** Whether a usage carries any class besides plain input and output (the common case does not: two roundings only). */
+function hasClasses(usage: TokenUsage): boolean {
+  return (usage.cachedInputTokens ?? 0) > 0 || (usage.cacheWrite5mTokens ?? 0) > 0 || (usage.cacheWrite1hTokens ?? 0) > 0
+    || (usage.audioInputTokens ?? 0) > 0 || (usage.imageInputTokens ?? 0) > 0 || (usage.reasoningTokens ?? 0) > 0;
+}
+
+/** The input-side classes, plain input first, then the output-side ones: the order a side's classes are rounded in. */
+const inputSide = ['input', ...inputClasses] as const;
+const outputSide = ['output', 'reasoning'] as const;
+
+/** ceil(numerator / 1e6) for a non-negative numerator: µ₹ of an exact µ₹ × 1e6 amount, rounded up. */
+function ceilMillionth(numerator: bigint): bigint {
+  return (numerator + tokensPerMillion - 1n) / tokensPerMillion;
+}
+
+/**
+ * Cost of one side of a usage (input or output) at per-class prices, µ₹: the exact sum of its
+ * classes rounded up once, so a side's cost is what it was before issue 25 when every class
+ * costs the same (a flat sheet: nobody's bill changes until an admin sets class prices), and
+ * never more than the side's tokens at its highest price (the Reserve's worst case).
+ */
+function sideCost(tokens: ClassTokens, prices: ClassPrices, side: readonly TokenClass[]): bigint {
+  let numerator = 0n;
+  for (const tokenClass of side) if (tokens[tokenClass] > 0) numerator += BigInt(tokens[tokenClass]) * prices[tokenClass];
+  return ceilMillionth(numerator);
+}
+
+/** Cost of a usage at per-class prices, µ₹: the input side and the output side each rounded up once. */
+function costAt(usage: TokenUsage, prices: ClassPrices): bigint {
+  if (!hasClasses(usage)) return costMicros(usage.promptTokens, prices.input) + costMicros(usage.completionTokens, prices.output);
+  const tokens = classTokens(usage);
+  return sideCost(tokens, prices, inputSide) + sideCost(tokens, prices, outputSide);
+}
+
+/** Customer cost of a usage at a model's prices, µ₹, each class rounded up on its own: what a Settle debits. */
+export function customerCostMicros(usage: TokenUsage, model: BasePrices): bigint {
+  return costAt(usage, sheetOf(model).customer);
+}
+
+/** Customer cost and provider cost of a usage, µ₹, each class rounded up on its own. */
 export function usageCostMicros(usage: TokenUsage, model: GatewayModelEntry): { costMicros: bigint; providerCostMicros: bigint } {
-  return {
-    costMicros: customerCostMicros(usage, model),
-    providerCostMicros: costMicros(usage.promptTokens, model.providerInputCostMicrosPerMtok)
-      + costMicros(usage.completionTokens, model.providerOutputCostMicrosPerMtok),
-  };
+  const sheet = sheetOf(model);
+  return { costMicros: costAt(usage, sheet.customer), providerCostMicros: costAt(usage, sheet.provider) };
+}
+
+/** One class of a usage: its tokens, customer cost and provider cost, µ₹. */
+export interface ClassUsage {
+  tokenClass: TokenClass;
+  tokens: number;
+  costMicros: bigint;
+  providerCostMicros: bigint;
+}
+
+/**
+ * A usage by class, the classes with tokens only, input side then output side: what the Settle
+ * and the response itemise. Within a side each class gets the growth of the side's running cost
+ * rounded up (ceil(Sₖ) − ceil(Sₖ₋₁) of the exact running sums), so every class's cost is within
+ * 1 µ₹ of its exact price and the classes sum to usageCostMicros's to the µ₹ (CONSERVATION:
+ * cost_micros is the sum of the classes).
+ */
+export function usageByClass(usage: TokenUsage, model: GatewayModelEntry): ClassUsage[] {
+  const sheet = sheetOf(model);
+  const tokens = classTokens(usage);
+  const classes: ClassUsage[] = [];
+  for (const side of [inputSide, outputSide]) {
+    let customerSum = 0n;
+    let providerSum = 0n;
+    for (const tokenClass of side) {
+      const count = tokens[tokenClass];
+      if (count <= 0) continue;
+      const nextCustomer = customerSum + BigInt(count) * sheet.customer[tokenClass];
+      const nextProvider = providerSum + BigInt(count) * sheet.provider[tokenClass];
+      classes.push({
+        tokenClass, tokens: count,
+        costMicros: ceilMillionth(nextCustomer) - ceilMillionth(customerSum),
+        providerCostMicros: ceilMillionth(nextProvider) - ceilMillionth(providerSum),
+      });
+      customerSum = nextCustomer;
+      providerSum = nextProvider;
+    }
+  }
+  return classes;
 }
 
 /** µ₹ in one rupee. */
@@ -80,15 +256,43 @@ function rupeesText(micros: bigint): string {
   return `${sign}${magnitude / microsPerRupee}.${(magnitude % microsPerRupee).toString().padStart(6, '0')}`;
 }
 
+/** One token class of a response's `usage.cost_by_class`: its tokens and customer cost (µ₹, a decimal string). */
+interface ClassCostField {
+  tokens: number;
+  cost_micros: string;
+}
+
 /** The cost fields a response's `usage` carries: what the request's Settle prices it at, µ₹ and rupees, as decimal strings. */
 export interface UsageCostFields {
   /** µ₹, a decimal string (money never travels as a JSON number). */
   cost_micros: string;
   /** The same amount in rupees, a decimal string with six places. */
   cost_inr: string;
+  /**
+   * The usage by token class (issue 25), classes with tokens only, whose `cost_micros` sum to the
+   * total's; present when the usage has a class besides plain input and output (costByClass).
+   */
+  cost_by_class?: Partial<Record<TokenClass, ClassCostField>>;
 }
 
-/** The `usage` cost fields of an amount µ₹ (usageCostMicros's costMicros: the Settle's own figure). */
-export function usageCostFields(costMicros: bigint): UsageCostFields {
-  return { cost_micros: costMicros.toString(), cost_inr: rupeesText(costMicros) };
+/**
+ * The `usage` cost fields of an amount µ₹ (usageCostMicros's costMicros: the Settle's own
+ * figure) and, when given, its classes (costByClass): customer cost only, never the provider's.
+ */
+export function usageCostFields(costMicros: bigint, byClass?: readonly ClassUsage[]): UsageCostFields {
+  const fields: UsageCostFields = { cost_micros: costMicros.toString(), cost_inr: rupeesText(costMicros) };
+  if (byClass !== undefined) {
+    const classes: Partial<Record<TokenClass, ClassCostField>> = {};
+    for (const entry of byClass) classes[entry.tokenClass] = { tokens: entry.tokens, cost_micros: entry.costMicros.toString() };
+    fields.cost_by_class = classes;
+  }
+  return fields;
+}
+
+/**
+ * A usage by class for a response to show, or undefined when it has no class besides plain input
+ * and output (such a response keeps its usage as before issue 25; the Settle itemises it anyway).
+ */
+export function costByClass(usage: TokenUsage, model: GatewayModelEntry): ClassUsage[] | undefined {
+  return hasClasses(usage) ? usageByClass(usage, model) : undefined;
 }

@@ -1,6 +1,6 @@
 import type { GatewayModelEntry } from './config-snapshot.ts';
 import type { UsageSource } from './ledger-port.ts';
-import { costMicros, customerCostMicros, type TokenUsage } from './pricing.ts';
+import { costMicros, customerCostMicros, sheetOf, type TokenUsage } from './pricing.ts';
 import { countTextTokens } from './token-estimate.ts';
 
 /** How a stream ended (the log's `streamOutcome`). */
@@ -27,7 +27,7 @@ export interface CheckpointDue {
 /** What a stream is metered against. */
 export interface StreamMeterOptions {
   /** Prices (µ₹ per million tokens) and tokenizer of the Gateway Model. */
-  model: Pick<GatewayModelEntry, 'tokenizer' | 'inputPriceMicrosPerMtok' | 'outputPriceMicrosPerMtok'>;
+  model: Pick<GatewayModelEntry, 'tokenizer' | 'inputPriceMicrosPerMtok' | 'outputPriceMicrosPerMtok' | 'priceSheet'>;
   /** The gateway's estimate of the prompt, tokens. */
   promptTokens: number;
   /** The Reserve held for the request, µ₹: the running cost never passes it (BOUNDED_OVERRUN). */
@@ -58,6 +58,8 @@ export class StreamMeter {
   #chunksDelivered = 0;
   #finishSeen = false;
   #upstreamUsage: TokenUsage | undefined;
+  /** The highest price an output token can be billed at, µ₹ per million tokens: max(output, reasoning). */
+  #outputPriceMicrosPerMtok: bigint;
   #checkpointSequence = 0n;
   #lastCheckpointAtMs = 0;
   #checkpointInFlight = false;
@@ -65,7 +67,11 @@ export class StreamMeter {
   /** A meter with nothing delivered yet. */
   constructor(options: StreamMeterOptions) {
     this.#options = options;
-    this.#promptCostMicros = costMicros(options.promptTokens, options.model.inputPriceMicrosPerMtok);
+    // At the Reserve's prices (the highest a prompt or output token can be billed at, issue 25):
+    // a stream stopped here fits its Reserve whatever classes the upstream reports at the end.
+    const sheet = sheetOf(options.model);
+    this.#promptCostMicros = costMicros(options.promptTokens, sheet.reserveInput);
+    this.#outputPriceMicrosPerMtok = sheet.reserveOutput;
   }
 
   /**
@@ -79,7 +85,7 @@ export class StreamMeter {
     if (text.length > 0) {
       const { model, reserveMicros } = this.#options;
       tokens = countTextTokens(text, model.tokenizer);
-      if (this.#promptCostMicros + costMicros(this.#runningCompletionTokens + tokens, model.outputPriceMicrosPerMtok) > reserveMicros) return false;
+      if (this.#promptCostMicros + costMicros(this.#runningCompletionTokens + tokens, this.#outputPriceMicrosPerMtok) > reserveMicros) return false;
     }
     this.#chunksDelivered += 1;
     this.#runningCompletionTokens += tokens;

@@ -1,6 +1,6 @@
 import type { GatewayError } from '@gateway/errors';
 import type { StreamChoice } from './normalized-completion.ts';
-import type { TokenUsage } from './pricing.ts';
+import type { ClassUsage, TokenUsage } from './pricing.ts';
 
 /** What the first frames of a stream may say: the Reserve's own figures, known before any upstream byte. */
 interface StreamOpening {
@@ -16,6 +16,8 @@ export interface StreamClose {
   usage: TokenUsage;
   /** Its cost at the model's prices, µ₹: the Settle's own figure (usageCostMicros). */
   costMicros: bigint;
+  /** The same by token class, when the usage has classes (pricing.ts costByClass). */
+  costByClass?: readonly ClassUsage[] | undefined;
 }
 
 /**

@@ -7,7 +7,7 @@ import { checkMediaParts, type ChatRequest } from '../domain/chat-request.ts';
 import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
 import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, ReserveOutcome, UsageSource } from '../domain/ledger-port.ts';
 import { MediaTokenCounter } from '../domain/media-tokens.ts';
-import { effectiveMaxTokens, reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
+import { costByClass, effectiveMaxTokens, reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
 import { countTextTokens, estimatePromptTokens } from '../domain/token-estimate.ts';
 import { revealToolCallIds, type ToolCallIdCodec } from '../domain/tool-call-ids.ts';
@@ -356,6 +356,7 @@ async function settleUsageOnce(
       usageSource: source,
       requestId: input.requestId,
       overrunOutputTokens: overrun?.overrunOutputTokens ?? 0,
+      tokenClasses: costByClass(usage, model),
       carve: carve === undefined ? undefined : { grantId: carve.grantId, reservedMicros: carve.amountMicros },
     }, owner);
   } finally {

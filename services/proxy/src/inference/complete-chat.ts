@@ -1,6 +1,6 @@
 import { cutCompletion, estimateCompletionTokens } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
-import { outputTokensWithin, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
+import { costByClass, outputTokensWithin, usageCostMicros, type ClassUsage, type TokenUsage } from '../domain/pricing.ts';
 import { concealCompletionToolCallIds } from '../domain/tool-call-ids.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
@@ -73,6 +73,8 @@ export interface CompletedChat {
   usage: TokenUsage;
   /** Its cost at the model's prices, µ₹: the Settle's own figure (usageCostMicros). */
   costMicros: bigint;
+  /** The same by token class, when the usage has classes (pricing.ts costByClass). */
+  costByClass?: readonly ClassUsage[] | undefined;
   /** When the answer was made, Unix seconds (a response's `created`). */
   createdS: number;
 }
@@ -106,6 +108,7 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
     completion: concealCompletionToolCallIds(delivered.completion, input.toolCallIds),
     usage: delivered.usage,
     costMicros: usageCostMicros(delivered.usage, model).costMicros,
+    costByClass: costByClass(delivered.usage, model),
     createdS: Math.floor(Date.now() / 1000),
   };
   // The settle starts before the response is written, so it is in the outbox (a Settle in flight

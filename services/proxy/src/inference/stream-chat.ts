@@ -1,4 +1,4 @@
-import { usageCostMicros } from '../domain/pricing.ts';
+import { costByClass, usageCostMicros } from '../domain/pricing.ts';
 import { StreamMeter, type BilledUsage, type StreamEnding } from '../domain/stream-meter.ts';
 import type { StreamRenderer } from '../domain/stream-renderer.ts';
 import { createStreamToolCallIdConcealer } from '../domain/tool-call-ids.ts';
@@ -248,7 +248,9 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
       if (!opened) open();
       // The frames of the last read and the ending's own frames go out in one write with the
       // end of the response (one pass through the HTTP framing instead of several).
-      const last = frames + renderer.close({ ending, usage: billed.usage, costMicros: usageCostMicros(billed.usage, model).costMicros });
+      const last = frames + renderer.close({
+        ending, usage: billed.usage, costMicros: usageCostMicros(billed.usage, model).costMicros, costByClass: costByClass(billed.usage, model),
+      });
       frames = '';
       // Settled after the response (as completions are): the client does not wait for the commit.
       const settled = settleUsage(deps, input, plan, billed.usage, billed.source, overrunOf(billed));

@@ -71,8 +71,21 @@ describe('GrpcLedger: the Ledger port over the proto contract', () => {
     expect(settled).toEqual({ outcome: 'ok', debitedMicros: 11n, detail: '' });
     expect(settles.at(-1)).toEqual({
       reservationId: 'res_1', inputTokens: 3n, outputTokens: 4n, costMicros: 11n, providerCostMicros: 5n, modelSlug: 'chat',
-      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE, requestId: 'req', overrunOutputTokens: 2n,
+      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE, requestId: 'req', overrunOutputTokens: 2n, tokenClasses: [],
     });
+    // A usage by token class travels as TokenClassUsage messages, figures as int64 (issue 25).
+    await ledger.settle({
+      reservationId: 'res_2', usage: { promptTokens: 3, completionTokens: 4, cachedInputTokens: 2 }, costMicros: 11n, providerCostMicros: 5n, modelSlug: 'chat',
+      usageSource: 'upstream', requestId: 'req', overrunOutputTokens: 0,
+      tokenClasses: [
+        { tokenClass: 'input', tokens: 1, costMicros: 3n, providerCostMicros: 1n }, { tokenClass: 'cached_input', tokens: 2, costMicros: 1n, providerCostMicros: 1n },
+        { tokenClass: 'output', tokens: 4, costMicros: 7n, providerCostMicros: 3n },
+      ],
+    }, { organisationId: 'org', requestId: 'req' });
+    expect(settles.at(-1)!.tokenClasses).toEqual([
+      { tokenClass: 'input', tokens: 1n, costMicros: 3n, providerCostMicros: 1n }, { tokenClass: 'cached_input', tokens: 2n, costMicros: 1n, providerCostMicros: 1n },
+      { tokenClass: 'output', tokens: 4n, costMicros: 7n, providerCostMicros: 3n },
+    ]);
     expect(await ledger.release({ reservationId: 'res_1', reason: 'x' }, { organisationId: 'org', requestId: 'req' }))
       .toEqual({ outcome: 'reservation_unknown', detail: 'tombstone' });
     expect(await ledger.checkpoint({

@@ -209,6 +209,9 @@ export class GrpcLedger implements Ledger {
       usageSource: order.usageSource === 'upstream' ? ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM : ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
       requestId: order.requestId,
       overrunOutputTokens: BigInt(order.overrunOutputTokens),
+      tokenClasses: (order.tokenClasses ?? []).map((entry) => ({
+        tokenClass: entry.tokenClass, tokens: BigInt(entry.tokens), costMicros: entry.costMicros, providerCostMicros: entry.providerCostMicros,
+      })),
       grantId: order.carve?.grantId,
       reservedMicros: order.carve?.reservedMicros,
     }, owner);

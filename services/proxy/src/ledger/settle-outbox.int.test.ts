@@ -15,7 +15,7 @@ function reserveRequest(reservationId: string): ledgerV1.ReserveRequest {
 }
 
 function settleRequest(reservationId: string, costMicros = 40n): ledgerV1.SettleRequest {
-  return { reservationId, inputTokens: 1n, outputTokens: 2n, costMicros, providerCostMicros: 10n, modelSlug: 'chat', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: `req-${reservationId}`, overrunOutputTokens: 0n };
+  return { reservationId, inputTokens: 1n, outputTokens: 2n, costMicros, providerCostMicros: 10n, modelSlug: 'chat', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: `req-${reservationId}`, overrunOutputTokens: 0n, tokenClasses: [] };
 }
 
 const owner = (reservationId: string) => ({ organisationId: 'org', requestId: `req-${reservationId}` });

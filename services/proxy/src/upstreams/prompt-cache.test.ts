@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { cacheScopeMarker, cacheScopeOf } from '../domain/cache-scope.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
 import { anthropicAdapter } from './anthropic/adapter.ts';
-import { anthropicTokenClasses } from './anthropic/anthropic-token-classes.ts';
+import { anthropicTokenClasses } from './anthropic/token-classes.ts';
 import { openAiCompatibleAdapters } from './openai-compatible/providers.ts';
 import { openAiCompatibleAdapter } from './openai-compatible/adapter.ts';
-import { openAiTokenClasses } from './openai-compatible/openai-token-classes.ts';
+import { openAiTokenClasses } from './openai-compatible/token-classes.ts';
 
 const key = Buffer.alloc(32, 7);
 const scope = cacheScopeOf(key, 'org_a', undefined);

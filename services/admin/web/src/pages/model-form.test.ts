@@ -10,6 +10,18 @@ const model: GatewayModelJson = {
   output_price_micros_per_mtok: '600000000',
   provider_input_cost_micros_per_mtok: '125',
   provider_output_cost_micros_per_mtok: '0',
+  cached_input_price_micros_per_mtok: '75000000',
+  cache_write_5m_price_micros_per_mtok: '150000000',
+  cache_write_1h_price_micros_per_mtok: '150000000',
+  reasoning_price_micros_per_mtok: null,
+  audio_input_price_micros_per_mtok: '150000000',
+  image_input_price_micros_per_mtok: '150000000',
+  provider_cached_input_cost_micros_per_mtok: '125',
+  provider_cache_write_5m_cost_micros_per_mtok: '125',
+  provider_cache_write_1h_cost_micros_per_mtok: '125',
+  provider_reasoning_cost_micros_per_mtok: null,
+  provider_audio_input_cost_micros_per_mtok: '125',
+  provider_image_input_cost_micros_per_mtok: '125',
   upstream: { provider_kind: 'openai', base_url: 'https://api.openai.com/v1', model: 'gpt-4o-mini', has_api_key: true, allow_private_network: false },
   created_at: '2026-11-01T00:00:00.000Z',
 };
@@ -71,5 +83,28 @@ describe('updateModelBody', () => {
 
   it('sends the private-network flag when it changes', () => {
     expect(updateModelBody(model, { ...modelFormOf(model), allowPrivateNetwork: true })).toEqual({ ok: true, body: { upstream: { allow_private_network: true } } });
+  });
+});
+
+describe('token class prices in the model form (issue 25)', () => {
+  it('leaves empty class prices out of a create (the input price, reasoning as output) and sends typed ones as µ₹', () => {
+    const form = { ...modelFormOf(), slug: 'm', inputPrice: '3', outputPrice: '15', baseUrl: 'https://x.example/v1', upstreamModel: 'u' };
+    form.classPrices = { ...form.classPrices, cached_input_price_micros_per_mtok: '0.30', reasoning_price_micros_per_mtok: '20' };
+    const built = createModelBody(form);
+    expect(built).toMatchObject({ ok: true, body: { cached_input_price_micros_per_mtok: '300000', reasoning_price_micros_per_mtok: '20000000' } });
+    expect(built.ok && Object.keys(built.body).filter((key) => key.includes('cache_write'))).toEqual([]);
+    form.classPrices = { ...form.classPrices, cache_write_1h_price_micros_per_mtok: 'six' };
+    expect(createModelBody(form)).toMatchObject({ ok: false, param: 'cache_write_1h_price_micros_per_mtok' });
+  });
+
+  it('shows a model\'s class prices in rupees, sends only the changed ones, and an emptied reasoning price as null (as output)', () => {
+    const form = modelFormOf({ ...model, reasoning_price_micros_per_mtok: '900000000' });
+    expect(form.classPrices.cached_input_price_micros_per_mtok).toBe('75');
+    expect(form.classPrices.reasoning_price_micros_per_mtok).toBe('900');
+    expect(updateModelBody({ ...model, reasoning_price_micros_per_mtok: '900000000' }, form)).toEqual({ ok: true, body: {} });
+    form.classPrices = { ...form.classPrices, reasoning_price_micros_per_mtok: '', cache_write_1h_price_micros_per_mtok: '300' };
+    expect(updateModelBody({ ...model, reasoning_price_micros_per_mtok: '900000000' }, form)).toEqual({
+      ok: true, body: { cache_write_1h_price_micros_per_mtok: '300000000', reasoning_price_micros_per_mtok: null },
+    });
   });
 });

@@ -11,6 +11,19 @@ export interface GatewayModelJson {
   output_price_micros_per_mtok: string;
   provider_input_cost_micros_per_mtok: string;
   provider_output_cost_micros_per_mtok: string;
+  /** The price sheet by token class (issue 25): µ₹ per million tokens; reasoning null = as output. */
+  cached_input_price_micros_per_mtok: string;
+  cache_write_5m_price_micros_per_mtok: string;
+  cache_write_1h_price_micros_per_mtok: string;
+  reasoning_price_micros_per_mtok: string | null;
+  audio_input_price_micros_per_mtok: string;
+  image_input_price_micros_per_mtok: string;
+  provider_cached_input_cost_micros_per_mtok: string;
+  provider_cache_write_5m_cost_micros_per_mtok: string;
+  provider_cache_write_1h_cost_micros_per_mtok: string;
+  provider_reasoning_cost_micros_per_mtok: string | null;
+  provider_audio_input_cost_micros_per_mtok: string;
+  provider_image_input_cost_micros_per_mtok: string;
   upstream: {
     provider_kind: string;
     base_url: string;
@@ -43,6 +56,23 @@ export interface ModelForm {
   /** Whether to remove the stored credential (edit only; ignored when apiKey is given). */
   removeApiKey: boolean;
   allowPrivateNetwork: boolean;
+  /** Rupees per million tokens of each token class, as typed, by API name ('' on create: the input price; '' for reasoning: as output). */
+  classPrices: Record<TokenClassPriceField, string>;
+}
+
+/** The token class price fields the form edits, customer prices then provider costs (issue 25). */
+export const tokenClassPriceFields = [
+  'cached_input_price_micros_per_mtok', 'cache_write_5m_price_micros_per_mtok', 'cache_write_1h_price_micros_per_mtok',
+  'reasoning_price_micros_per_mtok', 'audio_input_price_micros_per_mtok', 'image_input_price_micros_per_mtok',
+  'provider_cached_input_cost_micros_per_mtok', 'provider_cache_write_5m_cost_micros_per_mtok', 'provider_cache_write_1h_cost_micros_per_mtok',
+  'provider_reasoning_cost_micros_per_mtok', 'provider_audio_input_cost_micros_per_mtok', 'provider_image_input_cost_micros_per_mtok',
+] as const;
+/** One token class price field of a gateway model. */
+export type TokenClassPriceField = (typeof tokenClassPriceFields)[number];
+
+/** Whether a class price field may be null (reasoning: null prices it as output). */
+function nullableClassField(field: TokenClassPriceField): boolean {
+  return field.includes('reasoning');
 }
 
 /** The request body a form makes, or the field (API name) it cannot make and why. */
@@ -57,6 +87,7 @@ export function modelFormOf(model?: GatewayModelJson): ModelForm {
       slug: '', displayName: '', defaultMaxTokens: '1024', maxContextTokens: '8192', inputPrice: '', outputPrice: '',
       providerInputCost: '0', providerOutputCost: '0', providerKind: 'openai_compatible', baseUrl: '', upstreamModel: '',
       apiKey: '', removeApiKey: false, allowPrivateNetwork: false,
+      classPrices: Object.fromEntries(tokenClassPriceFields.map((field) => [field, ''])) as Record<TokenClassPriceField, string>,
     };
   }
   return {
@@ -74,6 +105,10 @@ export function modelFormOf(model?: GatewayModelJson): ModelForm {
     apiKey: '',
     removeApiKey: false,
     allowPrivateNetwork: model.upstream.allow_private_network,
+    classPrices: Object.fromEntries(tokenClassPriceFields.map((field) => {
+      const price = model[field];
+      return [field, price === null || price === undefined ? '' : rupeeInput(price)];
+    })) as Record<TokenClassPriceField, string>,
   };
 }
 
@@ -112,6 +147,21 @@ function parsedFigures(form: ModelForm) {
   };
 }
 
+/**
+ * The class prices of the form in API terms: each typed one as µ₹; an empty one left out on
+ * create (the input price, or as output), and on edit null for reasoning (as output) or left
+ * unchanged for an input class (which has no "unset").
+ */
+function classPriceFigures(form: ModelForm, editing: boolean): Record<string, string | null> {
+  const figures: Record<string, string | null> = {};
+  for (const field of tokenClassPriceFields) {
+    const typed = form.classPrices[field].trim();
+    if (typed !== '') figures[field] = micros(typed, field);
+    else if (editing && nullableClassField(field)) figures[field] = null;
+  }
+  return figures;
+}
+
 function attempt(build: () => Record<string, unknown>): ModelBody {
   try {
     return { ok: true, body: build() };
@@ -130,6 +180,7 @@ export function createModelBody(form: ModelForm): ModelBody {
       slug: form.slug.trim(),
       ...(displayName === '' ? {} : { display_name: displayName }),
       ...parsedFigures(form),
+      ...classPriceFigures(form, false),
       upstream: {
         provider_kind: form.providerKind,
         base_url: form.baseUrl.trim(),
@@ -153,6 +204,9 @@ export function updateModelBody(model: GatewayModelJson, form: ModelForm): Model
     if (displayName !== model.display_name) body.display_name = displayName;
     for (const [name, value] of Object.entries(parsedFigures(form))) {
       if (String(value) !== String(model[name as keyof GatewayModelJson])) body[name] = value;
+    }
+    for (const [name, value] of Object.entries(classPriceFigures(form, true))) {
+      if (value !== (model[name as keyof GatewayModelJson] ?? null)) body[name] = value;
     }
     const upstream: Record<string, unknown> = {};
     const baseUrl = form.baseUrl.trim();

@@ -6,7 +6,9 @@ import { Field, FormError, describedBy, fieldError } from '../components/field.t
 import { Table } from '../components/table.tsx';
 import { useAction } from '../components/use-action.ts';
 import { formatCount } from '../format.ts';
-import { createModelBody, modelFormOf, providerKinds, updateModelBody, type GatewayModelJson, type ModelForm } from './model-form.ts';
+import {
+  createModelBody, modelFormOf, providerKinds, tokenClassPriceFields, updateModelBody, type GatewayModelJson, type ModelForm, type TokenClassPriceField,
+} from './model-form.ts';
 import { exactRupees } from './rupee-text.ts';
 
 /** Every gateway model, following the slug-cursor pages (100 a page). */
@@ -98,8 +100,24 @@ export function PlatformModels() {
 /** The API's names of the fields this form shows errors beside. */
 const formParams = [
   'slug', 'display_name', 'default_max_tokens', 'max_context_tokens', 'input_price_micros_per_mtok', 'output_price_micros_per_mtok',
-  'provider_input_cost_micros_per_mtok', 'provider_output_cost_micros_per_mtok', 'upstream.base_url', 'upstream.model', 'upstream.api_key',
+  'provider_input_cost_micros_per_mtok', 'provider_output_cost_micros_per_mtok', ...tokenClassPriceFields, 'upstream.base_url', 'upstream.model', 'upstream.api_key',
 ];
+
+/** The label of each token class price field (₹ per million tokens). */
+const classPriceLabels: Record<TokenClassPriceField, string> = {
+  cached_input_price_micros_per_mtok: 'Customer price, cached input (cache reads)',
+  cache_write_5m_price_micros_per_mtok: 'Customer price, cache writes (5 minutes)',
+  cache_write_1h_price_micros_per_mtok: 'Customer price, cache writes (1 hour)',
+  reasoning_price_micros_per_mtok: 'Customer price, reasoning output',
+  audio_input_price_micros_per_mtok: 'Customer price, audio input',
+  image_input_price_micros_per_mtok: 'Customer price, image input',
+  provider_cached_input_cost_micros_per_mtok: 'Provider cost, cached input',
+  provider_cache_write_5m_cost_micros_per_mtok: 'Provider cost, cache writes (5 minutes)',
+  provider_cache_write_1h_cost_micros_per_mtok: 'Provider cost, cache writes (1 hour)',
+  provider_reasoning_cost_micros_per_mtok: 'Provider cost, reasoning output',
+  provider_audio_input_cost_micros_per_mtok: 'Provider cost, audio input',
+  provider_image_input_cost_micros_per_mtok: 'Provider cost, image input',
+};
 
 /** Creates a gateway model or edits one; the credential field is never filled in, and left empty keeps the stored credential. */
 function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): void; onDone(): void }) {
@@ -152,6 +170,23 @@ function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): vo
         {text('outputPrice', 'output_price_micros_per_mtok', 'Customer price, output (₹ per million tokens)', { inputMode: 'decimal' })}
         {text('providerInputCost', 'provider_input_cost_micros_per_mtok', 'Provider cost, input (₹ per million tokens)', { inputMode: 'decimal' })}
         {text('providerOutputCost', 'provider_output_cost_micros_per_mtok', 'Provider cost, output (₹ per million tokens)', { inputMode: 'decimal' })}
+        <details>
+          <summary>Prices by token class</summary>
+          {tokenClassPriceFields.map((field) => {
+            const id = `model-${field}`;
+            const fieldProblem = errorOf(field);
+            const reasoning = field.includes('reasoning');
+            const hint = reasoning ? 'Empty: priced as output' : model === undefined ? 'Empty: the input price' : 'Empty: unchanged';
+            return (
+              <Field key={field} id={id} label={`${classPriceLabels[field]} (₹ per million tokens)`} hint={hint} error={fieldProblem}>
+                {/* Never required: the section may be folded away, where a browser could not show the missing field. */}
+                <input id={id} type="text" inputMode="decimal" required={false} value={form.classPrices[field]}
+                  autoComplete="off" aria-describedby={describedBy(id, { hint: hint !== undefined, error: fieldProblem })}
+                  onInput={(event) => setForm({ ...form, classPrices: { ...form.classPrices, [field]: event.currentTarget.value } })} />
+              </Field>
+            );
+          })}
+        </details>
         <Field id="model-providerKind" label="Provider kind" hint={model === undefined ? undefined : 'Cannot change'}>
           <select id="model-providerKind" value={form.providerKind} disabled={model !== undefined}
             aria-describedby={model === undefined ? undefined : 'model-providerKind-hint'}

@@ -1,5 +1,5 @@
-import type { NormalizedCompletion, TokenClassCounts } from '../normalized-completion.ts';
-import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
+import type { NormalizedCompletion } from '../normalized-completion.ts';
+import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from '../pricing.ts';
 
 /** Anthropic's stop reasons the gateway answers with. */
 type MessagesStopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal';
@@ -59,7 +59,7 @@ export function stopReasonOf(finishReason: string | null): MessagesStopReason {
 }
 
 /** The `usage` of a Messages answer (and of a stream's message_delta) for a billed usage and its cost, µ₹. */
-export function messagesUsage(usage: TokenUsage & TokenClassCounts, costMicros: bigint): MessagesUsage {
+export function messagesUsage(usage: TokenUsage, costMicros: bigint, byClass?: readonly ClassUsage[]): MessagesUsage {
   const read = usage.cachedInputTokens ?? 0;
   const write5m = usage.cacheWrite5mTokens ?? 0;
   const write1h = usage.cacheWrite1hTokens ?? 0;
@@ -70,7 +70,7 @@ export function messagesUsage(usage: TokenUsage & TokenClassCounts, costMicros: 
     cache_creation_input_tokens: write5m + write1h,
     cache_read_input_tokens: read,
     ...(write5m + write1h > 0 ? { cache_creation: { ephemeral_5m_input_tokens: write5m, ephemeral_1h_input_tokens: write1h } } : {}),
-    ...usageCostFields(costMicros),
+    ...usageCostFields(costMicros, byClass),
   };
 }
 
@@ -107,6 +107,8 @@ export function buildMessagesBody(input: {
   billedUsage: TokenUsage;
   /** Cost of billedUsage at the model's prices, µ₹ (the Settle's figure). */
   costMicros: bigint;
+  /** The same by token class, when it has classes (pricing.ts costByClass). */
+  costByClass?: readonly ClassUsage[] | undefined;
 }): MessagesBody {
   const choice = input.completion.choices[0];
   const text = (choice?.content ?? '') + (choice?.refusal ?? '');
@@ -122,6 +124,6 @@ export function buildMessagesBody(input: {
     content,
     stop_reason: stopReasonOf(choice?.finishReason ?? null),
     stop_sequence: null,
-    usage: messagesUsage(input.billedUsage, input.costMicros),
+    usage: messagesUsage(input.billedUsage, input.costMicros, input.costByClass),
   };
 }

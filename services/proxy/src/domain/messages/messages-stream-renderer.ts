@@ -86,7 +86,7 @@ export function createMessagesStreamRenderer(input: { id: string; modelSlug: str
       let frames = nextBlock === 0 ? startBlock({ type: 'text', text: '' }, true) : '';
       frames += stopOpenBlock();
       const stopReason = close.ending === 'cost_stop' ? 'max_tokens' : stopReasonOf(finishReason);
-      frames += frame('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: messagesUsage(close.usage, close.costMicros) });
+      frames += frame('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: messagesUsage(close.usage, close.costMicros, close.costByClass) });
       return `${frames}event: message_stop\ndata: {"type":"message_stop"}\n\n`;
     },
     // Anthropic's in-stream error: an `error` event with its error body, then the end.

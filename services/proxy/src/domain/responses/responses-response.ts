@@ -1,5 +1,5 @@
-import type { NormalizedCompletion, TokenClassCounts } from '../normalized-completion.ts';
-import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
+import type { NormalizedCompletion } from '../normalized-completion.ts';
+import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from '../pricing.ts';
 import type { ResponsesEchoedFields } from './responses-request.ts';
 import { responsesToolCall, type ResponsesToolNames } from './responses-tools.ts';
 
@@ -123,7 +123,7 @@ export function toolCallItem(frame: ResponseFrame, call: { id: string; function:
 }
 
 /** A Response's `usage` for a billed usage and its cost, µ₹ (the Settle's figure, usageCostMicros). */
-export function responsesUsage(usage: TokenUsage & TokenClassCounts, costMicros: bigint): ResponsesUsage {
+export function responsesUsage(usage: TokenUsage, costMicros: bigint, byClass?: readonly ClassUsage[]): ResponsesUsage {
   return {
     input_tokens: usage.promptTokens,
     // Tokens the upstream's prompt cache served, a part of input_tokens (Anthropic cache writes stay plain input here).
@@ -131,7 +131,7 @@ export function responsesUsage(usage: TokenUsage & TokenClassCounts, costMicros:
     output_tokens: usage.completionTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: usage.promptTokens + usage.completionTokens,
-    ...usageCostFields(costMicros),
+    ...usageCostFields(costMicros, byClass),
   };
 }
 
@@ -177,6 +177,8 @@ export function buildResponseBody(frame: ResponseFrame, completed: {
   completion: NormalizedCompletion;
   usage: TokenUsage;
   costMicros: bigint;
+  /** The cost by token class, when the usage has classes (pricing.ts costByClass). */
+  costByClass?: readonly ClassUsage[] | undefined;
   /** When the answer was made, Unix seconds. */
   createdS: number;
 }): ResponseObject {
@@ -195,6 +197,6 @@ export function buildResponseBody(frame: ResponseFrame, completed: {
   for (const call of toolCalls) output.push(toolCallItem(frame, call, output.length, 'completed'));
   return responseObject(frame, {
     status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
-    usage: responsesUsage(completed.usage, completed.costMicros), completedAtS: completed.createdS,
+    usage: responsesUsage(completed.usage, completed.costMicros, completed.costByClass), completedAtS: completed.createdS,
   });
 }

@@ -189,7 +189,7 @@ export function createResponsesStreamRenderer(frame: ResponseFrame, onDone?: (re
       }
       const response = responseObject(frame, {
         status: incompleteReason === undefined ? 'completed' : 'incomplete', incompleteReason, output,
-        usage: responsesUsage(close.usage, close.costMicros), completedAtS: Math.floor(Date.now() / 1000),
+        usage: responsesUsage(close.usage, close.costMicros, close.costByClass), completedAtS: Math.floor(Date.now() / 1000),
       });
       // Handed over before its frames are written, so a stored response is kept before the client reads its end.
       onDone?.(response);

@@ -23,7 +23,7 @@ export function mountChatCompletionsRoute(app: Express, kit: InferenceRouteKit):
       await completeChat(kit.inferenceDeps, input, (completed) => {
         kit.sendJson(res, buildChatCompletionBody({
           id, createdS: completed.createdS, modelSlug: model.slug, completion: completed.completion,
-          billedUsage: completed.usage, costMicros: completed.costMicros,
+          billedUsage: completed.usage, costMicros: completed.costMicros, costByClass: completed.costByClass,
         }), observer);
       });
       return;

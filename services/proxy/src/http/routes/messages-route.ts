@@ -60,6 +60,7 @@ export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
         await completeChat(kit.inferenceDeps, input, (completed) => {
           kit.sendJson(res, buildMessagesBody({
             id, modelSlug: model.slug, completion: completed.completion, billedUsage: completed.usage, costMicros: completed.costMicros,
+            costByClass: completed.costByClass,
           }), observer);
         });
         return;

@@ -124,7 +124,7 @@ describe('anthropicAdapter.parseResponse', () => {
         index: 0, content: 'Checking.', refusal: null, logprobs: null, finishReason: 'tool_calls',
         toolCalls: [{ id: 'tu_1', type: 'function', function: { name: 'wx', arguments: '{"city":"Pune"}' } }],
       }],
-      // Cache writes and reads are parts of the prompt, by class (the writes' lifetime unsaid: 5 minutes).
+      // Cache writes without a breakdown are 5-minute writes (Anthropic's default lifetime).
       usage: { promptTokens: 15, completionTokens: 4, cachedInputTokens: 3, cacheWrite5mTokens: 2 },
     });
     expect(anthropicAdapter.parseResponse({ content: [{ type: 'text', text: 'x' }], stop_reason: 'max_tokens' }).choices[0]!.finishReason).toBe('length');

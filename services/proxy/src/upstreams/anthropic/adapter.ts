@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { imageDataUrlOf, type CacheControl, type ChatMessage, type ForwardedParam } from '../../domain/chat-request.ts';
 import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
 import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest } from '../upstream-adapter.ts';
-import { anthropicPromptTokens, anthropicTokenClasses } from './anthropic-token-classes.ts';
+import { anthropicPromptTokens, anthropicTokenClasses } from './token-classes.ts';
 import {
   anthropicTools, extendedCacheTtlBeta, hasHourBreakpoint, scopeAnthropicPrompt, systemBlocksOf, systemValueOf, type ChatTool, type SystemBlock,
 } from './prompt-cache.ts';
@@ -241,9 +241,8 @@ export const anthropicAdapter: UpstreamAdapter = {
       }],
       usage: reportedUsage.success
         ? {
-          promptTokens: anthropicPromptTokens(usageJson as Record<string, unknown>),
-          completionTokens: reportedUsage.data.output_tokens,
-          ...anthropicTokenClasses(usageJson),
+          promptTokens: anthropicPromptTokens(reportedUsage.data), completionTokens: reportedUsage.data.output_tokens,
+          ...anthropicTokenClasses((json as { usage: Record<string, unknown> }).usage),
         }
         : undefined,
     };

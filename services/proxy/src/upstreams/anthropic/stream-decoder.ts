@@ -1,6 +1,6 @@
 import type { TokenClassCounts } from '../../domain/normalized-completion.ts';
 import type { StreamDecoder, StreamEventSink } from '../upstream-adapter.ts';
-import { anthropicPromptTokens, anthropicTokenClasses } from './anthropic-token-classes.ts';
+import { anthropicPromptTokens, anthropicTokenClasses } from './token-classes.ts';
 
 type Json = Record<string, unknown>;
 
@@ -31,9 +31,29 @@ export function finishReasonOf(stopReason: unknown, hasToolCalls: boolean): stri
  */
 export class AnthropicStreamDecoder implements StreamDecoder {
   #promptTokens = 0;
-  /** The cache classes of message_start's usage, for a message_delta that does not repeat them. */
-  #classes: TokenClassCounts = {};
+  /** The price classes of the input counts message_start gave (issue 25). */
+  #inputClasses: TokenClassCounts = {};
   #toolIndexByBlock = new Map<number, number>();
+
+  /**
+   * The classes of message_delta's repeated input counts. A delta that repeats the cache writes
+   * without their lifetime breakdown keeps message_start's split when the totals agree (else all
+   * its writes would read as 5-minute ones and a 1-hour write would be billed as the cheaper kind).
+   */
+  #repeatedClasses(usage: Record<string, unknown>): TokenClassCounts {
+    const classes = anthropicTokenClasses(usage);
+    const startWrites = (this.#inputClasses.cacheWrite5mTokens ?? 0) + (this.#inputClasses.cacheWrite1hTokens ?? 0);
+    const writes = (classes.cacheWrite5mTokens ?? 0) + (classes.cacheWrite1hTokens ?? 0);
+    if (usage.cache_creation === undefined && writes === startWrites && writes > 0) {
+      const { cacheWrite5mTokens: _fiveMinutes, cacheWrite1hTokens: _oneHour, ...rest } = classes;
+      return {
+        ...rest,
+        ...(this.#inputClasses.cacheWrite5mTokens === undefined ? {} : { cacheWrite5mTokens: this.#inputClasses.cacheWrite5mTokens }),
+        ...(this.#inputClasses.cacheWrite1hTokens === undefined ? {} : { cacheWrite1hTokens: this.#inputClasses.cacheWrite1hTokens }),
+      };
+    }
+    return classes;
+  }
 
   /** Decodes one event; the `type` inside its data decides, as Anthropic documents. */
   decode(_event: string | undefined, data: string, out: StreamEventSink): void {
@@ -49,7 +69,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
       case 'message_start': {
         const usage = isObject(message.message) && isObject(message.message.usage) ? message.message.usage : {};
         this.#promptTokens = anthropicPromptTokens(usage);
-        this.#classes = anthropicTokenClasses(usage);
+        this.#inputClasses = anthropicTokenClasses(usage);
         out.push({ kind: 'chunk', text: '', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] });
         return;
       }
@@ -95,7 +115,7 @@ export class AnthropicStreamDecoder implements StreamDecoder {
           // Newer API versions repeat the (cumulative) input counts here; they win when present.
           const repeated = usage.input_tokens !== undefined;
           const promptTokens = repeated ? anthropicPromptTokens(usage) : this.#promptTokens;
-          const classes = repeated ? anthropicTokenClasses(usage) : this.#classes;
+          const classes = repeated ? this.#repeatedClasses(usage) : this.#inputClasses;
           out.push({ kind: 'usage', usage: { promptTokens, completionTokens: count(usage.output_tokens), ...classes } });
         }
         return;

@@ -7,7 +7,7 @@ import type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest,
 } from '../upstream-adapter.ts';
 import { createOpenAiCompatibleEmbeddings } from './embeddings.ts';
-import { openAiTokenClasses } from './openai-token-classes.ts';
+import { openAiTokenClasses } from './token-classes.ts';
 import { openAiCacheMessages, openAiCacheTools, openAiPromptCacheKey, type PromptCacheKeyPolicy } from './prompt-cache.ts';
 import { OpenAiStreamDecoder } from './stream-decoder.ts';
 
@@ -135,7 +135,10 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
       const usageJson = (json as { usage?: unknown }).usage;
       const reportedUsage = usageSchema.safeParse(usageJson);
       const usage: NormalizedUsage | undefined = reportedUsage.success
-        ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens, ...openAiTokenClasses(usageJson) }
+        ? {
+          promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens,
+          ...openAiTokenClasses((json as { usage: Record<string, unknown> }).usage),
+        }
         : undefined;
       return { choices: completion.choices.map(choiceOf), usage };
     },

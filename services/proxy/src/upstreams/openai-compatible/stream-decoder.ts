@@ -1,7 +1,7 @@
 import { standardFinishReason } from '../../domain/normalized-completion.ts';
 import type { NormalizedTokenLogprob } from '../../domain/normalized-completion.ts';
 import type { StreamChoice, StreamDecoder, StreamEventSink, StreamToolCallDelta } from '../upstream-adapter.ts';
-import { openAiTokenClasses } from './openai-token-classes.ts';
+import { openAiTokenClasses } from './token-classes.ts';
 
 type Json = Record<string, unknown>;
 

@@ -219,6 +219,26 @@ export interface GatewayModel {
    * Empty (an older admin): text only.
    */
   inputModalities: string[];
+  /**
+   * The price sheet by token class (issue 25), µ₹ per million tokens. The input classes are parts
+   * of the prompt; absent (an older admin): the input price (cost). Reasoning is part of the
+   * output; absent: priced as output (the output price or cost).
+   */
+  cachedInputPriceMicrosPerMtok?: bigint | undefined;
+  cacheWrite5mPriceMicrosPerMtok?: bigint | undefined;
+  cacheWrite1hPriceMicrosPerMtok?: bigint | undefined;
+  reasoningPriceMicrosPerMtok?: bigint | undefined;
+  audioInputPriceMicrosPerMtok?: bigint | undefined;
+  imageInputPriceMicrosPerMtok?:
+    | bigint
+    | undefined;
+  /** What the provider charges for each class (recorded, never billed); absent as above. */
+  providerCachedInputCostMicrosPerMtok?: bigint | undefined;
+  providerCacheWrite5mCostMicrosPerMtok?: bigint | undefined;
+  providerCacheWrite1hCostMicrosPerMtok?: bigint | undefined;
+  providerReasoningCostMicrosPerMtok?: bigint | undefined;
+  providerAudioInputCostMicrosPerMtok?: bigint | undefined;
+  providerImageInputCostMicrosPerMtok?: bigint | undefined;
 }
 
 export interface Upstream {
@@ -1080,6 +1100,18 @@ function createBaseGatewayModel(): GatewayModel {
     allowPrivateNetwork: false,
     kind: undefined,
     inputModalities: [],
+    cachedInputPriceMicrosPerMtok: undefined,
+    cacheWrite5mPriceMicrosPerMtok: undefined,
+    cacheWrite1hPriceMicrosPerMtok: undefined,
+    reasoningPriceMicrosPerMtok: undefined,
+    audioInputPriceMicrosPerMtok: undefined,
+    imageInputPriceMicrosPerMtok: undefined,
+    providerCachedInputCostMicrosPerMtok: undefined,
+    providerCacheWrite5mCostMicrosPerMtok: undefined,
+    providerCacheWrite1hCostMicrosPerMtok: undefined,
+    providerReasoningCostMicrosPerMtok: undefined,
+    providerAudioInputCostMicrosPerMtok: undefined,
+    providerImageInputCostMicrosPerMtok: undefined,
   };
 }
 
@@ -1142,6 +1174,116 @@ export const GatewayModel: MessageFns<GatewayModel> = {
     }
     for (const v of message.inputModalities) {
       writer.uint32(106).string(v!);
+    }
+    if (message.cachedInputPriceMicrosPerMtok !== undefined) {
+      if (BigInt.asIntN(64, message.cachedInputPriceMicrosPerMtok) !== message.cachedInputPriceMicrosPerMtok) {
+        throw new globalThis.Error(
+          "value provided for field message.cachedInputPriceMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(112).int64(message.cachedInputPriceMicrosPerMtok);
+    }
+    if (message.cacheWrite5mPriceMicrosPerMtok !== undefined) {
+      if (BigInt.asIntN(64, message.cacheWrite5mPriceMicrosPerMtok) !== message.cacheWrite5mPriceMicrosPerMtok) {
+        throw new globalThis.Error(
+          "value provided for field message.cacheWrite5mPriceMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(120).int64(message.cacheWrite5mPriceMicrosPerMtok);
+    }
+    if (message.cacheWrite1hPriceMicrosPerMtok !== undefined) {
+      if (BigInt.asIntN(64, message.cacheWrite1hPriceMicrosPerMtok) !== message.cacheWrite1hPriceMicrosPerMtok) {
+        throw new globalThis.Error(
+          "value provided for field message.cacheWrite1hPriceMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(128).int64(message.cacheWrite1hPriceMicrosPerMtok);
+    }
+    if (message.reasoningPriceMicrosPerMtok !== undefined) {
+      if (BigInt.asIntN(64, message.reasoningPriceMicrosPerMtok) !== message.reasoningPriceMicrosPerMtok) {
+        throw new globalThis.Error(
+          "value provided for field message.reasoningPriceMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(136).int64(message.reasoningPriceMicrosPerMtok);
+    }
+    if (message.audioInputPriceMicrosPerMtok !== undefined) {
+      if (BigInt.asIntN(64, message.audioInputPriceMicrosPerMtok) !== message.audioInputPriceMicrosPerMtok) {
+        throw new globalThis.Error(
+          "value provided for field message.audioInputPriceMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(144).int64(message.audioInputPriceMicrosPerMtok);
+    }
+    if (message.imageInputPriceMicrosPerMtok !== undefined) {
+      if (BigInt.asIntN(64, message.imageInputPriceMicrosPerMtok) !== message.imageInputPriceMicrosPerMtok) {
+        throw new globalThis.Error(
+          "value provided for field message.imageInputPriceMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(152).int64(message.imageInputPriceMicrosPerMtok);
+    }
+    if (message.providerCachedInputCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerCachedInputCostMicrosPerMtok) !== message.providerCachedInputCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerCachedInputCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(160).int64(message.providerCachedInputCostMicrosPerMtok);
+    }
+    if (message.providerCacheWrite5mCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerCacheWrite5mCostMicrosPerMtok) !==
+          message.providerCacheWrite5mCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerCacheWrite5mCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(168).int64(message.providerCacheWrite5mCostMicrosPerMtok);
+    }
+    if (message.providerCacheWrite1hCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerCacheWrite1hCostMicrosPerMtok) !==
+          message.providerCacheWrite1hCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerCacheWrite1hCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(176).int64(message.providerCacheWrite1hCostMicrosPerMtok);
+    }
+    if (message.providerReasoningCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerReasoningCostMicrosPerMtok) !== message.providerReasoningCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerReasoningCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(184).int64(message.providerReasoningCostMicrosPerMtok);
+    }
+    if (message.providerAudioInputCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerAudioInputCostMicrosPerMtok) !== message.providerAudioInputCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerAudioInputCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(192).int64(message.providerAudioInputCostMicrosPerMtok);
+    }
+    if (message.providerImageInputCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerImageInputCostMicrosPerMtok) !== message.providerImageInputCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerImageInputCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(200).int64(message.providerImageInputCostMicrosPerMtok);
     }
     return writer;
   },
@@ -1263,6 +1405,102 @@ export const GatewayModel: MessageFns<GatewayModel> = {
             message.inputModalities.push(reader.string());
             continue;
           }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.cachedInputPriceMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.cacheWrite5mPriceMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.cacheWrite1hPriceMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.reasoningPriceMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.audioInputPriceMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 19: {
+            if (tag !== 152) {
+              break;
+            }
+
+            message.imageInputPriceMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.providerCachedInputCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.providerCacheWrite5mCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.providerCacheWrite1hCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.providerReasoningCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.providerAudioInputCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 25: {
+            if (tag !== 200) {
+              break;
+            }
+
+            message.providerImageInputCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1309,6 +1547,57 @@ export const GatewayModel: MessageFns<GatewayModel> = {
     message.allowPrivateNetwork = object.allowPrivateNetwork ?? false;
     message.kind = object.kind ?? undefined;
     message.inputModalities = object.inputModalities?.map((e) => e) || [];
+    message.cachedInputPriceMicrosPerMtok =
+      (object.cachedInputPriceMicrosPerMtok !== undefined && object.cachedInputPriceMicrosPerMtok !== null)
+        ? BigInt(object.cachedInputPriceMicrosPerMtok)
+        : undefined;
+    message.cacheWrite5mPriceMicrosPerMtok =
+      (object.cacheWrite5mPriceMicrosPerMtok !== undefined && object.cacheWrite5mPriceMicrosPerMtok !== null)
+        ? BigInt(object.cacheWrite5mPriceMicrosPerMtok)
+        : undefined;
+    message.cacheWrite1hPriceMicrosPerMtok =
+      (object.cacheWrite1hPriceMicrosPerMtok !== undefined && object.cacheWrite1hPriceMicrosPerMtok !== null)
+        ? BigInt(object.cacheWrite1hPriceMicrosPerMtok)
+        : undefined;
+    message.reasoningPriceMicrosPerMtok =
+      (object.reasoningPriceMicrosPerMtok !== undefined && object.reasoningPriceMicrosPerMtok !== null)
+        ? BigInt(object.reasoningPriceMicrosPerMtok)
+        : undefined;
+    message.audioInputPriceMicrosPerMtok =
+      (object.audioInputPriceMicrosPerMtok !== undefined && object.audioInputPriceMicrosPerMtok !== null)
+        ? BigInt(object.audioInputPriceMicrosPerMtok)
+        : undefined;
+    message.imageInputPriceMicrosPerMtok =
+      (object.imageInputPriceMicrosPerMtok !== undefined && object.imageInputPriceMicrosPerMtok !== null)
+        ? BigInt(object.imageInputPriceMicrosPerMtok)
+        : undefined;
+    message.providerCachedInputCostMicrosPerMtok =
+      (object.providerCachedInputCostMicrosPerMtok !== undefined &&
+          object.providerCachedInputCostMicrosPerMtok !== null)
+        ? BigInt(object.providerCachedInputCostMicrosPerMtok)
+        : undefined;
+    message.providerCacheWrite5mCostMicrosPerMtok =
+      (object.providerCacheWrite5mCostMicrosPerMtok !== undefined &&
+          object.providerCacheWrite5mCostMicrosPerMtok !== null)
+        ? BigInt(object.providerCacheWrite5mCostMicrosPerMtok)
+        : undefined;
+    message.providerCacheWrite1hCostMicrosPerMtok =
+      (object.providerCacheWrite1hCostMicrosPerMtok !== undefined &&
+          object.providerCacheWrite1hCostMicrosPerMtok !== null)
+        ? BigInt(object.providerCacheWrite1hCostMicrosPerMtok)
+        : undefined;
+    message.providerReasoningCostMicrosPerMtok =
+      (object.providerReasoningCostMicrosPerMtok !== undefined && object.providerReasoningCostMicrosPerMtok !== null)
+        ? BigInt(object.providerReasoningCostMicrosPerMtok)
+        : undefined;
+    message.providerAudioInputCostMicrosPerMtok =
+      (object.providerAudioInputCostMicrosPerMtok !== undefined && object.providerAudioInputCostMicrosPerMtok !== null)
+        ? BigInt(object.providerAudioInputCostMicrosPerMtok)
+        : undefined;
+    message.providerImageInputCostMicrosPerMtok =
+      (object.providerImageInputCostMicrosPerMtok !== undefined && object.providerImageInputCostMicrosPerMtok !== null)
+        ? BigInt(object.providerImageInputCostMicrosPerMtok)
+        : undefined;
     return message;
   },
 };

@@ -508,7 +508,32 @@ export interface SettleRequest {
    * of a settle_batch links to each Settle's trace (a batch carries Settles of many requests).
    * Not part of the idempotency payload. Unset when the caller does not trace.
    */
-  traceparent?: string | undefined;
+  traceparent?:
+    | string
+    | undefined;
+  /**
+   * The usage by token price class (issue 25), the classes with tokens only; empty when the
+   * usage is plain input and output. When given: each class at most once, input-side classes'
+   * tokens sum to input_tokens and output-side ones' to output_tokens, and their cost_micros sum
+   * to cost_micros (CONSERVATION); their provider cost is at most provider_cost_micros (which
+   * also holds an overrun's). Kept on the usage record. Part of the settle's idempotency payload
+   * when not empty.
+   */
+  tokenClasses: TokenClassUsage[];
+}
+
+/** The tokens and cost of one token price class of a usage (issue 25). */
+export interface TokenClassUsage {
+  /**
+   * Input side: "input", "cached_input", "cache_write_5m", "cache_write_1h", "audio_input",
+   * "image_input"; output side: "output", "reasoning".
+   */
+  tokenClass: string;
+  tokens: bigint;
+  /** Customer cost of the class, µ₹. */
+  costMicros: bigint;
+  /** What the provider charges for the class, µ₹ (analytics only). */
+  providerCostMicros: bigint;
 }
 
 export interface SettleResponse {
@@ -661,6 +686,11 @@ export interface UsageRecord {
    * (BOUNDED_OVERRUN); their provider cost is in provider_cost_micros. Zero: no overrun.
    */
   overrunOutputTokens: bigint;
+  /**
+   * The usage by token price class as its Settle gave it (issue 25); empty: plain input and
+   * output only (input_tokens, output_tokens).
+   */
+  tokenClasses: TokenClassUsage[];
 }
 
 export interface ListUsageResponse {
@@ -1391,6 +1421,7 @@ function createBaseSettleRequest(): SettleRequest {
     grantId: undefined,
     reservedMicros: undefined,
     traceparent: undefined,
+    tokenClasses: [],
   };
 }
 
@@ -1449,6 +1480,9 @@ export const SettleRequest: MessageFns<SettleRequest> = {
     }
     if (message.traceparent !== undefined) {
       writer.uint32(98).string(message.traceparent);
+    }
+    for (const v of message.tokenClasses) {
+      TokenClassUsage.encode(v!, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -1562,6 +1596,14 @@ export const SettleRequest: MessageFns<SettleRequest> = {
             message.traceparent = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.tokenClasses.push(TokenClassUsage.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1603,6 +1645,111 @@ export const SettleRequest: MessageFns<SettleRequest> = {
       ? BigInt(object.reservedMicros)
       : undefined;
     message.traceparent = object.traceparent ?? undefined;
+    message.tokenClasses = object.tokenClasses?.map((e) => TokenClassUsage.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseTokenClassUsage(): TokenClassUsage {
+  return { tokenClass: "", tokens: 0n, costMicros: 0n, providerCostMicros: 0n };
+}
+
+export const TokenClassUsage: MessageFns<TokenClassUsage> = {
+  encode(message: TokenClassUsage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tokenClass !== "") {
+      writer.uint32(10).string(message.tokenClass);
+    }
+    if (message.tokens !== 0n) {
+      if (BigInt.asIntN(64, message.tokens) !== message.tokens) {
+        throw new globalThis.Error("value provided for field message.tokens of type int64 too large");
+      }
+      writer.uint32(16).int64(message.tokens);
+    }
+    if (message.costMicros !== 0n) {
+      if (BigInt.asIntN(64, message.costMicros) !== message.costMicros) {
+        throw new globalThis.Error("value provided for field message.costMicros of type int64 too large");
+      }
+      writer.uint32(24).int64(message.costMicros);
+    }
+    if (message.providerCostMicros !== 0n) {
+      if (BigInt.asIntN(64, message.providerCostMicros) !== message.providerCostMicros) {
+        throw new globalThis.Error("value provided for field message.providerCostMicros of type int64 too large");
+      }
+      writer.uint32(32).int64(message.providerCostMicros);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenClassUsage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenClassUsage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tokenClass = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.tokens = reader.int64() as bigint;
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.costMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.providerCostMicros = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<TokenClassUsage>, I>>(base?: I): TokenClassUsage {
+    return TokenClassUsage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenClassUsage>, I>>(object: I): TokenClassUsage {
+    const message = createBaseTokenClassUsage();
+    message.tokenClass = object.tokenClass ?? "";
+    message.tokens = (object.tokens !== undefined && object.tokens !== null) ? BigInt(object.tokens) : 0n;
+    message.costMicros = (object.costMicros !== undefined && object.costMicros !== null)
+      ? BigInt(object.costMicros)
+      : 0n;
+    message.providerCostMicros = (object.providerCostMicros !== undefined && object.providerCostMicros !== null)
+      ? BigInt(object.providerCostMicros)
+      : 0n;
     return message;
   },
 };
@@ -2843,6 +2990,7 @@ function createBaseUsageRecord(): UsageRecord {
     requestId: "",
     createdAtMs: 0n,
     overrunOutputTokens: 0n,
+    tokenClasses: [],
   };
 }
 
@@ -2913,6 +3061,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
         throw new globalThis.Error("value provided for field message.overrunOutputTokens of type int64 too large");
       }
       writer.uint32(120).int64(message.overrunOutputTokens);
+    }
+    for (const v of message.tokenClasses) {
+      TokenClassUsage.encode(v!, writer.uint32(130).fork()).join();
     }
     return writer;
   },
@@ -3050,6 +3201,14 @@ export const UsageRecord: MessageFns<UsageRecord> = {
             message.overrunOutputTokens = reader.int64() as bigint;
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.tokenClasses.push(TokenClassUsage.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3096,6 +3255,7 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     message.overrunOutputTokens = (object.overrunOutputTokens !== undefined && object.overrunOutputTokens !== null)
       ? BigInt(object.overrunOutputTokens)
       : 0n;
+    message.tokenClasses = object.tokenClasses?.map((e) => TokenClassUsage.fromPartial(e)) || [];
     return message;
   },
 };

@@ -1,0 +1,92 @@
+import { ledgerV1 } from '@gateway/contracts';
+import { testPostgresUrl } from '@gateway/testkit';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { findBalanceDifferences } from './domain/find-balance-differences.ts';
+import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+
+const { SettleResult } = ledgerV1;
+const serverUrl = testPostgresUrl();
+
+/** A usage priced by class (issue 25): 100 input tokens of which 60 cached and 10 written for an hour; 30 output of which 20 reasoning. */
+const classes = [
+  { tokenClass: 'input', tokens: 30n, costMicros: 90n, providerCostMicros: 60n },
+  { tokenClass: 'cached_input', tokens: 60n, costMicros: 18n, providerCostMicros: 12n },
+  { tokenClass: 'cache_write_1h', tokens: 10n, costMicros: 60n, providerCostMicros: 40n },
+  { tokenClass: 'output', tokens: 10n, costMicros: 150n, providerCostMicros: 100n },
+  { tokenClass: 'reasoning', tokens: 20n, costMicros: 300n, providerCostMicros: 200n },
+];
+
+/**
+ * Token classes on usage records (issue 25): a Settle's usage by class is validated against its
+ * totals (CONSERVATION: the classes' costs sum to cost_micros), kept on the record, listed by
+ * ListUsage, and part of the settle's idempotency payload; the wallet pays cost_micros as before.
+ */
+describe.skipIf(!serverUrl)('token classes on usage records', () => {
+  let ledger: TestLedger;
+  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
+  afterAll(async () => { await ledger?.close(); });
+  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
+
+  it('stores and lists the classes, debits their sum, and treats different classes as an idempotency conflict', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const reservationId = uniqueId('classes');
+    await ledger.reserve({ reservationId, organisationId, amountMicros: 10_000n });
+    const usage = {
+      reservationId, inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n, requestId: 'req-classes', tokenClasses: classes,
+    };
+    const settled = await ledger.settle(usage);
+    expect(settled).toMatchObject({ result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 618n, releasedMicros: 10_000n - 618n });
+    expect(await balancesOf(ledger, organisationId)).toEqual({
+      creditedMicros: 1_000_000n, availableMicros: 1_000_000n - 618n, heldMicros: 0n, debitedMicros: 618n,
+    });
+    const listed = await ledger.listUsage({ organisationId });
+    expect(listed.records).toEqual([expect.objectContaining({ reservationId, costMicros: 618n, providerCostMicros: 412n, tokenClasses: classes })]);
+
+    expect(await ledger.settle(usage)).toEqual(settled);
+    const moved = [{ ...classes[0]!, tokens: 40n }, { ...classes[1]!, tokens: 50n }, ...classes.slice(2)];
+    expect((await ledger.settle({ ...usage, tokenClasses: moved })).result).toBe(SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT);
+    expect((await ledger.settle({ ...usage, tokenClasses: [] })).result).toBe(SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT);
+  });
+
+  it('keeps the classes of a carved Settle (a Reserve the proxy carved from a grant) on its record', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const grantId = uniqueId('grant');
+    await ledger.acquireGrant({ grantId, organisationId, minMicros: 1_000n, wantMicros: 50_000n });
+    const reservationId = uniqueId('carve');
+    const answer = await ledger.settle({
+      reservationId, grantId, reservedMicros: 10_000n, inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n, tokenClasses: classes,
+    });
+    expect(answer.result).toBe(SettleResult.SETTLE_RESULT_OK);
+    const listed = await ledger.listUsage({ organisationId });
+    expect(listed.records).toEqual([expect.objectContaining({ reservationId, costMicros: 618n, tokenClasses: classes })]);
+  });
+
+  it('lists a plain usage with no classes', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const reservationId = uniqueId('plain');
+    await ledger.reserve({ reservationId, organisationId, amountMicros: 1_000n });
+    expect((await ledger.settle({ reservationId, inputTokens: 5n, outputTokens: 5n, costMicros: 10n })).result).toBe(SettleResult.SETTLE_RESULT_OK);
+    expect((await ledger.listUsage({ organisationId })).records).toEqual([expect.objectContaining({ reservationId, tokenClasses: [] })]);
+  });
+
+  it('refuses classes that do not describe the usage as INVALID_ARGUMENT and writes nothing', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const base = { inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n };
+    const cases: Array<[string, typeof classes]> = [
+      ['costs sum to 617, not cost_micros 618', [{ ...classes[0]!, costMicros: 89n }, ...classes.slice(1)]],
+      ['input-side tokens sum to 99, not input_tokens 100', [{ ...classes[0]!, tokens: 29n }, ...classes.slice(1)]],
+      ['unknown token_class "web_search"', [...classes.slice(0, 4), { ...classes[4]!, tokenClass: 'web_search' }]],
+      ['input is given twice', [...classes, { tokenClass: 'input', tokens: 0n, costMicros: 0n, providerCostMicros: 0n }]],
+      ['provider costs sum to 413, more than provider_cost_micros 412', [{ ...classes[0]!, providerCostMicros: 61n }, ...classes.slice(1)]],
+    ];
+    for (const [problem, tokenClasses] of cases) {
+      const reservationId = uniqueId('bad');
+      await ledger.reserve({ reservationId, organisationId, amountMicros: 10_000n });
+      const before = await ledger.countRows();
+      const answer = await ledger.settle({ reservationId, ...base, tokenClasses });
+      expect([answer.result, answer.detail]).toEqual([SettleResult.SETTLE_RESULT_INVALID_ARGUMENT, expect.stringContaining(problem)]);
+      expect(await ledger.countRows()).toEqual(before);
+      await ledger.release({ reservationId });
+    }
+  });
+});

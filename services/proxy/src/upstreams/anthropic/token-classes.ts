@@ -1,0 +1,41 @@
+import type { TokenClassCounts } from '../../domain/normalized-completion.ts';
+
+/** A count the wire gives, or 0 when it is absent, not a non-negative integer, or not a number at all. */
+function countOf(value: unknown): number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+}
+
+/** An object field of the wire, or undefined. */
+function objectOf(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined;
+}
+
+/**
+ * The token price classes of an Anthropic `usage` object (non-streaming, message_start or
+ * message_delta): `cache_read_input_tokens` are cached input; cache writes are split by
+ * `cache_creation.ephemeral_5m_input_tokens` / `ephemeral_1h_input_tokens`. The written total is
+ * the larger of `cache_creation_input_tokens` and the breakdown's sum, and whatever the breakdown
+ * does not place is a 5-minute write (Anthropic's default lifetime, and the cheaper: a guess that
+ * never bills more than the lifetime asked for), so every written token is in a class. Thinking
+ * is counted in `output_tokens` with no count of its own, so no reasoning tokens come from here.
+ * Absent classes are left out (absent = 0). Shared by the adapter and its stream decoder.
+ */
+export function anthropicTokenClasses(usage: unknown): TokenClassCounts {
+  const fields = objectOf(usage);
+  if (fields === undefined) return {};
+  const classes: TokenClassCounts = {};
+  const read = countOf(fields.cache_read_input_tokens);
+  if (read > 0) classes.cachedInputTokens = read;
+  const creation = objectOf(fields.cache_creation);
+  const oneHour = countOf(creation?.ephemeral_1h_input_tokens);
+  const written = Math.max(countOf(fields.cache_creation_input_tokens), countOf(creation?.ephemeral_5m_input_tokens) + oneHour);
+  if (written - oneHour > 0) classes.cacheWrite5mTokens = written - oneHour;
+  if (oneHour > 0) classes.cacheWrite1hTokens = oneHour;
+  return classes;
+}
+
+/** Prompt tokens of an Anthropic usage: fresh input plus cache writes and reads (all are input). */
+export function anthropicPromptTokens(usage: unknown): number {
+  const classes = anthropicTokenClasses(usage);
+  return countOf(objectOf(usage)?.input_tokens) + (classes.cachedInputTokens ?? 0) + (classes.cacheWrite5mTokens ?? 0) + (classes.cacheWrite1hTokens ?? 0);
+}
