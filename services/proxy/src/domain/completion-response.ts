@@ -1,4 +1,4 @@
-import type { NormalizedChoice, NormalizedCompletion, StreamChoice, TokenClassCounts } from './normalized-completion.ts';
+import type { NormalizedChoice, NormalizedCompletion, StreamChoice } from './normalized-completion.ts';
 import { toHttpError, type GatewayError } from '@gateway/errors';
 import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from './pricing.ts';
 import type { StreamClose, StreamRenderer } from './stream-renderer.ts';
