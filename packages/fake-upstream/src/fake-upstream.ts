@@ -1,6 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseDirectives, withoutDirectives, type Directives } from './directives.ts';
+import { anthropicThinking, invalidThinkingBlocks, openAiReasoningWords, thinkingBlocks, thinkingStreamEvents } from './reasoning.ts';
 
 /** Each string the fake upstream deliberately leaks, by where it appears. */
 const namedLeakMarkers = {
@@ -398,7 +399,13 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const finishReason = cut ? 'length' : 'stop';
     const reply = words.join(' ');
     const promptTokens = fakePromptTokens(messages);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length, prompt_tokens_details: { cached_tokens: 0 } };
+    // Reasoning (reasoning.ts) comes before the reply and counts as output: reasoning_tokens of completion_tokens.
+    const reasoning = openAiReasoningWords(body);
+    const outputTokens = words.length + reasoning.length;
+    const usage = {
+      prompt_tokens: promptTokens, completion_tokens: outputTokens, total_tokens: promptTokens + outputTokens, prompt_tokens_details: { cached_tokens: 0 },
+      ...(reasoning.length > 0 ? { completion_tokens_details: { reasoning_tokens: reasoning.length } } : {}),
+    };
     const id = `${leakMarkers.completionIdPrefix}${requestNumber}`;
     const created = Math.floor(Date.now() / 1000);
 
@@ -415,7 +422,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       }
       tailFrames.push('data: [DONE]\n\n');
       await streamWords(res, headers, directives, {
-        head: [`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }, null))}\n\n`],
+        head: [
+          `data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }, null))}\n\n`,
+          ...reasoning.map((word, i) => `data: ${JSON.stringify(chunk({ reasoning_content: i === 0 ? word : ` ${word}` }, null))}\n\n`),
+        ],
         word: (word, i) => `data: ${JSON.stringify(chunk({ content: i === 0 ? word : ` ${word}` }, null))}\n\n`,
         error: `data: ${JSON.stringify(vendorError(500, 'Vendor stream interrupted on node vendor-east-7', 'vendor_stream'))}\n\n`,
         tail: tailFrames,
@@ -425,7 +435,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
 
     sendJson(res, 200, {
       id, object: 'chat.completion', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint,
-      choices: [{ index: 0, message: { role: 'assistant', content: reply, refusal: null }, logprobs: null, finish_reason: finishReason }],
+      choices: [{
+        index: 0, logprobs: null, finish_reason: finishReason,
+        message: { role: 'assistant', content: reply, refusal: null, ...(reasoning.length > 0 ? { reasoning_content: reasoning.join(' ') } : {}) },
+      }],
       ...(directives.noUsage ? {} : { usage }),
       service_tier: 'default',
       vendor_trace: leakMarkers.vendorTrace,
@@ -547,6 +560,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       sendJson(res, 400, anthropicError('invalid_request_error', `tool_use_id ${unmatched.slice(0, 80)} has no matching tool_use block`), headers);
       return;
     }
+    const badThinking = invalidThinkingBlocks(messages);
+    if (badThinking !== undefined) {
+      sendJson(res, 400, anthropicError('invalid_request_error', badThinking), headers);
+      return;
+    }
     const vendorModel = `${typeof request.model === 'string' ? request.model : 'unknown'}${leakMarkers.vendorModelSuffix}`;
     if (directives.toolCall !== undefined && !endsWithToolResult(messages)) {
       await anthropicToolUse(request, directives, directives.toolCall, res, headers, requestNumber, vendorModel);
@@ -557,6 +575,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const systemTokens = typeof request.system === 'string' ? countWords(request.system) + 3 : 0;
     const inputTokens = fakePromptTokens(messages) + systemTokens;
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
+    // Thinking (reasoning.ts) is the first block and counts as output, as Anthropic bills it.
+    const thinking = anthropicThinking(request, lastUserText(messages));
+    const thinkingTokens = thinking?.words.length ?? 0;
+    const textIndex = thinking === undefined ? 0 : 1;
 
     if (request.stream === true) {
       const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
@@ -569,14 +591,15 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
               vendor_trace: leakMarkers.vendorTrace, ...usageOf(1),
             },
           }),
-          event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+          ...(thinking === undefined ? [] : thinkingStreamEvents(thinking, event)),
+          event('content_block_start', { index: textIndex, content_block: { type: 'text', text: '' } }),
           event('ping', {}),
         ],
-        word: (word, i) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } }),
+        word: (word, i) => event('content_block_delta', { index: textIndex, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } }),
         error: event('error', { error: { type: 'overloaded_error', message: `Vendor stream interrupted (${leakMarkers.errorText})` } }),
         tail: [
-          event('content_block_stop', { index: 0 }),
-          event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, ...usageOf(words.length) }),
+          event('content_block_stop', { index: textIndex }),
+          event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, ...usageOf(words.length + thinkingTokens) }),
           event('message_stop', {}),
         ],
       }, words);
@@ -584,9 +607,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }
     sendJson(res, 200, {
       id, type: 'message', role: 'assistant', model: vendorModel,
-      content: [{ type: 'text', text: words.join(' ') }],
+      content: [...(thinking === undefined ? [] : thinkingBlocks(thinking)), { type: 'text', text: words.join(' ') }],
       stop_reason: stopReason, stop_sequence: null,
-      ...(directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: words.length, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }),
+      ...(directives.noUsage ? {} : {
+        usage: { input_tokens: inputTokens, output_tokens: words.length + thinkingTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+      }),
       vendor_trace: leakMarkers.vendorTrace,
     }, headers);
   }

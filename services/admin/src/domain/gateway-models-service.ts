@@ -35,6 +35,11 @@ const demoGatewayModel = {
   kind: 'chat',
   // The demo upstream reads only the text, but takes image and audio parts: a user can try them on it.
   inputModalities: ['text', 'image', 'audio'],
+  // The demo takes no reasoning controls, like every model until an admin sets them.
+  reasoningEfforts: [],
+  thinkingModes: [],
+  maxThinkingBudgetTokens: 0,
+  returnsReasoning: false,
   // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
   upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false },
   upstreamApiKeyEncrypted: null,
@@ -104,6 +109,10 @@ const demoEmbeddingModel = {
   providerOutputCostMicrosPerMtok: 0n,
   kind: 'embedding',
   inputModalities: ['text'],
+  reasoningEfforts: [],
+  thinkingModes: [],
+  maxThinkingBudgetTokens: 0,
+  returnsReasoning: false,
   upstream: { providerKind: 'openai_compatible', model: 'demo-embedding', allowPrivateNetwork: false },
   upstreamApiKeyEncrypted: null,
 } as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };

@@ -1,6 +1,7 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
 import type { GatewayModelEntry } from './config-snapshot.ts';
+import type { ReasoningBlock, ReasoningRequest } from './reasoning.ts';
 
 /** Most messages one request may carry. */
 const maxMessages = 2048;
@@ -120,10 +121,16 @@ const chatRequestSchema = z.object({
     z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
   ], { error: 'tool_choice must be none, auto, required or {type: "function", function: {name}}' }).nullish(),
   logit_bias: z.record(z.string().regex(/^\d+$/, 'logit_bias keys are token ids'), z.number().min(-100).max(100)).nullish(),
+  // Judged against the model's accepted efforts (domain/reasoning.ts), so any string passes here.
+  reasoning_effort: z.string({ error: 'reasoning_effort must be a string' }).min(1, 'reasoning_effort must not be empty').max(32).nullish(),
 });
 
-/** A message as validated (and as forwarded). */
-export type ChatMessage = z.infer<typeof messageSchema>;
+/**
+ * A message as validated (and as forwarded). `reasoning` is the model's reasoning of an earlier
+ * assistant turn that a surface carries back (Messages thinking blocks, Responses reasoning
+ * items), signatures opened; only an adapter whose upstream takes it back sends it.
+ */
+export type ChatMessage = z.infer<typeof messageSchema> & { reasoning?: ReasoningBlock[] };
 
 /** One part of a message's content array: text, an image (`image_url`) or audio (`input_audio`). */
 export type ChatContentPart = z.infer<typeof contentPartSchema>;
@@ -150,6 +157,8 @@ export interface ChatRequest {
   includeUsage: boolean;
   /** Forwarded optional parameters, only those present. */
   params: Partial<Record<ForwardedParam, unknown>>;
+  /** What the request asks of the model's reasoning, judged against the model in planChat (domain/reasoning.ts). */
+  reasoning?: ReasoningRequest;
 }
 
 /** Formats a zod issue path the way OpenAI names parameters, e.g. `messages[0].content`. */
@@ -227,9 +236,11 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
     const value = request[name];
     if (value !== undefined && value !== null) params[name] = value;
   }
+  const effort = request.reasoning_effort ?? undefined;
   return {
     model: request.model, messages: request.messages, maxTokens, stream,
     includeUsage: stream && request.stream_options?.include_usage === true, params,
+    ...(effort === undefined ? {} : { reasoning: { effort: { value: effort, param: 'reasoning_effort', isSurfaceDefault: false } } }),
   };
 }
 

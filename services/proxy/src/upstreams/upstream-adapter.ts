@@ -2,6 +2,7 @@ import type { ChatRequest } from '../domain/chat-request.ts';
 import type { UpstreamTarget } from '../domain/config-snapshot.ts';
 import type { EmbeddingsInput } from '../domain/embeddings-request.ts';
 import type { NormalizedCompletion, NormalizedUsage, StreamChoice } from '../domain/normalized-completion.ts';
+import type { ForwardedReasoning } from '../domain/reasoning.ts';
 
 export type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, StreamChoice, StreamToolCallDelta,
@@ -21,6 +22,8 @@ export interface UpstreamChatRequest {
   request: ChatRequest;
   /** Completion budget after defaults and the context clamp. */
   maxTokens: number;
+  /** The reasoning controls to send, as checkReasoning judged them; absent: none. */
+  reasoning?: ForwardedReasoning;
 }
 
 /** What a stream decoder makes of the upstream's events. */

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { imageDataUrlOf, type ChatMessage, type ForwardedParam } from '../../domain/chat-request.ts';
 import type { UpstreamTarget } from '../../domain/config-snapshot.ts';
 import type { NormalizedCompletion, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest } from '../upstream-adapter.ts';
+import { answerReasoning, historyReasoningBlocks, reasoningFields } from './reasoning.ts';
 import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
 
 /** The Messages API version the adapter speaks. */
@@ -17,7 +18,8 @@ type ContentBlock =
   | { type: 'text'; text: string }
   | { type: 'image'; source: ImageSource }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string };
+  | { type: 'tool_result'; tool_use_id: string; content: string }
+  | Record<string, unknown>;
 
 interface AnthropicMessage {
   role: 'user' | 'assistant';
@@ -94,7 +96,8 @@ function translateMessages(messages: readonly ChatMessage[]): { system: string |
         append('user', [{ type: 'tool_result', tool_use_id: message.tool_call_id!, content: textOf(message.content) }]);
         break;
       case 'assistant': {
-        const blocks: ContentBlock[] = [];
+        // Thinking blocks first, as Anthropic requires of a turn that carries them.
+        const blocks: ContentBlock[] = historyReasoningBlocks(message.reasoning);
         const text = textOf(message.content);
         if (text !== '') blocks.push({ type: 'text', text });
         (message.tool_calls ?? []).forEach((call, callIndex) => {
@@ -187,6 +190,7 @@ export const anthropicAdapter: UpstreamAdapter = {
     }
     const toolChoice = toolChoiceOf(params.tool_choice, params.parallel_tool_calls);
     if (toolChoice !== undefined) body.tool_choice = toolChoice;
+    Object.assign(body, reasoningFields(chat.reasoning));
     if (chat.request.stream) body.stream = true; // Anthropic always streams its usage
 
     const headers: Record<string, string> = {
@@ -209,6 +213,7 @@ export const anthropicAdapter: UpstreamAdapter = {
       }
     }
     const reportedUsage = anthropicUsageSchema.safeParse((json as { usage?: unknown }).usage);
+    const reasoning = answerReasoning((json as { content: unknown[] }).content);
     return {
       choices: [{
         index: 0,
@@ -217,6 +222,7 @@ export const anthropicAdapter: UpstreamAdapter = {
         toolCalls,
         finishReason: finishReasonOf(message.stop_reason, toolCalls.length > 0),
         logprobs: null,
+        ...(reasoning === undefined ? {} : { reasoning }),
       }],
       usage: reportedUsage.success
         ? { promptTokens: anthropicPromptTokens(reportedUsage.data), completionTokens: reportedUsage.data.output_tokens }

@@ -7,6 +7,7 @@ import type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, UpstreamAdapter, UpstreamChatRequest, UpstreamRequest,
 } from '../upstream-adapter.ts';
 import { createOpenAiCompatibleEmbeddings } from './embeddings.ts';
+import { messagesWithoutReasoning, reasoningBlocksIn, withReasoningTokens } from './reasoning.ts';
 import { OpenAiStreamDecoder } from './stream-decoder.ts';
 
 const bytesSchema = z.array(z.number().int()).nullish();
@@ -54,7 +55,7 @@ function logprobsOf(entries: Array<z.infer<typeof tokenLogprobSchema>> | null | 
   }));
 }
 
-function choiceOf(choice: z.infer<typeof choiceSchema>, position: number): NormalizedChoice {
+function choiceOf(choice: z.infer<typeof choiceSchema>, position: number, raw: unknown): NormalizedChoice {
   const toolCalls = (choice.message.tool_calls ?? []).map((call) => ({
     id: call.id, type: 'function' as const, function: { name: call.function.name, arguments: call.function.arguments },
   }));
@@ -67,7 +68,14 @@ function choiceOf(choice: z.infer<typeof choiceSchema>, position: number): Norma
     logprobs: choice.logprobs === undefined || choice.logprobs === null
       ? null
       : { content: logprobsOf(choice.logprobs.content), refusal: logprobsOf(choice.logprobs.refusal) },
+    ...withReasoning(raw),
   };
+}
+
+/** The reasoning of a raw choice's message (read apart from the schema: its field name varies by server). */
+function withReasoning(raw: unknown): { reasoning?: NormalizedChoice['reasoning'] } {
+  const reasoning = reasoningBlocksIn((raw as { message?: unknown } | undefined)?.message);
+  return reasoning === undefined ? {} : { reasoning };
 }
 
 /** What distinguishes one OpenAI-compatible provider from another: a short configuration. */
@@ -111,10 +119,11 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
       }
       const body: Record<string, unknown> = {
         model: target.model,
-        messages: chat.request.messages,
+        messages: messagesWithoutReasoning(chat.request.messages),
         [provider.maxTokensField]: chat.maxTokens,
         ...chat.request.params,
       };
+      if (chat.reasoning?.effort !== undefined) body.reasoning_effort = chat.reasoning.effort;
       if (chat.request.stream) {
         body.stream = true;
         body.stream_options = { include_usage: true };
@@ -127,9 +136,10 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
       const completion = completionSchema.parse(json);
       const reportedUsage = usageSchema.safeParse((json as { usage?: unknown }).usage);
       const usage: NormalizedUsage | undefined = reportedUsage.success
-        ? { promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens }
+        ? withReasoningTokens({ promptTokens: reportedUsage.data.prompt_tokens, completionTokens: reportedUsage.data.completion_tokens }, (json as { usage?: unknown }).usage)
         : undefined;
-      return { choices: completion.choices.map(choiceOf), usage };
+      const rawChoices = (json as { choices: unknown[] }).choices;
+      return { choices: completion.choices.map((choice, position) => choiceOf(choice, position, rawChoices[position])), usage };
     },
 
     createStreamDecoder: () => new OpenAiStreamDecoder(),

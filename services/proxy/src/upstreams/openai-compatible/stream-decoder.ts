@@ -1,6 +1,7 @@
 import { standardFinishReason } from '../../domain/normalized-completion.ts';
 import type { NormalizedTokenLogprob } from '../../domain/normalized-completion.ts';
 import type { StreamChoice, StreamDecoder, StreamEventSink, StreamToolCallDelta } from '../upstream-adapter.ts';
+import { reasoningTextIn, withReasoningTokens } from './reasoning.ts';
 
 type Json = Record<string, unknown>;
 
@@ -111,6 +112,8 @@ export class OpenAiStreamDecoder implements StreamDecoder {
         const source = isObject(choice.delta) ? choice.delta : {};
         const delta: StreamChoice['delta'] = {};
         if (source.role === 'assistant') delta.role = 'assistant';
+        const reasoning = reasoningTextIn(source);
+        if (reasoning !== undefined && reasoning !== '') { delta.reasoning_content = reasoning; text += reasoning; }
         if (typeof source.content === 'string') { delta.content = source.content; text += source.content; }
         if (typeof source.refusal === 'string') { delta.refusal = source.refusal; text += source.refusal; }
         const tools = toolCallDeltas(source.tool_calls, 0);
@@ -127,7 +130,7 @@ export class OpenAiStreamDecoder implements StreamDecoder {
     }
     const usage = chunk.usage;
     if (isObject(usage) && isCount(usage.prompt_tokens) && isCount(usage.completion_tokens)) {
-      out.push({ kind: 'usage', usage: { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens } });
+      out.push({ kind: 'usage', usage: withReasoningTokens({ promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens }, usage) });
     }
   }
 }

@@ -157,6 +157,29 @@ export interface GatewayModel {
    * Empty (an older admin): text only.
    */
   inputModalities: string[];
+  /**
+   * Reasoning controls the model's upstream accepts (docs/surfaces/reasoning.md). The effort levels
+   * it takes: an OpenAI-compatible upstream gets them as `reasoning_effort` ("none", "minimal",
+   * "low", "medium", "high", "xhigh"), an Anthropic one as `output_config.effort` ("low", "medium",
+   * "high", "max"). Empty (an older admin, or a model that does not reason on request): none.
+   */
+  reasoningEfforts: string[];
+  /**
+   * Anthropic upstreams only: the thinking modes it takes, "enabled" (with budget_tokens) and/or
+   * "adaptive". Empty: no extended thinking ("disabled" is always accepted).
+   */
+  thinkingModes: string[];
+  /**
+   * Largest thinking budget a request may give, tokens (it also stays below max_tokens, as
+   * Anthropic requires). 0: no bound besides max_tokens and the context.
+   */
+  maxThinkingBudgetTokens: number;
+  /**
+   * true: the upstream returns its reasoning (OpenAI-compatible `reasoning_content`/`reasoning`,
+   * Anthropic thinking blocks), so clients may ask for it (Responses `reasoning.summary`,
+   * `include: ["reasoning.encrypted_content"]`). false: nothing to return, and those are a 400.
+   */
+  returnsReasoning: boolean;
 }
 
 export interface Upstream {
@@ -738,6 +761,10 @@ function createBaseGatewayModel(): GatewayModel {
     allowPrivateNetwork: false,
     kind: undefined,
     inputModalities: [],
+    reasoningEfforts: [],
+    thinkingModes: [],
+    maxThinkingBudgetTokens: 0,
+    returnsReasoning: false,
   };
 }
 
@@ -800,6 +827,18 @@ export const GatewayModel: MessageFns<GatewayModel> = {
     }
     for (const v of message.inputModalities) {
       writer.uint32(106).string(v!);
+    }
+    for (const v of message.reasoningEfforts) {
+      writer.uint32(210).string(v!);
+    }
+    for (const v of message.thinkingModes) {
+      writer.uint32(218).string(v!);
+    }
+    if (message.maxThinkingBudgetTokens !== 0) {
+      writer.uint32(224).int32(message.maxThinkingBudgetTokens);
+    }
+    if (message.returnsReasoning !== false) {
+      writer.uint32(232).bool(message.returnsReasoning);
     }
     return writer;
   },
@@ -921,6 +960,38 @@ export const GatewayModel: MessageFns<GatewayModel> = {
             message.inputModalities.push(reader.string());
             continue;
           }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.reasoningEfforts.push(reader.string());
+            continue;
+          }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.thinkingModes.push(reader.string());
+            continue;
+          }
+          case 28: {
+            if (tag !== 224) {
+              break;
+            }
+
+            message.maxThinkingBudgetTokens = reader.int32();
+            continue;
+          }
+          case 29: {
+            if (tag !== 232) {
+              break;
+            }
+
+            message.returnsReasoning = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -967,6 +1038,10 @@ export const GatewayModel: MessageFns<GatewayModel> = {
     message.allowPrivateNetwork = object.allowPrivateNetwork ?? false;
     message.kind = object.kind ?? undefined;
     message.inputModalities = object.inputModalities?.map((e) => e) || [];
+    message.reasoningEfforts = object.reasoningEfforts?.map((e) => e) || [];
+    message.thinkingModes = object.thinkingModes?.map((e) => e) || [];
+    message.maxThinkingBudgetTokens = object.maxThinkingBudgetTokens ?? 0;
+    message.returnsReasoning = object.returnsReasoning ?? false;
     return message;
   },
 };

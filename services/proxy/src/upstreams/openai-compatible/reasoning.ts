@@ -1,0 +1,47 @@
+import type { ChatMessage } from '../../domain/chat-request.ts';
+import type { NormalizedUsage } from '../../domain/normalized-completion.ts';
+import type { ReasoningBlock } from '../../domain/reasoning.ts';
+
+// Reasoning on OpenAI-compatible upstreams: `reasoning_effort` goes up; reasoning text comes
+// back as `reasoning_content` (vLLM, DeepSeek) or `reasoning` (newer vLLM, OpenRouter), in the
+// message and in deltas, and its tokens as `completion_tokens_details.reasoning_tokens`.
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The reasoning text of a message or delta: `reasoning_content`, else `reasoning` when it is text; undefined for none. */
+export function reasoningTextIn(source: Record<string, unknown>): string | undefined {
+  if (typeof source.reasoning_content === 'string') return source.reasoning_content;
+  if (typeof source.reasoning === 'string') return source.reasoning;
+  return undefined;
+}
+
+/** A completion message's reasoning as blocks (unsigned: these servers sign nothing); undefined for none. */
+export function reasoningBlocksIn(message: unknown): ReasoningBlock[] | undefined {
+  if (!isObject(message)) return undefined;
+  const text = reasoningTextIn(message);
+  return text === undefined || text === '' ? undefined : [{ type: 'thinking', thinking: text, signature: '' }];
+}
+
+/** A usage with the upstream's reasoning tokens (`completion_tokens_details.reasoning_tokens`) added when it reports them. */
+export function withReasoningTokens(usage: NormalizedUsage, reported: unknown): NormalizedUsage {
+  if (!isObject(reported) || !isObject(reported.completion_tokens_details)) return usage;
+  const tokens = reported.completion_tokens_details.reasoning_tokens;
+  if (typeof tokens !== 'number' || !Number.isSafeInteger(tokens) || tokens <= 0) return usage;
+  return { ...usage, reasoningTokens: Math.min(tokens, usage.completionTokens) };
+}
+
+/**
+ * The messages as these upstreams take them: the reasoning of earlier turns left out (DeepSeek
+ * refuses `reasoning_content` in input, and OpenAI's chat API has no field for it); the messages
+ * themselves when none carries any (the common case).
+ */
+export function messagesWithoutReasoning(messages: ChatMessage[]): ChatMessage[] {
+  if (!messages.some((message) => message.reasoning !== undefined)) return messages;
+  return messages.map((message) => {
+    if (message.reasoning === undefined) return message;
+    const { reasoning: _reasoning, ...rest } = message;
+    return rest;
+  });
+}
