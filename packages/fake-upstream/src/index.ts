@@ -4,3 +4,4 @@ export {
   type FakeUpstream, type FakeUpstreamOptions, type RecordedRequest,
 } from './fake-upstream.ts';
 export { parseDirectives, withoutDirectives, type Directives } from './directives.ts';
+export { fakeThinkingSignature } from './reasoning.ts';

@@ -65,8 +65,9 @@ export interface ForwardedReasoning {
  */
 export type ReasoningBlock = { type: 'thinking'; thinking: string; signature: string } | { type: 'redacted_thinking'; data: string };
 
+/** A 400 naming the client's field, in the param and at the start of the message (Anthropic's error shape has no param). */
 function refuse(param: string, publicMessage: string): GatewayError {
-  return new GatewayError('invalid_request', { param, publicMessage });
+  return new GatewayError('invalid_request', { param, publicMessage: `${param}: ${publicMessage}` });
 }
 
 /** The accepted values of a set, for an error message. */
@@ -92,22 +93,22 @@ export function checkReasoning(reasoning: ReasoningRequest | undefined, controls
   if (effort !== undefined) {
     if (controls.efforts.has(effort.value)) forwarded.effort = effort.value;
     else if (controls.efforts.size === 0) {
-      if (!effort.isSurfaceDefault) throw refuse(effort.param, `This model does not take a reasoning effort (${effort.param}).`);
+      if (!effort.isSurfaceDefault) throw refuse(effort.param, 'this model does not take a reasoning effort.');
     } else {
-      throw refuse(effort.param, `This model takes a reasoning effort of ${listed(controls.efforts)} (${effort.param}).`);
+      throw refuse(effort.param, `this model takes a reasoning effort of ${listed(controls.efforts)}.`);
     }
   }
   if (thinking !== undefined) {
     switch (thinking.type) {
       case 'enabled': {
         const budgetParam = `${thinking.param}.budget_tokens`;
-        if (!controls.thinkingModes.has('enabled')) throw refuse(thinking.param, `This model does not take a thinking budget (${thinking.param}).`);
-        if (thinking.budgetTokens < minThinkingBudgetTokens) throw refuse(budgetParam, `budget_tokens must be at least ${minThinkingBudgetTokens}.`);
+        if (!controls.thinkingModes.has('enabled')) throw refuse(thinking.param, 'this model does not take a thinking budget ("enabled" thinking).');
+        if (thinking.budgetTokens < minThinkingBudgetTokens) throw refuse(budgetParam, `must be at least ${minThinkingBudgetTokens}.`);
         if (thinking.budgetTokens >= maxTokens) {
-          throw refuse(budgetParam, `budget_tokens must be less than max_tokens (${maxTokens} for this request, after the model's context).`);
+          throw refuse(budgetParam, `must be less than max_tokens (${maxTokens} for this request, after the model's context).`);
         }
         if (controls.maxThinkingBudgetTokens > 0 && thinking.budgetTokens > controls.maxThinkingBudgetTokens) {
-          throw refuse(budgetParam, `This model takes a thinking budget of at most ${controls.maxThinkingBudgetTokens} tokens.`);
+          throw refuse(budgetParam, `this model takes a thinking budget of at most ${controls.maxThinkingBudgetTokens} tokens.`);
         }
         forwarded.thinking = { type: 'enabled', budgetTokens: thinking.budgetTokens, ...(thinking.display === undefined ? {} : { display: thinking.display }) };
         break;
