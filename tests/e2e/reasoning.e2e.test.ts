@@ -200,4 +200,88 @@ describe.skipIf(!serverUrl)('reasoning end to end with openai and @anthropic-ai/
     expect(before.available - after.available).toBe(expectedMicros);
     expect(after.debited - before.debited).toBe(expectedMicros);
   }, 60_000);
+  it('Responses reasoning: a reasoning item with its summary first; store: false with include encrypted_content round-trips the sealed reasoning to the upstream on the next turn; billed to the µ₹', async () => {
+    const openai: OpenAI = gateway.client();
+    const before = await settledBalance();
+
+    // An OpenAI-compatible reasoner: effort forwarded, reasoning_content as the summary.
+    const summarised = await openai.responses.create({
+      model: chatSlug, reasoning: { effort: 'low', summary: 'auto' }, input: 'Think, then say three words [[fake:reply_words=3]]',
+    });
+    expect(summarised.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
+    expect(summarised.output[0]).toMatchObject({ type: 'reasoning', summary: [{ type: 'summary_text', text: 'r1 r2 r3 r4' }] });
+    expect(summarised.output_text).toBe('w1 w2 w3');
+    expect(summarised.reasoning).toEqual({ effort: 'low', summary: 'auto' });
+    expect(summarised.usage).toMatchObject({ output_tokens: 7, output_tokens_details: { reasoning_tokens: 4 } });
+    expect(gateway.upstream.requests.at(-1)!.body).toMatchObject({ reasoning_effort: 'low' });
+    let expectedMicros = e2eCostMicros(summarised.usage!.input_tokens, 7);
+
+    // Codex's shape against an Anthropic reasoner: effort (adaptive thinking on), summary auto,
+    // store false, the reasoning's encrypted content included, then sent back as input.
+    const question = 'Think, then say two words [[fake:reply_words=2]]';
+    const first = await openai.responses.create({
+      model: claudeSlug, store: false, reasoning: { effort: 'low', summary: 'auto' }, include: ['reasoning.encrypted_content'], input: question,
+    });
+    expect(first.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
+    const reasoningItem = first.output[0] as OpenAI.Responses.ResponseReasoningItem;
+    expect(reasoningItem.summary).toEqual([{ type: 'summary_text', text: 'r1 r2 r3 r4 r5 r6' }]);
+    expect(reasoningItem.encrypted_content).toMatch(/^gwr1_[A-Za-z0-9_-]+$/);
+    expect(leaksIn(JSON.stringify(first))).toEqual([]);
+    expect(anthropicUpstream.requests.at(-1)!.body).toMatchObject({ thinking: { type: 'adaptive' }, output_config: { effort: 'low' } });
+    expect(first.usage).toMatchObject({ output_tokens: 8, output_tokens_details: { reasoning_tokens: 0 } });
+    expectedMicros += e2eCostMicros(first.usage!.input_tokens, 8);
+
+    const second = await openai.responses.create({
+      model: claudeSlug, store: false, reasoning: { effort: 'low', summary: 'auto' }, include: ['reasoning.encrypted_content'],
+      input: [
+        { role: 'user', content: question },
+        ...(first.output as OpenAI.Responses.ResponseInputItem[]),
+        { role: 'user', content: 'Once more [[fake:reply_words=1]]' },
+      ],
+    });
+    expect(second.output_text).toBe('w1');
+    const sent = anthropicUpstream.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(sent.messages[1]).toEqual({
+      role: 'assistant',
+      content: [{ type: 'thinking', thinking: 'r1 r2 r3 r4 r5 r6', signature: fakeThinkingSignature('r1 r2 r3 r4 r5 r6') }, { type: 'text', text: 'w1 w2' }],
+    });
+    expectedMicros += e2eCostMicros(second.usage!.input_tokens, second.usage!.output_tokens);
+
+    // Forged encrypted content: a 400 naming it, before the Reserve and the upstream.
+    const calls = anthropicUpstream.requests.length;
+    const forged = await openai.responses.create({
+      model: claudeSlug, store: false, input: [
+        { role: 'user', content: question },
+        { ...reasoningItem, encrypted_content: `${reasoningItem.encrypted_content!.slice(0, -4)}AAAA` } as OpenAI.Responses.ResponseInputItem,
+        { role: 'assistant', content: 'w1 w2' },
+        { role: 'user', content: 'again' },
+      ],
+    }).catch((error: unknown) => error);
+    expect(forged).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((forged as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('input[1].encrypted_content');
+    expect(anthropicUpstream.requests.length).toBe(calls);
+
+    // Streamed: the reasoning item's summary as reasoning_summary_text deltas, then the message.
+    const stream = await openai.responses.create({
+      model: chatSlug, stream: true, reasoning: { effort: 'medium', summary: 'auto' }, input: 'Stream one word [[fake:reply_words=1]]',
+    });
+    const types: string[] = [];
+    let summary = '';
+    let completed: OpenAI.Responses.Response | undefined;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.reasoning_summary_text.delta') summary += event.delta;
+      if (event.type === 'response.completed') completed = event.response;
+    }
+    expect(summary).toBe('r1 r2 r3 r4 r5 r6 r7 r8');
+    expect(types.indexOf('response.reasoning_summary_text.done')).toBeLessThan(types.indexOf('response.output_text.delta'));
+    expect(completed!.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
+    expect(completed!.usage).toMatchObject({ output_tokens: 9, output_tokens_details: { reasoning_tokens: 8 } });
+    expectedMicros += e2eCostMicros(completed!.usage!.input_tokens, 9);
+
+    const after = await settledBalance();
+    console.log(`responses reasoning: billed ${expectedMicros} µ₹ over four answers`);
+    expect(after.held).toBe(0n);
+    expect(before.available - after.available).toBe(expectedMicros);
+  }, 60_000);
 });

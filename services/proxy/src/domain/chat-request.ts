@@ -240,7 +240,7 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
   return {
     model: request.model, messages: request.messages, maxTokens, stream,
     includeUsage: stream && request.stream_options?.include_usage === true, params,
-    ...(effort === undefined ? {} : { reasoning: { effort: { value: effort, param: 'reasoning_effort', isSurfaceDefault: false } } }),
+    ...(effort === undefined ? {} : { reasoning: { effort: { value: effort, param: 'reasoning_effort', isSurfaceDefault: false, impliesThinking: true } } }),
   };
 }
 

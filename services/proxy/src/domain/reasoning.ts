@@ -47,6 +47,12 @@ export interface ReasoningRequest {
     param: string;
     /** The surface's own default (Messages: "high"): asking for it asks for what any model does anyway. */
     isSurfaceDefault: boolean;
+    /**
+     * The surface's effort means "reason with this effort" (chat and Responses, whose upstreams
+     * reason when given one): on a model with adaptive thinking it also turns that on, as
+     * Anthropic pairs effort with adaptive thinking. Messages says `thinking` itself.
+     */
+    impliesThinking?: boolean;
   };
   thinking?: ThinkingRequest & { param: string };
 }
@@ -97,6 +103,9 @@ export function checkReasoning(reasoning: ReasoningRequest | undefined, controls
     } else {
       throw refuse(effort.param, `this model takes a reasoning effort of ${listed(controls.efforts)}.`);
     }
+  }
+  if (thinking === undefined && effort?.impliesThinking === true && forwarded.effort !== undefined && controls.thinkingModes.has('adaptive')) {
+    forwarded.thinking = { type: 'adaptive' };
   }
   if (thinking !== undefined) {
     switch (thinking.type) {

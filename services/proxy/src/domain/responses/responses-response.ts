@@ -1,5 +1,8 @@
 import type { NormalizedCompletion } from '../normalized-completion.ts';
+import { reasoningTokensOf } from '../completion-response.ts';
 import { usageCostFields, type TokenUsage, type UsageCostFields } from '../pricing.ts';
+import type { ReasoningSeal } from '../reasoning-seal.ts';
+import { reasoningItemOf, type ReasoningItem, type ReasoningOutputOptions } from './responses-reasoning.ts';
 import type { ResponsesEchoedFields } from './responses-request.ts';
 
 /** An `output_text` content part (no annotations: the gateway runs no built-in tools that would cite). */
@@ -42,7 +45,7 @@ export interface FunctionCallItem {
 }
 
 /** An item of a Response's `output`. */
-export type OutputItem = OutputMessageItem | FunctionCallItem;
+export type OutputItem = ReasoningItem | OutputMessageItem | FunctionCallItem;
 
 /** Why a response is incomplete: its output was cut at max_output_tokens (or at the Reserve), or by a content filter. */
 export type IncompleteReason = 'max_output_tokens' | 'content_filter';
@@ -83,19 +86,26 @@ export interface ResponseFrame {
   /** The request uuid without dashes: the output items' ids are derived from it. */
   itemIdBase: string;
   echoed: ResponsesEchoedFields;
+  /** What the request asked to be shown of the model's reasoning, and the seal of its encrypted content. */
+  reasoning?: { options: ReasoningOutputOptions; seal: ReasoningSeal | undefined };
 }
 
 /** The frame of a request's Response objects: its id `resp_<uuid>`, and item ids from the same uuid (never an upstream's). */
-export function responseFrame(input: { requestUuid: string; createdAtS: number; modelSlug: string; echoed: ResponsesEchoedFields }): ResponseFrame {
+export function responseFrame(input: {
+  requestUuid: string; createdAtS: number; modelSlug: string; echoed: ResponsesEchoedFields; reasoning?: ResponseFrame['reasoning'];
+}): ResponseFrame {
   return {
     id: `resp_${input.requestUuid}`, createdAtS: input.createdAtS, modelSlug: input.modelSlug,
     itemIdBase: input.requestUuid.replaceAll('-', ''), echoed: input.echoed,
+    ...(input.reasoning === undefined ? {} : { reasoning: input.reasoning }),
   };
 }
 
-/** The id of the output item at `outputIndex`: `msg_…` for a message, `fc_…` for a function call, from the request uuid. */
-export function outputItemId(frame: ResponseFrame, kind: 'message' | 'function_call', outputIndex: number): string {
-  return `${kind === 'message' ? 'msg' : 'fc'}_${frame.itemIdBase}_${outputIndex}`;
+const itemIdPrefixes = { message: 'msg', function_call: 'fc', reasoning: 'rs' } as const;
+
+/** The id of the output item at `outputIndex`: `msg_…` for a message, `fc_…` for a function call, `rs_…` for reasoning, from the request uuid. */
+export function outputItemId(frame: ResponseFrame, kind: 'message' | 'function_call' | 'reasoning', outputIndex: number): string {
+  return `${itemIdPrefixes[kind]}_${frame.itemIdBase}_${outputIndex}`;
 }
 
 /** A Response's `usage` for a billed usage and its cost, µ₹ (the Settle's figure, usageCostMicros). */
@@ -104,7 +114,7 @@ export function responsesUsage(usage: TokenUsage, costMicros: bigint): Responses
     input_tokens: usage.promptTokens,
     input_tokens_details: { cached_tokens: 0 },
     output_tokens: usage.completionTokens,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: reasoningTokensOf(usage) },
     total_tokens: usage.promptTokens + usage.completionTokens,
     ...usageCostFields(costMicros),
   };
@@ -159,6 +169,11 @@ export function buildResponseBody(frame: ResponseFrame, completed: {
   const incompleteReason = incompleteReasonOf(choice?.finishReason ?? null);
   const itemStatus: OutputItemStatus = incompleteReason === undefined ? 'completed' : 'incomplete';
   const output: OutputItem[] = [];
+  // The model's reasoning first, as OpenAI answers (its signatures already sealed for the client).
+  if (choice?.reasoning !== undefined && choice.reasoning.length > 0) {
+    const options = frame.reasoning?.options ?? { summary: false, encrypted: false };
+    output.push(reasoningItemOf(outputItemId(frame, 'reasoning', 0), choice.reasoning, options, frame.reasoning?.seal));
+  }
   const content: OutputContentPart[] = [];
   if (choice?.content != null && choice.content !== '') content.push({ type: 'output_text', text: choice.content, annotations: [], logprobs: [] });
   if (choice?.refusal != null) content.push({ type: 'refusal', refusal: choice.refusal });

@@ -1,5 +1,6 @@
 import type { Express, RequestHandler } from 'express';
 import { GatewayError } from '@gateway/errors';
+import { attachEncryptedReasoning } from '../../domain/responses/responses-reasoning.ts';
 import { parseResponsesRequest } from '../../domain/responses/responses-request.ts';
 import { buildResponseBody, responseFrame } from '../../domain/responses/responses-response.ts';
 import { createResponsesStreamRenderer } from '../../domain/responses/responses-stream-renderer.ts';
@@ -25,9 +26,13 @@ export function mountResponsesRoute(app: Express, kit: InferenceRouteKit): void 
     const request = parsed.chat;
     context.log.model = request.model;
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, request.stream);
-    const input = kit.chatInput(context, snapshot, caller, model, request, observer);
-    const frameOf = (createdAtS: number) => responseFrame({ requestUuid: context.requestUuid, createdAtS, modelSlug: model.slug, echoed: parsed.echoed });
+    const chatInput = kit.chatInput(context, snapshot, caller, model, request, observer);
+    const seal = chatInput.toolCallIds.reasoning;
+    const reasoning = { options: parsed.reasoningOutput, seal };
+    const frameOf = (createdAtS: number) => responseFrame({ requestUuid: context.requestUuid, createdAtS, modelSlug: model.slug, echoed: parsed.echoed, reasoning });
     try {
+      // Earlier turns' reasoning (encrypted content the gateway sealed) goes back with its assistant messages.
+      const input = { ...chatInput, request: attachEncryptedReasoning(request, parsed.encryptedReasoning, seal) };
       if (!request.stream) {
         await completeChat(kit.inferenceDeps, input, (completed) => {
           kit.sendJson(res, buildResponseBody(frameOf(completed.createdS), completed), observer);
