@@ -123,6 +123,8 @@ describe('anthropicAdapter.parseResponse', () => {
       choices: [{
         index: 0, content: 'Checking.', refusal: null, logprobs: null, finishReason: 'tool_calls',
         toolCalls: [{ id: 'tu_1', type: 'function', function: { name: 'wx', arguments: '{"city":"Pune"}' } }],
+        // Thinking is kept (without a signature here), for the surfaces to return.
+        reasoning: [{ type: 'thinking', thinking: 'secret', signature: '' }],
       }],
       usage: { promptTokens: 15, completionTokens: 4 },
     });

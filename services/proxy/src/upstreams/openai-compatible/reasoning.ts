@@ -39,9 +39,13 @@ export function withReasoningTokens(usage: NormalizedUsage, reported: unknown): 
  */
 export function messagesWithoutReasoning(messages: ChatMessage[]): ChatMessage[] {
   if (!messages.some((message) => message.reasoning !== undefined)) return messages;
-  return messages.map((message) => {
-    if (message.reasoning === undefined) return message;
+  const kept: ChatMessage[] = [];
+  for (const message of messages) {
+    if (message.reasoning === undefined) { kept.push(message); continue; }
     const { reasoning: _reasoning, ...rest } = message;
-    return rest;
-  });
+    // An assistant turn that was only reasoning (a Messages turn of thinking blocks) has nothing left to send.
+    if ((rest.content === '' || rest.content == null) && rest.tool_calls === undefined) continue;
+    kept.push(rest);
+  }
+  return kept;
 }
