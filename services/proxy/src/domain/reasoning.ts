@@ -26,16 +26,16 @@ export const noReasoningControls: ReasoningControls = {
 };
 
 /** Anthropic's smallest thinking budget, tokens (its API refuses less). */
-export const minThinkingBudgetTokens = 1024;
+const minThinkingBudgetTokens = 1024;
 
 /** A request's thinking, as Anthropic's Messages API spells it. */
-export type ThinkingRequest =
+type ThinkingRequest =
   | { type: 'enabled'; budgetTokens: number; display?: ThinkingDisplay }
   | { type: 'adaptive'; display?: ThinkingDisplay }
   | { type: 'disabled' };
 
 /** Whether thinking text is returned ("summarized") or only its signature ("omitted"), as Anthropic's `thinking.display`. */
-export type ThinkingDisplay = 'summarized' | 'omitted';
+type ThinkingDisplay = 'summarized' | 'omitted';
 
 /**
  * What a request asks of the model's reasoning, whichever surface it came in on. Each field
