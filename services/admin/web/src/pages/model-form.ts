@@ -11,6 +11,11 @@ export interface GatewayModelJson {
   output_price_micros_per_mtok: string;
   provider_input_cost_micros_per_mtok: string;
   provider_output_cost_micros_per_mtok: string;
+  /** Reasoning controls the upstream takes (docs/surfaces/reasoning.md); absent from an older admin. */
+  reasoning_efforts?: string[];
+  thinking_modes?: string[];
+  max_thinking_budget_tokens?: number;
+  returns_reasoning?: boolean;
   upstream: {
     provider_kind: string;
     base_url: string;
@@ -43,6 +48,13 @@ export interface ModelForm {
   /** Whether to remove the stored credential (edit only; ignored when apiKey is given). */
   removeApiKey: boolean;
   allowPrivateNetwork: boolean;
+  /** Effort levels, comma-separated as typed (e.g. `low, medium, high`). */
+  reasoningEfforts: string;
+  /** Anthropic thinking modes, comma-separated as typed (`enabled, adaptive`). */
+  thinkingModes: string;
+  /** Tokens, as typed; 0: bounded by max_tokens only. */
+  maxThinkingBudgetTokens: string;
+  returnsReasoning: boolean;
 }
 
 /** The request body a form makes, or the field (API name) it cannot make and why. */
@@ -57,6 +69,7 @@ export function modelFormOf(model?: GatewayModelJson): ModelForm {
       slug: '', displayName: '', defaultMaxTokens: '1024', maxContextTokens: '8192', inputPrice: '', outputPrice: '',
       providerInputCost: '0', providerOutputCost: '0', providerKind: 'openai_compatible', baseUrl: '', upstreamModel: '',
       apiKey: '', removeApiKey: false, allowPrivateNetwork: false,
+      reasoningEfforts: '', thinkingModes: '', maxThinkingBudgetTokens: '0', returnsReasoning: false,
     };
   }
   return {
@@ -74,6 +87,25 @@ export function modelFormOf(model?: GatewayModelJson): ModelForm {
     apiKey: '',
     removeApiKey: false,
     allowPrivateNetwork: model.upstream.allow_private_network,
+    reasoningEfforts: (model.reasoning_efforts ?? []).join(', '),
+    thinkingModes: (model.thinking_modes ?? []).join(', '),
+    maxThinkingBudgetTokens: String(model.max_thinking_budget_tokens ?? 0),
+    returnsReasoning: model.returns_reasoning ?? false,
+  };
+}
+
+/** A comma- or space-separated list as typed, without empty entries. */
+function listOf(text: string): string[] {
+  return text.split(/[\s,]+/).filter((entry) => entry !== '');
+}
+
+/** The reasoning controls of the form in API terms (the API checks the values). */
+function parsedReasoning(form: ModelForm) {
+  return {
+    reasoning_efforts: listOf(form.reasoningEfforts),
+    thinking_modes: listOf(form.thinkingModes),
+    max_thinking_budget_tokens: wholeNumber(form.maxThinkingBudgetTokens, 'max_thinking_budget_tokens'),
+    returns_reasoning: form.returnsReasoning,
   };
 }
 
@@ -130,6 +162,7 @@ export function createModelBody(form: ModelForm): ModelBody {
       slug: form.slug.trim(),
       ...(displayName === '' ? {} : { display_name: displayName }),
       ...parsedFigures(form),
+      ...parsedReasoning(form),
       upstream: {
         provider_kind: form.providerKind,
         base_url: form.baseUrl.trim(),
@@ -154,6 +187,11 @@ export function updateModelBody(model: GatewayModelJson, form: ModelForm): Model
     for (const [name, value] of Object.entries(parsedFigures(form))) {
       if (String(value) !== String(model[name as keyof GatewayModelJson])) body[name] = value;
     }
+    const reasoning = parsedReasoning(form);
+    if (reasoning.reasoning_efforts.join(',') !== (model.reasoning_efforts ?? []).join(',')) body.reasoning_efforts = reasoning.reasoning_efforts;
+    if (reasoning.thinking_modes.join(',') !== (model.thinking_modes ?? []).join(',')) body.thinking_modes = reasoning.thinking_modes;
+    if (reasoning.max_thinking_budget_tokens !== (model.max_thinking_budget_tokens ?? 0)) body.max_thinking_budget_tokens = reasoning.max_thinking_budget_tokens;
+    if (reasoning.returns_reasoning !== (model.returns_reasoning ?? false)) body.returns_reasoning = reasoning.returns_reasoning;
     const upstream: Record<string, unknown> = {};
     const baseUrl = form.baseUrl.trim();
     if (baseUrl !== model.upstream.base_url) upstream.base_url = baseUrl;
