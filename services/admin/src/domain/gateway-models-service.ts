@@ -15,6 +15,7 @@ import {
   type GatewayModelChanges, type NewGatewayModel, type StoredGatewayModel,
 } from './gateway-model-store.ts';
 import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
+import { reasoningControlsProblem } from './reasoning-controls.ts';
 import {
   allowsPrivateUpstream, normaliseUpstreamUrl, resolvedHostProblem, resolvesToInternalAddressProblem, upstreamUrlProblem,
 } from './upstream-url.ts';
@@ -259,6 +260,10 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
         const modalities = modalityProblem(current.upstream.providerKind, input.inputModalities);
         if (modalities !== undefined) {
           throw new GatewayError('invalid_request', { publicMessage: `Invalid request: input_modalities: ${modalities}.`, param: 'input_modalities' });
+        }
+        const reasoning = reasoningControlsProblem(current.upstream.providerKind, current.kind, input.reasoningEfforts, input.thinkingModes);
+        if (reasoning !== undefined) {
+          throw new GatewayError('invalid_request', { publicMessage: `Invalid request: ${reasoning.param}: ${reasoning.message}.`, param: reasoning.param });
         }
         const defaultMaxTokens = input.defaultMaxTokens ?? current.defaultMaxTokens;
         const maxContextTokens = input.maxContextTokens ?? current.maxContextTokens;
