@@ -1,4 +1,4 @@
-import type { NormalizedChoice, NormalizedCompletion, StreamChoice } from './normalized-completion.ts';
+import type { NormalizedChoice, NormalizedCompletion, StreamChoice, TokenClassCounts } from './normalized-completion.ts';
 import { toHttpError, type GatewayError } from '@gateway/errors';
 import { usageCostFields, type TokenUsage, type UsageCostFields } from './pricing.ts';
 import { reasoningTextOf } from './reasoning-blocks.ts';
@@ -44,7 +44,9 @@ type ChatUsage = {
  * the usage is the upstream's, else 0, never more than the completion tokens billed.
  */
 export function reasoningTokensOf(usage: TokenUsage): number {
-  const reported = (usage as { reasoningTokens?: number }).reasoningTokens ?? 0;
+  // A billed usage is the upstream's NormalizedUsage when the upstream reported it (its classes
+  // ride along); the gateway's own count carries none.
+  const reported = (usage as TokenUsage & TokenClassCounts).reasoningTokens ?? 0;
   return Math.min(reported, usage.completionTokens);
 }
 
