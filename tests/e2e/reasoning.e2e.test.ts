@@ -200,6 +200,44 @@ describe.skipIf(!serverUrl)('reasoning end to end with openai and @anthropic-ai/
     expect(before.available - after.available).toBe(expectedMicros);
     expect(after.debited - before.debited).toBe(expectedMicros);
   }, 60_000);
+  it('Messages tool loop with redacted thinking: the redacted block comes first with its data sealed, goes back before the tool_use and tool_result, and the upstream takes it; billed to the µ₹', async () => {
+    const anthropic = anthropicClient();
+    const before = await settledBalance();
+    const tools: Anthropic.Tool[] = [{ name: 'lookup', description: 'Looks a thing up', input_schema: { type: 'object', properties: { query: { type: 'string' } } } }];
+    const question = 'Find it [[fake:tool_call=lookup]] [[fake:redacted_thinking]]';
+    const first = await anthropic.messages.create({
+      model: claudeSlug, max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 1024 }, tools, messages: [{ role: 'user', content: question }],
+    });
+    expect(first.content.map((block) => block.type)).toEqual(['redacted_thinking', 'tool_use']);
+    const redacted = first.content[0] as Anthropic.RedactedThinkingBlock;
+    expect(redacted.data).toMatch(/^gwr1_/);
+    const toolUse = first.content[1] as Anthropic.ToolUseBlock;
+    expect(first.stop_reason).toBe('tool_use');
+    let expectedMicros = e2eCostMicros(first.usage.input_tokens, first.usage.output_tokens);
+
+    const second = await anthropic.messages.create({
+      model: claudeSlug, max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 1024 }, tools,
+      messages: [
+        { role: 'user', content: question },
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: 'found' }] },
+      ],
+    });
+    // The answer to the tool's result: this turn's thinking, then the fake's text.
+    expect(second.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+    expect(second.stop_reason).toBe('end_turn');
+    const sent = anthropicUpstream.requests.at(-1)!.body as { messages: Array<{ content: Array<Record<string, unknown>> }> };
+    expect(sent.messages[1]!.content.map((block) => block.type)).toEqual(['redacted_thinking', 'tool_use']);
+    expect(String(sent.messages[1]!.content[0]!.data)).not.toMatch(/^gwr1_/);
+    expect(String(sent.messages[1]!.content[1]!.id)).toMatch(new RegExp(`^${leakMarkers.toolUseIdPrefix}`));
+    expectedMicros += e2eCostMicros(second.usage.input_tokens, second.usage.output_tokens);
+
+    const after = await settledBalance();
+    console.log(`messages redacted thinking tool loop: billed ${expectedMicros} µ₹`);
+    expect(after.held).toBe(0n);
+    expect(before.available - after.available).toBe(expectedMicros);
+  }, 60_000);
+
   it('Responses reasoning: a reasoning item with its summary first; store: false with include encrypted_content round-trips the sealed reasoning to the upstream on the next turn; billed to the µ₹', async () => {
     const openai: OpenAI = gateway.client();
     const before = await settledBalance();

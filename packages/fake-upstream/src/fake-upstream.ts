@@ -628,18 +628,23 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
     const toolUseId = `${leakMarkers.toolUseIdPrefix}${requestNumber}`;
     const textWords = toolTextWords(directives);
-    const usage = directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: textWords.length + pieces.length } };
-    // The tool_use block follows the text block when there is one.
-    const toolIndex = textWords.length > 0 ? 1 : 0;
+    // Thinking (reasoning.ts), when asked for, is the first block: Anthropic's tool loops with thinking.
+    const thinking = anthropicThinking(request, lastUserText(messages));
+    const thinkingIndexes = thinking === undefined ? 0 : 1;
+    const usage = directives.noUsage ? {} : { usage: { input_tokens: inputTokens, output_tokens: (thinking?.words.length ?? 0) + textWords.length + pieces.length } };
+    // The tool_use block follows the thinking and text blocks when there are some.
+    const textIndex = thinkingIndexes;
+    const toolIndex = textIndex + (textWords.length > 0 ? 1 : 0);
     if (request.stream === true) {
       const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
       await streamWords(res, headers, directives, {
         head: [
           event('message_start', { message: { id, type: 'message', role: 'assistant', model: vendorModel, content: [], stop_reason: null, ...usage } }),
+          ...(thinking === undefined ? [] : thinkingStreamEvents(thinking, event)),
           ...(textWords.length > 0 ? [
-            event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-            ...textWords.map((word, i) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } })),
-            event('content_block_stop', { index: 0 }),
+            event('content_block_start', { index: textIndex, content_block: { type: 'text', text: '' } }),
+            ...textWords.map((word, i) => event('content_block_delta', { index: textIndex, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } })),
+            event('content_block_stop', { index: textIndex }),
           ] : []),
           event('content_block_start', { index: toolIndex, content_block: { type: 'tool_use', id: toolUseId, name, input: {} } }),
         ],
@@ -656,6 +661,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     sendJson(res, 200, {
       id, type: 'message', role: 'assistant', model: vendorModel,
       content: [
+        ...(thinking === undefined ? [] : thinkingBlocks(thinking)),
         ...(textWords.length > 0 ? [{ type: 'text', text: textWords.join(' ') }] : []),
         { type: 'tool_use', id: toolUseId, name, input: JSON.parse(args) as unknown },
       ],
