@@ -238,6 +238,27 @@ describe.skipIf(!serverUrl)('reasoning end to end with openai and @anthropic-ai/
     expect(before.available - after.available).toBe(expectedMicros);
   }, 60_000);
 
+  it('Messages on an OpenAI-compatible reasoner: output_config.effort becomes reasoning_effort, its reasoning a thinking block (text omitted when display says so), billed to the µ₹', async () => {
+    const anthropic = anthropicClient();
+    const before = await settledBalance();
+    const shown = await anthropic.messages.create({
+      model: chatSlug, max_tokens: 256, output_config: { effort: 'low' }, messages: [{ role: 'user', content: 'Say two words [[fake:reply_words=2]]' }],
+    } as Anthropic.MessageCreateParamsNonStreaming);
+    expect(shown.content).toEqual([{ type: 'thinking', thinking: 'r1 r2 r3 r4', signature: '' }, { type: 'text', text: 'w1 w2' }]);
+    expect(gateway.upstream.requests.at(-1)!.body).toMatchObject({ reasoning_effort: 'low' });
+    expect(shown.usage.output_tokens).toBe(6);
+    const omitted = await anthropic.messages.create({
+      model: chatSlug, max_tokens: 256, output_config: { effort: 'low' }, thinking: { type: 'adaptive', display: 'omitted' },
+      messages: [{ role: 'user', content: 'Say two words [[fake:reply_words=2]]' }],
+    } as unknown as Anthropic.MessageCreateParamsNonStreaming);
+    expect(omitted.content).toEqual([{ type: 'thinking', thinking: '', signature: '' }, { type: 'text', text: 'w1 w2' }]);
+    // Omitted text is still reasoning the upstream produced: billed as output.
+    expect(omitted.usage.output_tokens).toBe(6);
+    const expectedMicros = e2eCostMicros(shown.usage.input_tokens, 6) + e2eCostMicros(omitted.usage.input_tokens, 6);
+    const after = await settledBalance();
+    expect(before.available - after.available).toBe(expectedMicros);
+  }, 60_000);
+
   it('Responses reasoning: a reasoning item with its summary first; store: false with include encrypted_content round-trips the sealed reasoning to the upstream on the next turn; billed to the µ₹', async () => {
     const openai: OpenAI = gateway.client();
     const before = await settledBalance();

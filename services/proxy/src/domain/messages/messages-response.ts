@@ -99,12 +99,15 @@ export function buildMessagesBody(input: {
   billedUsage: TokenUsage;
   /** Cost of billedUsage at the model's prices, µ₹ (the Settle's figure). */
   costMicros: bigint;
+  /** The request's `thinking.display` was "omitted": thinking blocks keep their signature, not their text. */
+  thinkingOmitted?: boolean;
 }): MessagesBody {
   const choice = input.completion.choices[0];
   const text = (choice?.content ?? '') + (choice?.refusal ?? '');
   const toolCalls = choice?.toolCalls ?? [];
   // Thinking first, as Anthropic answers (signatures and data already sealed by the gateway).
-  const content: MessagesContentBlock[] = [...(choice?.reasoning ?? [])];
+  const content: MessagesContentBlock[] = (choice?.reasoning ?? [])
+    .map((block) => (input.thinkingOmitted === true && block.type === 'thinking' ? { ...block, thinking: '' } : block));
   if (text !== '' || toolCalls.length === 0) content.push({ type: 'text', text });
   for (const call of toolCalls) content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: toolInputOf(call.function.arguments) });
   return {

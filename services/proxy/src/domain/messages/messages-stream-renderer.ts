@@ -18,7 +18,7 @@ function frame(type: string, data: Record<string, unknown>): string {
  * with stop_reason `max_tokens`; an error after the stream opened is an `error` event with
  * Anthropic's error body.
  */
-export function createMessagesStreamRenderer(input: { id: string; modelSlug: string }): StreamRenderer {
+export function createMessagesStreamRenderer(input: { id: string; modelSlug: string; thinkingOmitted?: boolean }): StreamRenderer {
   /** The index of the next content block, and of the block open now (-1: none). */
   let nextBlock = 0;
   let openBlock = -1;
@@ -45,6 +45,12 @@ export function createMessagesStreamRenderer(input: { id: string; modelSlug: str
   };
   /** Whether the open block is a thinking block (its signature_delta closes it). */
   let openIsThinking = false;
+  /** Starts a thinking block. */
+  const thinkingOpen = (): string => {
+    const frames = startBlock({ type: 'thinking', thinking: '', signature: '' }, false);
+    openIsThinking = true;
+    return frames;
+  };
   /** A thinking delta, in the open thinking block (started when the open block is not one). */
   const thinkingDelta = (thinking: string): string => {
     const start = openBlock >= 0 && openIsThinking ? '' : startBlock({ type: 'thinking', thinking: '', signature: '' }, false);
@@ -66,7 +72,12 @@ export function createMessagesStreamRenderer(input: { id: string; modelSlug: str
   const reasoningFrames = (delta: StreamChoice['delta']): string => {
     let frames = '';
     if (delta.redacted_reasoning !== undefined) frames += redactedBlock(delta.redacted_reasoning);
-    if (delta.reasoning_content !== undefined && delta.reasoning_content !== '') frames += thinkingDelta(delta.reasoning_content);
+    // With display "omitted" the block opens (its signature follows) but its text is not sent, as Anthropic does.
+    if (delta.reasoning_content !== undefined && delta.reasoning_content !== '') {
+      frames += input.thinkingOmitted === true
+        ? (openBlock >= 0 && openIsThinking ? '' : thinkingOpen())
+        : thinkingDelta(delta.reasoning_content);
+    }
     if (delta.reasoning_signature !== undefined) frames += signatureDelta(delta.reasoning_signature);
     return frames;
   };
