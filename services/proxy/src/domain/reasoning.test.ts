@@ -25,7 +25,7 @@ describe('checkReasoning', () => {
     expect(checkReasoning(effort('low'), openAiReasoner, 100)).toEqual({ effort: 'low' });
     expect(checkReasoning({ ...effort('high'), ...thinking(2048) }, claude, 4096)).toEqual({ effort: 'high', thinking: { type: 'enabled', budgetTokens: 2048 } });
     // Chat and Responses effort turns adaptive thinking on where the model has it.
-    expect(checkReasoning(effort('low', false, true), claude, 4096)).toEqual({ effort: 'low', thinking: { type: 'adaptive' } });
+    expect(checkReasoning(effort('low', false, true), claude, 4096)).toEqual({ effort: 'low', thinking: { type: 'adaptive' }, thinkingImplied: true });
     expect(checkReasoning(effort('low', false, true), openAiReasoner, 4096)).toEqual({ effort: 'low' });
   });
 

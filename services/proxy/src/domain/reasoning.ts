@@ -61,6 +61,8 @@ export interface ReasoningRequest {
 export interface ForwardedReasoning {
   effort?: string;
   thinking?: ThinkingRequest;
+  /** The thinking is the gateway's own, implied by an effort (chat, Responses), not the client's. */
+  thinkingImplied?: true;
 }
 
 /**
@@ -106,6 +108,7 @@ export function checkReasoning(reasoning: ReasoningRequest | undefined, controls
   }
   if (thinking === undefined && effort?.impliesThinking === true && forwarded.effort !== undefined && controls.thinkingModes.has('adaptive')) {
     forwarded.thinking = { type: 'adaptive' };
+    forwarded.thinkingImplied = true;
   }
   if (thinking !== undefined) {
     switch (thinking.type) {

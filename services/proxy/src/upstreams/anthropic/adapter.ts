@@ -190,7 +190,7 @@ export const anthropicAdapter: UpstreamAdapter = {
     }
     const toolChoice = toolChoiceOf(params.tool_choice, params.parallel_tool_calls);
     if (toolChoice !== undefined) body.tool_choice = toolChoice;
-    Object.assign(body, reasoningFields(chat.reasoning));
+    Object.assign(body, reasoningFields(chat.reasoning, chat.request.messages));
     if (chat.request.stream) body.stream = true; // Anthropic always streams its usage
 
     const headers: Record<string, string> = {

@@ -1,3 +1,4 @@
+import type { ChatMessage } from '../../domain/chat-request.ts';
 import type { ReasoningBlock, ForwardedReasoning } from '../../domain/reasoning.ts';
 
 // Reasoning on Anthropic upstreams: `thinking` and `output_config.effort` go up, earlier turns'
@@ -9,10 +10,24 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The request fields of a forwarded reasoning: `thinking` and `output_config`. */
-export function reasoningFields(reasoning: ForwardedReasoning | undefined): Record<string, unknown> {
+/**
+ * Whether the conversation continues a tool call whose turn carries no thinking: Anthropic refuses
+ * thinking then (the last assistant turn of a tool loop must start with its thinking), which a
+ * chat client, whose form has no place to send thinking back, cannot give.
+ */
+function continuesUnthoughtToolCall(messages: readonly ChatMessage[]): boolean {
+  const last = messages.findLast((message) => message.role === 'assistant');
+  return last?.tool_calls !== undefined && (last.reasoning === undefined || last.reasoning.length === 0);
+}
+
+/**
+ * The request fields of a forwarded reasoning: `thinking` and `output_config`. Thinking the
+ * gateway implied from an effort is left out where Anthropic would refuse it (a tool loop whose
+ * earlier turn came back without its thinking); the client's own thinking never is.
+ */
+export function reasoningFields(reasoning: ForwardedReasoning | undefined, messages: readonly ChatMessage[]): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
-  const thinking = reasoning?.thinking;
+  const thinking = reasoning?.thinkingImplied === true && continuesUnthoughtToolCall(messages) ? undefined : reasoning?.thinking;
   if (thinking !== undefined) {
     const display = thinking.type !== 'disabled' && thinking.display !== undefined ? { display: thinking.display } : {};
     fields.thinking = thinking.type === 'enabled' ? { type: 'enabled', budget_tokens: thinking.budgetTokens, ...display } : { type: thinking.type, ...display };
