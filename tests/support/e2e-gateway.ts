@@ -21,12 +21,13 @@ export function e2eCostMicros(promptTokens: number, completionTokens: number): b
 }
 
 /** The `usage` a response shows for some tokens at the e2e prices: the counts and their cost in µ₹ and rupees. */
-export function e2eUsage(promptTokens: number, completionTokens: number): {
-  prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_micros: string; cost_inr: string;
+export function e2eUsage(promptTokens: number, completionTokens: number, reasoningTokens = 0): {
+  prompt_tokens: number; completion_tokens: number; total_tokens: number; completion_tokens_details: { reasoning_tokens: number }; cost_micros: string; cost_inr: string;
 } {
   const costMicros = e2eCostMicros(promptTokens, completionTokens);
   return {
     prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens,
+    completion_tokens_details: { reasoning_tokens: reasoningTokens },
     cost_micros: String(costMicros), cost_inr: `${costMicros / 1_000_000n}.${String(costMicros % 1_000_000n).padStart(6, '0')}`,
   };
 }

@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo, Socket } from 'node:net';
 import { parseDirectives, withoutDirectives, type Directives, type UsageClasses } from './directives.ts';
 import { anthropicPromptBlocks, openAiPromptBlocks, PrefixCache, type PrefixCacheOptions } from './prefix-cache.ts';
+import { anthropicThinking, invalidThinkingBlocks, openAiReasoningWords, thinkingBlocks, thinkingStreamEvents } from './reasoning.ts';
 
 /** Each string the fake upstream deliberately leaks, by where it appears. */
 const namedLeakMarkers = {
@@ -483,11 +484,14 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const finishReason = cut ? 'length' : 'stop';
     const reply = words.join(' ');
     const promptTokens = fakePromptTokens(messages);
-    // A usage_classes directive replaces what the modelled prompt cache reports.
-    const usage = openAiUsageWithClasses(
-      { prompt_tokens: promptTokens, completion_tokens: words.length, total_tokens: promptTokens + words.length, prompt_tokens_details: openAiPromptDetails(body) },
-      directives.usageClasses,
-    );
+    // Reasoning (reasoning.ts) comes before the reply and counts as output: reasoning_tokens of
+    // completion_tokens. A usage_classes directive replaces what the modelled prompt cache reports.
+    const reasoning = openAiReasoningWords(body);
+    const outputTokens = words.length + reasoning.length;
+    const usage = openAiUsageWithClasses({
+      prompt_tokens: promptTokens, completion_tokens: outputTokens, total_tokens: promptTokens + outputTokens, prompt_tokens_details: openAiPromptDetails(body),
+      ...(reasoning.length > 0 ? { completion_tokens_details: { reasoning_tokens: reasoning.length } } : {}),
+    }, directives.usageClasses);
     const id = `${leakMarkers.completionIdPrefix}${requestNumber}`;
     const created = Math.floor(Date.now() / 1000);
 
@@ -504,7 +508,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       }
       tailFrames.push('data: [DONE]\n\n');
       await streamWords(res, headers, directives, {
-        head: [`data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }, null))}\n\n`],
+        head: [
+          `data: ${JSON.stringify(chunk({ role: 'assistant', content: '' }, null))}\n\n`,
+          ...reasoning.map((word, i) => `data: ${JSON.stringify(chunk({ reasoning_content: i === 0 ? word : ` ${word}` }, null))}\n\n`),
+        ],
         word: (word, i) => `data: ${JSON.stringify(chunk({ content: i === 0 ? word : ` ${word}` }, null))}\n\n`,
         error: `data: ${JSON.stringify(vendorError(500, 'Vendor stream interrupted on node vendor-east-7', 'vendor_stream'))}\n\n`,
         tail: tailFrames,
@@ -514,7 +521,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
 
     sendJson(res, 200, {
       id, object: 'chat.completion', created, model: vendorModel, system_fingerprint: leakMarkers.systemFingerprint,
-      choices: [{ index: 0, message: { role: 'assistant', content: reply, refusal: null }, logprobs: null, finish_reason: finishReason }],
+      choices: [{
+        index: 0, logprobs: null, finish_reason: finishReason,
+        message: { role: 'assistant', content: reply, refusal: null, ...(reasoning.length > 0 ? { reasoning_content: reasoning.join(' ') } : {}) },
+      }],
       ...(directives.noUsage ? {} : { usage }),
       service_tier: 'default',
       vendor_trace: leakMarkers.vendorTrace,
@@ -638,6 +648,11 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       sendJson(res, 400, anthropicError('invalid_request_error', `tool_use_id ${unmatched.slice(0, 80)} has no matching tool_use block`), headers);
       return;
     }
+    const badThinking = invalidThinkingBlocks(messages);
+    if (badThinking !== undefined) {
+      sendJson(res, 400, anthropicError('invalid_request_error', badThinking), headers);
+      return;
+    }
     const vendorModel = `${typeof request.model === 'string' ? request.model : 'unknown'}${leakMarkers.vendorModelSuffix}`;
     if (directives.toolCall !== undefined && !endsWithToolResult(messages)) {
       await anthropicToolUse(request, directives, directives.toolCall, res, headers, requestNumber, vendorModel);
@@ -647,6 +662,10 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const stopReason = cut ? 'max_tokens' : 'end_turn';
     const inputUsage = anthropicInputUsage(request);
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
+    // Thinking (reasoning.ts) is the first block and counts as output, as Anthropic bills it.
+    const thinking = anthropicThinking(request, lastUserText(messages));
+    const thinkingTokens = thinking?.words.length ?? 0;
+    const textIndex = thinking === undefined ? 0 : 1;
 
     if (request.stream === true) {
       const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
@@ -659,14 +678,15 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
               vendor_trace: leakMarkers.vendorTrace, ...usageOf(1),
             },
           }),
-          event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+          ...(thinking === undefined ? [] : thinkingStreamEvents(thinking, event)),
+          event('content_block_start', { index: textIndex, content_block: { type: 'text', text: '' } }),
           event('ping', {}),
         ],
-        word: (word, i) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } }),
+        word: (word, i) => event('content_block_delta', { index: textIndex, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } }),
         error: event('error', { error: { type: 'overloaded_error', message: `Vendor stream interrupted (${leakMarkers.errorText})` } }),
         tail: [
-          event('content_block_stop', { index: 0 }),
-          event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, ...usageOf(words.length) }),
+          event('content_block_stop', { index: textIndex }),
+          event('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, ...usageOf(words.length + thinkingTokens) }),
           event('message_stop', {}),
         ],
       }, words);
@@ -674,9 +694,9 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     }
     sendJson(res, 200, {
       id, type: 'message', role: 'assistant', model: vendorModel,
-      content: [{ type: 'text', text: words.join(' ') }],
+      content: [...(thinking === undefined ? [] : thinkingBlocks(thinking)), { type: 'text', text: words.join(' ') }],
       stop_reason: stopReason, stop_sequence: null,
-      ...(directives.noUsage ? {} : { usage: anthropicUsageOf(inputUsage, words.length, directives.usageClasses) }),
+      ...(directives.noUsage ? {} : { usage: anthropicUsageOf(inputUsage, words.length + thinkingTokens, directives.usageClasses) }),
       vendor_trace: leakMarkers.vendorTrace,
     }, headers);
   }
@@ -693,18 +713,23 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const id = `${leakMarkers.messageIdPrefix}${requestNumber}`;
     const toolUseId = `${leakMarkers.toolUseIdPrefix}${requestNumber}`;
     const textWords = toolTextWords(directives);
-    const usage = directives.noUsage ? {} : { usage: anthropicUsageOf(inputUsage, textWords.length + pieces.length, directives.usageClasses) };
-    // The tool_use block follows the text block when there is one.
-    const toolIndex = textWords.length > 0 ? 1 : 0;
+    // Thinking (reasoning.ts), when asked for, is the first block: Anthropic's tool loops with thinking.
+    const thinking = anthropicThinking(request, lastUserText(messages));
+    const thinkingIndexes = thinking === undefined ? 0 : 1;
+    const usage = directives.noUsage ? {} : { usage: anthropicUsageOf(inputUsage, (thinking?.words.length ?? 0) + textWords.length + pieces.length, directives.usageClasses) };
+    // The tool_use block follows the thinking and text blocks when there are some.
+    const textIndex = thinkingIndexes;
+    const toolIndex = textIndex + (textWords.length > 0 ? 1 : 0);
     if (request.stream === true) {
       const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
       await streamWords(res, headers, directives, {
         head: [
           event('message_start', { message: { id, type: 'message', role: 'assistant', model: vendorModel, content: [], stop_reason: null, ...usage } }),
+          ...(thinking === undefined ? [] : thinkingStreamEvents(thinking, event)),
           ...(textWords.length > 0 ? [
-            event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-            ...textWords.map((word, i) => event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } })),
-            event('content_block_stop', { index: 0 }),
+            event('content_block_start', { index: textIndex, content_block: { type: 'text', text: '' } }),
+            ...textWords.map((word, i) => event('content_block_delta', { index: textIndex, delta: { type: 'text_delta', text: i === 0 ? word : ` ${word}` } })),
+            event('content_block_stop', { index: textIndex }),
           ] : []),
           event('content_block_start', { index: toolIndex, content_block: { type: 'tool_use', id: toolUseId, name, input: {} } }),
         ],
@@ -721,6 +746,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     sendJson(res, 200, {
       id, type: 'message', role: 'assistant', model: vendorModel,
       content: [
+        ...(thinking === undefined ? [] : thinkingBlocks(thinking)),
         ...(textWords.length > 0 ? [{ type: 'text', text: textWords.join(' ') }] : []),
         { type: 'tool_use', id: toolUseId, name, input: JSON.parse(args) as unknown },
       ],

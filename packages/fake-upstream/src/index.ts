@@ -5,3 +5,4 @@ export {
 } from './fake-upstream.ts';
 export { parseDirectives, withoutDirectives, type Directives } from './directives.ts';
 export type { PrefixCacheOptions, CacheTtl } from './prefix-cache.ts';
+export { fakeThinkingSignature } from './reasoning.ts';

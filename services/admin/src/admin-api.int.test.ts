@@ -483,7 +483,8 @@ describe('gateway models', () => {
     const response = await admin.request('POST', '/admin/v1/gateway-models', modelBody('acme-chat'));
     expect(response.status, response.text).toBe(201);
     expect(gatewayModelResponse.parse(response.json)).toEqual({
-      slug: 'acme-chat', display_name: 'Model acme-chat', kind: 'chat', input_modalities: ['text'], default_max_tokens: 64, max_context_tokens: 4096,
+      slug: 'acme-chat', display_name: 'Model acme-chat', kind: 'chat', input_modalities: ['text'],
+      reasoning_efforts: [], thinking_modes: [], max_thinking_budget_tokens: 0, returns_reasoning: false, default_max_tokens: 64, max_context_tokens: 4096,
       input_price_micros_per_mtok: '2000000', output_price_micros_per_mtok: '5000000',
       provider_input_cost_micros_per_mtok: '1000000', provider_output_cost_micros_per_mtok: '0',
       // Class prices left out: each input class at the input price (cost), reasoning as output (null).

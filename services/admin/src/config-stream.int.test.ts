@@ -97,6 +97,7 @@ describe('the config stream', () => {
       createdAtS: BigInt(Math.floor(Date.parse(model.json.created_at) / 1000)),
       allowPrivateNetwork: true, // this admin runs with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true
       kind: 'chat', inputModalities: [], // text only ("text" is implied on the wire)
+      reasoningEfforts: [], thinkingModes: [], maxThinkingBudgetTokens: 0, returnsReasoning: false,
     });
     expect(logs.text()).not.toContain(upstreamCredential);
   });

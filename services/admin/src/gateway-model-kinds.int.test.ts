@@ -224,7 +224,8 @@ describe('the demo models', () => {
     expect(response.status, response.text).toBe(200);
     expect(gatewayModelResponse.parse(response.json)).toEqual({
       slug: 'demo-embedding', display_name: 'Demo embeddings (built-in demo upstream, no provider account)',
-      kind: 'embedding', input_modalities: ['text'], default_max_tokens: 1, max_context_tokens: 8192,
+      kind: 'embedding', input_modalities: ['text'],
+      reasoning_efforts: [], thinking_modes: [], max_thinking_budget_tokens: 0, returns_reasoning: false, default_max_tokens: 1, max_context_tokens: 8192,
       input_price_micros_per_mtok: '1000000', output_price_micros_per_mtok: '0',
       provider_input_cost_micros_per_mtok: '0', provider_output_cost_micros_per_mtok: '0',
       cached_input_price_micros_per_mtok: '1000000', cache_write_5m_price_micros_per_mtok: '1000000', cache_write_1h_price_micros_per_mtok: '1000000',

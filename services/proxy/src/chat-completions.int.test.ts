@@ -81,7 +81,9 @@ describe('a completion', () => {
     expect(data.choices[0]!.finish_reason).toBe('stop');
     // The fake counts 5 words + 3 for the message; the reply is 7 words.
     // Its cost, in µ₹ and rupees, is the Settle's below: 71 µ₹.
-    expect(data.usage).toEqual({ prompt_tokens: 8, completion_tokens: 7, total_tokens: 15, cost_micros: '71', cost_inr: '0.000071' });
+    expect(data.usage).toEqual({
+      prompt_tokens: 8, completion_tokens: 7, total_tokens: 15, completion_tokens_details: { reasoning_tokens: 0 }, cost_micros: '71', cost_inr: '0.000071',
+    });
 
     const requestId = response.headers.get('x-request-id')!;
     const reserve = world.ledger.calls.reserve.at(-1)!;

@@ -284,7 +284,10 @@ describe('a streamed message', () => {
         model: slug, max_tokens: 2048, stream: true, temperature: 1, system: systemBlocks, tools,
         messages: [{ role: 'user', content: [{ type: 'text', text: content, cache_control: { type: 'ephemeral' } }] }],
         metadata: { user_id: 'user_0123abcd_account__session_4567' },
-        thinking: { type: 'enabled', budget_tokens: 1024 },
+        // What Claude Code 2.1.332 sends on every request: adaptive thinking (the model decides; one
+        // that takes no thinking thinks none) and Anthropic's default effort.
+        thinking: { type: 'adaptive', display: 'omitted' },
+        output_config: { effort: 'high' },
         context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
       }, '/v1/messages?beta=true', {
         'x-api-key': acme.apiKey, 'anthropic-version': '2023-06-01',
@@ -302,10 +305,11 @@ describe('a streamed message', () => {
       const delta = events.find((event) => event.type === 'message_delta')!;
       expect(delta.usage, slug).toEqual(expectedMessagesUsage(inputTokens, 3));
       await expectBilledExactly(before, delta.usage.cost_micros as string, cost(inputTokens, 3));
-      // Ignored, never forwarded: neither the thinking request nor the context edits reach the upstream.
+      // Not forwarded to a model without reasoning controls: they ask for what it does anyway. Nor are the context edits.
       const seen = world.upstream.requests.at(-1)!.body as Record<string, unknown>;
       expect(seen).not.toHaveProperty('context_management');
       expect(seen).not.toHaveProperty('thinking');
+      expect(seen).not.toHaveProperty('output_config');
       expect(leaksIn(text)).toEqual([]);
     }
   });

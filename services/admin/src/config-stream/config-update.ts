@@ -75,6 +75,10 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
     kind: model.kind,
     // "text" is implied on the wire: what else the upstream accepts.
     inputModalities: model.inputModalities.filter((modality) => modality !== 'text'),
+    reasoningEfforts: model.reasoningEfforts,
+    thinkingModes: model.thinkingModes,
+    maxThinkingBudgetTokens: model.maxThinkingBudgetTokens,
+    returnsReasoning: model.returnsReasoning,
   };
 }
 

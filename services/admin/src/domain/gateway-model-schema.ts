@@ -82,6 +82,25 @@ const inputModalitiesGiven = z.array(z.enum(gatewayModelInputModalities, { error
   .refine((modalities) => modalities.includes('text'), { error: 'must include "text"' })
   .meta({ description: 'What the upstream accepts in a message: "text" always; "image" lets requests carry image_url parts, "audio" input_audio parts (refused with a 400 otherwise). Default ["text"].' });
 
+/** Effort levels a model's upstream may take: OpenAI's reasoning_effort values and Anthropic's output_config.effort values. */
+const reasoningEffortValues = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
+/** Anthropic thinking modes a model's upstream may take ("disabled" is always accepted). */
+const thinkingModeValues = ['enabled', 'adaptive'] as const;
+
+/** A set of distinct values of `values`, as a request gives it. */
+function distinctSet<const V extends readonly [string, ...string[]]>(values: V, description: string) {
+  return z.array(z.enum(values, { error: `must be one of ${values.map((value) => `"${value}"`).join(', ')}` }), { error: 'must be an array' })
+    .max(values.length, { error: 'must not repeat a value' })
+    .refine((given) => new Set(given).size === given.length, { error: 'must not repeat a value' })
+    .meta({ description });
+}
+
+const reasoningEffortsGiven = distinctSet(reasoningEffortValues, 'Effort levels the upstream takes: sent as reasoning_effort to an OpenAI-compatible upstream '
+  + '(none, minimal, low, medium, high, xhigh) or as output_config.effort to an anthropic one (low, medium, high, max). A request with another effort is a 400. Default [] (none).');
+const thinkingModesGiven = distinctSet(thinkingModeValues, 'anthropic upstreams only: the thinking modes the upstream takes, "enabled" (thinking.budget_tokens) and "adaptive". Default [] (no extended thinking).');
+const returnsReasoningGiven = z.boolean({ error: 'must be true or false' })
+  .meta({ description: 'true: the upstream returns its reasoning (reasoning_content, or thinking blocks), which clients then receive in their surface\'s shape. Default false.' });
+
 /** A price or cost per million tokens as a request gives it, µ₹. */
 const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`);
 
@@ -190,6 +209,29 @@ const gatewayModelFields = {
     shown: 'What requests may carry besides text: image (image_url parts) and audio (input_audio parts).',
     create: inputModalitiesGiven.default(['text']),
     update: inputModalitiesGiven.optional(),
+  },
+  reasoning_efforts: {
+    record: z.array(z.enum(reasoningEffortValues)),
+    shown: 'Effort levels the upstream takes (reasoning_effort, or output_config.effort for anthropic).',
+    create: reasoningEffortsGiven.default([]),
+    update: reasoningEffortsGiven.optional(),
+  },
+  thinking_modes: {
+    record: z.array(z.enum(thinkingModeValues)),
+    shown: 'Anthropic thinking modes the upstream takes: enabled (with budget_tokens), adaptive.',
+    create: thinkingModesGiven.default([]),
+    update: thinkingModesGiven.optional(),
+  },
+  max_thinking_budget_tokens: {
+    record: z.int(),
+    create: integerIn(0, 10_000_000, 'Largest thinking.budget_tokens a request may give (it also stays below max_tokens); 0: bounded by max_tokens only. Default 0.').default(0),
+    update: integerIn(0, 10_000_000, 'Largest thinking.budget_tokens a request may give; 0: bounded by max_tokens only.').optional(),
+  },
+  returns_reasoning: {
+    record: z.boolean(),
+    shown: 'true: the upstream returns its reasoning, and clients receive it.',
+    create: returnsReasoningGiven.default(false),
+    update: returnsReasoningGiven.optional(),
   },
   default_max_tokens: { record: z.int(), create: integerIn(1, 1_000_000, 'max_tokens used to size the Reserve when a request gives none.') },
   max_context_tokens: {

@@ -16,6 +16,7 @@ import {
 } from './gateway-model-store.ts';
 import { aliasNameInUse } from './model-alias-store.ts';
 import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
+import { reasoningControlsProblem } from './reasoning-controls.ts';
 import {
   allowsPrivateUpstream, normaliseUpstreamUrl, resolvedHostProblem, resolvesToInternalAddressProblem, upstreamUrlProblem,
 } from './upstream-url.ts';
@@ -62,6 +63,11 @@ const demoGatewayModel = {
   kind: 'chat',
   // The demo upstream reads only the text, but takes image and audio parts: a user can try them on it.
   inputModalities: ['text', 'image', 'audio'],
+  // The demo takes no reasoning controls, like every model until an admin sets them.
+  reasoningEfforts: [],
+  thinkingModes: [],
+  maxThinkingBudgetTokens: 0,
+  returnsReasoning: false,
   // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
   upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false },
   upstreamApiKeyEncrypted: null,
@@ -132,6 +138,10 @@ const demoEmbeddingModel = {
   ...tokenClassPricesAt(1_000_000n, 0n),
   kind: 'embedding',
   inputModalities: ['text'],
+  reasoningEfforts: [],
+  thinkingModes: [],
+  maxThinkingBudgetTokens: 0,
+  returnsReasoning: false,
   upstream: { providerKind: 'openai_compatible', model: 'demo-embedding', allowPrivateNetwork: false },
   upstreamApiKeyEncrypted: null,
 } as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };
@@ -283,6 +293,10 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
         const modalities = modalityProblem(current.upstream.providerKind, input.inputModalities);
         if (modalities !== undefined) {
           throw new GatewayError('invalid_request', { publicMessage: `Invalid request: input_modalities: ${modalities}.`, param: 'input_modalities' });
+        }
+        const reasoning = reasoningControlsProblem(current.upstream.providerKind, current.kind, input.reasoningEfforts, input.thinkingModes);
+        if (reasoning !== undefined) {
+          throw new GatewayError('invalid_request', { publicMessage: `Invalid request: ${reasoning.param}: ${reasoning.message}.`, param: reasoning.param });
         }
         const defaultMaxTokens = input.defaultMaxTokens ?? current.defaultMaxTokens;
         const maxContextTokens = input.maxContextTokens ?? current.maxContextTokens;

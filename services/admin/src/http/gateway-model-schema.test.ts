@@ -11,6 +11,10 @@ const model: GatewayModel = {
   displayName: 'Acme chat',
   kind: 'chat',
   inputModalities: ['text', 'image'],
+  reasoningEfforts: ['low', 'high'],
+  thinkingModes: ['enabled'],
+  maxThinkingBudgetTokens: 16_000,
+  returnsReasoning: true,
   defaultMaxTokens: 64,
   maxContextTokens: 4096,
   inputPriceMicrosPerMtok: 2_000_000n,
@@ -45,7 +49,8 @@ describe('the one Gateway Model schema', () => {
     const json = gatewayModelToJson(model);
     expect(gatewayModelResponse.parse(json)).toEqual(json);
     expect(json).toEqual({
-      slug: 'acme-chat', display_name: 'Acme chat', kind: 'chat', input_modalities: ['text', 'image'], default_max_tokens: 64, max_context_tokens: 4096,
+      slug: 'acme-chat', display_name: 'Acme chat', kind: 'chat', input_modalities: ['text', 'image'],
+      reasoning_efforts: ['low', 'high'], thinking_modes: ['enabled'], max_thinking_budget_tokens: 16_000, returns_reasoning: true, default_max_tokens: 64, max_context_tokens: 4096,
       input_price_micros_per_mtok: '2000000', output_price_micros_per_mtok: '9007199254740993',
       provider_input_cost_micros_per_mtok: '1', provider_output_cost_micros_per_mtok: '0',
       cached_input_price_micros_per_mtok: '200000', cache_write_5m_price_micros_per_mtok: '2500000', cache_write_1h_price_micros_per_mtok: '4000000',
@@ -85,7 +90,8 @@ describe('the one Gateway Model schema', () => {
       upstream: { provider_kind: 'openai', base_url: 'https://api.example.com/v1', model: 'm', api_key: 'sk-x' },
     }, 'body');
     expect(camelKeys(body)).toEqual({
-      slug: 'acme-chat', kind: 'chat', inputModalities: ['text'], defaultMaxTokens: 64, maxContextTokens: 4096,
+      slug: 'acme-chat', kind: 'chat', inputModalities: ['text'],
+      reasoningEfforts: [], thinkingModes: [], maxThinkingBudgetTokens: 0, returnsReasoning: false, defaultMaxTokens: 64, maxContextTokens: 4096,
       inputPriceMicrosPerMtok: 2_000_000n, outputPriceMicrosPerMtok: 5_000_000n,
       providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n,
       // Left out: reasoning priced as output; the input classes are filled from the input price by the service.

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { gatewayModelCreateShape, gatewayModelSlug, gatewayModelUpdateShape } from '../domain/gateway-model-schema.ts';
 import { embeddingModelProblems, modalityProblem } from '../domain/gateway-models-service.ts';
+import { reasoningControlsProblem } from '../domain/reasoning-controls.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
 import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 import { displayText, integerIn, moneyMicros, pageLimit } from '../domain/wire-fields.ts';
@@ -113,6 +114,8 @@ export function createGatewayModelBody(policy: UpstreamUrlPolicy) {
       });
       for (const problem of problems) context.addIssue({ code: 'custom', path: problem.param.split('.'), message: problem.message });
     }
+    const reasoning = reasoningControlsProblem(body.upstream.provider_kind, body.kind, body.reasoning_efforts, body.thinking_modes);
+    if (reasoning !== undefined) context.addIssue({ code: 'custom', path: [reasoning.param], message: reasoning.message });
     if (body.default_max_tokens !== undefined && body.max_context_tokens < body.default_max_tokens) {
       context.addIssue({ code: 'custom', path: ['max_context_tokens'], message: 'must be at least default_max_tokens' });
     }

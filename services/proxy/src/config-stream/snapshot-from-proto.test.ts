@@ -126,6 +126,20 @@ describe('allow_private_network', () => {
   });
 });
 
+describe('reasoning controls (GatewayModel 26-29)', () => {
+  it('are decoded as sets, none from an older admin; an unknown thinking mode leaves the model out', () => {
+    const { gatewayModels } = decoded(full(1n, {
+      gatewayModels: [model('m1'), model('m2', { reasoningEfforts: ['low', 'high'], thinkingModes: ['adaptive'], maxThinkingBudgetTokens: 8192, returnsReasoning: true })],
+    }));
+    expect(gatewayModels.get('m1')?.reasoning).toEqual({ efforts: new Set(), thinkingModes: new Set(), maxThinkingBudgetTokens: 0, returnsReasoning: false });
+    expect(gatewayModels.get('m2')?.reasoning).toEqual({
+      efforts: new Set(['low', 'high']), thinkingModes: new Set(['adaptive']), maxThinkingBudgetTokens: 8192, returnsReasoning: true,
+    });
+    const change = configChangeFromProto(full(2n, { gatewayModels: [model('m3', { thinkingModes: ['always'] })] }), options);
+    expect(change.gatewayModels).toEqual([{ key: 'm3', problem: 'gateway model m3: unknown thinking mode "always"' }]);
+  });
+});
+
 describe('tool_call_id_key', () => {
   const apply = (current: Parameters<typeof applyConfigChange>[0], update: configV1.ConfigUpdate) => {
     const result = applyConfigChange(current, configChangeFromProto(update, options));

@@ -6,6 +6,7 @@ import { configV1 } from '@gateway/contracts';
 import type {
   ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, MediaModality, OrganisationEntry, ProjectEntry,
 } from '../domain/config-snapshot.ts';
+import type { ReasoningControls, ThinkingMode } from '../domain/reasoning.ts';
 import { tokenizerForModel } from '../domain/token-estimate.ts';
 import { cacheScopeKeyBytes } from '../domain/cache-scope.ts';
 import { toolCallIdKeyBytes } from '../domain/tool-call-id-codec.ts';
@@ -93,6 +94,22 @@ function priceSheetInput(message: configV1.GatewayModel): PriceSheetInput {
   };
 }
 
+/** The reasoning controls of a model message (fields 26-29), or why they are unusable. */
+function reasoningControlsFrom(message: configV1.GatewayModel, label: string): ReasoningControls | string {
+  const thinkingModes = new Set<ThinkingMode>();
+  for (const mode of message.thinkingModes) {
+    if (mode === 'enabled' || mode === 'adaptive') thinkingModes.add(mode);
+    else return `${label}: unknown thinking mode ${JSON.stringify(mode)}`;
+  }
+  if (!Number.isInteger(message.maxThinkingBudgetTokens) || message.maxThinkingBudgetTokens < 0) return `${label}: negative max_thinking_budget_tokens`;
+  return {
+    efforts: new Set(message.reasoningEfforts),
+    thinkingModes,
+    maxThinkingBudgetTokens: message.maxThinkingBudgetTokens,
+    returnsReasoning: message.returnsReasoning,
+  };
+}
+
 function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions): GatewayModelEntry | string {
   const label = `gateway model ${message.slug || '(no slug)'}`;
   if (message.slug === '') return `${label}: missing slug`;
@@ -112,11 +129,14 @@ function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions)
     if (modality === 'image' || modality === 'audio') mediaModalities.add(modality);
     else if (modality !== 'text') return `${label}: unknown input modality ${JSON.stringify(modality)}`;
   }
+  const reasoning = reasoningControlsFrom(message, label);
+  if (typeof reasoning === 'string') return reasoning;
   return {
     slug: message.slug,
     displayName: message.displayName,
     kind,
     mediaModalities,
+    reasoning,
     defaultMaxTokens: message.defaultMaxTokens,
     maxContextTokens: message.maxContextTokens,
     inputPriceMicrosPerMtok: message.inputPriceMicrosPerMtok,

@@ -1,6 +1,7 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
 import type { GatewayModelEntry } from './config-snapshot.ts';
+import type { ReasoningBlock, ReasoningRequest } from './reasoning.ts';
 
 /** Most messages one request may carry. */
 const maxMessages = 2048;
@@ -141,10 +142,16 @@ const chatRequestSchema = z.object({
     z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
   ], { error: 'tool_choice must be none, auto, required or {type: "function", function: {name}}' }).nullish(),
   logit_bias: z.record(z.string().regex(/^\d+$/, 'logit_bias keys are token ids'), z.number().min(-100).max(100)).nullish(),
+  // Judged against the model's accepted efforts (domain/reasoning.ts), so any string passes here.
+  reasoning_effort: z.string({ error: 'reasoning_effort must be a string' }).min(1, 'reasoning_effort must not be empty').max(32).nullish(),
 });
 
-/** A message as validated (and as forwarded). */
-export type ChatMessage = z.infer<typeof messageSchema>;
+/**
+ * A message as validated (and as forwarded). `reasoning` is the model's reasoning of an earlier
+ * assistant turn that a surface carries back (Messages thinking blocks, Responses reasoning
+ * items), signatures opened; only an adapter whose upstream takes it back sends it.
+ */
+export type ChatMessage = z.infer<typeof messageSchema> & { reasoning?: ReasoningBlock[] };
 
 /** One part of a message's content array: text, an image (`image_url`) or audio (`input_audio`). */
 export type ChatContentPart = z.infer<typeof contentPartSchema>;
@@ -178,6 +185,8 @@ export interface ChatRequest {
    * organisation's own key (domain/cache-scope.ts).
    */
   promptCacheKey?: string;
+  /** What the request asks of the model's reasoning, judged against the model in planChat (domain/reasoning.ts). */
+  reasoning?: ReasoningRequest;
 }
 
 /** Formats a zod issue path the way OpenAI names parameters, e.g. `messages[0].content`. */
@@ -256,11 +265,13 @@ export function parseChatRequest(body: unknown, limits: ChatRequestLimits = { ma
     if (value !== undefined && value !== null) params[name] = value;
   }
   const cacheBreakpoints = checkCacheBreakpoints(request);
+  const effort = request.reasoning_effort ?? undefined;
   return {
     model: request.model, messages: request.messages, maxTokens, stream,
     includeUsage: stream && request.stream_options?.include_usage === true, params,
     ...(cacheBreakpoints > 0 ? { cacheBreakpoints } : {}),
     ...(request.prompt_cache_key == null ? {} : { promptCacheKey: request.prompt_cache_key }),
+    ...(effort === undefined ? {} : { reasoning: { effort: { value: effort, param: 'reasoning_effort', isSurfaceDefault: false, impliesThinking: true } } }),
   };
 }
 

@@ -1,6 +1,7 @@
-import type { NormalizedChoice, NormalizedCompletion, StreamChoice } from './normalized-completion.ts';
+import type { NormalizedChoice, NormalizedCompletion, StreamChoice, TokenClassCounts } from './normalized-completion.ts';
 import { toHttpError, type GatewayError } from '@gateway/errors';
 import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from './pricing.ts';
+import { reasoningTextOf } from './reasoning-blocks.ts';
 import type { StreamClose, StreamRenderer } from './stream-renderer.ts';
 import { countTextTokens, truncateToTokens, type TokenizerName } from './token-estimate.ts';
 
@@ -19,6 +20,8 @@ export interface ChatCompletionBody {
       content: string | null;
       refusal: string | null;
       tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+      /** The model's reasoning text, when the upstream returned some (vLLM's and DeepSeek's field). */
+      reasoning_content?: string;
     };
     finish_reason: string;
     logprobs: NormalizedCompletion['choices'][number]['logprobs'];
@@ -36,7 +39,19 @@ type ChatUsage = {
   completion_tokens: number;
   total_tokens: number;
   prompt_tokens_details?: { cached_tokens: number };
+  completion_tokens_details: { reasoning_tokens: number };
 } & UsageCostFields;
+
+/**
+ * Reasoning tokens of a billed usage (part of its completion tokens): the upstream's count when
+ * the usage is the upstream's, else 0, never more than the completion tokens billed.
+ */
+export function reasoningTokensOf(usage: TokenUsage): number {
+  // A billed usage is the upstream's NormalizedUsage when the upstream reported it (its classes
+  // ride along); the gateway's own count carries none.
+  const reported = (usage as TokenUsage & TokenClassCounts).reasoningTokens ?? 0;
+  return Math.min(reported, usage.completionTokens);
+}
 
 /**
  * The `usage` object of a chat completion (and of a stream's usage chunk) for a billed usage and
@@ -51,8 +66,25 @@ function chatUsage(usage: TokenUsage, costMicros: bigint, byClass?: readonly Cla
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
     ...(cached > 0 ? { prompt_tokens_details: { cached_tokens: cached } } : {}),
+    completion_tokens_details: { reasoning_tokens: reasoningTokensOf(usage) },
     ...usageCostFields(costMicros, byClass),
   };
+}
+
+/**
+ * A chunk's choices as chat clients get them: the gateway's own reasoning fields (a signature, a
+ * redacted block: Anthropic's, which the chat form has no place for) left out, and a choice left
+ * with nothing to say dropped; the choices themselves when they carry none (the common case).
+ */
+function chatChoices(choices: StreamChoice[]): StreamChoice[] {
+  if (!choices.some((choice) => choice.delta.reasoning_signature !== undefined || choice.delta.redacted_reasoning !== undefined)) return choices;
+  const shown: StreamChoice[] = [];
+  for (const choice of choices) {
+    const { reasoning_signature: _signature, redacted_reasoning: _redacted, ...delta } = choice.delta;
+    if (Object.keys(delta).length === 0 && choice.finish_reason === null) continue;
+    shown.push({ ...choice, delta });
+  }
+  return shown;
 }
 
 /**
@@ -93,6 +125,7 @@ export function buildChatCompletionBody(input: {
         content: choice.content,
         refusal: choice.refusal,
         ...(choice.toolCalls.length > 0 ? { tool_calls: choice.toolCalls } : {}),
+        ...(choice.reasoning === undefined ? {} : { reasoning_content: reasoningTextOf(choice.reasoning) }),
       },
       finish_reason: choice.finishReason,
       logprobs: choice.logprobs,
@@ -113,7 +146,10 @@ export function createChatStreamRenderer(input: { id: string; createdS: number; 
   const tail = input.includeUsage ? ',"usage":null}\n\n' : '}\n\n';
   return {
     start: () => '',
-    chunk: (choices: StreamChoice[]) => head + JSON.stringify(choices) + tail,
+    chunk(choices: StreamChoice[]): string {
+      const shown = chatChoices(choices);
+      return shown.length === 0 ? '' : head + JSON.stringify(shown) + tail;
+    },
     text: (_text: string, json: string) => head + json + tail,
     close(close: StreamClose): string {
       let frames = '';
@@ -130,7 +166,8 @@ export function createChatStreamRenderer(input: { id: string; createdS: number; 
 export function estimateCompletionTokens(completion: NormalizedCompletion, tokenizer: TokenizerName): number {
   let tokens = 0;
   for (const choice of completion.choices) {
-    tokens += countTextTokens(choice.content ?? '', tokenizer) + countTextTokens(choice.refusal ?? '', tokenizer);
+    tokens += countTextTokens(choice.content ?? '', tokenizer) + countTextTokens(choice.refusal ?? '', tokenizer)
+      + countTextTokens(reasoningTextOf(choice.reasoning), tokenizer);
     for (const call of choice.toolCalls) {
       tokens += countTextTokens(call.function.name, tokenizer) + countTextTokens(call.function.arguments, tokenizer);
     }
@@ -161,6 +198,19 @@ export function cutCompletion(completion: NormalizedCompletion, maxTokens: numbe
   };
   const choices: NormalizedChoice[] = [];
   for (const choice of completion.choices) {
+    // Reasoning comes first and is kept only whole: a cut thinking block's signature no longer
+    // matches it, so the client could not send it back.
+    const reasoningText = reasoningTextOf(choice.reasoning);
+    if (reasoningText !== '') {
+      const tokens = countTextTokens(reasoningText, tokenizer);
+      if (tokens > remaining) {
+        remaining = 0;
+        const { reasoning: _dropped, ...rest } = choice;
+        choices.push({ ...rest, content: '', refusal: null, toolCalls: [], finishReason: 'length', logprobs: null });
+        return { completion: { ...completion, choices }, cut: true };
+      }
+      remaining -= tokens;
+    }
     const content = choice.content === null ? undefined : take(choice.content);
     if (content !== undefined && !content.whole) {
       choices.push({ ...choice, content: content.kept, refusal: null, toolCalls: [], finishReason: 'length', logprobs: null });

@@ -1,5 +1,6 @@
 import type { PriceSheet } from './pricing.ts';
 import type { TokenizerName } from './token-estimate.ts';
+import type { ReasoningControls } from './reasoning.ts';
 
 /** An API key as the proxy knows it: only its hash, and whom it belongs to. */
 export interface KeyEntry {
@@ -82,6 +83,8 @@ export interface GatewayModelEntry {
   upstream: UpstreamTarget;
   /** The BPE encoding its tokens are counted with, chosen from the upstream model name. */
   tokenizer: TokenizerName;
+  /** The reasoning controls its upstream accepts; absent: none (domain/reasoning.ts). */
+  reasoning?: ReasoningControls;
 }
 
 /**

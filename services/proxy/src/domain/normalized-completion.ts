@@ -1,3 +1,5 @@
+import type { ReasoningBlock } from './reasoning.ts';
+
 /** A tool call of a completion choice, as clients see it. */
 interface NormalizedToolCall {
   id: string;
@@ -22,6 +24,8 @@ export interface NormalizedChoice {
   /** One of stop, length, tool_calls, content_filter, function_call. */
   finishReason: string;
   logprobs: { content: NormalizedTokenLogprob[] | null; refusal: NormalizedTokenLogprob[] | null } | null;
+  /** The model's reasoning before its answer, when the upstream returned it; absent: none. */
+  reasoning?: ReasoningBlock[];
 }
 
 /** A tool call fragment of a streamed choice, in OpenAI's chunk form. */
@@ -32,10 +36,26 @@ export interface StreamToolCallDelta {
   function?: { name?: string; arguments?: string };
 }
 
+/**
+ * The delta of a streamed choice. `reasoning_content` is reasoning text (the vLLM/DeepSeek chat
+ * convention, serialised as is); `reasoning_signature` (a thinking block's signature, ending it) and
+ * `redacted_reasoning` (a redacted thinking block's data) are the gateway's own, never serialised
+ * for chat clients (domain/completion-response.ts strips them).
+ */
+export interface StreamDelta {
+  role?: 'assistant';
+  content?: string;
+  refusal?: string;
+  tool_calls?: StreamToolCallDelta[];
+  reasoning_content?: string;
+  reasoning_signature?: string;
+  redacted_reasoning?: string;
+}
+
 /** One choice of a chunk, in the gateway's allowlisted OpenAI chunk form (serialised as is). */
 export interface StreamChoice {
   index: number;
-  delta: { role?: 'assistant'; content?: string; refusal?: string; tool_calls?: StreamToolCallDelta[] };
+  delta: StreamDelta;
   logprobs: { content: NormalizedTokenLogprob[] | null; refusal: NormalizedTokenLogprob[] | null } | null;
   /** One of stop, length, tool_calls, content_filter, function_call; null until the choice ends. */
   finish_reason: string | null;

@@ -146,6 +146,9 @@ function messageTexts(message: ChatMessage): string[] {
   else if (Array.isArray(message.content)) for (const part of message.content) if (part.type === 'text') parts.push(part.text);
   if (message.name !== undefined) parts.push(message.name);
   for (const call of message.tool_calls ?? []) parts.push(call.function.name, call.function.arguments);
+  // Earlier turns' reasoning sent back: Anthropic bills the last turn's thinking as input, so the
+  // Reserve counts it all (an overestimate for upstreams that take none back, never an under one).
+  for (const block of message.reasoning ?? []) parts.push(block.type === 'thinking' ? block.thinking : block.data);
   return parts;
 }
 

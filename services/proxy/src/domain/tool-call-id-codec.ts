@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createReasoningSeal } from './reasoning-seal.ts';
 import type { ToolCallIdCodec } from './tool-call-ids.ts';
 
 // The tool-call ids the gateway shows clients (docs/surfaces/tool-call-ids.md): the upstream's
@@ -48,6 +49,8 @@ export function createToolCallIdCodec(key: Uint8Array): ToolCallIdCodec {
   const keyBytes = Buffer.from(key);
 
   return {
+    reasoning: createReasoningSeal(keyBytes),
+
     conceal(upstreamId) {
       const idBytes = Buffer.from(upstreamId, 'utf8');
       const plaintext = Buffer.alloc(sealedPlaintextBytes);

@@ -1,6 +1,7 @@
 import { GatewayError } from '@gateway/errors';
 import type { ChatMessage, ChatRequest } from './chat-request.ts';
 import type { NormalizedCompletion } from './normalized-completion.ts';
+import type { ReasoningSeal } from './reasoning-seal.ts';
 
 /**
  * Turns an upstream's tool-call ids into the gateway's own and back, statelessly: an id an
@@ -17,6 +18,8 @@ export interface ToolCallIdCodec {
    * or issued under another key), which the request is refused for (400).
    */
   reveal(clientId: string): string | undefined;
+  /** Seals reasoning tokens under the same key (domain/reasoning-seal.ts); absent: reasoning tokens pass as they are. */
+  readonly reasoning?: ReasoningSeal;
 }
 
 /** A codec that maps nothing: for tests of code that has no tool calls in it. */

@@ -9,6 +9,8 @@ import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, ReserveOutcome,
 import { MediaTokenCounter } from '../domain/media-tokens.ts';
 import { costByClass, effectiveMaxTokens, reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
+import { checkReasoning, noReasoningControls } from '../domain/reasoning.ts';
+import { openReasoning } from '../domain/reasoning-blocks.ts';
 import { countTextTokens, estimatePromptTokens } from '../domain/token-estimate.ts';
 import { revealToolCallIds, type ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import { failedCall, type UpstreamFailure } from '../domain/upstream-failure.ts';
@@ -140,9 +142,13 @@ export function planChat(input: ChatInput): ChatPlan {
     ? 0
     : markerTokensOf(input.cacheScoping, cacheScope.marker, model.tokenizer, () => countTextTokens(cacheScope.marker, model.tokenizer) + 2));
   const maxTokens = effectiveMaxTokens(request.maxTokens, model, promptTokens - (media?.slackTokens ?? 0));
-  // The upstream sees its own tool-call ids, never the gateway's (domain/tool-call-ids.ts).
+  // Reasoning controls the model's upstream does not take are a 400 here, before the Reserve;
+  // a thinking budget lives inside maxTokens, so the Reserve below covers it (BOUNDED_OVERRUN).
+  const reasoning = checkReasoning(request.reasoning, model.reasoning ?? noReasoningControls, maxTokens);
+  // The upstream sees its own tool-call ids and reasoning signatures, never the gateway's sealed ones.
   const upstreamRequest = input.adapter.buildRequest(model.upstream, {
-    request: revealToolCallIds(request, input.toolCallIds), maxTokens, ...(cacheScope === undefined ? {} : { cacheScope }),
+    request: openReasoning(revealToolCallIds(request, input.toolCallIds), input.toolCallIds), maxTokens, reasoning,
+    ...(cacheScope === undefined ? {} : { cacheScope }),
   });
   return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), upstreamRequest, reservationId: `res_${input.requestUuid}`, carve: undefined };
 }

@@ -1,6 +1,7 @@
 import { cutCompletion, estimateCompletionTokens } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
 import { costByClass, outputTokensWithin, usageCostMicros, type ClassUsage, type TokenUsage } from '../domain/pricing.ts';
+import { sealCompletionReasoning } from '../domain/reasoning-blocks.ts';
 import { concealCompletionToolCallIds } from '../domain/tool-call-ids.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
@@ -105,7 +106,7 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };
   const delivered = withinReserve(completion, produced, plan, input);
   const completed: CompletedChat = {
-    completion: concealCompletionToolCallIds(delivered.completion, input.toolCallIds),
+    completion: sealCompletionReasoning(concealCompletionToolCallIds(delivered.completion, input.toolCallIds), input.toolCallIds),
     usage: delivered.usage,
     costMicros: usageCostMicros(delivered.usage, model).costMicros,
     costByClass: costByClass(delivered.usage, model),

@@ -1,6 +1,7 @@
 import { costByClass, usageCostMicros } from '../domain/pricing.ts';
 import { StreamMeter, type BilledUsage, type StreamEnding } from '../domain/stream-meter.ts';
 import type { StreamRenderer } from '../domain/stream-renderer.ts';
+import { sealStreamReasoning } from '../domain/reasoning-blocks.ts';
 import { createStreamToolCallIdConcealer } from '../domain/tool-call-ids.ts';
 import { streamFailureError } from '../domain/upstream-failure.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
@@ -180,6 +181,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
           frames += renderer.text(event.text, event.json);
         } else {
           concealToolCallIds(event.choices);
+          sealStreamReasoning(event.choices, input.toolCallIds);
           frames += renderer.chunk(event.choices);
         }
         return undefined;

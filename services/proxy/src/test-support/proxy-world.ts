@@ -29,12 +29,15 @@ export function expectedCostMicros(tokens: number, priceMicrosPerMtok: bigint): 
  * The `usage` a response shows for some tokens at the test prices: the counts and their cost in
  * µ₹ and rupees, written out independently of the code under test.
  */
-export function expectedUsage(promptTokens: number, completionTokens: number): {
-  prompt_tokens: number; completion_tokens: number; total_tokens: number; cost_micros: string; cost_inr: string;
+export function expectedUsage(promptTokens: number, completionTokens: number, reasoningTokens = 0): {
+  prompt_tokens: number; completion_tokens: number; total_tokens: number; completion_tokens_details: { reasoning_tokens: number }; cost_micros: string; cost_inr: string;
 } {
   const costMicros = expectedCostMicros(promptTokens, testPrices.inputPriceMicrosPerMtok) + expectedCostMicros(completionTokens, testPrices.outputPriceMicrosPerMtok);
   const rupees = `${costMicros / 1_000_000n}.${String(costMicros % 1_000_000n).padStart(6, '0')}`;
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens, cost_micros: String(costMicros), cost_inr: rupees };
+  return {
+    prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens,
+    completion_tokens_details: { reasoning_tokens: reasoningTokens }, cost_micros: String(costMicros), cost_inr: rupees,
+  };
 }
 
 /**

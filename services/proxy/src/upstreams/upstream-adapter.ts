@@ -3,6 +3,7 @@ import type { ChatRequest } from '../domain/chat-request.ts';
 import type { UpstreamTarget } from '../domain/config-snapshot.ts';
 import type { EmbeddingsInput } from '../domain/embeddings-request.ts';
 import type { NormalizedCompletion, NormalizedUsage, StreamChoice } from '../domain/normalized-completion.ts';
+import type { ForwardedReasoning } from '../domain/reasoning.ts';
 
 export type {
   NormalizedChoice, NormalizedCompletion, NormalizedTokenLogprob, NormalizedUsage, StreamChoice, StreamToolCallDelta,
@@ -28,6 +29,8 @@ export interface UpstreamChatRequest {
    * prompt_cache_key where the provider takes one. Absent: the request is sent as it is.
    */
   cacheScope?: CacheScope;
+  /** The reasoning controls to send, as checkReasoning judged them; absent: none. */
+  reasoning?: ForwardedReasoning;
 }
 
 /** What a stream decoder makes of the upstream's events. */

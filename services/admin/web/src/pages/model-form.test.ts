@@ -42,8 +42,16 @@ describe('createModelBody', () => {
         output_price_micros_per_mtok: '1',
         provider_input_cost_micros_per_mtok: '0',
         provider_output_cost_micros_per_mtok: '0',
+        reasoning_efforts: [], thinking_modes: [], max_thinking_budget_tokens: 0, returns_reasoning: false,
         upstream: { provider_kind: 'vllm', base_url: 'https://llm.example.com/v1', model: 'llama', allow_private_network: false },
       },
+    });
+  });
+
+  it('sends the reasoning controls as typed lists, and a change of them alone on edit', () => {
+    const form = { ...modelFormOf(), inputPrice: '1', outputPrice: '1', reasoningEfforts: 'low, medium,high', thinkingModes: 'adaptive', maxThinkingBudgetTokens: '8192', returnsReasoning: true };
+    expect(createModelBody(form)).toMatchObject({
+      ok: true, body: { reasoning_efforts: ['low', 'medium', 'high'], thinking_modes: ['adaptive'], max_thinking_budget_tokens: 8192, returns_reasoning: true },
     });
   });
 

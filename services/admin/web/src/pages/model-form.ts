@@ -24,6 +24,11 @@ export interface GatewayModelJson {
   provider_reasoning_cost_micros_per_mtok: string | null;
   provider_audio_input_cost_micros_per_mtok: string;
   provider_image_input_cost_micros_per_mtok: string;
+  /** Reasoning controls the upstream takes (docs/surfaces/reasoning.md); absent from an older admin. */
+  reasoning_efforts?: string[];
+  thinking_modes?: string[];
+  max_thinking_budget_tokens?: number;
+  returns_reasoning?: boolean;
   upstream: {
     provider_kind: string;
     base_url: string;
@@ -58,6 +63,13 @@ export interface ModelForm {
   allowPrivateNetwork: boolean;
   /** Rupees per million tokens of each token class, as typed, by API name ('' on create: the input price; '' for reasoning: as output). */
   classPrices: Record<TokenClassPriceField, string>;
+  /** Effort levels, comma-separated as typed (e.g. `low, medium, high`). */
+  reasoningEfforts: string;
+  /** Anthropic thinking modes, comma-separated as typed (`enabled, adaptive`). */
+  thinkingModes: string;
+  /** Tokens, as typed; 0: bounded by max_tokens only. */
+  maxThinkingBudgetTokens: string;
+  returnsReasoning: boolean;
 }
 
 /** The token class price fields the form edits, customer prices then provider costs (issue 25). */
@@ -88,6 +100,7 @@ export function modelFormOf(model?: GatewayModelJson): ModelForm {
       providerInputCost: '0', providerOutputCost: '0', providerKind: 'openai_compatible', baseUrl: '', upstreamModel: '',
       apiKey: '', removeApiKey: false, allowPrivateNetwork: false,
       classPrices: Object.fromEntries(tokenClassPriceFields.map((field) => [field, ''])) as Record<TokenClassPriceField, string>,
+      reasoningEfforts: '', thinkingModes: '', maxThinkingBudgetTokens: '0', returnsReasoning: false,
     };
   }
   return {
@@ -109,6 +122,25 @@ export function modelFormOf(model?: GatewayModelJson): ModelForm {
       const price = model[field];
       return [field, price === null || price === undefined ? '' : rupeeInput(price)];
     })) as Record<TokenClassPriceField, string>,
+    reasoningEfforts: (model.reasoning_efforts ?? []).join(', '),
+    thinkingModes: (model.thinking_modes ?? []).join(', '),
+    maxThinkingBudgetTokens: String(model.max_thinking_budget_tokens ?? 0),
+    returnsReasoning: model.returns_reasoning ?? false,
+  };
+}
+
+/** A comma- or space-separated list as typed, without empty entries. */
+function listOf(text: string): string[] {
+  return text.split(/[\s,]+/).filter((entry) => entry !== '');
+}
+
+/** The reasoning controls of the form in API terms (the API checks the values). */
+function parsedReasoning(form: ModelForm) {
+  return {
+    reasoning_efforts: listOf(form.reasoningEfforts),
+    thinking_modes: listOf(form.thinkingModes),
+    max_thinking_budget_tokens: wholeNumber(form.maxThinkingBudgetTokens, 'max_thinking_budget_tokens'),
+    returns_reasoning: form.returnsReasoning,
   };
 }
 
@@ -181,6 +213,7 @@ export function createModelBody(form: ModelForm): ModelBody {
       ...(displayName === '' ? {} : { display_name: displayName }),
       ...parsedFigures(form),
       ...classPriceFigures(form, false),
+      ...parsedReasoning(form),
       upstream: {
         provider_kind: form.providerKind,
         base_url: form.baseUrl.trim(),
@@ -208,6 +241,11 @@ export function updateModelBody(model: GatewayModelJson, form: ModelForm): Model
     for (const [name, value] of Object.entries(classPriceFigures(form, true))) {
       if (value !== (model[name as keyof GatewayModelJson] ?? null)) body[name] = value;
     }
+    const reasoning = parsedReasoning(form);
+    if (reasoning.reasoning_efforts.join(',') !== (model.reasoning_efforts ?? []).join(',')) body.reasoning_efforts = reasoning.reasoning_efforts;
+    if (reasoning.thinking_modes.join(',') !== (model.thinking_modes ?? []).join(',')) body.thinking_modes = reasoning.thinking_modes;
+    if (reasoning.max_thinking_budget_tokens !== (model.max_thinking_budget_tokens ?? 0)) body.max_thinking_budget_tokens = reasoning.max_thinking_budget_tokens;
+    if (reasoning.returns_reasoning !== (model.returns_reasoning ?? false)) body.returns_reasoning = reasoning.returns_reasoning;
     const upstream: Record<string, unknown> = {};
     const baseUrl = form.baseUrl.trim();
     if (baseUrl !== model.upstream.base_url) upstream.base_url = baseUrl;

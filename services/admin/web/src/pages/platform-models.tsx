@@ -101,6 +101,7 @@ export function PlatformModels() {
 const formParams = [
   'slug', 'display_name', 'default_max_tokens', 'max_context_tokens', 'input_price_micros_per_mtok', 'output_price_micros_per_mtok',
   'provider_input_cost_micros_per_mtok', 'provider_output_cost_micros_per_mtok', ...tokenClassPriceFields, 'upstream.base_url', 'upstream.model', 'upstream.api_key',
+  'reasoning_efforts', 'thinking_modes', 'max_thinking_budget_tokens',
 ];
 
 /** The label of each token class price field (₹ per million tokens). */
@@ -213,6 +214,15 @@ function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): vo
         <label class="checkbox">
           <input type="checkbox" checked={form.allowPrivateNetwork} onChange={(event) => setForm({ ...form, allowPrivateNetwork: event.currentTarget.checked })} />
           <span>Allow a private-network upstream (http, private or loopback address): an audited SSRF exception</span>
+        </label>
+        {text('reasoningEfforts', 'reasoning_efforts', 'Reasoning efforts', {
+          required: false, hint: 'Comma-separated levels the upstream takes: none, minimal, low, medium, high, xhigh (OpenAI-compatible) or low, medium, high, max (anthropic). Empty: none',
+        })}
+        {text('thinkingModes', 'thinking_modes', 'Thinking modes', { required: false, hint: 'anthropic only: enabled (a budget), adaptive. Empty: no extended thinking' })}
+        {text('maxThinkingBudgetTokens', 'max_thinking_budget_tokens', 'Max thinking budget tokens', { inputMode: 'numeric', hint: '0: bounded by max_tokens only' })}
+        <label class="checkbox">
+          <input type="checkbox" checked={form.returnsReasoning} onChange={(event) => setForm({ ...form, returnsReasoning: event.currentTarget.checked })} />
+          <span>The upstream returns its reasoning (clients receive it)</span>
         </label>
         <FormError error={error} shownParams={formParams} />
         <div class="actions">

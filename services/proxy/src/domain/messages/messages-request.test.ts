@@ -40,6 +40,11 @@ describe('parseMessagesRequest', () => {
       maxTokens: 100, stream: true, includeUsage: false,
       params: { temperature: 0.3, top_p: 0.9, stop: ['END'], user: 'u-1' },
       cacheBreakpoints: 1,
+      // Judged against the model in planChat (domain/reasoning.ts); "high" is Anthropic's default effort.
+      reasoning: {
+        effort: { value: 'high', param: 'output_config.effort', isSurfaceDefault: true },
+        thinking: { type: 'enabled', budgetTokens: 2048, param: 'thinking' },
+      },
     });
   });
 
@@ -133,6 +138,7 @@ describe('parseMessagesRequest', () => {
           { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Pune"}' } },
           { id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Goa"}' } },
         ],
+        reasoning: [{ type: 'thinking', thinking: 'two calls', signature: 'sig' }],
       },
       { role: 'tool', tool_call_id: 'call_a', content: '31C' },
       { role: 'tool', tool_call_id: 'call_b', content: 'Error: rain' },
@@ -144,7 +150,7 @@ describe('parseMessagesRequest', () => {
     }]);
   });
 
-  it('an assistant turn of tool calls only has null content; one of thinking only is dropped', () => {
+  it('an assistant turn of tool calls only has null content; one of thinking only keeps its reasoning with empty content', () => {
     const request = parse({
       ...base,
       messages: [
@@ -156,6 +162,7 @@ describe('parseMessagesRequest', () => {
     });
     expect(request.messages).toEqual([
       { role: 'user', content: 'go' },
+      { role: 'assistant', content: '', reasoning: [{ type: 'redacted_thinking', data: 'x' }] },
       { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'run', arguments: '{}' } }] },
       { role: 'tool', tool_call_id: 't1', content: '' },
     ]);
@@ -270,7 +277,8 @@ describe('parseMessagesRequest', () => {
       [{ ...base, messages: hi, stream: 'yes' }, 'stream: stream must be a boolean'],
       [{ ...base, messages: [{ role: 'user', content: 'x'.repeat(1001) }] }, 'messages.0: a message may carry at most 1000 characters'],
       [{ ...base, messages: hi, system: 'x'.repeat(1001) }, 'system: the system prompt may carry at most 1000 characters'],
-      [{ ...base, system: 'x', messages: [{ role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 's' }] }] }, 'messages: no message has content'],
+      [{ ...base, messages: [{ role: 'assistant', content: [{ type: 'text', text: 'a' }, { type: 'thinking', thinking: 'hm', signature: 's' }] }, ...hi] }, 'messages.0.content.1: thinking blocks must come first'],
+      [{ ...base, messages: hi, thinking: { type: 'enabled' } }, 'thinking.budget_tokens'],
       [{ ...base, messages: [{ role: 'user', content: '' }] }, "messages.0.content: text content must not be empty"],
       [{ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: '' }] }] }, 'messages.0.content.1: text content must not be empty'],
       [{ ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'tool_result', tool_use_id: 't' }] }] }, 'messages.0.content.1: tool_result blocks must come first'],

@@ -1,6 +1,7 @@
 import { GatewayError } from '@gateway/errors';
 import { z } from 'zod';
 import { cacheControlSchema, maxCacheBreakpoints, type CacheControl, type ChatMessage, type ChatRequest } from '../chat-request.ts';
+import type { ReasoningBlock, ReasoningRequest } from '../reasoning.ts';
 import { surfaceErrorTranslator, type MessageSource, type SurfaceSpelling } from '../surface-error-translator.ts';
 
 /** Most messages one request may carry (the chat surface's bound). */
@@ -75,6 +76,12 @@ const toolResultBlockSchema = z.object({
   cache_control: cacheControlSchema.nullish(),
 });
 
+/** A thinking or redacted_thinking block of an assistant turn, as the gateway returned it (signature or data sealed). */
+const reasoningBlockSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('thinking'), thinking: z.string({ error: required('thinking must be a string') }), signature: z.string({ error: required('signature must be a string') }) }),
+  z.object({ type: z.literal('redacted_thinking'), data: z.string({ error: required('data must be a string') }) }),
+]);
+
 const customToolSchema = z.object({
   name: z.string({ error: required('name must be a string') })
     .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'name must be 1 to 64 letters, digits, underscores or hyphens'),
@@ -99,6 +106,12 @@ const messageSchema = z.object({
     error: required('content must be a string or an array of content blocks'),
   }),
 });
+
+/**
+ * Whether thinking is shown: "summarized" (the default) returns the thinking blocks, "omitted"
+ * returns them with empty text (the signature still round-trips), as Anthropic does.
+ */
+const thinkingDisplay = z.enum(['summarized', 'omitted'], { error: 'display must be "summarized" or "omitted"' }).nullish();
 
 const positiveTokens = z.number({ error: required('max_tokens must be a positive integer') })
   .int('max_tokens must be a positive integer').positive('max_tokens must be a positive integer');
@@ -138,10 +151,16 @@ const messagesRequestSchema = z.object({
     .max(maxTools, `at most ${maxTools} tools are allowed`).nullish(),
   tool_choice: toolChoiceSchema.nullish(),
   stream: z.boolean({ error: 'stream must be a boolean' }).nullish(),
-  thinking: z.looseObject({ type: z.string({ error: required('type must be a string') }) }, { error: 'thinking must be an object' }).nullish(),
+  thinking: z.discriminatedUnion('type', [
+    z.object({ type: z.literal('enabled'), budget_tokens: z.number({ error: required('budget_tokens must be an integer') }).int('budget_tokens must be an integer'), display: thinkingDisplay }),
+    z.object({ type: z.literal('adaptive'), display: thinkingDisplay }),
+    z.object({ type: z.literal('disabled') }),
+  ], { error: 'thinking must be {type: "enabled", budget_tokens}, {type: "adaptive"} or {type: "disabled"}' }).nullish(),
   context_management: claudeCodeContextManagementSchema.nullish(),
   output_config: z.looseObject({
     format: z.null({ error: 'Structured outputs (output_config.format) are not supported on /v1/messages by this gateway.' }).optional(),
+    // Judged against the model's accepted efforts (domain/reasoning.ts).
+    effort: z.string({ error: 'effort must be a string' }).min(1).max(32).nullish(),
   }, { error: 'output_config must be an object' }).nullish(),
   // Anthropic's automatic caching: one breakpoint on the last block of the conversation.
   cache_control: cacheControlSchema.nullish(),
@@ -365,11 +384,13 @@ function userTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: stri
 
 /**
  * An assistant turn as one chat assistant message: its text blocks joined, its tool_use blocks
- * as tool calls (arguments = the input as JSON, or a string input as it is). Thinking blocks are dropped: the gateway never
- * returns them, and the upstream behind a slug decides its own reasoning. A turn with nothing
- * left is dropped.
+ * as tool calls (arguments = the input as JSON, or a string input as it is), its thinking and
+ * redacted_thinking blocks (first in the turn, as Anthropic requires) as the message's reasoning,
+ * signatures as the gateway sealed them (opened in planChat). A turn with nothing left is dropped.
  */
 function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path: string): TranslatedMessage[] {
+  const reasoning: ReasoningBlock[] = [];
+  const reasoningPaths: string[] = [];
   let text = '';
   // The text blocks as parts, kept apart only when one carries a breakpoint (joined otherwise, as before).
   const textParts: ChatContentPart[] = [];
@@ -394,15 +415,21 @@ function assistantTurn(content: readonly z.infer<typeof anyBlockSchema>[], path:
       }
       case 'thinking':
       case 'redacted_thinking':
+        if (text !== '' || toolCalls.length > 0) throw invalid(blockPath, 'thinking blocks must come first in an assistant turn (as Anthropic\'s API requires).');
+        reasoning.push(parseAt(reasoningBlockSchema, block, blockPath));
+        reasoningPaths.push(blockPath);
         break;
       default:
         throw refusedBlock(block.type, 'assistant', blockPath);
     }
   });
+  // A reasoning block that does not open is refused naming the turn's content (reasoning-blocks.ts says `messages[i].reasoning`).
   const source = { path: path.slice(0, -'.content'.length), contentPath: path, partPaths: [], callPaths };
   const assistantContent: ChatMessage['content'] = textParts.some((part) => part.cache_control !== undefined) ? textParts : text;
-  if (toolCalls.length > 0) return [{ message: { role: 'assistant', content: text === '' ? null : assistantContent, tool_calls: toolCalls }, source }];
-  return text === '' ? [] : [{ message: { role: 'assistant', content: assistantContent }, source }];
+  const withReasoning = reasoning.length > 0 ? { reasoning } : {};
+  if (toolCalls.length > 0) return [{ message: { role: 'assistant', content: text === '' ? null : assistantContent, tool_calls: toolCalls, ...withReasoning }, source }];
+  if (text === '' && reasoning.length === 0) return [];
+  return [{ message: { role: 'assistant', content: assistantContent, ...withReasoning }, source }];
 }
 
 function refusedBlock(type: string, role: keyof typeof blocksByRole, path: string): GatewayError {
@@ -472,6 +499,24 @@ const messagesSpellingOf = (toolIndexes: readonly number[]): SurfaceSpelling => 
   // Anthropic's error shape has no param, so the message must name the field.
   paramlessErrors: true,
 });
+
+/** Anthropic's default effort: asking for it asks for what any model does anyway. */
+const defaultMessagesEffort = 'high';
+
+/** The request's `thinking` and `output_config.effort` in the gateway's form (judged against the model in planChat). */
+function messagesReasoning(body: MessagesBody): ReasoningRequest | undefined {
+  const reasoning: ReasoningRequest = {};
+  const effort = body.output_config?.effort ?? undefined;
+  if (effort !== undefined) reasoning.effort = { value: effort, param: 'output_config.effort', isSurfaceDefault: effort === defaultMessagesEffort };
+  const thinking = body.thinking ?? undefined;
+  if (thinking !== undefined) {
+    const display = thinking.type !== 'disabled' && thinking.display !== undefined && thinking.display !== null ? { display: thinking.display } : {};
+    reasoning.thinking = thinking.type === 'enabled'
+      ? { type: 'enabled', budgetTokens: thinking.budget_tokens, param: 'thinking', ...display }
+      : thinking.type === 'adaptive' ? { type: 'adaptive', param: 'thinking', ...display } : { type: 'disabled', param: 'thinking' };
+  }
+  return reasoning.effort === undefined && reasoning.thinking === undefined ? undefined : reasoning;
+}
 
 /** A custom tool the upstream is sent, and its index in the client's `tools`. */
 interface SentTool {
@@ -586,7 +631,7 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     }
   });
   if (messages.every((message) => message.role === 'system')) {
-    throw invalid('messages', 'no message has content the gateway can send (thinking blocks are dropped).');
+    throw invalid('messages', 'no message has content the gateway can send.');
   }
 
   const cacheBreakpoints = countCacheBreakpoints(body as Record<string, unknown>);
@@ -598,6 +643,7 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
   if (request.stop_sequences !== undefined && request.stop_sequences !== null && request.stop_sequences.length > 0) params.stop = request.stop_sequences;
   const user = request.metadata?.user_id;
   if (user !== undefined && user !== null) params.user = user;
+  const reasoning = messagesReasoning(request);
   const chat: ChatRequest = {
     model: request.model,
     messages,
@@ -606,6 +652,7 @@ export function parseMessagesRequest(body: unknown, purpose: MessagesRequestPurp
     includeUsage: false,
     params,
     ...(cacheBreakpoints > 0 ? { cacheBreakpoints } : {}),
+    ...(reasoning === undefined ? {} : { reasoning }),
   };
   return { chat, translateError: surfaceErrorTranslator(messagesSpellingOf(toolIndexes), sources) };
 }

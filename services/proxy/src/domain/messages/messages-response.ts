@@ -6,6 +6,8 @@ type MessagesStopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'refusal';
 
 /** A content block of a Messages answer: text, or a call of a client tool (the id is the gateway's). */
 type MessagesContentBlock =
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown };
 
@@ -109,11 +111,15 @@ export function buildMessagesBody(input: {
   costMicros: bigint;
   /** The same by token class, when it has classes (pricing.ts costByClass). */
   costByClass?: readonly ClassUsage[] | undefined;
+  /** The request's `thinking.display` was "omitted": thinking blocks keep their signature, not their text. */
+  thinkingOmitted?: boolean;
 }): MessagesBody {
   const choice = input.completion.choices[0];
   const text = (choice?.content ?? '') + (choice?.refusal ?? '');
   const toolCalls = choice?.toolCalls ?? [];
-  const content: MessagesContentBlock[] = [];
+  // Thinking first, as Anthropic answers (signatures and data already sealed by the gateway).
+  const content: MessagesContentBlock[] = (choice?.reasoning ?? [])
+    .map((block) => (input.thinkingOmitted === true && block.type === 'thinking' ? { ...block, thinking: '' } : block));
   if (text !== '' || toolCalls.length === 0) content.push({ type: 'text', text });
   for (const call of toolCalls) content.push({ type: 'tool_use', id: call.id, name: call.function.name, input: toolInputOf(call.function.arguments) });
   return {

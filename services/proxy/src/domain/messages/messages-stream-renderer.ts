@@ -18,7 +18,7 @@ function frame(type: string, data: Record<string, unknown>): string {
  * with stop_reason `max_tokens`; an error after the stream opened is an `error` event with
  * Anthropic's error body.
  */
-export function createMessagesStreamRenderer(input: { id: string; modelSlug: string }): StreamRenderer {
+export function createMessagesStreamRenderer(input: { id: string; modelSlug: string; thinkingOmitted?: boolean }): StreamRenderer {
   /** The index of the next content block, and of the block open now (-1: none). */
   let nextBlock = 0;
   let openBlock = -1;
@@ -39,7 +39,46 @@ export function createMessagesStreamRenderer(input: { id: string; modelSlug: str
     const frames = stopOpenBlock() + frame('content_block_start', { index: nextBlock, content_block: contentBlock });
     openBlock = nextBlock;
     openIsText = isText;
+    openIsThinking = false;
     nextBlock += 1;
+    return frames;
+  };
+  /** Whether the open block is a thinking block (its signature_delta closes it). */
+  let openIsThinking = false;
+  /** Starts a thinking block. */
+  const thinkingOpen = (): string => {
+    const frames = startBlock({ type: 'thinking', thinking: '', signature: '' }, false);
+    openIsThinking = true;
+    return frames;
+  };
+  /** A thinking delta, in the open thinking block (started when the open block is not one). */
+  const thinkingDelta = (thinking: string): string => {
+    const start = openBlock >= 0 && openIsThinking ? '' : startBlock({ type: 'thinking', thinking: '', signature: '' }, false);
+    openIsThinking = true;
+    return start + frame('content_block_delta', { index: openBlock, delta: { type: 'thinking_delta', thinking } });
+  };
+  /** A thinking block's signature (sealed by the gateway): its last delta. */
+  const signatureDelta = (signature: string): string => {
+    const start = openBlock >= 0 && openIsThinking ? '' : startBlock({ type: 'thinking', thinking: '', signature: '' }, false);
+    openIsThinking = true;
+    return start + frame('content_block_delta', { index: openBlock, delta: { type: 'signature_delta', signature } });
+  };
+  /** A redacted thinking block, whole: started and stopped at once. */
+  const redactedBlock = (data: string): string => {
+    const frames = startBlock({ type: 'redacted_thinking', data }, false);
+    return frames + stopOpenBlock();
+  };
+  /** The reasoning parts of a delta, as Anthropic's thinking events. */
+  const reasoningFrames = (delta: StreamChoice['delta']): string => {
+    let frames = '';
+    if (delta.redacted_reasoning !== undefined) frames += redactedBlock(delta.redacted_reasoning);
+    // With display "omitted" the block opens (its signature follows) but its text is not sent, as Anthropic does.
+    if (delta.reasoning_content !== undefined && delta.reasoning_content !== '') {
+      frames += input.thinkingOmitted === true
+        ? (openBlock >= 0 && openIsThinking ? '' : thinkingOpen())
+        : thinkingDelta(delta.reasoning_content);
+    }
+    if (delta.reasoning_signature !== undefined) frames += signatureDelta(delta.reasoning_signature);
     return frames;
   };
   /** A text delta, in the open text block (started when the open block is not one). */
@@ -74,6 +113,7 @@ export function createMessagesStreamRenderer(input: { id: string; modelSlug: str
       // The gateway asks upstreams for one choice (n = 1); Anthropic's answer has no choices.
       for (const choice of choices) {
         if (choice.index !== 0) continue;
+        frames += reasoningFrames(choice.delta);
         frames += textDelta(choice.delta.content ?? '') + textDelta(choice.delta.refusal ?? '');
         for (const call of choice.delta.tool_calls ?? []) frames += toolDelta(call);
         if (choice.finish_reason !== null) finishReason = choice.finish_reason;

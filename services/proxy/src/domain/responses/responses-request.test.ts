@@ -121,7 +121,7 @@ describe('parseResponsesRequest: refusals name the Responses param', () => {
     [{ input: 'x', background: true }, 'background'],
     [{ input: 'x', prompt: { id: 'p' } }, 'prompt'],
     [{ input: 'x', include: ['message.output_text.logprobs'] }, 'include[0]'],
-    [{ input: 'x', reasoning: { summary: 'auto' } }, 'reasoning.summary'],
+    [{ input: 'x', reasoning: { summary: 'brief' } }, 'reasoning.summary'],
     [{ input: 'x', tools: [{ type: 'code_interpreter' }] }, 'tools[0].type'],
     [{ input: 'x', tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [] } }, 'tool_choice'],
     [{ input: 'x', text: { format: { type: 'json_schema', name: 'bad name', schema: {} } } }, 'text.format.name'],

@@ -4,6 +4,7 @@ import { paramOf, parseChatRequest, type ChatRequest, type ChatRequestLimits } f
 import { isItemReference } from './stateful-input.ts';
 import { surfaceErrorTranslator, type MessageSource, type SurfaceSpelling } from '../surface-error-translator.ts';
 import { customToolCallOfItem, namespacedName, translateResponsesTools, type EchoedTool, type ResponsesToolNames } from './responses-tools.ts';
+import type { EncryptedReasoningInput, ReasoningOutputOptions } from './responses-reasoning.ts';
 
 /**
  * OpenAI's Responses API (`POST /v1/responses`): a request is translated into the gateway's
@@ -47,6 +48,15 @@ const builtInItemTypes = new Set([
   'program', 'program_output',
 ]);
 
+/** How much of the reasoning to show: every value shows what the upstream returns (docs/surfaces/responses.md). */
+const reasoningSummarySchema = z.enum(['auto', 'concise', 'detailed'], { error: 'summary must be auto, concise or detailed' });
+
+/** A reasoning item of `input`: the encrypted content the gateway returned (summary and content are not read: the sealed blocks hold them). */
+const reasoningItemSchema = z.object({
+  type: z.literal('reasoning'),
+  encrypted_content: z.string({ error: 'encrypted_content must be a string' }).nullish(),
+});
+
 const positiveTokensSchema = z.number({ error: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer');
 
 /** The Responses body fields the gateway reads; items, tools, tool_choice and text.format are read apart, each with its own path. */
@@ -81,9 +91,11 @@ const responsesRequestSchema = z.object({
   top_logprobs: z.number().int().min(0).max(0, 'log probabilities are not supported by this gateway').nullish(),
   max_tool_calls: positiveTokensSchema.nullish(),
   reasoning: z.object({
-    effort: z.null({ error: 'reasoning settings are not supported by this gateway' }).optional(),
-    summary: z.null({ error: 'reasoning settings are not supported by this gateway' }).optional(),
-    generate_summary: z.null({ error: 'reasoning settings are not supported by this gateway' }).optional(),
+    // Judged against the model's accepted efforts (domain/reasoning.ts).
+    effort: z.string({ error: 'effort must be a string' }).min(1).max(32).nullish(),
+    summary: reasoningSummarySchema.nullish(),
+    // Deprecated spelling of summary.
+    generate_summary: reasoningSummarySchema.nullish(),
   }, { error: 'reasoning must be an object' }).nullish(),
 });
 
@@ -157,7 +169,7 @@ export interface ResponsesEchoedFields {
   background: false;
   /** The response this one continues, as the request named it. */
   previous_response_id: string | null;
-  reasoning: { effort: null; summary: null };
+  reasoning: { effort: string | null; summary: string | null };
   max_tool_calls: number | null;
   user?: string;
 }
@@ -187,6 +199,10 @@ export interface ResponsesRequest {
    * becomes `input[2]`, `response_format` becomes `text.format`); anything else is unchanged.
    */
   translateError(error: unknown): unknown;
+  /** What the request asked to be shown of the model's reasoning. */
+  reasoningOutput: ReasoningOutputOptions;
+  /** Reasoning items' encrypted content, for attachEncryptedReasoning once the seal is known. */
+  encryptedReasoning: EncryptedReasoningInput[];
 }
 
 type ChatPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
@@ -273,8 +289,21 @@ function translateToolOutput(output: string | readonly unknown[], at: ReadonlyAr
   });
 }
 
-/** The chat messages of items under `root` (`input`, or `previous_response_id` for a continued response's), appended to `messages` with their sources. */
-function translateItems(items: readonly unknown[], messages: ChatMessageBody[], sources: MessageSource[], root = 'input'): void {
+/**
+ * The chat messages of items under `root` (`input`, or `previous_response_id` for a continued
+ * response's), appended to `messages` with their sources; encrypted reasoning items go to
+ * `encrypted`, attached to the assistant message after them.
+ */
+function translateItems(items: readonly unknown[], messages: ChatMessageBody[], sources: MessageSource[], encrypted: EncryptedReasoningInput[], root = 'input'): void {
+  /** Encrypted reasoning waiting for the assistant message it precedes. */
+  let pending: Array<{ encryptedContent: string; param: string }> = [];
+  /** Attaches pending reasoning to the message just pushed when it is the assistant's. */
+  const attachPending = () => {
+    const last = messages.at(-1);
+    if (pending.length === 0 || last?.role !== 'assistant') return;
+    for (const entry of pending) encrypted.push({ messageIndex: messages.length - 1, ...entry });
+    pending = [];
+  };
   items.forEach((item, index) => {
     const at = [root, index];
     const path = paramOf(at)!;
@@ -287,6 +316,7 @@ function translateItems(items: readonly unknown[], messages: ChatMessageBody[], 
       const content = typeof message.content === 'string' ? message.content : translateParts(message.content, message.role, [...at, 'content'], source);
       messages.push({ role: message.role, content });
       sources.push(source);
+      attachPending();
       return;
     }
     if (type === 'function_call' || type === 'custom_tool_call') {
@@ -300,6 +330,7 @@ function translateItems(items: readonly unknown[], messages: ChatMessageBody[], 
         messages.push({ role: 'assistant', content: null, tool_calls: [toolCall] });
         sources.push({ path, contentPath: path, partPaths: [], callPaths: [path] });
       }
+      attachPending();
       return;
     }
     if (type === 'function_call_output' || type === 'custom_tool_call_output') {
@@ -309,9 +340,14 @@ function translateItems(items: readonly unknown[], messages: ChatMessageBody[], 
       sources.push(source);
       return;
     }
-    // The model's private reasoning of an earlier turn: this gateway emits none, and other models
-    // cannot read another's (encrypted) reasoning, so it is left out (docs/surfaces/responses.md).
-    if (type === 'reasoning') return;
+    // The model's reasoning of an earlier turn: its encrypted content (the gateway's seal) goes
+    // back to the upstream with the assistant message it precedes; without it there is nothing the
+    // upstream could verify, and OpenAI itself keeps no reasoning without it (store: false).
+    if (type === 'reasoning') {
+      const reasoning = parseAt(reasoningItemSchema, item, at);
+      if (reasoning.encrypted_content != null) pending.push({ encryptedContent: reasoning.encrypted_content, param: `${path}.encrypted_content` });
+      return;
+    }
     if (typeof type === 'string' && builtInItemTypes.has(type)) {
       throw invalid(`${path}.type`, `Input items of type ${type} belong to built-in tools or stored state, which this gateway does not support.`);
     }
@@ -377,6 +413,7 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits, 
   }
   refuseStatefulFields(body as Record<string, unknown>);
   const request = parseAt(responsesRequestSchema, body, []);
+  const encryptedReasoning: EncryptedReasoningInput[] = [];
 
   const messages: ChatMessageBody[] = [];
   const sources: MessageSource[] = [];
@@ -385,12 +422,12 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits, 
     sources.push({ path: 'instructions', contentPath: 'instructions', partPaths: [], callPaths: [] });
   }
   // The continued response's conversation comes first, so the Reserve prices the whole prompt.
-  translateItems(state.priorItems, messages, sources, 'previous_response_id');
+  translateItems(state.priorItems, messages, sources, encryptedReasoning, 'previous_response_id');
   if (typeof request.input === 'string') {
     messages.push({ role: 'user', content: request.input });
     sources.push({ path: 'input', contentPath: 'input', partPaths: [], callPaths: [] });
   } else {
-    translateItems(request.input, messages, sources);
+    translateItems(request.input, messages, sources, encryptedReasoning);
   }
 
   const tools = translateResponsesTools(request.tools ?? []);
@@ -423,6 +460,10 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits, 
   } catch (error) {
     throw translateError(error);
   }
+  const effort = request.reasoning?.effort ?? undefined;
+  // OpenAI's default effort is medium: asking for it on a model without effort control asks for what it does anyway.
+  if (effort !== undefined) chat = { ...chat, reasoning: { effort: { value: effort, param: 'reasoning.effort', isSurfaceDefault: effort === 'medium', impliesThinking: true } } };
+  const summary = request.reasoning?.summary ?? request.reasoning?.generate_summary ?? null;
 
   return {
     chat,
@@ -441,10 +482,12 @@ export function parseResponsesRequest(body: unknown, limits: ChatRequestLimits, 
       store: state.store,
       background: false,
       previous_response_id: state.previousResponseId,
-      reasoning: { effort: null, summary: null },
+      reasoning: { effort: effort ?? null, summary },
       max_tool_calls: request.max_tool_calls ?? null,
       ...(request.user == null ? {} : { user: request.user }),
     },
     translateError,
+    reasoningOutput: { summary: summary !== null, encrypted: request.include?.includes('reasoning.encrypted_content') === true },
+    encryptedReasoning,
   };
 }

@@ -1,5 +1,8 @@
 import type { NormalizedCompletion } from '../normalized-completion.ts';
+import { reasoningTokensOf } from '../completion-response.ts';
 import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from '../pricing.ts';
+import type { ReasoningSeal } from '../reasoning-seal.ts';
+import { reasoningItemOf, type ReasoningItem, type ReasoningOutputOptions } from './responses-reasoning.ts';
 import type { ResponsesEchoedFields } from './responses-request.ts';
 import { responsesToolCall, type ResponsesToolNames } from './responses-tools.ts';
 
@@ -56,7 +59,7 @@ export interface CustomToolCallItem {
 }
 
 /** An item of a Response's `output`. */
-export type OutputItem = OutputMessageItem | FunctionCallItem | CustomToolCallItem;
+export type OutputItem = ReasoningItem | OutputMessageItem | FunctionCallItem | CustomToolCallItem;
 
 /** Why a response is incomplete: its output was cut at max_output_tokens (or at the Reserve), or by a content filter. */
 export type IncompleteReason = 'max_output_tokens' | 'content_filter';
@@ -99,19 +102,24 @@ export interface ResponseFrame {
   echoed: ResponsesEchoedFields;
   /** The chat function names that stand for custom or namespaced tools (an empty map when there are none). */
   toolNames: ResponsesToolNames;
+  /** What the request asked to be shown of the model's reasoning, and the seal of its encrypted content. */
+  reasoning?: { options: ReasoningOutputOptions; seal: ReasoningSeal | undefined };
 }
 
 /** The frame of a request's Response objects: its id `resp_<uuid>`, and item ids from the same uuid (never an upstream's). */
-export function responseFrame(input: { requestUuid: string; createdAtS: number; modelSlug: string; echoed: ResponsesEchoedFields; toolNames?: ResponsesToolNames }): ResponseFrame {
+export function responseFrame(input: {
+  requestUuid: string; createdAtS: number; modelSlug: string; echoed: ResponsesEchoedFields; toolNames?: ResponsesToolNames; reasoning?: ResponseFrame['reasoning'];
+}): ResponseFrame {
   return {
     id: `resp_${input.requestUuid}`, createdAtS: input.createdAtS, modelSlug: input.modelSlug,
     itemIdBase: input.requestUuid.replaceAll('-', ''), echoed: input.echoed, toolNames: input.toolNames ?? new Map(),
+    ...(input.reasoning === undefined ? {} : { reasoning: input.reasoning }),
   };
 }
 
-const itemIdPrefixes = { message: 'msg', function_call: 'fc', custom_tool_call: 'ctc' } as const;
+const itemIdPrefixes = { message: 'msg', function_call: 'fc', custom_tool_call: 'ctc', reasoning: 'rs' } as const;
 
-/** The id of the output item at `outputIndex`: `msg_…` for a message, `fc_…` for a function call, `ctc_…` for a custom tool call, from the request uuid. */
+/** The id of the output item at `outputIndex`: `msg_…` a message, `fc_…` a function call, `ctc_…` a custom tool call, `rs_…` reasoning, from the request uuid. */
 export function outputItemId(frame: ResponseFrame, kind: keyof typeof itemIdPrefixes, outputIndex: number): string {
   return `${itemIdPrefixes[kind]}_${frame.itemIdBase}_${outputIndex}`;
 }
@@ -129,7 +137,7 @@ export function responsesUsage(usage: TokenUsage, costMicros: bigint, byClass?: 
     // Tokens the upstream's prompt cache served, a part of input_tokens (Anthropic cache writes stay plain input here).
     input_tokens_details: { cached_tokens: usage.cachedInputTokens ?? 0 },
     output_tokens: usage.completionTokens,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: reasoningTokensOf(usage) },
     total_tokens: usage.promptTokens + usage.completionTokens,
     ...usageCostFields(costMicros, byClass),
   };
@@ -186,6 +194,11 @@ export function buildResponseBody(frame: ResponseFrame, completed: {
   const incompleteReason = incompleteReasonOf(choice?.finishReason ?? null);
   const itemStatus: OutputItemStatus = incompleteReason === undefined ? 'completed' : 'incomplete';
   const output: OutputItem[] = [];
+  // The model's reasoning first, as OpenAI answers (its signatures already sealed for the client).
+  if (choice?.reasoning !== undefined && choice.reasoning.length > 0) {
+    const options = frame.reasoning?.options ?? { summary: false, encrypted: false };
+    output.push(reasoningItemOf(outputItemId(frame, 'reasoning', 0), choice.reasoning, options, frame.reasoning?.seal));
+  }
   const content: OutputContentPart[] = [];
   if (choice?.content != null && choice.content !== '') content.push({ type: 'output_text', text: choice.content, annotations: [], logprobs: [] });
   if (choice?.refusal != null) content.push({ type: 'refusal', refusal: choice.refusal });

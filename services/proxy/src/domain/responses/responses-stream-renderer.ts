@@ -1,5 +1,7 @@
 import { toHttpError, type GatewayError } from '@gateway/errors';
-import type { StreamChoice, StreamToolCallDelta } from '../normalized-completion.ts';
+import type { StreamChoice, StreamDelta, StreamToolCallDelta } from '../normalized-completion.ts';
+import type { ReasoningBlock } from '../reasoning.ts';
+import { reasoningItemOf, type ReasoningItem } from './responses-reasoning.ts';
 import type { StreamClose, StreamRenderer } from '../stream-renderer.ts';
 import {
   incompleteReasonOf, outputItemId, responseObject, responsesUsage, toolCallItem,
@@ -51,6 +53,70 @@ export function createResponsesStreamRenderer(frame: ResponseFrame, onDone?: (re
 
   const lifecycle = (type: string, response: ResponseObject): string => event(type, { response });
 
+  /** The reasoning item being written: its blocks so far, and whether its summary part is open. */
+  let reasoning: { item: ReasoningItem; outputIndex: number; blocks: ReasoningBlock[]; summaryOpen: boolean; text: string } | undefined;
+  const reasoningOptions = frame.reasoning?.options ?? { summary: false, encrypted: false };
+
+  /** Opens the reasoning item (when none is open); the frames that say so. */
+  const openReasoning = (): string => {
+    if (reasoning !== undefined) return '';
+    const outputIndex = output.length;
+    const item: ReasoningItem = { id: outputItemId(frame, 'reasoning', outputIndex), type: 'reasoning', summary: [] };
+    output.push(item);
+    reasoning = { item, outputIndex, blocks: [], summaryOpen: false, text: '' };
+    return event('response.output_item.added', { output_index: outputIndex, item });
+  };
+
+  /** The reasoning parts of a delta: summary text events when a summary was asked for; signatures and redacted blocks kept for the item. */
+  const reasoningDelta = (delta: StreamDelta): string => {
+    let frames = '';
+    const text = delta.reasoning_content;
+    if (text !== undefined && text !== '') {
+      frames += openReasoning();
+      const open = reasoning!;
+      const last = open.blocks.at(-1);
+      // A thinking block is open until its signature arrives.
+      if (last?.type === 'thinking' && last.signature === '') last.thinking += text;
+      else open.blocks.push({ type: 'thinking', thinking: text, signature: '' });
+      if (reasoningOptions.summary) {
+        const at = { item_id: open.item.id, output_index: open.outputIndex, summary_index: 0 };
+        if (!open.summaryOpen) {
+          open.summaryOpen = true;
+          frames += event('response.reasoning_summary_part.added', { ...at, part: { type: 'summary_text', text: '' } });
+        }
+        open.text += text;
+        frames += event('response.reasoning_summary_text.delta', { ...at, delta: text });
+      }
+    }
+    if (delta.reasoning_signature !== undefined) {
+      frames += openReasoning();
+      const last = reasoning!.blocks.at(-1);
+      if (last?.type === 'thinking' && last.signature === '') last.signature = delta.reasoning_signature;
+      else reasoning!.blocks.push({ type: 'thinking', thinking: '', signature: delta.reasoning_signature });
+    }
+    if (delta.redacted_reasoning !== undefined) {
+      frames += openReasoning();
+      reasoning!.blocks.push({ type: 'redacted_thinking', data: delta.redacted_reasoning });
+    }
+    return frames;
+  };
+
+  /** Ends the reasoning item (its summary's done events); '' when none is open. */
+  const closeReasoning = (): string => {
+    if (reasoning === undefined) return '';
+    const open = reasoning;
+    reasoning = undefined;
+    let frames = '';
+    if (open.summaryOpen) {
+      const at = { item_id: open.item.id, output_index: open.outputIndex, summary_index: 0 };
+      frames += event('response.reasoning_summary_text.done', { ...at, text: open.text });
+      frames += event('response.reasoning_summary_part.done', { ...at, part: { type: 'summary_text', text: open.text } });
+    }
+    const done = reasoningItemOf(open.item.id, open.blocks, reasoningOptions, frame.reasoning?.seal);
+    output[open.outputIndex] = done;
+    return frames + event('response.output_item.done', { output_index: open.outputIndex, item: done });
+  };
+
   /** Ends the message item's open part (its done events); '' when none is open. */
   const closePart = (): string => {
     const part = message?.part;
@@ -79,7 +145,7 @@ export function createResponsesStreamRenderer(frame: ResponseFrame, onDone?: (re
 
   /** Opens the message item (when none is open) and a part of `kind` in it (ending another kind's); the frames that say so. */
   const openPart = (kind: 'output_text' | 'refusal'): string => {
-    let frames = '';
+    let frames = closeReasoning();
     if (message === undefined) {
       const outputIndex = output.length;
       const item: OutputMessageItem = { id: outputItemId(frame, 'message', outputIndex), type: 'message', status: 'in_progress', role: 'assistant', content: [] };
@@ -112,7 +178,7 @@ export function createResponsesStreamRenderer(frame: ResponseFrame, onDone?: (re
     let frames = '';
     let call = calls.get(fragment.index);
     if (call === undefined) {
-      frames += closeMessage('completed');
+      frames += closeReasoning() + closeMessage('completed');
       const outputIndex = output.length;
       const chatName = fragment.function?.name ?? '';
       // A custom or namespaced tool's call reads as the client declared it (responses-tools.ts); its kind is known from the first fragment's name.
@@ -143,6 +209,7 @@ export function createResponsesStreamRenderer(frame: ResponseFrame, onDone?: (re
       // One answer per request (n = 1): a choice of another index would be a second response.
       if (choice.index !== 0) continue;
       const { content, refusal, tool_calls: toolCalls } = choice.delta;
+      frames += reasoningDelta(choice.delta);
       if (content !== undefined && content !== '') frames += messageDelta('output_text', content);
       if (refusal !== undefined && refusal !== '') frames += messageDelta('refusal', refusal);
       for (const fragment of toolCalls ?? []) frames += toolCallDelta(fragment);
@@ -161,7 +228,8 @@ export function createResponsesStreamRenderer(frame: ResponseFrame, onDone?: (re
     close(close: StreamClose): string {
       const incompleteReason: IncompleteReason | undefined = close.ending === 'cost_stop' ? 'max_output_tokens' : incompleteReasonOf(finishReason);
       // An answer with nothing in it still has its (empty) message, as the non-streaming body does.
-      let frames = output.length === 0 ? openPart('output_text') : '';
+      let frames = closeReasoning();
+      if (output.every((item) => item.type === 'reasoning')) frames += openPart('output_text');
       // The item written last is the one the cut (if any) fell in.
       const lastIndex = output.length - 1;
       const statusAt = (outputIndex: number) => (incompleteReason !== undefined && outputIndex === lastIndex ? 'incomplete' : 'completed');
@@ -173,7 +241,7 @@ export function createResponsesStreamRenderer(frame: ResponseFrame, onDone?: (re
           continue;
         }
         const item = output[outputIndex]!;
-        if (item.type === 'message' || item.status !== 'in_progress') continue;
+        if ((item.type !== 'function_call' && item.type !== 'custom_tool_call') || item.status !== 'in_progress') continue;
         item.status = statusAt(outputIndex);
         if (item.type === 'custom_tool_call') {
           const open = [...calls.values()].find((candidate) => candidate.outputIndex === outputIndex)!;

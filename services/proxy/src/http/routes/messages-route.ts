@@ -55,17 +55,23 @@ export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, request.stream);
     const input = kit.chatInput(context, snapshot, caller, model, request, observer);
     const id = messageIdOf(context.requestUuid);
+    // `thinking.display: "omitted"`: thinking blocks come back without their text, as Anthropic does.
+    // An Anthropic upstream is sent the display itself (its signature then carries the thinking, so
+    // the gateway must not blank a text it signed); other upstreams' reasoning is blanked here.
+    const thinking = request.reasoning?.thinking;
+    const thinkingOmitted = thinking !== undefined && thinking.type !== 'disabled' && thinking.display === 'omitted'
+      && model.upstream.providerKind !== 'anthropic';
     try {
       if (!request.stream) {
         await completeChat(kit.inferenceDeps, input, (completed) => {
           kit.sendJson(res, buildMessagesBody({
             id, modelSlug: model.slug, completion: completed.completion, billedUsage: completed.usage, costMicros: completed.costMicros,
-            costByClass: completed.costByClass,
+            costByClass: completed.costByClass, thinkingOmitted,
           }), observer);
         });
         return;
       }
-      const renderer = createMessagesStreamRenderer({ id, modelSlug: model.slug });
+      const renderer = createMessagesStreamRenderer({ id, modelSlug: model.slug, thinkingOmitted });
       await kit.withStreamStop(res, (stop) => streamChat(kit.inferenceDeps, { ...input, sink: kit.sseSink(res, observer), renderer, stop }));
     } catch (error) {
       // A refusal on the internal request (media, a tool-call id, the context, an adapter) names the Messages field.

@@ -1,6 +1,7 @@
 import type { Express, Request, RequestHandler, Response } from 'express';
 import { GatewayError } from '@gateway/errors';
 import type { ConfigSnapshot, OrganisationEntry } from '../../domain/config-snapshot.ts';
+import { attachEncryptedReasoning } from '../../domain/responses/responses-reasoning.ts';
 import { parseResponsesRequest } from '../../domain/responses/responses-request.ts';
 import { buildResponseBody, responseFrame, type ResponseFrame, type ResponseObject } from '../../domain/responses/responses-response.ts';
 import { createResponsesStreamRenderer } from '../../domain/responses/responses-stream-renderer.ts';
@@ -51,8 +52,12 @@ export function mountResponsesRoute(app: Express, kit: InferenceRouteKit): void 
     const request = parsed.chat;
     context.log.model = request.model;
     const model = kit.resolveModel(snapshot, caller, request.model, 'chat', observer, request.stream);
-    const input = kit.chatInput(context, snapshot, caller, model, request, observer);
-    const frameOf = (createdAtS: number) => responseFrame({ requestUuid: context.requestUuid, createdAtS, modelSlug: model.slug, echoed: parsed.echoed, toolNames: parsed.toolNames });
+    const chatInput = kit.chatInput(context, snapshot, caller, model, request, observer);
+    const seal = chatInput.toolCallIds.reasoning;
+    const reasoning = { options: parsed.reasoningOutput, seal };
+    const frameOf = (createdAtS: number) => responseFrame({
+      requestUuid: context.requestUuid, createdAtS, modelSlug: model.slug, echoed: parsed.echoed, toolNames: parsed.toolNames, reasoning,
+    });
     /** Stores the response (when asked); resolves whether it was stored, never rejects (the client gets its answer either way). */
     const keep = (frame: ResponseFrame, response: ResponseObject): Promise<boolean> => {
       if (!fields.store) return Promise.resolve(false);
@@ -68,6 +73,8 @@ export function mountResponsesRoute(app: Express, kit: InferenceRouteKit): void 
     };
     let kept: Promise<unknown> = Promise.resolve();
     try {
+      // Earlier turns' reasoning (encrypted content the gateway sealed) goes back with its assistant messages.
+      const input = { ...chatInput, request: attachEncryptedReasoning(request, parsed.encryptedReasoning, seal) };
       if (!request.stream) {
         await completeChat(kit.inferenceDeps, input, (completed) => {
           const frame = frameOf(completed.createdS);

@@ -67,6 +67,37 @@ describe('anthropicAdapter.buildRequest', () => {
   });
 });
 
+describe('anthropicAdapter.buildRequest with reasoning', () => {
+  const toolLoop = (reasoning?: NonNullable<ChatRequest['messages'][number]['reasoning']>) => chat({
+    messages: [
+      { role: 'user', content: 'Weather in Pune?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'wx', arguments: '{}' } }], ...(reasoning ? { reasoning } : {}) },
+      { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+    ],
+  });
+  const bodyOf = (request: ChatRequest, reasoning: Parameters<typeof anthropicAdapter.buildRequest>[1]['reasoning']) =>
+    JSON.parse(anthropicAdapter.buildRequest(target, { maxTokens: 4096, request, reasoning }).body) as Record<string, any>;
+
+  it('sends thinking and effort, and earlier thinking first in its turn, unchanged', () => {
+    const body = bodyOf(toolLoop([{ type: 'thinking', thinking: 'hm', signature: 'sig' }, { type: 'redacted_thinking', data: 'xx' }]), {
+      effort: 'low', thinking: { type: 'enabled', budgetTokens: 2048 },
+    });
+    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+    expect(body.output_config).toEqual({ effort: 'low' });
+    expect(body.messages[1].content).toEqual([
+      { type: 'thinking', thinking: 'hm', signature: 'sig' }, { type: 'redacted_thinking', data: 'xx' }, { type: 'tool_use', id: 'call_1', name: 'wx', input: {} },
+    ]);
+  });
+
+  it('leaves out thinking it implied from an effort when a tool loop\'s turn came back without its thinking (Anthropic would refuse it), never the client\'s own', () => {
+    const implied = { effort: 'low', thinking: { type: 'adaptive' as const }, thinkingImplied: true as const };
+    expect(bodyOf(toolLoop(), implied).thinking).toBeUndefined();
+    expect(bodyOf(toolLoop(), implied).output_config).toEqual({ effort: 'low' });
+    expect(bodyOf(toolLoop([{ type: 'thinking', thinking: 'hm', signature: 'sig' }]), implied).thinking).toEqual({ type: 'adaptive' });
+    expect(bodyOf(toolLoop(), { thinking: { type: 'adaptive' } }).thinking).toEqual({ type: 'adaptive' });
+  });
+});
+
 describe('anthropicAdapter.buildRequest with images and audio', () => {
   const pixel = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNoAAAAggCBd81ytgAAAABJRU5ErkJggg==';
   const image = (url: string) => ({ type: 'image_url' as const, image_url: { url, detail: 'high' as const } });
@@ -123,6 +154,8 @@ describe('anthropicAdapter.parseResponse', () => {
       choices: [{
         index: 0, content: 'Checking.', refusal: null, logprobs: null, finishReason: 'tool_calls',
         toolCalls: [{ id: 'tu_1', type: 'function', function: { name: 'wx', arguments: '{"city":"Pune"}' } }],
+        // Thinking is kept (without a signature here), for the surfaces to return.
+        reasoning: [{ type: 'thinking', thinking: 'secret', signature: '' }],
       }],
       // Cache writes without a breakdown are 5-minute writes (Anthropic's default lifetime).
       usage: { promptTokens: 15, completionTokens: 4, cachedInputTokens: 3, cacheWrite5mTokens: 2 },

@@ -7,6 +7,7 @@ import { anthropicPromptTokens, anthropicTokenClasses } from './token-classes.ts
 import {
   anthropicTools, extendedCacheTtlBeta, hasHourBreakpoint, scopeAnthropicPrompt, systemBlocksOf, systemValueOf, type ChatTool, type SystemBlock,
 } from './prompt-cache.ts';
+import { answerReasoning, historyReasoningBlocks, reasoningFields } from './reasoning.ts';
 import { AnthropicStreamDecoder, finishReasonOf } from './stream-decoder.ts';
 
 /** The Messages API version the adapter speaks. */
@@ -23,7 +24,8 @@ type ContentBlock = (
   | { type: 'image'; source: ImageSource }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
   | { type: 'tool_result'; tool_use_id: string; content: string }
-) & { cache_control?: CacheControl };
+) & { cache_control?: CacheControl }
+  | Record<string, unknown>;
 
 interface AnthropicMessage {
   role: 'user' | 'assistant';
@@ -122,7 +124,8 @@ function translateMessages(messages: readonly ChatMessage[]): { system: SystemBl
         append('user', withMessageBreakpoint([{ type: 'tool_result', tool_use_id: message.tool_call_id!, content: textOf(message.content) }], message));
         break;
       case 'assistant': {
-        const blocks: ContentBlock[] = assistantTextBlocks(message.content);
+        // Thinking blocks first, as Anthropic requires of a turn that carries them.
+        const blocks: ContentBlock[] = [...historyReasoningBlocks(message.reasoning), ...assistantTextBlocks(message.content)];
         (message.tool_calls ?? []).forEach((call, callIndex) => {
           let input: unknown;
           try {
@@ -206,6 +209,7 @@ export const anthropicAdapter: UpstreamAdapter = {
     if (tools !== undefined) body.tools = tools;
     const toolChoice = toolChoiceOf(params.tool_choice, params.parallel_tool_calls);
     if (toolChoice !== undefined) body.tool_choice = toolChoice;
+    Object.assign(body, reasoningFields(chat.reasoning, chat.request.messages));
     if (chat.request.stream) body.stream = true; // Anthropic always streams its usage
 
     const headers: Record<string, string> = {
@@ -230,6 +234,7 @@ export const anthropicAdapter: UpstreamAdapter = {
     }
     const usageJson = (json as { usage?: unknown }).usage;
     const reportedUsage = anthropicUsageSchema.safeParse(usageJson);
+    const reasoning = answerReasoning((json as { content: unknown[] }).content);
     return {
       choices: [{
         index: 0,
@@ -238,6 +243,7 @@ export const anthropicAdapter: UpstreamAdapter = {
         toolCalls,
         finishReason: finishReasonOf(message.stop_reason, toolCalls.length > 0),
         logprobs: null,
+        ...(reasoning === undefined ? {} : { reasoning }),
       }],
       usage: reportedUsage.success
         ? {

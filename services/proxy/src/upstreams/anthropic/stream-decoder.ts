@@ -27,7 +27,9 @@ export function finishReasonOf(stopReason: unknown, hasToolCalls: boolean): stri
  * message_delta, message_stop, ping, error) into OpenAI chunks: text deltas become content,
  * tool_use blocks become tool call fragments numbered in order of appearance, the stop reason
  * becomes a finish reason, and the input tokens of message_start with the output tokens of
- * message_delta become the usage, with its cache reads and writes (anthropicTokenClasses). Thinking and other block kinds are not relayed.
+ * message_delta become the usage, with its cache reads and writes (anthropicTokenClasses). Thinking
+ * becomes reasoning_content deltas, its signature a reasoning_signature delta, a redacted thinking
+ * block a redacted_reasoning delta; other block kinds are not relayed.
  */
 export class AnthropicStreamDecoder implements StreamDecoder {
   #promptTokens = 0;
@@ -77,6 +79,8 @@ export class AnthropicStreamDecoder implements StreamDecoder {
         const block = isObject(message.content_block) ? message.content_block : {};
         if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') {
           out.push({ kind: 'chunk', text: block.text, choices: [{ index: 0, delta: { content: block.text }, logprobs: null, finish_reason: null }] });
+        } else if (block.type === 'redacted_thinking' && typeof block.data === 'string') {
+          out.push({ kind: 'chunk', text: '', choices: [{ index: 0, delta: { redacted_reasoning: block.data }, logprobs: null, finish_reason: null }] });
         } else if (block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string') {
           const toolIndex = this.#toolIndexByBlock.size;
           this.#toolIndexByBlock.set(count(message.index), toolIndex);
@@ -94,6 +98,11 @@ export class AnthropicStreamDecoder implements StreamDecoder {
         const delta = isObject(message.delta) ? message.delta : {};
         if (delta.type === 'text_delta' && typeof delta.text === 'string') {
           out.push({ kind: 'chunk', text: delta.text, choices: [{ index: 0, delta: { content: delta.text }, logprobs: null, finish_reason: null }] });
+        } else if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string') {
+          // Thinking is output Anthropic bills: it counts towards the running cost like text.
+          out.push({ kind: 'chunk', text: delta.thinking, choices: [{ index: 0, delta: { reasoning_content: delta.thinking }, logprobs: null, finish_reason: null }] });
+        } else if (delta.type === 'signature_delta' && typeof delta.signature === 'string') {
+          out.push({ kind: 'chunk', text: '', choices: [{ index: 0, delta: { reasoning_signature: delta.signature }, logprobs: null, finish_reason: null }] });
         } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
           const toolIndex = this.#toolIndexByBlock.get(count(message.index));
           if (toolIndex === undefined) return;

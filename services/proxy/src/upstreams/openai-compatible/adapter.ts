@@ -9,6 +9,7 @@ import type {
 import { createOpenAiCompatibleEmbeddings } from './embeddings.ts';
 import { openAiTokenClasses } from './token-classes.ts';
 import { openAiCacheMessages, openAiCacheTools, openAiPromptCacheKey, type PromptCacheKeyPolicy } from './prompt-cache.ts';
+import { messagesWithoutReasoning, reasoningBlocksIn } from './reasoning.ts';
 import { OpenAiStreamDecoder } from './stream-decoder.ts';
 
 const bytesSchema = z.array(z.number().int()).nullish();
@@ -56,7 +57,7 @@ function logprobsOf(entries: Array<z.infer<typeof tokenLogprobSchema>> | null | 
   }));
 }
 
-function choiceOf(choice: z.infer<typeof choiceSchema>, position: number): NormalizedChoice {
+function choiceOf(choice: z.infer<typeof choiceSchema>, position: number, raw: unknown): NormalizedChoice {
   const toolCalls = (choice.message.tool_calls ?? []).map((call) => ({
     id: call.id, type: 'function' as const, function: { name: call.function.name, arguments: call.function.arguments },
   }));
@@ -69,7 +70,14 @@ function choiceOf(choice: z.infer<typeof choiceSchema>, position: number): Norma
     logprobs: choice.logprobs === undefined || choice.logprobs === null
       ? null
       : { content: logprobsOf(choice.logprobs.content), refusal: logprobsOf(choice.logprobs.refusal) },
+    ...withReasoning(raw),
   };
+}
+
+/** The reasoning of a raw choice's message (read apart from the schema: its field name varies by server). */
+function withReasoning(raw: unknown): { reasoning?: NormalizedChoice['reasoning'] } {
+  const reasoning = reasoningBlocksIn((raw as { message?: unknown } | undefined)?.message);
+  return reasoning === undefined ? {} : { reasoning };
 }
 
 /** What distinguishes one OpenAI-compatible provider from another: a short configuration. */
@@ -115,13 +123,15 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
       }
       const body: Record<string, unknown> = {
         model: target.model,
-        messages: openAiCacheMessages(chat.request, chat.cacheScope),
+        // Earlier turns' reasoning is left out (messagesWithoutReasoning), then the cache scope marked.
+        messages: openAiCacheMessages({ ...chat.request, messages: messagesWithoutReasoning(chat.request.messages) }, chat.cacheScope),
         [provider.maxTokensField]: chat.maxTokens,
         ...chat.request.params,
       };
       if (body.tools !== undefined) body.tools = openAiCacheTools(body.tools);
       const promptCacheKey = openAiPromptCacheKey(chat.request, chat.cacheScope, provider.promptCacheKey ?? 'never');
       if (promptCacheKey !== undefined) body.prompt_cache_key = promptCacheKey;
+      if (chat.reasoning?.effort !== undefined) body.reasoning_effort = chat.reasoning.effort;
       if (chat.request.stream) {
         body.stream = true;
         body.stream_options = { include_usage: true };
@@ -140,7 +150,8 @@ export function createOpenAiCompatibleAdapter(provider: OpenAiCompatibleProvider
           ...openAiTokenClasses((json as { usage: Record<string, unknown> }).usage),
         }
         : undefined;
-      return { choices: completion.choices.map(choiceOf), usage };
+      const rawChoices = (json as { choices: unknown[] }).choices;
+      return { choices: completion.choices.map((choice, position) => choiceOf(choice, position, rawChoices[position])), usage };
     },
 
     createStreamDecoder: () => new OpenAiStreamDecoder(),

@@ -2,6 +2,7 @@ import { standardFinishReason } from '../../domain/normalized-completion.ts';
 import type { NormalizedTokenLogprob } from '../../domain/normalized-completion.ts';
 import type { StreamChoice, StreamDecoder, StreamEventSink, StreamToolCallDelta } from '../upstream-adapter.ts';
 import { openAiTokenClasses } from './token-classes.ts';
+import { reasoningTextIn } from './reasoning.ts';
 
 type Json = Record<string, unknown>;
 
@@ -112,6 +113,8 @@ export class OpenAiStreamDecoder implements StreamDecoder {
         const source = isObject(choice.delta) ? choice.delta : {};
         const delta: StreamChoice['delta'] = {};
         if (source.role === 'assistant') delta.role = 'assistant';
+        const reasoning = reasoningTextIn(source);
+        if (reasoning !== undefined && reasoning !== '') { delta.reasoning_content = reasoning; text += reasoning; }
         if (typeof source.content === 'string') { delta.content = source.content; text += source.content; }
         if (typeof source.refusal === 'string') { delta.refusal = source.refusal; text += source.refusal; }
         const tools = toolCallDeltas(source.tool_calls, 0);

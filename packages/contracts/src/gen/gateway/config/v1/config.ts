@@ -238,7 +238,32 @@ export interface GatewayModel {
   providerCacheWrite1hCostMicrosPerMtok?: bigint | undefined;
   providerReasoningCostMicrosPerMtok?: bigint | undefined;
   providerAudioInputCostMicrosPerMtok?: bigint | undefined;
-  providerImageInputCostMicrosPerMtok?: bigint | undefined;
+  providerImageInputCostMicrosPerMtok?:
+    | bigint
+    | undefined;
+  /**
+   * Reasoning controls the model's upstream accepts (docs/surfaces/reasoning.md). The effort levels
+   * it takes: an OpenAI-compatible upstream gets them as `reasoning_effort` ("none", "minimal",
+   * "low", "medium", "high", "xhigh"), an Anthropic one as `output_config.effort` ("low", "medium",
+   * "high", "max"). Empty (an older admin, or a model that does not reason on request): none.
+   */
+  reasoningEfforts: string[];
+  /**
+   * Anthropic upstreams only: the thinking modes it takes, "enabled" (with budget_tokens) and/or
+   * "adaptive". Empty: no extended thinking ("disabled" is always accepted).
+   */
+  thinkingModes: string[];
+  /**
+   * Largest thinking budget a request may give, tokens (it also stays below max_tokens, as
+   * Anthropic requires). 0: no bound besides max_tokens and the context.
+   */
+  maxThinkingBudgetTokens: number;
+  /**
+   * true: the upstream returns its reasoning (OpenAI-compatible `reasoning_content`/`reasoning`,
+   * Anthropic thinking blocks), so clients may ask for it (Responses `reasoning.summary`,
+   * `include: ["reasoning.encrypted_content"]`). false: nothing to return, and those are a 400.
+   */
+  returnsReasoning: boolean;
 }
 
 export interface Upstream {
@@ -1112,6 +1137,10 @@ function createBaseGatewayModel(): GatewayModel {
     providerReasoningCostMicrosPerMtok: undefined,
     providerAudioInputCostMicrosPerMtok: undefined,
     providerImageInputCostMicrosPerMtok: undefined,
+    reasoningEfforts: [],
+    thinkingModes: [],
+    maxThinkingBudgetTokens: 0,
+    returnsReasoning: false,
   };
 }
 
@@ -1284,6 +1313,18 @@ export const GatewayModel: MessageFns<GatewayModel> = {
         );
       }
       writer.uint32(200).int64(message.providerImageInputCostMicrosPerMtok);
+    }
+    for (const v of message.reasoningEfforts) {
+      writer.uint32(210).string(v!);
+    }
+    for (const v of message.thinkingModes) {
+      writer.uint32(218).string(v!);
+    }
+    if (message.maxThinkingBudgetTokens !== 0) {
+      writer.uint32(224).int32(message.maxThinkingBudgetTokens);
+    }
+    if (message.returnsReasoning !== false) {
+      writer.uint32(232).bool(message.returnsReasoning);
     }
     return writer;
   },
@@ -1501,6 +1542,38 @@ export const GatewayModel: MessageFns<GatewayModel> = {
             message.providerImageInputCostMicrosPerMtok = reader.int64() as bigint;
             continue;
           }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.reasoningEfforts.push(reader.string());
+            continue;
+          }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.thinkingModes.push(reader.string());
+            continue;
+          }
+          case 28: {
+            if (tag !== 224) {
+              break;
+            }
+
+            message.maxThinkingBudgetTokens = reader.int32();
+            continue;
+          }
+          case 29: {
+            if (tag !== 232) {
+              break;
+            }
+
+            message.returnsReasoning = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1598,6 +1671,10 @@ export const GatewayModel: MessageFns<GatewayModel> = {
       (object.providerImageInputCostMicrosPerMtok !== undefined && object.providerImageInputCostMicrosPerMtok !== null)
         ? BigInt(object.providerImageInputCostMicrosPerMtok)
         : undefined;
+    message.reasoningEfforts = object.reasoningEfforts?.map((e) => e) || [];
+    message.thinkingModes = object.thinkingModes?.map((e) => e) || [];
+    message.maxThinkingBudgetTokens = object.maxThinkingBudgetTokens ?? 0;
+    message.returnsReasoning = object.returnsReasoning ?? false;
     return message;
   },
 };
