@@ -1,5 +1,4 @@
 import type { ChatMessage } from '../../domain/chat-request.ts';
-import type { NormalizedUsage } from '../../domain/normalized-completion.ts';
 import type { ReasoningBlock } from '../../domain/reasoning.ts';
 
 // Reasoning on OpenAI-compatible upstreams: `reasoning_effort` goes up; reasoning text comes
