@@ -43,6 +43,7 @@ import { createTestDatabase, createTestPki, resolveTestInfrastructure, serviceTl
 import { findBalanceDifferences } from '@gateway/ledger';
 import { openDatabase } from '@gateway/db';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../tests/support/service-processes.ts';
+import { measurePricingOverhead, type PricingOverhead } from './support/pricing-overhead.ts';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
@@ -502,12 +503,21 @@ async function main(): Promise<void> {
         const of = (target: string) => rows.find((r) => r.target === target && r.mode === mode && r.connections === connections)!;
         return { throughput: Number((of('gateway').rps / of('baseline').rps).toFixed(3)), addedP50Ms: of('gateway').p50Ms - of('baseline').p50Ms, addedP99Ms: of('gateway').p99Ms - of('baseline').p99Ms };
       };
+      // Issue 25's bound: per-class pricing and alias lookup at most 3% of the proxy's CPU per request.
+      const pricing = measurePricingOverhead();
+      const pricingShare = (mode: string, connections: number) => {
+        const gatewayCpuMs = rows.find((r) => r.target === 'gateway' && r.mode === mode && r.connections === connections)?.cpuMsPerRequest;
+        return gatewayCpuMs === undefined || gatewayCpuMs === 0 ? undefined : Number(((pricing.classedUsPerRequest / 1000 / gatewayCpuMs) * 100).toFixed(2));
+      };
+      const pricingOverhead = { ...pricing, percentOfProxyCpuNonStreamingC1: pricingShare('non-streaming', 1), percentOfProxyCpuNonStreamingC32: pricingShare('non-streaming', 32) };
+      process.stdout.write(`pricing and alias lookup: ${JSON.stringify(pricingOverhead)}\n`);
       const summary = {
         date: new Date().toISOString(),
         machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGb: Math.round(totalmem() / 2 ** 30), node: process.version },
         durationS, proxyVariant, rows, ttfb, rss,
         lowBalance: { proxies: lowBalanceProxies, capacity: lowBalanceCapacity, ...lowBalance },
         lowBalanceExhausted: exhausted,
+        pricingOverhead,
         ratios: {
           nonStreamingC1: ratio('non-streaming', 1), nonStreamingC32: ratio('non-streaming', 32),
           streamingC1: ratio('streaming', 1), streamingC32: ratio('streaming', 32),
@@ -544,6 +554,7 @@ function updateBenchmarksDoc(summary: {
   ratios: Record<string, unknown>; rss: Record<string, number>; ttfb: Record<string, { p50Ms: number; p99Ms: number }>;
   lowBalance: { proxies: number; capacity: number } & LowBalanceResult;
   lowBalanceExhausted: LowBalanceResult;
+  pricingOverhead: PricingOverhead & { percentOfProxyCpuNonStreamingC1: number | undefined; percentOfProxyCpuNonStreamingC32: number | undefined };
 }): void {
   const path = `${repoRoot}docs/benchmarks.md`;
   const start = '<!-- bench:gateway:start -->';
@@ -563,6 +574,7 @@ function updateBenchmarksDoc(summary: {
     `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`${mallocArenaMax === undefined ? '' : ` and \`MALLOC_ARENA_MAX=${mallocArenaMax}\``}): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
     `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused} (each answered in p50 ${summary.lowBalance.refusalP50Ms} ms, p99 ${summary.lowBalance.refusalP99Ms} ms), other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     `Then, with the balance spent and nothing held (no refusal that a recall or a Settle could lift), ${summary.lowBalanceExhausted.sent} more requests: refused 402 ${summary.lowBalanceExhausted.refused}, each in p50 ${summary.lowBalanceExhausted.refusalP50Ms} ms, p99 ${summary.lowBalanceExhausted.refusalP99Ms} ms; admitted ${summary.lowBalanceExhausted.admitted}.`,
+    `Per-class pricing and model alias lookup (bench/support/pricing-overhead.ts, the proxy's own functions in process, ${summary.pricingOverhead.iterations} requests): an alias resolved through both alias maps, a model with its own price sheet and a usage with every token class cost **${summary.pricingOverhead.classedUsPerRequest} µs of CPU per request** (a slug, flat prices and no classes: ${summary.pricingOverhead.plainUsPerRequest} µs), that is ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC1}% of the proxy's CPU per request at non-streaming c=1 and ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC32}% at c=32 (issue 25's bound: 3%).`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
     end,
