@@ -107,14 +107,19 @@ describe('Claude Code as released, headless through the gateway', () => {
     capture = await startCaptureProxy(new URL(gateway.proxyBases[0]!));
     egress = await startEgressTrap();
     // Claude Code's prompt (system prompt, tool definitions) is tens of thousands of tokens.
-    const model = (slug: string, upstream: Record<string, string>) => gateway.admin('POST', '/gateway-models', {
+    const model = (slug: string, upstream: Record<string, string>, controls: Record<string, unknown> = {}) => gateway.admin('POST', '/gateway-models', {
       slug, display_name: slug, default_max_tokens: 64, max_context_tokens: 200_000,
       input_price_micros_per_mtok: e2ePrices.inputPriceMicrosPerMtok.toString(),
       output_price_micros_per_mtok: e2ePrices.outputPriceMicrosPerMtok.toString(),
-      upstream,
+      upstream, ...controls,
     });
     await model(openaiSlug, { provider_kind: 'openai_compatible', base_url: gateway.upstream.baseUrl, model: 'upstream-cc-model', api_key: gateway.upstreamCredential });
-    await model(claudeSlug, { provider_kind: 'anthropic', base_url: anthropicUpstream.baseUrl, model: 'claude-cc-model', api_key: anthropicCredential });
+    // A Claude model takes an effort: with its built-in names Claude Code sends `output_config.effort: "medium"`,
+    // which a model without reasoning controls refuses (docs/surfaces/reasoning.md). No thinking modes here, so
+    // its adaptive thinking is accepted unforwarded and the replies carry none (claude-code-thinking.e2e covers thinking).
+    await model(claudeSlug, { provider_kind: 'anthropic', base_url: anthropicUpstream.baseUrl, model: 'claude-cc-model', api_key: anthropicCredential }, {
+      reasoning_efforts: ['low', 'medium', 'high', 'max'],
+    });
     // Returns once the proxy acknowledged the version that lets the organisation use the models.
     await gateway.admin('PATCH', `/organisations/${gateway.organisationId}`, { allowed_gateway_models: [gateway.modelSlug, openaiSlug, claudeSlug] });
   }, 120_000);

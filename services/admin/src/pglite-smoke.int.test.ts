@@ -55,7 +55,7 @@ describe('the admin on embedded PGlite', () => {
       expect(gatewayModelResponse.parse(demo.json)).toEqual({
         slug: 'demo', display_name: 'Demo (built-in demo upstream, no provider account)',
         kind: 'chat', input_modalities: ['text', 'image', 'audio'],
-        reasoning_efforts: [], thinking_modes: [], max_thinking_budget_tokens: 0, returns_reasoning: false, default_max_tokens: 256, max_context_tokens: 8192,
+        reasoning_efforts: ['low', 'medium', 'high'], thinking_modes: [], max_thinking_budget_tokens: 0, returns_reasoning: true, default_max_tokens: 256, max_context_tokens: 200_000,
         input_price_micros_per_mtok: '1000000', output_price_micros_per_mtok: '2000000',
         provider_input_cost_micros_per_mtok: '0', provider_output_cost_micros_per_mtok: '0',
         cached_input_price_micros_per_mtok: '1000000', cache_write_5m_price_micros_per_mtok: '1000000', cache_write_1h_price_micros_per_mtok: '1000000',

@@ -54,7 +54,9 @@ const demoGatewayModel = {
   slug: 'demo',
   displayName: 'Demo (built-in demo upstream, no provider account)',
   defaultMaxTokens: 256,
-  maxContextTokens: 8192,
+  // Room for an agent's prompt (Claude Code's system prompt and tools are tens of thousands of
+  // tokens) with the demo upstream, which has no limit of its own.
+  maxContextTokens: 200_000,
   inputPriceMicrosPerMtok: 1_000_000n, // ₹1 per million input tokens
   outputPriceMicrosPerMtok: 2_000_000n, // ₹2 per million output tokens
   providerInputCostMicrosPerMtok: 0n,
@@ -63,11 +65,13 @@ const demoGatewayModel = {
   kind: 'chat',
   // The demo upstream reads only the text, but takes image and audio parts: a user can try them on it.
   inputModalities: ['text', 'image', 'audio'],
-  // The demo takes no reasoning controls, like every model until an admin sets them.
-  reasoningEfforts: [],
+  // The demo upstream reasons on request (`reasoning_effort`, answered with `reasoning_content`),
+  // so the agents' efforts are served: Claude Code sends `output_config.effort` with its built-in
+  // names, which a model without efforts refuses (docs/surfaces/reasoning.md).
+  reasoningEfforts: ['low', 'medium', 'high'],
   thinkingModes: [],
   maxThinkingBudgetTokens: 0,
-  returnsReasoning: false,
+  returnsReasoning: true,
   // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
   upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false },
   upstreamApiKeyEncrypted: null,
