@@ -196,12 +196,12 @@ function costAt(usage: TokenUsage, prices: ClassPrices): bigint {
   return sideCost(tokens, prices, inputSide) + sideCost(tokens, prices, outputSide);
 }
 
-/** Customer cost of a usage at a model's prices, µ₹, each class rounded up on its own: what a Settle debits. */
+/** Customer cost of a usage at a model's prices, µ₹, each side (input, output) rounded up once: what a Settle debits. */
 export function customerCostMicros(usage: TokenUsage, model: BasePrices): bigint {
   return costAt(usage, sheetOf(model).customer);
 }
 
-/** Customer cost and provider cost of a usage, µ₹, each class rounded up on its own. */
+/** Customer cost and provider cost of a usage, µ₹, each side rounded up once. */
 export function usageCostMicros(usage: TokenUsage, model: GatewayModelEntry): { costMicros: bigint; providerCostMicros: bigint } {
   const sheet = sheetOf(model);
   return { costMicros: costAt(usage, sheet.customer), providerCostMicros: costAt(usage, sheet.provider) };
