@@ -1,14 +1,11 @@
 import type { ChatMessage } from '../../domain/chat-request.ts';
 import type { ReasoningBlock, ForwardedReasoning } from '../../domain/reasoning.ts';
+import { isObject } from '../wire-values.ts';
 
 // Reasoning on Anthropic upstreams: `thinking` and `output_config.effort` go up, earlier turns'
 // thinking blocks go back first in their assistant turn (Anthropic requires it, signatures
 // unchanged), and thinking / redacted_thinking blocks come back, streamed as thinking_delta and
 // signature_delta.
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /**
  * Whether the conversation continues a tool call whose turn carries no thinking: Anthropic refuses

@@ -1,16 +1,7 @@
 import type { TokenClassCounts } from '../../domain/normalized-completion.ts';
 import type { StreamDecoder, StreamEventSink } from '../upstream-adapter.ts';
 import { anthropicPromptTokens, anthropicTokenClasses } from './token-classes.ts';
-
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
-}
+import { countOf as count, isObject } from '../wire-values.ts';
 
 /** OpenAI's finish reason for an Anthropic stop reason. */
 export function finishReasonOf(stopReason: unknown, hasToolCalls: boolean): string {

@@ -1,14 +1,5 @@
 import type { TokenClassCounts } from '../../domain/normalized-completion.ts';
-
-/** A count the wire gives, or 0 when it is absent, not a non-negative integer, or not a number at all. */
-function countOf(value: unknown): number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
-}
-
-/** An object field of the wire, or undefined. */
-function objectOf(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined;
-}
+import { countOf, objectOf } from '../wire-values.ts';
 
 /**
  * The token price classes of an Anthropic `usage` object (non-streaming, message_start or

@@ -1,13 +1,10 @@
 import type { ChatMessage } from '../../domain/chat-request.ts';
 import type { ReasoningBlock } from '../../domain/reasoning.ts';
+import { isObject } from '../wire-values.ts';
 
 // Reasoning on OpenAI-compatible upstreams: `reasoning_effort` goes up; reasoning text comes
 // back as `reasoning_content` (vLLM, DeepSeek) or `reasoning` (newer vLLM, OpenRouter), in the
 // message and in deltas, and its tokens as `completion_tokens_details.reasoning_tokens`.
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** The reasoning text of a message or delta: `reasoning_content`, else `reasoning` when it is text; undefined for none. */
 export function reasoningTextIn(source: Record<string, unknown>): string | undefined {

@@ -3,12 +3,9 @@ import type { NormalizedTokenLogprob } from '../../domain/normalized-completion.
 import type { StreamChoice, StreamDecoder, StreamEventSink, StreamToolCallDelta } from '../upstream-adapter.ts';
 import { openAiTokenClasses } from './token-classes.ts';
 import { reasoningTextIn } from './reasoning.ts';
+import { isObject } from '../wire-values.ts';
 
 type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
