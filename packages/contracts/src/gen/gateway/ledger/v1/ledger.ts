@@ -940,6 +940,18 @@ export interface UsageSummaryRow {
   projectId: string;
   /** Set with all_organisations: the billing mode the usage was recorded under. */
   billingMode: BillingMode;
+  /**
+   * Per token price class, summed over the row's usage records that carry classes (issue 25),
+   * ordered by class name: tokens, customer cost and provider cost per class.
+   */
+  tokenClasses: TokenClassUsage[];
+  /**
+   * The row's usage records without classes (settled before classes were kept, or an expiry
+   * charge): their tokens are in input_tokens/output_tokens and their cost in cost_micros and
+   * provider_cost_micros, but in no class. So cost_micros = sum(token_classes.cost_micros) plus
+   * what those records cost.
+   */
+  unclassifiedRequests: bigint;
 }
 
 export interface SummarizeUsageResponse {
@@ -5250,6 +5262,8 @@ function createBaseUsageSummaryRow(): UsageSummaryRow {
     organisationId: "",
     projectId: "",
     billingMode: 0,
+    tokenClasses: [],
+    unclassifiedRequests: 0n,
   };
 }
 
@@ -5305,6 +5319,15 @@ export const UsageSummaryRow: MessageFns<UsageSummaryRow> = {
     }
     if (message.billingMode !== 0) {
       writer.uint32(88).int32(message.billingMode);
+    }
+    for (const v of message.tokenClasses) {
+      TokenClassUsage.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.unclassifiedRequests !== 0n) {
+      if (BigInt.asIntN(64, message.unclassifiedRequests) !== message.unclassifiedRequests) {
+        throw new globalThis.Error("value provided for field message.unclassifiedRequests of type int64 too large");
+      }
+      writer.uint32(104).int64(message.unclassifiedRequests);
     }
     return writer;
   },
@@ -5410,6 +5433,22 @@ export const UsageSummaryRow: MessageFns<UsageSummaryRow> = {
             message.billingMode = reader.int32() as any;
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.tokenClasses.push(TokenClassUsage.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.unclassifiedRequests = reader.int64() as bigint;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5448,6 +5487,10 @@ export const UsageSummaryRow: MessageFns<UsageSummaryRow> = {
     message.organisationId = object.organisationId ?? "";
     message.projectId = object.projectId ?? "";
     message.billingMode = object.billingMode ?? 0;
+    message.tokenClasses = object.tokenClasses?.map((e) => TokenClassUsage.fromPartial(e)) || [];
+    message.unclassifiedRequests = (object.unclassifiedRequests !== undefined && object.unclassifiedRequests !== null)
+      ? BigInt(object.unclassifiedRequests)
+      : 0n;
     return message;
   },
 };
