@@ -4,12 +4,13 @@ import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCh
 import { createServiceMetrics, startMetricsServer, startTracing, type ProxyMetrics, type ServiceTracing } from '@gateway/telemetry';
 import { proxySettleBoundMs, type ProxyConfig } from './config.ts';
 import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
-import { InProcessRateLimiter, type RateLimiter } from './domain/rate-limit.ts';
+import type { RateLimiter } from './domain/rate-limit.ts';
 import { GrantBook } from './billing/grant-book.ts';
 import { createHttpApp } from './http/http-app.ts';
 import { LedgerClient } from './ledger/ledger-client.ts';
 import { GrpcLedger } from './ledger/grpc-ledger.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
+import { InProcessRateLimiter } from './rate-limit/in-process-rate-limiter.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { cacheScopingForKey } from './domain/cache-scope.ts';
 import { toolCallIdCodecForKey } from './domain/tool-call-id-codec.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decideSlidingWindow, formatResetDuration, InProcessRateLimiter, rateLimitHeaders, retryAfterSeconds, rpmLeaseSize, rpmLeaseWant } from './rate-limit.ts';
+import { rpmLeaseSize } from '../test-support/rpm-lease-model.ts';
+import { decideSlidingWindow, rateLimitHeaders, retryAfterSeconds, rpmLeaseWant } from './rate-limit.ts';
 
 describe('the sliding window log', () => {
   it('admits the limit within any 60 s, and frees a slot exactly when the oldest admission leaves', () => {
@@ -19,29 +20,13 @@ describe('the sliding window log', () => {
   });
 });
 
-describe('InProcessRateLimiter', () => {
-  it('keeps one pool per id', async () => {
-    let now = 0;
-    const limiter = new InProcessRateLimiter({ now: () => now });
-    try {
-      expect((await limiter.consume('a', 1)).allowed).toBe(true);
-      expect((await limiter.consume('a', 1)).allowed).toBe(false);
-      expect((await limiter.consume('b', 1)).allowed).toBe(true);
-      now = 60_000;
-      limiter.sweep();
-      expect((await limiter.consume('a', 1)).allowed).toBe(true);
-    } finally {
-      await limiter.close();
-    }
-  });
-});
-
 describe('rate-limit headers', () => {
   it('formats durations the way OpenAI does and rounds Retry-After up', () => {
-    expect(formatResetDuration(250)).toBe('250ms');
-    expect(formatResetDuration(1000)).toBe('1s');
-    expect(formatResetDuration(59_500)).toBe('59.5s');
-    expect(formatResetDuration(60_000)).toBe('1m0s');
+    const resetOf = (resetMs: number) => rateLimitHeaders({ allowed: true, limit: 5, remaining: 4, retryAfterMs: 0, resetMs })['x-ratelimit-reset-requests'];
+    expect(resetOf(250)).toBe('250ms');
+    expect(resetOf(1000)).toBe('1s');
+    expect(resetOf(59_500)).toBe('59.5s');
+    expect(resetOf(60_000)).toBe('1m0s');
     const refused = { allowed: false, limit: 5, remaining: 0, retryAfterMs: 1001, resetMs: 42_000 };
     expect(retryAfterSeconds(refused)).toBe(2);
     expect(rateLimitHeaders(refused)).toEqual({
@@ -50,7 +35,7 @@ describe('rate-limit headers', () => {
   });
 });
 
-describe('the RPM lease size (the Redis lease script mirrors it)', () => {
+describe('the RPM lease size (rpm-lease-script.int.test.ts holds the Redis script to it)', () => {
   it('gives waiting requests what fits and speculates at most a quarter of what they leave free', () => {
     expect(rpmLeaseSize(100, 1, 8)).toBe(8); // far from the limit: the whole want (it includes the waiting one)
     expect(rpmLeaseSize(21, 1, 8)).toBe(1 + 5); // (21 - 1) / 4 = 5 spare

@@ -1,8 +1,10 @@
 /**
- * Requests-per-minute pools. Semantics (the same in Redis and in process): a sliding window
- * log. A request is admitted when fewer than `limit` requests of the same pool were admitted
- * in the last 60 s; refused requests are not counted. So there are never more than `limit`
- * admitted requests in any 60-second window, which is what "requests per minute" promises.
+ * Requests-per-minute pools: a sliding window log. A request is admitted when fewer than
+ * `limit` requests of the same pool were admitted in the last 60 s; refused requests are not
+ * counted. So there are never more than `limit` admitted requests in any 60-second window,
+ * which is what "requests per minute" promises. Here: the decision every pool answers with,
+ * the in-process rule (decideSlidingWindow), the replica's lease want and the 429 headers. The
+ * shared pool's rule is the Redis lease script (rate-limit/rpm-lease-script.ts).
  */
 
 /** Length of the RPM window, ms. */
@@ -35,23 +37,6 @@ export interface RateLimiter {
 }
 
 /**
- * How many tokens one lease from a shared pool admits (tokens, the Redis script mirrors it
- * line for line). `free` = limit minus the pool's counted entries, `need` = requests waiting
- * for a token now, `want` (>= need) = need plus the tokens the replica expects to use within
- * one lease. Waiting requests get what fits, exactly as per-request admission would give them
- * (their tokens are used at once). The speculative part, which may lapse unused, is at most a
- * quarter of what the waiting requests leave free: near the limit (fewer than 4 free after
- * them) it is 0 and the pool is exactly as strict as per-request admission; far from it, R
- * replicas leasing at once still leave at least (3/4)^R of the free tokens to the others.
- */
-export function rpmLeaseSize(free: number, need: number, want: number): number {
-  if (free <= 0) return 0;
-  const forWaiting = Math.min(need, free);
-  const spare = Math.max(0, Math.min(want - forWaiting, Math.floor((free - forWaiting) / 4)));
-  return forWaiting + spare;
-}
-
-/**
  * Tokens a replica asks one lease for: every waiting request, plus speculation from its
  * recent demand (`recentDemand` = requests in the last lease period) capped by `leaseMax`.
  */
@@ -73,7 +58,8 @@ function lowerBound(sorted: readonly number[], value: number): number {
 
 /**
  * Decides one request of a sliding window log, mutating `admitted` (ascending admission
- * times, ms). Pure apart from that array, so the Redis script and this share one reading.
+ * times, ms): the whole rule of the in-process pool (rate-limit/in-process-rate-limiter.ts).
+ * Pure apart from that array, so its tests can replay any history.
  */
 export function decideSlidingWindow(admitted: number[], limit: number, nowMs: number, windowMs: number = rpmWindowMs): RateLimitDecision {
   // An entry admitted at t counts while t > now - window.
@@ -89,58 +75,8 @@ export function decideSlidingWindow(admitted: number[], limit: number, nowMs: nu
   return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, freeingAt - nowMs), resetMs: Math.max(1, newest + windowMs - nowMs) };
 }
 
-/**
- * The in-process limiter, for a single replica (no REDIS_URL). Same semantics as the Redis
- * one; its pools are per process, so with N replicas the effective limit would be N × limit.
- */
-export class InProcessRateLimiter implements RateLimiter {
-  readonly #pools = new Map<string, number[]>();
-  readonly #now: () => number;
-  readonly #windowMs: number;
-  readonly #sweepTimer: NodeJS.Timeout;
-
-  /** `now` is injectable for tests; the sweep drops pools idle for a whole window. */
-  constructor(options: { now?: () => number; windowMs?: number } = {}) {
-    this.#now = options.now ?? Date.now;
-    this.#windowMs = options.windowMs ?? rpmWindowMs;
-    this.#sweepTimer = setInterval(() => this.sweep(), this.#windowMs);
-    this.#sweepTimer.unref();
-  }
-
-  /** Counts one request against a pool, if it fits. */
-  consume(poolId: string, limit: number): Promise<RateLimitDecision> {
-    return Promise.resolve(this.decideNow(poolId, limit));
-  }
-
-  /** consume() without the promise: an in-process pool always decides at once. */
-  decideNow(poolId: string, limit: number): RateLimitDecision {
-    let admitted = this.#pools.get(poolId);
-    if (admitted === undefined) {
-      admitted = [];
-      this.#pools.set(poolId, admitted);
-    }
-    return decideSlidingWindow(admitted, limit, this.#now(), this.#windowMs);
-  }
-
-  /** Forgets pools whose newest admission has left the window (memory stays bounded by active pools). */
-  sweep(): void {
-    const cutoff = this.#now() - this.#windowMs;
-    for (const [poolId, admitted] of this.#pools) {
-      const newest = admitted.at(-1);
-      if (newest === undefined || newest <= cutoff) this.#pools.delete(poolId);
-    }
-  }
-
-  /** Stops the sweep timer. */
-  close(): Promise<void> {
-    clearInterval(this.#sweepTimer);
-    this.#pools.clear();
-    return Promise.resolve();
-  }
-}
-
 /** A duration in OpenAI's header style: `250ms`, `1s`, `59.5s`, `1m0s`. */
-export function formatResetDuration(ms: number): string {
+function formatResetDuration(ms: number): string {
   if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
   const minutes = Math.floor(ms / 60_000);
   const seconds = Math.round((ms - minutes * 60_000) / 1000 * 1000) / 1000;

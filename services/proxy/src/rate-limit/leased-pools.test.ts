@@ -1,6 +1,6 @@
 import { GatewayError } from '@gateway/errors';
 import { describe, expect, it } from 'vitest';
-import { rpmLeaseSize } from '../domain/rate-limit.ts';
+import { rpmLeaseSize } from '../test-support/rpm-lease-model.ts';
 import { LeasedPools, type LeaseReply } from './leased-pools.ts';
 
 /** A lease call the test answers by hand: each call waits until the test settles it. */

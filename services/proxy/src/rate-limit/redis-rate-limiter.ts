@@ -3,64 +3,7 @@ import type { Logger } from '@gateway/logger';
 import { Redis } from 'ioredis';
 import { rpmWindowMs, type RateLimitDecision, type RateLimiter } from '../domain/rate-limit.ts';
 import { LeasedPools, type LeaseReply } from './leased-pools.ts';
-
-/**
- * Leases tokens from the sliding window log of domain/rate-limit.ts as one atomic Lua script,
- * so every proxy replica shares one pool per organisation. Time comes from the Redis server
- * (TIME), so replicas with skewed clocks still agree. Each admitted token is logged with score
- * now + leaseMs, its latest possible use, and counts while score > now - window: so no 60-s
- * window of uses ever holds more than the limit (proof in docs/proxy.md). The size is
- * rpmLeaseSize (domain/rate-limit.ts), line for line. KEYS[1] = the pool's sorted set;
- * ARGV = limit, window ms, leaseMs, need, want, a member prefix unique to the call.
- * Returns {admitted, free before admission, retryAfterMs (when full after it, else 0), resetMs}.
- */
-const leaseScript = `
-local key = KEYS[1]
-local limit = tonumber(ARGV[1])
-local window = tonumber(ARGV[2])
-local leaseMs = tonumber(ARGV[3])
-local need = tonumber(ARGV[4])
-local want = tonumber(ARGV[5])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-local count = redis.call('ZCARD', key)
-local free = limit - count
-local admitted = 0
-if free > 0 then
-  local forWaiting = math.min(need, free)
-  local spare = math.max(0, math.min(want - forWaiting, math.floor((free - forWaiting) / 4)))
-  admitted = forWaiting + spare
-  local score = now + leaseMs
-  local i = 1
-  while i <= admitted do
-    local args = {}
-    local last = math.min(admitted, i + 199)
-    for j = i, last do
-      args[#args + 1] = score
-      args[#args + 1] = ARGV[6] .. ':' .. j
-    end
-    redis.call('ZADD', key, unpack(args))
-    i = last + 1
-  end
-  redis.call('PEXPIRE', key, window + leaseMs)
-  count = count + admitted
-end
-local retryAfter = 0
-if count >= limit then
-  local freeing = redis.call('ZRANGE', key, count - limit, count - limit, 'WITHSCORES')
-  retryAfter = math.max(1, tonumber(freeing[2]) + window - now)
-end
-local reset = 0
-local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-if newest[2] then reset = math.max(1, tonumber(newest[2]) + window - now) end
-return {admitted, math.max(0, free), retryAfter, reset}
-`;
-
-/** The custom command defineCommand adds to the client. */
-interface RpmCommands {
-  gatewayRpmLease(key: string, limit: number, windowMs: number, leaseMs: number, need: number, want: number, member: string): Promise<[number, number, number, number]>;
-}
+import { defineRpmLeaseCommand, type RpmLeaseCommand } from './rpm-lease-script.ts';
 
 /** Options of the Redis limiter. */
 export interface RedisRateLimiterOptions {
@@ -78,12 +21,15 @@ export interface RedisRateLimiterOptions {
 
 /**
  * The shared limiter, taking tokens in leases (LeasedPools) so most requests make no Redis
- * call. When Redis cannot answer and no leased token is left, requests fail closed with 503: falling back to
- * per-replica pools would silently multiply every organisation's limit by the replica count,
- * and admitting everything would remove the limit altogether.
+ * call; each lease is one run of the atomic lease script (rpm-lease-script.ts), so every proxy
+ * replica shares one pool per organisation. When Redis cannot answer and no leased token is
+ * left, requests fail closed with 503: falling back to per-replica pools would silently multiply
+ * every organisation's limit by the replica count, and admitting everything would remove the
+ * limit altogether.
  */
 export class RedisRateLimiter implements RateLimiter {
-  readonly #redis: Redis & RpmCommands;
+  readonly #redis: Redis;
+  readonly #leaseCommand: RpmLeaseCommand;
   readonly #keyPrefix: string;
   readonly #logger: Logger;
   readonly #pools: LeasedPools;
@@ -110,7 +56,7 @@ export class RedisRateLimiter implements RateLimiter {
       // CPU profile, docs/benchmarks.md); a lone request is sent as before.
       enableAutoPipelining: true,
     });
-    redis.defineCommand('gatewayRpmLease', { numberOfKeys: 1, lua: leaseScript });
+    this.#leaseCommand = defineRpmLeaseCommand(redis);
     redis.on('error', (error: Error) => {
       // ioredis repeats connection errors on every retry; one line per 10 s is enough.
       const now = Date.now();
@@ -120,7 +66,7 @@ export class RedisRateLimiter implements RateLimiter {
       }
     });
     redis.on('ready', () => this.#logger.info('Redis rate limiter connected'));
-    this.#redis = redis as Redis & RpmCommands;
+    this.#redis = redis;
     this.#pools = new LeasedPools({ lease: (poolId, limit, need, want) => this.#leaseCall(poolId, limit, need, want, leaseMs), leaseMax: options.leaseMax ?? 8, leaseMs });
     this.#sweepTimer = setInterval(() => this.#pools.sweep(), rpmWindowMs);
     this.#sweepTimer.unref();
@@ -144,9 +90,7 @@ export class RedisRateLimiter implements RateLimiter {
   async #leaseCall(poolId: string, limit: number, need: number, want: number, leaseMs: number): Promise<LeaseReply> {
     this.#calls += 1;
     const member = `${this.#memberPrefix}:${String(this.#calls)}`;
-    const reply = await this.#redis.gatewayRpmLease(`${this.#keyPrefix}${poolId}`, limit, rpmWindowMs, leaseMs, need, want, member);
-    const [admitted, free, retryAfterMs, resetMs] = reply.map(Number) as [number, number, number, number];
-    return { admitted, free, retryAfterMs, resetMs };
+    return this.#leaseCommand(`${this.#keyPrefix}${poolId}`, limit, rpmWindowMs, leaseMs, need, want, member);
   }
 
   /** Whether the connection to Redis is up now (for /readyz's body; readiness does not depend on it). */
