@@ -68,8 +68,42 @@ const gstStates: readonly GstState[] = [
 /** The code of a recipient outside India (place of supply for an export of services). */
 export const foreignCountryStateCode = '96';
 
-/** The codes a billing profile may name as its place of supply, in code order: those in force and 96. */
+/**
+ * The codes a billing profile may name as its place of supply, in code order: those in force and
+ * 96. Not 25 or 28: no supply is made there any more (Daman and Diu is part of 26 since 2020;
+ * Andhra Pradesh is 37), and a place of supply decides CGST + SGST against IGST, so a retired
+ * code would put the tax under a state that no longer collects it. Not 99: Centre Jurisdiction
+ * is where some registrations are administered, not a place a service is supplied to. 96 is the
+ * place of supply of an export of services (a recipient outside India); 97 (Other Territory,
+ * such as offshore areas) is a place of supply in its own right.
+ */
 export const placeOfSupplyStates: readonly GstState[] = gstStates.filter((state) => state.use === 'in_force' || state.use === 'foreign');
+
+/**
+ * The codes a GSTIN's first two digits may be here, in code order: those in force only. A GSTIN
+ * the gateway reads (the supplier's, a recipient's) is a PAN-based registration in an Indian state
+ * or union territory, and must match the place of supply it invoices from or to. So not 96 (a
+ * recipient abroad has no GSTIN), not 99 (Centre Jurisdiction registrations, such as overseas
+ * online-service suppliers, are not PAN-based and are never a party here), and not 25 or 28 (no
+ * GSTIN is issued under them now: Daman and Diu registrations moved to 26 in 2020, Andhra Pradesh
+ * registers under 37).
+ */
+export const gstinStates: readonly GstState[] = gstStates.filter((state) => state.use === 'in_force');
+
+/** A list of codes as people read it, runs joined: "01 to 24, 26, 27, 29 to 38 or 97" (for problems and API descriptions). */
+export function gstStateCodesText(states: readonly GstState[]): string {
+  const runs: string[] = [];
+  let index = 0;
+  while (index < states.length) {
+    let end = index;
+    while (end + 1 < states.length && Number(states[end + 1]!.code) === Number(states[end]!.code) + 1) end += 1;
+    // Two neighbours read better apart ("26, 27") than as a run.
+    if (end - index >= 2) runs.push(`${states[index]!.code} to ${states[end]!.code}`);
+    else for (let single = index; single <= end; single += 1) runs.push(states[single]!.code);
+    index = end + 1;
+  }
+  return runs.length <= 1 ? runs.join('') : `${runs.slice(0, -1).join(', ')} or ${runs.at(-1)!}`;
+}
 
 /** A code's entry, or undefined for a code that is not a GST state code. */
 export function gstStateOf(code: string): GstState | undefined {

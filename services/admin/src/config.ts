@@ -3,7 +3,7 @@ import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
 import { encryptionKeyProblem } from './domain/credential-cipher.ts';
 import { gstinProblem, gstinStateCode } from './domain/gstin.ts';
-import { gstStateOf } from '../shared/gst-states.ts';
+import { gstinStates, gstStateCodesText } from '../shared/gst-states.ts';
 
 /** A URL the admin may seed the demo model with: http(s), no credentials in it. */
 const demoUpstreamUrl = z.string().refine((value) => {
@@ -215,10 +215,10 @@ export const adminConfigSchema = z.object({
     });
   }
   const supplierState = gstinState ?? config.INVOICE_SUPPLIER_STATE_CODE;
-  if (supplierState !== undefined && gstStateOf(supplierState)?.use !== 'in_force') {
+  if (supplierState !== undefined && !gstinStates.some((state) => state.code === supplierState)) {
     ctx.addIssue({
       code: 'custom', path: [config.INVOICE_SUPPLIER_GSTIN === undefined ? 'INVOICE_SUPPLIER_STATE_CODE' : 'INVOICE_SUPPLIER_GSTIN'],
-      message: `names state ${supplierState}, which is not an Indian state or union territory code in force (01 to 24, 26, 27, 29 to 38, 97)`,
+      message: `names state ${supplierState}, which is not an Indian state or union territory code in force (${gstStateCodesText(gstinStates)})`,
     });
   }
   if (config.GST_EXPORT_MODE === 'lut' && config.INVOICE_LUT_REFERENCE === undefined) {

@@ -1,5 +1,5 @@
 import type { Queryable } from '@gateway/db';
-import { foreignCountryStateCode, gstStateOf } from '../../shared/gst-states.ts';
+import { foreignCountryStateCode, gstinStates, gstStateCodesText, gstStateOf, placeOfSupplyStates } from '../../shared/gst-states.ts';
 import { gstinProblem, gstinStateCode } from './gstin.ts';
 
 /**
@@ -39,7 +39,7 @@ export interface BillingSnapshot {
 }
 
 /** How a refused state code is explained: the places of supply a profile may name. */
-const placeOfSupplyCodesText = '01 to 24, 26, 27, 29 to 38, 96 or 97';
+const placeOfSupplyCodesText = gstStateCodesText(placeOfSupplyStates);
 
 /**
  * Why a code cannot be a billing profile's place of supply, or undefined when it can: it must be
@@ -58,8 +58,8 @@ function placeOfSupplyProblem(code: string): string | undefined {
 /**
  * The problems of a profile's state code, GSTIN and country, by field (empty when it is sound):
  * the state code must be a place of supply in force (or 96, abroad, which needs the country), the
- * GSTIN well formed with the right check character, and the GSTIN's first two digits (its state)
- * the profile's state code.
+ * GSTIN well formed with the right check character, its first two digits (its state) a code a
+ * GSTIN is issued under (gstinStates says which and why) and the profile's state code.
  */
 export function billingProfileProblems(input: Pick<BillingProfileInput, 'stateCode' | 'gstin'> & { country?: string | null }): Array<{ field: 'state_code' | 'gstin' | 'country'; problem: string }> {
   const problems: Array<{ field: 'state_code' | 'gstin' | 'country'; problem: string }> = [];
@@ -74,7 +74,9 @@ export function billingProfileProblems(input: Pick<BillingProfileInput, 'stateCo
   if (input.gstin !== null) {
     const problem = gstinProblem(input.gstin);
     if (problem !== undefined) problems.push({ field: 'gstin', problem });
-    else if (gstinStateCode(input.gstin) !== input.stateCode) {
+    else if (!gstinStates.some((state) => state.code === gstinStateCode(input.gstin!))) {
+      problems.push({ field: 'gstin', problem: `starts with state ${gstinStateCode(input.gstin)}, which no GSTIN a billing profile can hold is issued under (${gstStateCodesText(gstinStates)})` });
+    } else if (gstinStateCode(input.gstin) !== input.stateCode) {
       problems.push({ field: 'gstin', problem: `is registered in state ${gstinStateCode(input.gstin)}, not the profile's state_code ${input.stateCode}` });
     }
   }

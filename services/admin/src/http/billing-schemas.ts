@@ -3,6 +3,7 @@ import type { PaymentWebhookEvent } from '../domain/topups-service.ts';
 import { parseProviderJson } from '../transport/razorpay-client.ts';
 import { refundWebhookEventNames } from '../domain/refund-events.ts';
 import { parseRefundWebhookEvent } from './refund-event-schemas.ts';
+import { gstinStates, gstStateCodesText } from '../../shared/gst-states.ts';
 import { displayText, integerIn, moneyMicros, moneyShown, pageCursor, pageLimit, paiseAmount, paiseShown, timestampShown as timestamp } from '../domain/wire-fields.ts';
 
 /**
@@ -51,7 +52,7 @@ export const putBillingProfileBody = z.strictObject({
   address: displayText('The recipient\'s address on invoices, 1..1000 characters.', 1000),
   state_code: z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
     .regex(/^[0-9]{2}$/, { error: 'must be a two-digit GST state code, e.g. "29" for Karnataka' })
-    .meta({ description: 'Two-digit GST state code of the place of supply: a code in force (01..24, 26, 27, 29..38, 97), or 96 for a recipient outside India; decides CGST+SGST or IGST. Retired codes (25, 28) and 99 are refused.' }),
+    .meta({ description: `Two-digit GST state code of the place of supply: a code in force (${gstStateCodesText(gstinStates)}), or 96 for a recipient outside India; decides CGST+SGST or IGST. Retired codes (25, 28) and 99 are refused.` }),
   gstin: z.string({ error: 'must be a string or null' })
     .trim()
     .transform((value) => value.toUpperCase())

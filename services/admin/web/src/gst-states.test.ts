@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { placeOfSupplyStates } from '../../shared/gst-states.ts';
 import { gstStateLabel, gstStates } from './gst-states.ts';
 
 describe('the dashboard\'s GST states', () => {
@@ -14,5 +15,9 @@ describe('the dashboard\'s GST states', () => {
   it('still names a retired code on an old document', () => {
     expect(gstStateLabel('25')).toBe('25 · Daman and Diu (before the 2020 merger)');
     expect(gstStateLabel('96')).toBe('96 · Foreign Country');
+  });
+
+  it('is the server\'s list itself, so the picker offers exactly what a billing profile accepts (domain/billing-profile.test.ts checks the server side)', () => {
+    expect(gstStates).toBe(placeOfSupplyStates);
   });
 });
