@@ -8,7 +8,7 @@ interface MigrateReportLine {
 }
 
 /** What a service's migrate CLI needs: its name and schema, and how to bring the schema current. */
-export interface MigrateCliOptions {
+interface MigrateCliOptions {
   /** The service, first word of every line it prints (`ledger`, `admin`). */
   service: string;
   /** The database schema the service owns. */

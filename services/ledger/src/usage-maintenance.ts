@@ -10,7 +10,7 @@ import { periodicVerifyLockKey } from './periodic-verify-lock.ts';
  */
 
 /** How a maintenance pass runs. */
-export interface UsagePartitionOptions {
+interface UsagePartitionOptions {
   /** Months after the current one that must have a partition (LEDGER_USAGE_PARTITIONS_AHEAD). */
   partitionsAhead: number;
   /** Whole months of raw records kept before the current one; 0 keeps every month (LEDGER_USAGE_RETENTION_MONTHS). */
@@ -25,7 +25,7 @@ interface UsagePartitionCounts {
 }
 
 /** What one maintenance pass did. */
-export interface UsageMaintenanceReport {
+interface UsageMaintenanceReport {
   /** Month partitions created, e.g. `usage_records_p2026_12`. */
   created: string[];
   /** Records moved out of the DEFAULT partition into the partition of their month. */

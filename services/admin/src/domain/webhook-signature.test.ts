@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { newSigningSecret, signatureHeader, signatureMatches, signingSecretHint } from './webhook-signature.ts';
+import { signatureMatches } from '../test-support/alert-receiver.ts';
+import { newSigningSecret, signatureHeader, signingSecretHint } from './webhook-signature.ts';
 
 describe('webhook signature', () => {
   it('is t=<seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>"> keyed with the whole secret', () => {

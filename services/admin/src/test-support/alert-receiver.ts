@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -50,4 +51,21 @@ export async function startAlertReceiver(): Promise<AlertReceiver> {
       server.close(() => resolve());
     }),
   };
+}
+
+/**
+ * Whether a header signs this body with this secret within `toleranceSeconds` of `nowSeconds`:
+ * a receiver's side of domain/webhook-signature.ts, as docs/alerts.md tells receivers to check it
+ * (constant-time comparison).
+ */
+export function signatureMatches(secret: string, body: string, header: string, nowSeconds: number, toleranceSeconds = 300): boolean {
+  const parts = new Map(header.split(',').map((part) => {
+    const at = part.indexOf('=');
+    return [part.slice(0, at).trim(), part.slice(at + 1).trim()] as const;
+  }));
+  const time = Number(parts.get('t'));
+  const given = parts.get('v1') ?? '';
+  if (!Number.isInteger(time) || Math.abs(nowSeconds - time) > toleranceSeconds || !/^[0-9a-f]{64}$/.test(given)) return false;
+  const expected = createHmac('sha256', secret).update(`${time}.${body}`, 'utf8').digest();
+  return timingSafeEqual(expected, Buffer.from(given, 'hex'));
 }

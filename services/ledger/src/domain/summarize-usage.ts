@@ -62,7 +62,7 @@ const istOffsetMs = 19_800_000n;
 const dayMs = 86_400_000n;
 
 /** How a window splits: whole Asia/Kolkata days, read from the daily roll-ups, and the partial days at its edges, read from raw records. */
-export interface UsageWindowSplit {
+interface UsageWindowSplit {
   /** Whether any whole day lies in the window. */
   hasWholeDays: boolean;
   /** First whole day, e.g. '2026-11-01'; null: from the first day there is. */

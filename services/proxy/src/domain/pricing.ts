@@ -136,7 +136,7 @@ export interface TokenUsage extends TokenClassCounts {
 }
 
 /** Tokens of a usage by class, each ≥ 0, summing to the totals. */
-export type ClassTokens = Record<TokenClass, number>;
+type ClassTokens = Record<TokenClass, number>;
 
 /**
  * A usage's tokens by class. The classes are parts of the totals; an upstream that reports more

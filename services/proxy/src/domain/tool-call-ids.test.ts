@@ -4,7 +4,8 @@ import { GatewayError, toHttpError } from '@gateway/errors';
 import type { ChatRequest } from './chat-request.ts';
 import type { NormalizedCompletion } from './normalized-completion.ts';
 import { createToolCallIdCodec } from './tool-call-id-codec.ts';
-import { concealCompletionToolCallIds, createStreamToolCallIdConcealer, revealToolCallIds, unmappedToolCallIds } from './tool-call-ids.ts';
+import { unmappedToolCallIds } from '../test-support/unmapped-tool-call-ids.ts';
+import { concealCompletionToolCallIds, createStreamToolCallIdConcealer, revealToolCallIds } from './tool-call-ids.ts';
 
 const codec = createToolCallIdCodec(randomBytes(32));
 

@@ -22,12 +22,6 @@ export interface ToolCallIdCodec {
   readonly reasoning?: ReasoningSeal;
 }
 
-/** A codec that maps nothing: for tests of code that has no tool calls in it. */
-export const unmappedToolCallIds: ToolCallIdCodec = {
-  conceal: (upstreamId) => upstreamId,
-  reveal: (clientId) => clientId,
-};
-
 /** Whether any message carries a tool-call id (assistant tool_calls or a tool message's tool_call_id). */
 function carriesToolCallIds(messages: readonly ChatMessage[]): boolean {
   for (const message of messages) if (message.tool_calls !== undefined || message.tool_call_id !== undefined) return true;
