@@ -64,8 +64,6 @@ export interface AdminAppDeps {
   resolveHost?: HostResolver;
 }
 
-export { adminMigrationsDir } from './admin-schema.ts';
-
 /**
  * Starts the admin: migrates its schema, makes sure a platform admin can log in, seeds the demo
  * model, then serves the config stream (gRPC) and the admin REST API (HTTP).

@@ -9,7 +9,7 @@ import { configV1 } from '@gateway/contracts';
 import { hashSecret } from '@gateway/secrets';
 import { migrate, openDatabase } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { adminMigrationsDir } from './app.ts';
+import { adminMigrationsDir } from './admin-schema.ts';
 import { bumpConfigVersion, createConfigSnapshotSource, currentConfigVersion } from './domain/config-snapshot.ts';
 import { createCredentialCipher } from './domain/credential-cipher.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';

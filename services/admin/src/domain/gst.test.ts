@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatPaise, formatRate, placeOfSupplyText, splitInclusiveTotal } from './gst.ts';
+import { formatRate, placeOfSupplyText, splitInclusiveTotal } from './gst.ts';
 
 /** A small deterministic generator (LCG), so the property checks are repeatable. */
 function* pseudoRandomTotals(count: number): Generator<bigint> {
@@ -80,9 +80,7 @@ describe('splitInclusiveTotal', () => {
 });
 
 describe('document text', () => {
-  it('formats paise with Indian grouping and rates as percentages', () => {
-    expect(formatPaise(10_000_000n)).toBe('1,00,000.00');
-    expect(formatPaise(5n)).toBe('0.05');
+  it('formats rates as percentages', () => {
     expect(formatRate(1800)).toBe('18%');
     expect(formatRate(250)).toBe('2.5%');
     expect(formatRate(900)).toBe('9%');

@@ -1,6 +1,5 @@
 import { gstStateOf } from '../../shared/gst-states.ts';
 import { gstinStateCode } from './gstin.ts';
-import { formatInr } from './inr-text.ts';
 
 /** GST on a GST-inclusive price, in integer paise: the split every tax document uses. */
 export interface GstSplit {
@@ -73,11 +72,6 @@ export function isIntraState(supplierStateCode: string, placeOfSupplyStateCode: 
 export function placeOfSupplyText(stateCode: string): string {
   const state = gstStateOf(stateCode);
   return state === undefined ? `State code ${stateCode}` : `${state.name} (${stateCode})`;
-}
-
-/** An amount of paise as rupees with Indian grouping and no symbol, e.g. 10000000n → "1,00,000.00" (documents write "INR"). */
-export function formatPaise(paise: bigint): string {
-  return formatInr(paise * 10_000n).replace('₹', '');
 }
 
 /** A rate in basis points as a percentage text, e.g. 1800 → "18%", 250 → "2.5%", 900 / 2 → "4.5%" (a rate, not money). */

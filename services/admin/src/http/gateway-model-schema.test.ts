@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createGatewayModelBody, updateGatewayModelBody } from './request-schemas.ts';
 import { gatewayModelResponse } from './response-schemas.ts';
-import { parseInput } from './validation.ts';
+import { parseInput } from '../test-support/parse-input.ts';
 import {
   camelCase, camelKeys, gatewayModelLeaves, gatewayModelShown, gatewayModelToJson, type GatewayModel,
 } from '../domain/gateway-model-schema.ts';

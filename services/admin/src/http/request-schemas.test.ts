@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
 import { createCreditBody, createGatewayModelBody, createOrganisationBody, updateGatewayModelBody, updateOrganisationBody } from './request-schemas.ts';
-import { parseInput } from './validation.ts';
+import { parseInput } from '../test-support/parse-input.ts';
 
 function problemOf(run: () => unknown): { message: string; param: string | null } {
   try {

@@ -89,10 +89,3 @@ export function validateInput<Schema extends z.ZodType>(schema: Schema, value: u
   const result = schema.safeParse(value, { error: fallbackMessage });
   return result.success ? { ok: true, value: result.data } : { ok: false, problems: fieldProblems(result.error.issues, location) };
 }
-
-/** Validates input with a schema; throws `invalid_request` naming every bad field. */
-export function parseInput<Schema extends z.ZodType>(schema: Schema, value: unknown, location: InputLocation): z.output<Schema> {
-  const result = validateInput(schema, value, location);
-  if (result.ok) return result.value;
-  throw invalidRequest(result.problems);
-}
