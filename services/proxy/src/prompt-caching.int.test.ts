@@ -3,7 +3,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakePromptTokens } from '@gateway/fake-upstream';
-import { cacheScopeMarker } from './domain/cache-scope.ts';
+import { cacheScopeMarker } from './test-support/cache-scopes.ts';
 import {
   expectedCostMicros, gatewayModel, lastSettleOf, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leakMarkers } from '@gateway/fake-upstream';
-import { createToolCallIdCodec } from './domain/tool-call-id-codec.ts';
+import { createToolCallIdCodec } from './test-support/tool-call-id-codecs.ts';
 import {
   expectedCostMicros, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy, type TestTenant,
 } from './test-support/proxy-world.ts';

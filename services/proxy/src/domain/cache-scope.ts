@@ -35,12 +35,12 @@ function hmacHex(key: Uint8Array, ...parts: string[]): string {
 }
 
 /** The marker text of an organisation under a key, e.g. `[cache scope 3f9a1c0e5b7d2a4f]`. */
-export function cacheScopeMarker(key: Uint8Array, organisationId: string): string {
+function cacheScopeMarker(key: Uint8Array, organisationId: string): string {
   return `[cache scope ${hmacHex(key, 'marker', organisationId).slice(0, markerHexDigits)}]`;
 }
 
 /** The cache scope of one request of an organisation, with the client's `prompt_cache_key` when it sent one. */
-export function cacheScopeOf(key: Uint8Array, organisationId: string, clientPromptCacheKey: string | undefined): CacheScope {
+function cacheScopeOf(key: Uint8Array, organisationId: string, clientPromptCacheKey: string | undefined): CacheScope {
   const promptCacheKey = clientPromptCacheKey === undefined
     ? hmacHex(key, 'prompt_cache_key', organisationId)
     : hmacHex(key, 'prompt_cache_key', organisationId, clientPromptCacheKey);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { createReasoningSeal } from './reasoning-seal.ts';
-import { createToolCallIdCodec } from './tool-call-id-codec.ts';
+import { createToolCallIdCodec } from '../test-support/tool-call-id-codecs.ts';
 
 describe('createReasoningSeal', () => {
   const key = randomBytes(32);

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createToolCallIdCodec, toolCallIdCodecForKey } from './tool-call-id-codec.ts';
+import { createToolCallIdCodec } from '../test-support/tool-call-id-codecs.ts';
+import { toolCallIdCodecForKey } from './tool-call-id-codec.ts';
 
 const key = randomBytes(32);
 const codec = createToolCallIdCodec(key);

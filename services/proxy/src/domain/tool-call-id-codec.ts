@@ -44,7 +44,7 @@ const gatewayIdPattern = new RegExp(`^${gatewayIdPrefix}[A-Za-z0-9_-]{${gatewayT
  * undefined for an id with the gateway's shape that does not open (altered, sealed under another
  * key such as one before an ADMIN_ENCRYPTION_KEY rotation, or withheld as too long).
  */
-export function createToolCallIdCodec(key: Uint8Array): ToolCallIdCodec {
+function createToolCallIdCodec(key: Uint8Array): ToolCallIdCodec {
   if (key.length !== toolCallIdKeyBytes) throw new Error(`a tool-call id key has ${toolCallIdKeyBytes} bytes (got ${key.length})`);
   const keyBytes = Buffer.from(key);
 

@@ -3,8 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { GatewayError, toHttpError } from '@gateway/errors';
 import type { ChatRequest } from './chat-request.ts';
 import type { NormalizedCompletion } from './normalized-completion.ts';
-import { createToolCallIdCodec } from './tool-call-id-codec.ts';
-import { unmappedToolCallIds } from '../test-support/unmapped-tool-call-ids.ts';
+import { createToolCallIdCodec, unmappedToolCallIds } from '../test-support/tool-call-id-codecs.ts';
 import { concealCompletionToolCallIds, createStreamToolCallIdConcealer, revealToolCallIds } from './tool-call-ids.ts';
 
 const codec = createToolCallIdCodec(randomBytes(32));

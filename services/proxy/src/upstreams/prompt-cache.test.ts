@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cacheScopeMarker, cacheScopeOf } from '../domain/cache-scope.ts';
+import { cacheScopeMarker, cacheScopeOf } from '../test-support/cache-scopes.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
 import { anthropicAdapter } from './anthropic/adapter.ts';
 import { anthropicTokenClasses } from './anthropic/token-classes.ts';

@@ -29,7 +29,7 @@ function associatedData(organisationId: string, responseId: string): Buffer {
 }
 
 /** A sealer over one platform key (32 bytes). */
-export function createResponseSealer(platformKey: Uint8Array): ResponseSealer {
+function createResponseSealer(platformKey: Uint8Array): ResponseSealer {
   if (platformKey.length !== responseStoreKeyBytes) throw new Error(`a response store key has ${responseStoreKeyBytes} bytes (got ${platformKey.length})`);
   const keys = new Map<string, Buffer>();
   const keyOf = (organisationId: string): Buffer => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createResponseSealer } from './response-sealer.ts';
+import { createResponseSealer } from '../../test-support/response-sealers.ts';
 import { InProcessResponseStore } from './response-store.ts';
 import { readStatefulFields, storedInputItems } from './stateful-input.ts';
 import { defaultResponseRetentionS, inputItemId, responseIdOfItemId, retentionSOf, StoredResponses, type StoredResponseRecord } from './stored-responses.ts';
