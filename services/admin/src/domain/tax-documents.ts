@@ -24,7 +24,7 @@ interface DocumentSupplier {
 }
 
 /** Who receives: the organisation's billing profile as snapshotted on the top-up. */
-export interface DocumentRecipient {
+interface DocumentRecipient {
   legal_name: string;
   address: string;
   gstin: string | null;

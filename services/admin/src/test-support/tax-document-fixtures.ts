@@ -2,7 +2,10 @@ import { execFile } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
 import type { Queryable } from '@gateway/db';
 import { newId } from '../domain/ids.ts';
-import type { DocumentRecipient } from '../domain/tax-documents.ts';
+import type { TaxDocument } from '../domain/tax-documents.ts';
+
+/** A document's recipient, as a stored document names it. */
+type DocumentRecipient = TaxDocument['recipient'];
 
 /** A recipient in Karnataka (29, the default supplier state): intra-state, CGST + SGST. */
 export const karnatakaRecipient: DocumentRecipient = {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { SseParser, type SseEvent } from './sse-parser.ts';
+import { SseParser } from './sse-parser.ts';
+
+/** One server-sent event as the parser hands it over: its `event:` name (undefined when absent) and its data lines joined by "\n". */
+interface SseEvent {
+  event: string | undefined;
+  data: string;
+}
 
 function parse(pieces: readonly string[], end = false): SseEvent[] {
   const events: SseEvent[] = [];

@@ -1,9 +1,3 @@
-/** One server-sent event: its `event:` name (undefined when absent) and its data lines joined by "\n". */
-export interface SseEvent {
-  event: string | undefined;
-  data: string;
-}
-
 /**
  * An incremental parser of a `text/event-stream` body (WHATWG rules for the fields the gateway
  * reads: `event` and `data`; comments and other fields are skipped). Bytes go in as they arrive;
