@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { istDayBefore, istDayEndMs, istDayOf, istDayStartMs, istWindowQuery } from './ist-dates.ts';
+import { istDayBefore, istDayOf, istWindowQuery } from './ist-dates.ts';
+
+/** The bound a filter's "from" day gives the query, ms (undefined for an empty or invalid day): what the pages send. */
+function istDayStartMs(day: string): number | undefined {
+  const window = istWindowQuery(day, '');
+  return window.ok && window.query.from !== undefined ? Number(window.query.from) : undefined;
+}
+
+/** The bound a filter's "to" day gives the query (the next day's start, exclusive), ms, or undefined. */
+function istDayEndMs(day: string): number | undefined {
+  const window = istWindowQuery('', day);
+  return window.ok && window.query.to !== undefined ? Number(window.query.to) : undefined;
+}
 
 describe('IST calendar days', () => {
   it('starts a day at 00:00 IST, which is 18:30 UTC the day before', () => {

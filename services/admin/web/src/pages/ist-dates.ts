@@ -18,14 +18,14 @@ function parseDay(value: string): [number, number, number] | undefined {
 }
 
 /** The instant an IST calendar day ("YYYY-MM-DD") begins, ms since the epoch; undefined for an empty or invalid value. */
-export function istDayStartMs(value: string): number | undefined {
+function istDayStartMs(value: string): number | undefined {
   const day = parseDay(value);
   if (day === undefined) return undefined;
   return Date.UTC(day[0], day[1] - 1, day[2]) - istOffsetMs;
 }
 
 /** The instant after an IST calendar day ends (the next day's start, an exclusive bound), ms since the epoch. */
-export function istDayEndMs(value: string): number | undefined {
+function istDayEndMs(value: string): number | undefined {
   const start = istDayStartMs(value);
   return start === undefined ? undefined : start + dayMs;
 }
