@@ -3,7 +3,8 @@ import { GatewayError } from '@gateway/errors';
 import type { AdminConfig } from '../config.ts';
 import { isIntraState, splitInclusiveTotal, supplierStateCode, type GstSplit } from './gst.ts';
 import { newId } from './ids.ts';
-import { allocateSerial, type DocumentSeries } from './invoice-serial.ts';
+import type { DocumentSeries } from './invoice-serial.ts';
+import { allocateSerial } from './invoice-serial-store.ts';
 import { refundDebitMicros } from './refund-debit-micros.ts';
 import { foreignCountryStateCode } from '../../shared/gst-states.ts';
 
