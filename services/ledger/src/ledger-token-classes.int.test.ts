@@ -135,4 +135,22 @@ describe.skipIf(!serverUrl)('token classes on usage records', () => {
       expect(rows[0]!.tokenClasses.reduce((sum, c) => sum + c.costMicros, 0n) + 10n + 1_000n).toBe(rows[0]!.costMicros);
     }
   });
+
+  it('Verify reports a roll-up whose class figure is not its records\' sum (CONSERVATION by token class)', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const reservationId = uniqueId('verified');
+    await ledger.reserve({ reservationId, organisationId, amountMicros: 10_000n });
+    await ledger.settle({ reservationId, inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n, tokenClasses: classes });
+    const corrupt = (delta: number) => ledger.database.query(
+      "UPDATE usage_daily_classes SET cost_micros = cost_micros + $2 WHERE organisation_id = $1 AND token_class = 'reasoning'", [organisationId, delta]);
+    await corrupt(1);
+    const differences = await findBalanceDifferences(ledger.database);
+    expect(differences.map((difference) => [difference.organisationId, difference.usageRollup?.column, difference.accountMicros, difference.recomputedMicros]))
+      .toEqual([
+        [organisationId, 'cost_micros_by_class', 618n, 619n],
+        [organisationId, 'reasoning.cost_micros', 301n, 300n],
+      ]);
+    await corrupt(-1);
+    expect(await findBalanceDifferences(ledger.database)).toEqual([]);
+  });
 });
