@@ -46,7 +46,7 @@ export interface UsageSummaryRowView {
 }
 
 /** One token class's sums in a summary row: tokens, customer-price cost µ₹, provider cost µ₹. */
-export interface UsageSummaryClassView {
+interface UsageSummaryClassView {
   tokenClass: string;
   tokens: bigint;
   costMicros: bigint;
