@@ -54,37 +54,42 @@ FROM usage_records r, jsonb_array_elements(r.token_classes) AS e
 WHERE r.token_classes IS NOT NULL
 GROUP BY 1, 2, 3, 4, 5, 6;
 
--- Adds (p_sign 1) or takes off (p_sign -1) one record's classes, or its count as unclassified. A
--- take-off always finds the row its record was added to (the insert branch is for p_sign 1).
-CREATE FUNCTION usage_daily_add_classes(r usage_records, p_sign integer) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-  IF r.token_classes IS NULL THEN
-    INSERT INTO usage_daily AS d (day, organisation_id, project_id, model_slug, billing_mode, requests, input_tokens,
-      output_tokens, cost_micros, provider_cost_micros, debited_micros, unclassified_requests)
-    VALUES ((r.created_at AT TIME ZONE 'Asia/Kolkata')::date, r.organisation_id, r.project_id, r.model_slug, r.billing_mode,
-      0, 0, 0, 0, 0, 0, 1)
-    ON CONFLICT (day, organisation_id, project_id, model_slug, billing_mode) DO UPDATE SET
-      unclassified_requests = d.unclassified_requests + p_sign;
-  ELSE
-    INSERT INTO usage_daily_classes AS c (day, organisation_id, project_id, model_slug, billing_mode, token_class, tokens,
-      cost_micros, provider_cost_micros)
-    SELECT (r.created_at AT TIME ZONE 'Asia/Kolkata')::date, r.organisation_id, r.project_id, r.model_slug, r.billing_mode,
-      e->>'tokenClass', (e->>'tokens')::bigint, (e->>'costMicros')::bigint, (e->>'providerCostMicros')::bigint
-    FROM jsonb_array_elements(r.token_classes) AS e
-    ON CONFLICT (day, organisation_id, project_id, model_slug, billing_mode, token_class) DO UPDATE SET
-      tokens = c.tokens + p_sign * EXCLUDED.tokens, cost_micros = c.cost_micros + p_sign * EXCLUDED.cost_micros,
-      provider_cost_micros = c.provider_cost_micros + p_sign * EXCLUDED.provider_cost_micros;
-  END IF;
-END
-$$;
-
--- The trigger: a finalising UPDATE moves a record's figures from its old version to its new one.
+-- The trigger (a trigger function only: the SQL functions of services/ledger/sql are the ledger's
+-- operations). It takes a finalising UPDATE's old version off (sign -1) and adds the new version
+-- (sign 1): one record's classes, or its count as unclassified. A take-off always finds the row its
+-- record was added to (the insert branches are for sign 1).
 CREATE FUNCTION usage_record_rollup_classes() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  r usage_records;
+  v_sign integer;
 BEGIN
-  IF TG_OP = 'UPDATE' THEN
-    PERFORM usage_daily_add_classes(OLD, -1);
-  END IF;
-  PERFORM usage_daily_add_classes(NEW, 1);
+  FOR v_step IN 1..2 LOOP
+    IF v_step = 1 THEN
+      CONTINUE WHEN TG_OP <> 'UPDATE';
+      r := OLD;
+      v_sign := -1;
+    ELSE
+      r := NEW;
+      v_sign := 1;
+    END IF;
+    IF r.token_classes IS NULL THEN
+      INSERT INTO usage_daily AS d (day, organisation_id, project_id, model_slug, billing_mode, requests, input_tokens,
+        output_tokens, cost_micros, provider_cost_micros, debited_micros, unclassified_requests)
+      VALUES ((r.created_at AT TIME ZONE 'Asia/Kolkata')::date, r.organisation_id, r.project_id, r.model_slug, r.billing_mode,
+        0, 0, 0, 0, 0, 0, 1)
+      ON CONFLICT (day, organisation_id, project_id, model_slug, billing_mode) DO UPDATE SET
+        unclassified_requests = d.unclassified_requests + v_sign;
+    ELSE
+      INSERT INTO usage_daily_classes AS c (day, organisation_id, project_id, model_slug, billing_mode, token_class, tokens,
+        cost_micros, provider_cost_micros)
+      SELECT (r.created_at AT TIME ZONE 'Asia/Kolkata')::date, r.organisation_id, r.project_id, r.model_slug, r.billing_mode,
+        e->>'tokenClass', (e->>'tokens')::bigint, (e->>'costMicros')::bigint, (e->>'providerCostMicros')::bigint
+      FROM jsonb_array_elements(r.token_classes) AS e
+      ON CONFLICT (day, organisation_id, project_id, model_slug, billing_mode, token_class) DO UPDATE SET
+        tokens = c.tokens + v_sign * EXCLUDED.tokens, cost_micros = c.cost_micros + v_sign * EXCLUDED.cost_micros,
+        provider_cost_micros = c.provider_cost_micros + v_sign * EXCLUDED.provider_cost_micros;
+    END IF;
+  END LOOP;
   RETURN NULL;
 END
 $$;
