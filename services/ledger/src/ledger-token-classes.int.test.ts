@@ -1,6 +1,7 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expireDueReservations } from './domain/expire-due-reservations.ts';
 import { findBalanceDifferences } from './domain/find-balance-differences.ts';
 import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
 
@@ -88,5 +89,68 @@ describe.skipIf(!serverUrl)('token classes on usage records', () => {
       expect(await ledger.countRows()).toEqual(before);
       await ledger.release({ reservationId });
     }
+  });
+
+  it('sums the classes per daily row in SummarizeUsage, for whole days (roll-ups) and edge days (raw records), and counts the rest as unclassified', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const classed = uniqueId('classed');
+    await ledger.reserve({ reservationId: classed, organisationId, amountMicros: 10_000n });
+    expect((await ledger.settle({ reservationId: classed, inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n, tokenClasses: classes })).result)
+      .toBe(SettleResult.SETTLE_RESULT_OK);
+    const plain = uniqueId('plain');
+    await ledger.reserve({ reservationId: plain, organisationId, amountMicros: 1_000n });
+    expect((await ledger.settle({ reservationId: plain, inputTokens: 5n, outputTokens: 5n, costMicros: 10n, providerCostMicros: 7n })).result)
+      .toBe(SettleResult.SETTLE_RESULT_OK);
+    const grantId = uniqueId('grant');
+    await ledger.acquireGrant({ grantId, organisationId, minMicros: 1_000n, wantMicros: 50_000n });
+    expect((await ledger.settle({
+      reservationId: uniqueId('carve'), grantId, reservedMicros: 10_000n, inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n, tokenClasses: classes,
+    })).result).toBe(SettleResult.SETTLE_RESULT_OK);
+    // EXPIRY: a stream that checkpointed 1,000 µ₹ and never settled is charged that, with no classes.
+    const stream = uniqueId('stream');
+    await ledger.reserve({ reservationId: stream, organisationId, amountMicros: 50_000n });
+    await ledger.checkpoint({ reservationId: stream, sequence: 1n, outputTokens: 10n, costMicros: 1_000n });
+    await ledger.database.query("UPDATE reservations SET expires_at = now() - interval '1 second' WHERE id = $1", [stream]);
+    await expireDueReservations(ledger.database, 500);
+    const { rows: [charged] } = await ledger.database.query<{ cost: string }>(
+      'SELECT cost_micros::text AS cost FROM usage_records WHERE reservation_id = $1', [stream]);
+    expect(charged?.cost).toBe('1000');
+
+    const { rows: [today] } = await ledger.database.query<{ from_ms: string; to_ms: string }>(
+      `SELECT (extract(epoch FROM date_trunc('day', now() AT TIME ZONE 'Asia/Kolkata') AT TIME ZONE 'Asia/Kolkata') * 1000)::bigint::text AS from_ms,
+         (extract(epoch FROM (date_trunc('day', now() AT TIME ZONE 'Asia/Kolkata') + interval '1 day') AT TIME ZONE 'Asia/Kolkata') * 1000)::bigint::text AS to_ms`);
+    const dayFrom = BigInt(today!.from_ms);
+    const dayTo = BigInt(today!.to_ms);
+    const doubled = [...classes].sort((a, b) => a.tokenClass.localeCompare(b.tokenClass))
+      .map((c) => ({ ...c, tokens: c.tokens * 2n, costMicros: c.costMicros * 2n, providerCostMicros: c.providerCostMicros * 2n }));
+    // Whole day (roll-ups alone) and the same day as an edge (from 1 ms after midnight: raw records).
+    for (const [fromMs, toMs] of [[dayFrom, dayTo], [dayFrom + 1n, dayTo]] as const) {
+      const { rows } = await ledger.summarizeUsage({ organisationId, fromMs, toMs });
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({
+        requests: 4n, costMicros: 618n + 10n + 618n + 1_000n, debitedMicros: 618n + 10n + 618n + 1_000n,
+        unclassifiedRequests: 2n, tokenClasses: doubled,
+      });
+      // CONSERVATION: the classes' cost plus the unclassified records' cost is the row's cost.
+      expect(rows[0]!.tokenClasses.reduce((sum, c) => sum + c.costMicros, 0n) + 10n + 1_000n).toBe(rows[0]!.costMicros);
+    }
+  });
+
+  it('Verify reports a roll-up whose class figure is not its records\' sum (CONSERVATION by token class)', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const reservationId = uniqueId('verified');
+    await ledger.reserve({ reservationId, organisationId, amountMicros: 10_000n });
+    await ledger.settle({ reservationId, inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n, tokenClasses: classes });
+    const corrupt = (delta: number) => ledger.database.query(
+      "UPDATE usage_daily_classes SET cost_micros = cost_micros + $2 WHERE organisation_id = $1 AND token_class = 'reasoning'", [organisationId, delta]);
+    await corrupt(1);
+    const differences = await findBalanceDifferences(ledger.database);
+    expect(differences.map((difference) => [difference.organisationId, difference.usageRollup?.column, difference.accountMicros, difference.recomputedMicros]))
+      .toEqual([
+        [organisationId, 'cost_micros_by_class', 618n, 619n],
+        [organisationId, 'reasoning.cost_micros', 301n, 300n],
+      ]);
+    await corrupt(-1);
+    expect(await findBalanceDifferences(ledger.database)).toEqual([]);
   });
 });

@@ -30,6 +30,9 @@ function sumsOf(records: readonly Seeded[]) {
     providerCostMicros: records.reduce((total, record) => total + record.providerCostMicros, 0n),
     // Internal (sponsored) usage is recorded but never debited.
     debitedMicros: records.reduce((total, record) => total + (record.billingMode === BillingMode.BILLING_MODE_INTERNAL ? 0n : record.costMicros), 0n),
+    // The seeded settles carry no token classes: every record is unclassified.
+    tokenClasses: [],
+    unclassifiedRequests: BigInt(records.length),
   };
 }
 

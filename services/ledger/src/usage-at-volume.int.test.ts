@@ -563,6 +563,8 @@ async function summaryBefore0012(db: Database, input: SummarizeUsageInput): Prom
     day: row.day!, modelSlug: row.model_slug!, requests: BigInt(row.requests!), inputTokens: BigInt(row.input_tokens!),
     outputTokens: BigInt(row.output_tokens!), costMicros: BigInt(row.cost_micros!), providerCostMicros: BigInt(row.provider_cost_micros!),
     debitedMicros: BigInt(row.debited_micros!),
+    // Before migration 0015 no record carried token classes: every record is unclassified.
+    tokenClasses: [], unclassifiedRequests: BigInt(row.requests!),
   }));
 }
 

@@ -59,7 +59,13 @@ interface UsageRollupKey {
   projectId: string;
   modelSlug: string;
   billingMode: string;
-  column: 'requests' | 'input_tokens' | 'output_tokens' | 'cost_micros' | 'provider_cost_micros' | 'debited_micros';
+  /**
+   * 'unclassified_requests': records without token classes; 'cost_micros_by_class': the cost against
+   * its classes' cost plus its unclassified records' cost; '<class>.tokens' (or .cost_micros,
+   * .provider_cost_micros): one token class's sum against its records' (CONSERVATION).
+   */
+  column: 'requests' | 'input_tokens' | 'output_tokens' | 'cost_micros' | 'provider_cost_micros' | 'debited_micros'
+    | 'unclassified_requests' | 'cost_micros_by_class' | `${string}.${'tokens' | 'cost_micros' | 'provider_cost_micros'}`;
 }
 
 /** A row whose parent does not exist; for `orphans` differences, accountMicros is 0 and recomputedMicros the row's amount, µ₹. */
@@ -267,28 +273,64 @@ async function usageRollupDifferences(tx: Queryable): Promise<BalanceDifference[
      raw AS (
        SELECT (u.created_at AT TIME ZONE 'Asia/Kolkata')::date AS day, u.organisation_id, u.project_id, u.model_slug,
          u.billing_mode, count(*)::numeric AS requests, sum(u.input_tokens) AS input_tokens, sum(u.output_tokens) AS output_tokens,
-         sum(u.cost_micros) AS cost_micros, sum(u.provider_cost_micros) AS provider_cost_micros, sum(u.debited_micros) AS debited_micros
+         sum(u.cost_micros) AS cost_micros, sum(u.provider_cost_micros) AS provider_cost_micros, sum(u.debited_micros) AS debited_micros,
+         count(*) FILTER (WHERE u.token_classes IS NULL)::numeric AS unclassified_requests,
+         coalesce(sum(u.cost_micros) FILTER (WHERE u.token_classes IS NULL), 0) AS unclassified_cost_micros
        FROM usage_records u, kept
        WHERE kept.from_day IS NULL OR u.created_at >= kept.from_day::timestamp AT TIME ZONE 'Asia/Kolkata'
        GROUP BY 1, 2, 3, 4, 5
      ),
      rollup AS (
-       SELECT d.* FROM usage_daily d, kept WHERE kept.from_day IS NULL OR d.day >= kept.from_day
+       SELECT d.*, coalesce((SELECT sum(k.cost_micros) FROM usage_daily_classes k WHERE k.day = d.day
+           AND k.organisation_id = d.organisation_id AND k.project_id = d.project_id AND k.model_slug = d.model_slug
+           AND k.billing_mode = d.billing_mode), 0) AS classes_cost_micros
+       FROM usage_daily d, kept WHERE kept.from_day IS NULL OR d.day >= kept.from_day
+     ),
+     -- CONSERVATION by token class: each roll-up's classes are the sums of its records' classes.
+     raw_classes AS (
+       SELECT (u.created_at AT TIME ZONE 'Asia/Kolkata')::date AS day, u.organisation_id, u.project_id, u.model_slug,
+         u.billing_mode, e->>'tokenClass' AS token_class, sum((e->>'tokens')::numeric) AS tokens,
+         sum((e->>'costMicros')::numeric) AS cost_micros, sum((e->>'providerCostMicros')::numeric) AS provider_cost_micros
+       FROM usage_records u CROSS JOIN kept CROSS JOIN LATERAL jsonb_array_elements(u.token_classes) AS e
+       WHERE u.token_classes IS NOT NULL
+         AND (kept.from_day IS NULL OR u.created_at >= kept.from_day::timestamp AT TIME ZONE 'Asia/Kolkata')
+       GROUP BY 1, 2, 3, 4, 5, 6
+     ),
+     class_compared AS (
+       SELECT coalesce(r.organisation_id, k.organisation_id) AS organisation_id, coalesce(r.day, k.day) AS day,
+         coalesce(r.project_id, k.project_id) AS project_id, coalesce(r.model_slug, k.model_slug) AS model_slug,
+         coalesce(r.billing_mode, k.billing_mode) AS billing_mode, coalesce(r.token_class, k.token_class) AS token_class,
+         ARRAY[k.tokens::numeric, k.cost_micros, k.provider_cost_micros] AS stored,
+         ARRAY[r.tokens, r.cost_micros, r.provider_cost_micros] AS recomputed
+       FROM raw_classes r
+       FULL JOIN (SELECT k.* FROM usage_daily_classes k, kept WHERE kept.from_day IS NULL OR k.day >= kept.from_day) k
+         ON k.day = r.day AND k.organisation_id = r.organisation_id AND k.project_id = r.project_id
+         AND k.model_slug = r.model_slug AND k.billing_mode = r.billing_mode AND k.token_class = r.token_class
      ),
      compared AS (
        SELECT coalesce(r.organisation_id, d.organisation_id) AS organisation_id, coalesce(r.day, d.day) AS day,
          coalesce(r.project_id, d.project_id) AS project_id, coalesce(r.model_slug, d.model_slug) AS model_slug,
          coalesce(r.billing_mode, d.billing_mode) AS billing_mode,
-         ARRAY[d.requests::numeric, d.input_tokens, d.output_tokens, d.cost_micros, d.provider_cost_micros, d.debited_micros] AS stored,
-         ARRAY[r.requests, r.input_tokens, r.output_tokens, r.cost_micros, r.provider_cost_micros, r.debited_micros] AS recomputed
+         -- The last figure: the roll-up's cost against its classes' cost plus its unclassified records' cost.
+         ARRAY[d.requests::numeric, d.input_tokens, d.output_tokens, d.cost_micros, d.provider_cost_micros, d.debited_micros,
+           d.unclassified_requests, d.cost_micros] AS stored,
+         ARRAY[r.requests, r.input_tokens, r.output_tokens, r.cost_micros, r.provider_cost_micros, r.debited_micros,
+           r.unclassified_requests, d.classes_cost_micros + coalesce(r.unclassified_cost_micros, 0)] AS recomputed
        FROM raw r FULL JOIN rollup d ON d.day = r.day AND d.organisation_id = r.organisation_id AND d.project_id = r.project_id
          AND d.model_slug = r.model_slug AND d.billing_mode = r.billing_mode
      )
      SELECT c.organisation_id, to_char(c.day, 'YYYY-MM-DD') AS day, c.project_id, c.model_slug, c.billing_mode,
        x.column_name, coalesce(x.stored, 0)::text AS stored, coalesce(x.recomputed, 0)::text AS recomputed
      FROM compared c
-     CROSS JOIN LATERAL unnest(ARRAY['requests', 'input_tokens', 'output_tokens', 'cost_micros', 'provider_cost_micros', 'debited_micros'],
-       c.stored, c.recomputed) AS x (column_name, stored, recomputed)
+     CROSS JOIN LATERAL unnest(ARRAY['requests', 'input_tokens', 'output_tokens', 'cost_micros', 'provider_cost_micros', 'debited_micros',
+       'unclassified_requests', 'cost_micros_by_class'], c.stored, c.recomputed) AS x (column_name, stored, recomputed)
+     WHERE coalesce(x.stored, 0) <> coalesce(x.recomputed, 0)
+     UNION ALL
+     SELECT c.organisation_id, to_char(c.day, 'YYYY-MM-DD'), c.project_id, c.model_slug, c.billing_mode,
+       c.token_class || '.' || x.column_name, coalesce(x.stored, 0)::text, coalesce(x.recomputed, 0)::text
+     FROM class_compared c
+     CROSS JOIN LATERAL unnest(ARRAY['tokens', 'cost_micros', 'provider_cost_micros'], c.stored, c.recomputed)
+       AS x (column_name, stored, recomputed)
      WHERE coalesce(x.stored, 0) <> coalesce(x.recomputed, 0)
      ORDER BY 1, 2, 3, 4, 5, 6
      LIMIT ${maxUsageDifferencesReported}`,

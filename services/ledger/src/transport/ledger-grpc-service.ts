@@ -717,8 +717,6 @@ export function createLedgerGrpcService(
         response: {
           rows: rows.map((row) => ({
             ...row, billingMode: row.billingMode === null ? ledgerV1.BillingMode.BILLING_MODE_UNSPECIFIED : billingModesToProto[row.billingMode],
-            // The daily roll-up does not keep classes yet: every record counts as unclassified.
-            tokenClasses: [], unclassifiedRequests: row.requests,
           })),
         },
         outcome: 'ok', subject: { organisationId: request.organisationId },
