@@ -6,162 +6,30 @@ import { status as grpcStatus, type ServerDuplexStream, type ServerWritableStrea
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import { activeSpan, type ServiceTracing } from '@gateway/telemetry';
 import { runAlone, type LedgerOperationRunner } from '../domain/apply-ledger-operations.ts';
-import { checkpoint, type CheckpointResultName } from '../domain/checkpoint.ts';
-import { credit, type CreditResultName } from '../domain/credit.ts';
-import { verifyLedger, type BalanceDifference } from '../domain/find-balance-differences.ts';
+import { checkpoint } from '../domain/checkpoint.ts';
+import { credit } from '../domain/credit.ts';
+import { verifyLedger } from '../domain/find-balance-differences.ts';
 import { getProjectSpend } from '../domain/get-project-spend.ts';
-import {
-  acquireGrant, adjustGrant, findRecalledGrants, recallGrants, refusalLiftable, type AcquireGrantResultName, type AdjustGrantResultName,
-} from '../domain/grants.ts';
+import { acquireGrant, adjustGrant, findRecalledGrants, recallGrants, refusalLiftable } from '../domain/grants.ts';
 import { listBudgetAlerts, parseAlertCursor, type BudgetAlertView } from '../domain/list-budget-alerts.ts';
-import { setProjectBudget, waitForRecallAnswers, type SetProjectBudgetResultName } from '../domain/set-project-budget.ts';
+import { setProjectBudget, waitForRecallAnswers } from '../domain/set-project-budget.ts';
 import { summarizeUsage } from '../domain/summarize-usage.ts';
 import { getBalance } from '../domain/get-balance.ts';
 import { InvalidQueryError } from '../domain/invalid-query-error.ts';
-import type { BillingMode, UsageSource } from '../domain/ledger-types.ts';
-import { listUsage, type UsageRecordView } from '../domain/list-usage.ts';
-import { openAccount, type OpenAccountResultName } from '../domain/open-account.ts';
-import { refundCredit, type RefundCreditResultName } from '../domain/refund-credit.ts';
-import { reverseRefund, type ReverseRefundResultName } from '../domain/reverse-refund.ts';
-import { release, type ReleaseResultName } from '../domain/release.ts';
+import { listUsage } from '../domain/list-usage.ts';
+import { openAccount } from '../domain/open-account.ts';
+import { refundCredit } from '../domain/refund-credit.ts';
+import { reverseRefund } from '../domain/reverse-refund.ts';
+import { release } from '../domain/release.ts';
 import { reserve, type ReserveResultName } from '../domain/reserve.ts';
-import { settle, type SettleResultName } from '../domain/settle.ts';
+import { settle } from '../domain/settle.ts';
 import { observeRpc, operationLabel, type RpcMetrics } from './rpc-metrics.ts';
 import { ledgerOutcomeAttribute, traceOperation } from './rpc-tracing.ts';
-
-const openAccountResults: Record<OpenAccountResultName, ledgerV1.OpenAccountResult> = {
-  ok: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_OK,
-  invalid_argument: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_INVALID_ARGUMENT,
-};
-
-const reserveResults: Record<ReserveResultName, ledgerV1.ReserveResult> = {
-  ok: ledgerV1.ReserveResult.RESERVE_RESULT_OK,
-  idempotency_conflict: ledgerV1.ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN,
-  insufficient_balance: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE,
-  project_budget_exceeded: ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED,
-  released: ledgerV1.ReserveResult.RESERVE_RESULT_RELEASED,
-  grant_not_held: ledgerV1.ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD,
-};
-
-const acquireGrantResults: Record<AcquireGrantResultName, ledgerV1.AcquireGrantResult> = {
-  ok: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK,
-  idempotency_conflict: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN,
-  not_granted: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED,
-};
-
-const adjustGrantResults: Record<AdjustGrantResultName, ledgerV1.AdjustGrantResult> = {
-  ok: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_OK,
-  idempotency_conflict: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT,
-  grant_unknown: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN,
-  already_resolved: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED,
-};
-
-const checkpointResults: Record<CheckpointResultName, ledgerV1.CheckpointResult> = {
-  ok: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK,
-  invalid_argument: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED,
-};
-
-const setProjectBudgetResults: Record<SetProjectBudgetResultName, ledgerV1.SetProjectBudgetResult> = {
-  ok: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK,
-  idempotency_conflict: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN,
-};
-
-const settleResults: Record<SettleResultName, ledgerV1.SettleResult> = {
-  ok: ledgerV1.SettleResult.SETTLE_RESULT_OK,
-  idempotency_conflict: ledgerV1.SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.SettleResult.SETTLE_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.SettleResult.SETTLE_RESULT_ALREADY_RESOLVED,
-};
-
-const releaseResults: Record<ReleaseResultName, ledgerV1.ReleaseResult> = {
-  ok: ledgerV1.ReleaseResult.RELEASE_RESULT_OK,
-  invalid_argument: ledgerV1.ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED,
-};
-
-const creditResults: Record<CreditResultName, ledgerV1.CreditResult> = {
-  ok: ledgerV1.CreditResult.CREDIT_RESULT_OK,
-  idempotency_conflict: ledgerV1.CreditResult.CREDIT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.CreditResult.CREDIT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.CreditResult.CREDIT_RESULT_ORGANISATION_UNKNOWN,
-};
-
-const refundCreditResults: Record<RefundCreditResultName, ledgerV1.RefundCreditResult> = {
-  ok: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_OK,
-  idempotency_conflict: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN,
-  credit_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN,
-  exceeds_credit: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT,
-  insufficient_balance: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE,
-};
-
-const reverseRefundResults: Record<ReverseRefundResultName, ledgerV1.ReverseRefundResult> = {
-  ok: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_OK,
-  idempotency_conflict: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_INVALID_ARGUMENT,
-  refund_unknown: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_REFUND_UNKNOWN,
-  already_reversed: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_ALREADY_REVERSED,
-};
-
-/** The proto billing mode as the domain's, or null for UNSPECIFIED and values this build does not know. */
-function billingModeFromProto(value: ledgerV1.BillingMode): BillingMode | null {
-  if (value === ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL) return 'commercial';
-  if (value === ledgerV1.BillingMode.BILLING_MODE_INTERNAL) return 'internal';
-  return null;
-}
-
-/** The proto usage source as the domain's, or null for UNSPECIFIED and values this build does not know. */
-function usageSourceFromProto(value: ledgerV1.UsageSource): UsageSource | null {
-  if (value === ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM) return 'upstream';
-  if (value === ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE) return 'gateway_estimate';
-  return null;
-}
-
-const billingModesToProto: Record<BillingMode, ledgerV1.BillingMode> = {
-  commercial: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
-  internal: ledgerV1.BillingMode.BILLING_MODE_INTERNAL,
-};
-
-const usageSourcesToProto: Record<UsageSource, ledgerV1.UsageSource> = {
-  upstream: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM,
-  gateway_estimate: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
-};
-
-/** A usage record as the proto carries it. */
-function usageRecordToProto(record: UsageRecordView): ledgerV1.UsageRecord {
-  return { ...record, billingMode: billingModesToProto[record.billingMode], usageSource: usageSourcesToProto[record.usageSource] };
-}
-
-/** A balance difference as the proto carries it; a project's month, or an orphan row, names itself in `balance`. */
-function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.BalanceDifference {
-  const balance = difference.projectMonth
-    ? `${difference.balance}:${difference.projectMonth.projectId}:${difference.projectMonth.month}`
-    : difference.orphan
-      ? `${difference.balance}:${difference.orphan.table}:${difference.orphan.rowId}:missing_${difference.orphan.missing}`
-      : difference.grantId
-        ? `${difference.balance}:${difference.grantId}`
-        : difference.usageRollup
-          ? `${difference.balance}:${difference.usageRollup.day}:${difference.usageRollup.projectId}:${difference.usageRollup.modelSlug}:${difference.usageRollup.billingMode}:${difference.usageRollup.column}`
-          : difference.reservationId
-            ? `${difference.balance}:${difference.reservationId}`
-            : difference.balance;
-  return {
-    organisationId: difference.organisationId, check: difference.check, balance,
-    accountMicros: difference.accountMicros, recomputedMicros: difference.recomputedMicros,
-  };
-}
+import {
+  acquireGrantResults, adjustGrantResults, balanceDifferenceToProto, billingModeFromProto, billingModesToProto, checkpointResults, creditResults,
+  openAccountResults, refundCreditResults, releaseResults, reserveResults, reverseRefundResults, setProjectBudgetResults, settleResults,
+  usageRecordToProto, usageSourceFromProto,
+} from './ledger-proto-tables.ts';
 
 /** How a budget alert watch behaves. */
 export interface BudgetAlertWatchOptions {
