@@ -5,6 +5,7 @@ import type { BalanceDifference } from '../domain/find-balance-differences.ts';
 import type { AcquireGrantResultName, AdjustGrantResultName } from '../domain/grants.ts';
 import type { SetProjectBudgetResultName } from '../domain/set-project-budget.ts';
 import type { BillingMode, UsageSource } from '../domain/ledger-types.ts';
+import type { BudgetAlertView } from '../domain/list-budget-alerts.ts';
 import type { UsageRecordView } from '../domain/list-usage.ts';
 import type { OpenAccountResultName } from '../domain/open-account.ts';
 import type { RefundCreditResultName } from '../domain/refund-credit.ts';
@@ -160,4 +161,9 @@ export function balanceDifferenceToProto(difference: BalanceDifference): ledgerV
     organisationId: difference.organisationId, check: difference.check, balance,
     accountMicros: difference.accountMicros, recomputedMicros: difference.recomputedMicros,
   };
+}
+
+/** A budget alert as the proto carries it. */
+export function budgetAlertToProto(alert: BudgetAlertView): ledgerV1.BudgetAlert {
+  return alert;
 }
