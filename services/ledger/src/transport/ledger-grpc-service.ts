@@ -1,4 +1,4 @@
-import { ledgerV1 } from '@gateway/contracts';
+import { ledgerResultNames, ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
 import { unaryHandler } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
@@ -137,9 +137,9 @@ export function createLedgerGrpcService(
     getBalance: handle<ledgerV1.GetBalanceRequest, ledgerV1.GetBalanceResponse>('GetBalance', async (request) => {
       const balances = await getBalance(db, request.organisationId);
       const response: ledgerV1.GetBalanceResponse = balances
-        ? { result: ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_OK, ...balances }
+        ? { result: ledgerResultNames.getBalance.ok, ...balances }
         : {
-          result: ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_ORGANISATION_UNKNOWN,
+          result: ledgerResultNames.getBalance.organisation_unknown,
           creditedMicros: 0n, availableMicros: 0n, heldMicros: 0n, debitedMicros: 0n,
         };
       return { response, outcome: balances ? 'ok' : 'organisation_unknown', subject: { organisationId: request.organisationId } };

@@ -1,4 +1,4 @@
-import { ledgerV1 } from '@gateway/contracts';
+import { ledgerResultNames, ledgerV1, type LedgerResultName } from '@gateway/contracts';
 import type { CheckpointResultName } from '../domain/checkpoint.ts';
 import type { CreditResultName } from '../domain/credit.ts';
 import type { BalanceDifference } from '../domain/find-balance-differences.ts';
@@ -15,103 +15,58 @@ import type { ReserveResultName } from '../domain/reserve.ts';
 import type { SettleResultName } from '../domain/settle.ts';
 
 // Proto conversion tables of the ledger's gRPC transport: domain names and views ⇄ proto values.
+// The result tables are the contract's (ledgerResultNames), typed by the domain's result names.
+
+/** True when two unions of names are the same set. */
+type SameNames<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+/** Compile-time check that each domain's result names are exactly the contract's, neither more nor fewer. */
+const _resultNamesMatch: [
+  SameNames<OpenAccountResultName, LedgerResultName<'openAccount'>>,
+  SameNames<ReserveResultName, LedgerResultName<'reserve'>>,
+  SameNames<AcquireGrantResultName, LedgerResultName<'acquireGrant'>>,
+  SameNames<AdjustGrantResultName, LedgerResultName<'adjustGrant'>>,
+  SameNames<CheckpointResultName, LedgerResultName<'checkpoint'>>,
+  SameNames<SetProjectBudgetResultName, LedgerResultName<'setProjectBudget'>>,
+  SameNames<SettleResultName, LedgerResultName<'settle'>>,
+  SameNames<ReleaseResultName, LedgerResultName<'release'>>,
+  SameNames<CreditResultName, LedgerResultName<'credit'>>,
+  SameNames<RefundCreditResultName, LedgerResultName<'refundCredit'>>,
+  SameNames<ReverseRefundResultName, LedgerResultName<'reverseRefund'>>,
+] = [true, true, true, true, true, true, true, true, true, true, true];
 
 /** Each OpenAccountResultName result name of the domain as the proto's OpenAccountResult value. */
-export const openAccountResults: Record<OpenAccountResultName, ledgerV1.OpenAccountResult> = {
-  ok: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_OK,
-  invalid_argument: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_INVALID_ARGUMENT,
-};
+export const openAccountResults: Record<OpenAccountResultName, ledgerV1.OpenAccountResult> = ledgerResultNames.openAccount;
 
 /** Each ReserveResultName result name of the domain as the proto's ReserveResult value. */
-export const reserveResults: Record<ReserveResultName, ledgerV1.ReserveResult> = {
-  ok: ledgerV1.ReserveResult.RESERVE_RESULT_OK,
-  idempotency_conflict: ledgerV1.ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN,
-  insufficient_balance: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE,
-  project_budget_exceeded: ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED,
-  released: ledgerV1.ReserveResult.RESERVE_RESULT_RELEASED,
-  grant_not_held: ledgerV1.ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD,
-};
+export const reserveResults: Record<ReserveResultName, ledgerV1.ReserveResult> = ledgerResultNames.reserve;
 
 /** Each AcquireGrantResultName result name of the domain as the proto's AcquireGrantResult value. */
-export const acquireGrantResults: Record<AcquireGrantResultName, ledgerV1.AcquireGrantResult> = {
-  ok: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK,
-  idempotency_conflict: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN,
-  not_granted: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED,
-};
+export const acquireGrantResults: Record<AcquireGrantResultName, ledgerV1.AcquireGrantResult> = ledgerResultNames.acquireGrant;
 
 /** Each AdjustGrantResultName result name of the domain as the proto's AdjustGrantResult value. */
-export const adjustGrantResults: Record<AdjustGrantResultName, ledgerV1.AdjustGrantResult> = {
-  ok: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_OK,
-  idempotency_conflict: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT,
-  grant_unknown: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN,
-  already_resolved: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED,
-};
+export const adjustGrantResults: Record<AdjustGrantResultName, ledgerV1.AdjustGrantResult> = ledgerResultNames.adjustGrant;
 
 /** Each CheckpointResultName result name of the domain as the proto's CheckpointResult value. */
-export const checkpointResults: Record<CheckpointResultName, ledgerV1.CheckpointResult> = {
-  ok: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK,
-  invalid_argument: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED,
-};
+export const checkpointResults: Record<CheckpointResultName, ledgerV1.CheckpointResult> = ledgerResultNames.checkpoint;
 
 /** Each SetProjectBudgetResultName result name of the domain as the proto's SetProjectBudgetResult value. */
-export const setProjectBudgetResults: Record<SetProjectBudgetResultName, ledgerV1.SetProjectBudgetResult> = {
-  ok: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK,
-  idempotency_conflict: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN,
-};
+export const setProjectBudgetResults: Record<SetProjectBudgetResultName, ledgerV1.SetProjectBudgetResult> = ledgerResultNames.setProjectBudget;
 
 /** Each SettleResultName result name of the domain as the proto's SettleResult value. */
-export const settleResults: Record<SettleResultName, ledgerV1.SettleResult> = {
-  ok: ledgerV1.SettleResult.SETTLE_RESULT_OK,
-  idempotency_conflict: ledgerV1.SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.SettleResult.SETTLE_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.SettleResult.SETTLE_RESULT_ALREADY_RESOLVED,
-};
+export const settleResults: Record<SettleResultName, ledgerV1.SettleResult> = ledgerResultNames.settle;
 
 /** Each ReleaseResultName result name of the domain as the proto's ReleaseResult value. */
-export const releaseResults: Record<ReleaseResultName, ledgerV1.ReleaseResult> = {
-  ok: ledgerV1.ReleaseResult.RELEASE_RESULT_OK,
-  invalid_argument: ledgerV1.ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED,
-};
+export const releaseResults: Record<ReleaseResultName, ledgerV1.ReleaseResult> = ledgerResultNames.release;
 
 /** Each CreditResultName result name of the domain as the proto's CreditResult value. */
-export const creditResults: Record<CreditResultName, ledgerV1.CreditResult> = {
-  ok: ledgerV1.CreditResult.CREDIT_RESULT_OK,
-  idempotency_conflict: ledgerV1.CreditResult.CREDIT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.CreditResult.CREDIT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.CreditResult.CREDIT_RESULT_ORGANISATION_UNKNOWN,
-};
+export const creditResults: Record<CreditResultName, ledgerV1.CreditResult> = ledgerResultNames.credit;
 
 /** Each RefundCreditResultName result name of the domain as the proto's RefundCreditResult value. */
-export const refundCreditResults: Record<RefundCreditResultName, ledgerV1.RefundCreditResult> = {
-  ok: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_OK,
-  idempotency_conflict: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN,
-  credit_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN,
-  exceeds_credit: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT,
-  insufficient_balance: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE,
-};
+export const refundCreditResults: Record<RefundCreditResultName, ledgerV1.RefundCreditResult> = ledgerResultNames.refundCredit;
 
 /** Each ReverseRefundResultName result name of the domain as the proto's ReverseRefundResult value. */
-export const reverseRefundResults: Record<ReverseRefundResultName, ledgerV1.ReverseRefundResult> = {
-  ok: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_OK,
-  idempotency_conflict: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_INVALID_ARGUMENT,
-  refund_unknown: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_REFUND_UNKNOWN,
-  already_reversed: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_ALREADY_REVERSED,
-};
+export const reverseRefundResults: Record<ReverseRefundResultName, ledgerV1.ReverseRefundResult> = ledgerResultNames.reverseRefund;
 
 /** The proto billing mode as the domain's, or null for UNSPECIFIED and values this build does not know. */
 export function billingModeFromProto(value: ledgerV1.BillingMode): BillingMode | null {
