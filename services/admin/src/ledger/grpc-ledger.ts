@@ -1,5 +1,5 @@
 import { assertOutsideTransaction } from '@gateway/db';
-import { isTransientResult, ledgerResultTransient, ledgerV1, type LedgerResultOperation } from '@gateway/contracts';
+import { isTransientResult, ledgerResultNames, ledgerResultTransient, ledgerV1, resultNamesByValue, type LedgerResultOperation } from '@gateway/contracts';
 import { GatewayError, fromGrpcError } from '@gateway/errors';
 import { callUnary, channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
 import type { UsageRecord } from '../domain/admin-records.ts';
@@ -19,6 +19,14 @@ function unexpectedResult(operation: LedgerResultOperation, method: string, resu
   const transient = isTransientResult(ledgerResultTransient[operation] as Readonly<Record<number, boolean>>, result);
   return new GatewayError('internal_error', { internalMessage: `ledger ${method} returned unexpected result ${result} (${transient ? 'transient' : 'final'})` });
 }
+
+/** Proto result -> the contract's result name, per operation; UNSPECIFIED and unknown values have none (unexpectedResult). */
+const openAccountNames = resultNamesByValue(ledgerResultNames.openAccount);
+const creditNames = resultNamesByValue(ledgerResultNames.credit);
+const refundCreditNames = resultNamesByValue(ledgerResultNames.refundCredit);
+const reverseRefundNames = resultNamesByValue(ledgerResultNames.reverseRefund);
+const getBalanceNames = resultNamesByValue(ledgerResultNames.getBalance);
+const setProjectBudgetNames = resultNamesByValue(ledgerResultNames.setProjectBudget);
 
 function invalidArgument(method: string, detail: string): GatewayError {
   return new GatewayError('invalid_request', {
@@ -91,46 +99,46 @@ export function createGrpcLedger(options: {
   return {
     async openAccount(organisationId) {
       const response = await call(client.openAccount, ledgerV1.OpenAccountRequest.fromPartial({ organisationId }));
-      switch (response.result) {
-        case ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_OK: return;
-        case ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_INVALID_ARGUMENT: throw invalidArgument('OpenAccount', response.detail);
+      switch (openAccountNames.get(response.result)) {
+        case 'ok': return;
+        case 'invalid_argument': throw invalidArgument('OpenAccount', response.detail);
         default: throw unexpectedResult('openAccount', 'OpenAccount', response.result);
       }
     },
 
     async credit(request) {
       const response = await call(client.credit, ledgerV1.CreditRequest.fromPartial(request));
-      switch (response.result) {
-        case ledgerV1.CreditResult.CREDIT_RESULT_OK: return { availableMicros: response.availableMicros };
-        case ledgerV1.CreditResult.CREDIT_RESULT_IDEMPOTENCY_CONFLICT:
+      switch (creditNames.get(response.result)) {
+        case 'ok': return { availableMicros: response.availableMicros };
+        case 'idempotency_conflict':
           throw new GatewayError('idempotency_conflict', {
             publicMessage: 'The ledger already holds a credit under this Idempotency-Key with a different amount or reason.',
             param: 'Idempotency-Key',
           });
-        case ledgerV1.CreditResult.CREDIT_RESULT_INVALID_ARGUMENT: throw invalidArgument('Credit', response.detail);
-        case ledgerV1.CreditResult.CREDIT_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(request.organisationId);
+        case 'invalid_argument': throw invalidArgument('Credit', response.detail);
+        case 'organisation_unknown': throw organisationUnknown(request.organisationId);
         default: throw unexpectedResult('credit', 'Credit', response.result);
       }
     },
 
     async refundCredit(request) {
       const response = await call(client.refundCredit, ledgerV1.RefundCreditRequest.fromPartial(request));
-      switch (response.result) {
-        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_OK: return { availableMicros: response.availableMicros, refundedMicros: response.refundedMicros };
-        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT:
+      switch (refundCreditNames.get(response.result)) {
+        case 'ok': return { availableMicros: response.availableMicros, refundedMicros: response.refundedMicros };
+        case 'idempotency_conflict':
           throw new GatewayError('idempotency_conflict', {
             publicMessage: 'The ledger already holds a refund under this id with a different amount.',
             internalMessage: `ledger RefundCredit: IDEMPOTENCY_CONFLICT: ${response.detail}`,
           });
-        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INVALID_ARGUMENT: throw invalidArgument('RefundCredit', response.detail);
-        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(request.organisationId);
-        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN:
+        case 'invalid_argument': throw invalidArgument('RefundCredit', response.detail);
+        case 'organisation_unknown': throw organisationUnknown(request.organisationId);
+        case 'credit_unknown':
           throw new GatewayError('conflict', {
             publicMessage: 'The ledger holds no credit of this organisation to refund.',
             internalMessage: `ledger RefundCredit: CREDIT_UNKNOWN: ${request.creditId}`,
           });
-        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT:
-        case ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE:
+        case 'exceeds_credit':
+        case 'insufficient_balance':
           throw new GatewayError('conflict', {
             publicMessage: 'The refund exceeds the unspent balance.',
             internalMessage: `ledger RefundCredit: result ${response.result}: ${response.detail}`,
@@ -141,16 +149,16 @@ export function createGrpcLedger(options: {
 
     async reverseRefund(request) {
       const response = await call(client.reverseRefund, ledgerV1.ReverseRefundRequest.fromPartial(request));
-      switch (response.result) {
-        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_OK: return { reversedMicros: response.reversedMicros, availableMicros: response.availableMicros };
-        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT:
+      switch (reverseRefundNames.get(response.result)) {
+        case 'ok': return { reversedMicros: response.reversedMicros, availableMicros: response.availableMicros };
+        case 'idempotency_conflict':
           throw new GatewayError('idempotency_conflict', {
             publicMessage: 'The ledger already holds a reversal under this id for another refund.',
             internalMessage: `ledger ReverseRefund: IDEMPOTENCY_CONFLICT: ${response.detail}`,
           });
-        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_INVALID_ARGUMENT: throw invalidArgument('ReverseRefund', response.detail);
-        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_REFUND_UNKNOWN:
-        case ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_ALREADY_REVERSED:
+        case 'invalid_argument': throw invalidArgument('ReverseRefund', response.detail);
+        case 'refund_unknown':
+        case 'already_reversed':
           throw new GatewayError('conflict', {
             publicMessage: 'The ledger cannot reverse this refund.',
             internalMessage: `ledger ReverseRefund: result ${response.result}: ${response.detail}`,
@@ -161,8 +169,8 @@ export function createGrpcLedger(options: {
 
     async getBalance(organisationId) {
       const response = await call(client.getBalance, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }));
-      switch (response.result) {
-        case ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_OK:
+      switch (getBalanceNames.get(response.result)) {
+        case 'ok':
           return {
             organisationId,
             creditedMicros: response.creditedMicros,
@@ -170,7 +178,7 @@ export function createGrpcLedger(options: {
             heldMicros: response.heldMicros,
             debitedMicros: response.debitedMicros,
           };
-        case ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(organisationId);
+        case 'organisation_unknown': throw organisationUnknown(organisationId);
         default: throw unexpectedResult('getBalance', 'GetBalance', response.result);
       }
     },
@@ -190,12 +198,12 @@ export function createGrpcLedger(options: {
 
     async setProjectBudget(request) {
       const response = await call(client.setProjectBudget, ledgerV1.SetProjectBudgetRequest.fromPartial(request), options.budgetCallTimeoutMs ?? options.callTimeoutMs);
-      switch (response.result) {
-        case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK: return;
-        case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT:
+      switch (setProjectBudgetNames.get(response.result)) {
+        case 'ok': return;
+        case 'idempotency_conflict':
           throw new GatewayError('idempotency_conflict', { internalMessage: `ledger SetProjectBudget: request id ${request.requestId} reused` });
-        case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT: throw invalidArgument('SetProjectBudget', response.detail);
-        case ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN: throw organisationUnknown(request.organisationId);
+        case 'invalid_argument': throw invalidArgument('SetProjectBudget', response.detail);
+        case 'organisation_unknown': throw organisationUnknown(request.organisationId);
         default: throw unexpectedResult('setProjectBudget', 'SetProjectBudget', response.result);
       }
     },

@@ -1,167 +1,30 @@
-import { ledgerV1 } from '@gateway/contracts';
+import { ledgerResultNames, ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
-import { GatewayError, toGrpcError } from '@gateway/errors';
-import { duplexStream, reportCallFailure, unaryHandler, type Metadata } from '@gateway/grpc';
-import { status as grpcStatus, type ServerDuplexStream, type ServerWritableStream } from '@grpc/grpc-js';
-import { requestIdFrom, type Logger } from '@gateway/logger';
-import { activeSpan, type ServiceTracing } from '@gateway/telemetry';
+import { unaryHandler } from '@gateway/grpc';
+import type { Logger } from '@gateway/logger';
+import type { ServiceTracing } from '@gateway/telemetry';
 import { runAlone, type LedgerOperationRunner } from '../domain/apply-ledger-operations.ts';
-import { checkpoint, type CheckpointResultName } from '../domain/checkpoint.ts';
-import { credit, type CreditResultName } from '../domain/credit.ts';
-import { verifyLedger, type BalanceDifference } from '../domain/find-balance-differences.ts';
+import { credit } from '../domain/credit.ts';
+import { verifyLedger } from '../domain/find-balance-differences.ts';
 import { getProjectSpend } from '../domain/get-project-spend.ts';
-import {
-  acquireGrant, adjustGrant, findRecalledGrants, recallGrants, refusalLiftable, type AcquireGrantResultName, type AdjustGrantResultName,
-} from '../domain/grants.ts';
-import { listBudgetAlerts, parseAlertCursor, type BudgetAlertView } from '../domain/list-budget-alerts.ts';
-import { setProjectBudget, waitForRecallAnswers, type SetProjectBudgetResultName } from '../domain/set-project-budget.ts';
+import { listBudgetAlerts } from '../domain/list-budget-alerts.ts';
+import { setProjectBudget, waitForRecallAnswers } from '../domain/set-project-budget.ts';
 import { summarizeUsage } from '../domain/summarize-usage.ts';
 import { getBalance } from '../domain/get-balance.ts';
-import { InvalidQueryError } from '../domain/invalid-query-error.ts';
-import type { BillingMode, UsageSource } from '../domain/ledger-types.ts';
-import { listUsage, type UsageRecordView } from '../domain/list-usage.ts';
-import { openAccount, type OpenAccountResultName } from '../domain/open-account.ts';
-import { refundCredit, type RefundCreditResultName } from '../domain/refund-credit.ts';
-import { reverseRefund, type ReverseRefundResultName } from '../domain/reverse-refund.ts';
-import { release, type ReleaseResultName } from '../domain/release.ts';
-import { reserve, type ReserveResultName } from '../domain/reserve.ts';
-import { settle, type SettleResultName } from '../domain/settle.ts';
-import { observeRpc, operationLabel, type RpcMetrics } from './rpc-metrics.ts';
-import { ledgerOutcomeAttribute, traceOperation } from './rpc-tracing.ts';
-
-const openAccountResults: Record<OpenAccountResultName, ledgerV1.OpenAccountResult> = {
-  ok: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_OK,
-  invalid_argument: ledgerV1.OpenAccountResult.OPEN_ACCOUNT_RESULT_INVALID_ARGUMENT,
-};
-
-const reserveResults: Record<ReserveResultName, ledgerV1.ReserveResult> = {
-  ok: ledgerV1.ReserveResult.RESERVE_RESULT_OK,
-  idempotency_conflict: ledgerV1.ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN,
-  insufficient_balance: ledgerV1.ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE,
-  project_budget_exceeded: ledgerV1.ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED,
-  released: ledgerV1.ReserveResult.RESERVE_RESULT_RELEASED,
-  grant_not_held: ledgerV1.ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD,
-};
-
-const acquireGrantResults: Record<AcquireGrantResultName, ledgerV1.AcquireGrantResult> = {
-  ok: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK,
-  idempotency_conflict: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN,
-  not_granted: ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED,
-};
-
-const adjustGrantResults: Record<AdjustGrantResultName, ledgerV1.AdjustGrantResult> = {
-  ok: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_OK,
-  idempotency_conflict: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT,
-  grant_unknown: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN,
-  already_resolved: ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED,
-};
-
-const checkpointResults: Record<CheckpointResultName, ledgerV1.CheckpointResult> = {
-  ok: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_OK,
-  invalid_argument: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED,
-};
-
-const setProjectBudgetResults: Record<SetProjectBudgetResultName, ledgerV1.SetProjectBudgetResult> = {
-  ok: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_OK,
-  idempotency_conflict: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.SetProjectBudgetResult.SET_PROJECT_BUDGET_RESULT_ORGANISATION_UNKNOWN,
-};
-
-const settleResults: Record<SettleResultName, ledgerV1.SettleResult> = {
-  ok: ledgerV1.SettleResult.SETTLE_RESULT_OK,
-  idempotency_conflict: ledgerV1.SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.SettleResult.SETTLE_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.SettleResult.SETTLE_RESULT_ALREADY_RESOLVED,
-};
-
-const releaseResults: Record<ReleaseResultName, ledgerV1.ReleaseResult> = {
-  ok: ledgerV1.ReleaseResult.RELEASE_RESULT_OK,
-  invalid_argument: ledgerV1.ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT,
-  reservation_unknown: ledgerV1.ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN,
-  already_resolved: ledgerV1.ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED,
-};
-
-const creditResults: Record<CreditResultName, ledgerV1.CreditResult> = {
-  ok: ledgerV1.CreditResult.CREDIT_RESULT_OK,
-  idempotency_conflict: ledgerV1.CreditResult.CREDIT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.CreditResult.CREDIT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.CreditResult.CREDIT_RESULT_ORGANISATION_UNKNOWN,
-};
-
-const refundCreditResults: Record<RefundCreditResultName, ledgerV1.RefundCreditResult> = {
-  ok: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_OK,
-  idempotency_conflict: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INVALID_ARGUMENT,
-  organisation_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_ORGANISATION_UNKNOWN,
-  credit_unknown: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_CREDIT_UNKNOWN,
-  exceeds_credit: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_EXCEEDS_CREDIT,
-  insufficient_balance: ledgerV1.RefundCreditResult.REFUND_CREDIT_RESULT_INSUFFICIENT_BALANCE,
-};
-
-const reverseRefundResults: Record<ReverseRefundResultName, ledgerV1.ReverseRefundResult> = {
-  ok: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_OK,
-  idempotency_conflict: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_IDEMPOTENCY_CONFLICT,
-  invalid_argument: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_INVALID_ARGUMENT,
-  refund_unknown: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_REFUND_UNKNOWN,
-  already_reversed: ledgerV1.ReverseRefundResult.REVERSE_REFUND_RESULT_ALREADY_REVERSED,
-};
-
-/** The proto billing mode as the domain's, or null for UNSPECIFIED and values this build does not know. */
-function billingModeFromProto(value: ledgerV1.BillingMode): BillingMode | null {
-  if (value === ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL) return 'commercial';
-  if (value === ledgerV1.BillingMode.BILLING_MODE_INTERNAL) return 'internal';
-  return null;
-}
-
-/** The proto usage source as the domain's, or null for UNSPECIFIED and values this build does not know. */
-function usageSourceFromProto(value: ledgerV1.UsageSource): UsageSource | null {
-  if (value === ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM) return 'upstream';
-  if (value === ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE) return 'gateway_estimate';
-  return null;
-}
-
-const billingModesToProto: Record<BillingMode, ledgerV1.BillingMode> = {
-  commercial: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
-  internal: ledgerV1.BillingMode.BILLING_MODE_INTERNAL,
-};
-
-const usageSourcesToProto: Record<UsageSource, ledgerV1.UsageSource> = {
-  upstream: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM,
-  gateway_estimate: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE,
-};
-
-/** A usage record as the proto carries it. */
-function usageRecordToProto(record: UsageRecordView): ledgerV1.UsageRecord {
-  return { ...record, billingMode: billingModesToProto[record.billingMode], usageSource: usageSourcesToProto[record.usageSource] };
-}
-
-/** A balance difference as the proto carries it; a project's month, or an orphan row, names itself in `balance`. */
-function balanceDifferenceToProto(difference: BalanceDifference): ledgerV1.BalanceDifference {
-  const balance = difference.projectMonth
-    ? `${difference.balance}:${difference.projectMonth.projectId}:${difference.projectMonth.month}`
-    : difference.orphan
-      ? `${difference.balance}:${difference.orphan.table}:${difference.orphan.rowId}:missing_${difference.orphan.missing}`
-      : difference.grantId
-        ? `${difference.balance}:${difference.grantId}`
-        : difference.usageRollup
-          ? `${difference.balance}:${difference.usageRollup.day}:${difference.usageRollup.projectId}:${difference.usageRollup.modelSlug}:${difference.usageRollup.billingMode}:${difference.usageRollup.column}`
-          : difference.reservationId
-            ? `${difference.balance}:${difference.reservationId}`
-            : difference.balance;
-  return {
-    organisationId: difference.organisationId, check: difference.check, balance,
-    accountMicros: difference.accountMicros, recomputedMicros: difference.recomputedMicros,
-  };
-}
+import { listUsage } from '../domain/list-usage.ts';
+import { openAccount } from '../domain/open-account.ts';
+import { refundCredit } from '../domain/refund-credit.ts';
+import { reverseRefund } from '../domain/reverse-refund.ts';
+import { createBudgetAlertWatch } from './budget-alert-watch.ts';
+import { createPerform, requestIdOf, type Handled } from './ledger-call.ts';
+import { createHotPathWork } from './ledger-hot-path-work.ts';
+import {
+  balanceDifferenceToProto, billingModesToProto, budgetAlertToProto, creditResults, openAccountResults, refundCreditResults,
+  reverseRefundResults, setProjectBudgetResults, usageRecordToProto,
+} from './ledger-proto-tables.ts';
+import { createOperateStreams } from './operate-stream.ts';
+import { createRecallPush } from './recall-push.ts';
+import type { RpcMetrics } from './rpc-metrics.ts';
 
 /** How a budget alert watch behaves. */
 export interface BudgetAlertWatchOptions {
@@ -179,18 +42,6 @@ export interface BudgetAlertWatchOptions {
   tracing?: ServiceTracing;
 }
 
-/** One Operate stream as the recall push sees it: how to push, and which recalls it was already told. */
-interface RecallTarget {
-  push(grantIds: string[]): void;
-  /** Grant ids already pushed on this stream (pruned to those still held and recalled). */
-  pushed: Set<string>;
-  /**
-   * Grants acquired or adjusted through this stream: its owner carves them only while this
-   * stream is open (docs/proxy.md), so when the owner goes away they are closed at once.
-   */
-  grantIds: Set<string>;
-}
-
 /** The extra handle of the service: ending open watches at shutdown, so the gRPC drain is not held up by them. */
 export interface LedgerGrpcService {
   implementation: ledgerV1.LedgerServiceServer;
@@ -202,411 +53,29 @@ export interface LedgerGrpcService {
   endStreams(): void;
 }
 
-/** The caller's request id from gRPC metadata (`x-request-id`), or a fresh one. */
-function requestIdOf(metadata: Metadata): string {
-  const [value] = metadata.get('x-request-id');
-  return requestIdFrom(typeof value === 'string' ? value : undefined);
-}
-
-/** What a method's work returns: the response, and the outcome and ids to log beside it. */
-interface Handled<Res> {
-  response: Res;
-  outcome: string;
-  subject: Record<string, string>;
-}
-
-/** Reserve results after which held grants of the organisation (or project) are pulled back. */
-const recallingReserveResults = new Set<ReserveResultName>(['insufficient_balance', 'project_budget_exceeded']);
-
-/** The methods that only read: logged at debug, since they are polled (balances, usage, alerts). */
-const readMethods = new Set(['GetBalance', 'ListUsage', 'GetProjectSpend', 'SummarizeUsage', 'ListBudgetAlerts']);
-
 /**
  * The LedgerService implementation over the domain functions: decodes proto values, calls the
  * domain, encodes the outcome as the contract's result enum, and logs one line per call with
  * the caller's request id. Business outcomes are results; only a malformed read or an
  * unexpected failure becomes a gRPC error (the latter as INTERNAL with no detail). Reserve and
  * Settle go through `batcher` (group commit); the other methods run their own transactions.
+ * The Operate stream (operate-stream.ts), the recall push (recall-push.ts) and the alert watch
+ * (budget-alert-watch.ts) live beside this file; this one wires them and the unary handlers.
  */
 export function createLedgerGrpcService(
   db: Database, logger: Logger, watchOptions: BudgetAlertWatchOptions, batcher: LedgerOperationRunner = runAlone(db),
 ): LedgerGrpcService {
-  /**
-   * Runs one method's work as one call: its log line (info for calls that change state, debug for
-   * reads, which the admin's dashboard and alert workers make every second or so); a malformed
-   * read becomes invalid_request.
-   */
-  const perform = async <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>, request: Req, requestId: string): Promise<Res> => {
-    const startedAt = performance.now();
-    try {
-      const { response, outcome, subject } = await work(request);
-      const level = readMethods.has(method) ? 'debug' : 'info';
-      logger[level]({ method, requestId, outcome, ...subject, durationMs: Math.round(performance.now() - startedAt) }, 'ledger call');
-      // The call's span, when traced (rpc-tracing.ts makes it active); undefined with tracing off.
-      activeSpan()?.setAttribute(ledgerOutcomeAttribute, outcome);
-      return response;
-    } catch (error) {
-      if (error instanceof InvalidQueryError) {
-        throw new GatewayError('invalid_request', { publicMessage: error.message, internalMessage: `${method}: ${error.message}` });
-      }
-      throw error;
-    }
-  };
+  const perform = createPerform(logger);
   const handle = <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>) =>
     unaryHandler<Req, Res>(logger, method, (request, metadata) => perform(method, work, request, requestIdOf(metadata)));
 
-  const grantSharePercent = watchOptions.grantSharePercent ?? 10;
-  const { rpcMetrics } = watchOptions;
-  const recallPollIntervalMs = watchOptions.recallPollIntervalMs ?? 100;
   const budgetRecallWaitMs = watchOptions.budgetRecallWaitMs ?? 25_000;
-  // Recall push (docs/ledger.md "Recall"): owner (PROXY_ID) -> the Operate streams of this
-  // replica that carried its grant messages.
-  const recallTargets = new Map<string, Set<RecallTarget>>();
-  let recallTimer: NodeJS.Timeout | undefined;
-  let recallPolling = false;
-
-  /** Pushes recalls to the streams of their owners that this replica serves, each id once per stream. */
-  const pushRecalls = (recalled: ReadonlyArray<{ grantId: string; ownerId: string }>) => {
-    const byOwner = new Map<string, string[]>();
-    for (const { grantId, ownerId } of recalled) byOwner.set(ownerId, [...(byOwner.get(ownerId) ?? []), grantId]);
-    for (const [ownerId, grantIds] of byOwner) {
-      for (const target of recallTargets.get(ownerId) ?? []) {
-        const fresh = grantIds.filter((id) => !target.pushed.has(id));
-        if (fresh.length === 0) continue;
-        for (const id of fresh) target.pushed.add(id);
-        target.push(fresh);
-        logger.info({ ownerId, grantIds: fresh }, 'grant recall pushed');
-      }
-    }
-  };
-
-  /** The poller: recalled held grants of the owners served here (marked by any replica), pushed if not yet. */
-  const pollRecalls = async () => {
-    if (recallPolling || recallTargets.size === 0) return;
-    recallPolling = true;
-    try {
-      const recalled = await findRecalledGrants(db, [...recallTargets.keys()]);
-      const stillRecalled = new Set(recalled.map((grant) => grant.grantId));
-      // Forget pushes of grants resolved since: the set stays as small as what is outstanding.
-      for (const targets of recallTargets.values()) {
-        for (const target of targets) for (const id of target.pushed) if (!stillRecalled.has(id)) target.pushed.delete(id);
-      }
-      pushRecalls(recalled);
-    } catch (error) {
-      logger.warn({ err: error }, 'recall poll failed; will retry');
-    } finally {
-      recallPolling = false;
-    }
-  };
-
-  /** Registers a stream as serving an owner (learned from its grant messages); starts the poller. */
-  const serveOwner = (ownerId: string, target: RecallTarget) => {
-    if (ownerId === '') return;
-    let targets = recallTargets.get(ownerId);
-    if (!targets) { targets = new Set(); recallTargets.set(ownerId, targets); }
-    targets.add(target);
-    if (!recallTimer && !operationStreamsEnded) {
-      recallTimer = setInterval(() => { void pollRecalls(); }, recallPollIntervalMs);
-      recallTimer.unref();
-    }
-  };
-
-  /** Forgets a stream that ended; stops the poller when no owner is served. */
-  const forgetTarget = (target: RecallTarget) => {
-    for (const [ownerId, targets] of recallTargets) {
-      targets.delete(target);
-      if (targets.size === 0) recallTargets.delete(ownerId);
-    }
-    if (recallTargets.size === 0 && recallTimer) { clearInterval(recallTimer); recallTimer = undefined; }
-  };
-
-  /**
-   * The owner of a stream went away (its process died, or its connection broke): the grants it
-   * carved from through this stream are closed now, everything they hold back in the wallet, as
-   * if recalled and answered with nothing uncarved. Its carves in flight, if the owner lives and
-   * replays their Settles, are debited from available as carves settled after their grant was
-   * closed (recorded as overrun). Without this, its money idled until the grants' deadlines and
-   * other replicas' Reserves were refused meanwhile (NO_OVERSPEND's promise).
-   */
-  const closeGrantsOfGoneOwner = async (target: RecallTarget) => {
-    for (const grantId of target.grantIds) {
-      try {
-        const outcome = await adjustGrant(db, {
-          adjustmentId: `owner-stream-ended:${grantId}`, grantId, returnMicros: 0n, close: true, extendTtlMs: 0n, reason: 'owner stream ended',
-        });
-        if (outcome.result === 'ok') {
-          logger.info({ grantId, ownerId: outcome.ownerId, returnedMicros: outcome.returnedMicros.toString() }, 'credit grant closed: its owner\'s Operate stream ended');
-        }
-      } catch (error) {
-        // The deadline still bounds it: the sweeper expires it.
-        logger.warn({ err: error, grantId }, 'credit grant of an ended Operate stream not closed; it expires at its deadline');
-      }
-    }
-  };
-
-  // The hot-path methods' work, shared by their unary calls and the Operate stream.
-  const reserveWork = async (request: ledgerV1.ReserveRequest): Promise<Handled<ledgerV1.ReserveResponse>> => {
-    const outcome = await reserve(batcher, {
-      reservationId: request.reservationId, organisationId: request.organisationId, projectId: request.projectId,
-      billingMode: billingModeFromProto(request.billingMode), amountMicros: request.amountMicros,
-      ttlMs: request.ttlMs, modelSlug: request.modelSlug, ...(request.grantId !== undefined ? { grantId: request.grantId } : {}),
-    });
-    // A refusal while money may idle in other replicas' grants: pull them back, and say how many
-    // are coming, so the caller retries briefly instead of answering 402 (NO_OVERSPEND's promise).
-    // A refusal no returning hold could lift says so instead, and recalls nothing: the caller
-    // answers at once, and this call takes no grant lock behind Settles in flight.
-    let grantsRecalled: number | undefined;
-    let liftable: boolean | undefined;
-    if (recallingReserveResults.has(outcome.result) && request.grantId === undefined) {
-      const budgetBound = outcome.result === 'project_budget_exceeded';
-      liftable = await refusalLiftable(db, {
-        organisationId: request.organisationId, projectId: request.projectId, amountMicros: request.amountMicros, budget: budgetBound,
-      });
-      grantsRecalled = 0;
-      if (liftable) {
-        const recalled = await recallGrants(db, {
-          organisationId: budgetBound ? null : request.organisationId, projectId: budgetBound ? request.projectId : null,
-        });
-        grantsRecalled = recalled.length;
-        pushRecalls(recalled.filter((grant) => grant.newlyRecalled));
-      }
-    }
-    return {
-      response: {
-        ...outcome, result: reserveResults[outcome.result],
-        ...(grantsRecalled !== undefined ? { grantsRecalled } : {}), ...(liftable !== undefined ? { liftable } : {}),
-      },
-      outcome: outcome.result,
-      subject: {
-        reservationId: request.reservationId, organisationId: request.organisationId,
-        ...(request.grantId !== undefined ? { grantId: request.grantId } : {}),
-        ...(grantsRecalled ? { grantsRecalled: String(grantsRecalled) } : {}),
-      },
-    };
-  };
-  const acquireGrantWork = async (request: ledgerV1.AcquireGrantRequest): Promise<Handled<ledgerV1.AcquireGrantResponse>> => {
-    const { recalled, ...outcome } = await acquireGrant(db, {
-      grantId: request.grantId, organisationId: request.organisationId, projectId: request.projectId,
-      billingMode: billingModeFromProto(request.billingMode), minMicros: request.minMicros, wantMicros: request.wantMicros,
-      ttlMs: request.ttlMs, ownerId: request.ownerId,
-    }, grantSharePercent);
-    pushRecalls(recalled.filter((grant) => grant.newlyRecalled));
-    return {
-      response: { ...outcome, result: acquireGrantResults[outcome.result] },
-      outcome: outcome.result,
-      subject: {
-        grantId: request.grantId, organisationId: request.organisationId, projectId: request.projectId, ownerId: request.ownerId,
-        grantedMicros: outcome.grantedMicros.toString(), ...(recalled.length > 0 ? { grantsRecalled: String(recalled.length) } : {}),
-      },
-    };
-  };
-  // The owner of the adjusted grant, for the stream that carried the adjustment.
-  const adjustGrantWork = async (request: ledgerV1.AdjustGrantRequest): Promise<Handled<ledgerV1.AdjustGrantResponse> & { ownerId: string }> => {
-    const { ownerId, ...outcome } = await adjustGrant(db, {
-      adjustmentId: request.adjustmentId, grantId: request.grantId, returnMicros: request.returnMicros, close: request.close,
-      extendTtlMs: request.extendTtlMs, reason: request.reason,
-    });
-    return {
-      response: { ...outcome, result: adjustGrantResults[outcome.result] },
-      outcome: outcome.result, ownerId,
-      subject: {
-        adjustmentId: request.adjustmentId, grantId: request.grantId, returnedMicros: outcome.returnedMicros.toString(),
-        ...(request.close ? { close: 'true' } : {}),
-      },
-    };
-  };
-  const settleWork = async (request: ledgerV1.SettleRequest): Promise<Handled<ledgerV1.SettleResponse>> => {
-    const outcome = await settle(batcher, {
-      reservationId: request.reservationId, inputTokens: request.inputTokens, outputTokens: request.outputTokens,
-      costMicros: request.costMicros, providerCostMicros: request.providerCostMicros, modelSlug: request.modelSlug,
-      usageSource: usageSourceFromProto(request.usageSource), requestId: request.requestId,
-      overrunOutputTokens: request.overrunOutputTokens,
-      ...(request.grantId !== undefined ? { grantId: request.grantId, reservedMicros: request.reservedMicros ?? 0n } : {}),
-      tokenClasses: request.tokenClasses,
-    });
-    return {
-      response: { ...outcome, result: settleResults[outcome.result] },
-      outcome: outcome.result, subject: { reservationId: request.reservationId },
-    };
-  };
-  const releaseWork = async (request: ledgerV1.ReleaseRequest): Promise<Handled<ledgerV1.ReleaseResponse>> => {
-    const outcome = await release(db, { reservationId: request.reservationId, reason: request.reason });
-    return {
-      response: { ...outcome, result: releaseResults[outcome.result] },
-      outcome: outcome.result, subject: { reservationId: request.reservationId },
-    };
-  };
-  const checkpointWork = async (request: ledgerV1.CheckpointRequest): Promise<Handled<ledgerV1.CheckpointResponse>> => {
-    const outcome = await checkpoint(db, request);
-    return {
-      response: { ...outcome, result: checkpointResults[outcome.result] },
-      outcome: outcome.result, subject: { reservationId: request.reservationId, sequence: request.sequence.toString() },
-    };
-  };
-
-  const operationStreams = new Set<() => void>();
-  let operationStreamsEnded = false;
-
-  /**
-   * Answers one message of an Operate stream exactly as the unary method would, errors included.
-   * Grant messages also teach the stream's recall target which owner it serves.
-   */
-  const answerUntraced = async (message: ledgerV1.OperationRequest, target: RecallTarget): Promise<ledgerV1.OperationResponse> => {
-    const { callId } = message;
-    const requestId = requestIdFrom(message.requestId === '' ? undefined : message.requestId);
-    let method = 'Operate';
-    try {
-      if (message.reserve) { method = 'Reserve'; return { callId, reserve: await perform(method, reserveWork, message.reserve, requestId) }; }
-      if (message.settle) { method = 'Settle'; return { callId, settle: await perform(method, settleWork, message.settle, requestId) }; }
-      if (message.release) { method = 'Release'; return { callId, release: await perform(method, releaseWork, message.release, requestId) }; }
-      if (message.checkpoint) { method = 'Checkpoint'; return { callId, checkpoint: await perform(method, checkpointWork, message.checkpoint, requestId) }; }
-      if (message.settleBatch) {
-        // Each Settle exactly as alone (its own log line, through the batcher, so they group-commit
-        // together); answered in the request's order. Any failure fails the message as a call.
-        method = 'Settle';
-        const settles = await Promise.all(message.settleBatch.settles.map((settleRequest) => perform(method, settleWork, settleRequest, requestId)));
-        return { callId, settleBatch: { settles } };
-      }
-      if (message.acquireGrant) {
-        method = 'AcquireGrant';
-        serveOwner(message.acquireGrant.ownerId, target);
-        const response = await perform(method, acquireGrantWork, message.acquireGrant, requestId);
-        // Also when the answer cannot reach the owner any more: the grant is held all the same.
-        if (response.result === ledgerV1.AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK) target.grantIds.add(message.acquireGrant.grantId);
-        return { callId, acquireGrant: response };
-      }
-      if (message.adjustGrant) {
-        method = 'AdjustGrant';
-        let ownerId = '';
-        const response = await perform(method, async (request: ledgerV1.AdjustGrantRequest) => {
-          const handled = await adjustGrantWork(request);
-          ownerId = handled.ownerId;
-          return handled;
-        }, message.adjustGrant, requestId);
-        serveOwner(ownerId, target);
-        if (response.result === ledgerV1.AdjustGrantResult.ADJUST_GRANT_RESULT_OK && !message.adjustGrant.close) target.grantIds.add(message.adjustGrant.grantId);
-        return { callId, adjustGrant: response };
-      }
-      throw new GatewayError('invalid_request', { publicMessage: 'The operation names no method.' });
-    } catch (error) {
-      const { errorCode, status } = reportCallFailure(logger, method, error, { requestId });
-      return { callId, error: { code: status.code, message: status.details, errorCode } };
-    }
-  };
-  // Each message in its own SERVER span when tracing is on; off, the untraced function itself (no wrapper per message).
-  const { tracing } = watchOptions;
-  const answerOperation = tracing?.enabled
-    ? (message: ledgerV1.OperationRequest, target: RecallTarget) => traceOperation(tracing, message, () => answerUntraced(message, target))
-    : answerUntraced;
-
-  /**
-   * Operate: each message is answered on its own (concurrently, through the same batcher as the
-   * unary calls), in whatever order they finish. The stream ends when the caller half-closes it
-   * or at shutdown, once every message received has been answered; a message that arrives after
-   * shutdown began is answered UNAVAILABLE, so its caller retries on a new stream elsewhere.
-   */
-  const operate = (call: ServerDuplexStream<ledgerV1.OperationRequest, ledgerV1.OperationResponse>) => {
-    const stream = duplexStream(call);
-    const target: RecallTarget = {
-      pushed: new Set(),
-      grantIds: new Set(),
-      push: (grantIds) => { if (!finished) void stream.send({ callId: 0n, recall: { grantIds } }); },
-    };
-    let unanswered = 0;
-    let closing = false;
-    let finished = false;
-    // The caller ended the stream (half-close, cancel, broken connection), not this ledger's shutdown.
-    let callerGone = false;
-    const finish = () => {
-      if (finished || unanswered > 0) return;
-      finished = true;
-      operationStreams.delete(close);
-      forgetTarget(target);
-      stream.end(); // nothing to end if the caller went away
-      // Once every message it sent is answered, so a grant acquired in its last moments is closed too.
-      if (callerGone && target.grantIds.size > 0) void closeGrantsOfGoneOwner(target);
-    };
-    const close = () => { closing = true; finish(); };
-    operationStreams.add(close);
-    if (operationStreamsEnded) close();
-    void (async () => {
-      try {
-        for await (const message of stream) {
-          if (closing) {
-            if (!finished) {
-              void stream.send({ callId: message.callId, error: { code: grpcStatus.UNAVAILABLE, message: 'The ledger is shutting down.', errorCode: 'service_unavailable' } });
-            }
-            continue;
-          }
-          unanswered += 1;
-          const receivedAtMs = performance.now();
-          // An answer to a caller that went away is dropped (send resolves false).
-          void answerOperation(message, target).then((response) => {
-            if (rpcMetrics) observeRpc(rpcMetrics, operationLabel(message), response.error?.code ?? grpcStatus.OK, receivedAtMs);
-            return stream.send(response);
-          }).finally(() => {
-            unanswered -= 1;
-            if (closing) finish();
-          });
-        }
-      } catch {
-        // The call broke: there is no one left to answer.
-      }
-      // The caller half-closed (or went away): end once what it sent is answered. A stream this
-      // ledger ended at shutdown keeps its grants: the owner lives and carries them to another stream.
-      if (!operationStreamsEnded) callerGone = true;
-      close();
-    })();
-  };
-
-  const watches = new Set<() => void>();
-  let watchesEnded = false;
-
-  /** Streams alerts after the cursor: the backlog first, then new ones as polling finds them. */
-  const watchBudgetAlerts = (call: ServerWritableStream<ledgerV1.WatchBudgetAlertsRequest, ledgerV1.BudgetAlert>) => {
-    const requestId = requestIdOf(call.metadata);
-    let cursor: bigint;
-    try {
-      cursor = parseAlertCursor(call.request.afterId);
-    } catch (error) {
-      // grpc-js sends an emitted error object as the stream's status.
-      call.emit('error', toGrpcError(new GatewayError('invalid_request', { publicMessage: (error as Error).message })));
-      return;
-    }
-    if (watchesEnded) { call.end(); return; }
-    let ended = false;
-    let timer: NodeJS.Timeout | undefined;
-    const finish = () => {
-      if (ended) return;
-      ended = true;
-      clearTimeout(timer);
-      watches.delete(finish);
-      if (!call.cancelled && !call.destroyed) call.end();
-      logger.info({ method: 'WatchBudgetAlerts', requestId, cursor: cursor.toString() }, 'ledger watch ended');
-    };
-    watches.add(finish);
-    call.on('cancelled', finish);
-    call.on('error', finish);
-    logger.info({ method: 'WatchBudgetAlerts', requestId, cursor: cursor.toString() }, 'ledger watch started');
-    const poll = async () => {
-      try {
-        for (;;) {
-          const alerts = await listBudgetAlerts(db, { afterId: cursor === 0n ? '' : cursor.toString(), organisationId: '', limit: 500 });
-          for (const alert of alerts) {
-            if (ended) return;
-            call.write(budgetAlertToProto(alert));
-            cursor = BigInt(alert.id);
-          }
-          if (alerts.length < 500) break;
-        }
-      } catch (error) {
-        // A failed poll is retried at the next tick; the watcher keeps its cursor.
-        logger.warn({ err: error, method: 'WatchBudgetAlerts', requestId }, 'budget alert poll failed; will retry');
-      }
-      if (!ended) timer = setTimeout(() => { void poll(); }, watchOptions.pollIntervalMs);
-    };
-    void poll();
-  };
+  const recallPush = createRecallPush(db, logger, watchOptions.recallPollIntervalMs ?? 100);
+  const work = createHotPathWork(db, batcher, recallPush, watchOptions.grantSharePercent ?? 10);
+  const operateStreams = createOperateStreams({
+    db, logger, perform, work, recallPush, rpcMetrics: watchOptions.rpcMetrics, tracing: watchOptions.tracing,
+  });
+  const alertWatch = createBudgetAlertWatch(db, logger, watchOptions.pollIntervalMs);
 
   const implementation: ledgerV1.LedgerServiceServer = {
     openAccount: handle<ledgerV1.OpenAccountRequest, ledgerV1.OpenAccountResponse>('OpenAccount', async (request) => {
@@ -617,19 +86,19 @@ export function createLedgerGrpcService(
       };
     }),
 
-    reserve: handle('Reserve', reserveWork),
+    reserve: handle('Reserve', work.reserve),
 
     // Credit grants (docs/ledger.md "Credit grants"). Unary calls teach no recall target: recalls
     // reach a replica on its Operate stream, or through AdjustGrantResponse.recalled.
-    acquireGrant: handle('AcquireGrant', acquireGrantWork),
+    acquireGrant: handle('AcquireGrant', work.acquireGrant),
     adjustGrant: handle<ledgerV1.AdjustGrantRequest, ledgerV1.AdjustGrantResponse>('AdjustGrant', async (request) => {
-      const { ownerId: _ownerId, ...handled } = await adjustGrantWork(request);
+      const { ownerId: _ownerId, ...handled } = await work.adjustGrant(request);
       return handled;
     }),
 
-    settle: handle('Settle', settleWork),
+    settle: handle('Settle', work.settle),
 
-    release: handle('Release', releaseWork),
+    release: handle('Release', work.release),
 
     credit: handle<ledgerV1.CreditRequest, ledgerV1.CreditResponse>('Credit', async (request) => {
       const outcome = await credit(db, {
@@ -668,9 +137,9 @@ export function createLedgerGrpcService(
     getBalance: handle<ledgerV1.GetBalanceRequest, ledgerV1.GetBalanceResponse>('GetBalance', async (request) => {
       const balances = await getBalance(db, request.organisationId);
       const response: ledgerV1.GetBalanceResponse = balances
-        ? { result: ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_OK, ...balances }
+        ? { result: ledgerResultNames.getBalance.ok, ...balances }
         : {
-          result: ledgerV1.GetBalanceResult.GET_BALANCE_RESULT_ORGANISATION_UNKNOWN,
+          result: ledgerResultNames.getBalance.organisation_unknown,
           creditedMicros: 0n, availableMicros: 0n, heldMicros: 0n, debitedMicros: 0n,
         };
       return { response, outcome: balances ? 'ok' : 'organisation_unknown', subject: { organisationId: request.organisationId } };
@@ -684,14 +153,14 @@ export function createLedgerGrpcService(
       };
     }),
 
-    checkpoint: handle('Checkpoint', checkpointWork),
+    checkpoint: handle('Checkpoint', work.checkpoint),
 
     setProjectBudget: handle<ledgerV1.SetProjectBudgetRequest, ledgerV1.SetProjectBudgetResponse>('SetProjectBudget', async (request) => {
       const { recalled, ...outcome } = await setProjectBudget(db, request);
       // PROJECT_BUDGET: answer only when no grant recalled by the change can still be carved
       // from (its owner answered, or it is resolved or past its deadline), so no carve taken after
       // the answer passes the new cap. A connected owner answers within a round trip.
-      pushRecalls(recalled.filter((grant) => grant.newlyRecalled));
+      recallPush.push(recalled.filter((grant) => grant.newlyRecalled));
       const pending = await waitForRecallAnswers(db, recalled.map((grant) => grant.grantId), { timeoutMs: budgetRecallWaitMs, pollIntervalMs: 10 });
       if (pending.length > 0) {
         logger.warn({ projectId: request.projectId, grantIds: pending }, 'budget change answered with recalled grants unanswered before their deadline; they may carve until it passes');
@@ -728,8 +197,8 @@ export function createLedgerGrpcService(
       return { response: { alerts: alerts.map(budgetAlertToProto) }, outcome: 'ok', subject: { afterId: request.afterId } };
     }),
 
-    watchBudgetAlerts,
-    operate,
+    watchBudgetAlerts: alertWatch.watch,
+    operate: operateStreams.operate,
 
     verify: handle<ledgerV1.VerifyRequest, ledgerV1.VerifyResponse>('Verify', async () => {
       const { accountsChecked, differences } = await verifyLedger(db);
@@ -743,16 +212,8 @@ export function createLedgerGrpcService(
   return {
     implementation,
     endStreams() {
-      watchesEnded = true;
-      for (const finish of [...watches]) finish();
-      operationStreamsEnded = true;
-      for (const close of [...operationStreams]) close();
-      if (recallTimer) { clearInterval(recallTimer); recallTimer = undefined; }
+      alertWatch.end();
+      operateStreams.end();
     },
   };
-}
-
-/** A budget alert as the proto carries it. */
-function budgetAlertToProto(alert: BudgetAlertView): ledgerV1.BudgetAlert {
-  return alert;
 }

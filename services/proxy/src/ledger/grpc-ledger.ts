@@ -1,4 +1,4 @@
-import { isTransientResult, ledgerResultTransient, ledgerV1 } from '@gateway/contracts';
+import { isTransientResult, ledgerResultNames, ledgerResultTransient, ledgerV1, resultNamesByValue } from '@gateway/contracts';
 import type { ProxyMetrics } from '@gateway/telemetry';
 import type { GrantBook } from '../billing/grant-book.ts';
 import type {
@@ -19,55 +19,13 @@ export interface LedgerCalls {
 /** The outbox operations the port needs (SettleOutbox in production). */
 export type LedgerOutbox = Pick<SettleOutbox, 'settle' | 'release' | 'outboxFull' | 'waitForOrganisation'>;
 
-const { ReserveResult, SettleResult, ReleaseResult, CheckpointResult, AcquireGrantResult, AdjustGrantResult } = ledgerV1;
-
-/** Proto result -> domain outcome; a value missing here (UNSPECIFIED, UNRECOGNIZED) is `unrecognized`. */
-const reserveOutcomes = new Map<ledgerV1.ReserveResult, ReserveOutcome>([
-  [ReserveResult.RESERVE_RESULT_OK, 'ok'],
-  [ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT, 'idempotency_conflict'],
-  [ReserveResult.RESERVE_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
-  [ReserveResult.RESERVE_RESULT_ORGANISATION_UNKNOWN, 'organisation_unknown'],
-  [ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE, 'insufficient_balance'],
-  [ReserveResult.RESERVE_RESULT_PROJECT_BUDGET_EXCEEDED, 'project_budget_exceeded'],
-  [ReserveResult.RESERVE_RESULT_RELEASED, 'released'],
-  [ReserveResult.RESERVE_RESULT_GRANT_NOT_HELD, 'grant_not_held'],
-]);
-const acquireGrantOutcomes = new Map<ledgerV1.AcquireGrantResult, AcquireGrantOutcome>([
-  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_OK, 'ok'],
-  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_IDEMPOTENCY_CONFLICT, 'idempotency_conflict'],
-  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
-  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_ORGANISATION_UNKNOWN, 'organisation_unknown'],
-  [AcquireGrantResult.ACQUIRE_GRANT_RESULT_NOT_GRANTED, 'not_granted'],
-]);
-const adjustGrantOutcomes = new Map<ledgerV1.AdjustGrantResult, AdjustGrantOutcome>([
-  [AdjustGrantResult.ADJUST_GRANT_RESULT_OK, 'ok'],
-  [AdjustGrantResult.ADJUST_GRANT_RESULT_IDEMPOTENCY_CONFLICT, 'idempotency_conflict'],
-  [AdjustGrantResult.ADJUST_GRANT_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
-  [AdjustGrantResult.ADJUST_GRANT_RESULT_GRANT_UNKNOWN, 'grant_unknown'],
-  [AdjustGrantResult.ADJUST_GRANT_RESULT_ALREADY_RESOLVED, 'already_resolved'],
-]);
-
-const settleOutcomes = new Map<ledgerV1.SettleResult, SettleOutcome>([
-  [SettleResult.SETTLE_RESULT_OK, 'ok'],
-  [SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT, 'idempotency_conflict'],
-  [SettleResult.SETTLE_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
-  [SettleResult.SETTLE_RESULT_RESERVATION_UNKNOWN, 'reservation_unknown'],
-  [SettleResult.SETTLE_RESULT_ALREADY_RESOLVED, 'already_resolved'],
-]);
-
-const releaseOutcomes = new Map<ledgerV1.ReleaseResult, ReleaseOutcome>([
-  [ReleaseResult.RELEASE_RESULT_OK, 'ok'],
-  [ReleaseResult.RELEASE_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
-  [ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN, 'reservation_unknown'],
-  [ReleaseResult.RELEASE_RESULT_ALREADY_RESOLVED, 'already_resolved'],
-]);
-
-const checkpointOutcomes = new Map<ledgerV1.CheckpointResult, CheckpointOutcome>([
-  [CheckpointResult.CHECKPOINT_RESULT_OK, 'ok'],
-  [CheckpointResult.CHECKPOINT_RESULT_INVALID_ARGUMENT, 'invalid_argument'],
-  [CheckpointResult.CHECKPOINT_RESULT_RESERVATION_UNKNOWN, 'reservation_unknown'],
-  [CheckpointResult.CHECKPOINT_RESULT_ALREADY_RESOLVED, 'already_resolved'],
-]);
+/** Proto result -> domain outcome, read from the contract's name tables; a value missing (UNSPECIFIED, UNRECOGNIZED) is `unrecognized`. */
+const reserveOutcomes: ReadonlyMap<number, ReserveOutcome> = resultNamesByValue(ledgerResultNames.reserve);
+const acquireGrantOutcomes: ReadonlyMap<number, AcquireGrantOutcome> = resultNamesByValue(ledgerResultNames.acquireGrant);
+const adjustGrantOutcomes: ReadonlyMap<number, AdjustGrantOutcome> = resultNamesByValue(ledgerResultNames.adjustGrant);
+const settleOutcomes: ReadonlyMap<number, SettleOutcome> = resultNamesByValue(ledgerResultNames.settle);
+const releaseOutcomes: ReadonlyMap<number, ReleaseOutcome> = resultNamesByValue(ledgerResultNames.release);
+const checkpointOutcomes: ReadonlyMap<number, CheckpointOutcome> = resultNamesByValue(ledgerResultNames.checkpoint);
 
 const protoBillingMode = {
   commercial: ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL,
