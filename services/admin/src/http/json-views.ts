@@ -134,7 +134,7 @@ export function usageSummaryRowJson(row: UsageSummaryRow) {
 }
 
 /** The JSON of one token price class of a summary: tokens as a number, money as decimal strings (µ₹). */
-export function tokenClassJson(entry: UsageTokenClass) {
+function tokenClassJson(entry: UsageTokenClass) {
   return {
     class: entry.tokenClass,
     tokens: Number(entry.tokens),

@@ -122,7 +122,7 @@ export const projectBudgetResponse = z.strictObject({
 });
 
 /** One token price class of a summary: its tokens, customer cost and provider cost. */
-export const tokenClassSummary = z.strictObject({
+const tokenClassSummary = z.strictObject({
   class: z.string().meta({ description: 'The token price class: input, cached_input, cache_write_5m, cache_write_1h, audio_input, image_input, output or reasoning.' }),
   tokens: z.int(),
   cost_micros: money('Customer-price cost of the class.'),
