@@ -151,4 +151,43 @@ describe.skipIf(!serverUrl)('price by token class end to end', () => {
     printed.walletDebitedMicros = String(after.debited - before.debited);
     console.log(`token classes e2e: ${JSON.stringify(printed)}`);
   }, 60_000);
+
+  it('sums the records\' classes in the usage summary and platform analytics, to the µ₹, counting records without classes apart', async () => {
+    type Figures = { tokens: number; cost_micros: string; provider_cost_micros: string };
+    const summary = (await gateway.admin('GET', `/organisations/${gateway.organisationId}/usage/summary`)).data as Array<Record<string, any>>;
+    const margin = await gateway.admin('GET', '/analytics/margin?group_by=model');
+    for (const slug of ['classes-claude', 'classes-openai']) {
+      const records = (await gateway.admin('GET', `/organisations/${gateway.organisationId}/usage?model=${slug}&limit=500`)).data as Array<Record<string, any>>;
+      // Written out from the records, apart from the ledger's roll-up: per class, ordered by name.
+      const sums = new Map<string, { tokens: number; cost: bigint; provider: bigint }>();
+      for (const record of records) {
+        for (const [name, figures] of Object.entries((record.cost_by_class ?? {}) as Record<string, Figures>)) {
+          const sum = sums.get(name) ?? { tokens: 0, cost: 0n, provider: 0n };
+          sum.tokens += figures.tokens;
+          sum.cost += BigInt(figures.cost_micros);
+          sum.provider += BigInt(figures.provider_cost_micros);
+          sums.set(name, sum);
+        }
+      }
+      const names = [...sums.keys()].sort();
+      expect(names.length).toBeGreaterThan(1);
+      const rows = summary.filter((row) => row.model === slug);
+      const rolledUp = new Map<string, { tokens: number; cost: bigint; provider: bigint }>();
+      for (const row of rows) {
+        for (const entry of row.token_classes as Array<{ class: string } & Figures>) {
+          const sum = rolledUp.get(entry.class) ?? { tokens: 0, cost: 0n, provider: 0n };
+          sum.tokens += entry.tokens;
+          sum.cost += BigInt(entry.cost_micros);
+          sum.provider += BigInt(entry.provider_cost_micros);
+          rolledUp.set(entry.class, sum);
+        }
+      }
+      expect([...rolledUp.entries()].sort(([a], [b]) => (a < b ? -1 : 1))).toEqual(names.map((name) => [name, sums.get(name)]));
+      expect(rows.reduce((count, row) => count + (row.unclassified_requests as number), 0)).toBe(records.filter((record) => record.cost_by_class === undefined).length);
+      const modelRow = [...margin.data, ...margin.internal.data].find((row: Record<string, any>) => row.key === slug) as Record<string, any>;
+      expect(modelRow.token_classes).toEqual(names.map((name) => ({
+        class: name, tokens: sums.get(name)!.tokens, customer_price_micros: String(sums.get(name)!.cost), provider_cost_micros: String(sums.get(name)!.provider),
+      })));
+    }
+  }, 60_000);
 });

@@ -244,17 +244,21 @@ describe.skipIf(!serverUrl)('platform margin report', () => {
       data: [{
         key: shop.id, organisation_name: 'Shop & Co', billing_mode: 'commercial', requests: 2, input_tokens: 200, output_tokens: 40,
         customer_price_micros: (big + 500n).toString(), provider_cost_micros: '1800', margin_micros: (big + 500n - 1_800n).toString(),
+        token_classes: [], unclassified_requests: 2,
       }],
       totals: {
         requests: 2, input_tokens: 200, output_tokens: 40,
         customer_price_micros: (big + 500n).toString(), provider_cost_micros: '1800', margin_micros: (big + 500n - 1_800n).toString(),
+        token_classes: [], unclassified_requests: 2,
       },
       internal: {
         data: [{
           key: lab.id, organisation_name: '=Research Lab', billing_mode: 'internal', requests: 1, input_tokens: 100, output_tokens: 20,
-          customer_price_micros: '3000', provider_cost_micros: '1200', margin_micros: null,
+          customer_price_micros: '3000', provider_cost_micros: '1200', margin_micros: null, token_classes: [], unclassified_requests: 1,
         }],
-        totals: { requests: 1, input_tokens: 100, output_tokens: 20, customer_price_micros: '3000', provider_cost_micros: '1200' },
+        totals: {
+          requests: 1, input_tokens: 100, output_tokens: 20, customer_price_micros: '3000', provider_cost_micros: '1200', token_classes: [], unclassified_requests: 1,
+        },
       },
     });
 
@@ -287,6 +291,44 @@ describe.skipIf(!serverUrl)('platform margin report', () => {
     expect(modelCsv.rows.find((row) => row[0] === 'code')).toEqual(['code', '', 'commercial', '1', '100', '20', '500', '800', '-300']);
   });
 
+  it('sums customer price and provider cost per token class, over the window and per model, and counts requests without classes', async () => {
+    const shop = await createOrganisation('Classy');
+    const project = await createProject(shop.id, 'p');
+    const tokenClass = (name: string, tokens: bigint, costMicros: bigint, providerCostMicros: bigint) => ({ tokenClass: name, tokens, costMicros, providerCostMicros });
+    admin.ledger.usage.push(
+      usageRecord({
+        id: 'k-1', organisationId: shop.id, projectId: project.id, modelSlug: 'chat', costMicros: 1_700n, providerCostMicros: 850n, createdAtMs: baseMs,
+        tokenClasses: [tokenClass('cached_input', 60n, 300n, 150n), tokenClass('input', 40n, 400n, 200n), tokenClass('output', 20n, 1_000n, 500n)],
+      }),
+      usageRecord({
+        id: 'k-2', organisationId: shop.id, projectId: project.id, modelSlug: 'think', costMicros: 900n, providerCostMicros: 600n, createdAtMs: baseMs,
+        tokenClasses: [tokenClass('input', 100n, 500n, 300n), tokenClass('reasoning', 8n, 400n, 300n)],
+      }),
+      usageRecord({ id: 'k-3', organisationId: shop.id, projectId: project.id, modelSlug: 'chat', costMicros: 5_000n, providerCostMicros: 2_000n, createdAtMs: baseMs }),
+    );
+    const byModel = marginReportResponse.parse((await admin.request('GET', '/admin/v1/analytics/margin?group_by=model')).json);
+    expect(byModel.data.map((row) => [row.key, row.token_classes, row.unclassified_requests])).toEqual([
+      ['chat', [
+        { class: 'cached_input', tokens: 60, customer_price_micros: '300', provider_cost_micros: '150' },
+        { class: 'input', tokens: 40, customer_price_micros: '400', provider_cost_micros: '200' },
+        { class: 'output', tokens: 20, customer_price_micros: '1000', provider_cost_micros: '500' },
+      ], 1],
+      ['think', [
+        { class: 'input', tokens: 100, customer_price_micros: '500', provider_cost_micros: '300' },
+        { class: 'reasoning', tokens: 8, customer_price_micros: '400', provider_cost_micros: '300' },
+      ], 0],
+    ]);
+    expect(byModel.totals).toMatchObject({
+      requests: 3, customer_price_micros: '7600', provider_cost_micros: '3450', unclassified_requests: 1,
+      token_classes: [
+        { class: 'cached_input', tokens: 60, customer_price_micros: '300', provider_cost_micros: '150' },
+        { class: 'input', tokens: 140, customer_price_micros: '900', provider_cost_micros: '500' },
+        { class: 'output', tokens: 20, customer_price_micros: '1000', provider_cost_micros: '500' },
+        { class: 'reasoning', tokens: 8, customer_price_micros: '400', provider_cost_micros: '300' },
+      ],
+    });
+  });
+
   it('is a platform admin\'s alone; bad windows and groupings are 400', async () => {
     const organisation = await createOrganisation('Not platform');
     const token = await organisationToken(organisation.id);
@@ -298,6 +340,8 @@ describe.skipIf(!serverUrl)('platform margin report', () => {
     }
     const empty = marginReportResponse.parse((await admin.request('GET', '/admin/v1/analytics/margin')).json);
     expect(empty.data).toEqual([]);
-    expect(empty.totals).toEqual({ requests: 0, input_tokens: 0, output_tokens: 0, customer_price_micros: '0', provider_cost_micros: '0', margin_micros: '0' });
+    expect(empty.totals).toEqual({
+      requests: 0, input_tokens: 0, output_tokens: 0, customer_price_micros: '0', provider_cost_micros: '0', margin_micros: '0', token_classes: [], unclassified_requests: 0,
+    });
   });
 });

@@ -415,8 +415,8 @@ describe('usage summary', () => {
     const response = await admin.request('GET', `/admin/v1/organisations/${mine.organisation.id}/usage/summary?project_id=${mine.project.id}`, undefined, as(mine.secret));
     expect(response.status, response.text).toBe(200);
     expect(usageSummaryResponse.parse(response.json).data).toEqual([
-      { day: '2026-01-01', model: 'm', requests: 2, input_tokens: 20, output_tokens: 10, cost_micros: '9007199254741000', provider_cost_micros: '2', debited_micros: '9007199254741000' },
-      { day: '2026-01-02', model: 'm', requests: 1, input_tokens: 10, output_tokens: 5, cost_micros: '11', provider_cost_micros: '1', debited_micros: '11' },
+      { day: '2026-01-01', model: 'm', requests: 2, input_tokens: 20, output_tokens: 10, cost_micros: '9007199254741000', provider_cost_micros: '2', debited_micros: '9007199254741000', token_classes: [], unclassified_requests: 2 },
+      { day: '2026-01-02', model: 'm', requests: 1, input_tokens: 10, output_tokens: 5, cost_micros: '11', provider_cost_micros: '1', debited_micros: '11', token_classes: [], unclassified_requests: 1 },
     ]);
     const windowed = await admin.request('GET', `/admin/v1/organisations/${mine.organisation.id}/usage/summary?from=2026-01-02T00:00:00%2B05:30`);
     expect(windowed.json.data.map((row: { day: string }) => row.day)).toEqual(['2026-01-02']);
@@ -426,6 +426,41 @@ describe('usage summary', () => {
     expectError(await admin.request('GET', `/admin/v1/organisations/${mine.organisation.id}/usage/summary?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`), 400, 'invalid_request', 'to');
     admin.ledger.failNext('summarizeUsage');
     expectError(await admin.request('GET', `/admin/v1/organisations/${mine.organisation.id}/usage/summary`), 503, 'service_unavailable');
+  });
+
+  itPg('carries the ledger\'s per-class tokens and cost of each row, and counts the requests without classes', async () => {
+    const mine = await tenant('Classes');
+    const at = BigInt(Date.parse('2026-02-03T06:00:00.000Z'));
+    const tokenClass = (name: string, tokens: bigint, costMicros: bigint, providerCostMicros: bigint) => ({ tokenClass: name, tokens, costMicros, providerCostMicros });
+    admin.ledger.usage.push(
+      ledgerV1.UsageRecord.fromPartial({
+        id: 'c1', organisationId: mine.organisation.id, projectId: mine.project.id, modelSlug: 'm', inputTokens: 100n, outputTokens: 40n,
+        costMicros: 1_700n, providerCostMicros: 850n, debitedMicros: 1_700n, createdAtMs: at,
+        tokenClasses: [tokenClass('cached_input', 60n, 300n, 150n), tokenClass('input', 40n, 400n, 200n), tokenClass('output', 30n, 600n, 300n), tokenClass('reasoning', 10n, 400n, 200n)],
+      }),
+      ledgerV1.UsageRecord.fromPartial({
+        id: 'c2', organisationId: mine.organisation.id, projectId: mine.project.id, modelSlug: 'm', inputTokens: 50n, outputTokens: 5n,
+        costMicros: 700n, providerCostMicros: 350n, debitedMicros: 700n, createdAtMs: at + 1n,
+        tokenClasses: [tokenClass('cached_input', 50n, 250n, 125n), tokenClass('output', 5n, 450n, 225n)],
+      }),
+      ledgerV1.UsageRecord.fromPartial({
+        id: 'c3', organisationId: mine.organisation.id, projectId: mine.project.id, modelSlug: 'm', inputTokens: 10n, outputTokens: 5n,
+        costMicros: 9_007_199_254_740_993n, providerCostMicros: 1n, debitedMicros: 9_007_199_254_740_993n, createdAtMs: at + 2n,
+      }),
+    );
+    const response = await admin.request('GET', `/admin/v1/organisations/${mine.organisation.id}/usage/summary`, undefined, as(mine.secret));
+    expect(response.status, response.text).toBe(200);
+    expect(usageSummaryResponse.parse(response.json).data).toEqual([{
+      day: '2026-02-03', model: 'm', requests: 3, input_tokens: 160, output_tokens: 50,
+      cost_micros: '9007199254743393', provider_cost_micros: '1201', debited_micros: '9007199254743393',
+      token_classes: [
+        { class: 'cached_input', tokens: 110, cost_micros: '550', provider_cost_micros: '275' },
+        { class: 'input', tokens: 40, cost_micros: '400', provider_cost_micros: '200' },
+        { class: 'output', tokens: 35, cost_micros: '1050', provider_cost_micros: '525' },
+        { class: 'reasoning', tokens: 10, cost_micros: '400', provider_cost_micros: '200' },
+      ],
+      unclassified_requests: 1,
+    }]);
   });
 });
 

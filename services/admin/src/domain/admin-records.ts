@@ -77,8 +77,8 @@ export interface UsageRecord {
   tokenClasses: UsageTokenClass[];
 }
 
-/** One token price class of a usage record: tokens, customer cost and provider cost, µ₹. */
-interface UsageTokenClass {
+/** One token price class of a usage record or summary row: tokens, customer cost and provider cost, µ₹. */
+export interface UsageTokenClass {
   /** e.g. `cached_input`, `cache_write_1h`, `reasoning` (docs/api-conventions.md, "Token classes"). */
   tokenClass: string;
   tokens: bigint;
@@ -138,6 +138,10 @@ export interface UsageSummaryRow {
   projectId: string;
   /** Set when summarized over every organisation: the billing mode the usage was recorded under. */
   billingMode: 'commercial' | 'internal' | undefined;
+  /** Per token price class, summed over the row's records that carry classes, ordered by class name. */
+  tokenClasses: UsageTokenClass[];
+  /** Records of the row without classes; their cost is costMicros − the sum of the class costs. */
+  unclassifiedRequests: bigint;
 }
 
 /** A soft budget alert the ledger raised (once per project per month, PROJECT_BUDGET). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { UsageRecord } from './admin-records.ts';
-import { collectUsageForExport } from './analytics-service.ts';
+import { addTokenClasses, collectUsageForExport } from './analytics-service.ts';
 import type { LedgerPort } from './ledger-port.ts';
 
 /** A listing of `total` records served in pages by offset tokens, recording each request. */
@@ -34,5 +34,30 @@ describe('collectUsageForExport', () => {
       publicMessage: expect.stringContaining('narrow the filters'),
     });
     expect(requests).toHaveLength(3);
+  });
+});
+
+describe('addTokenClasses', () => {
+  it('sums each class exactly in bigint and keeps the classes ordered by name', () => {
+    const into = [{ tokenClass: 'output', tokens: 5n, costMicros: 9_007_199_254_740_993n, providerCostMicros: 1n }];
+    addTokenClasses(into, [
+      { tokenClass: 'reasoning', tokens: 2n, costMicros: 20n, providerCostMicros: 10n },
+      { tokenClass: 'cached_input', tokens: 40n, costMicros: 12n, providerCostMicros: 6n },
+      { tokenClass: 'output', tokens: 1n, costMicros: 2n, providerCostMicros: 1n },
+    ]);
+    expect(into).toEqual([
+      { tokenClass: 'cached_input', tokens: 40n, costMicros: 12n, providerCostMicros: 6n },
+      { tokenClass: 'output', tokens: 6n, costMicros: 9_007_199_254_740_995n, providerCostMicros: 2n },
+      { tokenClass: 'reasoning', tokens: 2n, costMicros: 20n, providerCostMicros: 10n },
+    ]);
+  });
+
+  it('leaves the figures added from untouched', () => {
+    const from = [{ tokenClass: 'input', tokens: 1n, costMicros: 1n, providerCostMicros: 1n }];
+    const into: typeof from = [];
+    addTokenClasses(into, from);
+    addTokenClasses(into, from);
+    expect(from).toEqual([{ tokenClass: 'input', tokens: 1n, costMicros: 1n, providerCostMicros: 1n }]);
+    expect(into).toEqual([{ tokenClass: 'input', tokens: 2n, costMicros: 2n, providerCostMicros: 2n }]);
   });
 });

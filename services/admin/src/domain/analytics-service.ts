@@ -1,7 +1,7 @@
 import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import { requirePlatformAdmin, type Actor } from './actor.ts';
-import type { UsageRecord, UsageSummaryRow } from './admin-records.ts';
+import type { UsageRecord, UsageSummaryRow, UsageTokenClass } from './admin-records.ts';
 import { toCsv, type CsvCell } from './csv.ts';
 import type { LedgerPort } from './ledger-port.ts';
 import type { ResourceAccess } from './resource-access.ts';
@@ -106,6 +106,28 @@ export interface UsageFigures {
   customerPriceMicros: bigint;
   /** What the providers charge for it, µ₹. */
   providerCostMicros: bigint;
+  /** Tokens, customer cost (costMicros) and provider cost per token class of the requests recorded by class, µ₹, ordered by class name. */
+  tokenClasses: UsageTokenClass[];
+  /** Requests recorded without classes: their cost is in the totals above, in no class. */
+  unclassifiedRequests: bigint;
+}
+
+/**
+ * Adds per-class figures to `into` (exact bigint sums), keeping it ordered by class name, so
+ * totals over rows stay comparable with the ledger's per-row classes.
+ */
+export function addTokenClasses(into: UsageTokenClass[], from: readonly UsageTokenClass[]): void {
+  for (const entry of from) {
+    const sum = into.find((candidate) => candidate.tokenClass === entry.tokenClass);
+    if (sum === undefined) {
+      into.push({ ...entry });
+    } else {
+      sum.tokens += entry.tokens;
+      sum.costMicros += entry.costMicros;
+      sum.providerCostMicros += entry.providerCostMicros;
+    }
+  }
+  into.sort((a, b) => (a.tokenClass < b.tokenClass ? -1 : a.tokenClass > b.tokenClass ? 1 : 0));
 }
 
 /** One group of the margin report. */
@@ -133,16 +155,23 @@ export interface MarginReport {
 
 /** Figures with nothing in them, to add rows to. */
 function emptyFigures(): UsageFigures {
-  return { requests: 0n, inputTokens: 0n, outputTokens: 0n, customerPriceMicros: 0n, providerCostMicros: 0n };
+  return { requests: 0n, inputTokens: 0n, outputTokens: 0n, customerPriceMicros: 0n, providerCostMicros: 0n, tokenClasses: [], unclassifiedRequests: 0n };
 }
 
 /** Adds one summary row's usage to `into` (exact bigint sums). */
 function addRow(into: UsageFigures, row: UsageSummaryRow): void {
-  into.requests += row.requests;
-  into.inputTokens += row.inputTokens;
-  into.outputTokens += row.outputTokens;
-  into.customerPriceMicros += row.costMicros;
-  into.providerCostMicros += row.providerCostMicros;
+  addFigures(into, { ...row, customerPriceMicros: row.costMicros });
+}
+
+/** Adds figures to `into` (exact bigint sums), classes included. */
+function addFigures(into: UsageFigures, from: UsageFigures): void {
+  into.requests += from.requests;
+  into.inputTokens += from.inputTokens;
+  into.outputTokens += from.outputTokens;
+  into.customerPriceMicros += from.customerPriceMicros;
+  into.providerCostMicros += from.providerCostMicros;
+  addTokenClasses(into.tokenClasses, from.tokenClasses);
+  into.unclassifiedRequests += from.unclassifiedRequests;
 }
 
 /** The key of a summary row under a grouping. */
@@ -211,13 +240,7 @@ export function createAnalyticsService({ db, ledger, access }: AnalyticsServiceD
     internal.sort(compareRows(query.groupBy));
     const sum = (list: readonly MarginRow[]): UsageFigures => {
       const total = emptyFigures();
-      for (const row of list) {
-        total.requests += row.requests;
-        total.inputTokens += row.inputTokens;
-        total.outputTokens += row.outputTokens;
-        total.customerPriceMicros += row.customerPriceMicros;
-        total.providerCostMicros += row.providerCostMicros;
-      }
+      for (const row of list) addFigures(total, row);
       return total;
     };
     const commercialTotals = sum(commercial);

@@ -18,6 +18,13 @@ function figuresJson(figures: UsageFigures) {
     output_tokens: Number(figures.outputTokens),
     customer_price_micros: figures.customerPriceMicros.toString(),
     provider_cost_micros: figures.providerCostMicros.toString(),
+    token_classes: figures.tokenClasses.map((entry) => ({
+      class: entry.tokenClass,
+      tokens: Number(entry.tokens),
+      customer_price_micros: entry.costMicros.toString(),
+      provider_cost_micros: entry.providerCostMicros.toString(),
+    })),
+    unclassified_requests: Number(figures.unclassifiedRequests),
   };
 }
 
@@ -67,7 +74,9 @@ export function analyticsRoutes(): AdminRoute[] {
       method: 'get', path: '/admin/v1/analytics/margin', operationId: 'getMarginReport', tag: 'analytics', authenticated: true, access: 'platform',
       summary: 'Customer price, provider cost and margin of all usage by day, model or organisation (platform admins).',
       description: 'Commercial usage: margin = customer price (the usage\'s cost) − provider cost. Internal (sponsored) organisations\' usage is '
-        + 'reported apart, at customer price and at provider cost: it is never debited, so its margin is not revenue. Sums are exact (µ₹).',
+        + 'reported apart, at customer price and at provider cost: it is never debited, so its margin is not revenue. Sums are exact (µ₹). '
+        + 'Every row and total carries token_classes (customer price and provider cost per token class of the requests recorded by class) '
+        + 'and unclassified_requests (requests recorded without classes, in no class).',
       query: marginQuery,
       success: { status: 200, description: 'The report.', schema: marginReportResponse },
       errors: [...routeErrors.read, ...routeErrors.platform, ...routeErrors.ledger],

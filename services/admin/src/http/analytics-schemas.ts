@@ -31,6 +31,13 @@ const usageFiguresShape = {
   output_tokens: z.int(),
   customer_price_micros: money('What customers were charged for the usage (its cost).'),
   provider_cost_micros: money('What the providers charge for it.'),
+  token_classes: z.array(z.strictObject({
+    class: z.string().meta({ description: 'The token price class: input, cached_input, cache_write_5m, cache_write_1h, audio_input, image_input, output or reasoning.' }),
+    tokens: z.int(),
+    customer_price_micros: money('What customers were charged for the class.'),
+    provider_cost_micros: money('What the providers charge for the class.'),
+  })).meta({ description: 'Per token class, summed over the requests the ledger recorded by class, ordered by class name; their sums are within customer_price_micros and provider_cost_micros.' }),
+  unclassified_requests: z.int().meta({ description: 'Requests recorded without classes (plain input and output): their cost is in the figures above, in no class.' }),
 };
 
 /** One group of the margin report. */

@@ -1,4 +1,4 @@
-import type { Balance, Organisation, Page, Project, ProjectSpend, UsageRecord, UsageSummaryRow } from '../domain/admin-records.ts';
+import type { Balance, Organisation, Page, Project, ProjectSpend, UsageRecord, UsageSummaryRow, UsageTokenClass } from '../domain/admin-records.ts';
 import type { CreditOutcome } from '../domain/balance-service.ts';
 import { gatewayModelToJson } from '../domain/gateway-model-schema.ts';
 import type { AdminTokenInfo } from '../domain/admin-tokens.ts';
@@ -128,6 +128,18 @@ export function usageSummaryRowJson(row: UsageSummaryRow) {
     cost_micros: row.costMicros.toString(),
     provider_cost_micros: row.providerCostMicros.toString(),
     debited_micros: row.debitedMicros.toString(),
+    token_classes: row.tokenClasses.map(tokenClassJson),
+    unclassified_requests: Number(row.unclassifiedRequests),
+  };
+}
+
+/** The JSON of one token price class of a summary: tokens as a number, money as decimal strings (µ₹). */
+function tokenClassJson(entry: UsageTokenClass) {
+  return {
+    class: entry.tokenClass,
+    tokens: Number(entry.tokens),
+    cost_micros: entry.costMicros.toString(),
+    provider_cost_micros: entry.providerCostMicros.toString(),
   };
 }
 

@@ -121,6 +121,14 @@ export const projectBudgetResponse = z.strictObject({
   soft_alert_raised: z.boolean().meta({ description: 'Whether this month\'s soft alert has been raised.' }),
 });
 
+/** One token price class of a summary: its tokens, customer cost and provider cost. */
+const tokenClassSummary = z.strictObject({
+  class: z.string().meta({ description: 'The token price class: input, cached_input, cache_write_5m, cache_write_1h, audio_input, image_input, output or reasoning.' }),
+  tokens: z.int(),
+  cost_micros: money('Customer-price cost of the class.'),
+  provider_cost_micros: money('What the providers charge for the class (analytics only).'),
+});
+
 /** Usage summed by day (Asia/Kolkata) and gateway model (and project with group_by=project). */
 export const usageSummaryResponse = z.strictObject({
   object: z.literal('list'),
@@ -134,6 +142,13 @@ export const usageSummaryResponse = z.strictObject({
     cost_micros: money('Customer-price cost.'),
     provider_cost_micros: money('Provider cost (analytics only).'),
     debited_micros: money('Debited from the wallet.'),
+    token_classes: z.array(tokenClassSummary).meta({
+      description: 'Tokens and cost per token price class, summed over the row\'s requests that carry classes, ordered by class name; '
+        + 'empty when none does. Requests without classes are counted in unclassified_requests instead.',
+    }),
+    unclassified_requests: z.int().meta({
+      description: 'Requests of the row without classes (plain input and output); their cost is cost_micros minus the sum of token_classes[].cost_micros.',
+    }),
   })).meta({ description: 'Ordered by day, then model.' }),
 });
 

@@ -233,6 +233,7 @@ export function createGrpcLedger(options: {
         day: row.day, modelSlug: row.modelSlug, requests: row.requests, inputTokens: row.inputTokens, outputTokens: row.outputTokens,
         costMicros: row.costMicros, providerCostMicros: row.providerCostMicros, debitedMicros: row.debitedMicros,
         organisationId: row.organisationId, projectId: row.projectId, billingMode: billingModeOf(row.billingMode),
+        tokenClasses: row.tokenClasses.map((entry) => ({ ...entry })), unclassifiedRequests: row.unclassifiedRequests,
       }));
     },
 

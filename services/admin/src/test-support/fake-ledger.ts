@@ -239,6 +239,18 @@ export async function startFakeLedger(): Promise<FakeLedger> {
         row.costMicros += record.costMicros;
         row.providerCostMicros += record.providerCostMicros;
         row.debitedMicros += record.debitedMicros;
+        // As the ledger contract says: classes summed over the records that carry them, by class name.
+        if (record.tokenClasses.length === 0) row.unclassifiedRequests += 1n;
+        for (const entry of record.tokenClasses) {
+          const sum = row.tokenClasses.find((candidate) => candidate.tokenClass === entry.tokenClass);
+          if (sum === undefined) row.tokenClasses.push({ ...entry });
+          else {
+            sum.tokens += entry.tokens;
+            sum.costMicros += entry.costMicros;
+            sum.providerCostMicros += entry.providerCostMicros;
+          }
+        }
+        row.tokenClasses.sort((a, b) => (a.tokenClass < b.tokenClass ? -1 : a.tokenClass > b.tokenClass ? 1 : 0));
         rows.set(key, row);
       }
       return ledgerV1.SummarizeUsageResponse.fromPartial({ rows: [...rows.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, row]) => row) });

@@ -1,3 +1,4 @@
+import type { TokenClassFigures } from './pages/token-classes.ts';
 // The JSON shapes of the admin API answers the dashboard reads (services/admin/openapi.json is the
 // reference). Money fields ending _micros are decimal strings of micro-rupees.
 
@@ -78,6 +79,11 @@ export interface UsageSummaryRow {
   input_tokens: number;
   output_tokens: number;
   cost_micros: string;
+  provider_cost_micros: string;
+  /** Tokens and cost per token class of the row's requests recorded by class, by class name. */
+  token_classes: TokenClassFigures[];
+  /** The row's requests recorded without classes. */
+  unclassified_requests: number;
 }
 
 /** An alert raised for an organisation (budget soft alert or low balance). */

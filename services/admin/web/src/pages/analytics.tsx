@@ -8,7 +8,8 @@ import { formatCount, formatRupees } from '../format.ts';
 import type { PageProps } from '../page-props.ts';
 import { istDayBefore, istDayOf } from './ist-dates.ts';
 import { marginPercent } from './margin.ts';
-import { chartRupees } from './rupee-text.ts';
+import { chartRupees, exactRupees } from './rupee-text.ts';
+import { tokenClassLabel } from './token-classes.ts';
 import { usageFilterQuery } from './usage-filters.ts';
 
 type GroupBy = 'day' | 'model' | 'organisation';
@@ -20,6 +21,29 @@ interface UsageFigures {
   output_tokens: number;
   customer_price_micros: string;
   provider_cost_micros: string;
+  /** Per token class of the requests recorded by class, by class name (µ₹ decimal strings). */
+  token_classes: ClassFigures[];
+  /** Requests recorded without classes: in the figures above, in no class. */
+  unclassified_requests: number;
+}
+
+/** One token class of a margin row or total. */
+interface ClassFigures {
+  class: string;
+  tokens: number;
+  customer_price_micros: string;
+  provider_cost_micros: string;
+}
+
+/** One line of the by-class table: a group (or the total) and one of its classes. */
+interface ClassLine extends ClassFigures {
+  group: string;
+}
+
+/** The by-class lines of the report: the window's totals first, then each commercial group's classes. */
+function classLines(report: MarginReport): ClassLine[] {
+  const total = report.totals.token_classes.map((entry) => ({ ...entry, group: 'All commercial usage' }));
+  return [...total, ...report.data.flatMap((row) => row.token_classes.map((entry) => ({ ...entry, group: rowLabel(row) })))];
 }
 
 /** One group of the margin report; margin_micros is null for internal usage (it earns nothing). */
@@ -199,6 +223,24 @@ export function AnalyticsPage(_props: PageProps) {
               ...figureColumns(reportGroup),
               { header: 'Margin', numeric: true, cell: (row) => (row.margin_micros === null ? '—' : formatRupees(row.margin_micros)) },
               { header: 'Margin %', numeric: true, cell: (row) => (row.margin_micros === null ? '—' : marginPercent(row.margin_micros, row.customer_price_micros)) },
+            ]}
+          />
+          <h2>Commercial usage by token class</h2>
+          <p class="hint" data-testid="analytics-unclassified">
+            Customer price and provider cost of each token class, for the window and by {groupByText[reportGroup].toLowerCase()};
+            {' '}{formatCount(report.totals.unclassified_requests)} requests without token classes are in the figures above and in no class.
+          </p>
+          <Table
+            caption={`Commercial usage by token class, in total and by ${groupByText[reportGroup].toLowerCase()}`}
+            rows={classLines(report)}
+            rowKey={(line) => `${line.group} ${line.class}`}
+            empty="No usage recorded by token class in this window."
+            columns={[
+              { header: groupByText[reportGroup], cell: (line) => line.group },
+              { header: 'Class', cell: (line) => tokenClassLabel(line.class) },
+              { header: 'Tokens', numeric: true, cell: (line) => formatCount(line.tokens) },
+              { header: 'Customer price', numeric: true, cell: (line) => exactRupees(line.customer_price_micros) },
+              { header: 'Provider cost', numeric: true, cell: (line) => exactRupees(line.provider_cost_micros) },
             ]}
           />
           <h2>Internal organisations</h2>

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import type { Project, UsageRecord } from '../api-types.ts';
+import type { Project, UsageRecord, UsageSummaryRow } from '../api-types.ts';
 import { Field, FormError, describedBy } from '../components/field.tsx';
 import { Table } from '../components/table.tsx';
 import { formatCount, formatIst, formatRupees } from '../format.ts';
@@ -8,6 +8,8 @@ import { listAll } from '../lists.ts';
 import { useLive } from '../live.ts';
 import type { PageProps } from '../page-props.ts';
 import { istDayBefore, istDayOf } from './ist-dates.ts';
+import { exactRupees } from './rupee-text.ts';
+import { classBreakdown, tokenClassLabel, type ClassBreakdown } from './token-classes.ts';
 import { usageFilterQuery, type UsageFilterForm } from './usage-filters.ts';
 
 /** A page of usage records, newest first. */
@@ -45,6 +47,8 @@ export function UsagePage(props: PageProps) {
   const [models, setModels] = useState<string[]>([]);
   const [exporting, setExporting] = useState(false);
   const [newUsage, setNewUsage] = useState(false);
+  /** The filtered period's usage by token class, from the daily summary (undefined until loaded). */
+  const [breakdown, setBreakdown] = useState<ClassBreakdown | undefined>(undefined);
 
   useEffect(() => {
     if (organisationId === undefined) return;
@@ -68,6 +72,22 @@ export function UsagePage(props: PageProps) {
   useEffect(() => {
     void load();
   }, [load]);
+
+  // The summary has no model filter: its rows are by day and model, so the model filter picks rows.
+  const loadBreakdown = useCallback(async () => {
+    if (organisationId === undefined) return;
+    const { model, ...window } = applied;
+    try {
+      const summary = await api.get<{ data: UsageSummaryRow[] }>(`/admin/v1/organisations/${organisationId}/usage/summary`, window);
+      setBreakdown(classBreakdown(summary.data.filter((row) => model === undefined || row.model === model)));
+    } catch (caught) {
+      setError(caught);
+    }
+  }, [organisationId, applied]);
+
+  useEffect(() => {
+    void loadBreakdown();
+  }, [loadBreakdown]);
 
   // New usage arrives newest first; on the first page, offer to show it (the list does not jump under the reader).
   const live = useLive(organisationId, (message) => {
@@ -154,9 +174,36 @@ export function UsagePage(props: PageProps) {
       <FormError error={error} />
       {newUsage && live === 'live' ? (
         <p class="notice" role="status">
-          New usage was recorded. <button type="button" class="link-button" onClick={() => void load()}>Show the newest</button>
+          New usage was recorded. <button type="button" class="link-button" onClick={() => { void load(); void loadBreakdown(); }}>Show the newest</button>
         </p>
       ) : null}
+
+      {breakdown === undefined ? null : (
+        <>
+          <h2>By token class</h2>
+          <Table
+            caption={filtered ? 'Tokens and cost by token class, for the filters' : 'Tokens and cost by token class'}
+            showCaption
+            rows={breakdown.classes}
+            rowKey={(entry) => entry.class}
+            empty="No usage recorded by token class in this period."
+            columns={[
+              { header: 'Class', cell: (entry) => tokenClassLabel(entry.class) },
+              { header: 'Tokens', numeric: true, cell: (entry) => formatCount(entry.tokens) },
+              { header: 'Cost', numeric: true, cell: (entry) => exactRupees(entry.costMicros) },
+              ...(showProviderCost ? [{ header: 'Provider cost', numeric: true, cell: (entry: ClassBreakdown['classes'][number]) => exactRupees(entry.providerCostMicros) }] : []),
+            ]}
+          />
+          {/* Usage recorded before classes existed (or a plain one) is in no class: say so rather than hide it. */}
+          {breakdown.unclassified.requests === '0' ? null : (
+            <p class="hint" data-testid="usage-unclassified">
+              {formatCount(breakdown.unclassified.requests)} requests without token classes (plain input and output):
+              {' '}{exactRupees(breakdown.unclassified.costMicros)}
+              {showProviderCost ? `, provider cost ${exactRupees(breakdown.unclassified.providerCostMicros)}` : ''}.
+            </p>
+          )}
+        </>
+      )}
 
       {page === undefined ? (error === undefined ? <p role="status">Loading…</p> : null) : (
         <>
