@@ -1,22 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import * as ledger from './gen/gateway/ledger/v1/ledger.ts';
 import { ledgerResultNames, resultNamesByValue } from './ledger-result-names.ts';
-
-/** Every generated `…Result` enum of the ledger contract, by the operation it answers (ReserveResult -> reserve). */
-function resultEnums(): Map<string, Record<string, number>> {
-  const enums = new Map<string, Record<string, number>>();
-  for (const [name, value] of Object.entries(ledger)) {
-    if (!name.endsWith('Result') || typeof value !== 'object' || value === null) continue;
-    const members = value as Record<string, unknown>;
-    if (!Object.values(members).every((member) => typeof member === 'number')) continue;
-    enums.set(name.slice(0, 1).toLowerCase() + name.slice(1, -'Result'.length), members as Record<string, number>);
-  }
-  return enums;
-}
+import { ledgerResultEnums } from './testing/ledger-result-enums.ts';
 
 describe('ledgerResultNames', () => {
   it('names every decided value of every result enum, as the lower-case rest of its proto name, and nothing else', () => {
-    const enums = resultEnums();
+    const enums = ledgerResultEnums();
     expect(Object.keys(ledgerResultNames).sort()).toEqual([...enums.keys()].sort());
     for (const [operation, members] of enums) {
       const expected = Object.entries(members)

@@ -1,23 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import * as ledger from './gen/gateway/ledger/v1/ledger.ts';
 import { isTransientResult, ledgerResultTransient, type TransientTable } from './ledger-results.ts';
-
-/** Every generated `…Result` enum of the ledger contract, by the operation it answers (ReserveResult -> reserve). */
-function resultEnums(): Map<string, Record<string, number>> {
-  const enums = new Map<string, Record<string, number>>();
-  for (const [name, value] of Object.entries(ledger)) {
-    if (!name.endsWith('Result') || typeof value !== 'object' || value === null) continue;
-    const members = value as Record<string, unknown>;
-    if (!Object.values(members).every((member) => typeof member === 'number')) continue;
-    const operation = name.slice(0, 1).toLowerCase() + name.slice(1, -'Result'.length);
-    enums.set(operation, members as Record<string, number>);
-  }
-  return enums;
-}
+import { ledgerResultEnums } from './testing/ledger-result-enums.ts';
 
 describe('ledgerResultTransient', () => {
   it('has a table for every result enum of the ledger contract, with an entry for every value and nothing else', () => {
-    const enums = resultEnums();
+    const enums = ledgerResultEnums();
     expect(enums.size).toBeGreaterThanOrEqual(8);
     expect(Object.keys(ledgerResultTransient).sort()).toEqual([...enums.keys()].sort());
     for (const [operation, members] of enums) {
@@ -28,7 +16,7 @@ describe('ledgerResultTransient', () => {
   });
 
   it('never calls a success transient, and retries what decided nothing', () => {
-    for (const [operation, members] of resultEnums()) {
+    for (const [operation, members] of ledgerResultEnums()) {
       const table = ledgerResultTransient[operation as keyof typeof ledgerResultTransient] as Record<number, boolean>;
       for (const [name, value] of Object.entries(members)) {
         if (name.endsWith('_RESULT_OK')) expect(table[value], `${operation} ${name}`).toBe(false);
