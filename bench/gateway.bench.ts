@@ -503,7 +503,7 @@ async function main(): Promise<void> {
         const of = (target: string) => rows.find((r) => r.target === target && r.mode === mode && r.connections === connections)!;
         return { throughput: Number((of('gateway').rps / of('baseline').rps).toFixed(3)), addedP50Ms: of('gateway').p50Ms - of('baseline').p50Ms, addedP99Ms: of('gateway').p99Ms - of('baseline').p99Ms };
       };
-      // Issue 25's bound: per-class pricing and alias lookup at most 3% of the proxy's CPU per request.
+      // The bound: per-class pricing and alias lookup at most 3% of the proxy's CPU per request.
       const pricing = measurePricingOverhead();
       const pricingShare = (mode: string, connections: number) => {
         const gatewayCpuMs = rows.find((r) => r.target === 'gateway' && r.mode === mode && r.connections === connections)?.cpuMsPerRequest;
@@ -574,7 +574,7 @@ function updateBenchmarksDoc(summary: {
     `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`${mallocArenaMax === undefined ? '' : ` and \`MALLOC_ARENA_MAX=${mallocArenaMax}\``}): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
     `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused} (each answered in p50 ${summary.lowBalance.refusalP50Ms} ms, p99 ${summary.lowBalance.refusalP99Ms} ms), other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     `Then, with the balance spent and nothing held (no refusal that a recall or a Settle could lift), ${summary.lowBalanceExhausted.sent} more requests: refused 402 ${summary.lowBalanceExhausted.refused}, each in p50 ${summary.lowBalanceExhausted.refusalP50Ms} ms, p99 ${summary.lowBalanceExhausted.refusalP99Ms} ms; admitted ${summary.lowBalanceExhausted.admitted}.`,
-    `Per-class pricing and model alias lookup (bench/support/pricing-overhead.ts, the proxy's own functions in process, ${summary.pricingOverhead.iterations} requests): an alias resolved through both alias maps, a model with its own price sheet and a usage with every token class cost **${summary.pricingOverhead.classedUsPerRequest} µs of CPU per request** (a slug, flat prices and no classes: ${summary.pricingOverhead.plainUsPerRequest} µs), that is ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC1}% of the proxy's CPU per request at non-streaming c=1 and ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC32}% at c=32 (issue 25's bound: 3%).`,
+    `Per-class pricing and model alias lookup (bench/support/pricing-overhead.ts, the proxy's own functions in process, ${summary.pricingOverhead.iterations} requests): an alias resolved through both alias maps, a model with its own price sheet and a usage with every token class cost **${summary.pricingOverhead.classedUsPerRequest} µs of CPU per request** (a slug, flat prices and no classes: ${summary.pricingOverhead.plainUsPerRequest} µs), that is ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC1}% of the proxy's CPU per request at non-streaming c=1 and ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC32}% at c=32 (bound: 3%).`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
     end,

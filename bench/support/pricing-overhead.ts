@@ -1,5 +1,5 @@
 /**
- * The proxy CPU that per-class pricing and model aliases cost per request (issue 25's bound:
+ * The proxy CPU that per-class pricing and model aliases cost per request (the bound:
  * at most 3% of the proxy's CPU per request), measured in process with the proxy's own functions
  * so that the figure is the code's, not the noise of two whole gateway runs (which differ by
  * more than 3% between runs on a shared machine).
@@ -7,7 +7,7 @@
  * Per request the proxy resolves the requested model name (resolveModelName), prices its Reserve
  * (reserveMicros), prices the usage for the Settle (usageCostMicros, usageByClass for the Settle's
  * token classes) and renders the response's cost fields (costByClass, usageCostFields). The run
- * times that sequence for the hardest case issue 25 added — an alias resolved through the
+ * times that sequence for the hardest case per-class prices and aliases added — an alias resolved through the
  * organisation's and the platform's maps, a model with its own price sheet, a usage with every
  * token class — and for the plain case (a slug, a flat-priced model, a usage with no classes),
  * and reports both in µs of CPU per request. The whole classed sequence (not only its difference

@@ -1,5 +1,5 @@
 /**
- * Credit grants across proxy PROCESSES (issue 14), each test on its own gateway and organisation,
+ * Credit grants across proxy PROCESSES, each test on its own gateway and organisation,
  * money asserted to the micro-rupee:
  * - exact count near exhaustion: a balance of exactly 100 Reserves, 500 concurrent requests over
  *   3 proxies -> exactly 100 answered, 400 refused 402 (NO_OVERSPEND, and no 402 while money sits

@@ -1,5 +1,5 @@
 /**
- * Price by token class end to end (issue 25): ledger, admin and proxy as processes over real
+ * Price by token class end to end: ledger, admin and proxy as processes over real
  * PostgreSQL. Two gateway models are created through the admin API with a price sheet by class,
  * one on an Anthropic-kind upstream and one on an OpenAI-compatible one; the fake upstream
  * reports cache reads, cache writes (5-minute and 1-hour), audio and reasoning tokens in each

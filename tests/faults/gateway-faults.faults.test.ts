@@ -1,5 +1,5 @@
 /**
- * The gateway under faults (issue 10): its own PostgreSQL cluster and Redis, the three services
+ * The gateway under faults: its own PostgreSQL cluster and Redis, the three services
  * as processes, a fake upstream that tags every request, and a bounded load of streaming and
  * non-streaming requests; then, one scenario at a time, a fault: kill -9 the ledger, restart
  * PostgreSQL, kill -9 and SIGTERM a proxy with live streams, stop Redis, stop the admin past

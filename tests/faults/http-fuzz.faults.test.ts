@@ -1,5 +1,5 @@
 /**
- * Fault suite: fuzzing of the proxy's /v1 and the admin's /admin/v1 (issue 10, finding 5).
+ * Fault suite: fuzzing of the proxy's /v1 and the admin's /admin/v1.
  * fast-check drives a bounded number of requests against a real gateway (ledger, admin and proxy
  * as processes over PostgreSQL, the helpers the e2e tests use), with a valid API key and admin
  * token so the fuzz reaches the handlers, not only the 401 path: malformed JSON, NUL and odd

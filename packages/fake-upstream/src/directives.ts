@@ -57,7 +57,7 @@ export interface Directives {
   toolArg?: { key: string; value: string };
   /** With `toolCall`, streamed chat completions: repeat the call's id in every arguments fragment. */
   repeatToolId?: true;
-  /** Token price classes to report in usage (issue 25): input classes as parts of the prompt, reasoning on top of the reply. */
+  /** Token price classes to report in usage: input classes as parts of the prompt, reasoning on top of the reply. */
   usageClasses?: UsageClasses;
 }
 

@@ -131,7 +131,7 @@ describe.skipIf(!serverUrl)('usage explorer', () => {
         requestId: index === 7 ? '=HYPERLINK("http://evil.example","x")' : index === 8 ? '-2+3' : index === 9 ? 'has,comma "and quotes"\nand a line' : `req-${index}`,
         usageSource: index % 5 === 0 ? ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE : ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM,
         overrunOutputTokens: index === 11 ? 1_900n : 0n,
-        // One record itemised by token class (issue 25): 60 of its 100 input tokens cached, 5 of its 20 output tokens reasoning.
+        // One record itemised by token class: 60 of its 100 input tokens cached, 5 of its 20 output tokens reasoning.
         tokenClasses: index === 12 ? [
           { tokenClass: 'input', tokens: 40n, costMicros: 10_000_000_000_000n, providerCostMicros: 300n },
           { tokenClass: 'cached_input', tokens: 60n, costMicros: 2n, providerCostMicros: 20n },

@@ -10,7 +10,7 @@ const serverUrl = testPostgresUrl();
 const upstreamCredential = `sk-vendor-${randomBytes(8).toString('hex')}`;
 
 /**
- * Service identity of the config stream (issue 10, finding 1): the snapshot carries every
+ * Service identity of the config stream: the snapshot carries every
  * upstream credential decrypted, so only a proxy's certificate may open it. A made-up proxy
  * (no TLS, a certificate of another CA, no identity, the admin's own identity) gets no update.
  */

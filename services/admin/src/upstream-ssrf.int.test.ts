@@ -1,5 +1,5 @@
 /**
- * The admin's half of the SSRF guard (issue 10, finding 4; docs/admin-api.md "Upstream base
+ * The admin's half of the SSRF guard (docs/admin-api.md "Upstream base
  * URLs"): with private upstreams disallowed, a base URL whose literal is an IPv4-translated or
  * 6to4 form of an internal address, or whose host name resolves to one, is refused with 400;
  * models stored while private upstreams were allowed are re-checked when the admin starts, and

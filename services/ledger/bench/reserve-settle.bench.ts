@@ -6,7 +6,7 @@
  * Reserve and Settle go through a LedgerBatcher, as the gRPC handlers do: group commit, one
  * round trip and one commit per batch of queued operations (see docs/ledger.md).
  * Credit grants: carved settles per second (a Settle with grant_id and reserved_micros, the proxy's
- * common request since issue 14: its Reserve was carved from a grant in memory) through the same
+ * common request since credit grants: its Reserve was carved from a grant in memory) through the same
  * batcher on the hot organisation, against four grants (four proxy replicas), with the same baseline.
  * Afterwards every grant is closed and every balance is verified from the rows; the process exits 1 if the ledger does
  * not agree to the micro-rupee or if the money does not add up. Run time is bounded (< 3 min).

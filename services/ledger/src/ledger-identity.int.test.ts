@@ -13,13 +13,13 @@ function failureOf(call: Promise<unknown>): Promise<ServiceError | undefined> {
   return call.then(() => undefined, (error: unknown) => error as ServiceError);
 }
 
-/** A Credit of ₹1,000,000 (10^12 µ₹), the call issue 10's attacker made. */
+/** A Credit of ₹1,000,000 (10^12 µ₹), the call an attacker with a stolen key would make. */
 function millionRupeeCredit(organisationId: string): ledgerV1.CreditRequest {
   return { creditId: uniqueId('mint'), organisationId, amountMicros: 1_000_000_000_000n, reason: 'free money', purchased: false };
 }
 
 /**
- * Service identity of the ledger (issue 10, finding 1): only the admin's certificate may
+ * Service identity of the ledger: only the admin's certificate may
  * credit; a caller without TLS, with a certificate of another CA, with no identity or with the
  * proxy's identity gets nothing, and the balance does not move by one µ₹.
  */

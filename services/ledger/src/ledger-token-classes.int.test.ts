@@ -8,7 +8,7 @@ import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLed
 const { SettleResult } = ledgerV1;
 const serverUrl = testPostgresUrl();
 
-/** A usage priced by class (issue 25): 100 input tokens of which 60 cached and 10 written for an hour; 30 output of which 20 reasoning. */
+/** A usage priced by class: 100 input tokens of which 60 cached and 10 written for an hour; 30 output of which 20 reasoning. */
 const classes = [
   { tokenClass: 'input', tokens: 30n, costMicros: 90n, providerCostMicros: 60n },
   { tokenClass: 'cached_input', tokens: 60n, costMicros: 18n, providerCostMicros: 12n },
@@ -18,7 +18,7 @@ const classes = [
 ];
 
 /**
- * Token classes on usage records (issue 25): a Settle's usage by class is validated against its
+ * Token classes on usage records: a Settle's usage by class is validated against its
  * totals (CONSERVATION: the classes' costs sum to cost_micros), kept on the record, listed by
  * ListUsage, and part of the settle's idempotency payload; the wallet pays cost_micros as before.
  */

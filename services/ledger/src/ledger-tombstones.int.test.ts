@@ -30,7 +30,7 @@ function reserveOperation(reservationId: string, organisationId: string, amountM
 }
 
 /**
- * Release before Reserve (issue 10, finding 6; ONE_OUTCOME): a Release that overtakes its
+ * Release before Reserve (ONE_OUTCOME): a Release that overtakes its
  * queued Reserve leaves a tombstone, and the Reserve then holds nothing, on every path.
  */
 describe.each<TestBackend>(['postgres', 'pglite'])('ONE_OUTCOME: release tombstones over %s', (backend) => {

@@ -7,7 +7,7 @@ import {
   expectedCostMicros, expectedUsage, gatewayModel, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
-// Nothing unbilled while the proxy lives (issue 10): the settle outbox through a ledger outage,
+// Nothing unbilled while the proxy lives: the settle outbox through a ledger outage,
 // its bound, first-chunk checkpoints, the non-streaming cut at the Reserve, and Releases repeated
 // until the ledger answers. Each test failed on the proxy before the outbox.
 
@@ -48,7 +48,7 @@ function failedAttempts(target: TestProxy, reservationId: string): number {
   return target.logs.filter((line) => line.includes('the outbox sends it again') && line.includes(reservationId)).length;
 }
 
-describe('a ledger outage longer than the old retries (finding 2)', () => {
+describe('a ledger outage longer than the old retries', () => {
   it('settles every completion and stream that finished while the ledger was down, once each, at the right cost, once it is back', async () => {
     const client = world.client(acme.apiKey, proxy);
     const before = world.ledger.account('acme')!;
@@ -155,7 +155,7 @@ describe('the outbox bound', () => {
   });
 });
 
-describe('first-chunk checkpoints (finding 2, SIGKILL bound)', () => {
+describe('first-chunk checkpoints (SIGKILL bound)', () => {
   it('sends a stream\'s first checkpoint with its first content, long before the interval', async () => {
     const slow = await world.startProxy({ PROXY_CHECKPOINT_INTERVAL_MS: '60000', PROXY_STREAM_LEASE_MS: '125000' });
     await waitFor(() => slow.isReady(), 5000, 'first snapshot');
@@ -183,7 +183,7 @@ describe('first-chunk checkpoints (finding 2, SIGKILL bound)', () => {
   });
 });
 
-describe('non-streaming overrun (finding 3)', () => {
+describe('non-streaming overrun', () => {
   it('cuts a runaway reply at the Reserve: length, billed the delivered tokens only, never below zero, overrun on the Settle', async () => {
     const content = 'runaway [[fake:reply_words=2000]] [[fake:ignore_max_tokens]]';
     const promptTokens = estimatedPromptTokens(content);
@@ -224,7 +224,7 @@ describe('non-streaming overrun (finding 3)', () => {
   });
 });
 
-describe('a Release that meets a failing ledger (finding 6b)', () => {
+describe('a Release that meets a failing ledger', () => {
   it('is repeated until the ledger answers, so the Reserve it chases holds nothing', async () => {
     const hasty = await world.startProxy({ LEDGER_CALL_TIMEOUT_MS: '200' });
     await waitFor(() => hasty.isReady(), 5000, 'first snapshot');

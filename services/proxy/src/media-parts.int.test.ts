@@ -208,7 +208,7 @@ describe('count_tokens on the Messages surface', () => {
   });
 
   it('counts an image as the Reserve does, at its family\'s formula, not the largest bound of every family', async () => {
-    // Review finding 3: count_tokens passed no counter, so an image counted at the largest bound of any family.
+    // count_tokens passed no counter, so an image counted at the largest bound of any family.
     const counted = await messagesPost('/v1/messages/count_tokens', withImage('claude-vision'));
     // 1000×1000 on claude-sonnet-4-5: 1334 tokens (Anthropic's example).
     expect(counted).toEqual({ status: 200, json: { input_tokens: textEstimate(text, encodeCl100k) + 1334 } });
@@ -243,7 +243,7 @@ describe('the same media limits for every provider kind (concealment)', () => {
   }
 
   it('refuses a 101st image and an image over 5 MiB of base64 byte for byte alike on an OpenAI-compatible and an Anthropic slug, moving no money', async () => {
-    // Review finding 4: only Anthropic-backed slugs refused these, so 101 image URLs told the vendor.
+    // only Anthropic-backed slugs refused these, so 101 image URLs told the vendor.
     const before = traffic();
     const oversized = `data:image/jpeg;base64,${'A'.repeat(5 * 1024 * 1024 + 4)}`;
     const cases: Array<[unknown[], number, string]> = [

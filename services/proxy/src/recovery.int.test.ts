@@ -40,7 +40,7 @@ async function chat(world: ProxyWorld, proxy: TestProxy): Promise<number> {
 }
 
 /**
- * Issue 10, finding 6a: after an outage of the admin or the ledger, the proxy's channels come
+ * After an outage of the admin or the ledger, the proxy's channels come
  * back within a few seconds of the peer (capped reconnect backoff, keepalive), not 6-21 s later.
  */
 describe('recovery of the internal gRPC channels', () => {

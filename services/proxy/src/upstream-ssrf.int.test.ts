@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayModel, startProxyWorld, stateOf, tenant, waitFor, type ProxyWorld, type TestProxy } from './test-support/proxy-world.ts';
 
-// The SSRF guard at connect time (issue 10, finding 4): a model the admin did not allow a
+// The SSRF guard at connect time: a model the admin did not allow a
 // private network must never reach a loopback upstream, whether its URL names it by a host name
 // (`localhost` resolves to 127.0.0.1 through /etc/hosts, the honest offline stand-in for a
 // public name that resolves to loopback) or by a literal address.

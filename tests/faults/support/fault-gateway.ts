@@ -42,7 +42,7 @@ export const faultTimings = {
 
 /**
  * The services' gRPC security: mTLS with certificates from the testkit's throwaway PKI (service
- * identity, issue 10), the way a deployment runs them.
+ * identity), the way a deployment runs them.
  */
 export interface GrpcSecurity {
   pki: TestPki;

@@ -73,7 +73,7 @@ export interface UsageRecord {
   createdAt: Date;
   /** Output tokens produced beyond the Reserve, neither delivered nor billed (BOUNDED_OVERRUN); 0: none. */
   overrunOutputTokens: bigint;
-  /** The usage by token price class as its Settle gave it (issue 25), costs summing to costMicros; empty: plain input and output. */
+  /** The usage by token price class as its Settle gave it, costs summing to costMicros; empty: plain input and output. */
   tokenClasses: UsageTokenClass[];
 }
 

@@ -65,7 +65,7 @@ export async function collectUsageForExport(
   return records;
 }
 
-/** The token price classes a usage export has columns for (issue 25), in the order of docs/api-conventions.md. */
+/** The token price classes a usage export has columns for, in the order of docs/api-conventions.md. */
 const exportedTokenClasses = ['input', 'cached_input', 'cache_write_5m', 'cache_write_1h', 'audio_input', 'image_input', 'output', 'reasoning'] as const;
 
 /** The columns of a usage export, in order: the record, then tokens and customer cost (µ₹) of each token class. */

@@ -105,7 +105,7 @@ const returnsReasoningGiven = z.boolean({ error: 'must be true or false' })
 const price = (description: string) => moneyMicros({ min: 0n, max: maxPriceMicrosPerMtok }, `${description} Per million tokens.`);
 
 /**
- * The token price classes of a price sheet (issue 25), each with a customer price and a provider
+ * The token price classes of a price sheet, each with a customer price and a provider
  * cost: wire name stem, what it prices, and what it is when a create leaves it out. The input
  * classes are parts of the prompt and default to the input price (cost); reasoning is part of
  * the output and, when null, is priced as output (so it follows a later change of the output price).

@@ -38,7 +38,7 @@ function tokenClassPricesAt(inputPrice: bigint, providerInputCost: bigint) {
 /**
  * A create input with every input class's price (cost) it leaves out set to its input price
  * (cost): a model created without a per-class sheet bills every input token alike, as before
- * issue 25. The values are copied, not linked: a later input price change leaves them be.
+ * prices by token class. The values are copied, not linked: a later input price change leaves them be.
  */
 function withInputClassDefaults(input: CreateGatewayModelInput) {
   const filled: Record<string, unknown> = { ...input };

@@ -44,7 +44,7 @@ describe('upstreamUrlProblem', () => {
     ['https://[fe80::1]/', /private/],
     ['https://[::ffff:127.0.0.1]/', /private/], // IPv4-mapped loopback
     ['https://[::ffff:10.0.0.1]/', /private/],
-    // Issue 10, finding 4: forms the old list let through.
+    // Forms an older list let through.
     ['https://[::ffff:0:7f00:1]/', /private/], // IPv4-translated loopback
     ['https://[::ffff:0:a00:1]/v1', /private/], // IPv4-translated 10.0.0.1
     ['https://[2002:7f00:1::]/', /private/], // 6to4 embedding 127.0.0.1

@@ -1,5 +1,5 @@
 /**
- * Issue 10, finding 5 on the admin, over real PostgreSQL: every bad input gets a 4xx in the error
+ * Bad input on the admin, over real PostgreSQL: every bad input gets a 4xx in the error
  * shape, never a 500. NUL and lone surrogates in any body string, query parameter or path
  * segment (PostgreSQL refuses NUL: 22021) are a 400 naming the field; malformed paths are a 400
  * before the token is looked at; content encodings are decoded or refused; oversize headers and

@@ -74,7 +74,7 @@ export function usageRecordJson(record: UsageRecord) {
     request_id: record.requestId,
     created_at: record.createdAt.toISOString(),
     overrun_output_tokens: Number(record.overrunOutputTokens),
-    // Only when the Settle itemised classes (issue 25): a plain record's JSON stays as it was.
+    // Only when the Settle itemised classes: a plain record's JSON stays as it was.
     ...(record.tokenClasses.length === 0 ? {} : {
       cost_by_class: Object.fromEntries(record.tokenClasses.map((entry) => [entry.tokenClass, {
         tokens: Number(entry.tokens), cost_micros: entry.costMicros.toString(), provider_cost_micros: entry.providerCostMicros.toString(),

@@ -66,7 +66,7 @@ export interface UsageRecord {
   request_id: string;
   created_at: string;
   overrun_output_tokens: number;
-  /** The usage by token price class (issue 25), the classes with tokens only; absent: plain input and output. */
+  /** The usage by token price class, the classes with tokens only; absent: plain input and output. */
   cost_by_class?: Record<string, { tokens: number; cost_micros: string; provider_cost_micros: string }>;
 }
 

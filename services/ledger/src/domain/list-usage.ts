@@ -44,7 +44,7 @@ export interface UsageRecordView {
   createdAtMs: bigint;
   /** Output tokens produced beyond the Reserve, neither delivered nor billed (BOUNDED_OVERRUN); 0: none. */
   overrunOutputTokens: bigint;
-  /** The usage by token price class as its Settle gave it (issue 25); empty: plain input and output. */
+  /** The usage by token price class as its Settle gave it; empty: plain input and output. */
   tokenClasses: TokenClassUsage[];
 }
 

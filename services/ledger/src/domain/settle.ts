@@ -31,7 +31,7 @@ export interface SettleInput {
   grantId?: string;
   /** The carve's Reserve, µ₹; positive when grantId is set (BOUNDED_OVERRUN is measured against it). */
   reservedMicros?: bigint;
-  /** The usage by token price class (issue 25), kept on the record; absent or empty: plain input and output. */
+  /** The usage by token price class, kept on the record; absent or empty: plain input and output. */
   tokenClasses?: readonly TokenClassUsage[];
 }
 
@@ -98,7 +98,7 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
     ...(input.overrunOutputTokens !== 0n ? { overrunOutputTokens: input.overrunOutputTokens } : {}),
     // A carve's grant and Reserve are part of its payload (only when set, like the overrun).
     ...(input.grantId !== undefined ? { grantId: input.grantId, reservedMicros: input.reservedMicros ?? 0n } : {}),
-    // The classes only when given, so a plain usage keeps the fingerprint it had before issue 25.
+    // The classes only when given, so a plain usage keeps the fingerprint it had before prices by token class.
     ...(tokenClasses !== undefined ? { tokenClasses: JSON.stringify(tokenClasses) } : {}),
   });
 

@@ -1,4 +1,4 @@
-/** One token price class of a usage (issue 25): its tokens, customer cost and provider cost, µ₹. */
+/** One token price class of a usage: its tokens, customer cost and provider cost, µ₹. */
 export interface TokenClassUsage {
   tokenClass: string;
   tokens: bigint;

@@ -74,7 +74,7 @@ export interface GatewayModelEntry {
   providerInputCostMicrosPerMtok: bigint;
   providerOutputCostMicrosPerMtok: bigint;
   /**
-   * Its prices by token class, resolved when the config arrives (issue 25). Absent (an entry built
+   * Its prices by token class, resolved when the config arrives. Absent (an entry built
    * by hand): every class at the input or output price (pricing.ts sheetOf).
    */
   priceSheet?: PriceSheet;

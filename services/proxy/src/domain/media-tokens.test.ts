@@ -177,7 +177,7 @@ describe('audio duration', () => {
   });
 
   it('believes the byte rate of PCM and float WAVs only: any other format is bounded like an MP3', () => {
-    // Review finding: a WAV declaring MPEG at 6,000,000 B/s over 1 MB was reserved at 2 tokens.
+    // A WAV declaring MPEG at 6,000,000 B/s over 1 MB was reserved at 2 tokens.
     const mpeg = wav(32);
     mpeg.writeUInt16LE(0x0050, 20); // WAVE_FORMAT_MPEG
     mpeg.writeUInt32LE(6_000_000, 28);

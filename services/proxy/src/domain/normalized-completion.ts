@@ -62,7 +62,7 @@ export interface StreamChoice {
 }
 
 /**
- * Tokens of one usage by price class, as the upstream reported them (issue 25). The input
+ * Tokens of one usage by price class, as the upstream reported them. The input
  * classes are parts of promptTokens and reasoningTokens is part of completionTokens, so plain
  * input = promptTokens − cachedInputTokens − cacheWrite5mTokens − cacheWrite1hTokens −
  * audioInputTokens − imageInputTokens. Absent means 0.

@@ -44,7 +44,7 @@ describe('price by token class', () => {
   });
 
   it('bills a model without class prices exactly as before: a side rounded once, whatever its split', () => {
-    // 1 µ₹ per million: three classes of one token each would be 3 µ₹ rounded on their own; once, 1 µ₹, as before issue 25.
+    // 1 µ₹ per million: three classes of one token each would be 3 µ₹ rounded on their own; once, 1 µ₹, as before prices by token class.
     const cheap = { ...base, inputPriceMicrosPerMtok: 1n, outputPriceMicrosPerMtok: 1n, providerInputCostMicrosPerMtok: 1n, providerOutputCostMicrosPerMtok: 1n };
     const split = { promptTokens: 3, completionTokens: 2, cachedInputTokens: 1, cacheWrite5mTokens: 1, reasoningTokens: 1 };
     expect(usageCostMicros(split, cheap)).toEqual(usageCostMicros({ promptTokens: 3, completionTokens: 2 }, cheap));

@@ -28,7 +28,7 @@ export function effectiveMaxTokens(requestedMaxTokens: number | undefined, model
 }
 
 /**
- * The token price classes of a price sheet (issue 25). The input classes are parts of the
+ * The token price classes of a price sheet. The input classes are parts of the
  * prompt (plain `input` is what is left of it), `reasoning` is part of the output (plain
  * `output` is what is left of it).
  */
@@ -179,7 +179,7 @@ function ceilMillionth(numerator: bigint): bigint {
 
 /**
  * Cost of one side of a usage (input or output) at per-class prices, µ₹: the exact sum of its
- * classes rounded up once, so a side's cost is what it was before issue 25 when every class
+ * classes rounded up once, so a side's cost is what it was before prices by token class when every class
  * costs the same (a flat sheet: nobody's bill changes until an admin sets class prices), and
  * never more than the side's tokens at its highest price (the Reserve's worst case).
  */
@@ -269,7 +269,7 @@ export interface UsageCostFields {
   /** The same amount in rupees, a decimal string with six places. */
   cost_inr: string;
   /**
-   * The usage by token class (issue 25), classes with tokens only, whose `cost_micros` sum to the
+   * The usage by token class, classes with tokens only, whose `cost_micros` sum to the
    * total's; present when the usage has a class besides plain input and output (costByClass).
    */
   cost_by_class?: Partial<Record<TokenClass, ClassCostField>>;
@@ -291,7 +291,7 @@ export function usageCostFields(costMicros: bigint, byClass?: readonly ClassUsag
 
 /**
  * A usage by class for a response to show, or undefined when it has no class besides plain input
- * and output (such a response keeps its usage as before issue 25; the Settle itemises it anyway).
+ * and output (such a response keeps its usage as before prices by token class; the Settle itemises it anyway).
  */
 export function costByClass(usage: TokenUsage, model: GatewayModelEntry): ClassUsage[] | undefined {
   return hasClasses(usage) ? usageByClass(usage, model) : undefined;

@@ -67,7 +67,7 @@ export class StreamMeter {
   /** A meter with nothing delivered yet. */
   constructor(options: StreamMeterOptions) {
     this.#options = options;
-    // At the Reserve's prices (the highest a prompt or output token can be billed at, issue 25):
+    // At the Reserve's prices (the highest a prompt or output token can be billed at):
     // a stream stopped here fits its Reserve whatever classes the upstream reports at the end.
     const sheet = sheetOf(options.model);
     this.#promptCostMicros = costMicros(options.promptTokens, sheet.reserveInput);

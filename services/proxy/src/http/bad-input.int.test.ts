@@ -1,5 +1,5 @@
 /**
- * Issue 10, finding 5 on the proxy: every bad input gets a 4xx in the OpenAI error shape, never a
+ * Bad input on the proxy: every bad input gets a 4xx in the OpenAI error shape, never a
  * 500, a body-less answer or a reset. Malformed paths (before any key check), content encodings,
  * a zip bomb, text that is not Unicode, deep nesting, oversize headers and Node's own parser
  * errors (sent as exact bytes over raw sockets). No refused request moves money.

@@ -3,7 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gatewayModel, startProxyWorld, stateOf, tenant, waitFor, type ProxyWorld, type TestProxy } from '../test-support/proxy-world.ts';
 
-// PROXY_MAX_INFLIGHT_BODY_BYTES end to end (docs/proxy.md, "Bad input"; review finding 1): a body
+// PROXY_MAX_INFLIGHT_BODY_BYTES end to end (docs/proxy.md, "Bad input"): a body
 // that does not fit the budget of bytes being read is a 503 before any byte of it is read, moving
 // no money, and the budget comes back once the bodies holding it have been read.
 

@@ -26,7 +26,7 @@ function bytesWhileRead(headers: IncomingHttpHeaders, maxBodyBytes: number): num
  * The process-wide budget of request-body bytes being read at once (PROXY_MAX_INFLIGHT_BODY_BYTES).
  * A body is read onto the V8 heap (after decoding its Content-Encoding) and may take minutes to
  * arrive, so without it a few keys sending large bodies slowly exhaust the heap and kill the
- * proxy for everyone (review finding: 40 unfinished 16 MiB gzip bodies did). A body takes its
+ * proxy for everyone (40 unfinished 16 MiB gzip bodies did). A body takes its
  * share before its first byte is read and gives it back once it has been parsed or has failed;
  * a body that does not fit is a retryable 503 at once, and moves no money (it is refused before
  * the RPM count and any Reserve).

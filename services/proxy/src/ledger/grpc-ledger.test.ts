@@ -73,7 +73,7 @@ describe('GrpcLedger: the Ledger port over the proto contract', () => {
       reservationId: 'res_1', inputTokens: 3n, outputTokens: 4n, costMicros: 11n, providerCostMicros: 5n, modelSlug: 'chat',
       usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE, requestId: 'req', overrunOutputTokens: 2n, tokenClasses: [],
     });
-    // A usage by token class travels as TokenClassUsage messages, figures as int64 (issue 25).
+    // A usage by token class travels as TokenClassUsage messages, figures as int64.
     await ledger.settle({
       reservationId: 'res_2', usage: { promptTokens: 3, completionTokens: 4, cachedInputTokens: 2 }, costMicros: 11n, providerCostMicros: 5n, modelSlug: 'chat',
       usageSource: 'upstream', requestId: 'req', overrunOutputTokens: 0,

@@ -94,7 +94,7 @@ describe('updateModelBody', () => {
   });
 });
 
-describe('token class prices in the model form (issue 25)', () => {
+describe('token class prices in the model form', () => {
   it('leaves empty class prices out of a create (the input price, reasoning as output) and sends typed ones as µ₹', () => {
     const form = { ...modelFormOf(), slug: 'm', inputPrice: '3', outputPrice: '15', baseUrl: 'https://x.example/v1', upstreamModel: 'u' };
     form.classPrices = { ...form.classPrices, cached_input_price_micros_per_mtok: '0.30', reasoning_price_micros_per_mtok: '20' };

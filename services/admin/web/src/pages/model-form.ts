@@ -11,7 +11,7 @@ export interface GatewayModelJson {
   output_price_micros_per_mtok: string;
   provider_input_cost_micros_per_mtok: string;
   provider_output_cost_micros_per_mtok: string;
-  /** The price sheet by token class (issue 25): µ₹ per million tokens; reasoning null = as output. */
+  /** The price sheet by token class: µ₹ per million tokens; reasoning null = as output. */
   cached_input_price_micros_per_mtok: string;
   cache_write_5m_price_micros_per_mtok: string;
   cache_write_1h_price_micros_per_mtok: string;
@@ -72,7 +72,7 @@ export interface ModelForm {
   returnsReasoning: boolean;
 }
 
-/** The token class price fields the form edits, customer prices then provider costs (issue 25). */
+/** The token class price fields the form edits, customer prices then provider costs. */
 export const tokenClassPriceFields = [
   'cached_input_price_micros_per_mtok', 'cache_write_5m_price_micros_per_mtok', 'cache_write_1h_price_micros_per_mtok',
   'reasoning_price_micros_per_mtok', 'audio_input_price_micros_per_mtok', 'image_input_price_micros_per_mtok',

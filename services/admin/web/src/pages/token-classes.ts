@@ -1,4 +1,4 @@
-// Per-token-class figures of the dashboard (issue 25): summed from the API's rows with bigint
+// Per-token-class figures of the dashboard: summed from the API's rows with bigint
 // arithmetic on µ₹ decimal strings, so a breakdown's cost adds up to the usage's cost exactly.
 
 /** One token price class of a summary row: tokens and µ₹ as decimal strings (usage/summary shape). */

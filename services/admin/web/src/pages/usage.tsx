@@ -229,7 +229,7 @@ export function UsagePage(props: PageProps) {
                 header: 'Cost', numeric: true, cell: (record) => (
                   <>
                     {formatRupees(record.cost_micros)}
-                    {/* By token class (issue 25), when the provider reported classes: e.g. "cached_input 40: ₹0.000012". */}
+                    {/* By token class, when the provider reported classes: e.g. "cached_input 40: ₹0.000012". */}
                     {record.cost_by_class === undefined ? null : Object.entries(record.cost_by_class).map(([tokenClass, figures]) => (
                       <div key={tokenClass} class="small">{tokenClass.replaceAll('_', ' ')} {formatCount(figures.tokens)}: {formatRupees(figures.cost_micros)}</div>
                     ))}

@@ -24,7 +24,7 @@ export function finishReasonOf(stopReason: unknown, hasToolCalls: boolean): stri
  */
 export class AnthropicStreamDecoder implements StreamDecoder {
   #promptTokens = 0;
-  /** The price classes of the input counts message_start gave (issue 25). */
+  /** The price classes of the input counts message_start gave. */
   #inputClasses: TokenClassCounts = {};
   #toolIndexByBlock = new Map<number, number>();
 

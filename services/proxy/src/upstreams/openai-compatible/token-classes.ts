@@ -7,7 +7,7 @@ import { countOf, objectOf } from '../wire-values.ts';
  * input (parts of `prompt_tokens`); `completion_tokens_details.reasoning_tokens` are reasoning
  * (part of `completion_tokens`). OpenAI writes to its cache for free, so it reports no writes.
  * Absent or malformed counts are left out (absent = 0). Shared by the adapter and its stream
- * decoder, and by the caching and reasoning work (issue 25).
+ * decoder, and by the caching and reasoning work.
  */
 export function openAiTokenClasses(usage: unknown): TokenClassCounts {
   const fields = objectOf(usage);

@@ -220,7 +220,7 @@ export interface GatewayModel {
    */
   inputModalities: string[];
   /**
-   * The price sheet by token class (issue 25), µ₹ per million tokens. The input classes are parts
+   * The price sheet by token class, µ₹ per million tokens. The input classes are parts
    * of the prompt; absent (an older admin): the input price (cost). Reasoning is part of the
    * output; absent: priced as output (the output price or cost).
    */

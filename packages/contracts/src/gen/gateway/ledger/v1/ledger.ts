@@ -512,7 +512,7 @@ export interface SettleRequest {
     | string
     | undefined;
   /**
-   * The usage by token price class (issue 25), the classes with tokens only; empty when the
+   * The usage by token price class, the classes with tokens only; empty when the
    * usage is plain input and output. When given: each class at most once, input-side classes'
    * tokens sum to input_tokens and output-side ones' to output_tokens, and their cost_micros sum
    * to cost_micros (CONSERVATION); their provider cost is at most provider_cost_micros (which
@@ -522,7 +522,7 @@ export interface SettleRequest {
   tokenClasses: TokenClassUsage[];
 }
 
-/** The tokens and cost of one token price class of a usage (issue 25). */
+/** The tokens and cost of one token price class of a usage. */
 export interface TokenClassUsage {
   /**
    * Input side: "input", "cached_input", "cache_write_5m", "cache_write_1h", "audio_input",
@@ -687,7 +687,7 @@ export interface UsageRecord {
    */
   overrunOutputTokens: bigint;
   /**
-   * The usage by token price class as its Settle gave it (issue 25); empty: plain input and
+   * The usage by token price class as its Settle gave it; empty: plain input and
    * output only (input_tokens, output_tokens).
    */
   tokenClasses: TokenClassUsage[];
@@ -941,7 +941,7 @@ export interface UsageSummaryRow {
   /** Set with all_organisations: the billing mode the usage was recorded under. */
   billingMode: BillingMode;
   /**
-   * Per token price class, summed over the row's usage records that carry classes (issue 25),
+   * Per token price class, summed over the row's usage records that carry classes,
    * ordered by class name: tokens, customer cost and provider cost per class.
    */
   tokenClasses: TokenClassUsage[];
