@@ -2,7 +2,7 @@ import { systemResolver, type HostResolver } from '@gateway/address-policy';
 import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import type { AdminConfig } from '../config.ts';
-import { requireRole, type Actor } from './actor.ts';
+import type { Actor } from './actor.ts';
 import { webhookSecretContext } from './alert-jobs.ts';
 import {
   deleteWebhook, findLowBalanceThreshold, findWebhook, listAlerts, listDeliveries, raiseAlert, setLowBalanceThreshold, upsertWebhook,
@@ -54,24 +54,25 @@ export function createAlertsService(deps: AlertsServiceDeps) {
   const allowPrivate = config.ADMIN_ALLOW_PRIVATE_UPSTREAMS;
   const resolveHost = deps.resolveHost ?? systemResolver;
 
-  /** The organisation, if the actor sees it (404) and holds `role` in it (403). */
-  async function organisationFor(actor: Actor, organisationId: string, role: 'viewer' | 'owner') {
-    const organisation = await access.requireOrganisation(actor, organisationId);
-    requireRole(actor, organisationId, role);
-    return organisation;
+  /**
+   * The organisation, if the actor sees it (404). The role each call needs is its route's, checked
+   * once before the call (http/admin-http-app.ts authorizeRoute), not restated here.
+   */
+  async function organisationFor(actor: Actor, organisationId: string) {
+    return access.requireOrganisation(actor, organisationId);
   }
 
   return {
     /** The organisation's alerts, newest first (webhook tests are not listed). */
     async listAlerts(actor: Actor, organisationId: string, page: { limit: number; cursor?: string | undefined }): Promise<NewestFirstPage<Alert>> {
-      await organisationFor(actor, organisationId, 'viewer');
+      await organisationFor(actor, organisationId);
       const { items, hasMore } = await listAlerts(db, organisationId, { beforeSeq: beforeSeqOf(page.cursor), limit: page.limit });
       return { items, nextCursor: hasMore ? items.at(-1)!.seq.toString() : null };
     },
 
     /** The organisation's webhook (secret hint only), or null when it has none. */
     async getWebhook(actor: Actor, organisationId: string): Promise<WebhookView | null> {
-      await organisationFor(actor, organisationId, 'viewer');
+      await organisationFor(actor, organisationId);
       const webhook = await findWebhook(db, organisationId);
       return webhook ? viewOf(webhook) : null;
     },
@@ -85,7 +86,7 @@ export function createAlertsService(deps: AlertsServiceDeps) {
       organisationId: string,
       input: { url: string; format: 'json' | 'slack'; rotateSecret: boolean },
     ): Promise<{ webhook: WebhookView; signingSecret: string | null }> {
-      await organisationFor(actor, organisationId, 'owner');
+      await organisationFor(actor, organisationId);
       const problem = webhookUrlProblem(input.url, allowPrivate) ?? await webhookHostProblem(input.url, allowPrivate, resolveHost);
       if (problem !== undefined) throw new GatewayError('invalid_request', { publicMessage: `url ${problem}.`, param: 'url' });
       return db.transaction(async (tx) => {
@@ -110,7 +111,7 @@ export function createAlertsService(deps: AlertsServiceDeps) {
 
     /** Removes the organisation's webhook (404 when it has none) and returns it; its pending deliveries then fail. */
     async deleteWebhook(actor: Actor, organisationId: string): Promise<WebhookView> {
-      await organisationFor(actor, organisationId, 'owner');
+      await organisationFor(actor, organisationId);
       return db.transaction(async (tx) => {
         const before = await findWebhook(tx, organisationId);
         if (!before || !await deleteWebhook(tx, organisationId)) {
@@ -126,7 +127,7 @@ export function createAlertsService(deps: AlertsServiceDeps) {
 
     /** Queues a `test` alert to the webhook through the same delivery path as real alerts; its delivery id. */
     async testWebhook(actor: Actor, organisationId: string): Promise<{ deliveryId: string }> {
-      const organisation = await organisationFor(actor, organisationId, 'owner');
+      const organisation = await organisationFor(actor, organisationId);
       const result = await db.transaction(async (tx) => {
         if (!await findWebhook(tx, organisationId)) throw new GatewayError('not_found', { publicMessage: 'This organisation has no webhook to test.' });
         return raiseAlert(tx, {
@@ -139,14 +140,14 @@ export function createAlertsService(deps: AlertsServiceDeps) {
 
     /** The organisation's deliveries (webhook and email), newest first, each with its attempts. */
     async listWebhookDeliveries(actor: Actor, organisationId: string, page: { limit: number; cursor?: string | undefined }): Promise<NewestFirstPage<Delivery>> {
-      await organisationFor(actor, organisationId, 'owner');
+      await organisationFor(actor, organisationId);
       const { items, hasMore } = await listDeliveries(db, organisationId, { beforeSeq: beforeSeqOf(page.cursor), limit: page.limit });
       return { items, nextCursor: hasMore ? items.at(-1)!.seq.toString() : null };
     },
 
     /** The organisation's alert settings: its low-balance threshold in µ₹ (null: none). */
     async getAlertSettings(actor: Actor, organisationId: string): Promise<{ lowBalanceThresholdMicros: bigint | null }> {
-      await organisationFor(actor, organisationId, 'viewer');
+      await organisationFor(actor, organisationId);
       return { lowBalanceThresholdMicros: await findLowBalanceThreshold(db, organisationId) };
     },
 
@@ -155,7 +156,7 @@ export function createAlertsService(deps: AlertsServiceDeps) {
      * balance is already below it, one alert is raised at the next check (LOW_BALANCE_POLL_MS).
      */
     async putAlertSettings(actor: Actor, organisationId: string, input: { lowBalanceThresholdMicros: bigint | null }): Promise<{ lowBalanceThresholdMicros: bigint | null }> {
-      await organisationFor(actor, organisationId, 'owner');
+      await organisationFor(actor, organisationId);
       return db.transaction(async (tx) => {
         await access.requireOrganisation(actor, organisationId, tx, { forUpdate: true });
         const before = await findLowBalanceThreshold(tx, organisationId);

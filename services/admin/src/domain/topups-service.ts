@@ -3,7 +3,7 @@ import type { Database, Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { AdminConfig } from '../config.ts';
-import { personIdOf, requirePlatformAdmin, requireRole, type Actor } from './actor.ts';
+import { personIdOf, requirePlatformAdmin, type Actor } from './actor.ts';
 import { changedFields, recordAuditEvent } from './audit-log.ts';
 import {
   billingProfileProblems, billingSnapshotOf, findBillingProfile, upsertBillingProfile, type BillingProfile, type BillingProfileInput,
@@ -99,11 +99,12 @@ const eventIdPattern = /^[A-Za-z0-9_.:-]{1,200}$/;
 export function createTopUpsService(deps: TopUpsServiceDeps) {
   const { db, ledger, access, config, provider, logger } = deps;
 
-  /** The organisation, if the actor sees it (404) and holds `role` in it (403). */
-  async function organisationFor(actor: Actor, organisationId: string, role: 'viewer' | 'owner') {
-    const organisation = await access.requireOrganisation(actor, organisationId);
-    requireRole(actor, organisationId, role);
-    return organisation;
+  /**
+   * The organisation, if the actor sees it (404). The role each call needs is its route's, checked
+   * once before the call (http/admin-http-app.ts authorizeRoute), not restated here.
+   */
+  async function organisationFor(actor: Actor, organisationId: string) {
+    return access.requireOrganisation(actor, organisationId);
   }
 
   function requireProvider(): PaymentProvider {
@@ -448,7 +449,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
 
     /** The organisation's billing profile, or null when it has none yet. */
     async getBillingProfile(actor: Actor, organisationId: string): Promise<BillingProfile | null> {
-      await organisationFor(actor, organisationId, 'viewer');
+      await organisationFor(actor, organisationId);
       return (await findBillingProfile(db, organisationId)) ?? null;
     },
 
@@ -457,7 +458,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
      * a GSTIN well formed with its check character, registered in that state.
      */
     async putBillingProfile(actor: Actor, organisationId: string, input: BillingProfileInput): Promise<BillingProfile> {
-      await organisationFor(actor, organisationId, 'owner');
+      await organisationFor(actor, organisationId);
       const problems = billingProfileProblems(input);
       if (problems.length > 0) {
         throw new GatewayError('invalid_request', {
@@ -487,7 +488,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
      * `requestOrigin` (where the purchase came from).
      */
     async purchaseTopUp(actor: Actor, organisationId: string, input: { packageId: string; requestOrigin: string }): Promise<{ topUp: TopUpView; checkout: CheckoutBlock }> {
-      await organisationFor(actor, organisationId, 'owner');
+      await organisationFor(actor, organisationId);
       const paymentProvider = requireProvider();
       const created = await db.transaction(async (tx) => {
         const found = isId('topUpPackage', input.packageId) ? await findPackage(tx, input.packageId) : undefined;
@@ -542,7 +543,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
 
     /** The organisation's top-ups, newest first (cursor: the previous page's last id). */
     async listTopUps(actor: Actor, organisationId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ items: TopUpView[]; nextCursor: string | null }> {
-      await organisationFor(actor, organisationId, 'viewer');
+      await organisationFor(actor, organisationId);
       const { items, hasMore } = await listTopUps(db, organisationId, { beforeId: page.cursor, limit: page.limit });
       const views: TopUpView[] = [];
       for (const item of items) views.push(await viewOf(item));
@@ -551,7 +552,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
 
     /** One of the organisation's top-ups, with its documents and transitions. */
     async getTopUp(actor: Actor, organisationId: string, topUpId: string): Promise<TopUpView> {
-      await organisationFor(actor, organisationId, 'viewer');
+      await organisationFor(actor, organisationId);
       return viewOf(await topUpOf(organisationId, topUpId));
     },
 
@@ -566,7 +567,7 @@ export function createTopUpsService(deps: TopUpsServiceDeps) {
       topUpId: string,
       input: { orderId: string; paymentId: string; signature: string },
     ): Promise<TopUpView> {
-      await organisationFor(actor, organisationId, 'owner');
+      await organisationFor(actor, organisationId);
       const paymentProvider = requireProvider();
       const topUp = await topUpOf(organisationId, topUpId);
       if (topUp.providerOrderId === null || input.orderId !== topUp.providerOrderId) {
