@@ -7,16 +7,15 @@
  * official `openai` client naming the alias answers as, and is billed as, the slug it reaches.
  */
 import OpenAI from 'openai';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testPostgresUrl } from '@gateway/testkit';
 import { launchChromium, missingBrowser } from './support/chromium.ts';
 import { startDashboardStack, type DashboardStack } from './support/dashboard-stack.ts';
-import { uiTimeout } from './support/page-waits.ts';
+import { acceptLink, newPersonPage } from './support/person-pages.ts';
 
 const serverUrl = testPostgresUrl();
 const browserMissing = missingBrowser();
-const password = 'correct horse battery staple';
 
 describe.skipIf(!serverUrl || browserMissing !== undefined)('the model alias editors in a browser', () => {
   let stack: DashboardStack;
@@ -28,22 +27,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the model alias edi
 
   const admin = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => stack.gateway.admin(method, path, body, headers);
 
-  async function personPage(): Promise<Page> {
-    const context = await browser.newContext({ baseURL: stack.origin, viewport: { width: 1280, height: 900 }, timezoneId: 'Asia/Kolkata', locale: 'en-IN' });
-    context.setDefaultTimeout(uiTimeout);
-    contexts.push(context);
-    return context.newPage();
-  }
-
-  /** Opens a link (invitation or setup), sets name and password, and waits for the signed-in shell. */
-  async function acceptLink(page: Page, link: string, name: string) {
-    await page.goto(link);
-    await page.getByLabel(/your name/i).fill(name);
-    await page.getByLabel(/^new password$/i).fill(password);
-    await page.getByLabel(/^repeat the password$/i).fill(password);
-    await page.getByRole('button', { name: /save and sign in/i }).click();
-    await page.getByRole('navigation', { name: /main/i }).waitFor();
-  }
+  const personPage = () => newPersonPage(browser, stack.origin, contexts);
 
   /** The slug a completion naming `model` answered as (the proxy shows the slug, never the alias). */
   async function answeredAs(model: string): Promise<string> {

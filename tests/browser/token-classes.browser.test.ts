@@ -8,16 +8,16 @@
  * figure on screen is compared with the records the usage API lists, to the µ₹.
  */
 import OpenAI from 'openai';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testPostgresUrl } from '@gateway/testkit';
 import { launchChromium, missingBrowser } from './support/chromium.ts';
 import { startDashboardStack, type DashboardStack } from './support/dashboard-stack.ts';
-import { uiTimeout, waitForValue } from './support/page-waits.ts';
+import { waitForValue } from './support/page-waits.ts';
+import { acceptLink, newPersonPage } from './support/person-pages.ts';
 
 const serverUrl = testPostgresUrl();
 const browserMissing = missingBrowser();
-const password = 'correct horse battery staple';
 const modelSlug = 'classes-chat';
 
 /** A class of the records summed: tokens, customer cost and provider cost, µ₹. */
@@ -68,22 +68,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('usage by token clas
 
   const admin = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => stack.gateway.admin(method, path, body, headers);
 
-  async function personPage(): Promise<Page> {
-    const context = await browser.newContext({ baseURL: stack.origin, viewport: { width: 1280, height: 900 }, timezoneId: 'Asia/Kolkata', locale: 'en-IN' });
-    context.setDefaultTimeout(uiTimeout);
-    contexts.push(context);
-    return context.newPage();
-  }
-
-  /** Opens a link (invitation or setup), sets name and password, and waits for the signed-in shell. */
-  async function acceptLink(page: Page, link: string, name: string) {
-    await page.goto(link);
-    await page.getByLabel(/your name/i).fill(name);
-    await page.getByLabel(/^new password$/i).fill(password);
-    await page.getByLabel(/^repeat the password$/i).fill(password);
-    await page.getByRole('button', { name: /save and sign in/i }).click();
-    await page.getByRole('navigation', { name: /main/i }).waitFor();
-  }
+  const personPage = () => newPersonPage(browser, stack.origin, contexts);
 
   /** The ledger's records of the organisation summed by class, and the records without classes (count, cost, provider cost). */
   async function ledgerFigures() {
