@@ -72,7 +72,11 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('usage by token clas
 
   /** The ledger's records of the organisation summed by class, and the records without classes (count, cost, provider cost). */
   async function ledgerFigures() {
-    const records = await stack.allUsage(organisationId);
+    // The Settles reach the ledger after the answers (the proxy's outbox): wait for all three records.
+    const records = await waitForValue(async () => {
+      const found = await stack.allUsage(organisationId);
+      return found.length >= 3 ? found : undefined;
+    });
     const classes = new Map<string, ClassSum>();
     const unclassified = { requests: 0n, cost: 0n, provider: 0n };
     for (const record of records) {
