@@ -9,13 +9,13 @@ import { openDatabase, type Database } from '@gateway/db';
 import { ledgerV1 } from '@gateway/contracts';
 import { hashSecret, isWellFormedSecret, issueSecret } from '@gateway/secrets';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { createCredentialCipher } from './domain/credential-cipher.ts';
-import { createAdminRoutes } from './http/admin-routes.ts';
-import { buildOpenApiDocument } from './http/openapi-document.ts';
+import { createCredentialCipher } from './common/domain/credential-cipher.ts';
+import { createAdminRoutes } from './common/http/admin-routes.ts';
+import { buildOpenApiDocument } from './common/http/openapi-document.ts';
 import {
   balanceResponse, creditResponse, errorResponse, gatewayModelResponse, listResponse, organisationResponse,
   projectCreatedResponse, projectResponse, usageListResponse,
-} from './http/response-schemas.ts';
+} from './common/http/response-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 

@@ -4,7 +4,7 @@
  * and the proxies on the config stream; and no id of anything in the text.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { newId } from './domain/ids.ts';
+import { newId } from './common/domain/ids.ts';
 import { parsePrometheusText, sumSamples, testPostgresUrl, type PrometheusSample } from '@gateway/testkit';
 import { connectFakeProxy } from './test-support/fake-proxy.ts';
 import {

@@ -7,8 +7,8 @@ import { parse } from 'csv-parse/sync';
 import { ledgerV1 } from '@gateway/contracts';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { csvResponse, marginReportResponse } from './http/analytics-schemas.ts';
-import { adminTokenCreatedResponse, errorResponse, organisationResponse, projectCreatedResponse, usageListResponse, usageSummaryResponse } from './http/response-schemas.ts';
+import { csvResponse, marginReportResponse } from './platform/http/analytics-schemas.ts';
+import { adminTokenCreatedResponse, errorResponse, organisationResponse, projectCreatedResponse, usageListResponse, usageSummaryResponse } from './common/http/response-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 
 const serverUrl = testPostgresUrl();

@@ -5,7 +5,7 @@ import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
 import { createServiceMetrics, startMetricsServer, type AdminMetrics } from '@gateway/telemetry';
-import { agentBuiltInModelNames } from './domain/agent-model-names.ts';
+import { agentBuiltInModelNames } from './catalog/domain/agent-model-names.ts';
 import { prepareAdminSchema } from './admin-schema.ts';
 import type { AdminConfig } from './config.ts';
 import { configMethodRoles } from './config-stream/config-method-roles.ts';
@@ -13,26 +13,26 @@ import { createConfigStreamHub, type ConfigStreamHub } from './config-stream/con
 import { deriveCacheScopeKey } from './config-stream/cache-scope-key.ts';
 import { deriveToolCallIdKey } from './config-stream/tool-call-id-key.ts';
 import { deriveResponseStoreKey } from './config-stream/response-store-key.ts';
-import { createAdminService } from './domain/admin-service.ts';
-import { createConfigSnapshotSource } from './domain/config-snapshot.ts';
-import { createCredentialCipher } from './domain/credential-cipher.ts';
-import { withholdRefusedUpstreams } from './domain/upstream-recheck.ts';
-import { bootstrapPlatformAdminToken } from './domain/admin-tokens.ts';
-import { createLiveEvents } from './domain/live-events.ts';
-import { findProject } from './domain/project-store.ts';
-import { startAlertWorkers } from './wiring/alerts.ts';
+import { createAdminService } from './admin-service.ts';
+import { createConfigSnapshotSource } from './catalog/domain/config-snapshot.ts';
+import { createCredentialCipher } from './common/domain/credential-cipher.ts';
+import { withholdRefusedUpstreams } from './catalog/domain/upstream-recheck.ts';
+import { bootstrapPlatformAdminToken } from './tenancy/domain/admin-tokens.ts';
+import { createLiveEvents } from './common/domain/live-events.ts';
+import { findProject } from './tenancy/domain/project-store.ts';
+import { startAlertWorkers } from './alerts/alerts-wiring.ts';
 import {
   countPaymentMismatch, countPaymentWebhooks, countRefundOutcomes, countUnmatchedPayment, createPaymentProvider, startPaymentJobs,
-} from './wiring/payments.ts';
+} from './billing/payments-wiring.ts';
 import { observeAdminState } from './wiring/state-metrics.ts';
-import { startInvoicingJobs } from './wiring/invoicing.ts';
-import { startRefundJobs } from './wiring/refund-jobs.ts';
+import { startInvoicingJobs } from './invoicing/invoicing-job.ts';
+import { startRefundJobs } from './billing/refund-jobs.ts';
 import { createDashboard } from './wiring/dashboard.ts';
 import { attachLiveUpdates } from './wiring/live.ts';
-import { createPeopleWiring } from './wiring/people.ts';
-import { createAdminHttpApp } from './http/admin-http-app.ts';
-import { createAdminRoutes } from './http/admin-routes.ts';
-import { buildOpenApiDocument } from './http/openapi-document.ts';
+import { createPeopleWiring } from './people/people-wiring.ts';
+import { createAdminHttpApp } from './common/http/admin-http-app.ts';
+import { createAdminRoutes } from './common/http/admin-routes.ts';
+import { buildOpenApiDocument } from './common/http/openapi-document.ts';
 import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
 
 /** A running admin: its bound ports, its readiness, and how to stop it completely. */
@@ -135,18 +135,19 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const liveEvents = createLiveEvents();
     const paymentProvider = createPaymentProvider(config);
     const refundOutcomes = countRefundOutcomes(metrics);
-    const service = countPaymentWebhooks(createAdminService({
+    const areas = createAdminService({
       db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents, logger,
       paymentProvider, onPaymentAmountMismatch: countPaymentMismatch(metrics), onUnmatchedPayment: countUnmatchedPayment(metrics), ...refundOutcomes,
-    }), metrics);
+    });
+    const service = { ...areas, billing: countPaymentWebhooks(areas.billing, metrics) };
     const people = createPeopleWiring({ db, config, logger, onSetupLink: deps.onSetupLink });
 
-    if (config.DEMO_UPSTREAM_URL !== undefined && await service.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
+    if (config.DEMO_UPSTREAM_URL !== undefined && await service.catalog.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
       logger.info({ slug: 'demo' }, 'demo gateway model created');
       // With the demo model, the agents' built-in names reach it: Claude Code and Codex work with
       // no model variables (README, "Agents"). Only when the demo model is created, so an alias an
       // admin deleted later does not come back on the next start.
-      const aliases = await service.seedPlatformModelAliases([...agentBuiltInModelNames.claudeCode, ...agentBuiltInModelNames.codex], 'demo');
+      const aliases = await service.catalog.seedPlatformModelAliases([...agentBuiltInModelNames.claudeCode, ...agentBuiltInModelNames.codex], 'demo');
       logger.info({ slug: 'demo', aliases: aliases.length }, 'demo model aliases created');
     }
     // Models stored under a laxer setting (or whose names moved) are not served: docs/admin-api.md.

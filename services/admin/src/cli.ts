@@ -15,10 +15,10 @@ import { parseArgs } from 'node:util';
 import { commonEnv, loadConfig, z } from '@gateway/config';
 import { migrate, openDatabase, type Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import type { Actor } from './domain/actor.ts';
-import { findAdminToken, issueAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenInfo } from './domain/admin-tokens.ts';
-import { changedFields, recordAuditEvent } from './domain/audit-log.ts';
-import { isId } from './domain/ids.ts';
+import type { Actor } from './common/domain/actor.ts';
+import { findAdminToken, issueAdminToken, listAdminTokens, revokeAdminToken, type AdminTokenInfo } from './tenancy/domain/admin-tokens.ts';
+import { changedFields, recordAuditEvent } from './common/domain/audit-log.ts';
+import { isId } from './common/domain/ids.ts';
 
 /** The environment the command line reads: where the admin's data is. */
 export const adminCliConfigSchema = z.object({

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
 import { issueSecret } from '@gateway/secrets';
 import { loadAdminConfig } from './config.ts';
-import { supplierStateCode } from './domain/gst.ts';
+import { supplierStateCode } from './invoicing/domain/gst.ts';
 
 const encryptionKey = randomBytes(32).toString('base64');
 /** The service-identity files every valid configuration names (paths only; nothing is read here). */

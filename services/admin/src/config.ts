@@ -1,8 +1,8 @@
 import { commonEnv, loadConfig, z } from '@gateway/config';
 import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
-import { encryptionKeyProblem } from './domain/credential-cipher.ts';
-import { gstinProblem, gstinStateCode } from './domain/gstin.ts';
+import { encryptionKeyProblem } from './common/domain/credential-cipher.ts';
+import { gstinProblem, gstinStateCode } from './invoicing/domain/gstin.ts';
 import { gstinStates, gstStateCodesText } from '../shared/gst-states.ts';
 
 /** A URL the admin may seed the demo model with: http(s), no credentials in it. */

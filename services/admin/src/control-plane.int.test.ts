@@ -12,12 +12,12 @@ import { ledgerV1 } from '@gateway/contracts';
 import { hashSecret, issueSecret } from '@gateway/secrets';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { runAdminCli } from './cli.ts';
-import { createAdminRoutes } from './http/admin-routes.ts';
-import type { AdminRoute } from './http/route-definition.ts';
+import { createAdminRoutes } from './common/http/admin-routes.ts';
+import type { AdminRoute } from './common/http/route-definition.ts';
 import {
   adminTokenCreatedResponse, adminTokenResponse, auditEventResponse, errorResponse, gatewayModelResponse, listResponse,
   organisationResponse, projectBudgetResponse, projectCreatedResponse, projectResponse, usageSummaryResponse,
-} from './http/response-schemas.ts';
+} from './common/http/response-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';

@@ -10,9 +10,9 @@ import { openDatabase, type Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { loadAdminConfig } from './config.ts';
-import { issueCreditNote, issueTopUpDocument, selectTaxDocuments, type TaxDocumentSettings } from './domain/tax-documents.ts';
+import { issueCreditNote, issueTopUpDocument, selectTaxDocuments, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
-import { renderTaxDocumentPdf } from './domain/invoice-pdf.ts';
+import { renderTaxDocumentPdf } from './invoicing/domain/invoice-pdf.ts';
 import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText, singaporeRecipient } from './test-support/tax-document-fixtures.ts';
 
 const serverUrl = testPostgresUrl();

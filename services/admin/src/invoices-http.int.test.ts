@@ -8,8 +8,8 @@ import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { issueCreditNote, issueTopUpDocument, type TaxDocumentSettings } from './domain/tax-documents.ts';
-import { taxDocumentListResponse, taxDocumentResponse } from './http/invoice-schemas.ts';
+import { issueCreditNote, issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
+import { taxDocumentListResponse, taxDocumentResponse } from './invoicing/http/invoice-schemas.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText, singaporeRecipient } from './test-support/tax-document-fixtures.ts';
 

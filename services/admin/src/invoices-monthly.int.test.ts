@@ -12,12 +12,12 @@ import { openDatabase, type Database } from '@gateway/db';
 import { createLogger } from '@gateway/logger';
 import { createTestDatabase, serviceTlsEnv, sharedTestPki, testPostgresUrl, testTransportSecurity, type TestDatabase } from '@gateway/testkit';
 import { loadAdminConfig, type AdminConfig } from './config.ts';
-import { renderTaxDocumentPdf } from './domain/invoice-pdf.ts';
-import { issueTopUpDocument, selectTaxDocuments } from './domain/tax-documents.ts';
+import { renderTaxDocumentPdf } from './invoicing/domain/invoice-pdf.ts';
+import { issueTopUpDocument, selectTaxDocuments } from './invoicing/domain/tax-documents.ts';
 import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 import { hasPdftotext, insertPaidTopUp, maharashtraRecipient, pdfText } from './test-support/tax-document-fixtures.ts';
-import { invoiceCompletedUsageMonths } from './wiring/invoicing.ts';
+import { invoiceCompletedUsageMonths } from './invoicing/invoicing-job.ts';
 
 const serverUrl = testPostgresUrl();
 const describePg = describe.skipIf(!serverUrl);

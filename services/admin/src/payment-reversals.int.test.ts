@@ -9,11 +9,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
 import { createTestDatabase, scrapeMetrics, sumSamples, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { newId } from './domain/ids.ts';
-import { issueTopUpDocument, type TaxDocumentSettings } from './domain/tax-documents.ts';
+import { newId } from './common/domain/ids.ts';
+import { issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 import { postWebhook } from './test-support/topups-harness.ts';
-import { createRazorpayClient } from './transport/razorpay-client.ts';
+import { createRazorpayClient } from './billing/transport/razorpay-client.ts';
 
 const serverUrl = testPostgresUrl();
 const keyId = 'rzp_test_reversalsKey1';

@@ -10,9 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { organisationRoles, roleAllows, type OrganisationRole } from './domain/actor.ts';
-import { createAdminRoutes } from './http/admin-routes.ts';
-import type { AdminRoute } from './http/route-definition.ts';
+import { organisationRoles, roleAllows, type OrganisationRole } from './common/domain/actor.ts';
+import { createAdminRoutes } from './common/http/admin-routes.ts';
+import type { AdminRoute } from './common/http/route-definition.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { createOrganisation, followLink, invite, newMember, type SessionClient } from './test-support/people-client.ts';
 

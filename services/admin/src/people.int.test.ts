@@ -12,8 +12,8 @@ import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway
 import {
   invitationCreatedResponse, linkInfoResponse, memberListResponse, personAccountResponse, personCreatedResponse, personResponse,
   sessionResponse,
-} from './http/people-schemas.ts';
-import { errorResponse } from './http/response-schemas.ts';
+} from './people/http/people-schemas.ts';
+import { errorResponse } from './common/http/response-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 import {

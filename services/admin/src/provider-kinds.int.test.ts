@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { providerKinds, type ProviderKind } from './domain/provider-kinds.ts';
-import { errorResponse, gatewayModelResponse } from './http/response-schemas.ts';
+import { providerKinds, type ProviderKind } from './catalog/domain/provider-kinds.ts';
+import { errorResponse, gatewayModelResponse } from './common/http/response-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';
 

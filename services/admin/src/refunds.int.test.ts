@@ -10,12 +10,12 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { newId } from './domain/ids.ts';
-import { markProviderRefundProcessed } from './domain/refunds-service.ts';
-import { issueTopUpDocument, type TaxDocumentSettings } from './domain/tax-documents.ts';
-import { refundEnvelope, refundListResponse } from './http/refund-schemas.ts';
+import { newId } from './common/domain/ids.ts';
+import { markProviderRefundProcessed } from './billing/domain/refunds-service.ts';
+import { issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
+import { refundEnvelope, refundListResponse } from './billing/http/refund-schemas.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
-import { createRazorpayClient } from './transport/razorpay-client.ts';
+import { createRazorpayClient } from './billing/transport/razorpay-client.ts';
 
 const serverUrl = testPostgresUrl();
 const keyId = 'rzp_test_refundsKey01';

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, openDatabase, type Database } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { adminMigrationsDir } from './admin-schema.ts';
-import { insertPerson } from './domain/people-store.ts';
-import { createSessions, csrfTokenMatches } from './domain/sessions.ts';
+import { insertPerson } from './people/domain/people-store.ts';
+import { createSessions, csrfTokenMatches } from './people/domain/sessions.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 import { createOrganisation, newMember, sessionClientOf, sessionCookieOf, signIn } from './test-support/people-client.ts';
 

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { signInLimits } from './domain/sign-in-throttle.ts';
+import { signInLimits } from './people/domain/sign-in-throttle.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { createOrganisation, newMember, signIn, testEmail } from './test-support/people-client.ts';
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { createLogger } from '@gateway/logger';
 import { testPostgresUrl } from '@gateway/testkit';
-import { listTransitions } from './domain/topup-store.ts';
+import { listTransitions } from './billing/domain/topup-store.ts';
 import {
   expectStatus, organisationReadyToBuy, postWebhook, purchase, readTopUp, startTopUpsHarness, testPaymentKeys, topUpCredits, waitForState,
   type TopUpsHarness,

@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testPostgresUrl } from '@gateway/testkit';
 import { startAdminHarness } from './test-support/admin-harness.ts';
-import { billingProfileEnvelope, packageListResponse, purchaseResponse, topUpListResponse, topUpResponse } from './http/billing-schemas.ts';
-import { errorResponse } from './http/response-schemas.ts';
+import { billingProfileEnvelope, packageListResponse, purchaseResponse, topUpListResponse, topUpResponse } from './billing/http/billing-schemas.ts';
+import { errorResponse } from './common/http/response-schemas.ts';
 import {
   entriesInto, expectStatus, organisationReadyToBuy, postWebhook, purchase, readTopUp, startTopUpsHarness, testPaymentKeys, topUpCredits,
   waitForState, webhookSignature, type TopUpsHarness,

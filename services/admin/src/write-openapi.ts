@@ -5,8 +5,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createAdminRoutes } from './http/admin-routes.ts';
-import { buildOpenApiDocument } from './http/openapi-document.ts';
+import { createAdminRoutes } from './common/http/admin-routes.ts';
+import { buildOpenApiDocument } from './common/http/openapi-document.ts';
 
 /** Where the committed copy of the document lives. */
 export const openApiFilePath = new URL('../openapi.json', import.meta.url);

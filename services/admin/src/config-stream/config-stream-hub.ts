@@ -3,9 +3,9 @@ import { status as GrpcStatus, type ServiceDefinition } from '@grpc/grpc-js';
 import { configV1 } from '@gateway/contracts';
 import { duplexStream, type ServerDuplexStreamHandle } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
-import type { Propagation } from '../domain/admin-records.ts';
-import type { ConfigPublisher } from '../domain/config-publisher.ts';
-import type { ConfigSnapshotSource } from '../domain/config-snapshot.ts';
+import type { Propagation } from '../common/domain/admin-records.ts';
+import type { ConfigPublisher } from '../common/domain/config-publisher.ts';
+import type { ConfigSnapshotSource } from '../catalog/domain/config-snapshot.ts';
 import {
   deltaConfigUpdate, fullConfigUpdate, heartbeatConfigUpdate, maxConfigUpdateBytes, splitConfigUpdate, type ResponseStoreSettings,
 } from './config-update.ts';

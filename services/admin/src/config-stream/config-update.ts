@@ -1,7 +1,7 @@
 import { configV1 } from '@gateway/contracts';
 import type {
   ConfigDelta, ConfigSnapshot, SnapshotApiKey, SnapshotGatewayModel, SnapshotOrganisation, SnapshotProject,
-} from '../domain/config-snapshot.ts';
+} from '../catalog/domain/config-snapshot.ts';
 
 const organisationStatus = {
   active: configV1.OrganisationStatus.ORGANISATION_STATUS_ACTIVE,

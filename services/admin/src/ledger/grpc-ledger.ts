@@ -2,8 +2,8 @@ import { assertOutsideTransaction } from '@gateway/db';
 import { isTransientResult, ledgerResultNames, ledgerResultTransient, ledgerV1, resultNamesByValue, type LedgerResultOperation } from '@gateway/contracts';
 import { GatewayError, fromGrpcError } from '@gateway/errors';
 import { callUnary, channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
-import type { UsageRecord } from '../domain/admin-records.ts';
-import type { LedgerPort } from '../domain/ledger-port.ts';
+import type { UsageRecord } from '../common/domain/admin-records.ts';
+import type { LedgerPort } from '../common/domain/ledger-port.ts';
 
 /** The ledger reached over gRPC; `close()` releases its channel. */
 export interface GrpcLedger extends LedgerPort {

@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
 import type { Queryable } from '@gateway/db';
-import { newId } from '../domain/ids.ts';
-import type { TaxDocument } from '../domain/tax-documents.ts';
+import { newId } from '../common/domain/ids.ts';
+import type { TaxDocument } from '../invoicing/domain/tax-documents.ts';
 
 /** A document's recipient, as a stored document names it. */
 type DocumentRecipient = TaxDocument['recipient'];

@@ -5,15 +5,15 @@ import type { Database } from '@gateway/db';
 import { GatewayError, toHttpError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { AdminConfig } from '../config.ts';
-import { canSeeOrganisation, requireRole, type Actor } from '../domain/actor.ts';
-import { isId } from '../domain/ids.ts';
-import type { LedgerPort } from '../domain/ledger-port.ts';
-import type { LiveEvents } from '../domain/live-events.ts';
-import { sameOriginRequest } from '../http/session-cookie.ts';
-import { createOrganisationWatches, type LiveLedgerMessage } from '../domain/live-watches.ts';
-import { organisationExists } from '../domain/organisation-store.ts';
-import type { Authentication, RequestCredentials } from '../http/admin-http-app.ts';
-import { balanceJson, usageRecordJson } from '../http/json-views.ts';
+import { canSeeOrganisation, requireRole, type Actor } from '../common/domain/actor.ts';
+import { isId } from '../common/domain/ids.ts';
+import type { LedgerPort } from '../common/domain/ledger-port.ts';
+import type { LiveEvents } from '../common/domain/live-events.ts';
+import { sameOriginRequest } from '../people/http/session-cookie.ts';
+import { createOrganisationWatches, type LiveLedgerMessage } from '../alerts/domain/live-watches.ts';
+import { organisationExists } from '../tenancy/domain/organisation-store.ts';
+import type { Authentication, RequestCredentials } from '../common/http/admin-http-app.ts';
+import { balanceJson, usageRecordJson } from '../common/http/json-views.ts';
 
 /** What the live updates need. */
 export interface LiveUpdatesDeps {

@@ -1,6 +1,6 @@
 import type { Queryable } from '@gateway/db';
 import type { AdminMetrics } from '@gateway/telemetry';
-import { currentConfigVersion } from '../domain/config-snapshot.ts';
+import { currentConfigVersion } from '../catalog/domain/config-snapshot.ts';
 
 /** What the admin's state gauges read at scrape time. */
 export interface AdminStateSources {

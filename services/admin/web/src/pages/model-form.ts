@@ -39,7 +39,7 @@ export interface GatewayModelJson {
   created_at: string;
 }
 
-/** The upstream provider kinds the admin accepts (services/admin/src/domain/provider-kinds.ts). */
+/** The upstream provider kinds the admin accepts (services/admin/src/catalog/domain/provider-kinds.ts). */
 export const providerKinds = ['openai_compatible', 'openai', 'azure_openai', 'vllm', 'ollama', 'groq', 'together', 'anthropic'] as const;
 
 /** The gateway model form as typed: numbers and rupee amounts (per million tokens) as text. */

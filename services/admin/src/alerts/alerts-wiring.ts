@@ -1,0 +1,51 @@
+import type { HostResolver } from '@gateway/address-policy';
+import type { AdminMetrics } from '@gateway/telemetry';
+import { checkLowBalances, deliverDueAlerts, pollLedgerBudgetAlerts, type AlertJobsDeps } from './domain/alert-jobs.ts';
+import { createMailer } from '../people/domain/mailer.ts';
+import { createWebhookSender } from './transport/webhook-sender.ts';
+import { startPeriodicJob } from '../wiring/periodic-job.ts';
+
+/** What the alert workers need: the jobs' deps except the webhook sender and mailer, which they make from the config. */
+export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender' | 'mailer'> {
+  /** Resolves webhook host names for the connect-time SSRF check; default the system resolver. */
+  resolveHost?: HostResolver | undefined;
+  /** Where each delivery attempt is counted, by channel and outcome (delivered, failed, undeliverable); none: not counted. */
+  metrics?: Pick<AdminMetrics, 'adminAlertDeliveries'> | undefined;
+}
+
+/**
+ * The background work of alerts: reading the ledger's budget alerts (every ALERT_POLL_MS),
+ * low-balance checks (every LOW_BALANCE_POLL_MS), and webhook and email deliveries (due ones
+ * claimed every ALERT_POLL_MS). close() stops the timers and waits for attempts in flight.
+ */
+export function startAlertWorkers(deps: AlertWorkersDeps): { close(): Promise<void> } {
+  const { config, logger } = deps;
+  const sender = createWebhookSender({
+    timeoutMs: config.ALERT_WEBHOOK_TIMEOUT_MS, allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolve: deps.resolveHost,
+  });
+  const { metrics } = deps;
+  // Every series the alert rules watch exists from the start at 0: increase() cannot see the
+  // first increment of a series that appears with it (GatewayAlertEmailFailing).
+  for (const channel of ['email', 'webhook'] as const) {
+    for (const outcome of ['delivered', 'failed', 'undeliverable'] as const) metrics?.adminAlertDeliveries.inc({ channel, outcome }, 0);
+  }
+  const jobs: AlertJobsDeps = {
+    ...deps, sender, mailer: createMailer(config),
+    onDeliveryAttempt: metrics && ((channel, outcome) => { metrics.adminAlertDeliveries.inc({ channel, outcome }); }),
+  };
+  const failureMessage = 'alert worker pass failed; retried at the next interval';
+  const worker = (name: string, intervalMs: number, run: () => Promise<unknown>) =>
+    startPeriodicJob({ name, firstDelayMs: intervalMs, intervalMs, run, failureMessage, logger });
+  const workers = [
+    worker('ledger budget alerts', config.ALERT_POLL_MS, () => pollLedgerBudgetAlerts(jobs)),
+    worker('low balance', config.LOW_BALANCE_POLL_MS, () => checkLowBalances(jobs)),
+    worker('deliveries', config.ALERT_POLL_MS, () => deliverDueAlerts(jobs)),
+  ];
+  let closed: Promise<void> | undefined;
+  return {
+    close() {
+      closed ??= Promise.all(workers.map((each) => each.close())).then(() => sender.close());
+      return closed;
+    },
+  };
+}
