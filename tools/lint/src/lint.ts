@@ -61,7 +61,7 @@ async function runEslint(): Promise<{ findings: Finding[]; files: number }> {
   return { findings, files: results.length };
 }
 
-/** Runs one of this package's command-line tools from the repository root; resolves to its stdout once it exits 0 or 1 (1: it found something). */
+/** Runs one of this package's command-line tools from the repository root; resolves to its stdout once it exits 0 or 1. */
 async function runTool(bin: string, args: string[]): Promise<string> {
   const child = spawn(resolve(toolDir, 'node_modules/.bin', bin), args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
@@ -70,7 +70,8 @@ async function runTool(bin: string, args: string[]): Promise<string> {
     child.on('error', fail);
     child.on('close', done);
   });
-  // Both tools exit 1 when they found issues; anything else means they could not run.
+  // knip exits 1 when it found issues (dependency-cruiser's JSON report exits 0 either way);
+  // anything else means the tool could not run.
   if (exitCode !== 0 && exitCode !== 1) throw new Error(`${bin} failed (exit ${String(exitCode)})`);
   return output;
 }
