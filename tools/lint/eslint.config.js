@@ -6,7 +6,6 @@
 import { resolve } from 'node:path';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
-import { createNodeResolver, importX } from 'eslint-plugin-import-x';
 import { noPackageCycle } from './src/package-cycles.ts';
 
 const repoRoot = resolve(import.meta.dirname, '../..');
@@ -88,21 +87,15 @@ export default defineConfig(
     },
     plugins: {
       '@typescript-eslint': tseslint.plugin,
-      'import-x': importX,
       gateway: { rules: { 'no-package-cycle': noPackageCycle } },
-    },
-    settings: {
-      'import-x/extensions': ['.ts', '.js'],
-      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
-      'import-x/resolver-next': [createNodeResolver()],
     },
     rules: {
       // A promise nobody awaits loses its rejection (an unhandled rejection ends the process)
       // and its ordering; say what happens to each one.
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
-      // Cycles between files (value imports; type-only imports are erased) and between packages.
-      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // Cycles between packages (cycles between files, type-only ones included, are
+      // dependency-cruiser's: dependency-cruiser.cjs).
       'gateway/no-package-cycle': 'error',
       // An import, variable or parameter nothing reads is a leftover of a change (the unused-export
       // check's little sibling); `_name` marks one kept on purpose (a callback's position).
@@ -120,17 +113,10 @@ export default defineConfig(
     },
     plugins: {
       '@typescript-eslint': tseslint.plugin,
-      'import-x': importX,
-    },
-    settings: {
-      'import-x/extensions': ['.ts', '.tsx', '.js'],
-      'import-x/parsers': { '@typescript-eslint/parser': ['.ts', '.tsx'] },
-      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.tsx', '.js'] })],
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
-      'import-x/no-cycle': ['error', { ignoreExternal: true }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
     },
   },

@@ -133,12 +133,12 @@ export class PrefixCache {
   }
 }
 
-/** Words of a text: the fake's token count (fake-upstream.ts counts the same way). */
+/** Words of a text: the fake's token count (conversation.ts counts the same way). */
 function words(text: string): number {
   return text.split(/\s+/).filter((word) => word.length > 0).length;
 }
 
-/** Tokens the fake bills per image (fake-upstream.ts's figure). */
+/** Tokens the fake bills per image (conversation.ts's figure). */
 const imageTokens = 85;
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { startLocalPayments, type LocalPayments } from './local-payments.ts';
+import { startLocalPayments, type LocalPayments } from './index.ts';
 
 const keys = { keyId: 'rzp_test_LocalUnitKey01', keySecret: 'local-key-secret-1', webhookSecret: 'local-webhook-secret-1' };
 const basic = `Basic ${Buffer.from(`${keys.keyId}:${keys.keySecret}`).toString('base64')}`;

@@ -1,6 +1,6 @@
 // The package graph of the workspace, read from the imports themselves (not from package.json:
 // the root's devDependencies make every @gateway package resolvable from everywhere, so a
-// missing declaration would not stop an import). import-x/no-cycle sees cycles between files;
+// missing declaration would not stop an import). dependency-cruiser sees cycles between files;
 // this sees the coarser one, package A importing B while B (through any chain) imports A,
 // which would make the packages one build unit in disguise even when no file cycle exists.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
