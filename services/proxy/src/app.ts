@@ -1,27 +1,18 @@
 import { grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
-import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCheck, type RunningHttpServer } from '@gateway/service-runtime';
+import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCheck } from '@gateway/service-runtime';
 import { createServiceMetrics, startMetricsServer, startTracing, type ProxyMetrics, type ServiceTracing } from '@gateway/telemetry';
-import { proxySettleBoundMs, type ProxyConfig } from './config.ts';
-import { ConfigStreamClient } from './config-stream/config-stream-client.ts';
-import type { RateLimiter } from './domain/rate-limit.ts';
+import type { ProxyConfig } from './config.ts';
 import { GrantBook } from './billing/grant-book.ts';
 import { createHttpApp } from './http/http-app.ts';
 import { LedgerClient } from './ledger/ledger-client.ts';
 import { GrpcLedger } from './ledger/grpc-ledger.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
-import { InProcessRateLimiter } from './rate-limit/in-process-rate-limiter.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
-import { cacheScopingForKey } from './domain/cache-scope.ts';
-import { toolCallIdCodecForKey } from './domain/tool-call-id-codec.ts';
 import { TaskTracker } from './task-tracker.ts';
-import { responseSealerForKey } from './domain/responses/response-sealer.ts';
-import { InProcessResponseStore, type ResponseStore } from './domain/responses/response-store.ts';
-import { StoredResponses } from './domain/responses/stored-responses.ts';
-import { RedisResponseStore } from './response-store/redis-response-store.ts';
 import { ProxyTelemetry } from './telemetry/request-observer.ts';
-import { supportsProviderKind } from './upstreams/upstream-adapters.ts';
-import { UpstreamTransport } from './upstreams/upstream-transport.ts';
+import { createConfigStream, createRateLimiter, createResponseStorage, createUpstreamTransport, snapshotKeyedServices } from './wiring/clients.ts';
+import { createHttpDrain } from './wiring/http-drain.ts';
 
 /** A running proxy: its bound port, readiness, and a close that leaves nothing running. */
 export interface ProxyApp {
@@ -63,15 +54,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   // A malformed OTEL_* value fails the start here, before anything opens.
   const tracing = deps.tracing ?? startTracing('proxy', process.env, logger);
 
-  const configStream = new ConfigStreamClient({
-    address: config.ADMIN_GRPC_URL,
-    proxyId: config.PROXY_ID,
-    stalenessMs: config.PROXY_CONFIG_STALENESS_MS,
-    maxReceiveMessageBytes: config.PROXY_CONFIG_MAX_MESSAGE_BYTES,
-    logger,
-    security,
-    supportsProviderKind,
-  });
+  const configStream = createConfigStream(config, logger, security);
   const ledger = new LedgerClient({
     address: config.LEDGER_GRPC_URL,
     callTimeoutMs: config.LEDGER_CALL_TIMEOUT_MS,
@@ -97,24 +80,9 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     // ended stream's grants when it sees their owner gone (docs/proxy.md "Credit grants").
     ledger.onStreamEnded(() => grants.streamEnded());
   }
-  const rateLimiter: RateLimiter = config.REDIS_URL === undefined
-    ? new InProcessRateLimiter()
-    : new RedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.PROXY_REDIS_PREFIX, logger, leaseMax: config.PROXY_RPM_LEASE_MAX, leaseMs: config.PROXY_RPM_LEASE_MS });
-  // Stored Responses live beside the RPM pools when the proxy has Redis (shared by every replica), else in this process.
-  const responseStoreUrl = config.PROXY_RESPONSE_STORE_REDIS_URL ?? config.REDIS_URL;
-  const responseStore: ResponseStore = responseStoreUrl === undefined
-    ? new InProcessResponseStore({ maxBytes: config.PROXY_RESPONSE_STORE_MAX_BYTES })
-    : new RedisResponseStore({ url: responseStoreUrl, keyPrefix: config.PROXY_RESPONSE_STORE_PREFIX, logger });
-  const sealerOf = responseSealerForKey(() => logger.warn(
-    'the admin sent no response store key (an older admin): stored responses are sealed with a key of this process and open only on this replica, until restart',
-  ));
-  const storedResponses = new StoredResponses({ store: responseStore, sealerOf: (snapshot) => sealerOf(snapshot.responseStoreKey) });
-  const upstream = new UpstreamTransport({
-    connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
-    firstByteTimeoutMs: config.UPSTREAM_FIRST_BYTE_TIMEOUT_MS,
-    idleTimeoutMs: config.UPSTREAM_IDLE_TIMEOUT_MS,
-    totalTimeoutMs: config.UPSTREAM_TOTAL_TIMEOUT_MS,
-  });
+  const rateLimiter = createRateLimiter(config, logger);
+  const { responseStore, storedResponses } = createResponseStorage(config, logger);
+  const upstream = createUpstreamTransport(config);
   /**
    * Ready = started and not shutting down, holds a fresh snapshot, and its settle outbox has room.
    * Redis and the ledger are NOT part of it: every replica shares them, so "unready everywhere"
@@ -155,12 +123,6 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     metrics.proxyGrantHeldMicros.set(grants === undefined ? 0 : Number(grants.uncarvedMicros()));
   });
 
-  const toolCallIdCodecOf = toolCallIdCodecForKey(() => logger.warn(
-    'the admin sent no tool-call id key (an older admin): tool-call ids are sealed with a key of this process and map back only on this replica, until restart',
-  ));
-  const cacheScopingOf = cacheScopingForKey(config.PROXY_CACHE_SCOPE_MIN_PROMPT_TOKENS, () => logger.warn(
-    'the admin sent no cache scope key (an older admin): prompts are marked under a key of this process, so replicas do not share an organisation\'s upstream prompt cache',
-  ));
   const httpApp = createHttpApp({
     logger,
     freshSnapshot: () => configStream.freshSnapshot(),
@@ -169,10 +131,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     rateLimiter,
     ledger: billingLedger,
     upstream,
-    // Tool-call ids sealed under the admin's key (one codec per key); docs/surfaces/tool-call-ids.md.
-    toolCallIds: (snapshot) => toolCallIdCodecOf(snapshot.toolCallIdKey),
-    // Prompt caches kept to each organisation under the admin's key (docs/decisions.md).
-    cacheScoping: (snapshot) => cacheScopingOf(snapshot.cacheScopeKey),
+    ...snapshotKeyedServices(config, logger),
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,
     maxInflightBodyBytes: config.PROXY_MAX_INFLIGHT_BODY_BYTES,
@@ -191,28 +150,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     await Promise.allSettled([rateLimiter.close(), upstream.close(), responseStore.close()]);
   };
 
-  // After the grace, cut streams still get time for their Settles to leave the outbox (a few attempts).
-  const settleBoundMs = proxySettleBoundMs(config);
-  /** The proxy's drain: the HTTP server's close stage, waiting for every request's billing rather than for its bytes. */
-  const drainHttp = async (http: RunningHttpServer) => {
-    // No new connections; idle keep-alive ones closed; responses still to be written end their connection.
-    http.stopAccepting();
-    // In-flight requests (streams included) settle or release their Reserve before they end, so wait for them.
-    let drained = await tasks.drain(config.SHUTDOWN_GRACE_MS);
-    if (!drained) {
-      logger.warn({ pending: tasks.size, streams: activeStreams.size }, 'shutdown grace ran out; cutting remaining streams');
-      // Each cut stream ends with an error event, aborts its upstream and settles what it delivered.
-      const cutStreams = activeStreams.size;
-      for (const stream of activeStreams) stream.abort('shutdown');
-      if (cutStreams > 0) drained = await tasks.drain(settleBoundMs);
-    }
-    // Settles and Releases the ledger has still not answered: each is logged for replay (the
-    // requests waiting on them then finish and write their log lines).
-    if (outbox.abandon() > 0) drained = await tasks.drain(1000);
-    if (!drained) logger.error({ pending: tasks.size }, 'requests still pending after the cut; the ledger expiry sweeper will resolve their reservations');
-    // Bounded wait for the last responses to flush and their connections to close, then cut.
-    await http.close(drained ? 1000 : 0);
-  };
+  const drainHttp = createHttpDrain({ config, logger, tasks, activeStreams, outbox });
 
   const http = await lifecycle.start(async () => {
     // The metrics listener stops last (registered first): a scrape during the drain still answers.

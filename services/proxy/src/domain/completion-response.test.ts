@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkFrameHead, cutCompletion, estimateCompletionTokens } from './completion-response.ts';
+import { createChatStreamRenderer, cutCompletion, estimateCompletionTokens } from './completion-response.ts';
 import type { NormalizedChoice, NormalizedCompletion } from './normalized-completion.ts';
 import { outputTokensWithin } from './pricing.ts';
 import type { GatewayModelEntry } from './config-snapshot.ts';
@@ -86,7 +86,10 @@ describe('outputTokensWithin', () => {
 
 describe('the chunk frame head', () => {
   it('carries the gateway id, created and the Gateway Model slug (escaped), and completes to the chunk JSON clients parse', () => {
-    const head = chunkFrameHead({ id: 'chatcmpl-1', createdS: 1_700_000_000, modelSlug: 'team "fast"' });
+    // The head is what the renderer writes before a chunk's choices.
+    const choices = '[{"index":0,"delta":{"content":"hi"}}]';
+    const frame = createChatStreamRenderer({ id: 'chatcmpl-1', createdS: 1_700_000_000, modelSlug: 'team "fast"', includeUsage: false }).text('hi', choices);
+    const head = frame.slice(0, frame.indexOf(choices));
     expect(head.startsWith('data: ')).toBe(true);
     const chunk = JSON.parse(`${head.slice('data: '.length)}[{"index":0,"delta":{"content":"hi"}}]}`) as Record<string, unknown>;
     expect(chunk).toEqual({

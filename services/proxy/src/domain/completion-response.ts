@@ -93,7 +93,7 @@ function chatChoices(choices: StreamChoice[]): StreamChoice[] {
  * gateway's own (the Gateway Model slug), never the upstream's: this file is where the
  * upstream's identity is replaced for clients, in both paths. Serialised once per stream.
  */
-export function chunkFrameHead(input: { id: string; createdS: number; modelSlug: string }): string {
+function chunkFrameHead(input: { id: string; createdS: number; modelSlug: string }): string {
   return `data: {"id":${JSON.stringify(input.id)},"object":"chat.completion.chunk","created":${input.createdS},"model":${JSON.stringify(input.modelSlug)},"choices":`;
 }
 

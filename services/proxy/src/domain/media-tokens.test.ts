@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { png, wav } from '../test-support/media-fixtures.ts';
 import type { ChatContentPart } from './chat-request.ts';
 import { audioSecondsOf, imageDimensionsOf } from './media-decoding.ts';
-import { anthropicImageTokens, MediaTokenCounter, openAiPatchTokens, openAiTileTokens } from './media-tokens.ts';
+import { anthropicImageTokens, openAiPatchTokens, openAiTileTokens } from './image-token-formulas.ts';
+import { MediaTokenCounter } from './media-tokens.ts';
 import { estimatePromptTokens } from './token-estimate.ts';
 
 // Real, decodable images of a given size, written here byte by byte (PNG and WAV come from

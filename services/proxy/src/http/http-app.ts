@@ -1,28 +1,30 @@
 import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { GatewayError } from '@gateway/errors';
-import { createJsonBodyParser, createRequestGuard } from '@gateway/http-guard';
+import { createRequestGuard } from '@gateway/http-guard';
 import type { Logger } from '@gateway/logger';
 import type { HealthProbes } from '@gateway/service-runtime';
 import type { CacheScoping } from '../domain/cache-scope.ts';
-import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
-import type { ConfigSnapshot, GatewayModelEntry, GatewayModelKind, OrganisationEntry } from '../domain/config-snapshot.ts';
+import type { AuthenticatedCaller } from '../domain/authenticate.ts';
+import type { ConfigSnapshot, GatewayModelEntry, GatewayModelKind } from '../domain/config-snapshot.ts';
 import type { Ledger } from '../domain/ledger-port.ts';
-import { resolveModelName } from '../domain/model-aliases.ts';
-import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision, type RateLimiter } from '../domain/rate-limit.ts';
+import type { RateLimiter } from '../domain/rate-limit.ts';
 import type { ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
 import type { StoredResponses } from '../domain/responses/stored-responses.ts';
-import { elapsedMs, type ChatInput } from '../inference/chat-billing.ts';
+import type { ChatInput } from '../inference/chat-billing.ts';
 import type { UpstreamPort } from '../inference/complete-chat.ts';
 import type { StreamChatDeps, StreamSink, StreamStopReason } from '../inference/stream-chat.ts';
 import type { ProxyRoute, ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
 import type { UpstreamAdapter } from '../upstreams/upstream-adapter.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
-import { BodyByteBudget } from './body-byte-budget.ts';
+import { createAdmission, type ApiKeySource } from './admission.ts';
+import { sendJson, sseSink } from './answers.ts';
+import { resolveModelOfKind } from './model-resolution.ts';
 import { contextOf, requestContext, sendAnthropicError, sendError, type RequestContext } from './request-context.ts';
 import { mountChatCompletionsRoute } from './routes/chat-completions-route.ts';
 import { mountEmbeddingsRoute } from './routes/embeddings-route.ts';
 import { mountMessagesRoute } from './routes/messages-route.ts';
+import { mountModelsRoutes } from './routes/models-route.ts';
 import { mountResponsesRoute } from './routes/responses-route.ts';
 
 /** Everything the HTTP layer uses, wired by createProxyApp. */
@@ -61,9 +63,6 @@ export interface HttpAppServices {
 
 /** A handler of an inference route: gets the request's context and observer; whatever it throws becomes the error response. */
 type InferenceHandler = (req: Request, res: Response, context: RequestContext, observer: RequestObserver) => Promise<void>;
-
-/** Where an inference route reads its API key: `Authorization: Bearer` only, or also Anthropic's `x-api-key`. */
-type ApiKeySource = 'bearer' | 'bearer_or_x_api_key';
 
 /** The error shape an inference route answers in: OpenAI's (every route but one) or Anthropic's (`/v1/messages`). */
 type ErrorShape = 'openai' | 'anthropic';
@@ -110,62 +109,6 @@ export interface InferenceRouteKit {
   withStreamStop(res: Response, relay: (stop: AbortSignal) => Promise<void>): Promise<void>;
 }
 
-function sameAnswerForMissingModel(slug: string): GatewayError {
-  return new GatewayError('model_not_found', {
-    param: 'model',
-    publicMessage: `The model '${slug.slice(0, 256)}' does not exist or you do not have access to it.`,
-  });
-}
-
-/** The model a caller asked for, when it exists and the organisation may use it; one 404 otherwise. */
-function modelAllowed(snapshot: ConfigSnapshot, organisation: OrganisationEntry, slug: string): GatewayModelEntry {
-  const model = snapshot.modelsBySlug.get(slug);
-  if (model === undefined || !organisation.allowedModelSlugs.has(slug)) throw sameAnswerForMissingModel(slug);
-  return model;
-}
-
-/** The endpoints a model of a kind is served on, as /v1/models lists them and a wrong-kind 400 names them. */
-const endpointsOfKind: Record<GatewayModelKind, readonly string[]> = {
-  chat: ['/v1/chat/completions', '/v1/responses', '/v1/messages'],
-  embedding: ['/v1/embeddings'],
-};
-
-/**
- * Answers 200 with a JSON body in one write (headers and body together), without express's
- * res.json/res.send (content-type lookup, freshness check, extra header passes): the same
- * status, content-type and content-length they send for a completion.
- */
-function sendJson(res: Response, body: unknown, observer: RequestObserver): void {
-  const json = JSON.stringify(body);
-  // A client that hung up was counted (499) when it left: its answer has no first byte to time.
-  if (res.destroyed) return;
-  observer.firstByte();
-  res.statusCode = 200;
-  res.setHeader('content-type', 'application/json; charset=utf-8');
-  res.setHeader('content-length', Buffer.byteLength(json));
-  res.end(json);
-}
-
-/** A model as /v1/models shows it: OpenAI's fields (the slug and nothing upstream) plus what the model serves and accepts. */
-interface ModelObject {
-  id: string;
-  object: 'model';
-  created: number;
-  owned_by: 'gateway';
-  capabilities: { kind: GatewayModelKind; endpoints: readonly string[]; input_modalities: string[] };
-}
-
-function modelObject(model: GatewayModelEntry): ModelObject {
-  return {
-    id: model.slug, object: 'model', created: model.createdAtS, owned_by: 'gateway',
-    capabilities: {
-      kind: model.kind,
-      endpoints: endpointsOfKind[model.kind],
-      input_modalities: ['text', ...[...model.mediaModalities].sort()],
-    },
-  };
-}
-
 /**
  * The proxy's express app: `/healthz`, `/readyz`, and the `/v1` routes: chat completions,
  * Responses, Anthropic Messages, embeddings (http/routes/ has one module per surface) and
@@ -177,82 +120,6 @@ export function createHttpApp(services: HttpAppServices): Express {
   app.disable('x-powered-by');
   app.disable('etag');
   app.set('query parser', 'simple');
-
-  // NUL is legal in message text and goes to the upstream (the proxy stores no content); a lone
-  // surrogate is not Unicode and is refused (docs/proxy.md, "Bad input").
-  const parseJson = createJsonBodyParser({ limitBytes: services.maxBodyBytes, text: 'unicode' });
-  const bodyBudget = new BodyByteBudget(services.maxInflightBodyBytes, services.maxBodyBytes);
-
-  /** Reads the JSON body; only for a caller whose key has passed (see readBodyWithinRateLimit for why not after RPM). */
-  function readJsonBody(req: Request, res: Response): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      parseJson(req, res, (error?: unknown) => {
-        if (error !== undefined && error !== null) reject(error);
-        else resolve(req.body);
-      });
-    });
-  }
-
-  function requireSnapshot(): ConfigSnapshot {
-    // A request that reaches us on a kept-alive connection after SIGTERM is refused, not started.
-    if (services.isShuttingDown()) throw new GatewayError('service_unavailable', { internalMessage: 'shutting down' });
-    const snapshot = services.freshSnapshot();
-    if (snapshot === undefined) {
-      throw new GatewayError('service_unavailable', { internalMessage: 'no fresh config snapshot' });
-    }
-    return snapshot;
-  }
-
-  /** Sets the x-ratelimit-* headers of a decision; throws the 429 of a refusal. */
-  function answerRateLimit(decision: RateLimitDecision, res: Response, context: RequestContext, startedAtMs: number): void {
-    context.log.rateLimitMs = elapsedMs(startedAtMs);
-    context.observer?.rpmChecked(startedAtMs, decision.allowed);
-    const headers = rateLimitHeaders(decision);
-    for (const name in headers) res.setHeader(name, headers[name]!);
-    if (!decision.allowed) {
-      context.observer?.rpmRefused('organisation');
-      throw new GatewayError('rate_limit_exceeded', { headers: { 'retry-after': String(retryAfterSeconds(decision)) } });
-    }
-  }
-
-  /**
-   * Counts the request against its organisation's pool; sets the x-ratelimit-* headers either way.
-   * Synchronous (no promise) when the limiter decides without I/O (a leased token, a full pool,
-   * the in-process pool); consume() only when decideNow has no answer, or the request would be
-   * counted twice.
-   */
-  function applyRateLimit(organisation: OrganisationEntry, res: Response, context: RequestContext): Promise<void> | undefined {
-    if (organisation.rpmLimit === 0) return undefined; // 0: the organisation has no RPM limit
-    const startedAtMs = performance.now();
-    const decided = services.rateLimiter.decideNow?.(organisation.id, organisation.rpmLimit);
-    if (decided !== undefined) {
-      answerRateLimit(decided, res, context, startedAtMs);
-      return undefined;
-    }
-    return services.rateLimiter.consume(organisation.id, organisation.rpmLimit, context.requestUuid)
-      .then((decision) => { answerRateLimit(decision, res, context, startedAtMs); });
-  }
-
-  /** Snapshot and key: what every inference route checks first, synchronously. */
-  function identify(req: Request, context: RequestContext, keySource: ApiKeySource = 'bearer'): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller } {
-    const snapshot = requireSnapshot();
-    // Anthropic's clients send the key as x-api-key; Authorization wins when both are present.
-    const xApiKey = req.headers['x-api-key'];
-    const authorization = keySource === 'bearer_or_x_api_key' && req.headers.authorization === undefined && typeof xApiKey === 'string'
-      ? `Bearer ${xApiKey}`
-      : req.headers.authorization;
-    const caller = authenticate(snapshot, authorization);
-    context.log.organisationId = caller.organisation.id;
-    context.log.projectId = caller.project.id;
-    return { snapshot, caller };
-  }
-
-  /** Snapshot, key and RPM: the common start of the routes that read no body. */
-  async function admit(req: Request, res: Response, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }> {
-    const identified = identify(req, context);
-    await applyRateLimit(identified.caller.organisation, res, context);
-    return identified;
-  }
 
   /** Runs an inference handler of a route as tracked work, answering with the error of anything it throws; the route's observer counts it. */
   function inference(route: ProxyRoute, handler: InferenceHandler, errorShape: ErrorShape = 'openai'): RequestHandler {
@@ -283,74 +150,12 @@ export function createHttpApp(services: HttpAppServices): Express {
     streamLeaseMs: services.streamLeaseMs,
   };
 
-  /** The SSE response of a stream, with backpressure: a slow client slows the relay, nothing piles up. */
-  function sseSink(res: Response, observer: RequestObserver): StreamSink {
-    return {
-      open() {
-        observer.firstByte();
-        res.status(200);
-        res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-        res.setHeader('cache-control', 'no-cache');
-      },
-      write(frame) {
-        if (res.destroyed || res.writableEnded) return false;
-        if (res.write(frame)) return true;
-        return new Promise<boolean>((resolve) => {
-          const settle = (open: boolean) => { res.off('drain', onDrain); res.off('close', onClose); resolve(open); };
-          const onDrain = () => settle(true);
-          const onClose = () => settle(false);
-          res.on('drain', onDrain);
-          res.on('close', onClose);
-        });
-      },
-      isOpen() { return !res.destroyed && !res.writableEnded; },
-      end(frames) {
-        // write + end rather than end(frames): the socket is corked, so the frames, the chunked
-        // framing and the terminating chunk still leave in one writev, and the response head is
-        // not concatenated to (and copied with) the frames, as res.end(string) before the head went out would do.
-        if (frames !== undefined && !res.destroyed && !res.writableEnded) res.write(frames);
-        res.end();
-      },
-    };
-  }
-
   const kit: InferenceRouteKit = {
     services,
     inferenceDeps,
     inference,
-    identify,
-    admit,
-    async readBodyWithinRateLimit(req, res, context, caller) {
-      // The body's share of PROXY_MAX_INFLIGHT_BODY_BYTES before its first byte is read (a 503
-      // when it does not fit, before the RPM count), given back once it is parsed or has failed.
-      const giveBack = bodyBudget.take(req.headers);
-      // The body is read while the RPM check's Redis round trip is in flight rather than after it
-      // (that round trip is on every request's latency). Only callers with a valid key get this
-      // far, the body is bounded by PROXY_MAX_BODY_BYTES, and a refusal still answers 429 first.
-      const body = readJsonBody(req, res).then((json) => ({ json }), (error: unknown) => ({ error })).finally(giveBack);
-      const limited = applyRateLimit(caller.organisation, res, context);
-      if (limited !== undefined) await limited;
-      const read = await body;
-      if ('error' in read) throw read.error;
-      return read.json;
-    },
-    resolveModel(snapshot, caller, name, kind, observer, stream) {
-      // A slug or an alias of one (domain/model-aliases.ts); from here on only the slug's model
-      // counts: the allowed-models rule, prices, the Reserve, usage records and the response's `model`.
-      const resolved = resolveModelName(snapshot, caller.organisation, name);
-      // The label is the slug when the name reaches one (bounded by the catalogue), whatever the client sent otherwise.
-      if (resolved !== undefined) observer.modelResolved(resolved.slug, stream);
-      else observer.modelUnknown(stream);
-      if (resolved === undefined || !caller.organisation.allowedModelSlugs.has(resolved.slug)) throw sameAnswerForMissingModel(name);
-      const model = resolved;
-      if (model.kind !== kind) {
-        throw new GatewayError('invalid_request', {
-          param: 'model',
-          publicMessage: `The model '${model.slug}' is ${model.kind === 'embedding' ? 'an embedding' : 'a chat'} model; use POST ${endpointsOfKind[model.kind].join(' or POST ')}.`,
-        });
-      }
-      return model;
-    },
+    ...createAdmission(services),
+    resolveModel: resolveModelOfKind,
     adapterOf(model) {
       const adapter = adapterFor(model.upstream.providerKind);
       if (adapter === undefined) {
@@ -384,22 +189,7 @@ export function createHttpApp(services: HttpAppServices): Express {
   mountResponsesRoute(app, kit);
   mountMessagesRoute(app, kit);
   mountEmbeddingsRoute(app, kit);
-
-  app.get('/v1/models', inference('/v1/models', async (req, res, context) => {
-    const { snapshot, caller } = await admit(req, res, context);
-    const data = [...caller.organisation.allowedModelSlugs]
-      .map((slug) => snapshot.modelsBySlug.get(slug))
-      .filter((model): model is GatewayModelEntry => model !== undefined)
-      .sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0))
-      .map(modelObject);
-    res.json({ object: 'list', data });
-  }));
-
-  app.get('/v1/models/*slug', inference('/v1/models/:slug', async (req, res, context) => {
-    const { snapshot, caller } = await admit(req, res, context);
-    const segments = (req.params as { slug?: string[] }).slug ?? [];
-    res.json(modelObject(modelAllowed(snapshot, caller.organisation, segments.join('/'))));
-  }));
+  mountModelsRoutes(app, kit);
 
   // Legacy completions are not served (docs/proxy.md, "What is served"): a prompt-continuation
   // API few upstreams still offer, which cannot be translated to chat without changing what a

@@ -81,7 +81,7 @@ export function messagesUsage(usage: TokenUsage, costMicros: bigint, byClass?: r
  * arguments are a JSON object, `{}` when they are empty, and otherwise (a model's malformed
  * call) the arguments text itself as a string, so nothing the model produced is lost and the
  * client's check of the tool input reports it as it would any wrong input. The request side
- * takes such a string `input` back as the arguments unchanged (messages-request.ts), so a turn
+ * takes such a string `input` back as the arguments unchanged (messages-turns.ts), so a turn
  * holding it can be echoed; `{}` or a wrapper object would change what the model wrote.
  */
 function toolInputOf(argumentsText: string): unknown {

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { createResponseSealer } from '../../test-support/response-sealers.ts';
 import { InProcessResponseStore } from './response-store.ts';
 import { readStatefulFields, storedInputItems } from './stateful-input.ts';
-import { defaultResponseRetentionS, inputItemId, responseIdOfItemId, retentionSOf, StoredResponses, type StoredResponseRecord } from './stored-responses.ts';
+import type { ResponseStore } from './response-store.ts';
+import { inputItemId, responseIdOfItemId, StoredResponses, type StoredResponseRecord } from './stored-responses.ts';
 import type { ConfigSnapshot, OrganisationEntry } from '../config-snapshot.ts';
 
 const responseId = 'resp_0b35cffe-0972-4710-b464-830bd8bf8a3a';
@@ -11,6 +12,18 @@ const organisation = (overrides: Partial<OrganisationEntry> = {}): OrganisationE
   id: 'org_a', status: 'active', billingMode: 'commercial', rpmLimit: 0, allowedModelSlugs: new Set(), modelAliases: new Map(), ...overrides,
 });
 const snapshot = (overrides: Partial<ConfigSnapshot> = {}) => ({ responseStoreKey: randomBytes(32), ...overrides }) as unknown as ConfigSnapshot;
+
+/** The retention used when the admin sends none, seconds: OpenAI's 30 days. */
+const defaultResponseRetentionS = 30 * 24 * 60 * 60;
+
+/** The retention StoredResponses.save keeps a record for, seconds: the time to live it hands the store (synchronously, before its first await). */
+function retentionSOf(config: ConfigSnapshot, owner: OrganisationEntry): number {
+  let ttlMs = Number.NaN;
+  const store = { put: (_key: unknown, _value: Buffer, timeToLiveMs: number) => { ttlMs = timeToLiveMs; return Promise.resolve(); } } as unknown as ResponseStore;
+  const stored = new StoredResponses({ store, sealerOf: (s) => createResponseSealer(s.responseStoreKey!) });
+  void stored.save(config, owner, { storedAtMs: 0, response: { id: responseId, output: [] }, inputItems: [], context: [] });
+  return ttlMs / 1000;
+}
 
 describe('the response sealer', () => {
   it('opens what it sealed only under the same organisation, response id and key', () => {

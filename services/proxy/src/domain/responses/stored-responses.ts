@@ -4,7 +4,7 @@ import type { ResponseSealer } from './response-sealer.ts';
 import type { ResponseStore } from './response-store.ts';
 
 /** The retention of stored Responses when the admin sent none (an older admin), seconds: OpenAI's 30 days. */
-export const defaultResponseRetentionS = 30 * 24 * 60 * 60;
+const defaultResponseRetentionS = 30 * 24 * 60 * 60;
 
 /** An item as stored and listed: a Responses item (input or output) with its id; its other fields are kept as they were. */
 export type StoredItem = Record<string, unknown> & { id: string; type: string };
@@ -25,7 +25,7 @@ export interface StoredResponseRecord {
 }
 
 /** How long an organisation's Responses are kept, seconds: the platform's retention, or the organisation's when shorter. */
-export function retentionSOf(snapshot: ConfigSnapshot, organisation: OrganisationEntry): number {
+function retentionSOf(snapshot: ConfigSnapshot, organisation: OrganisationEntry): number {
   const platform = snapshot.responseRetentionS ?? defaultResponseRetentionS;
   return organisation.responseRetentionS === undefined ? platform : Math.min(platform, organisation.responseRetentionS);
 }

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
 import { adapterFor } from '../upstream-adapters.ts';
 import { openAiCompatibleAdapter } from './adapter.ts';
-import { maxInputsWithin } from './embeddings.ts';
 
 const target = { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-embed-3', apiKey: 'sk-vendor' };
 const embeddings = openAiCompatibleAdapter.embeddings!;
@@ -107,6 +106,13 @@ function refusalOf(build: () => unknown): GatewayError | undefined {
 describe('OpenAI-compatible embeddings: a batch whose answer cannot fit the read limit', () => {
   const openai = adapterFor('openai')!.embeddings!;
   const texts = (count: number) => Array.from({ length: count }, () => 'x');
+  /** The most inputs buildRequest lets through at `dimensions`, as its refusal of a far larger batch names it (base64: an OpenAI target; floats: a server of unknown kind). */
+  const maxInputsWithin = (dimensions: number, encoding: 'base64' | 'float'): number => {
+    const build = () => (encoding === 'base64'
+      ? openai.buildRequest({ ...target, providerKind: 'openai' }, { input: texts(100_000), dimensions, user: undefined })
+      : embeddings.buildRequest(target, { input: texts(100_000), dimensions, user: undefined }));
+    return Number(/at most (\d+) inputs/.exec(refusalOf(build)!.publicMessage)![1]);
+  };
 
   it('sizes the most inputs per vector size: (16 MiB − 16 KiB) / (vector + 256 B), base64 4/3 of 4 B per component, floats 25 B', () => {
     // Written out: 16,777,216 − 16,384 = 16,760,832 bytes for the vectors.

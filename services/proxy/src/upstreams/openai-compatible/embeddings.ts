@@ -87,7 +87,7 @@ function vectorAnswerBytes(dimensions: number, encoding: 'base64' | 'float'): nu
  * The most inputs one request may carry so that the upstream's answer of `dimensions`-sized
  * vectors, in the encoding asked of it, fits the transport's read limit (upstreamResponseMaxBytes).
  */
-export function maxInputsWithin(dimensions: number, encoding: 'base64' | 'float', maxResponseBytes = upstreamResponseMaxBytes): number {
+function maxInputsWithin(dimensions: number, encoding: 'base64' | 'float', maxResponseBytes = upstreamResponseMaxBytes): number {
   return Math.max(0, Math.floor((maxResponseBytes - answerEnvelopeBytes) / vectorAnswerBytes(dimensions, encoding)));
 }
 

@@ -1,0 +1,39 @@
+import type { Logger } from '@gateway/logger';
+import type { RunningHttpServer } from '@gateway/service-runtime';
+import { proxySettleBoundMs, type ProxyConfig } from '../config.ts';
+import type { SettleOutbox } from '../ledger/settle-outbox.ts';
+import type { TaskTracker } from '../task-tracker.ts';
+
+/** What the HTTP drain waits on and cuts: the request work, the streams being relayed and the settle outbox. */
+interface HttpDrainDeps {
+  config: ProxyConfig;
+  logger: Logger;
+  tasks: TaskTracker;
+  activeStreams: Set<AbortController>;
+  outbox: SettleOutbox;
+}
+
+/** The proxy's drain: the HTTP server's close stage, waiting for every request's billing rather than for its bytes. */
+export function createHttpDrain({ config, logger, tasks, activeStreams, outbox }: HttpDrainDeps): (http: RunningHttpServer) => Promise<void> {
+  // After the grace, cut streams still get time for their Settles to leave the outbox (a few attempts).
+  const settleBoundMs = proxySettleBoundMs(config);
+  return async (http: RunningHttpServer) => {
+    // No new connections; idle keep-alive ones closed; responses still to be written end their connection.
+    http.stopAccepting();
+    // In-flight requests (streams included) settle or release their Reserve before they end, so wait for them.
+    let drained = await tasks.drain(config.SHUTDOWN_GRACE_MS);
+    if (!drained) {
+      logger.warn({ pending: tasks.size, streams: activeStreams.size }, 'shutdown grace ran out; cutting remaining streams');
+      // Each cut stream ends with an error event, aborts its upstream and settles what it delivered.
+      const cutStreams = activeStreams.size;
+      for (const stream of activeStreams) stream.abort('shutdown');
+      if (cutStreams > 0) drained = await tasks.drain(settleBoundMs);
+    }
+    // Settles and Releases the ledger has still not answered: each is logged for replay (the
+    // requests waiting on them then finish and write their log lines).
+    if (outbox.abandon() > 0) drained = await tasks.drain(1000);
+    if (!drained) logger.error({ pending: tasks.size }, 'requests still pending after the cut; the ledger expiry sweeper will resolve their reservations');
+    // Bounded wait for the last responses to flush and their connections to close, then cut.
+    await http.close(drained ? 1000 : 0);
+  };
+}
