@@ -9,9 +9,9 @@ import { listAll } from './lists.ts';
 import { BannerContext, type Banner, type Banners } from './banners.ts';
 import { useLive, type LiveStatus } from './live.ts';
 import { roleAllows, type PageRole } from './page-props.ts';
-import { LinkPage } from './pages/link.tsx';
+import { LinkPage } from './pages/people/link.tsx';
 import { pageRoutes, type PageRoute } from './pages/index.ts';
-import { SignInPage } from './pages/sign-in.tsx';
+import { SignInPage } from './pages/people/sign-in.tsx';
 import { matchPath, navigate, useLocation } from './router.ts';
 import { SessionContext, endSession, loadSession, useSession, type Person, type Session, type SessionAnswer } from './session.ts';
 

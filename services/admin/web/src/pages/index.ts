@@ -1,17 +1,18 @@
-// The dashboard's pages after sign-in: the path each answers (hash routes, "#/projects"), its
+// The dashboard's pages after sign-in, one folder per business area of the admin (tenancy, catalog,
+// people, billing, invoicing, alerts, platform; common/ holds the money and date text they share): the path each answers (hash routes, "#/projects"), its
 // title in the navigation, and who may open it. Sign-in and links (#/link/<token>) are the shell's.
 import type { FunctionComponent } from 'preact';
 import type { PageProps } from '../page-props.ts';
-import { AlertsPage } from './alerts.tsx';
-import { AnalyticsPage } from './analytics.tsx';
-import { BillingPage } from './billing.tsx';
-import { InvoicesPage } from './invoices.tsx';
-import { MembersPage } from './members.tsx';
-import { ModelAliasesPage } from './model-aliases.tsx';
-import { OverviewPage } from './overview.tsx';
-import { PlatformPage } from './platform.tsx';
-import { ProjectsPage } from './projects.tsx';
-import { UsagePage } from './usage.tsx';
+import { AlertsPage } from './alerts/alerts.tsx';
+import { AnalyticsPage } from './platform/analytics.tsx';
+import { BillingPage } from './billing/billing.tsx';
+import { InvoicesPage } from './invoicing/invoices.tsx';
+import { MembersPage } from './people/members.tsx';
+import { ModelAliasesPage } from './catalog/model-aliases.tsx';
+import { OverviewPage } from './tenancy/overview.tsx';
+import { PlatformPage } from './platform/platform.tsx';
+import { ProjectsPage } from './tenancy/projects.tsx';
+import { UsagePage } from './platform/usage.tsx';
 
 /** One page of the dashboard. */
 export interface PageRoute {

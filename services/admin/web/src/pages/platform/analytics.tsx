@@ -1,14 +1,14 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { ChartView } from '../components/chart.tsx';
-import { Field, FormError } from '../components/field.tsx';
-import { Table, type Column } from '../components/table.tsx';
-import { formatCount, formatRupees } from '../format.ts';
-import type { PageProps } from '../page-props.ts';
-import { istDayBefore, istDayOf } from './ist-dates.ts';
+import { api } from '../../api.ts';
+import { ChartView } from '../../components/chart.tsx';
+import { Field, FormError } from '../../components/field.tsx';
+import { Table, type Column } from '../../components/table.tsx';
+import { formatCount, formatRupees } from '../../format.ts';
+import type { PageProps } from '../../page-props.ts';
+import { istDayBefore, istDayOf } from '../common/ist-dates.ts';
 import { marginPercent } from './margin.ts';
-import { chartRupees, exactRupees } from './rupee-text.ts';
+import { chartRupees, exactRupees } from '../common/rupee-text.ts';
 import { tokenClassLabel } from './token-classes.ts';
 import { usageFilterQuery } from './usage-filters.ts';
 

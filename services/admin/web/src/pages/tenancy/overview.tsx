@@ -1,16 +1,16 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { chartRupees } from './rupee-text.ts';
-import { api } from '../api.ts';
-import type { Balance, Project, ProjectBudget, UsageRecord, UsageSummaryRow } from '../api-types.ts';
-import { useBanners } from '../banners.ts';
-import { ChartView } from '../components/chart.tsx';
-import { FormError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { formatCount, formatIst, formatRupees } from '../format.ts';
-import { listAll } from '../lists.ts';
-import { useLive } from '../live.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
+import { chartRupees } from '../common/rupee-text.ts';
+import { api } from '../../api.ts';
+import type { Balance, Project, ProjectBudget, UsageRecord, UsageSummaryRow } from '../../api-types.ts';
+import { useBanners } from '../../banners.ts';
+import { ChartView } from '../../components/chart.tsx';
+import { FormError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { formatCount, formatIst, formatRupees } from '../../format.ts';
+import { listAll } from '../../lists.ts';
+import { useLive } from '../../live.ts';
+import { roleAllows, type PageProps } from '../../page-props.ts';
 import { ResponseStorageSettings } from './response-storage.tsx';
 
 /** Days of usage the charts by day and by model cover. */

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { useAction } from '../components/use-action.ts';
+import { api } from '../../api.ts';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { useAction } from '../../components/use-action.ts';
 
 /** How the organisation's stored Responses are kept, as the admin API shows them on the organisation. */
 interface ResponseStorage {

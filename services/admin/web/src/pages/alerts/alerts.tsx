@@ -1,15 +1,15 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import type { Alert } from '../api-types.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { SecretOnce } from '../components/secret-once.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst, formatRupees, rupeesToMicros } from '../format.ts';
-import { useLive } from '../live.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
-import { rupeeInput } from './rupee-text.ts';
+import { ApiError, api } from '../../api.ts';
+import type { Alert } from '../../api-types.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { SecretOnce } from '../../components/secret-once.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst, formatRupees, rupeesToMicros } from '../../format.ts';
+import { useLive } from '../../live.ts';
+import { roleAllows, type PageProps } from '../../page-props.ts';
+import { rupeeInput } from '../common/rupee-text.ts';
 
 /** A page of a newest-first list (alerts, deliveries). */
 interface CursorPage<Item> {

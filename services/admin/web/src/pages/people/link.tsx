@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst } from '../format.ts';
-import { useSession, type SessionAnswer } from '../session.ts';
+import { ApiError, api } from '../../api.ts';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst } from '../../format.ts';
+import { useSession, type SessionAnswer } from '../../session.ts';
 
 /** What GET /auth/links/{token} tells about a link. */
 interface LinkInfo {

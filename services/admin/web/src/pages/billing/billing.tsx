@@ -1,15 +1,15 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import type { Balance } from '../api-types.ts';
-import { Dialog } from '../components/dialog.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst, formatRupees } from '../format.ts';
-import { foreignCountryStateCode, gstStateLabel, gstStates } from '../gst-states.ts';
-import { useLive } from '../live.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
-import { navigate } from '../router.ts';
+import { ApiError, api } from '../../api.ts';
+import type { Balance } from '../../api-types.ts';
+import { Dialog } from '../../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst, formatRupees } from '../../format.ts';
+import { foreignCountryStateCode, gstStateLabel, gstStates } from '../../gst-states.ts';
+import { useLive } from '../../live.ts';
+import { roleAllows, type PageProps } from '../../page-props.ts';
+import { navigate } from '../../router.ts';
 import {
   documentKindText, documentPdfPath, refundStateText, type BillingProfile, type CheckoutDetails, type CursorPage, type Refund, type TopUp, type TopUpPackage, type TopUpState,
 } from './billing-types.ts';

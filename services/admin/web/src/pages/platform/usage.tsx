@@ -1,14 +1,14 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import type { Project, UsageRecord, UsageSummaryRow } from '../api-types.ts';
-import { Field, FormError, describedBy } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { formatCount, formatIst, formatRupees } from '../format.ts';
-import { listAll } from '../lists.ts';
-import { useLive } from '../live.ts';
-import type { PageProps } from '../page-props.ts';
-import { istDayBefore, istDayOf } from './ist-dates.ts';
-import { exactRupees } from './rupee-text.ts';
+import { api } from '../../api.ts';
+import type { Project, UsageRecord, UsageSummaryRow } from '../../api-types.ts';
+import { Field, FormError, describedBy } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { formatCount, formatIst, formatRupees } from '../../format.ts';
+import { listAll } from '../../lists.ts';
+import { useLive } from '../../live.ts';
+import type { PageProps } from '../../page-props.ts';
+import { istDayBefore, istDayOf } from '../common/ist-dates.ts';
+import { exactRupees } from '../common/rupee-text.ts';
 import { classBreakdown, tokenClassLabel, type ClassBreakdown } from './token-classes.ts';
 import { usageFilterQuery, type UsageFilterForm } from './usage-filters.ts';
 

@@ -1,15 +1,15 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import type { Project, ProjectBudget, ProjectWithSecret } from '../api-types.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Dialog } from '../components/dialog.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { SecretOnce } from '../components/secret-once.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst, formatRupees, rupeesToMicros } from '../format.ts';
-import { listAll } from '../lists.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
+import { ApiError, api } from '../../api.ts';
+import type { Project, ProjectBudget, ProjectWithSecret } from '../../api-types.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Dialog } from '../../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { SecretOnce } from '../../components/secret-once.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst, formatRupees, rupeesToMicros } from '../../format.ts';
+import { listAll } from '../../lists.ts';
+import { roleAllows, type PageProps } from '../../page-props.ts';
 
 /** A secret to show once, and what it belongs to. */
 interface ShownSecret {

@@ -1,14 +1,14 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Dialog } from '../components/dialog.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { SecretOnce } from '../components/secret-once.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst } from '../format.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
-import { useSession } from '../session.ts';
+import { api } from '../../api.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Dialog } from '../../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { SecretOnce } from '../../components/secret-once.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst } from '../../format.ts';
+import { roleAllows, type PageProps } from '../../page-props.ts';
+import { useSession } from '../../session.ts';
 
 /** A member's role in the organisation. */
 type OrganisationRole = 'viewer' | 'developer' | 'owner';

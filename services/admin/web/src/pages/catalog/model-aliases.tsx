@@ -1,13 +1,13 @@
 // Model aliases (docs/model-aliases.md): the platform's, on the platform area's "Model aliases"
 // tab, and an organisation's own, on its "Model aliases" page. One editor serves both.
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst } from '../format.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
+import { api } from '../../api.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst } from '../../format.ts';
+import { roleAllows, type PageProps } from '../../page-props.ts';
 
 /** One alias as the admin API shows it. */
 interface ModelAlias {
