@@ -4,7 +4,7 @@ import type { Balance } from '../../api-types.ts';
 import { FormError } from '../../components/field.tsx';
 import { formatRupees } from '../../format.ts';
 import { useLive } from '../../live.ts';
-import { roleAllows, type PageProps } from '../../page-props.ts';
+import { allows, type PageProps } from '../../page-props.ts';
 import { navigate } from '../../router.ts';
 import type { BillingProfile } from './billing-types.ts';
 import type { CheckoutResult } from './checkout.ts';
@@ -57,10 +57,10 @@ export function BillingPage(props: PageProps) {
       {watched === undefined ? null : (
         <TopUpWatch key={watched.topUpId} organisationId={organisationId} topUpId={watched.topUpId} failed={watched.failed} onSettled={refreshTopUps} />
       )}
-      <ProfileCard organisationId={organisationId} isOwner={roleAllows(props.role, 'owner')} profile={profile} onProfile={setProfile} />
-      <PackagesCard organisationId={organisationId} isOwner={roleAllows(props.role, 'owner')} hasProfile={profile != null}
+      <ProfileCard organisationId={organisationId} canChange={allows(props.allowed, 'putBillingProfile')} profile={profile} onProfile={setProfile} />
+      <PackagesCard organisationId={organisationId} canBuy={allows(props.allowed, 'purchaseTopUp')} hasProfile={profile != null}
         onPaidHere={(topUpId) => { setWatched({ topUpId, failed: false }); refreshTopUps(); }} />
-      <TopUpList organisationId={organisationId} version={topUpsVersion} isPlatform={props.role === 'platform'} onChanged={refreshTopUps} />
+      <TopUpList organisationId={organisationId} version={topUpsVersion} canRefund={allows(props.allowed, 'createRefund')} onChanged={refreshTopUps} />
     </section>
   );
 }

@@ -9,7 +9,7 @@ import { loadRazorpayCheckout } from './checkout.ts';
 import { formatPaise } from './paise.ts';
 
 /** The packages on sale (price includes GST) with Buy for owners; Buy opens Checkout or the local pay page. */
-export function PackagesCard(props: { organisationId: string; isOwner: boolean; hasProfile: boolean; onPaidHere(topUpId: string): void }) {
+export function PackagesCard(props: { organisationId: string; canBuy: boolean; hasProfile: boolean; onPaidHere(topUpId: string): void }) {
   const [packages, setPackages] = useState<TopUpPackage[] | undefined>(undefined);
   const [buying, setBuying] = useState<string | undefined>(undefined);
   const { error, setError, run } = useAction();
@@ -54,7 +54,7 @@ export function PackagesCard(props: { organisationId: string; isOwner: boolean; 
     <div class="card">
       <h2>Buy credit</h2>
       <p class="hint">Prices include GST. The credit is added to the organisation's prepaid balance once the payment is confirmed; it cannot be cashed out or moved to another organisation.</p>
-      {props.isOwner && !props.hasProfile ? <p class="warning">Fill in the billing profile above before buying: invoices are made out to it.</p> : null}
+      {props.canBuy && !props.hasProfile ? <p class="warning">Fill in the billing profile above before buying: invoices are made out to it.</p> : null}
       <FormError error={error} />
       {packages === undefined ? (error === undefined ? <p role="status">Loading…</p> : null) : (
         <Table
@@ -66,7 +66,7 @@ export function PackagesCard(props: { organisationId: string; isOwner: boolean; 
             { header: 'Package', cell: (pack) => pack.name },
             { header: 'Price (incl. GST)', numeric: true, cell: (pack) => <>{formatPaise(pack.price_paise)} <span class="small">incl. GST</span></> },
             { header: 'Credit', numeric: true, cell: (pack) => formatRupees(pack.credit_micros) },
-            ...(props.isOwner ? [{
+            ...(props.canBuy ? [{
               header: 'Actions', cell: (pack: TopUpPackage) => (
                 <button type="button" class="primary" disabled={buying !== undefined || !props.hasProfile} aria-busy={buying === pack.id}
                   aria-label={`Buy ${pack.name}`} onClick={() => void buy(pack)}>Buy</button>

@@ -6,7 +6,7 @@ import { foreignCountryStateCode, gstStateLabel, gstStates } from '../../gst-sta
 import type { BillingProfile } from './billing-types.ts';
 
 /** The billing profile: owners fill or change it (required before the first purchase); others read it. */
-export function ProfileCard(props: { organisationId: string; isOwner: boolean; profile: BillingProfile | null | undefined; onProfile(profile: BillingProfile | null): void }) {
+export function ProfileCard(props: { organisationId: string; canChange: boolean; profile: BillingProfile | null | undefined; onProfile(profile: BillingProfile | null): void }) {
   const path = `/admin/v1/organisations/${props.organisationId}/billing-profile`;
   const { profile, onProfile } = props;
   const [form, setForm] = useState({ legalName: '', address: '', stateCode: '', gstin: '', country: '', email: '' });
@@ -43,14 +43,14 @@ export function ProfileCard(props: { organisationId: string; isOwner: boolean; p
   }
 
   const problem = (param: string) => fieldError(error, param);
-  const showForm = props.isOwner && (editing || profile === null);
+  const showForm = props.canChange && (editing || profile === null);
   return (
     <div class="card">
       <h2>Billing profile</h2>
       {profile === undefined ? (error === undefined ? <p role="status">Loading…</p> : <FormError error={error} />) : (
         <>
           {profile === null ? (
-            <p>No billing profile yet. {props.isOwner ? 'Fill it in before the first purchase: invoices are made out to it.' : 'An owner of the organisation fills it in before the first purchase.'}</p>
+            <p>No billing profile yet. {props.canChange ? 'Fill it in before the first purchase: invoices are made out to it.' : 'An owner of the organisation fills it in before the first purchase.'}</p>
           ) : showForm ? null : (
             <ul class="webhook-facts" aria-label="Billing profile">
               <li>Legal name: {profile.legal_name}</li>
@@ -61,7 +61,7 @@ export function ProfileCard(props: { organisationId: string; isOwner: boolean; p
             </ul>
           )}
           {saved === undefined ? null : <p class="notice" role="status">{saved}</p>}
-          {props.isOwner && !showForm ? (
+          {props.canChange && !showForm ? (
             <div class="actions"><button type="button" class="secondary" onClick={() => { setSaved(undefined); setEditing(true); }}>Edit billing profile</button></div>
           ) : null}
           {showForm ? (

@@ -91,7 +91,7 @@ export function TopUpWatch(props: { organisationId: string; topUpId: string; fai
 }
 
 /** The organisation's top-ups, newest first: state, documents (PDF links) and, for platform admins, refunds of invoiced ones. */
-export function TopUpList(props: { organisationId: string; version: number; isPlatform: boolean; onChanged(): void }) {
+export function TopUpList(props: { organisationId: string; version: number; canRefund: boolean; onChanged(): void }) {
   const path = `/admin/v1/organisations/${props.organisationId}/topups`;
   const [topUps, setTopUps] = useState<TopUp[] | undefined>(undefined);
   const [nextCursor, setNextCursor] = useState<string | null>(null);
@@ -166,7 +166,7 @@ export function TopUpList(props: { organisationId: string; version: number; isPl
                   ? <TopUpRefunds organisationId={props.organisationId} topUpId={topUp.id} version={props.version} />
                   : '—'),
               },
-              ...(props.isPlatform ? [{
+              ...(props.canRefund ? [{
                 header: 'Actions', cell: (topUp: TopUp) => (topUp.state === 'invoiced' ? (
                   <button type="button" class="secondary" aria-label={`Refund ${topUp.id}`} onClick={() => setRefunding(topUp)}>Refund</button>
                 ) : null),

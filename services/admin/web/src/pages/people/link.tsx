@@ -46,7 +46,7 @@ export function LinkPage(props: { token: string }) {
     }
     await run(async () => {
       const body = { password, ...(displayName.trim() === '' ? {} : { display_name: displayName.trim() }) };
-      session.signedIn(await api.send<SessionAnswer>('POST', `/auth/links/${encodeURIComponent(props.token)}`, body));
+      await session.signedIn(await api.send<SessionAnswer>('POST', `/auth/links/${encodeURIComponent(props.token)}`, body));
     });
   }
 

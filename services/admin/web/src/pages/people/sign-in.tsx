@@ -15,7 +15,7 @@ export function SignInPage(props: { notice?: string | undefined; failure?: strin
     event.preventDefault();
     await run(async () => {
       try {
-        session.signedIn(await api.send<SessionAnswer>('POST', '/auth/sign-in', { email: email.trim(), password }));
+        await session.signedIn(await api.send<SessionAnswer>('POST', '/auth/sign-in', { email: email.trim(), password }));
       } catch (caught) {
         setPassword('');
         if (caught instanceof ApiError && caught.status === 429) {

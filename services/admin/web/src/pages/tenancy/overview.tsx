@@ -10,7 +10,7 @@ import { Table } from '../../components/table.tsx';
 import { formatCount, formatIst, formatRupees } from '../../format.ts';
 import { listAll } from '../../lists.ts';
 import { useLive } from '../../live.ts';
-import { roleAllows, type PageProps } from '../../page-props.ts';
+import { allows, type PageProps } from '../../page-props.ts';
 import { ResponseStorageSettings } from './response-storage.tsx';
 
 /** Days of usage the charts by day and by model cover. */
@@ -259,7 +259,7 @@ export function OverviewPage(props: PageProps) {
       <h2>Recent requests</h2>
       <RecentRequests records={data.recent} projects={data.projects} />
 
-      <ResponseStorageSettings organisationId={organisationId} isOwner={roleAllows(props.role, 'owner')} />
+      <ResponseStorageSettings organisationId={organisationId} canChange={allows(props.allowed, 'setResponseStorage')} />
     </section>
   );
 }
