@@ -187,34 +187,40 @@ export function MembersPage(props: PageProps) {
         />
       )}
 
-      {seesInvitations ? (
-        <Table
-          caption="Pending invitations"
-          showCaption
-          rows={invitations}
-          rowKey={(invitation) => invitation.id}
-          empty="No pending invitations."
-          columns={[
-            { header: 'Email', cell: (invitation) => invitation.email },
-            { header: 'Role', cell: (invitation) => <span class="pill">{invitation.role}</span> },
-            { header: 'Sent (IST)', cell: (invitation) => formatIst(invitation.created_at) },
-            { header: 'Expires (IST)', cell: (invitation) => formatIst(invitation.expires_at) },
-            ...(can('revokeInvitation') ? [{
-              header: 'Actions', cell: (invitation: Invitation) => (
-                <ConfirmButton label="Revoke" title={`Revoke the invitation of ${invitation.email}?`} confirmLabel="Revoke" danger onConfirm={() => revoke(invitation)}>
-                  <p>The invitation link stops working. You can invite {invitation.email} again later.</p>
-                </ConfirmButton>
-              ),
-            }] : []),
-          ]}
-        />
-      ) : null}
+      {seesInvitations ? <PendingInvitations invitations={invitations} onRevoke={can('revokeInvitation') ? revoke : undefined} /> : null}
 
       {changing === undefined ? null : (
         <RoleDialog organisationId={organisationId} member={changing} isSelf={changing.person_id === myId} onClose={() => setChanging(undefined)}
           onDone={() => { const member = changing; setChanging(undefined); void afterChange(member); }} />
       )}
     </section>
+  );
+}
+
+/** The pending invitations; with `onRevoke` (when the person may revoke them) each has a Revoke button. */
+function PendingInvitations(props: { invitations: Invitation[]; onRevoke: ((invitation: Invitation) => Promise<void>) | undefined }) {
+  const { onRevoke } = props;
+  return (
+    <Table
+      caption="Pending invitations"
+      showCaption
+      rows={props.invitations}
+      rowKey={(invitation) => invitation.id}
+      empty="No pending invitations."
+      columns={[
+        { header: 'Email', cell: (invitation) => invitation.email },
+        { header: 'Role', cell: (invitation) => <span class="pill">{invitation.role}</span> },
+        { header: 'Sent (IST)', cell: (invitation) => formatIst(invitation.created_at) },
+        { header: 'Expires (IST)', cell: (invitation) => formatIst(invitation.expires_at) },
+        ...(onRevoke === undefined ? [] : [{
+          header: 'Actions', cell: (invitation: Invitation) => (
+            <ConfirmButton label="Revoke" title={`Revoke the invitation of ${invitation.email}?`} confirmLabel="Revoke" danger onConfirm={() => onRevoke(invitation)}>
+              <p>The invitation link stops working. You can invite {invitation.email} again later.</p>
+            </ConfirmButton>
+          ),
+        }]),
+      ]}
+    />
   );
 }
 
