@@ -1,4 +1,4 @@
-import type { TokenClassFigures } from './pages/token-classes.ts';
+import type { TokenClassFigures } from './pages/platform/token-classes.ts';
 // The JSON shapes of the admin API answers the dashboard reads (services/admin/openapi.json is the
 // reference). Money fields ending _micros are decimal strings of micro-rupees.
 

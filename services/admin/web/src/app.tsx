@@ -8,21 +8,22 @@ import type { Organisation } from './api-types.ts';
 import { listAll } from './lists.ts';
 import { BannerContext, type Banner, type Banners } from './banners.ts';
 import { useLive, type LiveStatus } from './live.ts';
-import { roleAllows, type PageRole } from './page-props.ts';
-import { LinkPage } from './pages/link.tsx';
+import { allows, type AllowedOperations, type PageRole } from './page-props.ts';
+import { LinkPage } from './pages/people/link.tsx';
 import { pageRoutes, type PageRoute } from './pages/index.ts';
-import { SignInPage } from './pages/sign-in.tsx';
+import { SignInPage } from './pages/people/sign-in.tsx';
 import { matchPath, navigate, useLocation } from './router.ts';
-import { SessionContext, endSession, loadSession, useSession, type Person, type Session, type SessionAnswer } from './session.ts';
+import { SessionContext, endSession, loadPerson, loadSession, useSession, type Person, type Session, type SessionAnswer } from './session.ts';
 
 /** Where the chosen organisation is remembered between visits (an id: nothing secret). */
 const organisationStorageKey = 'gateway.dashboard.organisation';
 
-/** An organisation the person may pick, with their role there. */
+/** An organisation the person may pick, with their role there and what it allows. */
 interface OrganisationChoice {
   id: string;
   name: string;
   role: PageRole;
+  allowed: AllowedOperations;
 }
 
 /** The organisations in the switcher: the person's memberships, or every organisation for a platform admin. */
@@ -38,9 +39,9 @@ function useOrganisationChoices(person: Person | undefined): OrganisationChoice[
   return useMemo(() => {
     if (person === undefined) return [];
     if (!person.platform_admin) {
-      return person.memberships.map((m) => ({ id: m.organisation_id, name: m.organisation_name, role: m.role }));
+      return person.memberships.map((m) => ({ id: m.organisation_id, name: m.organisation_name, role: m.role, allowed: new Set(m.allowed_operations) }));
     }
-    return all.map((organisation) => ({ id: organisation.id, name: organisation.name, role: 'platform' as const }));
+    return all.map((organisation) => ({ id: organisation.id, name: organisation.name, role: 'platform' as const, allowed: 'all' as const }));
   }, [person, all]);
 }
 
@@ -67,11 +68,11 @@ const liveStatusText: Record<LiveStatus, string> = {
   off: 'Not live',
 };
 
-/** The routes a person may open with their role in the chosen organisation. */
-function visibleRoutes(role: PageRole | undefined, platformAdmin: boolean): PageRoute[] {
+/** The routes a person may open with what their membership allows in the chosen organisation. */
+function visibleRoutes(allowed: AllowedOperations | undefined, platformAdmin: boolean): PageRoute[] {
   return pageRoutes.filter((route) => {
     if (route.access === 'platform') return platformAdmin;
-    return roleAllows(role, route.access.organisationRole);
+    return allows(allowed, route.access.operation);
   });
 }
 
@@ -87,7 +88,8 @@ function Shell(props: { person: Person }) {
     ? choices.find((choice) => choice.id === chosen) ?? choices[0]
     : choices.find((choice) => choice.id === requested);
   const role = organisation?.role;
-  const routes = visibleRoutes(role, person.platform_admin);
+  const allowed = organisation?.allowed;
+  const routes = visibleRoutes(allowed, person.platform_admin);
   const [banners, setBanners] = useState<ReadonlyMap<string, Banner>>(new Map());
   const bannerApi = useMemo<Banners>(() => ({
     set(key, banner) {
@@ -190,7 +192,7 @@ function Shell(props: { person: Person }) {
               <p>You are not a member of any organisation yet. Ask an owner to invite you.</p>
             </section>
           ) : (
-            <Page key={`${organisation?.id ?? ''}${path}`} organisationId={organisation?.id} role={role} params={page!.params} />
+            <Page key={`${organisation?.id ?? ''}${path}`} organisationId={organisation?.id} role={role} allowed={allowed} params={page!.params} />
           )}
         </BannerContext.Provider>
       </main>
@@ -213,9 +215,11 @@ export function App() {
     );
   }, []);
 
-  const signedIn = useCallback((answer: SessionAnswer) => {
+  const signedIn = useCallback(async (answer: SessionAnswer) => {
     setCsrfToken(answer.csrf_token);
-    setState({ loading: false, person: answer.person, notice: undefined, failure: undefined });
+    // The sign-in answer's person is re-read from /admin/v1/me, whose memberships carry the allowed operations.
+    const person = await loadPerson();
+    setState({ loading: false, person, notice: undefined, failure: undefined });
     if (location.path === '/' || location.path === '/sign-in' || location.path.startsWith('/link/')) navigate('/overview', { replace: true });
   }, [location.path]);
 

@@ -12,9 +12,11 @@ interface Membership {
   organisation_id: string;
   organisation_name: string;
   role: OrganisationRole;
+  /** The operationIds of the admin API this role allows in the organisation (from the server's route table): the dashboard's gates. */
+  allowed_operations: string[];
 }
 
-/** A person as /auth and /admin/v1/me show them. */
+/** A person as GET /admin/v1/me shows them (the dashboard reads its memberships' allowed operations). */
 export interface Person {
   id: string;
   email: string;
@@ -23,7 +25,7 @@ export interface Person {
   memberships: Membership[];
 }
 
-/** The answer of sign-in, link completion and GET /auth/session. */
+/** The answer of sign-in, link completion and GET /auth/session (its person then re-read from /admin/v1/me, see `loadPerson`). */
 export interface SessionAnswer {
   person: Person;
   csrf_token: string;
@@ -33,8 +35,8 @@ export interface SessionAnswer {
 export interface Session {
   /** The signed-in person; undefined when signed out. */
   person: Person | undefined;
-  /** Adopts the answer of a sign-in or a completed link. */
-  signedIn(answer: SessionAnswer): void;
+  /** Adopts the answer of a sign-in or a completed link (reading the person's allowed operations first). */
+  signedIn(answer: SessionAnswer): Promise<void>;
   /** Ends this session (or, with `everywhere`, every session of the person) and forgets it here. */
   signOut(everywhere?: boolean): Promise<void>;
   /** Reloads the person (memberships change when an owner invites or removes). */
@@ -51,12 +53,20 @@ export function useSession(): Session {
   return session;
 }
 
-/** The session this browser already has (its cookie), or undefined when signed out. */
+/**
+ * The signed-in person with what each membership allows: GET /admin/v1/me is where the server
+ * answers with the operations of each role, so every gate of the dashboard is read from there.
+ */
+export async function loadPerson(): Promise<Person> {
+  return api.get<Person>('/admin/v1/me');
+}
+
+/** The session this browser already has (its cookie), with the person from `loadPerson`, or undefined when signed out. */
 export async function loadSession(): Promise<SessionAnswer | undefined> {
   try {
     const answer = await api.get<SessionAnswer>('/auth/session');
     setCsrfToken(answer.csrf_token);
-    return answer;
+    return { ...answer, person: await loadPerson() };
   } catch (error) {
     if (error instanceof ApiError && (error.status === 401 || error.status === 404)) return undefined;
     throw error;

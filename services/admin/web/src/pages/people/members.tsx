@@ -1,14 +1,14 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Dialog } from '../components/dialog.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { SecretOnce } from '../components/secret-once.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst } from '../format.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
-import { useSession } from '../session.ts';
+import { api } from '../../api.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Dialog } from '../../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { SecretOnce } from '../../components/secret-once.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst } from '../../format.ts';
+import { allows, type PageProps } from '../../page-props.ts';
+import { useSession } from '../../session.ts';
 
 /** A member's role in the organisation. */
 type OrganisationRole = 'viewer' | 'developer' | 'owner';
@@ -72,7 +72,9 @@ function linkNote(issued: IssuedLink, email: string): string {
  */
 export function MembersPage(props: PageProps) {
   const { organisationId } = props;
-  const isOwner = roleAllows(props.role, 'owner');
+  const can = (operationId: string) => allows(props.allowed, operationId);
+  const seesInvitations = can('listInvitations');
+  const changesMembers = can('updateMember') || can('createMemberPasswordReset') || can('removeMember');
   const session = useSession();
   const [members, setMembers] = useState<Member[] | undefined>(undefined);
   const [invitations, setInvitations] = useState<Invitation[]>([]);
@@ -86,7 +88,7 @@ export function MembersPage(props: PageProps) {
       const base = `/admin/v1/organisations/${organisationId}`;
       const [memberList, invitationList] = await Promise.all([
         api.get<WholeList<Member>>(`${base}/members`),
-        isOwner ? api.get<WholeList<Invitation>>(`${base}/invitations`) : Promise.resolve({ object: 'list' as const, data: [] }),
+        seesInvitations ? api.get<WholeList<Invitation>>(`${base}/invitations`) : Promise.resolve({ object: 'list' as const, data: [] }),
       ]);
       setMembers(memberList.data);
       setInvitations(invitationList.data.filter((invitation) => invitation.status === 'pending'));
@@ -94,7 +96,7 @@ export function MembersPage(props: PageProps) {
     } catch (caught) {
       setError(caught);
     }
-  }, [organisationId, isOwner]);
+  }, [organisationId, seesInvitations]);
 
   useEffect(() => {
     void reload();
@@ -129,7 +131,7 @@ export function MembersPage(props: PageProps) {
     <section>
       <h1>Members</h1>
       <FormError error={error} />
-      {isOwner ? (
+      {can('createInvitation') ? (
         <InviteForm organisationId={organisationId} onInvited={(issued, email) => {
           setShown({ title: `Invitation link for ${email}`, link: issued.link, note: linkNote(issued, email) });
           void reload();
@@ -160,19 +162,23 @@ export function MembersPage(props: PageProps) {
             },
             { header: 'Role', cell: (member) => <span class="pill">{member.role}</span> },
             { header: 'Joined (IST)', cell: (member) => formatIst(member.joined_at) },
-            ...(isOwner ? [{
+            ...(changesMembers ? [{
               header: 'Actions',
               cell: (member: Member) => {
                 const who = member.display_name === '' ? member.email : member.display_name;
                 return (
                   <div class="row-actions">
-                    <button type="button" class="secondary" onClick={() => setChanging(member)} aria-label={`Change the role of ${who}`}>Change role</button>
-                    <ConfirmButton label="Reset link" title={`Issue a password-reset link for ${who}?`} confirmLabel="Issue link" onConfirm={() => resetLink(member)}>
-                      <p>A one-time link that sets a new password for {member.email} is made and shown once. Their current password keeps working until they use it.</p>
-                    </ConfirmButton>
-                    <ConfirmButton label="Remove" title={`Remove ${who}?`} confirmLabel="Remove" danger onConfirm={() => remove(member)}>
-                      <p>{member.person_id === myId ? 'You lose' : `${who} loses`} access to this organisation at once. The last owner cannot be removed.</p>
-                    </ConfirmButton>
+                    {can('updateMember') ? <button type="button" class="secondary" onClick={() => setChanging(member)} aria-label={`Change the role of ${who}`}>Change role</button> : null}
+                    {can('createMemberPasswordReset') ? (
+                      <ConfirmButton label="Reset link" title={`Issue a password-reset link for ${who}?`} confirmLabel="Issue link" onConfirm={() => resetLink(member)}>
+                        <p>A one-time link that sets a new password for {member.email} is made and shown once. Their current password keeps working until they use it.</p>
+                      </ConfirmButton>
+                    ) : null}
+                    {can('removeMember') ? (
+                      <ConfirmButton label="Remove" title={`Remove ${who}?`} confirmLabel="Remove" danger onConfirm={() => remove(member)}>
+                        <p>{member.person_id === myId ? 'You lose' : `${who} loses`} access to this organisation at once. The last owner cannot be removed.</p>
+                      </ConfirmButton>
+                    ) : null}
                   </div>
                 );
               },
@@ -181,34 +187,40 @@ export function MembersPage(props: PageProps) {
         />
       )}
 
-      {isOwner ? (
-        <Table
-          caption="Pending invitations"
-          showCaption
-          rows={invitations}
-          rowKey={(invitation) => invitation.id}
-          empty="No pending invitations."
-          columns={[
-            { header: 'Email', cell: (invitation) => invitation.email },
-            { header: 'Role', cell: (invitation) => <span class="pill">{invitation.role}</span> },
-            { header: 'Sent (IST)', cell: (invitation) => formatIst(invitation.created_at) },
-            { header: 'Expires (IST)', cell: (invitation) => formatIst(invitation.expires_at) },
-            {
-              header: 'Actions', cell: (invitation) => (
-                <ConfirmButton label="Revoke" title={`Revoke the invitation of ${invitation.email}?`} confirmLabel="Revoke" danger onConfirm={() => revoke(invitation)}>
-                  <p>The invitation link stops working. You can invite {invitation.email} again later.</p>
-                </ConfirmButton>
-              ),
-            },
-          ]}
-        />
-      ) : null}
+      {seesInvitations ? <PendingInvitations invitations={invitations} onRevoke={can('revokeInvitation') ? revoke : undefined} /> : null}
 
       {changing === undefined ? null : (
         <RoleDialog organisationId={organisationId} member={changing} isSelf={changing.person_id === myId} onClose={() => setChanging(undefined)}
           onDone={() => { const member = changing; setChanging(undefined); void afterChange(member); }} />
       )}
     </section>
+  );
+}
+
+/** The pending invitations; with `onRevoke` (when the person may revoke them) each has a Revoke button. */
+function PendingInvitations(props: { invitations: Invitation[]; onRevoke: ((invitation: Invitation) => Promise<void>) | undefined }) {
+  const { onRevoke } = props;
+  return (
+    <Table
+      caption="Pending invitations"
+      showCaption
+      rows={props.invitations}
+      rowKey={(invitation) => invitation.id}
+      empty="No pending invitations."
+      columns={[
+        { header: 'Email', cell: (invitation) => invitation.email },
+        { header: 'Role', cell: (invitation) => <span class="pill">{invitation.role}</span> },
+        { header: 'Sent (IST)', cell: (invitation) => formatIst(invitation.created_at) },
+        { header: 'Expires (IST)', cell: (invitation) => formatIst(invitation.expires_at) },
+        ...(onRevoke === undefined ? [] : [{
+          header: 'Actions', cell: (invitation: Invitation) => (
+            <ConfirmButton label="Revoke" title={`Revoke the invitation of ${invitation.email}?`} confirmLabel="Revoke" danger onConfirm={() => onRevoke(invitation)}>
+              <p>The invitation link stops working. You can invite {invitation.email} again later.</p>
+            </ConfirmButton>
+          ),
+        }]),
+      ]}
+    />
   );
 }
 

@@ -1,13 +1,13 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { SecretOnce } from '../components/secret-once.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst } from '../format.ts';
-import { listAll } from '../lists.ts';
-import { useSession } from '../session.ts';
+import { api } from '../../api.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { SecretOnce } from '../../components/secret-once.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst } from '../../format.ts';
+import { listAll } from '../../lists.ts';
+import { useSession } from '../../session.ts';
 
 /** A person as platform admins list them. */
 export interface PersonAccount {

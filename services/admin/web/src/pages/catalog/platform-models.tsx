@@ -1,15 +1,15 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import type { ListPage } from '../api-types.ts';
-import { Dialog } from '../components/dialog.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatCount } from '../format.ts';
+import { ApiError, api } from '../../api.ts';
+import type { ListPage } from '../../api-types.ts';
+import { Dialog } from '../../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatCount } from '../../format.ts';
 import {
   createModelBody, modelFormOf, providerKinds, tokenClassPriceFields, updateModelBody, type GatewayModelJson, type ModelForm, type TokenClassPriceField,
 } from './model-form.ts';
-import { exactRupees } from './rupee-text.ts';
+import { exactRupees } from '../common/rupee-text.ts';
 
 /** Every gateway model, following the slug-cursor pages (100 a page). */
 export async function listGatewayModels(): Promise<GatewayModelJson[]> {

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import { Field, FormError } from '../components/field.tsx';
-import { useAction } from '../components/use-action.ts';
-import { useSession, type SessionAnswer } from '../session.ts';
+import { ApiError, api } from '../../api.ts';
+import { Field, FormError } from '../../components/field.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { useSession, type SessionAnswer } from '../../session.ts';
 
 /** The sign-in form (email and password); `notice` says why it is shown (signed out, session ended). */
 export function SignInPage(props: { notice?: string | undefined; failure?: string | undefined }) {
@@ -15,7 +15,7 @@ export function SignInPage(props: { notice?: string | undefined; failure?: strin
     event.preventDefault();
     await run(async () => {
       try {
-        session.signedIn(await api.send<SessionAnswer>('POST', '/auth/sign-in', { email: email.trim(), password }));
+        await session.signedIn(await api.send<SessionAnswer>('POST', '/auth/sign-in', { email: email.trim(), password }));
       } catch (caught) {
         setPassword('');
         if (caught instanceof ApiError && caught.status === 429) {

@@ -1,13 +1,13 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import { Dialog } from '../components/dialog.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatRupees, rupeesToMicros } from '../format.ts';
+import { ApiError, api } from '../../api.ts';
+import { Dialog } from '../../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatRupees, rupeesToMicros } from '../../format.ts';
 import type { TopUpPackage } from './billing-types.ts';
 import { formatPaise, paiseInput, rupeesToPaise } from './paise.ts';
-import { exactRupees, rupeeInput } from './rupee-text.ts';
+import { exactRupees, rupeeInput } from '../common/rupee-text.ts';
 
 /** Top-up packages, active or not: what buyers pay (GST included) and the credit they get; create, edit, take off sale. */
 export function PlatformPackages() {

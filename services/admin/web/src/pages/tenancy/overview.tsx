@@ -1,16 +1,16 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { chartRupees } from './rupee-text.ts';
-import { api } from '../api.ts';
-import type { Balance, Project, ProjectBudget, UsageRecord, UsageSummaryRow } from '../api-types.ts';
-import { useBanners } from '../banners.ts';
-import { ChartView } from '../components/chart.tsx';
-import { FormError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { formatCount, formatIst, formatRupees } from '../format.ts';
-import { listAll } from '../lists.ts';
-import { useLive } from '../live.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
+import { chartRupees } from '../common/rupee-text.ts';
+import { api } from '../../api.ts';
+import type { Balance, Project, ProjectBudget, UsageRecord, UsageSummaryRow } from '../../api-types.ts';
+import { useBanners } from '../../banners.ts';
+import { ChartView } from '../../components/chart.tsx';
+import { FormError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { formatCount, formatIst, formatRupees } from '../../format.ts';
+import { listAll } from '../../lists.ts';
+import { useLive } from '../../live.ts';
+import { allows, type PageProps } from '../../page-props.ts';
 import { ResponseStorageSettings } from './response-storage.tsx';
 
 /** Days of usage the charts by day and by model cover. */
@@ -99,12 +99,72 @@ function moneyBarConfig(labels: string[], micros: bigint[], label: string, horiz
   };
 }
 
+/** The overview's charts and their text summaries (for screen readers), from the loaded data. */
+function overviewCharts(data: OverviewData) {
+  const byDay = totalsBy(data.summary, (row) => row.day);
+  const days = [...byDay.keys()].sort();
+  const byModel = [...totalsBy(data.summary, (row) => row.model)].sort((a, b) => (b[1].cost > a[1].cost ? 1 : b[1].cost < a[1].cost ? -1 : 0));
+  const names = new Map(data.projects.map((project) => [project.id, project.name]));
+  const byProject = data.byProject === undefined
+    ? undefined
+    : [...totalsBy(data.byProject, (row) => row.project_id ?? '')].sort((a, b) => (b[1].cost > a[1].cost ? 1 : b[1].cost < a[1].cost ? -1 : 0));
+  const tokens: ChartConfiguration = {
+    type: 'bar',
+    data: {
+      labels: days,
+      datasets: [
+        { label: 'Input tokens', data: days.map((day) => byDay.get(day)!.input), backgroundColor: palette[0] },
+        { label: 'Output tokens', data: days.map((day) => byDay.get(day)!.output), backgroundColor: palette[1] },
+      ],
+    },
+    options: {
+      plugins: { tooltip: { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${formatCount(Number(item.raw))}` } } },
+      scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } },
+    },
+  };
+  const totalCost = sumMicros(data.summary.map((row) => row.cost_micros));
+  const totalTokens = data.summary.reduce((sum, row) => sum + row.input_tokens + row.output_tokens, 0);
+  return {
+    costByDay: moneyBarConfig(days, days.map((day) => byDay.get(day)!.cost), 'Cost'),
+    costSummary: `${formatRupees(totalCost)} over ${days.length} days with usage`,
+    tokensByDay: tokens,
+    tokensSummary: `${formatCount(totalTokens)} tokens over ${days.length} days with usage`,
+    costByModel: moneyBarConfig(byModel.map(([model]) => model), byModel.map(([, total]) => total.cost), 'Cost', true),
+    modelSummary: byModel.map(([model, total]) => `${model} ${formatRupees(total.cost)}`).join(', ') || 'no usage',
+    costByProject: byProject && moneyBarConfig(byProject.map(([id]) => names.get(id) ?? id), byProject.map(([, total]) => total.cost), 'Cost', true),
+    projectSummary: byProject?.map(([id, total]) => `${names.get(id) ?? id} ${formatRupees(total.cost)}`).join(', ') || 'no usage',
+  };
+}
+
+/**
+ * Raises a hard-stop banner for each project whose spend reached its cap (its requests are refused
+ * with 402 until next month or a higher cap), and clears it when the project is below again.
+ */
+function useHardStopBanners(projects: Project[] | undefined, budgets: Map<string, ProjectBudget> | undefined): void {
+  const banners = useBanners();
+  useEffect(() => {
+    const stopped = new Set<string>();
+    for (const project of projects ?? []) {
+      const budget = budgets?.get(project.id);
+      if (budget?.monthly_cap_micros == null || BigInt(budget.spent_micros) < BigInt(budget.monthly_cap_micros)) continue;
+      stopped.add(project.id);
+      banners.set(`stop:${project.id}`, {
+        tone: 'stop',
+        text: `Hard stop: project "${project.name}" has spent ${formatRupees(budget.spent_micros)} of its ${formatRupees(budget.monthly_cap_micros)} monthly budget. Its requests are refused until next month or a higher budget.`,
+      });
+    }
+    for (const project of projects ?? []) if (!stopped.has(project.id)) banners.set(`stop:${project.id}`, undefined);
+    return () => {
+      for (const id of stopped) banners.set(`stop:${id}`, undefined);
+    };
+  }, [projects, budgets, banners]);
+}
+
 /** The organisation at a glance: balance, budgets, charts and recent requests, kept current by live updates. */
 export function OverviewPage(props: PageProps) {
   const { organisationId } = props;
   const [data, setData] = useState<OverviewData | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
-  const banners = useBanners();
   const loading = useRef<{ running: boolean; again: boolean }>({ running: false, again: false });
 
   // One load at a time; a change arriving during a load asks for one more afterwards.
@@ -143,62 +203,9 @@ export function OverviewPage(props: PageProps) {
     if (message.type === 'alert') void reload();
   });
 
-  // Hard stop: a project whose spend reached its cap is refused (402) until next month or a higher cap.
-  const projects = data?.projects;
-  const budgets = data?.budgets;
-  useEffect(() => {
-    const stopped = new Set<string>();
-    for (const project of projects ?? []) {
-      const budget = budgets?.get(project.id);
-      if (budget?.monthly_cap_micros == null || BigInt(budget.spent_micros) < BigInt(budget.monthly_cap_micros)) continue;
-      stopped.add(project.id);
-      banners.set(`stop:${project.id}`, {
-        tone: 'stop',
-        text: `Hard stop: project "${project.name}" has spent ${formatRupees(budget.spent_micros)} of its ${formatRupees(budget.monthly_cap_micros)} monthly budget. Its requests are refused until next month or a higher budget.`,
-      });
-    }
-    for (const project of projects ?? []) if (!stopped.has(project.id)) banners.set(`stop:${project.id}`, undefined);
-    return () => {
-      for (const id of stopped) banners.set(`stop:${id}`, undefined);
-    };
-  }, [projects, budgets, banners]);
+  useHardStopBanners(data?.projects, data?.budgets);
 
-  const charts = useMemo(() => {
-    if (data === undefined) return undefined;
-    const byDay = totalsBy(data.summary, (row) => row.day);
-    const days = [...byDay.keys()].sort();
-    const byModel = [...totalsBy(data.summary, (row) => row.model)].sort((a, b) => (b[1].cost > a[1].cost ? 1 : b[1].cost < a[1].cost ? -1 : 0));
-    const names = new Map(data.projects.map((project) => [project.id, project.name]));
-    const byProject = data.byProject === undefined
-      ? undefined
-      : [...totalsBy(data.byProject, (row) => row.project_id ?? '')].sort((a, b) => (b[1].cost > a[1].cost ? 1 : b[1].cost < a[1].cost ? -1 : 0));
-    const tokens: ChartConfiguration = {
-      type: 'bar',
-      data: {
-        labels: days,
-        datasets: [
-          { label: 'Input tokens', data: days.map((day) => byDay.get(day)!.input), backgroundColor: palette[0] },
-          { label: 'Output tokens', data: days.map((day) => byDay.get(day)!.output), backgroundColor: palette[1] },
-        ],
-      },
-      options: {
-        plugins: { tooltip: { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${formatCount(Number(item.raw))}` } } },
-        scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } },
-      },
-    };
-    const totalCost = sumMicros(data.summary.map((row) => row.cost_micros));
-    const totalTokens = data.summary.reduce((sum, row) => sum + row.input_tokens + row.output_tokens, 0);
-    return {
-      costByDay: moneyBarConfig(days, days.map((day) => byDay.get(day)!.cost), 'Cost'),
-      costSummary: `${formatRupees(totalCost)} over ${days.length} days with usage`,
-      tokensByDay: tokens,
-      tokensSummary: `${formatCount(totalTokens)} tokens over ${days.length} days with usage`,
-      costByModel: moneyBarConfig(byModel.map(([model]) => model), byModel.map(([, total]) => total.cost), 'Cost', true),
-      modelSummary: byModel.map(([model, total]) => `${model} ${formatRupees(total.cost)}`).join(', ') || 'no usage',
-      costByProject: byProject && moneyBarConfig(byProject.map(([id]) => names.get(id) ?? id), byProject.map(([, total]) => total.cost), 'Cost', true),
-      projectSummary: byProject?.map(([id, total]) => `${names.get(id) ?? id} ${formatRupees(total.cost)}`).join(', ') || 'no usage',
-    };
-  }, [data]);
+  const charts = useMemo(() => (data === undefined ? undefined : overviewCharts(data)), [data]);
 
   if (organisationId === undefined) return <section><h1>Overview</h1><p>Choose an organisation.</p></section>;
   if (data === undefined) {
@@ -209,7 +216,6 @@ export function OverviewPage(props: PageProps) {
       </section>
     );
   }
-  const names = new Map(data.projects.map((project) => [project.id, project.name]));
   return (
     <section class="overview">
       <h1>Overview</h1>
@@ -251,22 +257,9 @@ export function OverviewPage(props: PageProps) {
       )}
 
       <h2>Recent requests</h2>
-      <Table
-        caption="The 20 most recent requests, newest first"
-        rows={data.recent}
-        rowKey={(record) => record.id}
-        empty="No requests yet."
-        columns={[
-          { header: 'Time (IST)', cell: (record) => formatIst(record.created_at) },
-          { header: 'Project', cell: (record) => names.get(record.project_id) ?? record.project_id },
-          { header: 'Model', cell: (record) => record.model },
-          { header: 'Input tokens', numeric: true, cell: (record) => formatCount(record.input_tokens) },
-          { header: 'Output tokens', numeric: true, cell: (record) => formatCount(record.output_tokens) },
-          { header: 'Cost', numeric: true, cell: (record) => formatRupees(record.cost_micros, 4) },
-        ]}
-      />
+      <RecentRequests records={data.recent} projects={data.projects} />
 
-      <ResponseStorageSettings organisationId={organisationId} isOwner={roleAllows(props.role, 'owner')} />
+      <ResponseStorageSettings organisationId={organisationId} canChange={allows(props.allowed, 'setResponseStorage')} />
     </section>
   );
 }
@@ -285,5 +278,26 @@ function BudgetBar(props: { budget: ProjectBudget | undefined }) {
       </div>
       <span class="budget-text">{percent.toFixed(0)}%{state === 'stopped' ? ' · hard stop' : state === 'alert' ? ' · alert' : ''}</span>
     </div>
+  );
+}
+
+/** The most recent requests (the overview loads 20), newest first. */
+function RecentRequests(props: { records: UsageRecord[]; projects: Project[] }) {
+  const names = new Map(props.projects.map((project) => [project.id, project.name]));
+  return (
+    <Table
+      caption="The 20 most recent requests, newest first"
+      rows={props.records}
+      rowKey={(record) => record.id}
+      empty="No requests yet."
+      columns={[
+        { header: 'Time (IST)', cell: (record) => formatIst(record.created_at) },
+        { header: 'Project', cell: (record) => names.get(record.project_id) ?? record.project_id },
+        { header: 'Model', cell: (record) => record.model },
+        { header: 'Input tokens', numeric: true, cell: (record) => formatCount(record.input_tokens) },
+        { header: 'Output tokens', numeric: true, cell: (record) => formatCount(record.output_tokens) },
+        { header: 'Cost', numeric: true, cell: (record) => formatRupees(record.cost_micros, 4) },
+      ]}
+    />
   );
 }

@@ -1,15 +1,15 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import type { Alert } from '../api-types.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { SecretOnce } from '../components/secret-once.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst, formatRupees, rupeesToMicros } from '../format.ts';
-import { useLive } from '../live.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
-import { rupeeInput } from './rupee-text.ts';
+import { ApiError, api } from '../../api.ts';
+import type { Alert } from '../../api-types.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { SecretOnce } from '../../components/secret-once.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst, formatRupees, rupeesToMicros } from '../../format.ts';
+import { useLive } from '../../live.ts';
+import { allows, type AllowedOperations, type PageProps } from '../../page-props.ts';
+import { rupeeInput } from '../common/rupee-text.ts';
 
 /** A page of a newest-first list (alerts, deliveries). */
 interface CursorPage<Item> {
@@ -72,14 +72,13 @@ const pendingRefreshMs = 3_000;
 /** Alerts of the organisation (live), its low-balance threshold, and its signed webhook with the delivery log (owners change them). */
 export function AlertsPage(props: PageProps) {
   const { organisationId } = props;
-  const isOwner = roleAllows(props.role, 'owner');
   if (organisationId === undefined) return <section><h1>Alerts</h1><p>Choose an organisation.</p></section>;
   return (
     <section>
       <h1>Alerts</h1>
       <AlertList organisationId={organisationId} />
-      <LowBalanceSettings organisationId={organisationId} isOwner={isOwner} />
-      {isOwner ? <WebhookSettings organisationId={organisationId} isOwner={isOwner} /> : (
+      <LowBalanceSettings organisationId={organisationId} canChange={allows(props.allowed, 'putAlertSettings')} />
+      {allows(props.allowed, 'getWebhook') ? <WebhookSettings organisationId={organisationId} allowed={props.allowed} /> : (
         <div class="card">
           <h2>Webhook</h2>
           <p>Only the organisation's owners see and change its alert webhook: its URL may itself be a secret.</p>
@@ -152,7 +151,7 @@ function AlertList(props: { organisationId: string }) {
 }
 
 /** The low-balance threshold in rupees: owners set or clear it, others read it. */
-function LowBalanceSettings(props: { organisationId: string; isOwner: boolean }) {
+function LowBalanceSettings(props: { organisationId: string; canChange: boolean }) {
   const path = `/admin/v1/organisations/${props.organisationId}/alert-settings`;
   const [settings, setSettings] = useState<AlertSettings | undefined>(undefined);
   const [rupees, setRupees] = useState('');
@@ -197,7 +196,7 @@ function LowBalanceSettings(props: { organisationId: string; isOwner: boolean })
               ? 'No low-balance alert: none is raised however low the balance goes.'
               : <>An alert is raised when the available balance falls below <strong>{formatRupees(current)}</strong>.</>}
           </p>
-          {props.isOwner ? (
+          {props.canChange ? (
             <form class="inline-form" onSubmit={save}>
               <Field id="low-balance-threshold" label="Alert below (₹)" hint="For example 10,000 or 1,00,000.50" error={thresholdError}>
                 <input id="low-balance-threshold" type="text" inputMode="decimal" required value={rupees}
@@ -221,7 +220,8 @@ function LowBalanceSettings(props: { organisationId: string; isOwner: boolean })
 }
 
 /** The webhook: URL and format, the signing secret shown once, rotation, removal, a test send and the delivery log. */
-function WebhookSettings(props: { organisationId: string; isOwner: boolean }) {
+function WebhookSettings(props: { organisationId: string; allowed: AllowedOperations | undefined }) {
+  const can = (operationId: string) => allows(props.allowed, operationId);
   const path = `/admin/v1/organisations/${props.organisationId}/webhook`;
   const [webhook, setWebhook] = useState<Webhook | null | undefined>(undefined);
   const [url, setUrl] = useState('');
@@ -294,7 +294,7 @@ function WebhookSettings(props: { organisationId: string; isOwner: boolean }) {
             </div>
           )}
           {notice === undefined ? null : <p class="notice" role="status">{notice}</p>}
-          {props.isOwner ? (
+          {can('putWebhook') ? (
             <form class="inline-form" onSubmit={(event) => {
               event.preventDefault();
               save().catch(setError);
@@ -315,13 +315,15 @@ function WebhookSettings(props: { organisationId: string; isOwner: boolean }) {
                 <button type="submit" class="primary" disabled={busy} aria-busy={busy}>{webhook === null ? 'Set webhook' : 'Save webhook'}</button>
                 {webhook === null ? null : (
                   <>
-                    <button type="button" class="secondary" disabled={busy} onClick={() => void sendTest()}>Send test</button>
+                    {can('testWebhook') ? <button type="button" class="secondary" disabled={busy} onClick={() => void sendTest()}>Send test</button> : null}
                     <ConfirmButton label="Rotate secret" title="Rotate the signing secret?" confirmLabel="Rotate secret" danger onConfirm={() => save(webhook)}>
                       <p>A new signing secret is made and shown once; <strong>the old one stops signing at once</strong>, so receivers must switch to the new one.</p>
                     </ConfirmButton>
-                    <ConfirmButton label="Remove webhook" title="Remove the webhook?" confirmLabel="Remove" danger onConfirm={remove}>
-                      <p>Alerts stop being sent to {webhook.url}. They still appear on this page.</p>
-                    </ConfirmButton>
+                    {can('deleteWebhook') ? (
+                      <ConfirmButton label="Remove webhook" title="Remove the webhook?" confirmLabel="Remove" danger onConfirm={remove}>
+                        <p>Alerts stop being sent to {webhook.url}. They still appear on this page.</p>
+                      </ConfirmButton>
+                    ) : null}
                   </>
                 )}
               </div>
@@ -329,7 +331,7 @@ function WebhookSettings(props: { organisationId: string; isOwner: boolean }) {
           ) : null}
         </>
       )}
-      {props.isOwner ? <DeliveryLog organisationId={props.organisationId} version={deliveriesVersion} /> : null}
+      {can('listWebhookDeliveries') ? <DeliveryLog organisationId={props.organisationId} version={deliveriesVersion} /> : null}
     </div>
   );
 }

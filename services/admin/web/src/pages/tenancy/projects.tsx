@@ -1,15 +1,15 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import type { Project, ProjectBudget, ProjectWithSecret } from '../api-types.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Dialog } from '../components/dialog.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { SecretOnce } from '../components/secret-once.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst, formatRupees, rupeesToMicros } from '../format.ts';
-import { listAll } from '../lists.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
+import { ApiError, api } from '../../api.ts';
+import type { Project, ProjectBudget, ProjectWithSecret } from '../../api-types.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Dialog } from '../../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { SecretOnce } from '../../components/secret-once.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst, formatRupees, rupeesToMicros } from '../../format.ts';
+import { listAll } from '../../lists.ts';
+import { allows, type PageProps } from '../../page-props.ts';
 
 /** A secret to show once, and what it belongs to. */
 interface ShownSecret {
@@ -21,7 +21,8 @@ interface ShownSecret {
 /** Projects of the organisation: create, rename, disable/enable, budgets, key rotation (developers and owners; viewers read). */
 export function ProjectsPage(props: PageProps) {
   const { organisationId } = props;
-  const canChange = roleAllows(props.role, 'developer');
+  const can = (operationId: string) => allows(props.allowed, operationId);
+  const canChange = can('updateProject') || can('setProjectBudget') || can('rotateProjectApiKey');
   const [projects, setProjects] = useState<Project[] | undefined>(undefined);
   const [budgets, setBudgets] = useState<Map<string, ProjectBudget>>(new Map());
   const [error, setError] = useState<unknown>(undefined);
@@ -67,7 +68,7 @@ export function ProjectsPage(props: PageProps) {
     <section>
       <h1>Projects</h1>
       <FormError error={error} />
-      {canChange ? <CreateProject organisationId={organisationId} onCreated={(answer) => {
+      {can('createProject') ? <CreateProject organisationId={organisationId} onCreated={(answer) => {
         setShown({
           title: `API key for ${answer.project.name}`,
           secret: answer.api_key,
@@ -100,9 +101,9 @@ export function ProjectsPage(props: PageProps) {
               header: 'Actions',
               cell: (project: Project) => (
                 <div class="row-actions">
-                  <button type="button" class="secondary" onClick={() => setRenaming(project)} aria-label={`Rename ${project.name}`}>Rename</button>
-                  <button type="button" class="secondary" onClick={() => setBudgeting(project)} aria-label={`Budget of ${project.name}`}>Budget</button>
-                  {project.status === 'active' ? (
+                  {can('updateProject') ? <button type="button" class="secondary" onClick={() => setRenaming(project)} aria-label={`Rename ${project.name}`}>Rename</button> : null}
+                  {can('setProjectBudget') ? <button type="button" class="secondary" onClick={() => setBudgeting(project)} aria-label={`Budget of ${project.name}`}>Budget</button> : null}
+                  {!can('updateProject') ? null : project.status === 'active' ? (
                     <ConfirmButton label="Disable" title={`Disable ${project.name}?`} confirmLabel="Disable" danger onConfirm={() => setStatus(project, 'disabled')}>
                       <p>Every request with this project's key is refused (401) until you enable it again.</p>
                     </ConfirmButton>
@@ -111,9 +112,11 @@ export function ProjectsPage(props: PageProps) {
                       <p>The project's key works again.</p>
                     </ConfirmButton>
                   )}
-                  <ConfirmButton label="Rotate key" title={`Rotate the API key of ${project.name}?`} confirmLabel="Rotate key" danger onConfirm={() => rotate(project)}>
-                    <p>A new key is issued and <strong>the old key stops working at once</strong> on every gateway. The new key is shown once.</p>
-                  </ConfirmButton>
+                  {can('rotateProjectApiKey') ? (
+                    <ConfirmButton label="Rotate key" title={`Rotate the API key of ${project.name}?`} confirmLabel="Rotate key" danger onConfirm={() => rotate(project)}>
+                      <p>A new key is issued and <strong>the old key stops working at once</strong> on every gateway. The new key is shown once.</p>
+                    </ConfirmButton>
+                  ) : null}
                 </div>
               ),
             }] : []),

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { useAction } from '../components/use-action.ts';
+import { api } from '../../api.ts';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { useAction } from '../../components/use-action.ts';
 
 /** How the organisation's stored Responses are kept, as the admin API shows them on the organisation. */
 interface ResponseStorage {
@@ -17,7 +17,7 @@ const daySeconds = 86_400;
  * Stored Responses (`POST /v1/responses` keeps them by default, sealed per organisation): owners
  * turn storing off or set a retention shorter than the platform's; others read the setting.
  */
-export function ResponseStorageSettings(props: { organisationId: string; isOwner: boolean }) {
+export function ResponseStorageSettings(props: { organisationId: string; canChange: boolean }) {
   const [settings, setSettings] = useState<ResponseStorage | undefined>(undefined);
   const [enabled, setEnabled] = useState(true);
   const [days, setDays] = useState('');
@@ -60,7 +60,7 @@ export function ResponseStorageSettings(props: { organisationId: string; isOwner
               ? <>Responses API answers are stored (encrypted for this organisation) for {retentionText(settings.response_retention_s)}, so clients can continue and fetch them.</>
               : <>Responses API answers are not stored: a request with <code>store: true</code> is refused.</>}
           </p>
-          {props.isOwner ? (
+          {props.canChange ? (
             <form class="inline-form" onSubmit={save}>
               <Field id="store-responses" label="Store responses">
                 <input id="store-responses" type="checkbox" checked={enabled} onChange={(event) => setEnabled(event.currentTarget.checked)} />

@@ -1,14 +1,14 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { announceOrganisationsChanged } from '../organisation-events.ts';
-import { ApiError, api } from '../api.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Dialog } from '../components/dialog.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatCount, formatIst, formatRupees, rupeesToMicros } from '../format.ts';
-import { listAll } from '../lists.ts';
-import { listGatewayModels } from './platform-models.tsx';
+import { announceOrganisationsChanged } from '../../organisation-events.ts';
+import { ApiError, api } from '../../api.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Dialog } from '../../components/dialog.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatCount, formatIst, formatRupees, rupeesToMicros } from '../../format.ts';
+import { listAll } from '../../lists.ts';
+import { listGatewayModels } from '../catalog/platform-models.tsx';
 
 /** An organisation as platform admins manage it. */
 interface Organisation {

@@ -1,12 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import type { ListPage, Organisation } from '../api-types.ts';
-import { Field, FormError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { formatIst } from '../format.ts';
-import { listAll } from '../lists.ts';
+import { api } from '../../api.ts';
+import type { ListPage, Organisation } from '../../api-types.ts';
+import { Field, FormError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { formatIst } from '../../format.ts';
+import { listAll } from '../../lists.ts';
 import { auditActorText, auditChangeLines, type AuditEvent } from './audit-text.ts';
-import type { PersonAccount } from './platform-people.tsx';
+import type { PersonAccount } from '../people/platform-people.tsx';
 
 /** Events per page. */
 const pageSize = 50;

@@ -1,14 +1,14 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { ChartView } from '../components/chart.tsx';
-import { Field, FormError } from '../components/field.tsx';
-import { Table, type Column } from '../components/table.tsx';
-import { formatCount, formatRupees } from '../format.ts';
-import type { PageProps } from '../page-props.ts';
-import { istDayBefore, istDayOf } from './ist-dates.ts';
+import { api } from '../../api.ts';
+import { ChartView } from '../../components/chart.tsx';
+import { Field, FormError } from '../../components/field.tsx';
+import { Table, type Column } from '../../components/table.tsx';
+import { formatCount, formatRupees } from '../../format.ts';
+import type { PageProps } from '../../page-props.ts';
+import { istDayBefore, istDayOf } from '../common/ist-dates.ts';
 import { marginPercent } from './margin.ts';
-import { chartRupees, exactRupees } from './rupee-text.ts';
+import { chartRupees, exactRupees } from '../common/rupee-text.ts';
 import { tokenClassLabel } from './token-classes.ts';
 import { usageFilterQuery } from './usage-filters.ts';
 
@@ -85,6 +85,36 @@ function figureColumns(groupBy: GroupBy): Column<MarginRow>[] {
   ];
 }
 
+/** The bar chart of the commercial rows: customer price, provider cost and margin per group (₹, exact in tooltips). */
+function marginChart(rows: MarginRow[]): ChartConfiguration {
+  return {
+    type: 'bar',
+    data: {
+      labels: rows.map(rowLabel),
+      datasets: [
+        { label: 'Customer price (₹)', data: rows.map((row) => chartRupees(row.customer_price_micros)), backgroundColor: '#2f6fb2' },
+        { label: 'Provider cost (₹)', data: rows.map((row) => chartRupees(row.provider_cost_micros)), backgroundColor: '#c77d2e' },
+        { label: 'Margin (₹)', data: rows.map((row) => chartRupees(row.margin_micros ?? '0')), backgroundColor: '#2e8b57' },
+      ],
+    },
+    options: {
+      plugins: {
+        tooltip: {
+          // Tooltips show the exact rupees of the row, not the chart's rounded number.
+          callbacks: {
+            label: (item) => {
+              const row = rows[item.dataIndex];
+              if (row === undefined) return '';
+              const micros = [row.customer_price_micros, row.provider_cost_micros, row.margin_micros ?? '0'][item.datasetIndex] ?? '0';
+              return `${item.dataset.label ?? ''}: ${formatRupees(micros)}`;
+            },
+          },
+        },
+      },
+    },
+  };
+}
+
 /**
  * Platform analytics: what customers paid, what providers charge and the margin, by IST day,
  * gateway model or organisation over an IST date range, as a chart and a table; internal
@@ -124,36 +154,7 @@ export function AnalyticsPage(_props: PageProps) {
     }, setError);
   }, [applied]);
 
-  const chart = useMemo<ChartConfiguration | undefined>(() => {
-    if (report === undefined) return undefined;
-    const rows = report.data;
-    return {
-      type: 'bar',
-      data: {
-        labels: rows.map(rowLabel),
-        datasets: [
-          { label: 'Customer price (₹)', data: rows.map((row) => chartRupees(row.customer_price_micros)), backgroundColor: '#2f6fb2' },
-          { label: 'Provider cost (₹)', data: rows.map((row) => chartRupees(row.provider_cost_micros)), backgroundColor: '#c77d2e' },
-          { label: 'Margin (₹)', data: rows.map((row) => chartRupees(row.margin_micros ?? '0')), backgroundColor: '#2e8b57' },
-        ],
-      },
-      options: {
-        plugins: {
-          tooltip: {
-            // Tooltips show the exact rupees of the row, not the chart's rounded number.
-            callbacks: {
-              label: (item) => {
-                const row = rows[item.dataIndex];
-                if (row === undefined) return '';
-                const micros = [row.customer_price_micros, row.provider_cost_micros, row.margin_micros ?? '0'][item.datasetIndex] ?? '0';
-                return `${item.dataset.label ?? ''}: ${formatRupees(micros)}`;
-              },
-            },
-          },
-        },
-      },
-    };
-  }, [report]);
+  const chart = useMemo(() => (report === undefined ? undefined : marginChart(report.data)), [report]);
 
   async function exportCsv() {
     if (applied === undefined) return;
@@ -197,67 +198,75 @@ export function AnalyticsPage(_props: PageProps) {
       </form>
       <FormError error={error} />
       {report === undefined || chart === undefined ? (error === undefined ? <p role="status">Loading…</p> : null) : (
-        <>
-          <dl class="stats">
-            <div class="stat"><dt>Customer price</dt><dd>{formatRupees(report.totals.customer_price_micros)}</dd></div>
-            <div class="stat"><dt>Provider cost</dt><dd>{formatRupees(report.totals.provider_cost_micros)}</dd></div>
-            <div class="stat">
-              <dt>Margin</dt>
-              <dd>{formatRupees(report.totals.margin_micros)} <span class="small">({marginPercent(report.totals.margin_micros, report.totals.customer_price_micros)})</span></dd>
-            </div>
-            <div class="stat"><dt>Requests</dt><dd>{formatCount(report.totals.requests)}</dd></div>
-          </dl>
-          {report.data.length === 0 ? <p class="empty-note">No commercial usage in this window.</p> : (
-            <div class="charts">
-              <ChartView config={chart} label={`Margin by ${groupByText[reportGroup].toLowerCase()}`}
-                summary={`customer price ${formatRupees(report.totals.customer_price_micros)}, provider cost ${formatRupees(report.totals.provider_cost_micros)}, margin ${formatRupees(report.totals.margin_micros)} over ${report.data.length} groups`} />
-            </div>
-          )}
-          <h2>Commercial usage</h2>
-          <Table
-            caption={`Commercial usage and margin by ${groupByText[reportGroup].toLowerCase()}`}
-            rows={report.data}
-            rowKey={(row) => row.key}
-            empty="No commercial usage in this window."
-            columns={[
-              ...figureColumns(reportGroup),
-              { header: 'Margin', numeric: true, cell: (row) => (row.margin_micros === null ? '—' : formatRupees(row.margin_micros)) },
-              { header: 'Margin %', numeric: true, cell: (row) => (row.margin_micros === null ? '—' : marginPercent(row.margin_micros, row.customer_price_micros)) },
-            ]}
-          />
-          <h2>Commercial usage by token class</h2>
-          <p class="hint" data-testid="analytics-unclassified">
-            Customer price and provider cost of each token class, for the window and by {groupByText[reportGroup].toLowerCase()};
-            {' '}{formatCount(report.totals.unclassified_requests)} requests without token classes are in the figures above and in no class.
-          </p>
-          <Table
-            caption={`Commercial usage by token class, in total and by ${groupByText[reportGroup].toLowerCase()}`}
-            rows={classLines(report)}
-            rowKey={(line) => `${line.group} ${line.class}`}
-            empty="No usage recorded by token class in this window."
-            columns={[
-              { header: groupByText[reportGroup], cell: (line) => line.group },
-              { header: 'Class', cell: (line) => tokenClassLabel(line.class) },
-              { header: 'Tokens', numeric: true, cell: (line) => formatCount(line.tokens) },
-              { header: 'Customer price', numeric: true, cell: (line) => exactRupees(line.customer_price_micros) },
-              { header: 'Provider cost', numeric: true, cell: (line) => exactRupees(line.provider_cost_micros) },
-            ]}
-          />
-          <h2>Internal organisations</h2>
-          <p class="hint">
-            Sponsored usage, never debited: shown at customer price and at provider cost
-            (total {formatRupees(report.internal.totals.customer_price_micros)} at customer price,
-            {' '}{formatRupees(report.internal.totals.provider_cost_micros)} at provider cost, {formatCount(report.internal.totals.requests)} requests).
-          </p>
-          <Table
-            caption={`Internal usage by ${groupByText[reportGroup].toLowerCase()}`}
-            rows={report.internal.data}
-            rowKey={(row) => row.key}
-            empty="No internal usage in this window."
-            columns={figureColumns(reportGroup)}
-          />
-        </>
+        <MarginReportView report={report} chart={chart} groupBy={reportGroup} />
       )}
     </section>
+  );
+}
+
+/** The report: totals, the chart, the commercial table, its token classes, and internal usage apart. */
+function MarginReportView(props: { report: MarginReport; chart: ChartConfiguration; groupBy: GroupBy }) {
+  const { report, chart, groupBy: reportGroup } = props;
+  return (
+    <>
+      <dl class="stats">
+        <div class="stat"><dt>Customer price</dt><dd>{formatRupees(report.totals.customer_price_micros)}</dd></div>
+        <div class="stat"><dt>Provider cost</dt><dd>{formatRupees(report.totals.provider_cost_micros)}</dd></div>
+        <div class="stat">
+          <dt>Margin</dt>
+          <dd>{formatRupees(report.totals.margin_micros)} <span class="small">({marginPercent(report.totals.margin_micros, report.totals.customer_price_micros)})</span></dd>
+        </div>
+        <div class="stat"><dt>Requests</dt><dd>{formatCount(report.totals.requests)}</dd></div>
+      </dl>
+      {report.data.length === 0 ? <p class="empty-note">No commercial usage in this window.</p> : (
+        <div class="charts">
+          <ChartView config={chart} label={`Margin by ${groupByText[reportGroup].toLowerCase()}`}
+            summary={`customer price ${formatRupees(report.totals.customer_price_micros)}, provider cost ${formatRupees(report.totals.provider_cost_micros)}, margin ${formatRupees(report.totals.margin_micros)} over ${report.data.length} groups`} />
+        </div>
+      )}
+      <h2>Commercial usage</h2>
+      <Table
+        caption={`Commercial usage and margin by ${groupByText[reportGroup].toLowerCase()}`}
+        rows={report.data}
+        rowKey={(row) => row.key}
+        empty="No commercial usage in this window."
+        columns={[
+          ...figureColumns(reportGroup),
+          { header: 'Margin', numeric: true, cell: (row) => (row.margin_micros === null ? '—' : formatRupees(row.margin_micros)) },
+          { header: 'Margin %', numeric: true, cell: (row) => (row.margin_micros === null ? '—' : marginPercent(row.margin_micros, row.customer_price_micros)) },
+        ]}
+      />
+      <h2>Commercial usage by token class</h2>
+      <p class="hint" data-testid="analytics-unclassified">
+        Customer price and provider cost of each token class, for the window and by {groupByText[reportGroup].toLowerCase()};
+        {' '}{formatCount(report.totals.unclassified_requests)} requests without token classes are in the figures above and in no class.
+      </p>
+      <Table
+        caption={`Commercial usage by token class, in total and by ${groupByText[reportGroup].toLowerCase()}`}
+        rows={classLines(report)}
+        rowKey={(line) => `${line.group} ${line.class}`}
+        empty="No usage recorded by token class in this window."
+        columns={[
+          { header: groupByText[reportGroup], cell: (line) => line.group },
+          { header: 'Class', cell: (line) => tokenClassLabel(line.class) },
+          { header: 'Tokens', numeric: true, cell: (line) => formatCount(line.tokens) },
+          { header: 'Customer price', numeric: true, cell: (line) => exactRupees(line.customer_price_micros) },
+          { header: 'Provider cost', numeric: true, cell: (line) => exactRupees(line.provider_cost_micros) },
+        ]}
+      />
+      <h2>Internal organisations</h2>
+      <p class="hint">
+        Sponsored usage, never debited: shown at customer price and at provider cost
+        (total {formatRupees(report.internal.totals.customer_price_micros)} at customer price,
+        {' '}{formatRupees(report.internal.totals.provider_cost_micros)} at provider cost, {formatCount(report.internal.totals.requests)} requests).
+      </p>
+      <Table
+        caption={`Internal usage by ${groupByText[reportGroup].toLowerCase()}`}
+        rows={report.internal.data}
+        rowKey={(row) => row.key}
+        empty="No internal usage in this window."
+        columns={figureColumns(reportGroup)}
+      />
+    </>
   );
 }

@@ -1,13 +1,13 @@
 // Model aliases (docs/model-aliases.md): the platform's, on the platform area's "Model aliases"
 // tab, and an organisation's own, on its "Model aliases" page. One editor serves both.
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { ConfirmButton } from '../components/confirm-button.tsx';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst } from '../format.ts';
-import { roleAllows, type PageProps } from '../page-props.ts';
+import { api } from '../../api.ts';
+import { ConfirmButton } from '../../components/confirm-button.tsx';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst } from '../../format.ts';
+import { allows, type PageProps } from '../../page-props.ts';
 
 /** One alias as the admin API shows it. */
 interface ModelAlias {
@@ -148,7 +148,7 @@ export function ModelAliasesPage(props: PageProps) {
       <h1>Model aliases</h1>
       <p class="hint">Your aliases let your clients send their own model names (Claude Code's or Codex's built-in names, say) and reach one of your gateway models. They override the platform's aliases of the same name; answers and usage show the gateway model.</p>
       <ModelAliasEditor basePath={`/admin/v1/organisations/${organisationId}/model-aliases`} caption="Your organisation's model aliases"
-        empty="No aliases of your own." canEdit={roleAllows(props.role, 'owner')} models={allowed} />
+        empty="No aliases of your own." canEdit={allows(props.allowed, 'putOrganisationModelAlias')} models={allowed} />
       <h2>Platform aliases</h2>
       <ModelAliasEditor basePath="/admin/v1/model-aliases" caption="Platform model aliases (apply unless you set your own)" empty="No platform aliases."
         canEdit={false} models={null} />

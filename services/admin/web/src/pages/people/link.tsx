@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api } from '../api.ts';
-import { Field, FormError, describedBy, fieldError } from '../components/field.tsx';
-import { useAction } from '../components/use-action.ts';
-import { formatIst } from '../format.ts';
-import { useSession, type SessionAnswer } from '../session.ts';
+import { ApiError, api } from '../../api.ts';
+import { Field, FormError, describedBy, fieldError } from '../../components/field.tsx';
+import { useAction } from '../../components/use-action.ts';
+import { formatIst } from '../../format.ts';
+import { useSession, type SessionAnswer } from '../../session.ts';
 
 /** What GET /auth/links/{token} tells about a link. */
 interface LinkInfo {
@@ -46,7 +46,7 @@ export function LinkPage(props: { token: string }) {
     }
     await run(async () => {
       const body = { password, ...(displayName.trim() === '' ? {} : { display_name: displayName.trim() }) };
-      session.signedIn(await api.send<SessionAnswer>('POST', `/auth/links/${encodeURIComponent(props.token)}`, body));
+      await session.signedIn(await api.send<SessionAnswer>('POST', `/auth/links/${encodeURIComponent(props.token)}`, body));
     });
   }
 

@@ -1,11 +1,11 @@
-import type { PageProps } from '../page-props.ts';
+import type { PageProps } from '../../page-props.ts';
 import { PlatformAudit } from './platform-audit.tsx';
-import { PlatformModelAliases } from './model-aliases.tsx';
-import { PlatformModels } from './platform-models.tsx';
-import { PlatformOrganisations } from './platform-organisations.tsx';
-import { PlatformPackages } from './platform-packages.tsx';
-import { PlatformPeople } from './platform-people.tsx';
-import { PlatformReversals } from './platform-reversals.tsx';
+import { PlatformModelAliases } from '../catalog/model-aliases.tsx';
+import { PlatformModels } from '../catalog/platform-models.tsx';
+import { PlatformOrganisations } from '../tenancy/platform-organisations.tsx';
+import { PlatformPackages } from '../billing/platform-packages.tsx';
+import { PlatformPeople } from '../people/platform-people.tsx';
+import { PlatformReversals } from '../billing/platform-reversals.tsx';
 
 /** The platform area's sections, in the order the sub-navigation lists them; the hash's `tab` picks one. */
 const sections = [

@@ -1,13 +1,13 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { Field, FormError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { formatIst } from '../format.ts';
-import { gstStateLabel } from '../gst-states.ts';
-import type { PageProps } from '../page-props.ts';
-import { documentKindText, documentPdfPath, type CursorPage, type TaxDocument, type TaxDocumentKind } from './billing-types.ts';
-import { istDayOf, istWindowQuery } from './ist-dates.ts';
-import { formatPaise } from './paise.ts';
+import { api } from '../../api.ts';
+import { Field, FormError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { formatIst } from '../../format.ts';
+import { gstStateLabel } from '../../gst-states.ts';
+import type { PageProps } from '../../page-props.ts';
+import { documentKindText, documentPdfPath, type CursorPage, type TaxDocument, type TaxDocumentKind } from '../billing/billing-types.ts';
+import { istDayOf, istWindowQuery } from '../common/ist-dates.ts';
+import { formatPaise } from '../billing/paise.ts';
 
 /** The filter form as typed: a kind ('' for every kind) and an IST day range ('' for open). */
 interface InvoiceFilterForm {

@@ -1,4 +1,4 @@
-import { formatRupees } from '../format.ts';
+import { formatRupees } from '../../format.ts';
 
 /**
  * Rupee text for the pages that show or edit exact amounts (prices per million tokens can be

@@ -1,4 +1,4 @@
-import { formatRupees, rupeesToMicros } from '../format.ts';
+import { formatRupees, rupeesToMicros } from '../../format.ts';
 
 // Payments count in paise (what the provider charges and invoices state); balances count in µ₹.
 // One paisa is 10,000 µ₹, so a price in paise shows through the same bigint rupee formatting.

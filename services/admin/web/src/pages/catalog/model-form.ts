@@ -1,5 +1,5 @@
-import { rupeesToMicros } from '../format.ts';
-import { rupeeInput } from './rupee-text.ts';
+import { rupeesToMicros } from '../../format.ts';
+import { rupeeInput } from '../common/rupee-text.ts';
 
 /** A gateway model as the admin API shows it (prices in µ₹ per million tokens; the upstream credential never, only whether one is set). */
 export interface GatewayModelJson {

@@ -1,4 +1,4 @@
-import { istWindowQuery } from './ist-dates.ts';
+import { istWindowQuery } from '../common/ist-dates.ts';
 
 /** The usage explorer's filter form as the person typed it (empty string: no filter). */
 export interface UsageFilterForm {

@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api } from '../api.ts';
-import { Field, FormError } from '../components/field.tsx';
-import { Table } from '../components/table.tsx';
-import { formatIst, formatRupees } from '../format.ts';
+import { api } from '../../api.ts';
+import { Field, FormError } from '../../components/field.tsx';
+import { Table } from '../../components/table.tsx';
+import { formatIst, formatRupees } from '../../format.ts';
 import { formatPaise } from './paise.ts';
 
 /** Money a payer got back outside the gateway (GET /admin/v1/payment-reversals); µ₹ and paise as decimal strings. */
