@@ -3,7 +3,7 @@ import { inputItems, type EmbeddingsRequest } from '../domain/embeddings-request
 import type { UsageSource } from '../domain/ledger-port.ts';
 import { reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { NormalizedEmbeddings, UpstreamEmbeddingsAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
-import { holdReserve, settleUsage, type BillingInput, type BillingPlan, type SettleOverrun } from './chat-billing.ts';
+import { Hold, type BillingInput, type SettleOverrun } from '../billing/hold.ts';
 import { callUpstream, type CompleteChatDeps } from './complete-chat.ts';
 
 /** One embeddings call to run: who, which model, the validated request and the gateway's count of it. */
@@ -16,7 +16,9 @@ export interface EmbedInput extends BillingInput {
 }
 
 /** What the gateway decided for an embeddings call before any money moves. */
-interface EmbeddingsPlan extends BillingPlan {
+interface EmbeddingsPlan {
+  /** The Reserve, µ₹. */
+  amountMicros: bigint;
   /** The gateway's own count of the input tokens (what an answer without usage is billed). */
   inputTokens: number;
   /** The input tokens the Reserve is sized on: the count plus the margin of reserveInputTokens. */
@@ -120,7 +122,7 @@ function vectorsInInputOrder(answer: NormalizedEmbeddings, inputCount: number, d
  * ceil(reserveInputTokens × input price / 1e6), at least 1 µ₹ (NO_OVERSPEND: held before the
  * upstream call, after the adapter's buildRequest, which may refuse the batch); the upstream
  * call; then exactly one of Settle (the request may have reached the upstream; NOTHING_FREE)
- * or Release (it certainly did not), as settleFailedCall decides for a failure. A usable answer
+ * or Release (it certainly did not), as Hold.fail decides for a failure. A usable answer
  * (one vector per input) is handed to `respond` first and settled right after with the
  * upstream's input tokens, or the gateway's count when it reports none (billedEmbeddingsUsage);
  * the promise resolves once the settle has run.
@@ -137,12 +139,10 @@ export async function embed(deps: CompleteChatDeps, input: EmbedInput, respond: 
     upstreamRequest: input.embeddings.buildRequest(model.upstream, {
       input: input.request.input, dimensions: input.request.dimensions, user: input.request.user,
     }),
-    reservationId: `res_${input.requestUuid}`,
-    carve: undefined,
   };
-  await holdReserve(deps, input, plan);
-  // One vector per input, in input order, or the answer is not usable (a 502, its money as settleFailedCall decides).
-  const { answer, vectors } = await callUpstream(deps, input, plan, (json) => {
+  const hold = await Hold.open(deps, input, plan.amountMicros);
+  // One vector per input, in input order, or the answer is not usable (a 502, its money as Hold.fail decides).
+  const { answer, vectors } = await callUpstream(deps, input, hold, plan.upstreamRequest, (json) => {
     const parsed = input.embeddings.parseResponse(json);
     const ordered = vectorsInInputOrder(parsed, inputCount, input.request.dimensions);
     if (ordered === undefined) throw new Error('the answer does not hold one vector per input');
@@ -158,7 +158,7 @@ export async function embed(deps: CompleteChatDeps, input: EmbedInput, respond: 
   const completed: CompletedEmbeddings = { vectors, usage: billed.usage, costMicros: usageCostMicros(billed.usage, model).costMicros };
   // The settle starts before the response is written, so it is in the outbox (a Settle in flight
   // of the organisation) before the client can possibly send its next request.
-  const settled = settleUsage(deps, input, plan, billed.usage, billed.source, billed.overrun);
+  const settled = hold.settle(billed.usage, billed.source, billed.overrun);
   respond(completed);
   await settled;
 }
