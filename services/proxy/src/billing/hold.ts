@@ -3,7 +3,7 @@ import type { Logger } from '@gateway/logger';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
 import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, UsageSource } from '../domain/ledger-port.ts';
-import { costByClass, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
+import { costByClass, usageCostMicros, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
 import { failedCall, type UpstreamFailure } from '../domain/upstream-failure.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
@@ -81,14 +81,6 @@ export interface BillingInput {
   log: BillingLogFields;
   /** The request's metrics (and spans): told of the Reserve, the upstream call and the Settle. */
   observer: RequestObserver;
-}
-
-/** What a completion's settle bills beyond its usage when the upstream produced more than the client got. */
-export interface SettleOverrun {
-  /** Everything the upstream produced: the provider cost is priced on it. */
-  producedUsage: TokenUsage;
-  /** Output tokens produced beyond what was delivered (BOUNDED_OVERRUN): provider cost, never the wallet's. */
-  overrunOutputTokens: number;
 }
 
 /** Zero tokens: what a call that produced nothing usable is settled at. */

@@ -135,6 +135,14 @@ export interface TokenUsage extends TokenClassCounts {
   completionTokens: number;
 }
 
+/** What a Settle bills beyond its usage when the upstream produced more than the client got (BOUNDED_OVERRUN). */
+export interface SettleOverrun {
+  /** Everything the upstream produced: the provider cost is priced on it. */
+  producedUsage: TokenUsage;
+  /** Output tokens produced beyond what was delivered: provider cost, never the wallet's. */
+  overrunOutputTokens: number;
+}
+
 /** Tokens of a usage by class, each ≥ 0, summing to the totals. */
 type ClassTokens = Record<TokenClass, number>;
 

@@ -1,12 +1,12 @@
 import { cutCompletion, estimateCompletionTokens } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
-import { costByClass, outputTokensWithin, usageCostMicros, type ClassUsage, type TokenUsage } from '../domain/pricing.ts';
+import { costByClass, outputTokensWithin, usageCostMicros, type ClassUsage, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
 import { sealCompletionReasoning } from '../domain/reasoning-blocks.ts';
 import { concealCompletionToolCallIds } from '../domain/tool-call-ids.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamEndpoint, UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
-import { Hold, type BillingInput, type HoldDeps, type SettleOverrun } from '../billing/hold.ts';
+import { Hold, type BillingInput, type HoldDeps } from '../billing/hold.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
 import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
 
