@@ -8,6 +8,8 @@ import type {
 } from '../domain/ledger-port.ts';
 import type { UpstreamFailure } from '../domain/upstream-failure.ts';
 import { ProxyTelemetry } from '../telemetry/request-observer.ts';
+import type { CheckpointDue } from '../domain/stream-meter.ts';
+import { GrantBook } from './grant-book.ts';
 import { Hold, type BillingInput, type HoldDeps } from './hold.ts';
 
 /** An in-memory Ledger port that answers each Reserve from a script and records what it was sent. */
@@ -170,5 +172,42 @@ describe('Hold.fail: an upstream failure\'s error and money', () => {
       // The upstream's words never reach the client.
       expect(JSON.stringify(toHttpError(error).body)).not.toMatch(/ECONNREFUSED|first byte|529|reset/);
     }
+  });
+});
+
+describe('Hold: one outcome per request, and the grant book behind it', () => {
+  it('sends one outcome only: a second settle or release is refused in memory, and no checkpoint follows (ONE_OUTCOME)', async () => {
+    const { ledger, deps, input, plan, background } = setup([]);
+    const hold = await Hold.open(deps, input, plan.amountMicros);
+    const error = hold.fail({ kind: 'unreachable', reason: 'ECONNREFUSED' });
+    expect(error.code).toBe('upstream_error');
+    await Promise.all(background);
+    await hold.settle({ promptTokens: 1, completionTokens: 1 }, 'upstream');
+    await hold.release('again');
+    await hold.checkpoint({ sequence: 1n, usage: { promptTokens: 1, completionTokens: 1 } } as CheckpointDue, 60_000);
+    expect(ledger.releases).toEqual([{ reservationId: 'res_uuid-1', reason: 'upstream_unreachable' }]);
+    expect(ledger.settles).toHaveLength(0);
+  });
+
+  it('carves from a grant without a ledger Reserve, gives a released carve back to the grant, and names the grant on a Settle', async () => {
+    const { ledger, deps, input, plan } = setup([]);
+    const grants = new GrantBook({
+      ledger: {
+        acquireGrant: async (order) => ({ outcome: 'ok', grantedMicros: order.wantMicros, detail: '' }),
+        adjustGrant: async () => ({ outcome: 'ok', remainingMicros: 0n, recalled: false, detail: '' }),
+      },
+      logger: deps.logger, ownerId: 'proxy-1', ttlMs: 60_000, windowMs: 1_000, idleReturnMs: 60_000, checkpointIntervalMs: 1_000, tickMs: 0,
+    });
+    const carved = { ...deps, grants };
+    const released = await Hold.open(carved, input, plan.amountMicros);
+    const heldBefore = grants.uncarvedMicros();
+    await released.release('upstream_unreachable');
+    expect(grants.uncarvedMicros()).toBe(heldBefore + plan.amountMicros);
+    const settled = await Hold.open(carved, input, plan.amountMicros);
+    await settled.settle({ promptTokens: 10, completionTokens: 0 }, 'upstream');
+    expect(ledger.reserves).toHaveLength(0);
+    expect(ledger.releases).toHaveLength(0);
+    expect(ledger.settles).toMatchObject([{ reservationId: 'res_uuid-1', carve: { reservedMicros: 20n } }]);
+    await grants.closeAll();
   });
 });
