@@ -5,7 +5,7 @@
 import type { LedgerBillingMode } from '../domain/ledger-port.ts';
 
 /** Who a grant is for: one (organisation, project), in one billing mode. */
-export interface GrantKey {
+interface GrantKey {
   organisationId: string;
   projectId: string;
   billingMode: LedgerBillingMode;
@@ -19,10 +19,10 @@ export interface GrantKey {
  * - `stranded`: its promotion was refused (the grant is no longer held): settled as a carve, debited from available;
  * - `done`: released in memory or its Settle sent.
  */
-export type CarveState = 'carved' | 'promoting' | 'promoted' | 'stranded' | 'done';
+type CarveState = 'carved' | 'promoting' | 'promoted' | 'stranded' | 'done';
 
 /** A grant's lifecycle in the book. */
-export type GrantState = 'active' | 'draining' | 'closing' | 'closed';
+type GrantState = 'active' | 'draining' | 'closing' | 'closed';
 
 /** A credit grant this replica holds: the ledger holds `uncarved + outstanding carves + costs not yet applied` for it. */
 export class Grant {

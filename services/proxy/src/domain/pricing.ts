@@ -1,7 +1,7 @@
 import { GatewayError } from '@gateway/errors';
 import type { GatewayModelEntry } from './config-snapshot.ts';
 import {
-  ceilMillionth, classTokens, hasClasses, inputSide, outputSide, sideCost, tokensPerMillion, usageByClass,
+  classTokens, hasClasses, inputSide, outputSide, sideCost, tokensPerMillion, usageByClass,
   type ClassPrices, type ClassUsage, type TokenClass, type TokenUsage,
 } from './token-classes.ts';
 

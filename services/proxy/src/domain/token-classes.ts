@@ -65,7 +65,7 @@ export const inputSide = ['input', ...inputClasses] as const;
 export const outputSide = ['output', 'reasoning'] as const;
 
 /** ceil(numerator / 1e6) for a non-negative numerator: µ₹ of an exact µ₹ × 1e6 amount, rounded up. */
-export function ceilMillionth(numerator: bigint): bigint {
+function ceilMillionth(numerator: bigint): bigint {
   return (numerator + tokensPerMillion - 1n) / tokensPerMillion;
 }
 
