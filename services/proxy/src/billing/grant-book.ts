@@ -39,6 +39,10 @@ const fewReserves = 4n;
  * does not fit, one AcquireGrant per key is shared by every request waiting; when no grant is
  * given (NOT_GRANTED, ledger down) the key takes the exact per-request path for a back-off.
  *
+ * Its carve, promotion, settle and release steps have one caller, a request's Hold (hold.ts),
+ * which calls them in the order they need; the wiring only constructs the book, passes it
+ * recalls and stream ends, reads its gauge and closes it.
+ *
  * Invariant (NO_OVERSPEND, CONSERVATION): U never exceeds what the ledger holds for the grant.
  * The ledger holds U + outstanding carves + costs of settles not yet applied; U only grows when a
  * carve is released in memory (U += r) or its Settle is sent (U += r − c), both of which leave

@@ -60,8 +60,9 @@ export function hasClasses(usage: TokenUsage): boolean {
     || (usage.audioInputTokens ?? 0) > 0 || (usage.imageInputTokens ?? 0) > 0 || (usage.reasoningTokens ?? 0) > 0;
 }
 
-/** The input-side classes, plain input first, then the output-side ones: the order a side's classes are rounded in. */
+/** The input-side classes, plain input first: the order that side's classes are rounded in. */
 export const inputSide = ['input', ...inputClasses] as const;
+/** The output-side classes, plain output first: the order that side's classes are rounded in. */
 export const outputSide = ['output', 'reasoning'] as const;
 
 /** ceil(numerator / 1e6) for a non-negative numerator: µ₹ of an exact µ₹ × 1e6 amount, rounded up. */
