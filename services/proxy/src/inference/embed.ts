@@ -1,8 +1,8 @@
+import { Hold, type BillingInput } from '../billing/hold.ts';
 import { inputItems, type EmbeddingsRequest } from '../domain/embeddings-request.ts';
 import { billedEmbeddingsUsage, reserveInputTokens } from '../domain/embeddings-pricing.ts';
 import { reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { NormalizedEmbeddings, UpstreamEmbeddingsAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
-import { Hold, type BillingInput } from '../billing/hold.ts';
 import { callUpstream, type CompleteChatDeps } from './complete-chat.ts';
 
 /** One embeddings call to run: who, which model, the validated request and the gateway's count of it. */
