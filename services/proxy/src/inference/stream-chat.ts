@@ -1,3 +1,4 @@
+import { Hold } from '../billing/hold.ts';
 import { costByClass, usageCostMicros, type SettleOverrun } from '../domain/pricing.ts';
 import { StreamMeter, type BilledUsage, type StreamEnding } from '../domain/stream-meter.ts';
 import type { StreamRenderer } from '../domain/stream-renderer.ts';
@@ -8,7 +9,6 @@ import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import { SseParser } from '../upstreams/sse/sse-parser.ts';
 import type { StreamChoice, StreamEvent } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamStream, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
-import { Hold } from '../billing/hold.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
 import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
 import { upstreamFailureOutcome, type CompleteChatDeps } from './complete-chat.ts';
