@@ -15,7 +15,8 @@
  * run: an upper bound of what pricing and aliases can add.
  */
 import { resolveModelName } from '../../services/proxy/src/domain/model-aliases.ts';
-import { costByClass, priceSheet, reserveMicros, usageByClass, usageCostFields, usageCostMicros, type TokenUsage } from '../../services/proxy/src/domain/pricing.ts';
+import { costByClass, priceSheet, reserveMicros, sheetOf, usageCostFields, usageCostMicros, type TokenUsage } from '../../services/proxy/src/domain/pricing.ts';
+import { usageByClass } from '../../services/proxy/src/domain/token-classes.ts';
 import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../../services/proxy/src/domain/config-snapshot.ts';
 
 /** CPU µs per request of the pricing-and-lookup sequence, classed (alias, price sheet, every class) and plain. */
@@ -77,7 +78,7 @@ export function measurePricingOverhead(iterations = 200_000): PricingOverhead {
     const reserve = reserveMicros(usage.promptTokens + (i & 7), 1024, model);
     const billed = { ...usage, completionTokens: usage.completionTokens + (i & 3) };
     const { costMicros, providerCostMicros } = usageCostMicros(billed, model);
-    const settleClasses = usageByClass(billed, model);
+    const settleClasses = usageByClass(billed, sheetOf(model));
     const fields = usageCostFields(costMicros, costByClass(billed, model));
     return reserve + providerCostMicros > 0n && settleClasses.length > 0 ? fields : undefined;
   };

@@ -73,7 +73,6 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
       idleReturnMs: config.PROXY_GRANT_IDLE_RETURN_MS, checkpointIntervalMs: config.PROXY_CHECKPOINT_INTERVAL_MS,
     })
     : undefined;
-  billingLedger.grants = grants;
   if (grants !== undefined) {
     billingLedger.onRecall((grantIds) => grants.recall(grantIds));
     // A replica carves only from grants of the Operate stream it has open: the ledger closes an
@@ -130,6 +129,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     isShuttingDown: lifecycle.isClosing,
     rateLimiter,
     ledger: billingLedger,
+    grants,
     upstream,
     ...snapshotKeyedServices(config, logger),
     track: (work) => tasks.track(work),

@@ -2,7 +2,10 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@gateway/logger';
 import type { AcquireGrantAnswer, AcquireGrantOrder, AdjustGrantAnswer, AdjustGrantOrder } from '../domain/ledger-port.ts';
-import { GrantBook, type Carve, type GrantLedger } from './grant-book.ts';
+import type { Carve } from './grant.ts';
+import { GrantBook, type GrantBookOptions } from './grant-book.ts';
+
+type GrantLedger = GrantBookOptions['ledger'];
 
 /** A grant ledger that grants min(want, what a test allows) and keeps each grant's hold, µ₹, as the ledger would. */
 class ModelLedger implements GrantLedger {

@@ -3,7 +3,6 @@
  * ms, outcomes by name. The gRPC contract (proto enums, the Operate stream, the settle outbox)
  * stays behind it, in `ledger/grpc-ledger.ts`; inference and domain code know only this.
  */
-import type { GrantBook } from '../billing/grant-book.ts';
 import type { ClassUsage, TokenUsage } from './pricing.ts';
 
 /** Whose money a Reserve holds: a commercial organisation's wallet, or none (INTERNAL_MODE). */
@@ -218,11 +217,6 @@ export interface Ledger {
   adjustGrant(order: AdjustGrantOrder): Promise<AdjustGrantAnswer>;
   /** Calls `listener` with the ids of grants the ledger pushes back (GrantRecall on the Operate stream). */
   onRecall(listener: (grantIds: readonly string[]) => void): void;
-  /**
-   * The replica's credit grants, carving Reserves in memory (billing/grant-book.ts); undefined
-   * with PROXY_CREDIT_GRANTS=off, when every Reserve takes the exact per-request path.
-   */
-  readonly grants: GrantBook | undefined;
   /** Longest a Reserve refused while the ledger recalls grants keeps trying, ms (PROXY_RECALL_WAIT_MS). */
   readonly recallWaitMs: number;
 }

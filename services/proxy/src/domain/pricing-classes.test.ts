@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { GatewayModelEntry } from './config-snapshot.ts';
 import {
-  classTokens, outputTokensWithin, priceSheet, reserveMicros, usageByClass, usageCostMicros, type PriceSheetInput, type TokenUsage,
+  outputTokensWithin, priceSheet, reserveMicros, sheetOf, usageCostMicros, type PriceSheetInput, type TokenUsage,
 } from './pricing.ts';
+import { classTokens, usageByClass } from './token-classes.ts';
 
 const base: GatewayModelEntry = {
   slug: 'm', displayName: 'M', kind: 'chat', mediaModalities: new Set(), defaultMaxTokens: 100, maxContextTokens: 1_000_000,
@@ -36,7 +37,7 @@ describe('price by token class', () => {
     });
     // Input: 250×3 + 600×0.3 + 100×3.75 + 50×6 = 750 + 180 + 375 + 300 = 1605 µ₹; output: 100×15 + 200×15 = 4500 µ₹.
     expect(usageCostMicros(usage, model)).toEqual({ costMicros: 6105n, providerCostMicros: 500n + 120n + 250n + 200n + 1000n + 2400n });
-    const classes = usageByClass(usage, model);
+    const classes = usageByClass(usage, sheetOf(model));
     expect(classes.map((entry) => [entry.tokenClass, entry.tokens, entry.costMicros, entry.providerCostMicros])).toEqual([
       ['input', 250, 750n, 500n], ['cached_input', 600, 180n, 120n], ['cache_write_5m', 100, 375n, 250n], ['cache_write_1h', 50, 300n, 200n],
       ['output', 100, 1500n, 1000n], ['reasoning', 200, 3000n, 2400n],
@@ -49,7 +50,7 @@ describe('price by token class', () => {
     const split = { promptTokens: 3, completionTokens: 2, cachedInputTokens: 1, cacheWrite5mTokens: 1, reasoningTokens: 1 };
     expect(usageCostMicros(split, cheap)).toEqual(usageCostMicros({ promptTokens: 3, completionTokens: 2 }, cheap));
     expect(usageCostMicros(split, cheap)).toEqual({ costMicros: 2n, providerCostMicros: 2n });
-    const classes = usageByClass(split, cheap);
+    const classes = usageByClass(split, sheetOf(cheap));
     expect(classes.reduce((sum, entry) => sum + entry.costMicros, 0n)).toBe(2n);
   });
 
@@ -96,7 +97,7 @@ describe('price by token class', () => {
         };
         const { costMicros } = usageCostMicros(usage, entry);
         expect(costMicros).toBeLessThanOrEqual(reserve);
-        expect(usageByClass(usage, entry).reduce((sum, item) => sum + item.costMicros, 0n)).toBe(costMicros);
+        expect(usageByClass(usage, sheetOf(entry)).reduce((sum, item) => sum + item.costMicros, 0n)).toBe(costMicros);
         // The cut of a non-streaming reply: whatever its split, the output it allows fits the Reserve.
         const allowed = outputTokensWithin(reserve, promptTokens, maxTokens, entry);
         expect(allowed).toBeLessThanOrEqual(maxTokens);

@@ -1,8 +1,11 @@
 import { GatewayError } from '@gateway/errors';
 import type { GatewayModelEntry } from './config-snapshot.ts';
-import type { TokenClassCounts } from './normalized-completion.ts';
+import {
+  classTokens, hasClasses, inputSide, outputSide, sideCost, tokensPerMillion, usageByClass,
+  type ClassPrices, type ClassUsage, type TokenClass, type TokenUsage,
+} from './token-classes.ts';
 
-const tokensPerMillion = 1_000_000n;
+export type { ClassUsage, TokenUsage } from './token-classes.ts';
 
 /** Cost of some tokens at a price in µ₹ per million tokens, rounded up to the whole µ₹. */
 export function costMicros(tokens: number | bigint, priceMicrosPerMtok: bigint): bigint {
@@ -28,16 +31,6 @@ export function effectiveMaxTokens(requestedMaxTokens: number | undefined, model
 }
 
 /**
- * The token price classes of a price sheet. The input classes are parts of the
- * prompt (plain `input` is what is left of it), `reasoning` is part of the output (plain
- * `output` is what is left of it).
- */
-type TokenClass = 'input' | 'cached_input' | 'cache_write_5m' | 'cache_write_1h' | 'audio_input' | 'image_input' | 'output' | 'reasoning';
-
-/** A price per token class, µ₹ per million tokens. */
-type ClassPrices = Readonly<Record<TokenClass, bigint>>;
-
-/**
  * A model's price sheet, resolved once per model when the config arrives (so the hot path only
  * reads it): customer prices, provider costs, and the two prices its Reserve uses.
  */
@@ -51,9 +44,6 @@ export interface PriceSheet {
   /** The highest customer price an output token can be billed at: max(output, reasoning), µ₹ per million tokens. */
   reserveOutput: bigint;
 }
-
-/** The input classes other than plain input, in the order their tokens are taken from the prompt. */
-const inputClasses = ['cached_input', 'cache_write_5m', 'cache_write_1h', 'audio_input', 'image_input'] as const;
 
 /** The customer and provider per-class prices a price sheet is built from, µ₹ per million tokens; reasoning undefined = as output. */
 export interface PriceSheetInput {
@@ -129,64 +119,12 @@ export function outputTokensWithin(reserveMicros: bigint, promptTokens: number, 
   return fits < BigInt(maxTokens) ? Number(fits) : maxTokens;
 }
 
-/** Token counts of one request's usage: the totals, and their price classes where the upstream reported them (absent = 0). */
-export interface TokenUsage extends TokenClassCounts {
-  promptTokens: number;
-  completionTokens: number;
-}
-
-/** Tokens of a usage by class, each ≥ 0, summing to the totals. */
-type ClassTokens = Record<TokenClass, number>;
-
-/**
- * A usage's tokens by class. The classes are parts of the totals; an upstream that reports more
- * class tokens than the total (a bug on its side) is clamped, in the order of `inputClasses`, so
- * the classes never sum past what the totals say (nothing is billed twice).
- */
-export function classTokens(usage: TokenUsage): ClassTokens {
-  let left = usage.promptTokens;
-  const take = (count: number | undefined) => {
-    const taken = count === undefined || count <= 0 ? 0 : Math.min(count, left);
-    left -= taken;
-    return taken;
-  };
-  const cachedInput = take(usage.cachedInputTokens);
-  const cacheWrite5m = take(usage.cacheWrite5mTokens);
-  const cacheWrite1h = take(usage.cacheWrite1hTokens);
-  const audioInput = take(usage.audioInputTokens);
-  const imageInput = take(usage.imageInputTokens);
-  const reasoning = Math.min(Math.max(usage.reasoningTokens ?? 0, 0), usage.completionTokens);
-  return {
-    input: left, cached_input: cachedInput, cache_write_5m: cacheWrite5m, cache_write_1h: cacheWrite1h,
-    audio_input: audioInput, image_input: imageInput, output: usage.completionTokens - reasoning, reasoning,
-  };
-}
-
-/** Whether a usage carries any class besides plain input and output (the common case does not: two roundings only). */
-function hasClasses(usage: TokenUsage): boolean {
-  return (usage.cachedInputTokens ?? 0) > 0 || (usage.cacheWrite5mTokens ?? 0) > 0 || (usage.cacheWrite1hTokens ?? 0) > 0
-    || (usage.audioInputTokens ?? 0) > 0 || (usage.imageInputTokens ?? 0) > 0 || (usage.reasoningTokens ?? 0) > 0;
-}
-
-/** The input-side classes, plain input first, then the output-side ones: the order a side's classes are rounded in. */
-const inputSide = ['input', ...inputClasses] as const;
-const outputSide = ['output', 'reasoning'] as const;
-
-/** ceil(numerator / 1e6) for a non-negative numerator: µ₹ of an exact µ₹ × 1e6 amount, rounded up. */
-function ceilMillionth(numerator: bigint): bigint {
-  return (numerator + tokensPerMillion - 1n) / tokensPerMillion;
-}
-
-/**
- * Cost of one side of a usage (input or output) at per-class prices, µ₹: the exact sum of its
- * classes rounded up once, so a side's cost is what it was before prices by token class when every class
- * costs the same (a flat sheet: nobody's bill changes until an admin sets class prices), and
- * never more than the side's tokens at its highest price (the Reserve's worst case).
- */
-function sideCost(tokens: ClassTokens, prices: ClassPrices, side: readonly TokenClass[]): bigint {
-  let numerator = 0n;
-  for (const tokenClass of side) if (tokens[tokenClass] > 0) numerator += BigInt(tokens[tokenClass]) * prices[tokenClass];
-  return ceilMillionth(numerator);
+/** What a Settle bills beyond its usage when the upstream produced more than the client got (BOUNDED_OVERRUN). */
+export interface SettleOverrun {
+  /** Everything the upstream produced: the provider cost is priced on it. */
+  producedUsage: TokenUsage;
+  /** Output tokens produced beyond what was delivered: provider cost, never the wallet's. */
+  overrunOutputTokens: number;
 }
 
 /** Cost of a usage at per-class prices, µ₹: the input side and the output side each rounded up once. */
@@ -205,45 +143,6 @@ export function customerCostMicros(usage: TokenUsage, model: BasePrices): bigint
 export function usageCostMicros(usage: TokenUsage, model: GatewayModelEntry): { costMicros: bigint; providerCostMicros: bigint } {
   const sheet = sheetOf(model);
   return { costMicros: costAt(usage, sheet.customer), providerCostMicros: costAt(usage, sheet.provider) };
-}
-
-/** One class of a usage: its tokens, customer cost and provider cost, µ₹. */
-export interface ClassUsage {
-  tokenClass: TokenClass;
-  tokens: number;
-  costMicros: bigint;
-  providerCostMicros: bigint;
-}
-
-/**
- * A usage by class, the classes with tokens only, input side then output side: what the Settle
- * and the response itemise. Within a side each class gets the growth of the side's running cost
- * rounded up (ceil(Sₖ) − ceil(Sₖ₋₁) of the exact running sums), so every class's cost is within
- * 1 µ₹ of its exact price and the classes sum to usageCostMicros's to the µ₹ (CONSERVATION:
- * cost_micros is the sum of the classes).
- */
-export function usageByClass(usage: TokenUsage, model: GatewayModelEntry): ClassUsage[] {
-  const sheet = sheetOf(model);
-  const tokens = classTokens(usage);
-  const classes: ClassUsage[] = [];
-  for (const side of [inputSide, outputSide]) {
-    let customerSum = 0n;
-    let providerSum = 0n;
-    for (const tokenClass of side) {
-      const count = tokens[tokenClass];
-      if (count <= 0) continue;
-      const nextCustomer = customerSum + BigInt(count) * sheet.customer[tokenClass];
-      const nextProvider = providerSum + BigInt(count) * sheet.provider[tokenClass];
-      classes.push({
-        tokenClass, tokens: count,
-        costMicros: ceilMillionth(nextCustomer) - ceilMillionth(customerSum),
-        providerCostMicros: ceilMillionth(nextProvider) - ceilMillionth(providerSum),
-      });
-      customerSum = nextCustomer;
-      providerSum = nextProvider;
-    }
-  }
-  return classes;
 }
 
 /** µ₹ in one rupee. */
@@ -294,5 +193,5 @@ export function usageCostFields(costMicros: bigint, byClass?: readonly ClassUsag
  * and output (such a response keeps its usage as before prices by token class; the Settle itemises it anyway).
  */
 export function costByClass(usage: TokenUsage, model: GatewayModelEntry): ClassUsage[] | undefined {
-  return hasClasses(usage) ? usageByClass(usage, model) : undefined;
+  return hasClasses(usage) ? usageByClass(usage, sheetOf(model)) : undefined;
 }

@@ -4,7 +4,7 @@ import { createJsonBodyParser } from '@gateway/http-guard';
 import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { ConfigSnapshot, OrganisationEntry } from '../domain/config-snapshot.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision } from '../domain/rate-limit.ts';
-import { elapsedMs } from '../inference/chat-billing.ts';
+import { elapsedMs } from '../telemetry/elapsed-ms.ts';
 import { BodyByteBudget } from './body-byte-budget.ts';
 import type { HttpAppServices, InferenceRouteKit } from './http-app.ts';
 import type { RequestContext } from './request-context.ts';

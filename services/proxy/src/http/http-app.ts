@@ -6,12 +6,13 @@ import type { HealthProbes } from '@gateway/service-runtime';
 import type { CacheScoping } from '../domain/cache-scope.ts';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { ConfigSnapshot, GatewayModelEntry, GatewayModelKind } from '../domain/config-snapshot.ts';
+import type { GrantBook } from '../billing/grant-book.ts';
 import type { Ledger } from '../domain/ledger-port.ts';
 import type { RateLimiter } from '../domain/rate-limit.ts';
 import type { ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import type { ChatRequest } from '../domain/chat-request.ts';
 import type { StoredResponses } from '../domain/responses/stored-responses.ts';
-import type { ChatInput } from '../inference/chat-billing.ts';
+import type { ChatInput } from '../inference/plan-chat.ts';
 import type { UpstreamPort } from '../inference/complete-chat.ts';
 import type { StreamChatDeps, StreamSink, StreamStopReason } from '../inference/stream-chat.ts';
 import type { ProxyRoute, ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
@@ -38,6 +39,8 @@ export interface HttpAppServices {
   rateLimiter: RateLimiter;
   /** The ledger port: every Settle and Release goes through its outbox. */
   ledger: Ledger;
+  /** The replica's credit grants (billing/grant-book.ts); absent with PROXY_CREDIT_GRANTS=off. */
+  grants?: GrantBook | undefined;
   upstream: UpstreamPort;
   /** The tool-call id mapping of a snapshot: the ids clients see are the gateway's (domain/tool-call-ids.ts). */
   toolCallIds(snapshot: ConfigSnapshot): ToolCallIdCodec;
@@ -144,7 +147,7 @@ export function createHttpApp(services: HttpAppServices): Express {
   app.get('/readyz', services.probes.handleReadiness);
 
   const inferenceDeps: StreamChatDeps = {
-    ledger: services.ledger, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
+    ledger: services.ledger, grants: services.grants, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
     background: (work: Promise<unknown>) => { void services.track(work); },
     checkpointIntervalMs: services.checkpointIntervalMs,
     streamLeaseMs: services.streamLeaseMs,

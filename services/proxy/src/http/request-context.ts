@@ -3,7 +3,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { toAnthropicHttpError, toGatewayError, toHttpError } from '@gateway/errors';
 import { frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
-import type { BillingLogFields } from '../inference/complete-chat.ts';
+import type { BillingLogFields } from '../billing/hold.ts';
 import type { ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
 
 /** What one request's log line says beyond method, path, status and duration. */

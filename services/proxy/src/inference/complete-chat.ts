@@ -1,17 +1,14 @@
 import { cutCompletion, estimateCompletionTokens } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
-import { costByClass, outputTokensWithin, usageCostMicros, type ClassUsage, type TokenUsage } from '../domain/pricing.ts';
+import { costByClass, outputTokensWithin, usageCostMicros, type ClassUsage, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
 import { sealCompletionReasoning } from '../domain/reasoning-blocks.ts';
 import { concealCompletionToolCallIds } from '../domain/tool-call-ids.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamEndpoint, UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
-import {
-  elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage,
-  type BillingInput, type BillingPlan, type ChatBillingDeps, type ChatInput, type ChatPlan, type SettleOverrun,
-} from './chat-billing.ts';
-
-export type { BillingLogFields } from './chat-billing.ts';
+import { Hold, type BillingInput, type HoldDeps } from '../billing/hold.ts';
+import { elapsedMs } from '../telemetry/elapsed-ms.ts';
+import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
 
 /** The upstream transport inference needs; the endpoint carries the model's SSRF permission. */
 export interface UpstreamPort {
@@ -32,19 +29,19 @@ export function upstreamFailureOutcome(kind: 'http_error' | 'unreachable' | 'tim
 /**
  * Makes the upstream call of a request whose Reserve is held and reads its JSON answer with
  * `parse`, timing it for the log and the metrics. When no usable answer comes (a transport
- * failure, an error status, or `parse` throws) the call's money is resolved as settleFailedCall
+ * failure, an error status, or `parse` throws) the call's money is resolved as Hold.fail
  * decides and the client's 502/504 is thrown: the one home of that rule for every
  * non-streaming call (completions and embeddings).
  */
 export async function callUpstream<Answer>(
-  deps: CompleteChatDeps, input: BillingInput, plan: BillingPlan & { upstreamRequest: UpstreamRequest }, parse: (json: unknown) => Answer,
+  deps: CompleteChatDeps, input: BillingInput, hold: Hold, upstreamRequest: UpstreamRequest, parse: (json: unknown) => Answer,
 ): Promise<Answer> {
   const { model, log, observer } = input;
   let outcome: UpstreamOutcome;
   const upstreamStartedAtMs = performance.now();
   observer.upstreamStarted(model.upstream.providerKind);
   try {
-    outcome = await deps.upstream.send(model.upstream, plan.upstreamRequest);
+    outcome = await deps.upstream.send(model.upstream, upstreamRequest);
   } catch (error) {
     outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
   }
@@ -52,7 +49,7 @@ export async function callUpstream<Answer>(
   log.upstreamOutcome = outcome.kind;
   if (outcome.kind !== 'response') {
     observer.upstreamEnded(upstreamFailureOutcome(outcome.kind));
-    throw settleFailedCall(deps, input, plan, outcome);
+    throw hold.fail(outcome);
   }
   log.upstreamStatus = outcome.statusCode;
   let answer: Answer;
@@ -60,7 +57,7 @@ export async function callUpstream<Answer>(
     answer = parse(outcome.json);
   } catch {
     observer.upstreamEnded('bad_response');
-    throw settleFailedCall(deps, input, plan, { kind: 'unusable_answer' });
+    throw hold.fail({ kind: 'unusable_answer' });
   }
   observer.upstreamEnded('ok');
   return answer;
@@ -81,7 +78,7 @@ export interface CompletedChat {
 }
 
 /** What completeChat needs besides the request. */
-export interface CompleteChatDeps extends ChatBillingDeps {
+export interface CompleteChatDeps extends HoldDeps {
   upstream: UpstreamPort;
 }
 
@@ -93,14 +90,14 @@ export interface CompleteChatDeps extends ChatBillingDeps {
  * completion is handed to `respond` first and settled right after, so the
  * client does not wait for the ledger's second commit (docs/proxy.md, "Settle after the
  * response"); the promise resolves once the settle has run. Upstream failures become the
- * gateway's own 502/504 (settleFailedCall: their Settle or Release queued in the outbox before
+ * gateway's own 502/504 (Hold.fail: their Settle or Release queued in the outbox before
  * they are thrown); the upstream's status, headers and text go nowhere but the log's status code.
  */
 export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (completed: CompletedChat) => void): Promise<void> {
   const { model } = input;
   const plan = planChat(input);
-  await holdReserve(deps, input, plan);
-  const completion = await callUpstream(deps, input, plan, (json) => input.adapter.parseResponse(json));
+  const hold = await Hold.open(deps, input, plan.amountMicros);
+  const completion = await callUpstream(deps, input, hold, plan.upstreamRequest, (json) => input.adapter.parseResponse(json));
 
   const produced: TokenUsage = completion.usage
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };
@@ -114,7 +111,7 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
   };
   // The settle starts before the response is written, so it is in the outbox (a Settle in flight
   // of the organisation) before the client can possibly send its next request.
-  const settled = settleUsage(deps, input, plan, delivered.usage, delivered.source, delivered.overrun);
+  const settled = hold.settle(delivered.usage, delivered.source, delivered.overrun);
   respond(completed);
   await settled;
 }

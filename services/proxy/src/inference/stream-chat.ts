@@ -1,4 +1,5 @@
-import { costByClass, usageCostMicros } from '../domain/pricing.ts';
+import { Hold } from '../billing/hold.ts';
+import { costByClass, usageCostMicros, type SettleOverrun } from '../domain/pricing.ts';
 import { StreamMeter, type BilledUsage, type StreamEnding } from '../domain/stream-meter.ts';
 import type { StreamRenderer } from '../domain/stream-renderer.ts';
 import { sealStreamReasoning } from '../domain/reasoning-blocks.ts';
@@ -8,10 +9,8 @@ import type { UpstreamMetricOutcome } from '../telemetry/request-observer.ts';
 import { SseParser } from '../upstreams/sse/sse-parser.ts';
 import type { StreamChoice, StreamEvent } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamStream, UpstreamStreamOutcome } from '../upstreams/upstream-transport.ts';
-import {
-  checkpointStream, elapsedMs, holdReserve, planChat, settleFailedCall, settleUsage, type ChatInput, type ChatPlan, type SettleOverrun,
-  type StreamBillingDeps,
-} from './chat-billing.ts';
+import { elapsedMs } from '../telemetry/elapsed-ms.ts';
+import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
 import { upstreamFailureOutcome, type CompleteChatDeps } from './complete-chat.ts';
 
 /** Where a stream's frames go: the HTTP response, behind a port so the relay has no transport in it. */
@@ -40,7 +39,9 @@ const upstreamOutcomeOfEnding: Record<StreamEnding, UpstreamMetricOutcome> = {
 };
 
 /** What streamChat needs besides the request. */
-export interface StreamChatDeps extends CompleteChatDeps, StreamBillingDeps {
+export interface StreamChatDeps extends CompleteChatDeps {
+  /** A stream's reservation is a lease of this long from the ledger's clock, renewed by each checkpoint, ms (PROXY_STREAM_LEASE_MS). */
+  streamLeaseMs: number;
   /**
    * A running stream checkpoints its usage on its first content chunk and then once per this
    * many ms, with or without new tokens (each renews its lease, PROXY_STREAM_LEASE_MS), ms.
@@ -76,7 +77,7 @@ export interface StreamChatInput extends ChatInput {
 export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): Promise<void> {
   const { model, log, observer } = input;
   const plan = planChat(input);
-  await holdReserve(deps, input, plan);
+  const hold = await Hold.open(deps, input, plan.amountMicros);
 
   let opened: UpstreamStreamOutcome;
   const upstreamStartedAtMs = performance.now();
@@ -92,12 +93,12 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
   if (opened.kind !== 'stream') {
     log.upstreamOutcome = opened.kind;
     observer.upstreamEnded(opened.kind === 'failed' && input.stop.aborted ? 'aborted' : upstreamFailureOutcome(opened.kind));
-    throw settleFailedCall(deps, input, plan, opened);
+    throw hold.fail(opened);
   }
   log.upstreamOutcome = 'stream';
   log.upstreamStatus = opened.stream.statusCode;
   try {
-    await relay(deps, input, plan, opened.stream);
+    await relay(deps, input, plan, hold, opened.stream);
   } finally {
     opened.stream.close();
     // The relay reports how the call ended; one that threw before deciding leaves a cut call (a no-op otherwise).
@@ -122,7 +123,7 @@ function finishes(choices: StreamChoice[]): boolean {
  * chunk whether it may go and after each read whether a checkpoint is due; then writes the
  * ending the meter's figures call for and settles them.
  */
-async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPlan, stream: UpstreamStream): Promise<void> {
+async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPlan, hold: Hold, stream: UpstreamStream): Promise<void> {
   const { model, log, sink, renderer } = input;
   const meter = new StreamMeter({ model, promptTokens: plan.promptTokens, reserveMicros: plan.amountMicros, checkpointIntervalMs: deps.checkpointIntervalMs });
 
@@ -135,7 +136,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
     const due = meter.checkpointDue(Date.now());
     if (due === undefined) return;
     log.checkpoints = Number(due.sequence);
-    deps.background(checkpointStream(deps, input, plan, due).finally(() => meter.checkpointSettled()));
+    deps.background(hold.checkpoint(due, deps.streamLeaseMs).finally(() => meter.checkpointSettled()));
   };
 
   // The frames of the events decoded from one upstream read go out in one write: one pass
@@ -242,33 +243,47 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
   log.streamOutcome = ending;
   input.observer.upstreamEnded(upstreamOutcomeOfEnding[ending]);
 
-  const billed = meter.bill(ending);
+  // A clean ending opens the response if nothing did yet: its ending frames are the client's answer.
+  if ((ending === 'completed' || ending === 'cost_stop') && !opened) open();
+  await endStream(input, hold, ending, meter.bill(ending), { opened, frames, failureReason });
+}
 
+/** What the relay leaves for the ending: whether the response was opened, its frames not yet written, and why the upstream failed. */
+interface RelayLeftover {
+  opened: boolean;
+  frames: string;
+  failureReason: string;
+}
+
+/**
+ * Writes the ending the meter's figures call for and settles them: every ending settles exactly
+ * once, at the usage the meter bills (NOTHING_FREE; ONE_OUTCOME).
+ */
+async function endStream(input: StreamChatInput, hold: Hold, ending: StreamEnding, billed: BilledUsage, left: RelayLeftover): Promise<void> {
+  const { model, log, sink, renderer } = input;
   switch (ending) {
     case 'completed':
     case 'cost_stop': {
-      if (!opened) open();
       // The frames of the last read and the ending's own frames go out in one write with the
       // end of the response (one pass through the HTTP framing instead of several).
-      const last = frames + renderer.close({
+      const last = left.frames + renderer.close({
         ending, usage: billed.usage, costMicros: usageCostMicros(billed.usage, model).costMicros, costByClass: costByClass(billed.usage, model),
       });
-      frames = '';
       // Settled after the response (as completions are): the client does not wait for the commit.
-      const settled = settleUsage(deps, input, plan, billed.usage, billed.source, overrunOf(billed));
+      const settled = hold.settle(billed.usage, billed.source, overrunOf(billed));
       sink.end(last);
       await settled;
       return;
     }
     case 'client_closed':
-      await settleUsage(deps, input, plan, billed.usage, billed.source, overrunOf(billed));
+      await hold.settle(billed.usage, billed.source, overrunOf(billed));
       return;
     case 'shutdown':
     case 'upstream_failed':
     case 'upstream_timeout': {
-      const error = streamFailureError(ending, failureReason);
-      const settled = settleUsage(deps, input, plan, billed.usage, billed.source, overrunOf(billed));
-      if (!opened) {
+      const error = streamFailureError(ending, left.failureReason);
+      const settled = hold.settle(billed.usage, billed.source, overrunOf(billed));
+      if (!left.opened) {
         await settled;
         throw error; // nothing sent yet: an ordinary HTTP error
       }

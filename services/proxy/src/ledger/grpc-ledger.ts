@@ -1,6 +1,5 @@
 import { isTransientResult, ledgerResultNames, ledgerResultTransient, ledgerV1, resultNamesByValue } from '@gateway/contracts';
 import type { ProxyMetrics } from '@gateway/telemetry';
-import type { GrantBook } from '../billing/grant-book.ts';
 import type {
   AcquireGrantAnswer, AcquireGrantOrder, AcquireGrantOutcome, AdjustGrantAnswer, AdjustGrantOrder, AdjustGrantOutcome, BillingOwner, CheckpointAnswer, CheckpointOrder, CheckpointOutcome, Ledger, ReleaseAnswer, ReleaseOrder, ReleaseOutcome, ReserveAnswer,
   ReserveOrder, ReserveOutcome, SettleAnswer, SettleOrder, SettleOutcome,
@@ -49,8 +48,6 @@ function detailOf(known: boolean, result: number, detail: string): string {
 export class GrpcLedger implements Ledger {
   readonly #calls: LedgerCalls;
   readonly #outbox: LedgerOutbox;
-  /** The replica's credit grants, set by createProxyApp when PROXY_CREDIT_GRANTS=on (the book needs this port first). */
-  grants: GrantBook | undefined = undefined;
   readonly recallWaitMs: number;
   readonly #callDuration: ProxyMetrics['proxyLedgerCallDuration'] | undefined;
 

@@ -8,7 +8,9 @@ import type {
 } from '../domain/ledger-port.ts';
 import type { UpstreamFailure } from '../domain/upstream-failure.ts';
 import { ProxyTelemetry } from '../telemetry/request-observer.ts';
-import { holdReserve, settleFailedCall, type ChatBillingDeps, type ChatInput, type ChatPlan } from './chat-billing.ts';
+import type { CheckpointDue } from '../domain/stream-meter.ts';
+import { GrantBook } from './grant-book.ts';
+import { Hold, type BillingInput, type HoldDeps } from './hold.ts';
 
 /** An in-memory Ledger port that answers each Reserve from a script and records what it was sent. */
 class ScriptedLedger implements Ledger {
@@ -45,12 +47,12 @@ class ScriptedLedger implements Ledger {
 }
 
 function setup(answers: Array<ReserveAnswer | Error>): {
-  ledger: ScriptedLedger; deps: ChatBillingDeps; input: ChatInput; plan: ChatPlan; background: Promise<unknown>[]; metrics: ProxyMetrics;
+  ledger: ScriptedLedger; deps: HoldDeps; input: BillingInput; plan: { amountMicros: bigint }; background: Promise<unknown>[]; metrics: ProxyMetrics;
 } {
   const ledger = new ScriptedLedger(answers);
   const metrics = createServiceMetrics('proxy');
   const background: Promise<unknown>[] = [];
-  const deps: ChatBillingDeps = {
+  const deps: HoldDeps = {
     ledger, reserveTtlMs: 600_000, logger: createLogger('proxy', 'silent', new Writable({ write(_chunk, _encoding, done) { done(); } })),
     background: (work) => { background.push(work); },
   };
@@ -62,8 +64,9 @@ function setup(answers: Array<ReserveAnswer | Error>): {
       slug: 'chat', tokenizer: 'cl100k_base', inputPriceMicrosPerMtok: 1_000_000n, outputPriceMicrosPerMtok: 2_000_000n,
       providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n,
     },
-  } as unknown as ChatInput;
-  const plan = { promptTokens: 10, maxTokens: 5, amountMicros: 20n, reservationId: 'res_uuid-1', carve: undefined } as ChatPlan;
+  } as unknown as BillingInput;
+  // The Reserve a plan of 10 prompt tokens and 5 output tokens makes at these prices; the reservation is res_uuid-1.
+  const plan = { amountMicros: 20n };
   return { ledger, deps, input, plan, background, metrics };
 }
 
@@ -82,10 +85,10 @@ async function statusOf(promise: Promise<unknown>): Promise<{ status: number; co
 
 const answer = (outcome: ReserveAnswer['outcome'], transient: boolean, grantsRecalled = 0): ReserveAnswer => ({ outcome, transient, detail: 'why', grantsRecalled, liftable: true });
 
-describe('holdReserve: the ledger\'s answer to HTTP', () => {
+describe('Hold.open: the ledger\'s answer to HTTP', () => {
   it('holds an OK Reserve in the caller\'s billing mode and logs what it held', async () => {
     const { ledger, deps, input, plan, metrics } = setup([]);
-    await holdReserve(deps, input, plan);
+    await Hold.open(deps, input, plan.amountMicros);
     expect(ledger.reserves).toEqual([{
       reservationId: 'res_uuid-1', organisationId: 'org', projectId: 'org-project', billingMode: 'internal', amountMicros: 20n, ttlMs: 600_000, modelSlug: 'chat',
     }]);
@@ -111,7 +114,7 @@ describe('holdReserve: the ledger\'s answer to HTTP', () => {
     ];
     for (const [reserved, status, code, counted] of cases) {
       const { deps, input, plan, metrics } = setup([reserved]);
-      expect(await statusOf(holdReserve(deps, input, plan)), reserved.outcome).toEqual({ status, code });
+      expect(await statusOf(Hold.open(deps, input, plan.amountMicros)), reserved.outcome).toEqual({ status, code });
       expect(await reservesCounted(metrics), reserved.outcome).toEqual({ [`exact/${counted}`]: 1 });
     }
   });
@@ -119,11 +122,11 @@ describe('holdReserve: the ledger\'s answer to HTTP', () => {
   it('tries a Reserve refused for money once more after the organisation\'s Settles in flight', async () => {
     const { ledger, deps, input, plan } = setup([answer('insufficient_balance', true), answer('ok', false)]);
     ledger.settlesInFlight = true;
-    await holdReserve(deps, input, plan);
+    await Hold.open(deps, input, plan.amountMicros);
     expect(ledger.reserves).toHaveLength(2);
     const refused = setup([answer('organisation_unknown', true), answer('ok', false)]);
     refused.ledger.settlesInFlight = true;
-    expect((await statusOf(holdReserve(refused.deps, refused.input, refused.plan))).status).toBe(503);
+    expect((await statusOf(Hold.open(refused.deps, refused.input, refused.plan.amountMicros))).status).toBe(503);
     expect(refused.ledger.reserves).toHaveLength(1);
   });
 
@@ -131,20 +134,20 @@ describe('holdReserve: the ledger\'s answer to HTTP', () => {
     const final: ReserveAnswer = { ...answer('insufficient_balance', true, 2), liftable: false };
     const { ledger, deps, input, plan } = setup([final, answer('ok', false)]);
     ledger.settlesInFlight = true;
-    expect(await statusOf(holdReserve(deps, input, plan))).toEqual({ status: 402, code: 'insufficient_balance' });
+    expect(await statusOf(Hold.open(deps, input, plan.amountMicros))).toEqual({ status: 402, code: 'insufficient_balance' });
     expect(ledger.reserves).toHaveLength(1);
   });
 
   it('releases a Reserve whose call failed (its outcome is unknown) and answers 503', async () => {
     const { ledger, deps, input, plan, background, metrics } = setup([new GatewayError('service_unavailable', { internalMessage: 'ledger down' })]);
-    expect((await statusOf(holdReserve(deps, input, plan))).status).toBe(503);
+    expect((await statusOf(Hold.open(deps, input, plan.amountMicros))).status).toBe(503);
     expect(await reservesCounted(metrics)).toEqual({ 'exact/ledger_unavailable': 1 });
     await Promise.all(background);
     expect(ledger.releases).toEqual([{ reservationId: 'res_uuid-1', reason: 'reserve_outcome_unknown' }]);
   });
 });
 
-describe('settleFailedCall: an upstream failure\'s error and money', () => {
+describe('Hold.fail: an upstream failure\'s error and money', () => {
   it('releases what certainly reached no upstream and settles zero usage for everything else (NOTHING_FREE)', async () => {
     const cases: Array<[UpstreamFailure, number, string, 'release' | 'settle']> = [
       [{ kind: 'unreachable', reason: 'ECONNREFUSED' }, 502, 'upstream_error', 'release'],
@@ -155,7 +158,8 @@ describe('settleFailedCall: an upstream failure\'s error and money', () => {
     ];
     for (const [failure, status, code, money] of cases) {
       const { ledger, deps, input, plan, background } = setup([]);
-      const error = settleFailedCall(deps, input, plan, failure);
+      const hold = await Hold.open(deps, input, plan.amountMicros);
+      const error = hold.fail(failure);
       expect({ status: toHttpError(error).status, code: error.code }, failure.kind).toEqual({ status, code });
       await Promise.all(background);
       if (money === 'release') {
@@ -168,5 +172,42 @@ describe('settleFailedCall: an upstream failure\'s error and money', () => {
       // The upstream's words never reach the client.
       expect(JSON.stringify(toHttpError(error).body)).not.toMatch(/ECONNREFUSED|first byte|529|reset/);
     }
+  });
+});
+
+describe('Hold: one outcome per request, and the grant book behind it', () => {
+  it('sends one outcome only: a second settle or release is refused in memory, and no checkpoint follows (ONE_OUTCOME)', async () => {
+    const { ledger, deps, input, plan, background } = setup([]);
+    const hold = await Hold.open(deps, input, plan.amountMicros);
+    const error = hold.fail({ kind: 'unreachable', reason: 'ECONNREFUSED' });
+    expect(error.code).toBe('upstream_error');
+    await Promise.all(background);
+    await hold.settle({ promptTokens: 1, completionTokens: 1 }, 'upstream');
+    await hold.release('again');
+    await hold.checkpoint({ sequence: 1n, usage: { promptTokens: 1, completionTokens: 1 } } as CheckpointDue, 60_000);
+    expect(ledger.releases).toEqual([{ reservationId: 'res_uuid-1', reason: 'upstream_unreachable' }]);
+    expect(ledger.settles).toHaveLength(0);
+  });
+
+  it('carves from a grant without a ledger Reserve, gives a released carve back to the grant, and names the grant on a Settle', async () => {
+    const { ledger, deps, input, plan } = setup([]);
+    const grants = new GrantBook({
+      ledger: {
+        acquireGrant: async (order) => ({ outcome: 'ok', grantedMicros: order.wantMicros, detail: '' }),
+        adjustGrant: async () => ({ outcome: 'ok', remainingMicros: 0n, recalled: false, detail: '' }),
+      },
+      logger: deps.logger, ownerId: 'proxy-1', ttlMs: 60_000, windowMs: 1_000, idleReturnMs: 60_000, checkpointIntervalMs: 1_000, tickMs: 0,
+    });
+    const carved = { ...deps, grants };
+    const released = await Hold.open(carved, input, plan.amountMicros);
+    const heldBefore = grants.uncarvedMicros();
+    await released.release('upstream_unreachable');
+    expect(grants.uncarvedMicros()).toBe(heldBefore + plan.amountMicros);
+    const settled = await Hold.open(carved, input, plan.amountMicros);
+    await settled.settle({ promptTokens: 10, completionTokens: 0 }, 'upstream');
+    expect(ledger.reserves).toHaveLength(0);
+    expect(ledger.releases).toHaveLength(0);
+    expect(ledger.settles).toMatchObject([{ reservationId: 'res_uuid-1', carve: { reservedMicros: 20n } }]);
+    await grants.closeAll();
   });
 });
