@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createGatewayModelBody, updateGatewayModelBody } from '../../common/http/request-schemas.ts';
-import { gatewayModelResponse } from '../../common/http/response-schemas.ts';
+import { createGatewayModelBody, updateGatewayModelBody, gatewayModelResponse } from './catalog-schemas.ts';
 import { parseInput } from '../../test-support/parse-input.ts';
 import {
   camelCase, camelKeys, gatewayModelLeaves, gatewayModelShown, gatewayModelToJson, type GatewayModel,
