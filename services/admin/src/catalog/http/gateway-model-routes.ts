@@ -1,4 +1,4 @@
-import { camelKeys } from '../domain/gateway-model-schema.ts';
+import { camelKeys } from '../domain/camel-case.ts';
 import type { UpstreamUrlPolicy } from '../domain/upstream-url.ts';
 import { createGatewayModelBody, gatewayModelResponse, updateGatewayModelBody } from './catalog-schemas.ts';
 import { gatewayModelJson } from './catalog-views.ts';
