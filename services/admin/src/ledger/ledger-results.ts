@@ -15,7 +15,7 @@ export function unexpectedResult(operation: LedgerResultOperation, method: strin
   return new GatewayError('internal_error', { internalMessage: `ledger ${method} returned unexpected result ${result} (${transient ? 'transient' : 'final'})` });
 }
 
-/** Proto result -> the contract's result name, per operation; UNSPECIFIED and unknown values have none (unexpectedResult). */
+// Proto result -> the contract's result name, per operation; UNSPECIFIED and unknown values have none (unexpectedResult).
 /** OpenAccount's result names by proto value. */
 export const openAccountNames = resultNamesByValue(ledgerResultNames.openAccount);
 /** Credit's result names by proto value. */

@@ -332,9 +332,9 @@ function shapeOf(face: 'create' | 'update' | 'record' | 'shown'): Record<string,
   return shape;
 }
 
-/** The fields a create body may give, with their rules (request-schemas.ts adds the rules across fields). */
+/** The fields a create body may give, with their rules (catalog/http/catalog-schemas.ts adds the rules across fields). */
 export const gatewayModelCreateShape = shapeOf('create') as CreateShape<Fields>;
-/** The fields an update body may give, each optional (request-schemas.ts adds the rules across fields). */
+/** The fields an update body may give, each optional (catalog/http/catalog-schemas.ts adds the rules across fields). */
 export const gatewayModelUpdateShape = shapeOf('update') as UpdateShape<Fields>;
 /** The record as a response shows it: money as decimal strings, instants as ISO-8601, no credential. */
 export const gatewayModelShown = z.strictObject(shapeOf('shown') as ShownShape<Fields>);

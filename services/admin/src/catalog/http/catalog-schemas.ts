@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { gatewayModelCreateShape, gatewayModelShown, gatewayModelUpdateShape } from '../domain/gateway-model-schema.ts';
-import { embeddingModelProblems, modalityProblem } from '../domain/gateway-models-service.ts';
+import { embeddingModelProblems, modalityProblem } from '../domain/gateway-model-rules.ts';
 import { reasoningControlsProblem } from '../domain/reasoning-controls.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
 import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
