@@ -24,7 +24,7 @@ export const demoGatewayModel = {
   thinkingModes: [],
   maxThinkingBudgetTokens: 0,
   returnsReasoning: true,
-  // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
+  // No per-model exception: the demo relies on the platform-wide private-upstream setting, as before.
   upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false },
   upstreamApiKeyEncrypted: null,
 } as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };

@@ -20,14 +20,15 @@ import { aliasNameInUse } from './model-alias-store.ts';
 import { apiVersionQueryProviderKind } from './provider-kinds.ts';
 import { normaliseUpstreamUrl } from './upstream-url.ts';
 import { createUpstreamGuard, type UpstreamRuleParam } from './upstream-guard.ts';
+import type { CatalogSettings } from './catalog-settings.ts';
 
 /** What the gateway models aggregate is built from. */
 export interface GatewayModelsServiceDeps {
   db: Database;
   cipher: CredentialCipher;
   publisher: ConfigPublisher;
-  /** true: upstream base URLs may be http and private addresses (development, demo). */
-  allowPrivateUpstreams: boolean;
+  /** The area's settings (whether every model may use private upstreams). */
+  settings: CatalogSettings;
   /** Resolves upstream host names for the SSRF check; default the system resolver (tests inject a table). */
   resolveHost?: HostResolver | undefined;
 }
@@ -62,7 +63,7 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
     return new GatewayError('not_found', { publicMessage, param: 'slug' });
   }
 
-  const { requireUpstreamUrl, requireResolvedUpstream } = createUpstreamGuard(deps.allowPrivateUpstreams, deps.resolveHost ?? systemResolver);
+  const { requireUpstreamUrl, requireResolvedUpstream } = createUpstreamGuard(deps.settings.allowPrivateUpstreams, deps.resolveHost ?? systemResolver);
   return {
     /**
      * Creates a gateway model. The base URL is checked against the SSRF rule here as well as at

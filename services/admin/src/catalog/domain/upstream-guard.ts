@@ -18,9 +18,9 @@ export interface UpstreamGuard {
   requireResolvedUpstream(baseUrl: string, allowPrivateNetwork: boolean, param?: UpstreamRuleParam): Promise<void>;
 }
 
-/** The SSRF guard: `allowPrivateUpstreams` is the platform-wide exception (ADMIN_ALLOW_PRIVATE_UPSTREAMS); `resolveHost` looks names up. */
+/** The SSRF guard: `allowPrivateUpstreams` is the platform-wide exception (CatalogSettings); `resolveHost` looks names up. */
 export function createUpstreamGuard(allowPrivateUpstreams: boolean, resolveHost: HostResolver): UpstreamGuard {
-  /** The SSRF policy for a model with (or without) its own exception: ADMIN_ALLOW_PRIVATE_UPSTREAMS || its flag. */
+  /** The SSRF policy for a model with (or without) its own exception: the platform-wide setting or its flag. */
   const upstreamPolicy = (modelAllowsPrivateNetwork: boolean) => ({ allowPrivate: allowsPrivateUpstream(allowPrivateUpstreams, modelAllowsPrivateNetwork) });
   /**
    * The 400 for a base URL the SSRF rule refuses. `param` is upstream.base_url when the request
