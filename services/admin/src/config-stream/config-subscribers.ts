@@ -5,7 +5,7 @@ import type { Logger } from '@gateway/logger';
 import type { Propagation } from '../common/domain/admin-records.ts';
 
 /** What one written update means once the proxy acknowledges it. */
-export interface InFlightUpdate {
+interface InFlightUpdate {
   version: bigint;
   /** false for every part of a split update but the last: its ack does not mean the version is applied. */
   completes: boolean;
