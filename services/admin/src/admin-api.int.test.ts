@@ -12,10 +12,11 @@ import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway
 import { createCredentialCipher } from './common/domain/credential-cipher.ts';
 import { createAdminRoutes } from './common/http/admin-routes.ts';
 import { buildOpenApiDocument } from './common/http/openapi-document.ts';
-import {
-  balanceResponse, creditResponse, errorResponse, gatewayModelResponse, listResponse, organisationResponse,
-  projectCreatedResponse, projectResponse, usageListResponse,
-} from './common/http/response-schemas.ts';
+import { errorResponse, listResponse } from './common/http/response-schemas.ts';
+import { balanceResponse, creditResponse } from './billing/http/balance-schemas.ts';
+import { gatewayModelResponse } from './catalog/http/catalog-schemas.ts';
+import { organisationResponse, projectCreatedResponse, projectResponse } from './tenancy/http/tenancy-schemas.ts';
+import { usageListResponse } from './platform/http/platform-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 

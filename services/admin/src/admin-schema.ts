@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { migrate, verifySchemaCurrent, type Database } from '@gateway/db';
 
 /** The folder of the admin's SQL migrations. */
-export const adminMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
+const adminMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 
 /** What an operator runs to apply the admin's schema (the release's migration Job runs it). */
 const adminMigrateCommand = 'node services/admin/src/migrate-cli.ts';

@@ -6,12 +6,14 @@ import { createAuditService } from './platform/domain/audit-service.ts';
 import { createBalanceService } from './billing/domain/balance-service.ts';
 import type { ConfigPublisher } from './common/domain/config-publisher.ts';
 import type { CredentialCipher } from './common/domain/credential-cipher.ts';
+import { catalogSettingsFrom } from './catalog/catalog-settings.ts';
 import { createGatewayModelsService } from './catalog/domain/gateway-models-service.ts';
 import type { LedgerPort } from './common/domain/ledger-port.ts';
 import { createModelAliasesService } from './catalog/domain/model-aliases-service.ts';
 import { createOrganisationsService } from './tenancy/domain/organisations-service.ts';
 import { createProjectBudgetsService } from './tenancy/domain/project-budgets-service.ts';
 import { createProjectsService } from './tenancy/domain/projects-service.ts';
+import { tenancySettingsFrom } from './tenancy/tenancy-settings.ts';
 import { createResourceAccess } from './common/domain/resource-access.ts';
 import { createUsageService } from './platform/domain/usage-service.ts';
 import type { AdminConfig } from './config.ts';
@@ -33,8 +35,6 @@ export interface AdminServiceDeps {
   ledger: LedgerPort;
   cipher: CredentialCipher;
   publisher: ConfigPublisher;
-  /** true: upstream base URLs may be http and private addresses (development, demo). */
-  allowPrivateUpstreams: boolean;
   /** Resolves upstream host names for the SSRF check; default the system resolver (tests inject a table). */
   resolveHost?: HostResolver;
   /** The admin's settings (sessions, links, alert delivery). */
@@ -71,13 +71,13 @@ export function createAdminService(deps: AdminServiceDeps) {
   const access = createResourceAccess(db);
   return {
     tenancy: {
-      ...createOrganisationsService({ db, ledger, publisher, access, platformResponseRetentionS: deps.config.ADMIN_RESPONSE_RETENTION_S }),
+      ...createOrganisationsService({ db, ledger, publisher, access, settings: tenancySettingsFrom(deps.config) }),
       ...createProjectsService({ db, publisher, access }),
       ...createProjectBudgetsService({ db, ledger, access }),
       ...createAdminTokensService({ db, access }),
     },
     catalog: {
-      ...createGatewayModelsService({ db, cipher, publisher, allowPrivateUpstreams: deps.allowPrivateUpstreams, resolveHost: deps.resolveHost }),
+      ...createGatewayModelsService({ db, cipher, publisher, settings: catalogSettingsFrom(deps.config), resolveHost: deps.resolveHost }),
       ...createModelAliasesService({ db, publisher, access }),
     },
     people: createPeopleService({ db, access, config: deps.config, logger: deps.logger }),

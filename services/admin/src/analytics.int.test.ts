@@ -8,7 +8,9 @@ import { ledgerV1 } from '@gateway/contracts';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { csvResponse, marginReportResponse } from './platform/http/analytics-schemas.ts';
-import { adminTokenCreatedResponse, errorResponse, organisationResponse, projectCreatedResponse, usageListResponse, usageSummaryResponse } from './common/http/response-schemas.ts';
+import { errorResponse } from './common/http/response-schemas.ts';
+import { adminTokenCreatedResponse, organisationResponse, projectCreatedResponse } from './tenancy/http/tenancy-schemas.ts';
+import { usageListResponse, usageSummaryResponse } from './platform/http/platform-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 
 const serverUrl = testPostgresUrl();

@@ -136,7 +136,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const paymentProvider = createPaymentProvider(config);
     const refundOutcomes = countRefundOutcomes(metrics);
     const areas = createAdminService({
-      db, ledger, cipher, publisher: hub, allowPrivateUpstreams: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolveHost, config, liveEvents, logger,
+      db, ledger, cipher, publisher: hub, resolveHost, config, liveEvents, logger,
       paymentProvider, onPaymentAmountMismatch: countPaymentMismatch(metrics), onUnmatchedPayment: countUnmatchedPayment(metrics), ...refundOutcomes,
     });
     const service = { ...areas, billing: countPaymentWebhooks(areas.billing, metrics) };

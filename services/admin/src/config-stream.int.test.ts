@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configV1 } from '@gateway/contracts';
 import { hashSecret } from '@gateway/secrets';
-import { migrate, openDatabase } from '@gateway/db';
+import { openDatabase } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { adminMigrationsDir } from './admin-schema.ts';
+import { prepareAdminSchema } from './admin-schema.ts';
 import { bumpConfigVersion, createConfigSnapshotSource, currentConfigVersion } from './catalog/domain/config-snapshot.ts';
 import { createCredentialCipher } from './common/domain/credential-cipher.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
@@ -244,7 +244,7 @@ describe('the change log', () => {
     testDatabases.push(database);
     const db = await openDatabase({ url: database.url, schema: 'admin', poolSize: 2 });
     try {
-      await migrate(db, adminMigrationsDir);
+      await prepareAdminSchema(db);
       const source = createConfigSnapshotSource(db, createCredentialCipher(randomBytes(32).toString('base64')));
       const before = await currentConfigVersion(db);
       expect(await source.deltaSince(before - 1n)).toBe('full_needed'); // older than the log itself

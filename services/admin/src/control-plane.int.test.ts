@@ -14,10 +14,10 @@ import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway
 import { runAdminCli } from './cli.ts';
 import { createAdminRoutes } from './common/http/admin-routes.ts';
 import type { AdminRoute } from './common/http/route-definition.ts';
-import {
-  adminTokenCreatedResponse, adminTokenResponse, auditEventResponse, errorResponse, gatewayModelResponse, listResponse,
-  organisationResponse, projectBudgetResponse, projectCreatedResponse, projectResponse, usageSummaryResponse,
-} from './common/http/response-schemas.ts';
+import { errorResponse, listResponse } from './common/http/response-schemas.ts';
+import { adminTokenCreatedResponse, adminTokenResponse, organisationResponse, projectBudgetResponse, projectCreatedResponse, projectResponse } from './tenancy/http/tenancy-schemas.ts';
+import { auditEventResponse, usageSummaryResponse } from './platform/http/platform-schemas.ts';
+import { gatewayModelResponse } from './catalog/http/catalog-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';

@@ -18,7 +18,7 @@ import { loadAdminConfig } from './config.ts';
 import type { Actor, OrganisationRole } from './common/domain/actor.ts';
 import { createLiveEvents } from './common/domain/live-events.ts';
 import type { Authentication, RequestCredentials } from './common/http/admin-http-app.ts';
-import { adminTokenCreatedResponse, organisationResponse } from './common/http/response-schemas.ts';
+import { adminTokenCreatedResponse, organisationResponse } from './tenancy/http/tenancy-schemas.ts';
 import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 import { attachLiveUpdates } from './wiring/live.ts';

@@ -10,7 +10,6 @@ import { createLogger } from '@gateway/logger';
 import { SchemaNotCurrentError } from '@gateway/db';
 import { createTestDatabase, runNodeScript, serviceTlsEnv, sharedTestPki, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { adminMigrationsDir } from './admin-schema.ts';
 import { createAdminApp } from './app.ts';
 import { loadAdminConfig } from './config.ts';
 import { startFakeLedger } from './test-support/fake-ledger.ts';
@@ -20,6 +19,8 @@ const databases: TestDatabase[] = [];
 afterAll(async () => { await Promise.all(databases.map((database) => database.drop())); });
 
 const migrateCli = fileURLToPath(new URL('./migrate-cli.ts', import.meta.url));
+// The admin's migrations folder, read here rather than through an export kept only for this test.
+const adminMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
 const migrationNames = readdirSync(adminMigrationsDir).filter((file) => file.endsWith('.sql')).map((file) => file.replace(/\.sql$/, '')).sort();
 
 /** Runs the migrate CLI as the Job does: its own process, only DATABASE_URL set. */

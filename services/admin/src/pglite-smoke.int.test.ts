@@ -13,7 +13,7 @@ import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { createAdminApp, type AdminApp } from './app.ts';
 import { loadAdminConfig } from './config.ts';
 import { agentBuiltInModelNames } from './catalog/domain/agent-model-names.ts';
-import { gatewayModelResponse } from './common/http/response-schemas.ts';
+import { gatewayModelResponse } from './catalog/http/catalog-schemas.ts';
 import { captureLogs } from './test-support/captured-logs.ts';
 import { startFakeLedger } from './test-support/fake-ledger.ts';
 import { connectFakeProxy } from './test-support/fake-proxy.ts';

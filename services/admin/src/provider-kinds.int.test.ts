@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { providerKinds, type ProviderKind } from './catalog/domain/provider-kinds.ts';
-import { errorResponse, gatewayModelResponse } from './common/http/response-schemas.ts';
+import { errorResponse } from './common/http/response-schemas.ts';
+import { gatewayModelResponse } from './catalog/http/catalog-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
 import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';
 

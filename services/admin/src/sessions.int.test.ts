@@ -4,9 +4,9 @@
  * plain http elsewhere, a trusted proxy), expiry as stored, and sign-out everywhere.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, openDatabase, type Database } from '@gateway/db';
+import { openDatabase, type Database } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { adminMigrationsDir } from './admin-schema.ts';
+import { prepareAdminSchema } from './admin-schema.ts';
 import { insertPerson } from './people/domain/people-store.ts';
 import { createSessions, csrfTokenMatches } from './people/domain/sessions.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
@@ -23,7 +23,7 @@ describe('session expiry on a moved clock', () => {
 
   beforeAll(async () => {
     db = await openDatabase({ schema: 'admin' });
-    await migrate(db, adminMigrationsDir);
+    await prepareAdminSchema(db);
     personId = (await insertPerson(db, { email: 'clock@example.test', platformAdmin: false })).id;
   });
   afterAll(async () => {

@@ -13,7 +13,8 @@ import { sameOriginRequest } from '../people/http/session-cookie.ts';
 import { createOrganisationWatches, type LiveLedgerMessage } from '../alerts/domain/live-watches.ts';
 import { organisationExists } from '../tenancy/domain/organisation-store.ts';
 import type { Authentication, RequestCredentials } from '../common/http/admin-http-app.ts';
-import { balanceJson, usageRecordJson } from '../common/http/json-views.ts';
+import { balanceJson } from '../billing/http/balance-views.ts';
+import { usageRecordJson } from '../platform/http/platform-views.ts';
 
 /** What the live updates need. */
 export interface LiveUpdatesDeps {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { apiVersionQueryProviderKind, providerKinds } from './provider-kinds.ts';
 import { upstreamUrlProblem, type UpstreamUrlPolicy } from './upstream-url.ts';
 import { displayText, integerIn, moneyMicros, moneyShown, timestampShown } from '../../common/domain/wire-fields.ts';
+import { camelCase, type CamelKeys } from './camel-case.ts';
 
 /**
  * The Gateway Model record, declared once: every field with its domain value, how a response
@@ -300,23 +301,6 @@ type UpdateShape<F> = { -readonly [K in keyof F as [UpdateFace<F[K]>] extends [n
 type RecordShape<F> = { -readonly [K in keyof F as [RecordFace<F[K]>] extends [never] ? never : K]: RecordFace<F[K]> };
 type ShownShape<F> = { -readonly [K in keyof F as [ShownFace<F[K]>] extends [never] ? never : K]: ShownFace<F[K]> };
 
-/** `input_price_micros_per_mtok` → `inputPriceMicrosPerMtok`. */
-type CamelCase<Name extends string> = Name extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<CamelCase<Tail>>}` : Name;
-/** A JSON-shaped value with its keys in camelCase, at every depth (values other than plain objects kept). */
-type CamelKeys<T> = T extends Date | bigint | string | number | boolean | null | undefined | readonly unknown[] ? T
-  : { [K in keyof T as K extends string ? CamelCase<K> : K]: CamelKeys<T[K]> };
-
-/** `input_price_micros_per_mtok` → `inputPriceMicrosPerMtok`: a wire name as the domain spells it. */
-export function camelCase(name: string): string {
-  return name.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
-}
-
-/** A parsed request body with its keys in camelCase at every depth, the values kept (bigint money stays bigint). */
-export function camelKeys<T>(value: T): CamelKeys<T> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof Date) return value as CamelKeys<T>;
-  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [camelCase(key), camelKeys(inner)])) as CamelKeys<T>;
-}
-
 const isGroup = (spec: FieldSpec | GroupSpec): spec is GroupSpec => 'fields' in spec;
 
 /** Builds one face of every field that has it, in declaration order (groups as strict objects). */
@@ -348,9 +332,9 @@ function shapeOf(face: 'create' | 'update' | 'record' | 'shown'): Record<string,
   return shape;
 }
 
-/** The fields a create body may give, with their rules (request-schemas.ts adds the rules across fields). */
+/** The fields a create body may give, with their rules (catalog/http/catalog-schemas.ts adds the rules across fields). */
 export const gatewayModelCreateShape = shapeOf('create') as CreateShape<Fields>;
-/** The fields an update body may give, each optional (request-schemas.ts adds the rules across fields). */
+/** The fields an update body may give, each optional (catalog/http/catalog-schemas.ts adds the rules across fields). */
 export const gatewayModelUpdateShape = shapeOf('update') as UpdateShape<Fields>;
 /** The record as a response shows it: money as decimal strings, instants as ISO-8601, no credential. */
 export const gatewayModelShown = z.strictObject(shapeOf('shown') as ShownShape<Fields>);

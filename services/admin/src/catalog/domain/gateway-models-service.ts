@@ -7,156 +7,28 @@ import { changedFields, recordAuditEvent, type AuditChanges } from '../../common
 import type { ConfigPublisher } from '../../common/domain/config-publisher.ts';
 import { bumpConfigVersion, configChange, credentialContext } from './config-snapshot.ts';
 import type { CredentialCipher } from '../../common/domain/credential-cipher.ts';
+import { demoEmbeddingModel, demoGatewayModel } from './demo-models.ts';
 import {
-  gatewayModelLeaves, gatewayModelSlugPattern, inputClassPriceKeys, leafValue, type CreateGatewayModelInput, type UpdateGatewayModelInput,
+  gatewayModelLeaves, gatewayModelSlugPattern, leafValue, type CreateGatewayModelInput, type UpdateGatewayModelInput,
 } from './gateway-model-schema.ts';
+import { requireUpdateFits, withInputClassDefaults } from './gateway-model-rules.ts';
 import {
   findGatewayModel, insertGatewayModel, listGatewayModels, updateGatewayModelFields, withoutCredential,
-  type GatewayModelChanges, type NewGatewayModel, type StoredGatewayModel,
+  type GatewayModelChanges, type StoredGatewayModel,
 } from './gateway-model-store.ts';
 import { aliasNameInUse } from './model-alias-store.ts';
-import { apiVersionQueryProviderKind, type ProviderKind } from './provider-kinds.ts';
-import { reasoningControlsProblem } from './reasoning-controls.ts';
-import {
-  allowsPrivateUpstream, normaliseUpstreamUrl, resolvedHostProblem, resolvesToInternalAddressProblem, upstreamUrlProblem,
-} from './upstream-url.ts';
-
-/** The field a refused upstream URL is blamed on: the URL given, or the exception turned off. */
-type UpstreamRuleParam = 'upstream.base_url' | 'upstream.allow_private_network';
-
-/** The token class prices of a model priced at its input price (cost) for every input class and as output for reasoning. */
-function tokenClassPricesAt(inputPrice: bigint, providerInputCost: bigint) {
-  return {
-    cachedInputPriceMicrosPerMtok: inputPrice, cacheWrite5mPriceMicrosPerMtok: inputPrice, cacheWrite1hPriceMicrosPerMtok: inputPrice,
-    audioInputPriceMicrosPerMtok: inputPrice, imageInputPriceMicrosPerMtok: inputPrice, reasoningPriceMicrosPerMtok: null,
-    providerCachedInputCostMicrosPerMtok: providerInputCost, providerCacheWrite5mCostMicrosPerMtok: providerInputCost,
-    providerCacheWrite1hCostMicrosPerMtok: providerInputCost, providerAudioInputCostMicrosPerMtok: providerInputCost,
-    providerImageInputCostMicrosPerMtok: providerInputCost, providerReasoningCostMicrosPerMtok: null,
-  };
-}
-
-/**
- * A create input with every input class's price (cost) it leaves out set to its input price
- * (cost): a model created without a per-class sheet bills every input token alike, as before
- * prices by token class. The values are copied, not linked: a later input price change leaves them be.
- */
-function withInputClassDefaults(input: CreateGatewayModelInput) {
-  const filled: Record<string, unknown> = { ...input };
-  for (const [priceKey, costKey] of inputClassPriceKeys) {
-    filled[priceKey] ??= input.inputPriceMicrosPerMtok;
-    filled[costKey] ??= input.providerInputCostMicrosPerMtok;
-  }
-  return filled as CreateGatewayModelInput & ReturnType<typeof tokenClassPricesAt>;
-}
-
-/** The built-in demo model, seeded when DEMO_UPSTREAM_URL is set (its base URL is that setting). */
-const demoGatewayModel = {
-  slug: 'demo',
-  displayName: 'Demo (built-in demo upstream, no provider account)',
-  defaultMaxTokens: 256,
-  // Room for an agent's prompt (Claude Code's system prompt and tools are tens of thousands of
-  // tokens) with the demo upstream, which has no limit of its own.
-  maxContextTokens: 200_000,
-  inputPriceMicrosPerMtok: 1_000_000n, // ₹1 per million input tokens
-  outputPriceMicrosPerMtok: 2_000_000n, // ₹2 per million output tokens
-  providerInputCostMicrosPerMtok: 0n,
-  providerOutputCostMicrosPerMtok: 0n,
-  ...tokenClassPricesAt(1_000_000n, 0n),
-  kind: 'chat',
-  // The demo upstream reads only the text, but takes image and audio parts: a user can try them on it.
-  inputModalities: ['text', 'image', 'audio'],
-  // The demo upstream reasons on request (`reasoning_effort`, answered with `reasoning_content`),
-  // so the agents' efforts are served: Claude Code sends `output_config.effort` with its built-in
-  // names, which a model without efforts refuses (docs/surfaces/reasoning.md).
-  reasoningEfforts: ['low', 'medium', 'high'],
-  thinkingModes: [],
-  maxThinkingBudgetTokens: 0,
-  returnsReasoning: true,
-  // No per-model exception: the demo relies on ADMIN_ALLOW_PRIVATE_UPSTREAMS=true, as before.
-  upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false },
-  upstreamApiKeyEncrypted: null,
-} as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };
-
-/**
- * Why a chat model's input modalities do not fit its provider kind, or undefined: Anthropic's
- * Messages API takes no audio, so a model that promised audio would refuse it in the proxy's
- * adapter with words no other slug uses (which would tell a customer the vendor).
- */
-export function modalityProblem(providerKind: ProviderKind, inputModalities: readonly string[] | undefined): string | undefined {
-  if (providerKind === 'anthropic' && inputModalities?.includes('audio') === true) return 'must not include "audio" for the anthropic provider kind: its API takes no audio input';
-  return undefined;
-}
-
-/** The fields of a gateway model that the embedding rules judge, as a create gives them or an update changes them. */
-interface EmbeddingRuleFields {
-  providerKind?: ProviderKind | undefined;
-  outputPriceMicrosPerMtok?: bigint | undefined;
-  providerOutputCostMicrosPerMtok?: bigint | undefined;
-  inputModalities?: readonly string[] | undefined;
-}
-
-/** One field an embedding model may not have as given: its API name and why. */
-interface EmbeddingRuleProblem {
-  param: 'upstream.provider_kind' | 'output_price_micros_per_mtok' | 'provider_output_cost_micros_per_mtok' | 'input_modalities';
-  message: string;
-}
-
-/**
- * What an embedding model may not be, for the fields given (absent ones are not judged): served
- * by an OpenAI-compatible provider kind (Anthropic's API has no embeddings), priced by its input
- * tokens only (it produces no output tokens, so an output price or cost other than 0 would
- * promise a charge that never happens), and fed text only. The create body's rules
- * (request-schemas.ts) and an update of a stored embedding model both ask it, so both say the same.
- */
-export function embeddingModelProblems(fields: EmbeddingRuleFields): EmbeddingRuleProblem[] {
-  const problems: EmbeddingRuleProblem[] = [];
-  if (fields.providerKind === 'anthropic') {
-    problems.push({ param: 'upstream.provider_kind', message: 'an embedding model needs an OpenAI-compatible provider kind: the Anthropic API has no embeddings' });
-  }
-  if (fields.outputPriceMicrosPerMtok !== undefined && fields.outputPriceMicrosPerMtok !== 0n) {
-    problems.push({ param: 'output_price_micros_per_mtok', message: 'must be "0" for an embedding model: it is priced by its input tokens only' });
-  }
-  if (fields.providerOutputCostMicrosPerMtok !== undefined && fields.providerOutputCostMicrosPerMtok !== 0n) {
-    problems.push({ param: 'provider_output_cost_micros_per_mtok', message: 'must be "0" for an embedding model: it produces no output tokens' });
-  }
-  if (fields.inputModalities !== undefined && (fields.inputModalities.length !== 1 || fields.inputModalities[0] !== 'text')) {
-    problems.push({ param: 'input_modalities', message: 'must be ["text"] for an embedding model' });
-  }
-  return problems;
-}
-
-/**
- * The built-in demo embedding model, seeded beside `demo` on the same upstream (the demo
- * upstream serves /v1/embeddings), so /v1/embeddings can be tried without a provider account.
- */
-const demoEmbeddingModel = {
-  slug: 'demo-embedding',
-  displayName: 'Demo embeddings (built-in demo upstream, no provider account)',
-  // What a create of an embedding model without it stores: an embedding call has no completion, so it is never read.
-  defaultMaxTokens: 1,
-  maxContextTokens: 8192,
-  inputPriceMicrosPerMtok: 1_000_000n, // ₹1 per million input tokens
-  outputPriceMicrosPerMtok: 0n,
-  providerInputCostMicrosPerMtok: 0n,
-  providerOutputCostMicrosPerMtok: 0n,
-  ...tokenClassPricesAt(1_000_000n, 0n),
-  kind: 'embedding',
-  inputModalities: ['text'],
-  reasoningEfforts: [],
-  thinkingModes: [],
-  maxThinkingBudgetTokens: 0,
-  returnsReasoning: false,
-  upstream: { providerKind: 'openai_compatible', model: 'demo-embedding', allowPrivateNetwork: false },
-  upstreamApiKeyEncrypted: null,
-} as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };
+import { apiVersionQueryProviderKind } from './provider-kinds.ts';
+import { normaliseUpstreamUrl } from './upstream-url.ts';
+import { createUpstreamGuard, type UpstreamRuleParam } from './upstream-guard.ts';
+import type { CatalogSettings } from './catalog-settings.ts';
 
 /** What the gateway models aggregate is built from. */
 export interface GatewayModelsServiceDeps {
   db: Database;
   cipher: CredentialCipher;
   publisher: ConfigPublisher;
-  /** true: upstream base URLs may be http and private addresses (development, demo). */
-  allowPrivateUpstreams: boolean;
+  /** The area's settings (whether every model may use private upstreams). */
+  settings: CatalogSettings;
   /** Resolves upstream host names for the SSRF check; default the system resolver (tests inject a table). */
   resolveHost?: HostResolver | undefined;
 }
@@ -191,34 +63,7 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
     return new GatewayError('not_found', { publicMessage, param: 'slug' });
   }
 
-  /** The SSRF policy for a model with (or without) its own exception: ADMIN_ALLOW_PRIVATE_UPSTREAMS || its flag. */
-  const upstreamPolicy = (modelAllowsPrivateNetwork: boolean) => ({ allowPrivate: allowsPrivateUpstream(deps.allowPrivateUpstreams, modelAllowsPrivateNetwork) });
-  /**
-   * The 400 for a base URL the SSRF rule refuses. `param` is upstream.base_url when the request
-   * gave the URL, or upstream.allow_private_network when it only turned the exception off and the
-   * stored URL needs it.
-   */
-  const refusedUpstream = (param: UpstreamRuleParam, problem: string, internalMessage?: string) => new GatewayError('invalid_request', {
-    publicMessage: param === 'upstream.base_url'
-      ? `Invalid request: upstream.base_url: ${problem}.`
-      : `Invalid request: upstream.allow_private_network: cannot be false while the model's upstream.base_url needs it (upstream.base_url ${problem}); give a public https upstream.base_url in the same request.`,
-    param,
-    ...(internalMessage === undefined ? {} : { internalMessage }),
-  });
-  /** Refuses a base URL the SSRF rule forbids for this provider kind and exception (400). */
-  const requireUpstreamUrl = (baseUrl: string, providerKind: ProviderKind, allowPrivateNetwork: boolean, param: UpstreamRuleParam = 'upstream.base_url') => {
-    const problem = upstreamUrlProblem(baseUrl, upstreamPolicy(allowPrivateNetwork), { providerKind });
-    if (problem) throw refusedUpstream(param, problem);
-  };
-  /**
-   * Refuses a base URL whose host name resolves to an address the SSRF policy refuses (400; the
-   * address stays in the internal message). DNS can change after this: the proxy checks again
-   * at connect time, which is the real guard.
-   */
-  const requireResolvedUpstream = async (baseUrl: string, allowPrivateNetwork: boolean, param: UpstreamRuleParam = 'upstream.base_url') => {
-    const problem = await resolvedHostProblem(baseUrl, upstreamPolicy(allowPrivateNetwork), deps.resolveHost ?? systemResolver);
-    if (problem) throw refusedUpstream(param, resolvesToInternalAddressProblem, problem);
-  };
+  const { requireUpstreamUrl, requireResolvedUpstream } = createUpstreamGuard(deps.settings.allowPrivateUpstreams, deps.resolveHost ?? systemResolver);
   return {
     /**
      * Creates a gateway model. The base URL is checked against the SSRF rule here as well as at
@@ -289,27 +134,7 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
           // A concurrent change between the read above and the lock: judge the name again under the lock.
           if (currentUrl !== seenUrl || allowedFor(current) !== allowedFor(seen)) await requireResolvedUpstream(currentUrl, allowedFor(current), param);
         }
-        // The kind is fixed at create: an update of an embedding model keeps to its rules.
-        const [problem] = current.kind === 'embedding' ? embeddingModelProblems(input) : [];
-        if (problem !== undefined) {
-          throw new GatewayError('invalid_request', { publicMessage: `Invalid request: ${problem.param}: ${problem.message}.`, param: problem.param });
-        }
-        const modalities = modalityProblem(current.upstream.providerKind, input.inputModalities);
-        if (modalities !== undefined) {
-          throw new GatewayError('invalid_request', { publicMessage: `Invalid request: input_modalities: ${modalities}.`, param: 'input_modalities' });
-        }
-        const reasoning = reasoningControlsProblem(current.upstream.providerKind, current.kind, input.reasoningEfforts, input.thinkingModes);
-        if (reasoning !== undefined) {
-          throw new GatewayError('invalid_request', { publicMessage: `Invalid request: ${reasoning.param}: ${reasoning.message}.`, param: reasoning.param });
-        }
-        const defaultMaxTokens = input.defaultMaxTokens ?? current.defaultMaxTokens;
-        const maxContextTokens = input.maxContextTokens ?? current.maxContextTokens;
-        if (maxContextTokens < defaultMaxTokens) {
-          throw new GatewayError('invalid_request', {
-            publicMessage: `Invalid request: max_context_tokens: must be at least default_max_tokens (${defaultMaxTokens}).`,
-            param: input.maxContextTokens !== undefined ? 'max_context_tokens' : 'default_max_tokens',
-          });
-        }
+        requireUpdateFits(current, input);
         const { upstream: upstreamInput, ...fields } = input;
         const { apiKey, ...upstream } = upstreamInput ?? {};
         const changes: GatewayModelChanges = {

@@ -1,10 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createGatewayModelBody, updateGatewayModelBody } from '../../common/http/request-schemas.ts';
-import { gatewayModelResponse } from '../../common/http/response-schemas.ts';
+import { createGatewayModelBody, updateGatewayModelBody, gatewayModelResponse } from './catalog-schemas.ts';
 import { parseInput } from '../../test-support/parse-input.ts';
-import {
-  camelCase, camelKeys, gatewayModelLeaves, gatewayModelShown, gatewayModelToJson, type GatewayModel,
-} from '../domain/gateway-model-schema.ts';
+import { camelCase, camelKeys } from '../domain/camel-case.ts';
+import { gatewayModelLeaves, gatewayModelShown, gatewayModelToJson, type GatewayModel } from '../domain/gateway-model-schema.ts';
 
 const model: GatewayModel = {
   slug: 'acme-chat',

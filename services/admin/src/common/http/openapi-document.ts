@@ -1,7 +1,8 @@
 import { errorCatalogue, type ErrorCode } from '@gateway/errors';
 import { z } from 'zod';
 import type { AdminRoute } from './route-definition.ts';
-import { errorResponse, namedResponseSchemas } from './response-schemas.ts';
+import { namedResponseSchemas } from './named-response-schemas.ts';
+import { errorResponse } from './response-schemas.ts';
 
 type JsonSchema = Record<string, unknown>;
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
-import { createCreditBody, createGatewayModelBody, createOrganisationBody, updateGatewayModelBody, updateOrganisationBody } from './request-schemas.ts';
+import { createCreditBody } from '../../billing/http/balance-schemas.ts';
+import { createGatewayModelBody, updateGatewayModelBody } from '../../catalog/http/catalog-schemas.ts';
+import { createOrganisationBody, updateOrganisationBody } from '../../tenancy/http/tenancy-schemas.ts';
 import { parseInput } from '../../test-support/parse-input.ts';
 
 function problemOf(run: () => unknown): { message: string; param: string | null } {

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { UsageRecord } from '../../common/domain/admin-records.ts';
-import { addTokenClasses, collectUsageForExport } from './analytics-service.ts';
+import { collectUsageForExport } from './usage-export.ts';
+import type { UsageTokenClass } from '../../common/domain/admin-records.ts';
+import { addFigures, emptyFigures } from './usage-figures.ts';
+
+/** The per-class sum of addFigures, reached through figures that carry only those classes. */
+function addTokenClasses(into: UsageTokenClass[], from: UsageTokenClass[]): void {
+  addFigures({ ...emptyFigures(), tokenClasses: into }, { ...emptyFigures(), tokenClasses: from });
+}
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
 
 /** A listing of `total` records served in pages by offset tokens, recording each request. */

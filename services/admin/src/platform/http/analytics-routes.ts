@@ -1,4 +1,5 @@
-import type { MarginReport, MarginRow, UsageFigures } from '../domain/analytics-service.ts';
+import type { MarginReport, MarginRow } from '../domain/analytics-service.ts';
+import type { UsageFigures } from '../domain/usage-figures.ts';
 import { csvResponse, marginQuery, marginReportResponse, usageExportQuery } from './analytics-schemas.ts';
 import { defineRoute, routeErrors, type AdminRoute } from '../../common/http/route-definition.ts';
 

@@ -116,3 +116,12 @@ export async function updateOrganisationFields(tx: Queryable, id: string, change
     [id, changes.name ?? null, changes.status ?? null, changes.billingMode ?? null, changes.rpmLimit ?? null],
   );
 }
+
+/** Names of organisations by id (ids unknown to the admin database are absent). */
+export async function organisationNamesById(db: Queryable, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; name: string }>(
+    'SELECT id, name FROM organisations WHERE id IN (SELECT unnest($1::text[]))', [[...ids]],
+  );
+  return new Map(rows.map((row) => [row.id, row.name]));
+}

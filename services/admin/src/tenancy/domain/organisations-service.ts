@@ -13,6 +13,7 @@ import {
   type ResponseStorageSettings,
 } from './organisation-store.ts';
 import type { ResourceAccess } from '../../common/domain/resource-access.ts';
+import type { TenancySettings } from './tenancy-settings.ts';
 
 /** A new organisation as a platform admin describes it. */
 export interface CreateOrganisationInput {
@@ -37,8 +38,8 @@ export interface OrganisationsServiceDeps {
   ledger: LedgerPort;
   publisher: ConfigPublisher;
   access: ResourceAccess;
-  /** The platform's retention of stored Responses, seconds (ADMIN_RESPONSE_RETENTION_S): an organisation's may only be shorter. */
-  platformResponseRetentionS: number;
+  /** The area's settings (the platform's retention of stored Responses, which an organisation's may only shorten). */
+  settings: TenancySettings;
 }
 
 /** The organisation fields the audit log records, under their API names. */
@@ -48,7 +49,7 @@ const organisationAuditFields = {
 };
 
 /** The organisations aggregate: create, list, read and change organisations (route tag "organisations"). */
-export function createOrganisationsService({ db, ledger, publisher, access, platformResponseRetentionS }: OrganisationsServiceDeps) {
+export function createOrganisationsService({ db, ledger, publisher, access, settings: { platformResponseRetentionS } }: OrganisationsServiceDeps) {
   const { requireOrganisation } = access;
 
   async function requireKnownSlugs(slugs: readonly string[]): Promise<void> {
