@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { organisationRoles } from '../../common/domain/actor.ts';
 import { passwordLength } from '../domain/password-hashing.ts';
-import type { IssuedLink, LinkDescription } from '../domain/people-service.ts';
+import type { IssuedLink, LinkDescription } from '../domain/people-context.ts';
 import type { Member, PersonView } from '../domain/people-store.ts';
 import { linkStatus, type PersonLink } from '../domain/person-links.ts';
 import { timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
