@@ -334,6 +334,24 @@ describe('members', () => {
   });
 });
 
+describe('what /me says a member may do', () => {
+  itPg('lists the operations of the routes each membership\'s role allows, from the route table', async () => {
+    const organisationId = await createOrganisation(admin, 'Capabilities Org');
+    const viewer = await newMember(admin, organisationId, 'viewer', 'capabilities-viewer');
+    const owner = await newMember(admin, organisationId, 'owner', 'capabilities-owner');
+    const allowedOf = async (member: typeof viewer) => {
+      const me = personResponse.parse((await member.request('GET', '/admin/v1/me')).json);
+      return me.memberships.find((membership) => membership.organisation_id === organisationId)!.allowed_operations;
+    };
+    const viewerAllowed = await allowedOf(viewer);
+    expect(viewerAllowed).toContain('listMembers');
+    expect(viewerAllowed).not.toContain('createInvitation');
+    const ownerAllowed = await allowedOf(owner);
+    expect(ownerAllowed).toContain('listMembers');
+    expect(ownerAllowed).toContain('createInvitation');
+  });
+});
+
 describe('platform people', () => {
   itPg('creates a platform-admin person with a setup link, lists people, refuses self-disable', async () => {
     const email = testEmail('ops');

@@ -43,6 +43,11 @@ const signInErrors = ['invalid_request', 'invalid_json', 'request_too_large', 'u
 
 /** The people routes of the admin API: sign-in and sessions (/auth), members, invitations, password resets, people. */
 export function peopleRoutes(): AdminRoute[] {
+  return [...signInRoutes(), ...memberRoutes(), ...accountRoutes()];
+}
+
+/** Sign-in, sign-out, the session and one-time links (/auth: public, each checks its own cookie or link). */
+function signInRoutes(): AdminRoute[] {
   return [
     defineRoute({
       method: 'post', path: '/auth/sign-in', operationId: 'signIn', tag: 'sign-in', authenticated: false, access: 'public',
@@ -115,14 +120,20 @@ export function peopleRoutes(): AdminRoute[] {
         return { status: 200, body: { person: personJson(person), csrf_token: session.csrfToken }, headers: startSessionHeaders(session, request) };
       },
     }),
+  ];
+}
 
+/** The signed-in person, and an organisation's members and invitations (owners manage, viewers read the members). */
+function memberRoutes(): AdminRoute[] {
+  return [
     defineRoute({
       method: 'get', path: '/admin/v1/me', operationId: 'getMe', tag: 'people', authenticated: true, access: 'organisation',
       summary: 'The signed-in person (a token is not a person: 404).',
+      description: 'Each membership lists `allowed_operations`: the operationIds of the organisation routes the member\'s role may call there.',
       success: { status: 200, description: 'The person.', schema: personResponse },
       errors: ['unauthenticated', 'not_found'],
-      async handle({ service }, { actor }) {
-        return { status: 200, body: personJson(await service.people.getMe(actor)) };
+      async handle({ service, operationsAllowedFor }, { actor }) {
+        return { status: 200, body: personJson(await service.people.getMe(actor), operationsAllowedFor) };
       },
     }),
     defineRoute({
@@ -202,7 +213,12 @@ export function peopleRoutes(): AdminRoute[] {
         return { status: 200, body: invitationJson(await service.people.revokeInvitation(actor, params.id!, params.invitation_id!)) };
       },
     }),
+  ];
+}
 
+/** Every person's account: the platform admins' people routes. */
+function accountRoutes(): AdminRoute[] {
+  return [
     defineRoute({
       method: 'get', path: '/admin/v1/people', operationId: 'listPeople', tag: 'people', authenticated: true, access: 'platform',
       summary: 'Every person, in creation order (cursor paging: `after` is a person id).',
