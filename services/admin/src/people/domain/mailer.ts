@@ -1,5 +1,5 @@
 /** One plain-text email. */
-export interface MailMessage {
+interface MailMessage {
   to: string;
   subject: string;
   text: string;

@@ -1,5 +1,6 @@
 import { GatewayError } from '@gateway/errors';
 import type { StartedSession } from '../domain/sessions.ts';
+import { signInLimits } from '../domain/sign-in-throttle.ts';
 import {
   createInvitationBody, createPersonBody, followLinkBody, invitationCreatedResponse, invitationJson, invitationListResponse,
   invitationResponse, linkInfoJson, linkInfoResponse, memberJson, memberListResponse, memberResponse, passwordResetJson,
@@ -52,7 +53,9 @@ function signInRoutes(): AdminRoute[] {
     defineRoute({
       method: 'post', path: '/auth/sign-in', operationId: 'signIn', tag: 'sign-in', authenticated: false, access: 'public',
       summary: 'Sign in to the dashboard with email and password: sets the session cookie and returns the CSRF token.',
-      description: 'The cookie is `__Host-gw_session` (HttpOnly, SameSite=Lax, Path=/, Secure) over TLS and on loopback, `gw_session` without Secure over plain http elsewhere (development only). A wrong password and an unknown email get the same 401; 5 failures per email or 30 per client address in 15 minutes answer 429 with Retry-After. A cross-origin Origin is refused (403).',
+      description: 'The cookie is `__Host-gw_session` (HttpOnly, SameSite=Lax, Path=/, Secure) over TLS and on loopback, `gw_session` without Secure over plain http elsewhere (development only). A wrong password and an unknown email get the same 401; '
+        + `${signInLimits.perAccount} failures per email or ${signInLimits.perAddress} per client address in ${signInLimits.windowMs / 60_000} minutes answer 429 with Retry-After.`
+        + ' A cross-origin Origin is refused (403).',
       body: signInBody,
       success: { status: 200, description: 'Signed in.', schema: sessionResponse },
       errors: [...signInErrors, 'unauthenticated', 'rate_limit_exceeded'],
