@@ -97,7 +97,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     },
     invoicing: createInvoicesService({ db, access, config: deps.config }),
     alerts: createAlertsService({
-      db, ledger, cipher, access, settings: alertsSettingsFrom(deps.config), liveEvents: deps.liveEvents, resolveHost: deps.resolveHost,
+      db, ledger, cipher, access, settings: alertsSettingsFrom(deps.config), resolveHost: deps.resolveHost,
     }),
     platform: {
       ...createUsageService({ ledger, access }),

@@ -3,9 +3,13 @@ import type { AdminMetrics } from '@gateway/telemetry';
 import { checkLowBalances, deliverDueAlerts, pollLedgerBudgetAlerts, type AlertJobsDeps } from './domain/alert-jobs.ts';
 import { createWebhookSender } from './transport/webhook-sender.ts';
 import { startPeriodicJob } from '../wiring/periodic-job.ts';
+import type { LiveEvents } from '../common/domain/live-events.ts';
+import { alertJson } from './http/alert-schemas.ts';
 
-/** What the alert workers need: the jobs' deps except the webhook sender, which they make from the settings. */
-export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender'> {
+/** What the alert workers need: the jobs' deps except the webhook sender and the announcement, which they make. */
+export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender' | 'announce'> {
+  /** Where raised alerts are told to the dashboard's live connections. */
+  liveEvents: LiveEvents;
   /** Resolves webhook host names for the connect-time SSRF check; default the system resolver. */
   resolveHost?: HostResolver | undefined;
   /** Where each delivery attempt is counted, by channel and outcome (delivered, failed, undeliverable); none: not counted. */
@@ -30,6 +34,7 @@ export function startAlertWorkers(deps: AlertWorkersDeps): { close(): Promise<vo
   }
   const jobs: AlertJobsDeps = {
     ...deps, sender,
+    announce: (alert) => deps.liveEvents.publish(alert.organisationId, { type: 'alert', alert: alertJson(alert) }),
     onDeliveryAttempt: metrics && ((channel, outcome) => { metrics.adminAlertDeliveries.inc({ channel, outcome }); }),
   };
   const failureMessage = 'alert worker pass failed; retried at the next interval';

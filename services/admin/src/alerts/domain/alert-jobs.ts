@@ -3,13 +3,12 @@ import type { Logger } from '@gateway/logger';
 import type { LedgerBudgetAlert } from '../../common/domain/admin-records.ts';
 import { nextAttemptAt, type AttemptOutcome, type WebhookSender } from './alert-delivery.ts';
 import {
-  advanceLedgerAlertCursor, alertJson, claimDueDeliveries, findAlert, findWebhook, flipLowBalanceAlerted, listLowBalanceWatches,
+  advanceLedgerAlertCursor, claimDueDeliveries, findAlert, findWebhook, flipLowBalanceAlerted, listLowBalanceWatches,
   ownerEmails, raiseAlert, readLedgerAlertCursor, recordAttempt, type Alert, type ClaimedDelivery,
 } from './alert-store.ts';
 import type { CredentialCipher } from '../../common/domain/credential-cipher.ts';
 import { formatInr } from '../../invoicing/domain/inr-text.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
-import type { LiveEvents } from '../../common/domain/live-events.ts';
 import type { Mailer } from '../../people/domain/mailer.ts';
 import type { AlertsSettings } from './alerts-settings.ts';
 import { findOrganisation } from '../../tenancy/domain/organisation-store.ts';
@@ -25,7 +24,8 @@ export interface AlertJobsDeps {
   cipher: CredentialCipher;
   settings: AlertsSettings;
   logger: Logger;
-  liveEvents: LiveEvents;
+  /** Tells the dashboard's live connections of an alert just raised (in their wire shape: the wiring knows it). */
+  announce(alert: Alert): void;
   sender: WebhookSender;
   /** Undefined when no mail server is set up: alerts are then not emailed. */
   mailer: Mailer | undefined;
@@ -61,11 +61,6 @@ function webhookEnvelope(alert: Alert) {
 const ledgerPageSize = 100;
 // Deliveries attempted at once by one worker pass.
 const deliveriesPerPass = 20;
-
-/** The dashboard's view of a new alert, sent to the organisation's live connections. */
-function publish(deps: Pick<AlertJobsDeps, 'liveEvents'>, alert: Alert): void {
-  deps.liveEvents.publish(alert.organisationId, { type: 'alert', alert: alertJson(alert) });
-}
 
 /** The message and details of a soft budget alert. */
 async function budgetAlertInput(db: Database, ledgerAlert: LedgerBudgetAlert) {
@@ -111,7 +106,7 @@ export async function pollLedgerBudgetAlerts(deps: AlertJobsDeps): Promise<numbe
       if (!known) deps.logger.warn({ ledgerAlertId: ledgerAlert.id, organisationId: ledgerAlert.organisationId }, 'budget alert of an unknown organisation skipped');
       if (result) {
         raised += 1;
-        publish(deps, result.alert);
+        deps.announce(result.alert);
         deps.logger.info({ alertId: result.alert.id, organisationId: result.alert.organisationId, kind: 'budget_soft', deliveries: result.deliveryIds.length }, 'alert raised');
       }
     }
@@ -157,7 +152,7 @@ export async function checkLowBalances(deps: AlertJobsDeps): Promise<number> {
     });
     if (result) {
       raised += 1;
-      publish(deps, result.alert);
+      deps.announce(result.alert);
       deps.logger.info({ alertId: result.alert.id, organisationId: result.alert.organisationId, kind: 'low_balance', deliveries: result.deliveryIds.length }, 'alert raised');
     }
   }

@@ -11,7 +11,6 @@ import {
 import { recordAuditEvent } from '../../common/domain/audit-log.ts';
 import type { CredentialCipher } from '../../common/domain/credential-cipher.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
-import type { LiveEvents } from '../../common/domain/live-events.ts';
 import type { ResourceAccess } from '../../common/domain/resource-access.ts';
 import { newSigningSecret, signingSecretHint } from '../../billing/domain/webhook-signature.ts';
 import { webhookHostProblem, webhookUrlProblem } from './webhook-url.ts';
@@ -23,7 +22,6 @@ export interface AlertsServiceDeps {
   cipher: CredentialCipher;
   access: ResourceAccess;
   settings: AlertsSettings;
-  liveEvents: LiveEvents;
   /** Resolves webhook host names for the SSRF check; default the system resolver. */
   resolveHost?: HostResolver | undefined;
 }
