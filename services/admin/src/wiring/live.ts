@@ -40,6 +40,17 @@ const livePath = '/admin/v1/live';
  */
 const liveAccess: RouteAccess = { access: 'organisation', scope: 'organisation_id', role: 'viewer' };
 
+/** Whether the actor may still watch the organisation: it still sees it, with liveAccess's role there. */
+function mayWatch(actor: Actor, organisationId: string): boolean {
+  if (!canSeeOrganisation(actor, organisationId)) return false;
+  try {
+    requireAccess(liveAccess, actor, organisationId);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Close codes: the server goes away (RFC 6455), the credentials ended, the organisation is no longer the caller's. */
 const closeCodes = { goingAway: 1001, unauthenticated: 4401, forbidden: 4403 } as const;
 
@@ -216,7 +227,7 @@ export function attachLiveUpdates(deps: LiveUpdatesDeps): { close(): Promise<voi
     for (const client of clients) {
       deps.authenticate(client.credentials).then((authentication) => {
         if (authentication === undefined) client.socket.close(closeCodes.unauthenticated, 'credentials ended');
-        else if (!canSeeOrganisation(authentication.actor, client.organisationId)) client.socket.close(closeCodes.forbidden, 'organisation no longer visible');
+        else if (!mayWatch(authentication.actor, client.organisationId)) client.socket.close(closeCodes.forbidden, 'organisation no longer visible');
       }, (error: unknown) => {
         logger.warn({ err: error }, 'live updates: credentials re-check failed');
       });
