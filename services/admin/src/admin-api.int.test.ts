@@ -5,10 +5,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '@gateway/db';
+import type { Database } from '@gateway/db';
 import { ledgerV1 } from '@gateway/contracts';
 import { hashSecret, isWellFormedSecret, issueSecret } from '@gateway/secrets';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import { createCredentialCipher } from './common/domain/credential-cipher.ts';
 import { createAdminRoutes } from './common/http/admin-routes.ts';
 import { buildOpenApiDocument } from './common/http/openapi-document.ts';
@@ -17,13 +17,13 @@ import { balanceResponse, creditResponse } from './billing/http/balance-schemas.
 import { gatewayModelResponse } from './catalog/http/catalog-schemas.ts';
 import { organisationResponse, projectCreatedResponse, projectResponse } from './tenancy/http/tenancy-schemas.ts';
 import { usageListResponse } from './platform/http/platform-schemas.ts';
-import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
+import type { AdminHarness, HarnessResponse } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 
 const serverUrl = testPostgresUrl();
 const itPg = it.skipIf(!serverUrl);
-
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let db: Database;
 let logs: CapturedLogs;
@@ -34,17 +34,14 @@ const upstreamCredential = `sk-vendor-${randomBytes(12).toString('hex')}`;
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
   logs = captureLogs();
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url, logger: logs.logger, env: { SNAPSHOT_ACK_TIMEOUT_MS: '1000' } });
+  postgres = await startPostgresAdmin(serverUrl, { logger: logs.logger, env: { SNAPSHOT_ACK_TIMEOUT_MS: '1000' } });
+  ({ admin, db } = postgres);
   secretsSeen.push(admin.token, upstreamCredential);
-  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
 });
 
 afterAll(async () => {
-  await db?.close();
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 /** Asserts an OpenAI-shaped error with this status, code and (when given) param. */

@@ -18,9 +18,12 @@ import { createResourceAccess } from './common/domain/resource-access.ts';
 import { createUsageService } from './platform/domain/usage-service.ts';
 import type { AdminConfig } from './config.ts';
 import { createAlertsService } from './alerts/domain/alerts-service.ts';
+import { alertsSettingsFrom } from './alerts/alerts-settings.ts';
 import { createAnalyticsService } from './platform/domain/analytics-service.ts';
 import type { LiveEvents } from './common/domain/live-events.ts';
 import { createPeopleService } from './people/domain/people-service.ts';
+import { peopleSettingsFrom, smtpSettingsFrom } from './people/people-settings.ts';
+import { createMailer } from './people/transport/smtp-mailer.ts';
 import { createInvoicesService } from './invoicing/domain/invoices-service.ts';
 import type { PaymentProvider } from './billing/domain/payment-provider.ts';
 import type { TopUpCause } from './billing/domain/topup-state.ts';
@@ -80,7 +83,9 @@ export function createAdminService(deps: AdminServiceDeps) {
       ...createGatewayModelsService({ db, cipher, publisher, settings: catalogSettingsFrom(deps.config), resolveHost: deps.resolveHost }),
       ...createModelAliasesService({ db, publisher, access }),
     },
-    people: createPeopleService({ db, access, config: deps.config, logger: deps.logger }),
+    people: createPeopleService({
+      db, access, settings: peopleSettingsFrom(deps.config), logger: deps.logger, mailer: createMailer(smtpSettingsFrom(deps.config)),
+    }),
     billing: {
       ...createBalanceService({ db, ledger, access }),
       ...createTopUpsService({
@@ -91,7 +96,9 @@ export function createAdminService(deps: AdminServiceDeps) {
       ...createPaymentReversalsService({ db }),
     },
     invoicing: createInvoicesService({ db, access, config: deps.config }),
-    alerts: createAlertsService({ db, ledger, cipher, access, config: deps.config, liveEvents: deps.liveEvents, resolveHost: deps.resolveHost }),
+    alerts: createAlertsService({
+      db, ledger, cipher, access, settings: alertsSettingsFrom(deps.config), resolveHost: deps.resolveHost,
+    }),
     platform: {
       ...createUsageService({ ledger, access }),
       ...createAuditService({ db, access }),

@@ -9,13 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { openDatabase, type Database } from '@gateway/db';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import type { Database } from '@gateway/db';
+import { testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { insertMembership, insertPerson } from './people/domain/people-store.ts';
 import { createSessions } from './people/domain/sessions.ts';
 import { deliveryListResponse, webhookGetResponse, webhookPutResponse, webhookTestResponse } from './alerts/http/alert-schemas.ts';
 import { errorResponse } from './common/http/response-schemas.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { startAlertReceiver, type AlertReceiver } from './test-support/alert-receiver.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 
@@ -29,6 +30,7 @@ const retryWindowMs = 2_000;
 type Verify = (secret: string, header: string, rawBody: string) => boolean;
 
 let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let db: Database;
 let receiver: AlertReceiver;
@@ -51,11 +53,9 @@ async function loadDocumentedSnippet(): Promise<Verify> {
 beforeAll(async () => {
   if (!serverUrl) return;
   verifyGatewaySignature = await loadDocumentedSnippet();
-  testDatabase = await createTestDatabase(serverUrl);
   receiver = await startAlertReceiver();
   logs = captureLogs();
-  admin = await startAdminHarness({
-    databaseUrl: testDatabase.url,
+  postgres = await startPostgresAdmin(serverUrl, {
     logger: logs.logger,
     env: {
       ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
@@ -65,14 +65,12 @@ beforeAll(async () => {
       ALERT_WEBHOOK_TIMEOUT_MS: '2000',
     },
   });
-  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
+  ({ testDatabase, admin, db } = postgres);
 });
 
 afterAll(async () => {
-  await db?.close();
-  await admin?.close();
+  await postgres?.close();
   await receiver?.close();
-  await testDatabase?.drop();
   if (snippetDir) rmSync(snippetDir, { recursive: true, force: true });
 });
 

@@ -5,26 +5,26 @@
  */
 import { parse } from 'csv-parse/sync';
 import { ledgerV1 } from '@gateway/contracts';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { csvResponse, marginReportResponse } from './platform/http/analytics-schemas.ts';
 import { errorResponse } from './common/http/response-schemas.ts';
 import { adminTokenCreatedResponse, organisationResponse, projectCreatedResponse } from './tenancy/http/tenancy-schemas.ts';
 import { usageListResponse, usageSummaryResponse } from './platform/http/platform-schemas.ts';
-import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
+import type { AdminHarness, HarnessResponse } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 
 const serverUrl = testPostgresUrl();
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url });
+  postgres = await startPostgresAdmin(serverUrl);
+  ({ admin } = postgres);
 });
 afterAll(async () => {
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 // Every test seeds the usage it reads: the margin report sums every organisation's.
 beforeEach(() => { if (admin) admin.ledger.usage.length = 0; });

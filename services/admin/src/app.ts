@@ -21,6 +21,7 @@ import { bootstrapPlatformAdminToken } from './tenancy/domain/admin-tokens.ts';
 import { createLiveEvents } from './common/domain/live-events.ts';
 import { findProject } from './tenancy/domain/project-store.ts';
 import { startAlertWorkers } from './alerts/alerts-wiring.ts';
+import { alertsSettingsFrom } from './alerts/alerts-settings.ts';
 import {
   countPaymentMismatch, countPaymentWebhooks, countRefundOutcomes, countUnmatchedPayment, createPaymentProvider, startPaymentJobs,
 } from './billing/payments-wiring.ts';
@@ -30,6 +31,8 @@ import { startRefundJobs } from './billing/refund-jobs.ts';
 import { createDashboard } from './wiring/dashboard.ts';
 import { attachLiveUpdates } from './wiring/live.ts';
 import { createPeopleWiring } from './people/people-wiring.ts';
+import { peopleSettingsFrom, smtpSettingsFrom } from './people/people-settings.ts';
+import { createMailer } from './people/transport/smtp-mailer.ts';
 import { createAdminHttpApp } from './common/http/admin-http-app.ts';
 import { createAdminRoutes } from './common/http/admin-routes.ts';
 import { buildOpenApiDocument } from './common/http/openapi-document.ts';
@@ -140,7 +143,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       paymentProvider, onPaymentAmountMismatch: countPaymentMismatch(metrics), onUnmatchedPayment: countUnmatchedPayment(metrics), ...refundOutcomes,
     });
     const service = { ...areas, billing: countPaymentWebhooks(areas.billing, metrics) };
-    const people = createPeopleWiring({ db, config, logger, onSetupLink: deps.onSetupLink });
+    const people = createPeopleWiring({ db, settings: peopleSettingsFrom(config), logger, onSetupLink: deps.onSetupLink });
 
     if (config.DEMO_UPSTREAM_URL !== undefined && await service.catalog.seedDemoModel(config.DEMO_UPSTREAM_URL)) {
       logger.info({ slug: 'demo' }, 'demo gateway model created');
@@ -183,7 +186,9 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     lifecycle.defer('http server', () => http.close(config.SHUTDOWN_GRACE_MS));
     const live = attachLiveUpdates({ server: http.server, db, ledger, liveEvents, config, logger, authenticate: people.authenticate });
     lifecycle.defer('live updates', () => live.close());
-    const alertWorkers = startAlertWorkers({ db, ledger, cipher, config, logger, liveEvents, resolveHost, metrics });
+    const alertWorkers = startAlertWorkers({
+      db, ledger, cipher, settings: alertsSettingsFrom(config), mailer: createMailer(smtpSettingsFrom(config)), logger, liveEvents, resolveHost, metrics,
+    });
     lifecycle.defer('alert workers', () => alertWorkers.close());
     const paymentJobs = startPaymentJobs({ db, config, logger, service, provider: paymentProvider, metrics });
     lifecycle.defer('payment jobs', () => paymentJobs.close());

@@ -7,10 +7,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '@gateway/db';
+import type { Database } from '@gateway/db';
 import { ledgerV1 } from '@gateway/contracts';
 import { hashSecret, issueSecret } from '@gateway/secrets';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import { runAdminCli } from './cli.ts';
 import { createAdminRoutes } from './common/http/admin-routes.ts';
 import type { AdminRoute } from './common/http/route-definition.ts';
@@ -18,14 +18,14 @@ import { errorResponse, listResponse } from './common/http/response-schemas.ts';
 import { adminTokenCreatedResponse, adminTokenResponse, organisationResponse, projectBudgetResponse, projectCreatedResponse, projectResponse } from './tenancy/http/tenancy-schemas.ts';
 import { auditEventResponse, usageSummaryResponse } from './platform/http/platform-schemas.ts';
 import { gatewayModelResponse } from './catalog/http/catalog-schemas.ts';
-import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
+import type { AdminHarness, HarnessResponse } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';
 
 const serverUrl = testPostgresUrl();
 const itPg = it.skipIf(!serverUrl);
-
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let db: Database;
 let logs: CapturedLogs;
@@ -36,11 +36,10 @@ const upstreamCredential = `sk-vendor-${randomBytes(12).toString('hex')}`;
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
   logs = captureLogs();
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url, logger: logs.logger, env: { SNAPSHOT_ACK_TIMEOUT_MS: '2000' } });
+  postgres = await startPostgresAdmin(serverUrl, { logger: logs.logger, env: { SNAPSHOT_ACK_TIMEOUT_MS: '2000' } });
+  ({ admin, db } = postgres);
   secretsSeen.push(admin.token, upstreamCredential);
-  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
   // One acknowledging proxy, so every change is really pushed and waited for.
   proxy = connectFakeProxy(admin.grpcTarget, 'proxy-control-plane', { autoAck: true });
   await proxy.next((update) => update.full);
@@ -48,9 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   proxy?.close();
-  await db?.close();
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 function expectError(response: HarnessResponse, status: number, code: string, param?: string | null): void {

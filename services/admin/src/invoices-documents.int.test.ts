@@ -6,12 +6,13 @@
  * referencing the invoice, and documents that refuse every UPDATE and DELETE.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '@gateway/db';
+import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import { loadAdminConfig } from './config.ts';
 import { issueCreditNote, issueTopUpDocument, selectTaxDocuments, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
-import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import type { AdminHarness } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { renderTaxDocumentPdf } from './invoicing/domain/invoice-pdf.ts';
 import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText, singaporeRecipient } from './test-support/tax-document-fixtures.ts';
 
@@ -30,26 +31,22 @@ const settings: TaxDocumentSettings = {
   GST_EXPORT_MODE: 'igst',
   INVOICE_LUT_REFERENCE: undefined,
 };
-
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let db: Database;
 let organisationId: string;
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url });
+  postgres = await startPostgresAdmin(serverUrl, { poolSize: 20 });
+  ({ admin, db } = postgres);
   const created = await admin.request('POST', '/admin/v1/organisations', { name: 'Invoice Test Org' });
   expect(created.status).toBe(201);
   organisationId = created.json.id;
-  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 20 });
 });
 
 afterAll(async () => {
-  await db?.close();
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 /** The sequence number at the end of a serial (GW2627T-000042 → 42). */

@@ -6,11 +6,12 @@
  */
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '@gateway/db';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import type { Database } from '@gateway/db';
+import { testPostgresUrl } from '@gateway/testkit';
 import { issueCreditNote, issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
 import { taxDocumentListResponse, taxDocumentResponse } from './invoicing/http/invoice-schemas.ts';
-import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import type { AdminHarness } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { hasPdftotext, insertPaidTopUp, karnatakaRecipient, maharashtraRecipient, pdfText, singaporeRecipient } from './test-support/tax-document-fixtures.ts';
 
 const serverUrl = testPostgresUrl();
@@ -26,8 +27,7 @@ const settings: TaxDocumentSettings = {
   ...supplierEnv, INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
   GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
 };
-
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let db: Database;
 let mine: string;
@@ -51,9 +51,8 @@ async function getBytes(path: string, token = admin.token): Promise<{ status: nu
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url, env: supplierEnv });
-  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
+  postgres = await startPostgresAdmin(serverUrl, { env: supplierEnv });
+  ({ admin, db } = postgres);
   mine = await createOrganisation('Bengaluru Widgets');
   theirs = await createOrganisation('Someone Else');
   const issued = await admin.request('POST', `/admin/v1/organisations/${mine}/tokens`, { name: 'accountant' });
@@ -73,9 +72,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await db?.close();
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 describePg('invoice routes', () => {

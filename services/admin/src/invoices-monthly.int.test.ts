@@ -8,21 +8,22 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
-import { openDatabase, type Database } from '@gateway/db';
+import type { Database } from '@gateway/db';
 import { createLogger } from '@gateway/logger';
-import { createTestDatabase, serviceTlsEnv, sharedTestPki, testPostgresUrl, testTransportSecurity, type TestDatabase } from '@gateway/testkit';
+import { serviceTlsEnv, sharedTestPki, testPostgresUrl, testTransportSecurity } from '@gateway/testkit';
 import { loadAdminConfig, type AdminConfig } from './config.ts';
 import { renderTaxDocumentPdf } from './invoicing/domain/invoice-pdf.ts';
 import { issueTopUpDocument, selectTaxDocuments } from './invoicing/domain/tax-documents.ts';
 import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
-import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import type { AdminHarness } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { hasPdftotext, insertPaidTopUp, maharashtraRecipient, pdfText } from './test-support/tax-document-fixtures.ts';
 import { invoiceCompletedUsageMonths } from './invoicing/invoicing-job.ts';
 
 const serverUrl = testPostgresUrl();
 const describePg = describe.skipIf(!serverUrl);
 
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let db: Database;
 let ledger: GrpcLedger;
@@ -40,12 +41,11 @@ function usage(id: string, at: string, debitedMicros: bigint): ledgerV1.UsageRec
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url, env: { GST_DOCUMENT_MODE: 'receipt_voucher' } });
+  postgres = await startPostgresAdmin(serverUrl, { env: { GST_DOCUMENT_MODE: 'receipt_voucher' } });
+  ({ admin, db } = postgres);
   const created = await admin.request('POST', '/admin/v1/organisations', { name: 'Monthly Usage Org' });
   expect(created.status, created.text).toBe(201);
   organisationId = created.json.id;
-  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
   const pki = await sharedTestPki();
   ledger = createGrpcLedger({ target: admin.ledger.target, callTimeoutMs: 5_000, security: testTransportSecurity(pki, 'admin') });
   config = loadAdminConfig({
@@ -58,9 +58,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   ledger?.close();
-  await db?.close();
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 describePg('receipt-voucher mode', () => {

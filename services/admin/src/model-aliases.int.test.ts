@@ -6,15 +6,16 @@
  * organisation, Organisation 6) and a new proxy in its full snapshot.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import { testPostgresUrl } from '@gateway/testkit';
+import type { AdminHarness } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';
 import { newMember } from './test-support/people-client.ts';
 
 const serverUrl = testPostgresUrl();
 const itPg = it.skipIf(!serverUrl);
 
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let organisationId: string;
 let otherOrganisationId: string;
@@ -37,8 +38,8 @@ async function createModel(slug: string, kind: 'chat' | 'embedding'): Promise<vo
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url, env: { SNAPSHOT_ACK_TIMEOUT_MS: '2000', ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true' } });
+  postgres = await startPostgresAdmin(serverUrl, { env: { SNAPSHOT_ACK_TIMEOUT_MS: '2000', ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true' } });
+  ({ admin } = postgres);
   await createModel('house-chat', 'chat');
   await createModel('house-fast', 'chat');
   await createModel('house-embed', 'embedding');
@@ -51,8 +52,7 @@ beforeAll(async () => {
 afterEach(() => { for (const proxy of proxies.splice(0)) proxy.close(); });
 
 afterAll(async () => {
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 describe('platform model aliases', () => {

@@ -6,12 +6,13 @@
  * gives it back when won and keeps it out when lost.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { openDatabase, type Database } from '@gateway/db';
+import type { Database } from '@gateway/db';
 import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
-import { createTestDatabase, scrapeMetrics, sumSamples, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { scrapeMetrics, sumSamples, testPostgresUrl } from '@gateway/testkit';
 import { newId } from './common/domain/ids.ts';
 import { issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
-import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import type { AdminHarness } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { postWebhook } from './test-support/topups-harness.ts';
 import { createRazorpayClient } from './billing/transport/razorpay-client.ts';
 
@@ -30,7 +31,7 @@ const invoiceSettings: TaxDocumentSettings = {
 const pricePaise = 118_000n;
 const creditMicros = 1_000_000_000n;
 
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let local: LocalPayments;
 let admin: AdminHarness;
 let db: Database;
@@ -91,24 +92,20 @@ async function withWebhooksCaptured(act: () => void | Promise<void>): Promise<Re
 
 describe.skipIf(!serverUrl)('refunds and disputes made outside the gateway', () => {
   beforeAll(async () => {
-    testDatabase = await createTestDatabase(serverUrl!);
     local = await startLocalPayments({ keyId, keySecret, webhookSecret, webhookRetry: { attempts: 3, baseDelayMs: 50 } });
-    admin = await startAdminHarness({
-      databaseUrl: testDatabase.url,
+    postgres = await startPostgresAdmin(serverUrl!, {
       env: {
         PAYMENT_PROVIDER: 'local', PAYMENT_DEVELOPMENT_MODE: 'true', INVOICE_DEVELOPMENT_MODE: 'true', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
         RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100',
       },
     });
+    ({ admin, db } = postgres);
     local.setWebhookUrl(`${admin.baseUrl}/webhooks/razorpay`);
-    db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
   });
 
   afterAll(async () => {
-    await admin?.close();
-    await db?.close();
+    await postgres?.close();
     await local?.close();
-    await testDatabase?.drop();
   });
 
   it('a refund from the provider\'s dashboard debits what the payer got back, once', async () => {

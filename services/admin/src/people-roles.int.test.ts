@@ -9,11 +9,12 @@
  * lets every member past.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import { organisationRoles, roleAllows, type OrganisationRole } from './common/domain/actor.ts';
 import { createAdminRoutes } from './common/http/admin-routes.ts';
 import type { AdminRoute } from './common/http/route-definition.ts';
-import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
+import type { AdminHarness, HarnessResponse } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { createOrganisation, followLink, invite, newMember, type SessionClient } from './test-support/people-client.ts';
 
 const serverUrl = testPostgresUrl();
@@ -27,7 +28,7 @@ const scopedRoutes = authenticatedRoutes.filter((route) => route.scope !== undef
 const memberRoutes = authenticatedRoutes.filter((route) => route.access === 'organisation' && route.scope === undefined);
 const platformRoutes = authenticatedRoutes.filter((route) => route.access === 'platform');
 
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let organisationId: string;
 let projectId: string;
@@ -41,8 +42,8 @@ let memberOfNone: SessionClient;
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url, env: { SNAPSHOT_ACK_TIMEOUT_MS: '500' } });
+  postgres = await startPostgresAdmin(serverUrl, { env: { SNAPSHOT_ACK_TIMEOUT_MS: '500' } });
+  ({ admin } = postgres);
   organisationId = await createOrganisation(admin, 'Roles Org');
   otherOrganisationId = await createOrganisation(admin, 'Other Org');
   const project = await admin.request('POST', `/admin/v1/organisations/${organisationId}/projects`, { name: 'roles' });
@@ -59,8 +60,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 /** Whether the route names its organisation in the request (path `{id}` or `organisation_id`), so a foreign one can be tried. */

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SMTPServer } from 'smtp-server';
-import { openDatabase, type Database } from '@gateway/db';
+import type { Database } from '@gateway/db';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import {
   invitationCreatedResponse, linkInfoResponse, memberListResponse, personAccountResponse, personCreatedResponse, personResponse,
@@ -15,6 +15,7 @@ import {
 } from './people/http/people-schemas.ts';
 import { errorResponse } from './common/http/response-schemas.ts';
 import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { captureLogs, type CapturedLogs } from './test-support/captured-logs.ts';
 import {
   callAnonymously, createOrganisation, followLink, invite, linkTokenOf, newMember, sessionClientOf, signIn, testEmail, testPassword,
@@ -24,6 +25,7 @@ const serverUrl = testPostgresUrl();
 const itPg = it.skipIf(!serverUrl);
 
 let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let db: Database;
 let logs: CapturedLogs;
@@ -33,19 +35,16 @@ const secretsSeen: string[] = [];
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
   logs = captureLogs();
-  admin = await startAdminHarness({
-    databaseUrl: testDatabase.url, logger: logs.logger, onSetupLink: (url) => setupLinks.push(url),
+  postgres = await startPostgresAdmin(serverUrl, {
+    logger: logs.logger, onSetupLink: (url) => setupLinks.push(url),
     env: { ADMIN_SETUP_EMAIL: 'Root@Example.test', ADMIN_PUBLIC_URL: 'https://dashboard.example.test/' },
   });
-  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
+  ({ testDatabase, admin, db } = postgres);
 });
 
 afterAll(async () => {
-  await db?.close();
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 function expectError(response: HarnessResponse, status: number, code: string): void {
@@ -331,6 +330,24 @@ describe('members', () => {
     // A person of another organisation is not a member here.
     expectError(await owner.request('DELETE', `/admin/v1/organisations/${mine}/members/${stranger.personId}`), 404, 'not_found');
     expectError(await owner.request('GET', '/admin/v1/people'), 403, 'permission_denied');
+  });
+});
+
+describe('what /me says a member may do', () => {
+  itPg('lists the operations of the routes each membership\'s role allows, from the route table', async () => {
+    const organisationId = await createOrganisation(admin, 'Capabilities Org');
+    const viewer = await newMember(admin, organisationId, 'viewer', 'capabilities-viewer');
+    const owner = await newMember(admin, organisationId, 'owner', 'capabilities-owner');
+    const allowedOf = async (member: typeof viewer) => {
+      const me = personResponse.parse((await member.request('GET', '/admin/v1/me')).json);
+      return me.memberships.find((membership) => membership.organisation_id === organisationId)!.allowed_operations;
+    };
+    const viewerAllowed = await allowedOf(viewer);
+    expect(viewerAllowed).toContain('listMembers');
+    expect(viewerAllowed).not.toContain('createInvitation');
+    const ownerAllowed = await allowedOf(owner);
+    expect(ownerAllowed).toContain('listMembers');
+    expect(ownerAllowed).toContain('createInvitation');
   });
 });
 

@@ -5,18 +5,19 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '@gateway/db';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import type { Database } from '@gateway/db';
+import { testPostgresUrl } from '@gateway/testkit';
 import { providerKinds, type ProviderKind } from './catalog/domain/provider-kinds.ts';
 import { errorResponse } from './common/http/response-schemas.ts';
 import { gatewayModelResponse } from './catalog/http/catalog-schemas.ts';
-import { startAdminHarness, type AdminHarness, type HarnessResponse } from './test-support/admin-harness.ts';
+import type { AdminHarness, HarnessResponse } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { connectFakeProxy, type FakeProxy } from './test-support/fake-proxy.ts';
 
 const serverUrl = testPostgresUrl();
 const itPg = it.skipIf(!serverUrl);
 
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
 let db: Database;
 let proxy: FakeProxy;
@@ -24,18 +25,15 @@ const upstreamCredential = `sk-vendor-${randomBytes(12).toString('hex')}`;
 
 beforeAll(async () => {
   if (!serverUrl) return;
-  testDatabase = await createTestDatabase(serverUrl);
-  admin = await startAdminHarness({ databaseUrl: testDatabase.url, env: { SNAPSHOT_ACK_TIMEOUT_MS: '2000' } });
-  db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 1 });
+  postgres = await startPostgresAdmin(serverUrl, { poolSize: 1, env: { SNAPSHOT_ACK_TIMEOUT_MS: '2000' } });
+  ({ admin, db } = postgres);
   proxy = connectFakeProxy(admin.grpcTarget, 'kinds-proxy', { autoAck: true });
   await proxy.next((update) => update.full);
 });
 
 afterAll(async () => {
   proxy?.close();
-  await db?.close();
-  await admin?.close();
-  await testDatabase?.drop();
+  await postgres?.close();
 });
 
 /** A public base URL of the kind's shape (see docs/admin-api.md). */

@@ -7,14 +7,15 @@
  * failed provider call is carried forward by the refund job, once.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { openDatabase, type Database } from '@gateway/db';
+import type { Database } from '@gateway/db';
 import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import { newId } from './common/domain/ids.ts';
 import { markProviderRefundProcessed } from './billing/domain/refunds-service.ts';
 import { issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
 import { refundEnvelope, refundListResponse } from './billing/http/refund-schemas.ts';
-import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
+import type { AdminHarness } from './test-support/admin-harness.ts';
+import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { createRazorpayClient } from './billing/transport/razorpay-client.ts';
 
 const serverUrl = testPostgresUrl();
@@ -33,7 +34,7 @@ const invoiceSettings: TaxDocumentSettings = {
 const pricePaise = 118_000n;
 const creditMicros = 1_000_000_000n;
 
-let testDatabase: TestDatabase;
+let postgres: PostgresAdmin | undefined;
 let local: LocalPayments;
 let admin: AdminHarness;
 let db: Database;
@@ -104,24 +105,20 @@ async function topUpState(topUpId: string): Promise<string> {
 
 describe.skipIf(!serverUrl)('refunds of unspent balance', () => {
   beforeAll(async () => {
-    testDatabase = await createTestDatabase(serverUrl!);
     // Webhooks are held (no URL): these tests are about the refund call, not refund.processed.
     local = await startLocalPayments({ keyId, keySecret, webhookSecret });
-    admin = await startAdminHarness({
-      databaseUrl: testDatabase.url,
+    postgres = await startPostgresAdmin(serverUrl!, {
       env: {
         PAYMENT_PROVIDER: 'local', PAYMENT_DEVELOPMENT_MODE: 'true', LOCAL_PAYMENTS_URL: local.url, RAZORPAY_KEY_ID: keyId, RAZORPAY_KEY_SECRET: keySecret,
         RAZORPAY_WEBHOOK_SECRET: webhookSecret, PAYMENT_RECONCILE_INTERVAL_MS: '100', INVOICE_DEVELOPMENT_MODE: 'true',
       },
     });
-    db = await openDatabase({ url: testDatabase.url, schema: 'admin', poolSize: 2 });
+    ({ admin, db } = postgres);
   });
 
   afterAll(async () => {
-    await admin?.close();
-    await db?.close();
+    await postgres?.close();
     await local?.close();
-    await testDatabase?.drop();
   });
 
   it('a refund within the unspent balance debits the ledger once, refunds the payment once and issues one credit note referencing the invoice; a replay answers the same', async () => {

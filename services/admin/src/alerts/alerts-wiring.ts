@@ -1,12 +1,15 @@
 import type { HostResolver } from '@gateway/address-policy';
 import type { AdminMetrics } from '@gateway/telemetry';
 import { checkLowBalances, deliverDueAlerts, pollLedgerBudgetAlerts, type AlertJobsDeps } from './domain/alert-jobs.ts';
-import { createMailer } from '../people/domain/mailer.ts';
 import { createWebhookSender } from './transport/webhook-sender.ts';
 import { startPeriodicJob } from '../wiring/periodic-job.ts';
+import type { LiveEvents } from '../common/domain/live-events.ts';
+import { alertJson } from './http/alert-schemas.ts';
 
-/** What the alert workers need: the jobs' deps except the webhook sender and mailer, which they make from the config. */
-export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender' | 'mailer'> {
+/** What the alert workers need: the jobs' deps except the webhook sender and the announcement, which they make. */
+export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender' | 'announce'> {
+  /** Where raised alerts are told to the dashboard's live connections. */
+  liveEvents: LiveEvents;
   /** Resolves webhook host names for the connect-time SSRF check; default the system resolver. */
   resolveHost?: HostResolver | undefined;
   /** Where each delivery attempt is counted, by channel and outcome (delivered, failed, undeliverable); none: not counted. */
@@ -14,14 +17,14 @@ export interface AlertWorkersDeps extends Omit<AlertJobsDeps, 'sender' | 'mailer
 }
 
 /**
- * The background work of alerts: reading the ledger's budget alerts (every ALERT_POLL_MS),
- * low-balance checks (every LOW_BALANCE_POLL_MS), and webhook and email deliveries (due ones
- * claimed every ALERT_POLL_MS). close() stops the timers and waits for attempts in flight.
+ * The background work of alerts: reading the ledger's budget alerts (every settings.pollMs),
+ * low-balance checks (every settings.lowBalancePollMs), and webhook and email deliveries (due ones
+ * claimed every settings.pollMs). close() stops the timers and waits for attempts in flight.
  */
 export function startAlertWorkers(deps: AlertWorkersDeps): { close(): Promise<void> } {
-  const { config, logger } = deps;
+  const { settings, logger } = deps;
   const sender = createWebhookSender({
-    timeoutMs: config.ALERT_WEBHOOK_TIMEOUT_MS, allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, resolve: deps.resolveHost,
+    timeoutMs: settings.webhookTimeoutMs, allowPrivate: settings.allowPrivateWebhooks, resolve: deps.resolveHost,
   });
   const { metrics } = deps;
   // Every series the alert rules watch exists from the start at 0: increase() cannot see the
@@ -30,16 +33,17 @@ export function startAlertWorkers(deps: AlertWorkersDeps): { close(): Promise<vo
     for (const outcome of ['delivered', 'failed', 'undeliverable'] as const) metrics?.adminAlertDeliveries.inc({ channel, outcome }, 0);
   }
   const jobs: AlertJobsDeps = {
-    ...deps, sender, mailer: createMailer(config),
+    ...deps, sender,
+    announce: (alert) => deps.liveEvents.publish(alert.organisationId, { type: 'alert', alert: alertJson(alert) }),
     onDeliveryAttempt: metrics && ((channel, outcome) => { metrics.adminAlertDeliveries.inc({ channel, outcome }); }),
   };
   const failureMessage = 'alert worker pass failed; retried at the next interval';
   const worker = (name: string, intervalMs: number, run: () => Promise<unknown>) =>
     startPeriodicJob({ name, firstDelayMs: intervalMs, intervalMs, run, failureMessage, logger });
   const workers = [
-    worker('ledger budget alerts', config.ALERT_POLL_MS, () => pollLedgerBudgetAlerts(jobs)),
-    worker('low balance', config.LOW_BALANCE_POLL_MS, () => checkLowBalances(jobs)),
-    worker('deliveries', config.ALERT_POLL_MS, () => deliverDueAlerts(jobs)),
+    worker('ledger budget alerts', settings.pollMs, () => pollLedgerBudgetAlerts(jobs)),
+    worker('low balance', settings.lowBalancePollMs, () => checkLowBalances(jobs)),
+    worker('deliveries', settings.pollMs, () => deliverDueAlerts(jobs)),
   ];
   let closed: Promise<void> | undefined;
   return {

@@ -1,9 +1,9 @@
 import type { Database } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
 import { bearerTokenOf } from '@gateway/secrets';
-import type { AdminConfig } from '../config.ts';
 import { authenticateAdminToken } from '../tenancy/domain/admin-tokens.ts';
-import { createFirstPlatformAdmin } from './domain/people-service.ts';
+import type { PeopleSettings } from './domain/people-settings.ts';
+import { createFirstPlatformAdmin } from './domain/sign-in.ts';
 import { anyPersonExists, rolesOf } from './domain/people-store.ts';
 import { createSessions, csrfTokenMatches, systemClock, type Clock } from './domain/sessions.ts';
 import type { Authentication, RequestCredentials } from '../common/http/admin-http-app.ts';
@@ -23,7 +23,7 @@ export interface PeopleWiring {
 /** What the people wiring needs. */
 export interface PeopleWiringDeps {
   db: Database;
-  config: AdminConfig;
+  settings: PeopleSettings;
   logger: Logger;
   /** Receives the first platform-admin person's one-time setup link, to show to the operator. */
   onSetupLink?: ((url: string) => void) | undefined;
@@ -38,8 +38,8 @@ export interface PeopleWiringDeps {
  * disabled account applies to the very next request.
  */
 export function createPeopleWiring(deps: PeopleWiringDeps): PeopleWiring {
-  const { db, config, logger } = deps;
-  const sessions = createSessions(db, { idleMs: config.ADMIN_SESSION_IDLE_MS, absoluteMs: config.ADMIN_SESSION_ABSOLUTE_MS }, deps.clock ?? systemClock);
+  const { db, settings, logger } = deps;
+  const sessions = createSessions(db, { idleMs: settings.sessionIdleMs, absoluteMs: settings.sessionAbsoluteMs }, deps.clock ?? systemClock);
   return {
     async authenticate(credentials) {
       // An empty Authorization header carries no credential: the cookie decides then.
@@ -71,7 +71,7 @@ export function createPeopleWiring(deps: PeopleWiringDeps): PeopleWiring {
         return;
       }
       const created = await createFirstPlatformAdmin(db, {
-        email: config.ADMIN_SETUP_EMAIL, publicUrl, linkTtlMs: config.ADMIN_LINK_TTL_MS, handOver: deps.onSetupLink, clock: deps.clock ?? systemClock,
+        email: settings.setupEmail, publicUrl, linkTtlMs: settings.linkTtlMs, handOver: deps.onSetupLink, clock: deps.clock ?? systemClock,
       });
       if (created !== undefined) {
         logger.info({ personId: created.personId, email: created.email }, 'first platform-admin person created; its setup link was handed to the operator (not logged)');

@@ -5,14 +5,15 @@ import type { Database } from '@gateway/db';
 import { GatewayError, toHttpError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { AdminConfig } from '../config.ts';
-import { canSeeOrganisation, requireRole, type Actor } from '../common/domain/actor.ts';
+import { canSeeOrganisation, type Actor } from '../common/domain/actor.ts';
 import { isId } from '../common/domain/ids.ts';
 import type { LedgerPort } from '../common/domain/ledger-port.ts';
 import type { LiveEvents } from '../common/domain/live-events.ts';
 import { sameOriginRequest } from '../people/http/session-cookie.ts';
 import { createOrganisationWatches, type LiveLedgerMessage } from '../alerts/domain/live-watches.ts';
 import { organisationExists } from '../tenancy/domain/organisation-store.ts';
-import type { Authentication, RequestCredentials } from '../common/http/admin-http-app.ts';
+import { requireAccess, type Authentication, type RequestCredentials } from '../common/http/admin-http-app.ts';
+import type { RouteAccess } from '../common/http/route-definition.ts';
 import { balanceJson } from '../billing/http/balance-views.ts';
 import { usageRecordJson } from '../platform/http/platform-views.ts';
 
@@ -33,6 +34,23 @@ export interface LiveUpdatesDeps {
 
 /** The WebSocket path of the live updates. */
 const livePath = '/admin/v1/live';
+
+/**
+ * Who may watch an organisation live, declared as a route's access is and enforced by the same
+ * rule (requireAccess): the organisation named by `organisation_id`, with at least the viewer role.
+ */
+const liveAccess: RouteAccess = { access: 'organisation', scope: 'organisation_id', role: 'viewer' };
+
+/** Whether the actor may still watch the organisation: it still sees it, with liveAccess's role there. */
+function mayWatch(actor: Actor, organisationId: string): boolean {
+  if (!canSeeOrganisation(actor, organisationId)) return false;
+  try {
+    requireAccess(liveAccess, actor, organisationId);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Close codes: the server goes away (RFC 6455), the credentials ended, the organisation is no longer the caller's. */
 const closeCodes = { goingAway: 1001, unauthenticated: 4401, forbidden: 4403 } as const;
@@ -90,7 +108,7 @@ function ledgerMessageJson(message: LiveLedgerMessage) {
 /**
  * Serves the dashboard's WebSocket on the admin's HTTP server: `GET /admin/v1/live?organisation_id=…`
  * upgraded after the same checks as the API (a bearer token, or a session cookie whose Origin is
- * this host; the organisation visible with at least the viewer role). Each connection is told the
+ * this host; the organisation visible, and liveAccess's role there). Each connection is told the
  * organisation's balance and newest usage when they change (one shared ledger poll per watched
  * organisation, every LIVE_POLL_MS) and its alerts as they are raised; pinged to find dead peers;
  * its credentials re-checked so an ended session or revoked token closes it (4401).
@@ -146,7 +164,7 @@ export function attachLiveUpdates(deps: LiveUpdatesDeps): { close(): Promise<voi
         param: 'organisation_id',
       });
     }
-    requireRole(authentication.actor, organisationId, 'viewer');
+    requireAccess(liveAccess, authentication.actor, organisationId);
     return { actor: authentication.actor, organisationId, credentials };
   }
 
@@ -210,7 +228,7 @@ export function attachLiveUpdates(deps: LiveUpdatesDeps): { close(): Promise<voi
     for (const client of clients) {
       deps.authenticate(client.credentials).then((authentication) => {
         if (authentication === undefined) client.socket.close(closeCodes.unauthenticated, 'credentials ended');
-        else if (!canSeeOrganisation(authentication.actor, client.organisationId)) client.socket.close(closeCodes.forbidden, 'organisation no longer visible');
+        else if (!mayWatch(authentication.actor, client.organisationId)) client.socket.close(closeCodes.forbidden, 'organisation no longer visible');
       }, (error: unknown) => {
         logger.warn({ err: error }, 'live updates: credentials re-check failed');
       });

@@ -3,9 +3,9 @@ const maxRetryStepMs = 60 * 60_000;
 
 /** How a failed delivery is retried: the first delay (doubling each time) and how long it keeps trying. */
 export interface RetrySchedule {
-  /** Delay after the first failed attempt, ms (ALERT_RETRY_BASE_MS); it doubles after each failure, capped at one hour. */
+  /** Delay after the first failed attempt, ms (AlertsSettings.retryBaseMs); it doubles after each failure, capped at one hour. */
   baseMs: number;
-  /** After this long from the first attempt no further attempt is made, ms (ALERT_RETRY_WINDOW_MS). */
+  /** After this long from the first attempt no further attempt is made, ms (AlertsSettings.retryWindowMs). */
   windowMs: number;
 }
 

@@ -1,17 +1,16 @@
 import type { Database } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
-import type { AdminConfig } from '../../config.ts';
 import type { LedgerBudgetAlert } from '../../common/domain/admin-records.ts';
 import { nextAttemptAt, type AttemptOutcome, type WebhookSender } from './alert-delivery.ts';
 import {
-  advanceLedgerAlertCursor, alertJson, claimDueDeliveries, findAlert, findWebhook, flipLowBalanceAlerted, listLowBalanceWatches,
+  advanceLedgerAlertCursor, claimDueDeliveries, findAlert, findWebhook, flipLowBalanceAlerted, listLowBalanceWatches,
   ownerEmails, raiseAlert, readLedgerAlertCursor, recordAttempt, type Alert, type ClaimedDelivery,
 } from './alert-store.ts';
 import type { CredentialCipher } from '../../common/domain/credential-cipher.ts';
 import { formatInr } from '../../invoicing/domain/inr-text.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
-import type { LiveEvents } from '../../common/domain/live-events.ts';
 import type { Mailer } from '../../people/domain/mailer.ts';
+import type { AlertsSettings } from './alerts-settings.ts';
 import { findOrganisation } from '../../tenancy/domain/organisation-store.ts';
 import { findProject } from '../../tenancy/domain/project-store.ts';
 import { alertTitles, slackMessage } from './slack-format.ts';
@@ -23,11 +22,12 @@ export interface AlertJobsDeps {
   db: Database;
   ledger: LedgerPort;
   cipher: CredentialCipher;
-  config: AdminConfig;
+  settings: AlertsSettings;
   logger: Logger;
-  liveEvents: LiveEvents;
+  /** Tells the dashboard's live connections of an alert just raised (in their wire shape: the wiring knows it). */
+  announce(alert: Alert): void;
   sender: WebhookSender;
-  /** Undefined when SMTP_URL / SMTP_FROM are not set: alerts are then not emailed. */
+  /** Undefined when no mail server is set up: alerts are then not emailed. */
   mailer: Mailer | undefined;
   /** Told of each delivery attempt once recorded: its channel and outcome (the admin's alert metrics). */
   onDeliveryAttempt?: ((channel: ClaimedDelivery['channel'], outcome: DeliveryAttemptOutcome) => void) | undefined;
@@ -61,11 +61,6 @@ function webhookEnvelope(alert: Alert) {
 const ledgerPageSize = 100;
 // Deliveries attempted at once by one worker pass.
 const deliveriesPerPass = 20;
-
-/** The dashboard's view of a new alert, sent to the organisation's live connections. */
-function publish(deps: Pick<AlertJobsDeps, 'liveEvents'>, alert: Alert): void {
-  deps.liveEvents.publish(alert.organisationId, { type: 'alert', alert: alertJson(alert) });
-}
 
 /** The message and details of a soft budget alert. */
 async function budgetAlertInput(db: Database, ledgerAlert: LedgerBudgetAlert) {
@@ -111,7 +106,7 @@ export async function pollLedgerBudgetAlerts(deps: AlertJobsDeps): Promise<numbe
       if (!known) deps.logger.warn({ ledgerAlertId: ledgerAlert.id, organisationId: ledgerAlert.organisationId }, 'budget alert of an unknown organisation skipped');
       if (result) {
         raised += 1;
-        publish(deps, result.alert);
+        deps.announce(result.alert);
         deps.logger.info({ alertId: result.alert.id, organisationId: result.alert.organisationId, kind: 'budget_soft', deliveries: result.deliveryIds.length }, 'alert raised');
       }
     }
@@ -157,7 +152,7 @@ export async function checkLowBalances(deps: AlertJobsDeps): Promise<number> {
     });
     if (result) {
       raised += 1;
-      publish(deps, result.alert);
+      deps.announce(result.alert);
       deps.logger.info({ alertId: result.alert.id, organisationId: result.alert.organisationId, kind: 'low_balance', deliveries: result.deliveryIds.length }, 'alert raised');
     }
   }
@@ -179,8 +174,8 @@ async function attemptWebhook(deps: AlertJobsDeps, claimed: ClaimedDelivery, ale
   } catch {
     return finalFailure('secret_unreadable');
   }
-  // The policy may have tightened since the URL was stored (ADMIN_ALLOW_PRIVATE_UPSTREAMS turned off).
-  if (webhookUrlProblem(webhook.url, deps.config.ADMIN_ALLOW_PRIVATE_UPSTREAMS) !== undefined) return finalFailure('address_refused');
+  // The policy may have tightened since the URL was stored (private addresses no longer allowed).
+  if (webhookUrlProblem(webhook.url, deps.settings.allowPrivateWebhooks) !== undefined) return finalFailure('address_refused');
   const body = JSON.stringify(webhook.format === 'slack' ? slackMessage(alert) : webhookEnvelope(alert));
   return deps.sender.send(webhook.url, body, {
     'content-type': 'application/json',
@@ -201,7 +196,7 @@ async function attemptEmail(deps: AlertJobsDeps, claimed: ClaimedDelivery, alert
   const lines = [alert.message, '', `Organisation: ${alert.organisationId}`];
   if (alert.projectId !== null) lines.push(`Project: ${alert.projectId}`);
   lines.push(`Alert: ${alert.id}`, `Raised at: ${alert.occurredAt.toISOString()}`);
-  if (deps.config.ADMIN_PUBLIC_URL !== undefined) lines.push('', `Dashboard: ${deps.config.ADMIN_PUBLIC_URL}`);
+  if (deps.settings.dashboardUrl !== undefined) lines.push('', `Dashboard: ${deps.settings.dashboardUrl}`);
   try {
     await deps.mailer.send({ to: recipients.join(', '), subject: `[Gateway] ${alertTitles[alert.kind]}`, text: lines.join('\n') });
     return { delivered: true, statusCode: null, errorClass: null, durationMs: Math.round(performance.now() - started) };
@@ -211,8 +206,8 @@ async function attemptEmail(deps: AlertJobsDeps, claimed: ClaimedDelivery, alert
 }
 
 /** How long a claimed attempt is leased: its own deadline plus a margin, ms. */
-function leaseMs(config: AdminConfig): number {
-  return Math.max(config.ALERT_WEBHOOK_TIMEOUT_MS, 30_000) + 60_000;
+function leaseMs(settings: AlertsSettings): number {
+  return Math.max(settings.webhookTimeoutMs, 30_000) + 60_000;
 }
 
 /** Attempts one claimed delivery and records the outcome and the next due time. */
@@ -222,7 +217,7 @@ async function attemptDelivery(deps: AlertJobsDeps, claimed: ClaimedDelivery): P
     : claimed.channel === 'webhook' ? await attemptWebhook(deps, claimed, alert) : await attemptEmail(deps, claimed, alert);
   const finishedAt = new Date(claimed.claimedAt.getTime() + outcome.durationMs);
   const next = outcome.delivered || outcome.final ? undefined : nextAttemptAt(
-    { baseMs: deps.config.ALERT_RETRY_BASE_MS, windowMs: deps.config.ALERT_RETRY_WINDOW_MS }, claimed.firstAttemptAt, finishedAt, claimed.attempt,
+    { baseMs: deps.settings.retryBaseMs, windowMs: deps.settings.retryWindowMs }, claimed.firstAttemptAt, finishedAt, claimed.attempt,
   );
   await recordAttempt(deps.db, claimed, outcome, next);
   // A final failure decided before any send (finalFailure) is undeliverable, not a failing relay or endpoint.
@@ -241,7 +236,7 @@ async function attemptDelivery(deps: AlertJobsDeps, claimed: ClaimedDelivery): P
  * and attempts them side by side; returns how many were attempted.
  */
 export async function deliverDueAlerts(deps: AlertJobsDeps): Promise<number> {
-  const claimed = await claimDueDeliveries(deps.db, deliveriesPerPass, leaseMs(deps.config));
+  const claimed = await claimDueDeliveries(deps.db, deliveriesPerPass, leaseMs(deps.settings));
   await Promise.all(claimed.map((delivery) => attemptDelivery(deps, delivery).catch((error: unknown) => {
     // The lease runs out and the delivery is tried again.
     deps.logger.error({ deliveryId: delivery.id, err: error }, 'alert delivery attempt could not be recorded');

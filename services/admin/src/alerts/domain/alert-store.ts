@@ -62,19 +62,6 @@ export interface Delivery {
   attempts: DeliveryAttempt[];
 }
 
-/** The alert as the API lists it and live updates send it (snake_case JSON). */
-export function alertJson(alert: Alert) {
-  return {
-    id: alert.id,
-    kind: alert.kind,
-    organisation_id: alert.organisationId,
-    project_id: alert.projectId,
-    occurred_at: alert.occurredAt.toISOString(),
-    message: alert.message,
-    details: alert.details,
-  };
-}
-
 interface AlertRow {
   id: string;
   seq: bigint;

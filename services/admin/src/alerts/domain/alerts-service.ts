@@ -1,9 +1,9 @@
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
 import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import type { AdminConfig } from '../../config.ts';
 import type { Actor } from '../../common/domain/actor.ts';
 import { webhookSecretContext } from './alert-jobs.ts';
+import type { AlertsSettings } from './alerts-settings.ts';
 import {
   deleteWebhook, findLowBalanceThreshold, findWebhook, listAlerts, listDeliveries, raiseAlert, setLowBalanceThreshold, upsertWebhook,
   type Alert, type Delivery, type StoredWebhook,
@@ -11,7 +11,6 @@ import {
 import { recordAuditEvent } from '../../common/domain/audit-log.ts';
 import type { CredentialCipher } from '../../common/domain/credential-cipher.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
-import type { LiveEvents } from '../../common/domain/live-events.ts';
 import type { ResourceAccess } from '../../common/domain/resource-access.ts';
 import { newSigningSecret, signingSecretHint } from '../../billing/domain/webhook-signature.ts';
 import { webhookHostProblem, webhookUrlProblem } from './webhook-url.ts';
@@ -22,8 +21,7 @@ export interface AlertsServiceDeps {
   ledger: LedgerPort;
   cipher: CredentialCipher;
   access: ResourceAccess;
-  config: AdminConfig;
-  liveEvents: LiveEvents;
+  settings: AlertsSettings;
   /** Resolves webhook host names for the SSRF check; default the system resolver. */
   resolveHost?: HostResolver | undefined;
 }
@@ -50,8 +48,8 @@ function viewOf(webhook: StoredWebhook): WebhookView {
 
 /** Budget and low-balance alerts, the organisation's webhook and its delivery log (route tag "alerts"). */
 export function createAlertsService(deps: AlertsServiceDeps) {
-  const { db, cipher, access, config } = deps;
-  const allowPrivate = config.ADMIN_ALLOW_PRIVATE_UPSTREAMS;
+  const { db, cipher, access } = deps;
+  const allowPrivate = deps.settings.allowPrivateWebhooks;
   const resolveHost = deps.resolveHost ?? systemResolver;
 
   /**
@@ -153,7 +151,7 @@ export function createAlertsService(deps: AlertsServiceDeps) {
 
     /**
      * Sets (or clears with null) the low-balance threshold, µ₹. A new threshold is armed: if the
-     * balance is already below it, one alert is raised at the next check (LOW_BALANCE_POLL_MS).
+     * balance is already below it, one alert is raised at the next check (every AlertsSettings.lowBalancePollMs).
      */
     async putAlertSettings(actor: Actor, organisationId: string, input: { lowBalanceThresholdMicros: bigint | null }): Promise<{ lowBalanceThresholdMicros: bigint | null }> {
       await organisationFor(actor, organisationId);

@@ -1,7 +1,7 @@
-import { alertJson, type Delivery } from '../domain/alert-store.ts';
+import type { Delivery } from '../domain/alert-store.ts';
 import type { WebhookView } from '../domain/alerts-service.ts';
 import {
-  alertListQuery, alertListResponse, alertSettingsResponse, defaultAlertPageSize, deliveryListResponse, putAlertSettingsBody, putWebhookBody,
+  alertJson, alertListQuery, alertListResponse, alertSettingsResponse, defaultAlertPageSize, deliveryListResponse, putAlertSettingsBody, putWebhookBody,
   webhookDeletedResponse, webhookGetResponse, webhookPutResponse, webhookTestResponse,
 } from './alert-schemas.ts';
 import { defineRoute, routeErrors, type AdminRoute } from '../../common/http/route-definition.ts';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { moneyMicros, moneyShown as money, pageCursor, pageLimit, timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
+import type { Alert } from '../domain/alert-store.ts';
 import { maxWebhookUrlLength } from '../domain/webhook-url.ts';
 
 /**
@@ -121,3 +122,16 @@ export const deliveryListResponse = z.strictObject({
 export const alertSettingsResponse = z.strictObject({
   low_balance_threshold_micros: money('The low-balance threshold; null when there is none.').nullable(),
 });
+
+/** The alert as the API lists it and live updates send it (snake_case JSON). */
+export function alertJson(alert: Alert) {
+  return {
+    id: alert.id,
+    kind: alert.kind,
+    organisation_id: alert.organisationId,
+    project_id: alert.projectId,
+    occurred_at: alert.occurredAt.toISOString(),
+    message: alert.message,
+    details: alert.details,
+  };
+}

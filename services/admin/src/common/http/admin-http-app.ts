@@ -3,19 +3,22 @@ import { GatewayError, toGatewayError, toHttpError } from '@gateway/errors';
 import { createJsonBodyParser, createRequestGuard, frameworkRequestError, rawBodyOf } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
 import type { HealthProbes } from '@gateway/service-runtime';
-import { canSeeOrganisation, requirePlatformAdmin, requireRole, selectedOrganisation, systemActor, type Actor } from '../domain/actor.ts';
+import {
+  canSeeOrganisation, organisationRoles, requirePlatformAdmin, requireRole, roleAllows, selectedOrganisation, systemActor, type Actor, type OrganisationRole,
+} from '../domain/actor.ts';
 import { isId } from '../domain/ids.ts';
 import { notFound } from '../domain/resource-access.ts';
 import { sameOriginRequest } from '../../people/http/session-cookie.ts';
 import { createRouteResolver, observeHttpRequest, type HttpMetrics } from './http-metrics.ts';
-import { expressPathOf, type AdminRoute, type RouteContext, type RouteScope } from './route-definition.ts';
+import { expressPathOf, type AdminRoute, type RouteAccess, type RouteContext, type RouteScope } from './route-definition.ts';
 import { idempotencyKeyHeader } from './request-schemas.ts';
 import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
 
 /** What the HTTP app needs besides its routes. */
 export interface AdminHttpAppDeps {
   routes: readonly AdminRoute[];
-  context: RouteContext;
+  /** What handlers use; the allowed operations per role are added here, from `routes`. */
+  context: Omit<RouteContext, 'operationsAllowedFor'>;
   /**
    * Who a request's credentials authenticate: a bearer admin token, or a session cookie (with
    * whether its X-CSRF-Token matches the session's); undefined when neither is valid.
@@ -118,13 +121,34 @@ async function authorizeRoute(
 ): Promise<string | undefined> {
   if (route.access === 'public') return undefined;
   const organisationId = route.scope === undefined ? undefined : await organisationInScope(route.scope, actor, params, query, deps);
-  if (route.access === 'platform') requirePlatformAdmin(actor);
-  else if (route.role !== undefined) {
+  requireAccess(route, actor, organisationId);
+  return organisationId;
+}
+
+/**
+ * The role part of RouteAccess, once the organisation in scope is known to exist for the actor:
+ * a platform route needs a platform actor (403), a route with a role needs that role or more in
+ * `organisationId` (403). Also what guards an endpoint outside the table (the live WebSocket),
+ * so who may call what is said in one place.
+ */
+export function requireAccess(access: RouteAccess, actor: Actor, organisationId: string | undefined): void {
+  if (access.access === 'platform') requirePlatformAdmin(actor);
+  else if (access.role !== undefined) {
     // No organisation selected is every organisation: only a platform actor holds a role in all of them.
     if (organisationId === undefined) requirePlatformAdmin(actor);
-    else requireRole(actor, organisationId, route.role);
+    else requireRole(actor, organisationId, access.role);
   }
-  return organisationId;
+}
+
+/**
+ * For each organisation role, the operationIds of the routes whose declared role it allows (by
+ * roleAllows, the comparison requireRole makes): what a member may call in their organisation.
+ */
+function operationsByRole(routes: readonly AdminRoute[]): (role: OrganisationRole) => readonly string[] {
+  const byRole = new Map(organisationRoles.map((held) => [held, routes
+    .filter((route) => route.access === 'organisation' && route.role !== undefined && roleAllows(held, route.role))
+    .map((route) => route.operationId)] as const));
+  return (role) => byRole.get(role) ?? [];
 }
 
 /** Answers with the catalogue mapping of `error`; a 5xx keeps `original` for the request's log line. */
@@ -142,7 +166,8 @@ function sendError(response: Response, error: GatewayError, original: unknown): 
  * answered through the one catalogue mapping (`toHttpError`).
  */
 export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
-  const { routes, context, logger } = deps;
+  const { routes, logger } = deps;
+  const context: RouteContext = { ...deps.context, operationsAllowedFor: operationsByRole(routes) };
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);

@@ -9,6 +9,11 @@ export interface RouteContext {
   service: AdminService;
   /** The OpenAPI document of these routes (served by GET /admin/v1/openapi.json). */
   openApiDocument(): object;
+  /**
+   * The operationIds of the organisation routes a member with `role` may call in their
+   * organisation, read from the route table by the rule authorizeRoute enforces (GET /admin/v1/me).
+   */
+  operationsAllowedFor(role: OrganisationRole): readonly string[];
 }
 
 /** A request after validation: who is calling, path parameters, parsed query and body, the Idempotency-Key. */

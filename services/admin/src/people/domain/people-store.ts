@@ -205,3 +205,8 @@ export async function countOwners(tx: Queryable, organisationId: string): Promis
   );
   return Number(rows[0]!.count);
 }
+
+/** Holds the lock that makes replicas starting together create one first person, until the transaction ends. */
+export async function lockFirstPersonCreation(tx: Queryable): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', ['gateway-admin:first-person']);
+}

@@ -1,5 +1,6 @@
 import { GatewayError } from '@gateway/errors';
 import type { StartedSession } from '../domain/sessions.ts';
+import { signInLimits } from '../domain/sign-in-throttle.ts';
 import {
   createInvitationBody, createPersonBody, followLinkBody, invitationCreatedResponse, invitationJson, invitationListResponse,
   invitationResponse, linkInfoJson, linkInfoResponse, memberJson, memberListResponse, memberResponse, passwordResetJson,
@@ -43,11 +44,18 @@ const signInErrors = ['invalid_request', 'invalid_json', 'request_too_large', 'u
 
 /** The people routes of the admin API: sign-in and sessions (/auth), members, invitations, password resets, people. */
 export function peopleRoutes(): AdminRoute[] {
+  return [...signInRoutes(), ...memberRoutes(), ...accountRoutes()];
+}
+
+/** Sign-in, sign-out, the session and one-time links (/auth: public, each checks its own cookie or link). */
+function signInRoutes(): AdminRoute[] {
   return [
     defineRoute({
       method: 'post', path: '/auth/sign-in', operationId: 'signIn', tag: 'sign-in', authenticated: false, access: 'public',
       summary: 'Sign in to the dashboard with email and password: sets the session cookie and returns the CSRF token.',
-      description: 'The cookie is `__Host-gw_session` (HttpOnly, SameSite=Lax, Path=/, Secure) over TLS and on loopback, `gw_session` without Secure over plain http elsewhere (development only). A wrong password and an unknown email get the same 401; 5 failures per email or 30 per client address in 15 minutes answer 429 with Retry-After. A cross-origin Origin is refused (403).',
+      description: 'The cookie is `__Host-gw_session` (HttpOnly, SameSite=Lax, Path=/, Secure) over TLS and on loopback, `gw_session` without Secure over plain http elsewhere (development only). A wrong password and an unknown email get the same 401; '
+        + `${signInLimits.perAccount} failures per email or ${signInLimits.perAddress} per client address in ${signInLimits.windowMs / 60_000} minutes answer 429 with Retry-After.`
+        + ' A cross-origin Origin is refused (403).',
       body: signInBody,
       success: { status: 200, description: 'Signed in.', schema: sessionResponse },
       errors: [...signInErrors, 'unauthenticated', 'rate_limit_exceeded'],
@@ -115,14 +123,20 @@ export function peopleRoutes(): AdminRoute[] {
         return { status: 200, body: { person: personJson(person), csrf_token: session.csrfToken }, headers: startSessionHeaders(session, request) };
       },
     }),
+  ];
+}
 
+/** The signed-in person, and an organisation's members and invitations (owners manage, viewers read the members). */
+function memberRoutes(): AdminRoute[] {
+  return [
     defineRoute({
       method: 'get', path: '/admin/v1/me', operationId: 'getMe', tag: 'people', authenticated: true, access: 'organisation',
       summary: 'The signed-in person (a token is not a person: 404).',
+      description: 'Each membership lists `allowed_operations`: the operationIds of the organisation routes the member\'s role may call there.',
       success: { status: 200, description: 'The person.', schema: personResponse },
       errors: ['unauthenticated', 'not_found'],
-      async handle({ service }, { actor }) {
-        return { status: 200, body: personJson(await service.people.getMe(actor)) };
+      async handle({ service, operationsAllowedFor }, { actor }) {
+        return { status: 200, body: personJson(await service.people.getMe(actor), operationsAllowedFor) };
       },
     }),
     defineRoute({
@@ -202,7 +216,12 @@ export function peopleRoutes(): AdminRoute[] {
         return { status: 200, body: invitationJson(await service.people.revokeInvitation(actor, params.id!, params.invitation_id!)) };
       },
     }),
+  ];
+}
 
+/** Every person's account: the platform admins' people routes. */
+function accountRoutes(): AdminRoute[] {
+  return [
     defineRoute({
       method: 'get', path: '/admin/v1/people', operationId: 'listPeople', tag: 'people', authenticated: true, access: 'platform',
       summary: 'Every person, in creation order (cursor paging: `after` is a person id).',

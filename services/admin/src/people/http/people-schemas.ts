@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { organisationRoles } from '../../common/domain/actor.ts';
+import { organisationRoles, type OrganisationRole } from '../../common/domain/actor.ts';
 import { passwordLength } from '../domain/password-hashing.ts';
-import type { IssuedLink, LinkDescription } from '../domain/people-service.ts';
+import type { IssuedLink, LinkDescription } from '../domain/people-context.ts';
 import type { Member, PersonView } from '../domain/people-store.ts';
 import { linkStatus, type PersonLink } from '../domain/person-links.ts';
 import { timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
@@ -67,6 +67,10 @@ const membershipResponse = z.strictObject({
   organisation_id: id('org', 'organisation'),
   organisation_name: z.string(),
   role,
+  allowed_operations: z.array(z.string()).optional().meta({
+    description: 'On GET /admin/v1/me: the operationIds of the organisation routes this role may call in this organisation, from the route table '
+      + '(the same rule the server enforces), so the dashboard shows what a member may do without its own copy of the role order.',
+  }),
 });
 
 /** A person as the dashboard sees them: never a password or its hash. */
@@ -141,8 +145,11 @@ export const personCreatedResponse = z.strictObject({ person: personAccountRespo
 
 // ---- JSON views ----
 
-/** The JSON of a person (Person). */
-export function personJson(person: PersonView) {
+/**
+ * The JSON of a person (Person); with `allowedOperations` (GET /admin/v1/me), each membership
+ * also lists the operations its role may call there.
+ */
+export function personJson(person: PersonView, allowedOperations?: (role: OrganisationRole) => readonly string[]) {
   return {
     id: person.id,
     email: person.email,
@@ -150,6 +157,7 @@ export function personJson(person: PersonView) {
     platform_admin: person.platformAdmin,
     memberships: person.memberships.map((membership) => ({
       organisation_id: membership.organisationId, organisation_name: membership.organisationName, role: membership.role,
+      ...(allowedOperations === undefined ? {} : { allowed_operations: [...allowedOperations(membership.role)] }),
     })),
   };
 }
