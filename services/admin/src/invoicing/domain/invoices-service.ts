@@ -1,6 +1,5 @@
 import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import type { AdminConfig } from '../../config.ts';
 import { isPlatformActor, type Actor } from '../../common/domain/actor.ts';
 import { toCsv, type CsvCell } from '../../common/domain/csv.ts';
 import { isId } from '../../common/domain/ids.ts';
@@ -13,7 +12,6 @@ import { selectTaxDocuments, type TaxDocument, type TaxDocumentKind } from './ta
 export interface InvoicesServiceDeps {
   db: Database;
   access: ResourceAccess;
-  config: AdminConfig;
 }
 
 /** Filters of the invoice list and its export: issue window (ms since the epoch, [from, to)) and kind. */
