@@ -1,13 +1,14 @@
 import type { Database, Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
-import type { AdminConfig } from '../../config.ts';
 import { personIdOf, requirePlatformAdmin, systemActor, tokenIdOf, type Actor } from '../../common/domain/actor.ts';
 import { raiseAlert } from '../../alerts/domain/alert-store.ts';
 import { recordAuditEvent } from '../../common/domain/audit-log.ts';
 import { refundDebitMicros } from './refund-debit-micros.ts';
 import { newId } from '../../common/domain/ids.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
+import type { InvoicingSettings } from '../../invoicing/domain/invoicing-settings.ts';
+import type { BillingSettings } from './billing-settings.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 import { notFound, type ResourceAccess } from '../../common/domain/resource-access.ts';
 import { issueCreditNote } from '../../invoicing/domain/tax-documents.ts';
@@ -19,7 +20,9 @@ export interface RefundsServiceDeps {
   db: Database;
   ledger: LedgerPort;
   access: ResourceAccess;
-  config: AdminConfig;
+  settings: Pick<BillingSettings, 'reconcileIntervalMs'>;
+  /** The settings a refund's credit note is issued under. */
+  invoicing: InvoicingSettings;
   provider: PaymentProvider | undefined;
   /** Called once per refund that became failed, after the commit that made it so (the platform admins' metric); none: not counted. */
   onRefundFailed?: (() => void) | undefined;
@@ -113,12 +116,12 @@ const refundableStates: ReadonlySet<string> = new Set(['invoiced']);
 const longestRetryMs = 3_600_000;
 
 /**
- * The refund job's pace, ms (PAYMENT_RECONCILE_INTERVAL_MS): it looks for due refunds this often,
+ * The refund job's pace, ms (the reconcile interval): it looks for due refunds this often,
  * waits this long (doubling, at most an hour) before trying a failed step again, and leaves a
  * refund that a request or another replica is working on alone for this long.
  */
-function jobIntervalMs(config: AdminConfig): number {
-  return config.PAYMENT_RECONCILE_INTERVAL_MS;
+function jobIntervalMs(settings: Pick<BillingSettings, 'reconcileIntervalMs'>): number {
+  return settings.reconcileIntervalMs;
 }
 
 /** A failure's message as stored on the refund: the catalogue's public message (never a secret), else the error's name. */
@@ -169,7 +172,7 @@ async function recordProviderRefusal(db: Queryable, refundId: string, from: read
  * asked again.
  */
 async function carryForward(deps: RefundStepsDeps, refundId: string, options: { pollPending?: boolean } = {}): Promise<Refund> {
-  const { db, ledger, provider, config } = deps;
+  const { db, ledger, provider, settings } = deps;
   for (;;) {
     const { rows } = await db.query<RefundRow>(`SELECT ${refundColumns} FROM refunds WHERE id = $1`, [refundId]);
     const row = rows[0];
@@ -231,7 +234,7 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
                attempts = 0, last_error = NULL, updated_at = clock_timestamp(),
                next_attempt_at = clock_timestamp() + $4::bigint * interval '1 millisecond'
              WHERE id = $1 AND state = 'debited'`,
-            [refund.id, providerRefund.id, next, jobIntervalMs(config)],
+            [refund.id, providerRefund.id, next, jobIntervalMs(settings)],
           );
           continue;
         }
@@ -245,7 +248,7 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
             continue;
           }
           if (current.status === 'pending') {
-            await recordWait(db, refund.id, jobIntervalMs(config));
+            await recordWait(db, refund.id, jobIntervalMs(settings));
             return refund;
           }
           await db.query(
@@ -297,7 +300,7 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
             const topUp = await findTopUp(tx, refund.topUpId, { forUpdate: true });
             const current = await tx.query<{ state: RefundState }>('SELECT state FROM refunds WHERE id = $1 FOR UPDATE', [refund.id]);
             if (!topUp || current.rows[0]?.state !== 'provider_refunded') return;
-            const note = await issueCreditNote(tx, config, { topUpId: refund.topUpId, refundId: refund.id, amountPaise: refund.amountPaise });
+            const note = await issueCreditNote(tx, deps.invoicing, { topUpId: refund.topUpId, refundId: refund.id, amountPaise: refund.amountPaise });
             await tx.query(
               `UPDATE refunds SET state = 'credit_noted', credit_note_id = $2, credit_noted_at = clock_timestamp(),
                  attempts = 0, last_error = NULL, updated_at = clock_timestamp()
@@ -311,7 +314,7 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
       }
     } catch (error) {
       if (!(error instanceof GatewayError && error.code === 'conflict' && refund.state === 'refused')) {
-        await recordFailure(db, refund.id, error, jobIntervalMs(config));
+        await recordFailure(db, refund.id, error, jobIntervalMs(settings));
       }
       throw error;
     }
@@ -362,7 +365,7 @@ export async function advanceDueRefunds(deps: RefundStepsDeps & { logger: Logger
     const ids = rows.map((row) => row.id);
     if (ids.length > 0) {
       await tx.query(`UPDATE refunds SET next_attempt_at = clock_timestamp() + $2::bigint * interval '1 millisecond' WHERE id = ANY($1)`,
-        [ids, jobIntervalMs(deps.config)]);
+        [ids, jobIntervalMs(deps.settings)]);
     }
     return ids;
   });
@@ -478,7 +481,7 @@ export function createRefundsService(deps: RefundsServiceDeps) {
           `INSERT INTO refunds (id, organisation_id, topup_id, amount_paise, debit_micros, state, idempotency_key,
              created_by_person_id, created_by_token_id, next_attempt_at)
            VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8, clock_timestamp() + $9::bigint * interval '1 millisecond')`,
-          [id, organisationId, topUpId, input.amountPaise, debitMicros, input.idempotencyKey, personIdOf(actor), tokenIdOf(actor), jobIntervalMs(deps.config)],
+          [id, organisationId, topUpId, input.amountPaise, debitMicros, input.idempotencyKey, personIdOf(actor), tokenIdOf(actor), jobIntervalMs(deps.settings)],
         );
         await recordAuditEvent(tx, {
           actor, organisationId, action: 'topup.refund', resourceType: 'refund', resourceId: id,

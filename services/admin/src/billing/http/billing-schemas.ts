@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { PaymentWebhookEvent } from '../domain/topups-service.ts';
+import type { PaymentWebhookEvent } from '../domain/payment-webhook.ts';
 import { parseProviderJson } from '../transport/razorpay-client.ts';
 import { refundWebhookEventNames } from '../domain/refund-events.ts';
 import { parseRefundWebhookEvent } from './refund-event-schemas.ts';

@@ -6,7 +6,8 @@ import { isId } from '../../common/domain/ids.ts';
 import { renderTaxDocumentPdf, type ReferencedDocument } from './invoice-pdf.ts';
 import { istDate } from './invoice-serial.ts';
 import { notFound, type ResourceAccess } from '../../common/domain/resource-access.ts';
-import { selectTaxDocuments, type TaxDocument, type TaxDocumentKind } from './tax-documents.ts';
+import { selectTaxDocuments } from './tax-document-store.ts';
+import type { TaxDocument, TaxDocumentKind } from './tax-documents.ts';
 
 /** What the invoices aggregate is built from. */
 export interface InvoicesServiceDeps {
