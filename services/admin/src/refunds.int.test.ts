@@ -11,7 +11,7 @@ import { openDatabase, type Database } from '@gateway/db';
 import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { newId } from './common/domain/ids.ts';
-import { markProviderRefundProcessed } from './billing/domain/refunds-service.ts';
+import { markProviderRefundProcessed } from './billing/domain/refund-store.ts';
 import { issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
 import { refundEnvelope, refundListResponse } from './billing/http/refund-schemas.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';

@@ -7,7 +7,8 @@ import { newId } from '../../common/domain/ids.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
 import type { BillingSettings } from './billing-settings.ts';
 import { refundDebitMicros } from './refund-debit-micros.ts';
-import { markProviderRefundFailed, markProviderRefundProcessed, refundReversalId } from './refunds-service.ts';
+import { markProviderRefundFailed, markProviderRefundProcessed } from './refund-store.ts';
+import { refundReversalId } from './refunds-service.ts';
 import { recordWebhookEvent } from './topup-store.ts';
 
 /** A dispute (chargeback) as the provider's webhook reports it; amounts in paise. */
