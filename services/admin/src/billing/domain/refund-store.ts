@@ -9,7 +9,7 @@ export type RefundState =
   | 'requested' | 'debited' | 'provider_pending' | 'provider_refunded' | 'credit_noted' | 'refused' | 'provider_refused' | 'failed';
 
 /** The states the refund job still carries forward. */
-export const unfinishedStates = ['requested', 'debited', 'provider_pending', 'provider_refunded', 'provider_refused'] as const;
+const unfinishedStates = ['requested', 'debited', 'provider_pending', 'provider_refunded', 'provider_refused'] as const;
 
 /** A refund of part or all of a top-up's unspent balance. */
 export interface Refund {

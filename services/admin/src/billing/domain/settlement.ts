@@ -72,7 +72,7 @@ export async function recordUnmatched(deps: TopUpsDeps, tx: Queryable, input: Un
 }
 
 /** What an unmatched record says of a payment, by the signal that brought it. */
-export function unmatchedOf(payment: ProviderPayment, reason: UnmatchedPaymentInput['reason'], source: UnmatchedSource, event?: WebhookEventRef): UnmatchedPaymentInput {
+function unmatchedOf(payment: ProviderPayment, reason: UnmatchedPaymentInput['reason'], source: UnmatchedSource, event?: WebhookEventRef): UnmatchedPaymentInput {
   return {
     source, reason, eventId: event?.id ?? null, eventType: event?.type ?? `payment.${payment.status}`, paymentId: payment.id, orderId: payment.orderId,
     amountPaise: payment.amountPaise, currency: payment.currency, paymentStatus: payment.status, method: payment.method,
@@ -80,7 +80,7 @@ export function unmatchedOf(payment: ProviderPayment, reason: UnmatchedPaymentIn
 }
 
 /** The unmatched-record source of a signal's cause. */
-export function sourceOf(cause: TopUpCause): UnmatchedSource {
+function sourceOf(cause: TopUpCause): UnmatchedSource {
   if (cause === 'payment_sweep') return 'sweep';
   return cause.startsWith('webhook:') ? 'webhook' : 'reconciliation';
 }
