@@ -3,7 +3,8 @@ import { GatewayError } from '@gateway/errors';
 import type { Actor } from '../../common/domain/actor.ts';
 import { changedFields, recordAuditEvent } from '../../common/domain/audit-log.ts';
 import type { ResourceAccess } from '../../common/domain/resource-access.ts';
-import { billingProfileProblems, findBillingProfile, upsertBillingProfile, type BillingProfile, type BillingProfileInput } from './billing-profile.ts';
+import { billingProfileProblems, type BillingProfile, type BillingProfileInput } from './billing-profile.ts';
+import { findBillingProfile, upsertBillingProfile } from './billing-profile-store.ts';
 
 /** What the billing profile operations need. */
 interface BillingProfileDeps {

@@ -4,7 +4,8 @@ import { personIdOf, type Actor } from '../../common/domain/actor.ts';
 import { recordAuditEvent } from '../../common/domain/audit-log.ts';
 import { isId, newId } from '../../common/domain/ids.ts';
 import { notFound } from '../../common/domain/resource-access.ts';
-import { billingSnapshotOf, findBillingProfile } from './billing-profile.ts';
+import { billingSnapshotOf } from './billing-profile.ts';
+import { findBillingProfile } from './billing-profile-store.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 import { moveTopUp, recordTransition } from './topup-state.ts';
 import {

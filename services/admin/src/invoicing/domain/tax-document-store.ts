@@ -124,15 +124,6 @@ export async function creditedPaiseAgainst(tx: Queryable, documentId: string): P
   return BigInt(rows[0]?.sum ?? 0n);
 }
 
-/** The organisation's billing profile as a document's recipient reads it, locked (FOR UPDATE); undefined when it has none. */
-export async function lockRecipientProfile(tx: Queryable, organisationId: string): Promise<{
-  legal_name: string; address: string; gstin: string | null; state_code: string; country: string | null;
-} | undefined> {
-  const { rows } = await tx.query<{ legal_name: string; address: string; gstin: string | null; state_code: string; country: string | null }>(
-    'SELECT legal_name, address, gstin, state_code, country FROM billing_profiles WHERE organisation_id = $1 FOR UPDATE', [organisationId]);
-  return rows[0];
-}
-
 /** Each organisation with a receipt voucher and when its first was issued, by organisation id. */
 export async function receiptVoucherOrganisations(db: Queryable): Promise<Array<{ organisationId: string; firstIssuedAt: Date }>> {
   const { rows } = await db.query<{ organisation_id: string; first_issued_at: Date }>(

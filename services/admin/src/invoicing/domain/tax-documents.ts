@@ -6,9 +6,11 @@ import type { DocumentSeries } from './invoice-serial.ts';
 import type { InvoicingSettings } from './invoicing-settings.ts';
 import { allocateSerial } from './invoice-serial-store.ts';
 import {
-  creditedPaiseAgainst, insertTaxDocumentRow, lockRecipientProfile, lockTopUpForDocument, selectTaxDocuments,
+  creditedPaiseAgainst, insertTaxDocumentRow, lockTopUpForDocument, selectTaxDocuments,
 } from './tax-document-store.ts';
 import { refundDebitMicros } from '../../billing/domain/refund-debit-micros.ts';
+import { billingSnapshotOf } from '../../billing/domain/billing-profile.ts';
+import { findBillingProfile } from '../../billing/domain/billing-profile-store.ts';
 import { foreignCountryStateCode } from '../../../shared/gst-states.ts';
 
 /** The three GST documents the admin issues. */
@@ -357,11 +359,11 @@ function valueConsumedCredit(advances: readonly UnadjustedAdvance[], usageMicros
 export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocumentSettings, input: {
   organisationId: string; usageMonth: string; usageDebitedMicros: bigint;
 }, options: IssueOptions = {}): Promise<{ documentId: string; serial: string } | undefined> {
-  const profile = await lockRecipientProfile(tx, input.organisationId);
+  const profile = await findBillingProfile(tx, input.organisationId, { forUpdate: true });
   const [existing] = await selectTaxDocuments(tx, 'organisation_id = $1 AND usage_month = $2', [input.organisationId, input.usageMonth]);
   if (existing !== undefined) return { documentId: existing.id, serial: existing.serial };
   if (input.usageDebitedMicros <= 0n || profile === undefined) return undefined;
-  const recipient = recipientOf(profile);
+  const recipient = recipientOf(billingSnapshotOf(profile));
 
   const { adjustments, uncoveredPaise } = valueConsumedCredit(await unadjustedAdvances(tx, input.organisationId), input.usageDebitedMicros);
   const totalPaise = adjustments.reduce((sum, adjustment) => sum + BigInt(adjustment.amount_paise), uncoveredPaise);
