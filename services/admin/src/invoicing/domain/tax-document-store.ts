@@ -1,5 +1,4 @@
 import type { Queryable } from '@gateway/db';
-import { GatewayError } from '@gateway/errors';
 import type { AllocatedSerial } from './invoice-serial-store.ts';
 import type { DocumentRecipient, DocumentSupplier, NewDocument, TaxDocument, TaxDocumentKind } from './tax-documents.ts';
 
@@ -92,29 +91,6 @@ export async function insertTaxDocumentRow(tx: Queryable, document: TaxDocumentI
       JSON.stringify(document.details)],
   );
   return toTaxDocument(rows[0]!);
-}
-
-/** The top-up a document is issued for, locked for this transaction. */
-export interface TopUpForDocument {
-  id: string;
-  organisation_id: string;
-  price_paise: bigint;
-  credit_micros: bigint;
-  state: string;
-  billing_snapshot: unknown;
-  package_name: string;
-}
-
-/** Reads and locks (FOR UPDATE) the top-up a document is issued for, with its package's name; not_found when there is none. */
-export async function lockTopUpForDocument(tx: Queryable, topUpId: string): Promise<TopUpForDocument> {
-  const { rows } = await tx.query<TopUpForDocument>(
-    `SELECT t.id, t.organisation_id, t.price_paise, t.credit_micros, t.state, t.billing_snapshot, p.name AS package_name
-     FROM topups t JOIN topup_packages p ON p.id = t.package_id WHERE t.id = $1 FOR UPDATE OF t`,
-    [topUpId],
-  );
-  const topUp = rows[0];
-  if (topUp === undefined) throw new GatewayError('not_found', { publicMessage: 'No such top-up.' });
-  return topUp;
 }
 
 /** What the credit notes against a document add up to, paise (0 with none). */

@@ -6,11 +6,12 @@ import type { DocumentSeries } from './invoice-serial.ts';
 import type { InvoicingSettings } from './invoicing-settings.ts';
 import { allocateSerial } from './invoice-serial-store.ts';
 import {
-  creditedPaiseAgainst, insertTaxDocumentRow, lockTopUpForDocument, selectTaxDocuments,
+  creditedPaiseAgainst, insertTaxDocumentRow, selectTaxDocuments,
 } from './tax-document-store.ts';
 import { refundDebitMicros } from '../../billing/domain/refund-debit-micros.ts';
 import { billingSnapshotOf } from '../../billing/domain/billing-profile.ts';
 import { findBillingProfile } from '../../billing/domain/billing-profile-store.ts';
+import { lockTopUpForDocument } from '../../billing/domain/topup-store.ts';
 import { foreignCountryStateCode } from '../../../shared/gst-states.ts';
 
 /** The three GST documents the admin issues. */
