@@ -31,6 +31,8 @@ import { createPaymentReversalsService } from './billing/domain/refund-events.ts
 import { createRefundsService } from './billing/domain/refunds-service.ts';
 import type { UnmatchedSource } from './billing/domain/unmatched-payments.ts';
 import { createTopUpsService } from './billing/domain/topups-service.ts';
+import { billingSettingsFrom } from './billing/billing-settings.ts';
+import { invoicingSettingsFrom } from './invoicing/invoicing-settings.ts';
 
 /** What the admin service is built from. */
 export interface AdminServiceDeps {
@@ -72,6 +74,8 @@ export type AdminService = ReturnType<typeof createAdminService>;
 export function createAdminService(deps: AdminServiceDeps) {
   const { db, ledger, cipher, publisher } = deps;
   const access = createResourceAccess(db);
+  const billingSettings = billingSettingsFrom(deps.config);
+  const invoicingSettings = invoicingSettingsFrom(deps.config);
   return {
     tenancy: {
       ...createOrganisationsService({ db, ledger, publisher, access, settings: tenancySettingsFrom(deps.config) }),
@@ -89,13 +93,15 @@ export function createAdminService(deps: AdminServiceDeps) {
     billing: {
       ...createBalanceService({ db, ledger, access }),
       ...createTopUpsService({
-        db, ledger, access, config: deps.config, provider: deps.paymentProvider, liveEvents: deps.liveEvents, logger: deps.logger,
+        db, ledger, access, settings: billingSettings, invoicing: invoicingSettings, provider: deps.paymentProvider, logger: deps.logger,
         onAmountMismatch: deps.onPaymentAmountMismatch, onUnmatchedPayment: deps.onUnmatchedPayment, onPaymentShortfall: deps.onPaymentShortfall,
       }),
-      ...createRefundsService({ db, ledger, access, config: deps.config, provider: deps.paymentProvider, onRefundFailed: deps.onRefundFailed }),
+      ...createRefundsService({
+        db, ledger, access, settings: billingSettings, invoicing: invoicingSettings, provider: deps.paymentProvider, onRefundFailed: deps.onRefundFailed,
+      }),
       ...createPaymentReversalsService({ db }),
     },
-    invoicing: createInvoicesService({ db, access, config: deps.config }),
+    invoicing: createInvoicesService({ db, access }),
     alerts: createAlertsService({
       db, ledger, cipher, access, settings: alertsSettingsFrom(deps.config), resolveHost: deps.resolveHost,
     }),

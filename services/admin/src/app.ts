@@ -27,7 +27,9 @@ import {
 } from './billing/payments-wiring.ts';
 import { observeAdminState } from './wiring/state-metrics.ts';
 import { startInvoicingJobs } from './invoicing/invoicing-job.ts';
+import { invoicingSettingsFrom } from './invoicing/invoicing-settings.ts';
 import { startRefundJobs } from './billing/refund-jobs.ts';
+import { billingSettingsFrom } from './billing/billing-settings.ts';
 import { createDashboard } from './wiring/dashboard.ts';
 import { attachLiveUpdates } from './wiring/live.ts';
 import { createPeopleWiring } from './people/people-wiring.ts';
@@ -192,8 +194,10 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     lifecycle.defer('alert workers', () => alertWorkers.close());
     const paymentJobs = startPaymentJobs({ db, config, logger, service, provider: paymentProvider, metrics });
     lifecycle.defer('payment jobs', () => paymentJobs.close());
-    lifecycle.defer('invoicing jobs', startInvoicingJobs({ db, ledger, config, logger }).close);
-    lifecycle.defer('refund jobs', startRefundJobs({ db, ledger, config, logger, provider: paymentProvider, ...refundOutcomes }).close);
+    lifecycle.defer('invoicing jobs', startInvoicingJobs({ db, ledger, settings: invoicingSettingsFrom(config), logger }).close);
+    lifecycle.defer('refund jobs', startRefundJobs({
+      db, ledger, settings: billingSettingsFrom(config), invoicing: invoicingSettingsFrom(config), logger, provider: paymentProvider, ...refundOutcomes,
+    }).close);
     await people.afterListen(config.ADMIN_PUBLIC_URL ?? `http://${config.BIND_HOST.includes(':') ? `[${config.BIND_HOST}]` : config.BIND_HOST}:${http.port}`);
     // First step of close(): ending the config streams releases calls waiting for acks, so
     // in-flight requests finish quickly; then the HTTP and gRPC servers drain; then the ledger

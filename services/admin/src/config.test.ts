@@ -4,6 +4,7 @@ import { ConfigError } from '@gateway/config';
 import { issueSecret } from '@gateway/secrets';
 import { loadAdminConfig } from './config.ts';
 import { supplierStateCode } from './invoicing/domain/gst.ts';
+import { invoicingSettingsFrom } from './invoicing/invoicing-settings.ts';
 
 const encryptionKey = randomBytes(32).toString('base64');
 /** The service-identity files every valid configuration names (paths only; nothing is read here). */
@@ -127,8 +128,8 @@ describe('loadAdminConfig', () => {
     });
 
     it('takes the supplier\'s state from its GSTIN, and refuses a state code that contradicts it', () => {
-      expect(supplierStateCode(loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV' }))).toBe('27');
-      expect(supplierStateCode(loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV', INVOICE_SUPPLIER_STATE_CODE: '27' }))).toBe('27');
+      expect(supplierStateCode(invoicingSettingsFrom(loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV' })))).toBe('27');
+      expect(supplierStateCode(invoicingSettingsFrom(loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV', INVOICE_SUPPLIER_STATE_CODE: '27' })))).toBe('27');
       expect(() => loadAdminConfig({ ...base, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV', INVOICE_SUPPLIER_STATE_CODE: '29' }))
         .toThrow(/INVOICE_SUPPLIER_STATE_CODE: is 29 but INVOICE_SUPPLIER_GSTIN is registered in state 27/);
       // A supplier is in an Indian state in force: not a retired code, not 96 (abroad) or 99.
@@ -141,7 +142,7 @@ describe('loadAdminConfig', () => {
       expect(() => loadAdminConfig({ ...base, ...payments })).toThrow(/INVOICE_SUPPLIER_GSTIN: is required to issue GST documents/);
       const development = loadAdminConfig({ ...base, ...payments, INVOICE_DEVELOPMENT_MODE: 'true' });
       expect(development.INVOICE_DEVELOPMENT_MODE).toBe(true);
-      expect(supplierStateCode(development)).toBe('29');
+      expect(supplierStateCode(invoicingSettingsFrom(development))).toBe('29');
       expect(loadAdminConfig({ ...base, ...payments, GST_RATE_BASIS_POINTS: '0' }).GST_RATE_BASIS_POINTS).toBe(0);
       expect(loadAdminConfig({ ...base, ...payments, INVOICE_SUPPLIER_GSTIN: '27AAPFU0939F1ZV' }).PAYMENT_PROVIDER).toBe('local');
       // Without a payment provider no top-up is paid, so no document is issued: nothing to refuse.

@@ -10,7 +10,9 @@ import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import { testPostgresUrl } from '@gateway/testkit';
 import { loadAdminConfig } from './config.ts';
-import { issueCreditNote, issueTopUpDocument, selectTaxDocuments, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
+import { issueCreditNote, issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
+import { selectTaxDocuments } from './invoicing/domain/tax-document-store.ts';
+import { invoicingSettingsFrom } from './invoicing/invoicing-settings.ts';
 import type { AdminHarness } from './test-support/admin-harness.ts';
 import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { renderTaxDocumentPdf } from './invoicing/domain/invoice-pdf.ts';
@@ -20,16 +22,16 @@ const serverUrl = testPostgresUrl();
 const describePg = describe.skipIf(!serverUrl);
 
 const settings: TaxDocumentSettings = {
-  INVOICE_SUPPLIER_NAME: 'Gateway Operator Private Limited',
-  INVOICE_SUPPLIER_ADDRESS: '1 MG Road, Bengaluru 560001',
-  INVOICE_SUPPLIER_GSTIN: '29AAACG1234F1Z0',
-  INVOICE_SUPPLIER_STATE_CODE: '29',
-  INVOICE_SAC: '998315',
-  GST_RATE_BASIS_POINTS: 1800,
-  GST_DOCUMENT_MODE: 'tax_invoice',
-  INVOICE_SERIAL_PREFIX: 'GW',
-  GST_EXPORT_MODE: 'igst',
-  INVOICE_LUT_REFERENCE: undefined,
+  supplierName: 'Gateway Operator Private Limited',
+  supplierAddress: '1 MG Road, Bengaluru 560001',
+  supplierGstin: '29AAACG1234F1Z0',
+  supplierStateCode: '29',
+  sac: '998315',
+  gstRateBasisPoints: 1800,
+  documentMode: 'tax_invoice',
+  serialPrefix: 'GW',
+  exportMode: 'igst',
+  lutReference: undefined,
 };
 let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
@@ -68,7 +70,7 @@ describePg('tax documents', () => {
       kind: 'tax_invoice', organisationId, topUpId: intra, placeOfSupply: '29', sac: '998315', rateBasisPoints: 1800,
       taxablePaise: 100_000n, cgstPaise: 9_000n, sgstPaise: 9_000n, igstPaise: 0n, totalPaise: 118_000n,
       recipient: karnatakaRecipient,
-      supplier: { name: settings.INVOICE_SUPPLIER_NAME, address: settings.INVOICE_SUPPLIER_ADDRESS, gstin: '29AAACG1234F1Z0', state_code: '29' },
+      supplier: { name: settings.supplierName, address: settings.supplierAddress, gstin: '29AAACG1234F1Z0', state_code: '29' },
     });
     const [interDocument] = await selectTaxDocuments(db, 'id = $1', [interIssued.documentId]);
     // ₹500.00 inclusive of 18%: taxable round-half-up(42372.88…) = 42373, IGST the rest
@@ -83,8 +85,8 @@ describePg('tax documents', () => {
     });
     const inMaharashtra = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: maharashtraRecipient });
     const inKarnataka = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: karnatakaRecipient });
-    const [intra] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, maharashtraSupplier, inMaharashtra))).documentId]);
-    const [inter] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, maharashtraSupplier, inKarnataka))).documentId]);
+    const [intra] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, invoicingSettingsFrom(maharashtraSupplier), inMaharashtra))).documentId]);
+    const [inter] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, invoicingSettingsFrom(maharashtraSupplier), inKarnataka))).documentId]);
     expect(intra).toMatchObject({ supplier: { gstin: '27AAPFU0939F1ZV', state_code: '27' }, placeOfSupply: '27', cgstPaise: 9_000n, sgstPaise: 9_000n, igstPaise: 0n });
     expect(inter).toMatchObject({ supplier: { gstin: '27AAPFU0939F1ZV', state_code: '27' }, placeOfSupply: '29', cgstPaise: 0n, sgstPaise: 0n, igstPaise: 18_000n });
   });
@@ -92,9 +94,9 @@ describePg('tax documents', () => {
   it('invoices a recipient outside India (96) as an export of services: zero-rated under LUT, or with IGST, as configured, with the export legend and country', async () => {
     const underLut = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: singaporeRecipient });
     const withIgst = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: singaporeRecipient });
-    const lutSettings: TaxDocumentSettings = { ...settings, GST_EXPORT_MODE: 'lut', INVOICE_LUT_REFERENCE: 'AD290326012345X' };
+    const lutSettings: TaxDocumentSettings = { ...settings, exportMode: 'lut', lutReference: 'AD290326012345X' };
     const [lut] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, lutSettings, underLut))).documentId]);
-    const [igst] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, { ...settings, GST_EXPORT_MODE: 'igst' }, withIgst))).documentId]);
+    const [igst] = await selectTaxDocuments(db, 'id = $1', [(await db.transaction((tx) => issueTopUpDocument(tx, { ...settings, exportMode: 'igst' }, withIgst))).documentId]);
     // Zero-rated: the whole price is the taxable value, no tax is charged.
     expect(lut).toMatchObject({
       placeOfSupply: '96', rateBasisPoints: 0, taxablePaise: 118_000n, cgstPaise: 0n, sgstPaise: 0n, igstPaise: 0n, totalPaise: 118_000n,
@@ -126,7 +128,7 @@ describePg('tax documents', () => {
 
   it('marks a document issued without a supplier GSTIN (development mode) as not valid for GST', async () => {
     const topUpId = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: karnatakaRecipient });
-    const issued = await db.transaction((tx) => issueTopUpDocument(tx, { ...settings, INVOICE_SUPPLIER_GSTIN: undefined }, topUpId));
+    const issued = await db.transaction((tx) => issueTopUpDocument(tx, { ...settings, supplierGstin: undefined }, topUpId));
     const [document] = await selectTaxDocuments(db, 'id = $1', [issued.documentId]);
     expect(document).toMatchObject({ supplier: { gstin: null, state_code: '29' }, cgstPaise: 9_000n, sgstPaise: 9_000n });
     if (!hasPdftotext()) {
@@ -197,7 +199,7 @@ describePg('tax documents', () => {
   it('issues a receipt voucher in its own series in receipt-voucher mode, with the tax on the advance', async () => {
     const issuedAt = new Date('2046-05-05T10:00:00+05:30');
     const topUpId = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: maharashtraRecipient });
-    const voucher = await db.transaction((tx) => issueTopUpDocument(tx, { ...settings, GST_DOCUMENT_MODE: 'receipt_voucher' }, topUpId, { issuedAt }));
+    const voucher = await db.transaction((tx) => issueTopUpDocument(tx, { ...settings, documentMode: 'receipt_voucher' }, topUpId, { issuedAt }));
     expect(voucher).toMatchObject({ kind: 'receipt_voucher', serial: 'GW4647R-000001' });
     const [document] = await selectTaxDocuments(db, 'id = $1', [voucher.documentId]);
     expect(document).toMatchObject({ taxablePaise: 100_000n, igstPaise: 18_000n, totalPaise: 118_000n });

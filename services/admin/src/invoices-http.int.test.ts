@@ -24,8 +24,10 @@ const supplierEnv = {
   INVOICE_SUPPLIER_STATE_CODE: '29',
 };
 const settings: TaxDocumentSettings = {
-  ...supplierEnv, INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
-  GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
+  supplierName: supplierEnv.INVOICE_SUPPLIER_NAME, supplierAddress: supplierEnv.INVOICE_SUPPLIER_ADDRESS,
+  supplierGstin: supplierEnv.INVOICE_SUPPLIER_GSTIN, supplierStateCode: supplierEnv.INVOICE_SUPPLIER_STATE_CODE,
+  sac: '998315', gstRateBasisPoints: 1800, documentMode: 'tax_invoice', serialPrefix: 'GW',
+  exportMode: 'igst', lutReference: undefined,
 };
 let postgres: PostgresAdmin | undefined;
 let admin: AdminHarness;
@@ -211,7 +213,7 @@ describePg('export invoices', () => {
   it('answers an export invoice with its terms and the recipient\'s country; other documents have none', async () => {
     const exporter = await createOrganisation('Export Customer');
     const topUpId = await insertPaidTopUp(db, { organisationId: exporter, pricePaise: 118_000n, recipient: singaporeRecipient });
-    const lut = { ...settings, GST_EXPORT_MODE: 'lut' as const, INVOICE_LUT_REFERENCE: 'AD290326012345X' };
+    const lut = { ...settings, exportMode: 'lut' as const, lutReference: 'AD290326012345X' };
     const issued = await db.transaction((tx) => issueTopUpDocument(tx, lut, topUpId));
     const answer = taxDocumentResponse.parse((await admin.request('GET', `/admin/v1/organisations/${exporter}/invoices/${issued.documentId}`)).json);
     expect(answer).toMatchObject({

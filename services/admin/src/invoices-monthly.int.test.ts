@@ -9,16 +9,17 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
-import { createLogger } from '@gateway/logger';
 import { serviceTlsEnv, sharedTestPki, testPostgresUrl, testTransportSecurity } from '@gateway/testkit';
 import { loadAdminConfig, type AdminConfig } from './config.ts';
 import { renderTaxDocumentPdf } from './invoicing/domain/invoice-pdf.ts';
-import { issueTopUpDocument, selectTaxDocuments } from './invoicing/domain/tax-documents.ts';
+import { issueTopUpDocument } from './invoicing/domain/tax-documents.ts';
+import { selectTaxDocuments } from './invoicing/domain/tax-document-store.ts';
+import { invoicingSettingsFrom } from './invoicing/invoicing-settings.ts';
 import { createGrpcLedger, type GrpcLedger } from './ledger/grpc-ledger.ts';
 import type { AdminHarness } from './test-support/admin-harness.ts';
 import { startPostgresAdmin, type PostgresAdmin } from './test-support/postgres-admin.ts';
 import { hasPdftotext, insertPaidTopUp, maharashtraRecipient, pdfText } from './test-support/tax-document-fixtures.ts';
-import { invoiceCompletedUsageMonths } from './invoicing/invoicing-job.ts';
+import { invoiceCompletedUsageMonths } from './invoicing/domain/monthly-invoicing.ts';
 
 const serverUrl = testPostgresUrl();
 const describePg = describe.skipIf(!serverUrl);
@@ -66,8 +67,8 @@ describePg('receipt-voucher mode', () => {
     // two advances in May 2030: ₹1,180 and ₹118
     const first = await insertPaidTopUp(db, { organisationId, pricePaise: 118_000n, recipient: maharashtraRecipient });
     const second = await insertPaidTopUp(db, { organisationId, pricePaise: 11_800n, recipient: maharashtraRecipient });
-    const firstVoucher = await db.transaction((tx) => issueTopUpDocument(tx, config, first, { issuedAt: new Date('2030-05-02T10:00:00+05:30') }));
-    const secondVoucher = await db.transaction((tx) => issueTopUpDocument(tx, config, second, { issuedAt: new Date('2030-05-03T10:00:00+05:30') }));
+    const firstVoucher = await db.transaction((tx) => issueTopUpDocument(tx, invoicingSettingsFrom(config), first, { issuedAt: new Date('2030-05-02T10:00:00+05:30') }));
+    const secondVoucher = await db.transaction((tx) => issueTopUpDocument(tx, invoicingSettingsFrom(config), second, { issuedAt: new Date('2030-05-03T10:00:00+05:30') }));
     expect([firstVoucher.kind, firstVoucher.serial, secondVoucher.serial]).toEqual(['receipt_voucher', 'GW3031R-000001', 'GW3031R-000002']);
 
     admin.ledger.usage.push(
@@ -78,12 +79,12 @@ describePg('receipt-voucher mode', () => {
     );
 
     // 1 July 03:00 IST: June ended less than 6 hours ago, so only May is invoiced
-    const early = await invoiceCompletedUsageMonths({ db, ledger, config, logger: createLogger('admin', 'silent') }, new Date('2030-07-01T03:00:00+05:30'));
+    const early = await invoiceCompletedUsageMonths({ db, ledger, settings: invoicingSettingsFrom(config) }, new Date('2030-07-01T03:00:00+05:30'));
     expect(early.issued).toEqual(['GW3031T-000001']);
-    const later = await invoiceCompletedUsageMonths({ db, ledger, config, logger: createLogger('admin', 'silent') }, new Date('2030-09-02T00:00:00+05:30'));
+    const later = await invoiceCompletedUsageMonths({ db, ledger, settings: invoicingSettingsFrom(config) }, new Date('2030-09-02T00:00:00+05:30'));
     // June and August (July had no usage: nothing issued)
     expect(later.issued).toEqual(['GW3031T-000002', 'GW3031T-000003']);
-    const again = await invoiceCompletedUsageMonths({ db, ledger, config, logger: createLogger('admin', 'silent') }, new Date('2030-09-03T00:00:00+05:30'));
+    const again = await invoiceCompletedUsageMonths({ db, ledger, settings: invoicingSettingsFrom(config) }, new Date('2030-09-03T00:00:00+05:30'));
     expect(again.issued).toEqual([]);
 
     const invoices = await selectTaxDocuments(db, 'organisation_id = $1 AND usage_month IS NOT NULL', [organisationId], 'ORDER BY usage_month');
@@ -120,7 +121,7 @@ describePg('receipt-voucher mode', () => {
     await db.query(`INSERT INTO billing_profiles (organisation_id, legal_name, address, state_code, gstin) VALUES ($1, $2, $3, $4, $5)`,
       [buyer, maharashtraRecipient.legal_name, maharashtraRecipient.address, maharashtraRecipient.state_code, maharashtraRecipient.gstin]);
     const topUp = await insertPaidTopUp(db, { organisationId: buyer, pricePaise: 118_000n, creditMicros: 1_000_000_000n, recipient: maharashtraRecipient });
-    const voucher = await db.transaction((tx) => issueTopUpDocument(tx, config, topUp, { issuedAt: new Date('2031-05-02T10:00:00+05:30') }));
+    const voucher = await db.transaction((tx) => issueTopUpDocument(tx, invoicingSettingsFrom(config), topUp, { issuedAt: new Date('2031-05-02T10:00:00+05:30') }));
     const [voucherDocument] = await selectTaxDocuments(db, 'id = $1', [voucher.documentId]);
     expect(voucherDocument).toMatchObject({ kind: 'receipt_voucher', totalPaise: 118_000n, taxablePaise: 100_000n, igstPaise: 18_000n });
 
@@ -129,7 +130,7 @@ describePg('receipt-voucher mode', () => {
       spend('r1', '2031-05-20T10:00:00+05:30', 333_333_333n), // a third of the credit in May
       spend('r2', '2031-06-10T10:00:00+05:30', 666_666_667n), // the rest in June: the credit is spent
     );
-    await invoiceCompletedUsageMonths({ db, ledger, config, logger: createLogger('admin', 'silent') }, new Date('2031-07-02T00:00:00+05:30'));
+    await invoiceCompletedUsageMonths({ db, ledger, settings: invoicingSettingsFrom(config) }, new Date('2031-07-02T00:00:00+05:30'));
     const invoices = await selectTaxDocuments(db, 'organisation_id = $1 AND usage_month IS NOT NULL', [buyer], 'ORDER BY usage_month');
     // May: ₹333.333333 of credit bought at ₹1.18 a rupee → ₹393.33; June: the voucher's rest, ₹786.67
     expect(invoices.map((invoice) => [invoice.usageMonth, invoice.totalPaise])).toEqual([['2031-05', 39_333n], ['2031-06', 78_667n]]);

@@ -22,9 +22,9 @@ const keySecret = 'reversals-key-secret';
 const webhookSecret = 'reversals-webhook-secret';
 
 const invoiceSettings: TaxDocumentSettings = {
-  INVOICE_SUPPLIER_NAME: 'Gateway Operator', INVOICE_SUPPLIER_ADDRESS: 'Bengaluru', INVOICE_SUPPLIER_GSTIN: undefined,
-  INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800, GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW',
-  GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
+  supplierName: 'Gateway Operator', supplierAddress: 'Bengaluru', supplierGstin: undefined,
+  supplierStateCode: '29', sac: '998315', gstRateBasisPoints: 1800, documentMode: 'tax_invoice', serialPrefix: 'GW',
+  exportMode: 'igst', lutReference: undefined,
 };
 
 /** ₹1,180.00 paid (GST included) for ₹1,000 of balance. */

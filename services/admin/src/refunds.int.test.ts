@@ -11,7 +11,7 @@ import type { Database } from '@gateway/db';
 import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
 import { testPostgresUrl } from '@gateway/testkit';
 import { newId } from './common/domain/ids.ts';
-import { markProviderRefundProcessed } from './billing/domain/refunds-service.ts';
+import { markProviderRefundProcessed } from './billing/domain/refund-store.ts';
 import { issueTopUpDocument, type TaxDocumentSettings } from './invoicing/domain/tax-documents.ts';
 import { refundEnvelope, refundListResponse } from './billing/http/refund-schemas.ts';
 import type { AdminHarness } from './test-support/admin-harness.ts';
@@ -25,9 +25,9 @@ const webhookSecret = 'refunds-webhook-secret';
 
 /** The invoice settings the admin runs with (its defaults), for issuing the top-ups' invoices in setup. */
 const invoiceSettings: TaxDocumentSettings = {
-  INVOICE_SUPPLIER_NAME: 'Gateway Operator (set INVOICE_SUPPLIER_NAME)', INVOICE_SUPPLIER_ADDRESS: 'Set INVOICE_SUPPLIER_ADDRESS',
-  INVOICE_SUPPLIER_GSTIN: undefined, INVOICE_SUPPLIER_STATE_CODE: '29', INVOICE_SAC: '998315', GST_RATE_BASIS_POINTS: 1800,
-  GST_DOCUMENT_MODE: 'tax_invoice', INVOICE_SERIAL_PREFIX: 'GW', GST_EXPORT_MODE: 'igst', INVOICE_LUT_REFERENCE: undefined,
+  supplierName: 'Gateway Operator (set supplierName)', supplierAddress: 'Set supplierAddress',
+  supplierGstin: undefined, supplierStateCode: '29', sac: '998315', gstRateBasisPoints: 1800,
+  documentMode: 'tax_invoice', serialPrefix: 'GW', exportMode: 'igst', lutReference: undefined,
 };
 
 /** ₹1,180.00 paid (GST included) for ₹1,000 of balance. */

@@ -87,22 +87,41 @@ export function countRefundOutcomes(metrics: Pick<AdminMetrics, 'adminRefundOutc
 /** The webhook answers as metric outcomes. */
 const webhookOutcomes = { processed: 'processed', repeated: 'duplicate', ignored: 'ignored', unmatched: 'unmatched' } as const;
 
+/** The outcome a webhook's failure is counted as: rejected for a 4xx answer, error for a 5xx. */
+function failureOutcome(error: unknown): 'rejected' | 'error' {
+  return toHttpError(toGatewayError(error)).status < 500 ? 'rejected' : 'error';
+}
+
 /**
  * The billing area with its payment webhook counted: `kind=webhook` and outcome processed, duplicate,
- * ignored, rejected (a 4xx: bad signature, unreadable body, bad event id) or error (a 5xx).
+ * ignored, rejected (a 4xx: bad signature) or error (a 5xx: no provider, a failure applying it).
+ * The route checks the signature first and applies the delivery second, so each request is counted once.
  */
-export function countPaymentWebhooks<Billing extends Pick<AdminService['billing'], 'receivePaymentWebhook'>>(billing: Billing, metrics: PaymentMetrics): Billing {
+export function countPaymentWebhooks<Billing extends Pick<AdminService['billing'], 'receivePaymentWebhook' | 'verifyPaymentWebhookSignature'>>(
+  billing: Billing, metrics: PaymentMetrics,
+): Billing {
   const receive = billing.receivePaymentWebhook;
+  const verify = billing.verifyPaymentWebhookSignature;
   return {
     ...billing,
+    verifyPaymentWebhookSignature(...args: Parameters<AdminService['billing']['verifyPaymentWebhookSignature']>) {
+      let genuine: boolean;
+      try {
+        genuine = verify(...args);
+      } catch (error) {
+        metrics.adminPaymentEvents.inc({ kind: 'webhook', outcome: failureOutcome(error) });
+        throw error;
+      }
+      if (!genuine) metrics.adminPaymentEvents.inc({ kind: 'webhook', outcome: 'rejected' });
+      return genuine;
+    },
     async receivePaymentWebhook(...args: Parameters<AdminService['billing']['receivePaymentWebhook']>) {
       try {
         const status = await receive(...args);
         metrics.adminPaymentEvents.inc({ kind: 'webhook', outcome: webhookOutcomes[status] });
         return status;
       } catch (error) {
-        const rejected = toHttpError(toGatewayError(error)).status < 500;
-        metrics.adminPaymentEvents.inc({ kind: 'webhook', outcome: rejected ? 'rejected' : 'error' });
+        metrics.adminPaymentEvents.inc({ kind: 'webhook', outcome: failureOutcome(error) });
         throw error;
       }
     },

@@ -11,7 +11,7 @@ import { startPeriodicJob } from '../wiring/periodic-job.ts';
  * timed from the end of the previous one; close() stops the timer and waits for a pass in progress.
  */
 export function startRefundJobs(deps: Parameters<typeof advanceDueRefunds>[0] & RefundEventDeps): { close(): Promise<void> } {
-  const intervalMs = deps.config.PAYMENT_RECONCILE_INTERVAL_MS;
+  const intervalMs = deps.settings.reconcileIntervalMs;
   return startPeriodicJob({
     name: 'refunds', firstDelayMs: intervalMs, intervalMs, logger: deps.logger,
     failureMessage: 'refund pass failed; retried at the next interval',

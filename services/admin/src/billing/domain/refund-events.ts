@@ -1,13 +1,14 @@
 import type { Database, Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
-import type { AdminConfig } from '../../config.ts';
 import { requirePlatformAdmin, type Actor } from '../../common/domain/actor.ts';
 import { raiseAlert } from '../../alerts/domain/alert-store.ts';
 import { newId } from '../../common/domain/ids.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
+import type { BillingSettings } from './billing-settings.ts';
 import { refundDebitMicros } from './refund-debit-micros.ts';
-import { markProviderRefundFailed, markProviderRefundProcessed, refundReversalId } from './refunds-service.ts';
+import { markProviderRefundFailed, markProviderRefundProcessed } from './refund-store.ts';
+import { refundReversalId } from './refunds-service.ts';
 import { recordWebhookEvent } from './topup-store.ts';
 
 /** A dispute (chargeback) as the provider's webhook reports it; amounts in paise. */
@@ -35,7 +36,8 @@ export const refundWebhookEventNames: ReadonlySet<string> = new Set([
 export interface RefundEventDeps {
   db: Database;
   ledger: LedgerPort;
-  config: AdminConfig;
+  /** The refund job's interval is the first retry wait of a failed step. */
+  settings: Pick<BillingSettings, 'reconcileIntervalMs'>;
   logger?: Logger | undefined;
   /** Called once per reversal recorded with a shortfall, after the commit that recorded it (the platform admins' metric); none: not counted. */
   onPaymentShortfall?: (() => void) | undefined;
@@ -195,7 +197,7 @@ export async function applyRefundWebhookEvent(deps: RefundEventDeps, event: Refu
  * ReverseRefund (reversal:<id>) gives a won dispute's hold back. A failure is recorded for the job to retry with doubling waits, and thrown.
  */
 async function carryReversalForward(deps: RefundEventDeps, reversalId: string): Promise<void> {
-  const { db, ledger, config } = deps;
+  const { db, ledger, settings } = deps;
   for (;;) {
     const row = (await db.query<ReversalRow>(`SELECT ${reversalColumns} FROM payment_reversals WHERE id = $1`, [reversalId])).rows[0];
     if (!row) return;
@@ -253,7 +255,7 @@ async function carryReversalForward(deps: RefundEventDeps, reversalId: string): 
         `UPDATE payment_reversals SET last_error = $2, attempts = attempts + 1, updated_at = clock_timestamp(),
            next_attempt_at = clock_timestamp() + least($3::bigint * power(2, least(attempts, 20))::bigint, $4::bigint) * interval '1 millisecond'
          WHERE id = $1`,
-        [reversal.id, error instanceof GatewayError ? `${error.code}: ${error.publicMessage}`.slice(0, 500) : 'internal_error', config.PAYMENT_RECONCILE_INTERVAL_MS, longestRetryMs],
+        [reversal.id, error instanceof GatewayError ? `${error.code}: ${error.publicMessage}`.slice(0, 500) : 'internal_error', settings.reconcileIntervalMs, longestRetryMs],
       );
       throw error;
     }
@@ -269,7 +271,7 @@ export async function advanceDueReversals(deps: RefundEventDeps, limit = 20): Pr
     const ids = rows.map((row) => row.id);
     if (ids.length > 0) {
       await tx.query(`UPDATE payment_reversals SET next_attempt_at = clock_timestamp() + $2::bigint * interval '1 millisecond' WHERE id = ANY($1)`,
-        [ids, deps.config.PAYMENT_RECONCILE_INTERVAL_MS]);
+        [ids, deps.settings.reconcileIntervalMs]);
     }
     return ids;
   });

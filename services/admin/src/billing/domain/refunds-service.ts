@@ -1,25 +1,32 @@
 import type { Database, Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
-import type { AdminConfig } from '../../config.ts';
 import { personIdOf, requirePlatformAdmin, systemActor, tokenIdOf, type Actor } from '../../common/domain/actor.ts';
 import { raiseAlert } from '../../alerts/domain/alert-store.ts';
 import { recordAuditEvent } from '../../common/domain/audit-log.ts';
 import { refundDebitMicros } from './refund-debit-micros.ts';
 import { newId } from '../../common/domain/ids.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
+import type { InvoicingSettings } from '../../invoicing/domain/invoicing-settings.ts';
+import type { BillingSettings } from './billing-settings.ts';
 import type { PaymentProvider } from './payment-provider.ts';
 import { notFound, type ResourceAccess } from '../../common/domain/resource-access.ts';
 import { issueCreditNote } from '../../invoicing/domain/tax-documents.ts';
 import { canMove, moveTopUp } from './topup-state.ts';
 import { findTopUp, type TopUp } from './topup-store.ts';
+import {
+  claimDueRefunds, creditNotedPaiseOf, recordFailure, recordProviderRefusal, recordWait, refundColumns, toRefund,
+  type Refund, type RefundRow, type RefundState,
+} from './refund-store.ts';
 
 /** What the refunds aggregate is built from. */
 export interface RefundsServiceDeps {
   db: Database;
   ledger: LedgerPort;
   access: ResourceAccess;
-  config: AdminConfig;
+  settings: Pick<BillingSettings, 'reconcileIntervalMs'>;
+  /** The settings a refund's credit note is issued under. */
+  invoicing: InvoicingSettings;
   provider: PaymentProvider | undefined;
   /** Called once per refund that became failed, after the commit that made it so (the platform admins' metric); none: not counted. */
   onRefundFailed?: (() => void) | undefined;
@@ -28,77 +35,10 @@ export interface RefundsServiceDeps {
 /** What carrying refunds forward needs (the refund job has no actor, so no access checks). */
 type RefundStepsDeps = Omit<RefundsServiceDeps, 'access'>;
 
-/**
- * requested → debited → [provider_pending →] provider_refunded → credit_noted; refused (the ledger
- * refused: nothing moved); debited or provider_pending → provider_refused → failed (the provider
- * refused for good: the money is back in the balance). Migrations 0009 and 0011.
- */
-type RefundState =
-  | 'requested' | 'debited' | 'provider_pending' | 'provider_refunded' | 'credit_noted' | 'refused' | 'provider_refused' | 'failed';
-
-/** The states the refund job still carries forward. */
-const unfinishedStates = ['requested', 'debited', 'provider_pending', 'provider_refunded', 'provider_refused'] as const;
-
-/** A refund of part or all of a top-up's unspent balance. */
-export interface Refund {
-  id: string;
-  organisationId: string;
-  topUpId: string;
-  /** What goes back to the payer, paise, GST included. */
-  amountPaise: bigint;
-  /** What leaves the balance, µ₹. */
-  debitMicros: bigint;
-  state: RefundState;
-  providerRefundId: string | null;
-  creditNoteId: string | null;
-  /** Why the ledger refused (refused only). */
-  refusalReason: string | null;
-  /** The payment provider's reason for refusing the refund (provider_refused and failed only). */
-  failureReason: string | null;
-  /** The last failure of a step still to be retried (a transient one: the provider or ledger unreachable), or null. */
-  lastError: string | null;
-  /** Failed attempts of the current step. */
-  attempts: number;
-  /** When the refund job next tries (null once the refund is final). */
-  nextAttemptAt: Date | null;
-  createdAt: Date;
-}
-
 /** What creating a refund answered: the refund, and whether it was a replay of the same Idempotency-Key. */
 export interface RefundOutcome {
   refund: Refund;
   replayed: boolean;
-}
-
-interface RefundRow {
-  id: string;
-  organisation_id: string;
-  topup_id: string;
-  amount_paise: bigint;
-  debit_micros: bigint;
-  state: RefundState;
-  idempotency_key: string;
-  provider_refund_id: string | null;
-  credit_note_id: string | null;
-  refusal_reason: string | null;
-  failure_reason: string | null;
-  last_error: string | null;
-  attempts: number;
-  next_attempt_at: Date;
-  created_at: Date;
-}
-
-const refundColumns = `id, organisation_id, topup_id, amount_paise, debit_micros, state, idempotency_key, provider_refund_id,
-  credit_note_id, refusal_reason, failure_reason, last_error, attempts, next_attempt_at, created_at`;
-
-function toRefund(row: RefundRow): Refund {
-  return {
-    id: row.id, organisationId: row.organisation_id, topUpId: row.topup_id, amountPaise: row.amount_paise, debitMicros: row.debit_micros,
-    state: row.state, providerRefundId: row.provider_refund_id, creditNoteId: row.credit_note_id, refusalReason: row.refusal_reason,
-    failureReason: row.failure_reason, lastError: row.last_error, attempts: row.attempts,
-    nextAttemptAt: (unfinishedStates as readonly string[]).includes(row.state) ? row.next_attempt_at : null,
-    createdAt: row.created_at,
-  };
 }
 
 /** The ledger credit a top-up was credited with (one per top-up): the credit its refunds return money of. */
@@ -109,16 +49,13 @@ function topUpCreditId(topUpId: string): string {
 /** The top-up states a new refund may start from: its money was credited and its invoice issued. */
 const refundableStates: ReadonlySet<string> = new Set(['invoiced']);
 
-/** The longest wait of the refund job before it tries a failed step again, ms. */
-const longestRetryMs = 3_600_000;
-
 /**
- * The refund job's pace, ms (PAYMENT_RECONCILE_INTERVAL_MS): it looks for due refunds this often,
+ * The refund job's pace, ms (the reconcile interval): it looks for due refunds this often,
  * waits this long (doubling, at most an hour) before trying a failed step again, and leaves a
  * refund that a request or another replica is working on alone for this long.
  */
-function jobIntervalMs(config: AdminConfig): number {
-  return config.PAYMENT_RECONCILE_INTERVAL_MS;
+function jobIntervalMs(settings: Pick<BillingSettings, 'reconcileIntervalMs'>): number {
+  return settings.reconcileIntervalMs;
 }
 
 /** A failure's message as stored on the refund: the catalogue's public message (never a secret), else the error's name. */
@@ -142,18 +79,6 @@ function isPermanentRefusal(error: unknown): error is GatewayError {
   return error instanceof GatewayError && error.code === 'invalid_request';
 }
 
-/** Moves a refund to provider_refused with the provider's reason (from `from` only), so the job gives the money back. */
-async function recordProviderRefusal(db: Queryable, refundId: string, from: readonly RefundState[], reason: string, providerRefundId?: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE refunds SET state = 'provider_refused', failure_reason = $3, provider_refused_at = clock_timestamp(),
-       provider_refund_id = coalesce(provider_refund_id, $4), attempts = 0, last_error = NULL,
-       next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
-     WHERE id = $1 AND state = ANY($2)`,
-    [refundId, from, reason.slice(0, 500), providerRefundId ?? null],
-  );
-  return (rowCount ?? 0) > 0;
-}
-
 /**
  * Carries one refund forward from whatever state it is in, one idempotent step after another:
  * the ledger debit (RefundCredit, refund_id = the refund's id), the provider refund
@@ -169,7 +94,7 @@ async function recordProviderRefusal(db: Queryable, refundId: string, from: read
  * asked again.
  */
 async function carryForward(deps: RefundStepsDeps, refundId: string, options: { pollPending?: boolean } = {}): Promise<Refund> {
-  const { db, ledger, provider, config } = deps;
+  const { db, ledger, provider, settings } = deps;
   for (;;) {
     const { rows } = await db.query<RefundRow>(`SELECT ${refundColumns} FROM refunds WHERE id = $1`, [refundId]);
     const row = rows[0];
@@ -231,7 +156,7 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
                attempts = 0, last_error = NULL, updated_at = clock_timestamp(),
                next_attempt_at = clock_timestamp() + $4::bigint * interval '1 millisecond'
              WHERE id = $1 AND state = 'debited'`,
-            [refund.id, providerRefund.id, next, jobIntervalMs(config)],
+            [refund.id, providerRefund.id, next, jobIntervalMs(settings)],
           );
           continue;
         }
@@ -245,7 +170,7 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
             continue;
           }
           if (current.status === 'pending') {
-            await recordWait(db, refund.id, jobIntervalMs(config));
+            await recordWait(db, refund.id, jobIntervalMs(settings));
             return refund;
           }
           await db.query(
@@ -297,7 +222,7 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
             const topUp = await findTopUp(tx, refund.topUpId, { forUpdate: true });
             const current = await tx.query<{ state: RefundState }>('SELECT state FROM refunds WHERE id = $1 FOR UPDATE', [refund.id]);
             if (!topUp || current.rows[0]?.state !== 'provider_refunded') return;
-            const note = await issueCreditNote(tx, config, { topUpId: refund.topUpId, refundId: refund.id, amountPaise: refund.amountPaise });
+            const note = await issueCreditNote(tx, deps.invoicing, { topUpId: refund.topUpId, refundId: refund.id, amountPaise: refund.amountPaise });
             await tx.query(
               `UPDATE refunds SET state = 'credit_noted', credit_note_id = $2, credit_noted_at = clock_timestamp(),
                  attempts = 0, last_error = NULL, updated_at = clock_timestamp()
@@ -311,39 +236,17 @@ async function carryForward(deps: RefundStepsDeps, refundId: string, options: { 
       }
     } catch (error) {
       if (!(error instanceof GatewayError && error.code === 'conflict' && refund.state === 'refused')) {
-        await recordFailure(db, refund.id, error, jobIntervalMs(config));
+        await recordFailure(db, refund.id, failureText(error), jobIntervalMs(settings));
       }
       throw error;
     }
   }
 }
 
-/** Pushes a pending refund's next look out (doubling waits, at most an hour) without counting it as a failure. */
-async function recordWait(db: Queryable, refundId: string, firstWaitMs: number): Promise<void> {
-  await db.query(
-    `UPDATE refunds SET attempts = attempts + 1, updated_at = clock_timestamp(),
-       next_attempt_at = clock_timestamp() + least($2::bigint * power(2, least(attempts, 20))::bigint, $3::bigint) * interval '1 millisecond'
-     WHERE id = $1 AND state = 'provider_pending'`,
-    [refundId, firstWaitMs, longestRetryMs],
-  );
-}
-
 /** Moves the top-up to refunded once the credit-noted refunds add up to its whole price (in the caller's transaction, top-up locked). */
 async function moveTopUpIfFullyRefunded(tx: Queryable, topUp: TopUp, refundId: string): Promise<void> {
-  const { rows } = await tx.query<{ refunded: bigint }>(
-    `SELECT coalesce(sum(amount_paise), 0)::bigint AS refunded FROM refunds WHERE topup_id = $1 AND state = 'credit_noted'`, [topUp.id]);
-  if (rows[0]!.refunded < topUp.pricePaise || !canMove(topUp.state, 'refunded')) return;
+  if (await creditNotedPaiseOf(tx, topUp.id) < topUp.pricePaise || !canMove(topUp.state, 'refunded')) return;
   await moveTopUp(tx, { topUpId: topUp.id, from: topUp.state, to: 'refunded', cause: 'refund', details: { refund_id: refundId } });
-}
-
-/** Records a failed step on the refund: its message, one more attempt, and when the job tries again (doubling waits). */
-async function recordFailure(db: Queryable, refundId: string, error: unknown, firstRetryMs: number): Promise<void> {
-  await db.query(
-    `UPDATE refunds SET last_error = $2, attempts = attempts + 1, updated_at = clock_timestamp(),
-       next_attempt_at = clock_timestamp() + least($3::bigint * power(2, least(attempts, 20))::bigint, $4::bigint) * interval '1 millisecond'
-     WHERE id = $1 AND state = ANY($5)`,
-    [refundId, failureText(error), firstRetryMs, longestRetryMs, unfinishedStates],
-  );
 }
 
 /**
@@ -353,19 +256,7 @@ async function recordFailure(db: Queryable, refundId: string, error: unknown, fi
  * Returns how many refunds it worked on.
  */
 export async function advanceDueRefunds(deps: RefundStepsDeps & { logger: Logger }, limit = 20): Promise<number> {
-  const claimed = await deps.db.transaction(async (tx) => {
-    const { rows } = await tx.query<{ id: string }>(
-      `SELECT id FROM refunds WHERE state = ANY($2) AND next_attempt_at <= clock_timestamp()
-       ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-      [limit, unfinishedStates],
-    );
-    const ids = rows.map((row) => row.id);
-    if (ids.length > 0) {
-      await tx.query(`UPDATE refunds SET next_attempt_at = clock_timestamp() + $2::bigint * interval '1 millisecond' WHERE id = ANY($1)`,
-        [ids, jobIntervalMs(deps.config)]);
-    }
-    return ids;
-  });
+  const claimed = await deps.db.transaction((tx) => claimDueRefunds(tx, limit, jobIntervalMs(deps.settings)));
   for (const id of claimed) {
     try {
       const refund = await carryForward(deps, id, { pollPending: true });
@@ -379,42 +270,6 @@ export async function advanceDueRefunds(deps: RefundStepsDeps & { logger: Logger
     }
   }
   return claimed.length;
-}
-
-/**
- * For the provider's refund.processed webhook: records that the money reached the payer. Matches
- * the refund by the provider's refund id or, when the answer to our refund call was lost (the
- * refund still `debited`), by the receipt (our refund id), recording the provider's id and moving
- * a debited or pending refund to provider_refunded so the job issues its credit note. Returns
- * whether a refund matched (none: a refund made outside the gateway, or a duplicate payment's).
- */
-export async function markProviderRefundProcessed(tx: Queryable, providerRefund: { providerRefundId: string; receipt: string | null }): Promise<boolean> {
-  const { rowCount } = await tx.query(
-    `UPDATE refunds SET provider_processed_at = coalesce(provider_processed_at, clock_timestamp()), updated_at = clock_timestamp(),
-       provider_refund_id = coalesce(provider_refund_id, $1),
-       state = CASE WHEN state IN ('debited', 'provider_pending') THEN 'provider_refunded' ELSE state END,
-       provider_refunded_at = CASE WHEN state IN ('debited', 'provider_pending') THEN clock_timestamp() ELSE provider_refunded_at END,
-       next_attempt_at = CASE WHEN state IN ('debited', 'provider_pending') THEN clock_timestamp() ELSE next_attempt_at END
-     WHERE provider_refund_id = $1 OR (provider_refund_id IS NULL AND state = 'debited' AND id = $2)`,
-    [providerRefund.providerRefundId, providerRefund.receipt ?? ''],
-  );
-  return (rowCount ?? 0) > 0;
-}
-
-/**
- * For the provider's refund.failed webhook: a refund of ours that was debited or pending is
- * refused for good, with the provider's reason, and the job gives its money back. Matches as
- * markProviderRefundProcessed does. Returns whether a refund of ours matched.
- */
-export async function markProviderRefundFailed(tx: Queryable, providerRefund: { providerRefundId: string; receipt: string | null; reason: string }): Promise<boolean> {
-  const { rows } = await tx.query<{ id: string; state: RefundState }>(
-    `SELECT id, state FROM refunds WHERE provider_refund_id = $1 OR (provider_refund_id IS NULL AND id = $2) FOR UPDATE`,
-    [providerRefund.providerRefundId, providerRefund.receipt ?? ''],
-  );
-  const refund = rows[0];
-  if (!refund) return false;
-  await recordProviderRefusal(tx, refund.id, ['debited', 'provider_pending'], providerRefund.reason, providerRefund.providerRefundId);
-  return true;
 }
 
 /** Refunds of a top-up's unspent balance, with their credit notes (route tag "billing"). */
@@ -478,7 +333,7 @@ export function createRefundsService(deps: RefundsServiceDeps) {
           `INSERT INTO refunds (id, organisation_id, topup_id, amount_paise, debit_micros, state, idempotency_key,
              created_by_person_id, created_by_token_id, next_attempt_at)
            VALUES ($1, $2, $3, $4, $5, 'requested', $6, $7, $8, clock_timestamp() + $9::bigint * interval '1 millisecond')`,
-          [id, organisationId, topUpId, input.amountPaise, debitMicros, input.idempotencyKey, personIdOf(actor), tokenIdOf(actor), jobIntervalMs(deps.config)],
+          [id, organisationId, topUpId, input.amountPaise, debitMicros, input.idempotencyKey, personIdOf(actor), tokenIdOf(actor), jobIntervalMs(deps.settings)],
         );
         await recordAuditEvent(tx, {
           actor, organisationId, action: 'topup.refund', resourceType: 'refund', resourceId: id,

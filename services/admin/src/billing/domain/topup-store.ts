@@ -1,4 +1,5 @@
 import type { Queryable } from '@gateway/db';
+import { GatewayError } from '@gateway/errors';
 import type { BillingSnapshot } from './billing-profile.ts';
 import type { TopUpState } from './topup-state.ts';
 
@@ -259,4 +260,27 @@ export async function claimTopUpsToReconcile(tx: Queryable, options: { quietMs: 
     [options.quietMs, options.limit, options.lateQuietMs, options.lateWindowMs],
   );
   return rows.map((row) => row.id);
+}
+
+/** The top-up a document is issued for, locked for this transaction. */
+export interface TopUpForDocument {
+  id: string;
+  organisation_id: string;
+  price_paise: bigint;
+  credit_micros: bigint;
+  state: string;
+  billing_snapshot: unknown;
+  package_name: string;
+}
+
+/** Reads and locks (FOR UPDATE) the top-up a document is issued for, with its package's name; not_found when there is none. */
+export async function lockTopUpForDocument(tx: Queryable, topUpId: string): Promise<TopUpForDocument> {
+  const { rows } = await tx.query<TopUpForDocument>(
+    `SELECT t.id, t.organisation_id, t.price_paise, t.credit_micros, t.state, t.billing_snapshot, p.name AS package_name
+     FROM topups t JOIN topup_packages p ON p.id = t.package_id WHERE t.id = $1 FOR UPDATE OF t`,
+    [topUpId],
+  );
+  const topUp = rows[0];
+  if (topUp === undefined) throw new GatewayError('not_found', { publicMessage: 'No such top-up.' });
+  return topUp;
 }

@@ -1,12 +1,13 @@
 import type { BillingProfile } from '../domain/billing-profile.ts';
-import type { CheckoutBlock, TopUpView } from '../domain/topups-service.ts';
+import type { CheckoutBlock, TopUpView } from '../domain/purchase.ts';
 import type { TopUpPackage } from '../domain/topup-store.ts';
 import {
-  billingProfileEnvelope, checkoutCallbackBody, parsePaymentWebhook, createPackageBody, defaultTopUpPageSize, packageListQuery, packageListResponse, packageResponse,
+  billingProfileEnvelope, checkoutCallbackBody, createPackageBody, defaultTopUpPageSize, packageListQuery, packageListResponse, packageResponse,
   purchaseBody, purchaseResponse, putBillingProfileBody, topUpListQuery, topUpListResponse, topUpResponse, unmatchedPaymentListQuery,
   unmatchedPaymentListResponse, updatePackageBody, webhookAckResponse,
 } from './billing-schemas.ts';
 import type { UnmatchedPayment } from '../domain/unmatched-payments.ts';
+import { readPaymentWebhook } from './payment-webhook.ts';
 import { defineRoute, routeErrors, type AdminRoute, type RouteRequest } from '../../common/http/route-definition.ts';
 
 function packageJson(found: TopUpPackage) {
@@ -206,9 +207,10 @@ export function billingRoutes(): AdminRoute[] {
       success: { status: 200, description: 'The event was applied, was a repeat, or is not one top-ups act on.', schema: webhookAckResponse },
       errors: ['invalid_request', 'invalid_json', 'request_too_large', 'unsupported_media_type', 'service_unavailable'],
       async handle({ service }, { rawBody, header }) {
-        const status = await service.billing.receivePaymentWebhook({
+        const delivery = readPaymentWebhook(service.billing.verifyPaymentWebhookSignature, {
           rawBody, signature: header('x-razorpay-signature'), eventId: header('x-razorpay-event-id'),
-        }, parsePaymentWebhook);
+        });
+        const status = await service.billing.receivePaymentWebhook(delivery);
         return { status: 200, body: { status } };
       },
     }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { PaymentWebhookEvent } from '../domain/topups-service.ts';
-import { parseProviderJson } from '../transport/razorpay-client.ts';
+import type { PaymentWebhookEvent } from '../domain/payment-webhook.ts';
+import { parseProviderJson, sanitiseDescription } from '../transport/razorpay-client.ts';
 import { refundWebhookEventNames } from '../domain/refund-events.ts';
 import { parseRefundWebhookEvent } from './refund-event-schemas.ts';
 import { gstinStates, gstStateCodesText } from '../../../shared/gst-states.ts';
@@ -243,9 +243,6 @@ const webhookEnvelope = z.object({
   }).optional(),
 });
 
-/** Longest provider failure description kept (safe to show; the rest is cut). */
-const maxFailureDescriptionLength = 200;
-
 /**
  * The event in a verified provider webhook body (Razorpay's envelope: `{ event, payload: { payment:
  * { entity }, order: { entity }, refund: { entity } } }`), or `unreadable` when the body is not an
@@ -271,7 +268,7 @@ export function parsePaymentWebhook(rawBody: Buffer): PaymentWebhookEvent {
         type: event,
         payment: {
           id: payment.id, orderId: payment.order_id ?? null, amountPaise: payment.amount, currency: payment.currency, status: payment.status,
-          method: payment.method ?? 'unknown', errorDescription: payment.error_description?.slice(0, maxFailureDescriptionLength) ?? null,
+          method: payment.method ?? 'unknown', errorDescription: payment.error_description == null ? null : sanitiseDescription(payment.error_description, []),
         },
       };
     }

@@ -1,4 +1,4 @@
-import type { Refund } from '../domain/refunds-service.ts';
+import type { Refund } from '../domain/refund-store.ts';
 import { createRefundBody, refundEnvelope, refundListResponse } from './refund-schemas.ts';
 import { defineRoute, routeErrors, type AdminRoute } from '../../common/http/route-definition.ts';
 

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { amountInWords, indianNumberInWords } from './amount-in-words.ts';
+import { amountInWords } from './amount-in-words.ts';
+
+/** A whole number in words, read through amountInWords (whole rupees are written "Rupees <words> Only"). */
+function indianNumberInWords(value: bigint): string {
+  return amountInWords(value * 100n).replace(/^Rupees (.*) Only$/, '$1');
+}
 
 describe('amountInWords', () => {
   it('writes the issue example on the Indian system', () => {

@@ -23,7 +23,7 @@ function belowThousand(n: number): string {
  * A whole number in words on the Indian system (thousand, lakh, crore; crores beyond 99 are
  * themselves counted in words: "One Thousand Crore"), e.g. 118000n → "One Lakh Eighteen Thousand".
  */
-export function indianNumberInWords(value: bigint): string {
+function indianNumberInWords(value: bigint): string {
   if (value < 0n) throw new RangeError('a negative amount has no words here');
   if (value === 0n) return 'Zero';
   const parts: string[] = [];

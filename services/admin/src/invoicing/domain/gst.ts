@@ -1,5 +1,6 @@
 import { gstStateOf } from '../../../shared/gst-states.ts';
 import { gstinStateCode } from './gstin.ts';
+import type { InvoicingSettings } from './invoicing-settings.ts';
 
 /** GST on a GST-inclusive price, in integer paise: the split every tax document uses. */
 export interface GstSplit {
@@ -44,23 +45,20 @@ export function splitInclusiveTotal(input: { totalPaise: bigint; rateBasisPoints
   return { taxablePaise, cgstPaise: 0n, sgstPaise: 0n, igstPaise: taxPaise, totalPaise };
 }
 
-/** The supplier settings a supplier's state is read from (the admin's INVOICE_SUPPLIER_* config). */
-export interface SupplierStateSettings {
-  INVOICE_SUPPLIER_GSTIN?: string | undefined;
-  INVOICE_SUPPLIER_STATE_CODE?: string | undefined;
-}
+/** The supplier settings a supplier's state is read from. */
+export type SupplierStateSettings = Pick<InvoicingSettings, 'supplierGstin' | 'supplierStateCode'>;
 
 /** The state a supplier without a GSTIN or state code is taken to be in (development documents only): Karnataka. */
 const developmentSupplierStateCode = '29';
 
 /**
  * The supplier's GST state code, which decides CGST + SGST or IGST on every document: the first two
- * digits of its GSTIN (where it is registered), else INVOICE_SUPPLIER_STATE_CODE, else 29. The
+ * digits of its GSTIN (where it is registered), else the configured supplier state code, else 29. The
  * config refuses a state code that contradicts the GSTIN, so the two never disagree here.
  */
 export function supplierStateCode(settings: SupplierStateSettings): string {
-  const gstin = settings.INVOICE_SUPPLIER_GSTIN;
-  return (gstin === undefined ? undefined : gstinStateCode(gstin)) ?? settings.INVOICE_SUPPLIER_STATE_CODE ?? developmentSupplierStateCode;
+  const gstin = settings.supplierGstin;
+  return (gstin === undefined ? undefined : gstinStateCode(gstin)) ?? settings.supplierStateCode ?? developmentSupplierStateCode;
 }
 
 /** GST is intra-state (CGST + SGST) when the supplier's state is the place of supply; else IGST. */

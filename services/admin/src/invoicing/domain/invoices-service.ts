@@ -1,19 +1,18 @@
 import type { Database } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import type { AdminConfig } from '../../config.ts';
 import { isPlatformActor, type Actor } from '../../common/domain/actor.ts';
 import { toCsv, type CsvCell } from '../../common/domain/csv.ts';
 import { isId } from '../../common/domain/ids.ts';
 import { renderTaxDocumentPdf, type ReferencedDocument } from './invoice-pdf.ts';
 import { istDate } from './invoice-serial.ts';
 import { notFound, type ResourceAccess } from '../../common/domain/resource-access.ts';
-import { selectTaxDocuments, type TaxDocument, type TaxDocumentKind } from './tax-documents.ts';
+import { selectTaxDocuments } from './tax-document-store.ts';
+import type { TaxDocument, TaxDocumentKind } from './tax-documents.ts';
 
 /** What the invoices aggregate is built from. */
 export interface InvoicesServiceDeps {
   db: Database;
   access: ResourceAccess;
-  config: AdminConfig;
 }
 
 /** Filters of the invoice list and its export: issue window (ms since the epoch, [from, to)) and kind. */

@@ -1,23 +1,27 @@
 import type { Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import type { AdminConfig } from '../../config.ts';
 import { isIntraState, splitInclusiveTotal, supplierStateCode, type GstSplit } from './gst.ts';
 import { newId } from '../../common/domain/ids.ts';
 import type { DocumentSeries } from './invoice-serial.ts';
+import type { InvoicingSettings } from './invoicing-settings.ts';
 import { allocateSerial } from './invoice-serial-store.ts';
+import {
+  creditedPaiseAgainst, insertTaxDocumentRow, selectTaxDocuments,
+} from './tax-document-store.ts';
 import { refundDebitMicros } from '../../billing/domain/refund-debit-micros.ts';
+import { billingSnapshotOf } from '../../billing/domain/billing-profile.ts';
+import { findBillingProfile } from '../../billing/domain/billing-profile-store.ts';
+import { lockTopUpForDocument } from '../../billing/domain/topup-store.ts';
 import { foreignCountryStateCode } from '../../../shared/gst-states.ts';
 
 /** The three GST documents the admin issues. */
 export type TaxDocumentKind = 'tax_invoice' | 'receipt_voucher' | 'credit_note';
 
-/** The invoice settings of the admin's config (supplier, SAC, rate, mode, serial prefix). */
-export type TaxDocumentSettings = Pick<AdminConfig,
-  'INVOICE_SUPPLIER_NAME' | 'INVOICE_SUPPLIER_ADDRESS' | 'INVOICE_SUPPLIER_GSTIN' | 'INVOICE_SUPPLIER_STATE_CODE'
-  | 'INVOICE_SAC' | 'GST_RATE_BASIS_POINTS' | 'GST_DOCUMENT_MODE' | 'INVOICE_SERIAL_PREFIX' | 'GST_EXPORT_MODE' | 'INVOICE_LUT_REFERENCE'>;
+/** The settings a tax document is issued under (supplier, SAC, rate, mode, serial prefix). */
+export type TaxDocumentSettings = InvoicingSettings;
 
 /** Who supplies: the operator, as configured when the document was issued. */
-interface DocumentSupplier {
+export interface DocumentSupplier {
   name: string;
   address: string;
   gstin: string | null;
@@ -25,7 +29,7 @@ interface DocumentSupplier {
 }
 
 /** Who receives: the organisation's billing profile as snapshotted on the top-up. */
-interface DocumentRecipient {
+export interface DocumentRecipient {
   legal_name: string;
   address: string;
   gstin: string | null;
@@ -77,77 +81,12 @@ export interface IssueOptions {
 /** The series each kind is numbered in. */
 const seriesOfKind: Record<TaxDocumentKind, DocumentSeries> = { tax_invoice: 'T', receipt_voucher: 'R', credit_note: 'C' };
 
-/** A stored row of tax_documents. */
-interface TaxDocumentRow {
-  id: string;
-  kind: TaxDocumentKind;
-  serial: string;
-  financial_year: string;
-  issued_at: Date;
-  organisation_id: string;
-  topup_id: string | null;
-  refund_id: string | null;
-  usage_month: string | null;
-  references_document_id: string | null;
-  supplier: DocumentSupplier;
-  recipient: DocumentRecipient;
-  place_of_supply: string;
-  sac: string;
-  description: string;
-  rate_basis_points: number;
-  taxable_paise: bigint;
-  cgst_paise: bigint;
-  sgst_paise: bigint;
-  igst_paise: bigint;
-  total_paise: bigint;
-  details: Record<string, unknown>;
-}
-
-/** The columns a document is read with (shared by every query over tax_documents). */
-const taxDocumentColumns = `id, kind, serial, financial_year, issued_at, organisation_id, topup_id, refund_id, usage_month,
-  references_document_id, supplier, recipient, place_of_supply, sac, description, rate_basis_points,
-  taxable_paise, cgst_paise, sgst_paise, igst_paise, total_paise, details`;
-
-/** A stored row as the domain record. */
-function toTaxDocument(row: TaxDocumentRow): TaxDocument {
-  return {
-    id: row.id,
-    kind: row.kind,
-    serial: row.serial,
-    financialYear: row.financial_year,
-    issuedAt: new Date(row.issued_at),
-    organisationId: row.organisation_id,
-    topUpId: row.topup_id,
-    refundId: row.refund_id,
-    usageMonth: row.usage_month,
-    referencesDocumentId: row.references_document_id,
-    supplier: row.supplier,
-    recipient: row.recipient,
-    placeOfSupply: row.place_of_supply,
-    sac: row.sac,
-    description: row.description,
-    rateBasisPoints: Number(row.rate_basis_points),
-    taxablePaise: BigInt(row.taxable_paise),
-    cgstPaise: BigInt(row.cgst_paise),
-    sgstPaise: BigInt(row.sgst_paise),
-    igstPaise: BigInt(row.igst_paise),
-    totalPaise: BigInt(row.total_paise),
-    details: row.details,
-  };
-}
-
-/** Reads documents with a WHERE clause over tax_documents (params numbered from $1). */
-export async function selectTaxDocuments(db: Queryable, where: string, params: readonly unknown[], tail = 'ORDER BY issued_at, id'): Promise<TaxDocument[]> {
-  const { rows } = await db.query<TaxDocumentRow>(`SELECT ${taxDocumentColumns} FROM tax_documents WHERE ${where} ${tail}`, params);
-  return rows.map(toTaxDocument);
-}
-
 /** The supplier as the settings name it now (its state from its GSTIN when it has one). */
 function supplierOf(settings: TaxDocumentSettings): DocumentSupplier {
   return {
-    name: settings.INVOICE_SUPPLIER_NAME,
-    address: settings.INVOICE_SUPPLIER_ADDRESS,
-    gstin: settings.INVOICE_SUPPLIER_GSTIN ?? null,
+    name: settings.supplierName,
+    address: settings.supplierAddress,
+    gstin: settings.supplierGstin ?? null,
     state_code: supplierStateCode(settings),
   };
 }
@@ -181,24 +120,24 @@ interface SupplyTerms {
 /**
  * The tax terms of a supply from the configured supplier to a recipient. A recipient outside
  * India (state code 96) receives an export of services: zero-rated under a Letter of Undertaking
- * (GST_EXPORT_MODE=lut: rate 0, the whole price is the taxable value) or with payment of IGST
+ * (export mode lut: rate 0, the whole price is the taxable value) or with payment of IGST
  * (igst: inter-state at the configured rate). Otherwise CGST + SGST in the supplier's state, IGST
  * elsewhere.
  */
 function supplyTermsOf(settings: TaxDocumentSettings, supplier: DocumentSupplier, recipient: DocumentRecipient): SupplyTerms {
   if (recipient.state_code === foreignCountryStateCode) {
     if (recipient.country === undefined) throw new Error('a recipient outside India has no country in its billing snapshot');
-    if (settings.GST_EXPORT_MODE === 'lut') {
-      if (settings.INVOICE_LUT_REFERENCE === undefined) throw new Error('GST_EXPORT_MODE=lut without INVOICE_LUT_REFERENCE (the config refuses this at start)');
-      return { rateBasisPoints: 0, intraState: false, exportTerms: { mode: 'lut', lut_reference: settings.INVOICE_LUT_REFERENCE, country: recipient.country } };
+    if (settings.exportMode === 'lut') {
+      if (settings.lutReference === undefined) throw new Error('export mode lut without a LUT reference (the config refuses this at start)');
+      return { rateBasisPoints: 0, intraState: false, exportTerms: { mode: 'lut', lut_reference: settings.lutReference, country: recipient.country } };
     }
-    return { rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: false, exportTerms: { mode: 'igst', country: recipient.country } };
+    return { rateBasisPoints: settings.gstRateBasisPoints, intraState: false, exportTerms: { mode: 'igst', country: recipient.country } };
   }
-  return { rateBasisPoints: settings.GST_RATE_BASIS_POINTS, intraState: isIntraState(supplier.state_code, recipient.state_code), exportTerms: undefined };
+  return { rateBasisPoints: settings.gstRateBasisPoints, intraState: isIntraState(supplier.state_code, recipient.state_code), exportTerms: undefined };
 }
 
 /** What a new document holds before its serial is allocated. */
-interface NewDocument {
+export interface NewDocument {
   kind: TaxDocumentKind;
   organisationId: string;
   topUpId: string | null;
@@ -215,49 +154,14 @@ interface NewDocument {
   details: Record<string, unknown>;
 }
 
-/** Allocates the next serial of the document's series and inserts it (in the caller's transaction). */
-async function insertTaxDocument(tx: Queryable, settings: TaxDocumentSettings, document: NewDocument, options: IssueOptions = {}): Promise<TaxDocument> {
-  const issuedAt = options.issuedAt ?? new Date();
-  const allocated = await allocateSerial(tx, { prefix: settings.INVOICE_SERIAL_PREFIX, series: seriesOfKind[document.kind], issuedAt });
-  const { rows } = await tx.query<TaxDocumentRow>(
-    `INSERT INTO tax_documents (id, kind, serial, financial_year, series, sequence_number, issued_at, organisation_id, topup_id,
-       refund_id, usage_month, references_document_id, supplier, recipient, place_of_supply, sac, description,
-       rate_basis_points, taxable_paise, cgst_paise, sgst_paise, igst_paise, total_paise, details)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
-     RETURNING ${taxDocumentColumns}`,
-    [newId('taxDocument'), document.kind, allocated.serial, allocated.financialYear, allocated.series, allocated.sequenceNumber.toString(),
-      issuedAt, document.organisationId, document.topUpId, document.refundId, document.usageMonth, document.referencesDocumentId,
-      JSON.stringify(document.supplier), JSON.stringify(document.recipient), document.placeOfSupply, document.sac, document.description,
-      document.rateBasisPoints, document.split.taxablePaise.toString(), document.split.cgstPaise.toString(),
-      document.split.sgstPaise.toString(), document.split.igstPaise.toString(), document.split.totalPaise.toString(),
-      JSON.stringify(document.details)],
-  );
-  return toTaxDocument(rows[0]!);
-}
-
-/** The top-up a document is issued for, locked for this transaction. */
-interface TopUpForDocument {
-  id: string;
-  organisation_id: string;
-  price_paise: bigint;
-  credit_micros: bigint;
-  state: string;
-  billing_snapshot: unknown;
-  package_name: string;
-}
-
 /** Top-up states in which the money has been received (a document may be issued). */
 const paidStates = new Set(['paid', 'credited', 'invoiced', 'refunded']);
 
-async function lockTopUp(tx: Queryable, topUpId: string): Promise<TopUpForDocument> {
-  const { rows } = await tx.query<TopUpForDocument>(
-    `SELECT t.id, t.organisation_id, t.price_paise, t.credit_micros, t.state, t.billing_snapshot, p.name AS package_name
-     FROM topups t JOIN topup_packages p ON p.id = t.package_id WHERE t.id = $1 FOR UPDATE OF t`,
-    [topUpId],
-  );
-  const topUp = rows[0];
-  if (topUp === undefined) throw new GatewayError('not_found', { publicMessage: 'No such top-up.' });
-  return topUp;
+/** Allocates the next serial of the document's series and inserts it (in the caller's transaction). */
+async function insertTaxDocument(tx: Queryable, settings: TaxDocumentSettings, document: NewDocument, options: IssueOptions = {}): Promise<TaxDocument> {
+  const issuedAt = options.issuedAt ?? new Date();
+  const allocated = await allocateSerial(tx, { prefix: settings.serialPrefix, series: seriesOfKind[document.kind], issuedAt });
+  return insertTaxDocumentRow(tx, { ...document, id: newId('taxDocument'), allocated, issuedAt });
 }
 
 /** The top-up's own document (tax invoice or receipt voucher), if issued. */
@@ -273,19 +177,19 @@ function topUpDescription(kind: 'tax_invoice' | 'receipt_voucher', packageName: 
 }
 
 /**
- * Issues the document for a paid top-up: a tax invoice (GST_DOCUMENT_MODE=tax_invoice, default)
+ * Issues the document for a paid top-up: a tax invoice (document mode tax_invoice, the default)
  * or a receipt voucher (receipt_voucher), for the price paid (GST inclusive), to the billing
  * snapshot taken at purchase (a recipient abroad: an export, supplyTermsOf). Idempotent per top-up: a second call returns the first document.
  * Locks the top-up row; does not change the top-up's state (the caller records credited →
  * invoiced in the same transaction).
  */
 export async function issueTopUpDocument(tx: Queryable, settings: TaxDocumentSettings, topUpId: string, options: IssueOptions = {}): Promise<{ documentId: string; serial: string; kind: 'tax_invoice' | 'receipt_voucher' }> {
-  const topUp = await lockTopUp(tx, topUpId);
+  const topUp = await lockTopUpForDocument(tx, topUpId);
   const existing = await topUpDocument(tx, topUpId);
   if (existing !== undefined) return { documentId: existing.id, serial: existing.serial, kind: existing.kind as 'tax_invoice' | 'receipt_voucher' };
   if (!paidStates.has(topUp.state)) throw new GatewayError('conflict', { publicMessage: 'The top-up has not been paid.' });
 
-  const kind = settings.GST_DOCUMENT_MODE;
+  const kind = settings.documentMode;
   const supplier = supplierOf(settings);
   const recipient = recipientOf(topUp.billing_snapshot);
   const terms = supplyTermsOf(settings, supplier, recipient);
@@ -300,7 +204,7 @@ export async function issueTopUpDocument(tx: Queryable, settings: TaxDocumentSet
     supplier,
     recipient,
     placeOfSupply: recipient.state_code,
-    sac: settings.INVOICE_SAC,
+    sac: settings.sac,
     description: topUpDescription(kind, topUp.package_name),
     rateBasisPoints: terms.rateBasisPoints,
     split,
@@ -319,7 +223,7 @@ export async function issueTopUpDocument(tx: Queryable, settings: TaxDocumentSet
  * top-up has no document yet or the credit notes would exceed the document's total.
  */
 export async function issueCreditNote(tx: Queryable, settings: TaxDocumentSettings, input: { topUpId: string; refundId: string; amountPaise: bigint }, options: IssueOptions = {}): Promise<{ documentId: string; serial: string }> {
-  await lockTopUp(tx, input.topUpId);
+  await lockTopUpForDocument(tx, input.topUpId);
   const [existing] = await selectTaxDocuments(tx, `refund_id = $1`, [input.refundId]);
   if (existing !== undefined) {
     if (existing.topUpId !== input.topUpId || existing.totalPaise !== input.amountPaise) {
@@ -330,9 +234,7 @@ export async function issueCreditNote(tx: Queryable, settings: TaxDocumentSettin
   if (input.amountPaise <= 0n) throw new GatewayError('invalid_request', { publicMessage: 'A credit note is for a positive amount.', param: 'amount_paise' });
   const original = await topUpDocument(tx, input.topUpId);
   if (original === undefined) throw new GatewayError('conflict', { publicMessage: 'The top-up has no invoice to credit.' });
-  const credited = await tx.query<{ sum: bigint | null }>(
-    `SELECT sum(total_paise)::bigint AS sum FROM tax_documents WHERE kind = 'credit_note' AND references_document_id = $1`, [original.id]);
-  const alreadyCredited = BigInt(credited.rows[0]?.sum ?? 0n);
+  const alreadyCredited = await creditedPaiseAgainst(tx, original.id);
   if (alreadyCredited + input.amountPaise > original.totalPaise) {
     throw new GatewayError('conflict', { publicMessage: 'The credit notes would exceed the invoice total.', param: 'amount_paise' });
   }
@@ -458,12 +360,11 @@ function valueConsumedCredit(advances: readonly UnadjustedAdvance[], usageMicros
 export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocumentSettings, input: {
   organisationId: string; usageMonth: string; usageDebitedMicros: bigint;
 }, options: IssueOptions = {}): Promise<{ documentId: string; serial: string } | undefined> {
-  const profile = await tx.query<{ legal_name: string; address: string; gstin: string | null; state_code: string; country: string | null }>(
-    'SELECT legal_name, address, gstin, state_code, country FROM billing_profiles WHERE organisation_id = $1 FOR UPDATE', [input.organisationId]);
+  const profile = await findBillingProfile(tx, input.organisationId, { forUpdate: true });
   const [existing] = await selectTaxDocuments(tx, 'organisation_id = $1 AND usage_month = $2', [input.organisationId, input.usageMonth]);
   if (existing !== undefined) return { documentId: existing.id, serial: existing.serial };
-  if (input.usageDebitedMicros <= 0n || profile.rows[0] === undefined) return undefined;
-  const recipient = recipientOf(profile.rows[0]);
+  if (input.usageDebitedMicros <= 0n || profile === undefined) return undefined;
+  const recipient = recipientOf(billingSnapshotOf(profile));
 
   const { adjustments, uncoveredPaise } = valueConsumedCredit(await unadjustedAdvances(tx, input.organisationId), input.usageDebitedMicros);
   const totalPaise = adjustments.reduce((sum, adjustment) => sum + BigInt(adjustment.amount_paise), uncoveredPaise);
@@ -480,7 +381,7 @@ export async function issueMonthlyUsageInvoice(tx: Queryable, settings: TaxDocum
     supplier,
     recipient,
     placeOfSupply: recipient.state_code,
-    sac: settings.INVOICE_SAC,
+    sac: settings.sac,
     description: `AI inference API services supplied in ${input.usageMonth} (usage)`,
     rateBasisPoints: terms.rateBasisPoints,
     split: splitInclusiveTotal({ totalPaise, rateBasisPoints: terms.rateBasisPoints, intraState: terms.intraState }),
