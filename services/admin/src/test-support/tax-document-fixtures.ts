@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
 import type { Queryable } from '@gateway/db';
 import { newId } from '../common/domain/ids.ts';
-import type { TaxDocument } from '../invoicing/domain/tax-documents.ts';
+import type { TaxDocument } from '../invoicing/domain/tax-document-records.ts';
 
 /** A document's recipient, as a stored document names it. */
 type DocumentRecipient = TaxDocument['recipient'];

@@ -15,7 +15,10 @@ const radix = alphabet.length;
 /** The GSTIN layout without its check character's correctness. */
 const gstinPattern = /^[0-9]{2}[A-Z]{5}[0-9]{4}[A-Z][1-9A-Z][0-9A-Z][0-9A-Z]$/;
 
-/** The check character of a GSTIN's first 14 characters (0-9, A-Z), by the mod-36 algorithm above. */
+/**
+ * The check character of a GSTIN's first 14 characters (0-9, A-Z), by the mod-36 algorithm above.
+ * @public The published algorithm, checked on its own against hand-worked values; gstinProblem is its caller here.
+ */
 export function gstinCheckCharacter(first14: string): string {
   if (!/^[0-9A-Z]{14}$/.test(first14)) throw new RangeError('a GSTIN check character is computed from 14 characters of 0-9 and A-Z');
   let sum = 0;

@@ -5,7 +5,8 @@ import { amountInWords } from './amount-in-words.ts';
 import { formatRate, placeOfSupplyText } from './gst.ts';
 import { formatInr } from './inr-text.ts';
 import { istDate } from './invoice-serial.ts';
-import type { AdvanceAdjustment, ExportTerms, TaxDocument, TaxDocumentKind } from './tax-documents.ts';
+import type { AdvanceAdjustment, ExportTerms } from './tax-documents.ts';
+import type { TaxDocument, TaxDocumentKind } from './tax-document-records.ts';
 
 const require = createRequire(import.meta.url);
 

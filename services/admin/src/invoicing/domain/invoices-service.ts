@@ -7,7 +7,7 @@ import { renderTaxDocumentPdf, type ReferencedDocument } from './invoice-pdf.ts'
 import { istDate } from './invoice-serial.ts';
 import { notFound, type ResourceAccess } from '../../common/domain/resource-access.ts';
 import { selectTaxDocuments } from './tax-document-store.ts';
-import type { TaxDocument, TaxDocumentKind } from './tax-documents.ts';
+import type { TaxDocument, TaxDocumentKind } from './tax-document-records.ts';
 
 /** What the invoices aggregate is built from. */
 export interface InvoicesServiceDeps {

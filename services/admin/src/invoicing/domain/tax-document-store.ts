@@ -1,6 +1,6 @@
 import type { Queryable } from '@gateway/db';
 import type { AllocatedSerial } from './invoice-serial-store.ts';
-import type { DocumentRecipient, DocumentSupplier, NewDocument, TaxDocument, TaxDocumentKind } from './tax-documents.ts';
+import type { DocumentRecipient, DocumentSupplier, NewDocument, TaxDocument, TaxDocumentKind } from './tax-document-records.ts';
 
 /** A stored row of tax_documents. */
 interface TaxDocumentRow {

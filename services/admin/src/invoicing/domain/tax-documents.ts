@@ -5,6 +5,7 @@ import { newId } from '../../common/domain/ids.ts';
 import type { DocumentSeries } from './invoice-serial.ts';
 import type { InvoicingSettings } from './invoicing-settings.ts';
 import { allocateSerial } from './invoice-serial-store.ts';
+import type { DocumentRecipient, DocumentSupplier, NewDocument, TaxDocument, TaxDocumentKind } from './tax-document-records.ts';
 import {
   creditedPaiseAgainst, insertTaxDocumentRow, selectTaxDocuments,
 } from './tax-document-store.ts';
@@ -14,29 +15,8 @@ import { findBillingProfile } from '../../billing/domain/billing-profile-store.t
 import { lockTopUpForDocument } from '../../billing/domain/topup-store.ts';
 import { foreignCountryStateCode } from '../../../shared/gst-states.ts';
 
-/** The three GST documents the admin issues. */
-export type TaxDocumentKind = 'tax_invoice' | 'receipt_voucher' | 'credit_note';
-
 /** The settings a tax document is issued under (supplier, SAC, rate, mode, serial prefix). */
 export type TaxDocumentSettings = InvoicingSettings;
-
-/** Who supplies: the operator, as configured when the document was issued. */
-export interface DocumentSupplier {
-  name: string;
-  address: string;
-  gstin: string | null;
-  state_code: string;
-}
-
-/** Who receives: the organisation's billing profile as snapshotted on the top-up. */
-export interface DocumentRecipient {
-  legal_name: string;
-  address: string;
-  gstin: string | null;
-  state_code: string;
-  /** A recipient outside India's country (state_code 96); absent on documents to Indian recipients. */
-  country?: string;
-}
 
 /** An export of services, as a document records it in details.export: how it is taxed, the LUT (when under one), the country. */
 export interface ExportTerms {
@@ -44,33 +24,6 @@ export interface ExportTerms {
   /** The Letter of Undertaking's reference (mode lut). */
   lut_reference?: string;
   country: string;
-}
-
-/** An issued document as stored (amounts in paise, bigint). */
-export interface TaxDocument {
-  id: string;
-  kind: TaxDocumentKind;
-  serial: string;
-  financialYear: string;
-  issuedAt: Date;
-  organisationId: string;
-  topUpId: string | null;
-  refundId: string | null;
-  usageMonth: string | null;
-  referencesDocumentId: string | null;
-  supplier: DocumentSupplier;
-  recipient: DocumentRecipient;
-  /** Two-digit GST state code. */
-  placeOfSupply: string;
-  sac: string;
-  description: string;
-  rateBasisPoints: number;
-  taxablePaise: bigint;
-  cgstPaise: bigint;
-  sgstPaise: bigint;
-  igstPaise: bigint;
-  totalPaise: bigint;
-  details: Record<string, unknown>;
 }
 
 /** When a document is issued; tests pin the moment (the financial-year boundary). Default: now. */
@@ -134,24 +87,6 @@ function supplyTermsOf(settings: TaxDocumentSettings, supplier: DocumentSupplier
     return { rateBasisPoints: settings.gstRateBasisPoints, intraState: false, exportTerms: { mode: 'igst', country: recipient.country } };
   }
   return { rateBasisPoints: settings.gstRateBasisPoints, intraState: isIntraState(supplier.state_code, recipient.state_code), exportTerms: undefined };
-}
-
-/** What a new document holds before its serial is allocated. */
-export interface NewDocument {
-  kind: TaxDocumentKind;
-  organisationId: string;
-  topUpId: string | null;
-  refundId: string | null;
-  usageMonth: string | null;
-  referencesDocumentId: string | null;
-  supplier: DocumentSupplier;
-  recipient: DocumentRecipient;
-  placeOfSupply: string;
-  sac: string;
-  description: string;
-  rateBasisPoints: number;
-  split: GstSplit;
-  details: Record<string, unknown>;
 }
 
 /** Top-up states in which the money has been received (a document may be issued). */

@@ -1,6 +1,7 @@
 import { amountInWords } from '../domain/amount-in-words.ts';
 import { istDate } from '../domain/invoice-serial.ts';
-import type { ExportTerms, TaxDocument } from '../domain/tax-documents.ts';
+import type { ExportTerms } from '../domain/tax-documents.ts';
+import type { TaxDocument } from '../domain/tax-document-records.ts';
 import { csvResponse } from '../../platform/http/analytics-schemas.ts';
 import {
   defaultInvoicePageSize, invoiceExportQuery, invoiceListQuery, pdfResponse, platformInvoiceExportQuery, platformInvoiceListQuery,
