@@ -1,6 +1,6 @@
 import { GatewayError, toGatewayError } from '@gateway/errors';
 import type { ReserveAnswer, ReserveOutcome } from '../domain/ledger-port.ts';
-import type { ReserveMetricOutcome } from '../telemetry/request-observer.ts';
+import type { ReserveMetricOutcome } from '../telemetry/request-labels.ts';
 
 /**
  * The error the client sees for a Reserve that was not held, read from the ledger's answer:

@@ -3,7 +3,8 @@ import { toHttpError, type GatewayError } from '@gateway/errors';
 import { usageCostFields, type ClassUsage, type TokenUsage, type UsageCostFields } from './pricing.ts';
 import { reasoningTextOf } from './reasoning-blocks.ts';
 import type { StreamClose, StreamRenderer } from './stream-renderer.ts';
-import { countTextTokens, truncateToTokens, type TokenizerName } from './token-estimate.ts';
+import { countTextTokens, truncateToTokens } from './token-estimate.ts';
+import type { TokenizerName } from './config-snapshot.ts';
 
 /** The body of a successful non-streaming chat completion, exactly as clients receive it. */
 export interface ChatCompletionBody {

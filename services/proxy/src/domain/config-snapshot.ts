@@ -1,6 +1,23 @@
-import type { PriceSheet } from './pricing.ts';
-import type { TokenizerName } from './token-estimate.ts';
+import type { ClassPrices } from './token-classes.ts';
 import type { ReasoningControls } from './reasoning.ts';
+
+/** The BPE encodings the gateway counts tokens with. */
+export type TokenizerName = 'o200k_base' | 'cl100k_base';
+
+/**
+ * A model's price sheet, resolved once per model when the config arrives (so the hot path only
+ * reads it): customer prices, provider costs, and the two prices its Reserve uses.
+ */
+export interface PriceSheet {
+  /** Customer prices, µ₹ per million tokens (reasoning already resolved to output when unset). */
+  customer: ClassPrices;
+  /** Provider costs, µ₹ per million tokens (recorded, never billed). */
+  provider: ClassPrices;
+  /** The highest customer price a prompt token can be billed at, µ₹ per million tokens (Reserve). */
+  reserveInput: bigint;
+  /** The highest customer price an output token can be billed at: max(output, reasoning), µ₹ per million tokens. */
+  reserveOutput: bigint;
+}
 
 /** An API key as the proxy knows it: only its hash, and whom it belongs to. */
 export interface KeyEntry {

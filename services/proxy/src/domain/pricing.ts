@@ -1,5 +1,5 @@
 import { GatewayError } from '@gateway/errors';
-import type { GatewayModelEntry } from './config-snapshot.ts';
+import type { GatewayModelEntry, PriceSheet } from './config-snapshot.ts';
 import {
   classTokens, hasClasses, inputSide, outputSide, sideCost, tokensPerMillion, usageByClass,
   type ClassPrices, type ClassUsage, type TokenClass, type TokenUsage,
@@ -28,21 +28,6 @@ export function effectiveMaxTokens(requestedMaxTokens: number | undefined, model
     });
   }
   return Math.min(requestedMaxTokens ?? model.defaultMaxTokens, room);
-}
-
-/**
- * A model's price sheet, resolved once per model when the config arrives (so the hot path only
- * reads it): customer prices, provider costs, and the two prices its Reserve uses.
- */
-export interface PriceSheet {
-  /** Customer prices, µ₹ per million tokens (reasoning already resolved to output when unset). */
-  customer: ClassPrices;
-  /** Provider costs, µ₹ per million tokens (recorded, never billed). */
-  provider: ClassPrices;
-  /** The highest customer price a prompt token can be billed at, µ₹ per million tokens (Reserve). */
-  reserveInput: bigint;
-  /** The highest customer price an output token can be billed at: max(output, reasoning), µ₹ per million tokens. */
-  reserveOutput: bigint;
 }
 
 /** The customer and provider per-class prices a price sheet is built from, µ₹ per million tokens; reasoning undefined = as output. */

@@ -2,14 +2,13 @@ import { createRequire } from 'node:module';
 import type { decode as DecodeTokens, encode as EncodeText } from 'gpt-tokenizer/encoding/cl100k_base';
 import type { ChatMessage, ChatRequest } from './chat-request.ts';
 import { MediaTokenCounter } from './media-tokens.ts';
+import type { TokenizerName } from './config-snapshot.ts';
 
 /** Tokens OpenAI's chat format adds per message (role and separators). */
 const tokensPerMessage = 3;
 /** Tokens OpenAI's chat format adds once per request (the assistant reply primer). */
 const tokensPerRequest = 3;
 
-/** The BPE encodings the gateway counts tokens with. */
-export type TokenizerName = 'o200k_base' | 'cl100k_base';
 
 // Special-token text such as "<|endoftext|>" in user content is counted as ordinary text;
 // the tokenizer's default would throw on it.

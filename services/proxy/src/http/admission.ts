@@ -6,11 +6,8 @@ import type { ConfigSnapshot, OrganisationEntry } from '../domain/config-snapsho
 import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision } from '../domain/rate-limit.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
 import { BodyByteBudget } from './body-byte-budget.ts';
-import type { HttpAppServices, InferenceRouteKit } from './http-app.ts';
+import type { ApiKeySource, HttpAppServices, InferenceRouteKit } from './route-kit.ts';
 import type { RequestContext } from './request-context.ts';
-
-/** Where an inference route reads its API key: `Authorization: Bearer` only, or also Anthropic's `x-api-key`. */
-export type ApiKeySource = 'bearer' | 'bearer_or_x_api_key';
 
 /** The steps that admit a request to an inference route, in their order: snapshot → key → RPM (→ body). */
 type Admission = Pick<InferenceRouteKit, 'identify' | 'admit' | 'readBodyWithinRateLimit'>;

@@ -9,7 +9,7 @@ import type {
 } from '../domain/ledger-port.ts';
 import { ProxyTelemetry } from '../telemetry/request-observer.ts';
 import { openAiCompatibleAdapter } from '../upstreams/openai-compatible/adapter.ts';
-import type { UpstreamOutcome } from '../upstreams/upstream-transport.ts';
+import type { UpstreamOutcome } from '../upstreams/upstream-outcome.ts';
 import type { UpstreamPort } from './complete-chat.ts';
 import { embed, type CompletedEmbeddings, type EmbedInput } from './embed.ts';
 

@@ -1,6 +1,7 @@
 import type { ErrorCode } from '@gateway/errors';
 import { tracingOff, type ProxyMetrics, type ServiceTracing } from '@gateway/telemetry';
 import { RequestTrace } from './request-trace.ts';
+import type { ProxyRoute, ReserveMetricOutcome, ReservePath, UpstreamMetricOutcome } from './request-labels.ts';
 
 /**
  * What the proxy observes about each request, in one place: the inference code calls a method
@@ -11,20 +12,8 @@ import { RequestTrace } from './request-trace.ts';
  * call), and label objects are built only when a metric is recorded.
  */
 
-/** A route template of the proxy's public API (a label value: never a concrete path). */
-export type ProxyRoute = '/v1/chat/completions' | '/v1/responses' | '/v1/responses/:id' | '/v1/responses/:id/input_items' | '/v1/messages' | '/v1/messages/count_tokens' | '/v1/embeddings' | '/v1/models' | '/v1/models/:slug';
-
 /** Route label of a request that matched no route (the 404) or was refused before routing (a malformed path). */
 const unmatchedRoute = 'unmatched';
-
-/** How a Reserve was held: carved from a credit grant in memory, or at the ledger (exact). */
-export type ReservePath = 'carved' | 'exact';
-
-/** What became of a Reserve, as the proxy saw it (the `outcome` label of proxyReserves). */
-export type ReserveMetricOutcome = 'held' | 'insufficient_balance' | 'budget_exceeded' | 'ledger_unavailable' | 'error';
-
-/** What became of one upstream call (the `outcome` label): `aborted` = the gateway cut it (client gone, shutdown, cost stop). */
-export type UpstreamMetricOutcome = 'ok' | 'http_error' | 'timeout' | 'connect_error' | 'aborted' | 'bad_response';
 
 /** The RPM pool that refused a request (the `scope` label of proxyRpmRefusals). */
 export type RpmScope = 'organisation';

@@ -3,7 +3,7 @@ import {
   type Context, type OutgoingSpanSlot, type Span, type Tracer,
 } from '@gateway/telemetry';
 import type { ErrorCode } from '@gateway/errors';
-import type { ProxyRoute, ReserveMetricOutcome, ReservePath, UpstreamMetricOutcome } from './request-observer.ts';
+import type { ProxyRoute, ReserveMetricOutcome, ReservePath, UpstreamMetricOutcome } from './request-labels.ts';
 
 /**
  * One request's trace (docs/tracing.md), built only when tracing is on: a SERVER span for the

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { connectErrorCodes, discardedBodyBytes, errorCodeOf, reasonOf, timeoutErrorCodes } from './upstream-call-errors.ts';
-import type { UpstreamStream, UpstreamStreamOutcome } from './upstream-transport.ts';
+import type { UpstreamStream, UpstreamStreamOutcome } from './upstream-outcome.ts';
 
 /** Unread body bytes above which a streamed call's connection is paused until the reader catches up. */
 const streamHighWaterBytes = 64 * 1024;

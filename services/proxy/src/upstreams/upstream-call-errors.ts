@@ -1,5 +1,5 @@
 import { AddressRefusedError, addressRefusedCode } from '@gateway/address-policy';
-import type { UpstreamOutcome } from './upstream-transport.ts';
+import type { UpstreamOutcome } from './upstream-outcome.ts';
 
 // How a failed upstream call is classified, shared by the non-streaming and the streamed call:
 // `unreachable` (nothing was sent) releases the Reserve, anything else settles it.

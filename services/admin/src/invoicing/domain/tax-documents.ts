@@ -1,6 +1,6 @@
 import type { Queryable } from '@gateway/db';
 import { GatewayError } from '@gateway/errors';
-import { isIntraState, splitInclusiveTotal, supplierStateCode, type GstSplit } from './gst.ts';
+import { isIntraState, splitInclusiveTotal, supplierStateCode } from './gst.ts';
 import { newId } from '../../common/domain/ids.ts';
 import type { DocumentSeries } from './invoice-serial.ts';
 import type { InvoicingSettings } from './invoicing-settings.ts';

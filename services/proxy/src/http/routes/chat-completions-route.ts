@@ -3,7 +3,7 @@ import { parseChatRequest } from '../../domain/chat-request.ts';
 import { buildChatCompletionBody, createChatStreamRenderer } from '../../domain/completion-response.ts';
 import { completeChat } from '../../inference/complete-chat.ts';
 import { streamChat } from '../../inference/stream-chat.ts';
-import type { InferenceRouteKit } from '../http-app.ts';
+import type { InferenceRouteKit } from '../route-kit.ts';
 
 /**
  * `POST /v1/chat/completions`: OpenAI's chat completions, streamed or not, rendered from the

@@ -3,7 +3,7 @@ import { GatewayError } from '@gateway/errors';
 import { countEmbeddingsTokens, parseEmbeddingsRequest, type EmbeddingsEncoding } from '../../domain/embeddings-request.ts';
 import { usageCostFields, type UsageCostFields } from '../../domain/pricing.ts';
 import { embed, type CompletedEmbeddings } from '../../inference/embed.ts';
-import type { InferenceRouteKit } from '../http-app.ts';
+import type { InferenceRouteKit } from '../route-kit.ts';
 
 /** OpenAI's embeddings answer, as the gateway builds it: the vectors, the slug, and the billed usage with its cost. */
 interface EmbeddingsBody {

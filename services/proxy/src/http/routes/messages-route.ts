@@ -9,7 +9,7 @@ import { estimatePromptTokens } from '../../domain/token-estimate.ts';
 import { completeChat } from '../../inference/complete-chat.ts';
 import { streamChat } from '../../inference/stream-chat.ts';
 import type { RequestContext } from '../request-context.ts';
-import type { InferenceRouteKit } from '../http-app.ts';
+import type { InferenceRouteKit } from '../route-kit.ts';
 
 /**
  * The 401 of a request with no key at all, naming Anthropic's header first: Anthropic's clients

@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import type { GatewayModelEntry, GatewayModelKind } from '../../domain/config-snapshot.ts';
-import type { InferenceRouteKit } from '../http-app.ts';
+import type { InferenceRouteKit } from '../route-kit.ts';
 import { endpointsOfKind, modelAllowed } from '../model-resolution.ts';
 
 /** A model as /v1/models shows it: OpenAI's fields (the slug and nothing upstream) plus what the model serves and accepts. */

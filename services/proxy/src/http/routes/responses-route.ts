@@ -9,7 +9,7 @@ import { readStatefulFields, resolveStatefulInput, storedInputItems } from '../.
 import type { StoredItem, StoredResponseRecord } from '../../domain/responses/stored-responses.ts';
 import { completeChat } from '../../inference/complete-chat.ts';
 import { streamChat, type StreamSink } from '../../inference/stream-chat.ts';
-import type { InferenceRouteKit } from '../http-app.ts';
+import type { InferenceRouteKit } from '../route-kit.ts';
 import type { RequestContext } from '../request-context.ts';
 import { sendError } from '../request-context.ts';
 
