@@ -2,7 +2,7 @@ import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { maxAmountMicros } from './domain/validation.ts';
+import { maxAmountMicros } from './domain/ledger-types.ts';
 import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
 
 const { ReserveResult, SettleResult, ReleaseResult, CreditResult } = ledgerV1;

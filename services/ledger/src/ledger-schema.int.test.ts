@@ -17,7 +17,8 @@ import { release } from './domain/release.ts';
 import { reserve, type ReserveInput } from './domain/reserve.ts';
 import { setProjectBudget } from './domain/set-project-budget.ts';
 import { settle, type SettleInput } from './domain/settle.ts';
-import { ledgerMigrationsDir, ledgerSqlDir, prepareLedgerSchema } from './ledger-schema.ts';
+import { ledgerMigrationsDir, ledgerSqlDir } from './ledger-schema-sources.ts';
+import { prepareLedgerSchema } from './ledger-schema.ts';
 
 const serverUrl = testPostgresUrl();
 const sha256 = (text: string | Buffer) => createHash('sha256').update(text).digest('hex');

@@ -4,7 +4,8 @@ import { createServiceMetrics } from '@gateway/telemetry';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareLedgerSchema } from './ledger-schema.ts';
-import { addMonths, startUsageMaintenance, usagePartitionName } from './usage-maintenance.ts';
+import { startUsageMaintenance } from './usage-maintenance.ts';
+import { addMonths, usagePartitionName } from './usage-partitions.ts';
 
 const serverUrl = testPostgresUrl();
 

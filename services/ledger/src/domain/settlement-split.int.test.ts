@@ -3,7 +3,7 @@ import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prepareLedgerSchema } from '../ledger-schema.ts';
-import { maxAmountMicros } from './validation.ts';
+import { maxAmountMicros } from './ledger-types.ts';
 
 const serverUrl = testPostgresUrl();
 
