@@ -11,6 +11,13 @@ import { prepareLedgerSchema } from '../ledger-schema.ts';
 import { startTestLedger, type TestBackend, type TestLedger, type TestLedgerOptions } from './start-test-ledger.ts';
 
 /**
+ * Longest a block's set-up may take, ms: a bound, not a timing assertion. PGlite runs every
+ * migration and function file in WebAssembly, which on a machine busy with other test files can
+ * take longer than the default hook timeout.
+ */
+const startTimeoutMs = 180_000;
+
+/**
  * When a block checks that the books balance (CONSERVATION): `after-each`, after every test,
  * findBalanceDifferences over the ledger's database finds nothing; `after-all`, once the block's
  * tests are done, Verify answers no difference (blocks whose tests leave grants held between them).
@@ -51,7 +58,7 @@ export function useTestLedger(backend: TestBackend, options: UseTestLedgerOption
   let ledger: TestLedger | undefined;
   beforeAll(async () => {
     if (!options.skip) ledger = await startTestLedger(backend, options);
-  });
+  }, startTimeoutMs);
   afterAll(async () => {
     if (!ledger) return;
     try {
@@ -95,7 +102,7 @@ export function useLedgerDatabase(backend: TestBackend = 'postgres', options: Us
     }
     db = await openDatabase({ url: testDatabase?.url, schema: 'ledger', poolSize: options.poolSize ?? 4 });
     await prepareLedgerSchema(db);
-  });
+  }, startTimeoutMs);
   afterAll(async () => {
     await db?.close();
     await testDatabase?.drop();
