@@ -36,7 +36,8 @@ import { encodePageToken } from '../src/domain/page-token.ts';
 import { summarizeUsage } from '../src/domain/summarize-usage.ts';
 import { prepareLedgerSchema } from '../src/ledger-schema.ts';
 import { seedUsageHistory, type UsageHistoryPlan } from '../src/testing/seed-usage-history.ts';
-import { addMonths, createUsagePartition, maintainUsagePartitions } from '../src/usage-maintenance.ts';
+import { maintainUsagePartitions } from '../src/usage-maintenance-pass.ts';
+import { addMonths, createUsagePartition } from '../src/usage-partitions.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const largeSize = Number(process.env.BENCH_USAGE_RECORDS ?? '10000000');

@@ -1,4 +1,4 @@
--- ledger_tombstone_unknown_reservation: Release of an id with no reservation (release.ts): under
+-- ledger_tombstone_unknown_reservation: Release of an id with no reservation (ledger_release.sql): under
 -- the exclusive tombstone lock, looks again (a Reserve that held the bucket has committed by now)
 -- and, if there is still no reservation, leaves the tombstone (a repeated Release finds it and
 -- changes nothing). Returns false when a reservation exists after all: the caller releases it as

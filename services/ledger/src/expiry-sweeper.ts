@@ -91,11 +91,12 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
       options.onPass?.(false);
     }
     if (metrics) {
-      metrics.ledgerSweeperPasses.inc({ outcome });
       metrics.ledgerSweeperPassDuration.observe((performance.now() - startedAt) / 1000);
       // Once per pass, not per scrape: what is still held one interval past its deadline after
       // this pass is what the sweepers (every replica's) are not keeping up with.
       if (outcome === 'ok' && !stopped) await refreshHoldsPastDeadline(metrics);
+      // Counted last, so a scrape that sees this pass also sees the gauge it left.
+      metrics.ledgerSweeperPasses.inc({ outcome });
     }
     return expired;
   };

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { balancesOf, fundedOrganisation, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 const { AcquireGrantResult, AdjustGrantResult, BillingMode, SetProjectBudgetResult, SettleResult } = ledgerV1;
@@ -64,12 +65,7 @@ function ownerStream(ledger: TestLedger, options: { answersRecalls: boolean }) {
 }
 
 describe.skipIf(!serverUrl)('project budgets and credit grants (PROJECT_BUDGET while proxies hold grants)', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 100 }); });
-  afterAll(async () => {
-    if (ledger) expect((await ledger.verify()).differences).toEqual([]);
-    await ledger?.close();
-  });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 100, conservation: 'after-all' });
 
   it('lowering a cap below what the project holds recalls its grants and answers only once their owners have answered', async () => {
     const organisationId = await fundedOrganisation(ledger, 1_000_000n);
@@ -128,12 +124,7 @@ describe.skipIf(!serverUrl)('project budgets and credit grants (PROJECT_BUDGET w
 });
 
 describe.skipIf(!serverUrl)('a dead owner\'s grants (its Operate stream ended)', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
-  afterAll(async () => {
-    if (ledger) expect((await ledger.verify()).differences).toEqual([]);
-    await ledger?.close();
-  });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000, conservation: 'after-all' });
 
   it('returns to the wallet at once when the owner\'s stream ends, not at the grant\'s deadline; a carve settled later is debited from available', async () => {
     const organisationId = await fundedOrganisation(ledger, 100_000n);

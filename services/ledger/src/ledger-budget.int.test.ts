@@ -1,18 +1,15 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { describe, expect, it } from 'vitest';
+import { balancesOf, fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { ReserveResult, SetProjectBudgetResult, BillingMode } = ledgerV1;
 const serverUrl = testPostgresUrl();
 
 /** PROJECT_BUDGET and the budget RPCs, over real PostgreSQL. */
 describe.skipIf(!serverUrl)('PROJECT_BUDGET: project budgets', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 60_000 }); });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 60_000, conservation: 'after-each' });
 
   it('holds a Reserve only under the cap: settled this month + held + amount <= cap, in both billing modes', async () => {
     const organisationId = await fundedOrganisation(ledger, 100_000_000n);

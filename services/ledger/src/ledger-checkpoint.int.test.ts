@@ -1,20 +1,17 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { balancesOf, fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { CheckpointResult, SettleResult, BillingMode, UsageSource } = ledgerV1;
 const serverUrl = testPostgresUrl();
 
 /** EXPIRY with checkpoints: an expired stream is charged what it delivered, and NOTHING_FREE still holds. */
 describe.skipIf(!serverUrl)('EXPIRY and NOTHING_FREE: checkpoints, expiry and late settles', () => {
-  let ledger: TestLedger;
   // The app's sweeper is idle; tests sweep explicitly once the database clock passed the deadline.
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000, conservation: 'after-each' });
 
   /** Moves a reservation's deadline into the past (as if its ttl ran out) and runs one sweep. */
   async function expireNow(reservationId: string): Promise<void> {

@@ -1,9 +1,9 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { balancesOf, fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { ReserveResult, SettleResult, ReleaseResult, CreditResult } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -17,10 +17,7 @@ function tally<T extends { result: number }>(responses: T[]): Map<number, number
 
 /** Correctness comes from the database, not the process: these races go through real connections. */
 describe.skipIf(!serverUrl)('concurrency', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 60_000 }); });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 60_000, conservation: 'after-each' });
 
   it('NO_OVERSPEND: lets exactly 10 of 50 concurrent Reserves through a balance that fits 10', async () => {
     const organisationId = await fundedOrganisation(ledger, 10n * 333_333n);

@@ -1,10 +1,8 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import {
-  balancesOf, fundedOrganisation, startTestLedger, uniqueId, waitForStatus, type TestBackend, type TestLedger,
-} from './testing/start-test-ledger.ts';
+import { describe, expect, it } from 'vitest';
+import { balancesOf, fundedOrganisation, uniqueId, waitForStatus, type TestBackend } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { ReserveResult, SettleResult, ReleaseResult, CreditResult, OpenAccountResult, GetBalanceResult, BillingMode } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -12,15 +10,7 @@ const serverUrl = testPostgresUrl();
 /** The core money scenario, run over real PostgreSQL and over embedded PGlite. */
 describe.each<TestBackend>(['postgres', 'pglite'])('ledger over %s', (backend) => {
   const skip = backend === 'postgres' && !serverUrl;
-  let ledger: TestLedger;
-
-  beforeAll(async () => {
-    if (!skip) ledger = await startTestLedger(backend, { serverUrl, sweepIntervalMs: 100 });
-  });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => {
-    if (!skip) expect(await findBalanceDifferences(ledger.database)).toEqual([]);
-  });
+  const ledger = useTestLedger(backend, { serverUrl, sweepIntervalMs: 100, skip, conservation: 'after-each' });
 
   it.skipIf(skip)('opens, credits, reserves, settles and releases with exact money', async () => {
     const organisationId = uniqueId('org');

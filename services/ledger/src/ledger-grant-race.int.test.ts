@@ -1,4 +1,3 @@
-import { openDatabase, type Database } from '@gateway/db';
 import { ledgerV1 } from '@gateway/contracts';
 import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,8 +7,8 @@ import { findBalanceDifferences } from './domain/find-balance-differences.ts';
 import { createLedgerBatcher } from './domain/ledger-batcher.ts';
 import { openAccount } from './domain/open-account.ts';
 import { settle, type SettleInput } from './domain/settle.ts';
-import { prepareLedgerSchema } from './ledger-schema.ts';
 import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { useLedgerDatabase } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 const { AcquireGrantResult, AdjustGrantResult, ReserveResult, SettleResult } = ledgerV1;
@@ -129,12 +128,8 @@ function carveInput(reservationId: string, grantId: string, reservedMicros: bigi
  * transaction rolls back, so a failed set-based attempt followed by the loop shows too).
  */
 describe.skipIf(!serverUrl)('carved settles in a batch', () => {
-  let testDatabase: TestDatabase;
-  let db: Database;
+  const db = useLedgerDatabase('postgres', { poolSize: 4 });
   beforeAll(async () => {
-    testDatabase = await createTestDatabase(serverUrl!);
-    db = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 4 });
-    await prepareLedgerSchema(db);
     await db.exec(`
       CREATE SEQUENCE ledger.test_set_calls;
       CREATE SEQUENCE ledger.test_each_calls;
@@ -158,10 +153,6 @@ describe.skipIf(!serverUrl)('carved settles in a batch', () => {
       END $$;
     `);
   }, 60_000);
-  afterAll(async () => {
-    await db?.close();
-    await testDatabase?.drop();
-  });
 
   /** Calls of the two paths so far (a sequence's last_value counts from 1 once called). */
   async function calls(): Promise<{ set: bigint; each: bigint }> {

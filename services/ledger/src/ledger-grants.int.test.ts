@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
 import { applyLedgerOperations } from './domain/apply-ledger-operations.ts';
 import { settle } from './domain/settle.ts';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestBackend, type TestLedger } from './testing/start-test-ledger.ts';
+import { balancesOf, fundedOrganisation, uniqueId, type TestBackend, type TestLedger } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 const { AcquireGrantResult, AdjustGrantResult, BillingMode, ReserveResult, SettleResult, UsageSource } = ledgerV1;
@@ -24,12 +25,7 @@ function carvedSettle(ledger: TestLedger, grantId: string, reservedMicros: bigin
 
 for (const backend of ['postgres', 'pglite'] as TestBackend[]) {
   describe.skipIf(backend === 'postgres' && !serverUrl)(`credit grants over ${backend}`, () => {
-    let ledger: TestLedger;
-    beforeAll(async () => { ledger = await startTestLedger(backend, { serverUrl, sweepIntervalMs: 100 }); });
-    afterAll(async () => {
-      if (ledger) expect((await ledger.verify()).differences).toEqual([]);
-      await ledger?.close();
-    });
+    const ledger = useTestLedger(backend, { serverUrl, sweepIntervalMs: 100, conservation: 'after-all' });
 
     it('sizes a grant as min(want, 10% of available) (NO_OVERSPEND), holds it in held (CONSERVATION (holds)), replays and conflicts (IDEMPOTENCY)', async () => {
       const organisationId = await fundedOrganisation(ledger, 10_000n);

@@ -1,19 +1,16 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { maxAmountMicros } from './domain/validation.ts';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { describe, expect, it } from 'vitest';
+import { maxAmountMicros } from './domain/ledger-types.ts';
+import { balancesOf, fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { ReserveResult, SettleResult, ReleaseResult, CreditResult } = ledgerV1;
 const serverUrl = testPostgresUrl();
 
 /** IDEMPOTENCY: the same id with the same payload returns the first result; with another payload it changes nothing. */
 describe.skipIf(!serverUrl)('IDEMPOTENCY', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl }); });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
+  const ledger = useTestLedger('postgres', { serverUrl, conservation: 'after-each' });
 
   it('replays a Reserve with its original deadline and refuses another payload for the same id', async () => {
     const organisationId = await fundedOrganisation(ledger, 5_000_000n);

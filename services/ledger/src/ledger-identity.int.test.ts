@@ -3,7 +3,8 @@ import { ledgerV1 } from '@gateway/contracts';
 import { callUnary } from '@gateway/grpc';
 import { testPostgresUrl } from '@gateway/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { balancesOf, fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 const deadlineMs = 5_000;
@@ -24,18 +25,16 @@ function millionRupeeCredit(organisationId: string): ledgerV1.CreditRequest {
  * proxy's identity gets nothing, and the balance does not move by one µ₹.
  */
 describe('ledger service identity (mTLS, per-method roles)', () => {
-  let ledger: TestLedger;
+  const ledger = useTestLedger(serverUrl ? 'postgres' : 'pglite', { serverUrl });
   let organisationId: string;
   const opened: ledgerV1.LedgerServiceClient[] = [];
 
   beforeAll(async () => {
-    ledger = await startTestLedger(serverUrl ? 'postgres' : 'pglite', { serverUrl });
     organisationId = await fundedOrganisation(ledger, 5_000_000n);
   }, 60_000);
 
   afterAll(async () => {
     for (const client of opened) client.close();
-    await ledger?.close();
   });
 
   const target = () => `127.0.0.1:${ledger.app.ports.grpc}`;

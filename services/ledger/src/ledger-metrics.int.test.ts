@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { status as GrpcStatus, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { callUnary } from '@gateway/grpc';
@@ -7,6 +7,7 @@ import { createServiceMetrics } from '@gateway/telemetry';
 import { parsePrometheusText, scrapeMetrics, sumSamples, testPostgresUrl, type PrometheusSample } from '@gateway/testkit';
 import { startExpirySweeper } from './expiry-sweeper.ts';
 import { fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 const { ReserveResult, SettleResult, UsageSource } = ledgerV1;
@@ -43,9 +44,7 @@ const settleOf = (reservationId: string, costMicros: bigint): ledgerV1.SettleReq
 
 describe.skipIf(!serverUrl)('ledger /metrics', () => {
   // The app's own sweeper passes once at start, then not for an hour: the holds test drives its own.
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 3_600_000 }); });
-  afterAll(async () => { await ledger?.close(); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 3_600_000 });
 
   it('counts every unary call and Operate operation by method and gRPC code, and each group commit by operation', async () => {
     const before = await scrape(ledger);
@@ -172,9 +171,7 @@ describe.skipIf(!serverUrl)('ledger /metrics', () => {
 });
 
 describe.skipIf(!serverUrl)('periodic verify', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, verifyIntervalMs: 1_000 }); });
-  afterAll(async () => { await ledger?.close(); });
+  const ledger = useTestLedger('postgres', { serverUrl, verifyIntervalMs: 1_000 });
 
   it('reports 0 differences per check while the ledger agrees, and the corruption of a balance after the next run', async () => {
     const organisationId = await fundedOrganisation(ledger, 5_000n);

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { status as GrpcStatus, type ClientDuplexStream } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
 import { startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 const { BillingMode, ReserveResult, SettleResult, ReleaseResult, CheckpointResult, UsageSource } = ledgerV1;
@@ -32,15 +33,13 @@ function watch(stream: OperateStream) {
 }
 
 describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one stream', () => {
-  let ledger: TestLedger;
+  const ledger = useTestLedger('postgres', { serverUrl });
   let organisationId: string;
   beforeAll(async () => {
-    ledger = await startTestLedger('postgres', { serverUrl });
     organisationId = uniqueId('operate-org');
     await ledger.openAccount(organisationId);
     await ledger.credit({ organisationId, amountMicros: 1_000n });
   });
-  afterAll(async () => { await ledger?.close(); });
 
   it('answers Reserve, Settle, Release and Checkpoint as the unary methods do, money included, matched by call id', async () => {
     const stream: OperateStream = ledger.client.operate();

@@ -1,11 +1,11 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyLedgerOperations } from './domain/apply-ledger-operations.ts';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
 import { fingerprintOf } from './domain/fingerprint.ts';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { balancesOf, fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { SettleResult, UsageSource } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -16,10 +16,7 @@ const serverUrl = testPostgresUrl();
  * change what the wallet pays.
  */
 describe.skipIf(!serverUrl)('BOUNDED_OVERRUN: overrun output tokens on usage records', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000, conservation: 'after-each' });
 
   async function overrunTokensOf(reservationId: string) {
     const { rows } = await ledger.database.query<{ overrun_output_tokens: bigint; provisional: boolean }>(

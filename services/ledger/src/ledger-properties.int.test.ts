@@ -1,10 +1,11 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expireDueGrants } from './domain/expire-due-grants.ts';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
-import { startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { ReserveResult, CreditResult, RefundCreditResult, BillingMode } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -69,9 +70,7 @@ interface Held {
 
 /** Random interleavings of every money operation, checked against the laws after every step. */
 describe.skipIf(!serverUrl)('ledger properties', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
-  afterAll(async () => { await ledger?.close(); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 });
 
   /** NO_OVERSPEND, CONSERVATION and PROJECT_BUDGET for the organisations and projects of one run, from the database in one snapshot. */
   async function checkLaws(organisations: string[], projects: string[], caps: Map<string, bigint>, creditedByModel: Map<string, bigint>) {
@@ -286,9 +285,7 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
   const grantRuns = numRuns * 3;
   /** LEDGER_GRANT_MAX_SHARE_PERCENT of the test ledger (its default). */
   const sharePercent = 10n;
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
-  afterAll(async () => { await ledger?.close(); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 });
 
   /** What the runs reached (the generator must exercise the rules, not only allow them). */
   const reached = {

@@ -1,8 +1,8 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { balancesOf, startTestLedger, uniqueId, type TestBackend, type TestLedger } from './testing/start-test-ledger.ts';
+import { describe, expect, it } from 'vitest';
+import { balancesOf, uniqueId, type TestBackend, type TestLedger } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { RefundCreditResult, ReserveResult, ReverseRefundResult } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -20,15 +20,7 @@ async function creditedOrganisation(ledger: TestLedger, amountMicros: bigint): P
 /** RefundCredit: money leaves available (never held) under NO_OVERSPEND, once per refund_id (IDEMPOTENCY), CONSERVATION (credits) kept. */
 describe.each<TestBackend>(['postgres', 'pglite'])('RefundCredit over %s', (backend) => {
   const skip = backend === 'postgres' && !serverUrl;
-  let ledger: TestLedger;
-
-  beforeAll(async () => {
-    if (!skip) ledger = await startTestLedger(backend, { serverUrl });
-  });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => {
-    if (!skip) expect(await findBalanceDifferences(ledger.database)).toEqual([]);
-  });
+  const ledger = useTestLedger(backend, { serverUrl, skip, conservation: 'after-each' });
 
   it.skipIf(skip)('CONSERVATION (credits): a refund takes the amount out of available and credited, with one refund movement', async () => {
     const { organisationId, creditId } = await creditedOrganisation(ledger, 10_000_000n);

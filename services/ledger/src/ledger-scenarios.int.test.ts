@@ -1,8 +1,8 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { ledgerScenarios, runLedgerScenario, testPostgresUrl, type LedgerScenarioTarget } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { startTestLedger, waitForStatus, type TestBackend, type TestLedger } from './testing/start-test-ledger.ts';
+import { describe, expect, it } from 'vitest';
+import { waitForStatus, type TestBackend } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 
@@ -13,16 +13,8 @@ const serverUrl = testPostgresUrl();
  */
 describe.each<TestBackend>(['postgres', 'pglite'])('the ledger scenario table over %s', (backend) => {
   const skip = backend === 'postgres' && !serverUrl;
-  let ledger: TestLedger;
-
-  beforeAll(async () => {
-    if (!skip) ledger = await startTestLedger(backend, { serverUrl, sweepIntervalMs: 100 });
-  });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => {
-    // CONSERVATION from the rows: every balance the scenarios left agrees with its movements.
-    if (!skip) expect(await findBalanceDifferences(ledger.database)).toEqual([]);
-  });
+  // CONSERVATION from the rows after each scenario: every balance it left agrees with its movements.
+  const ledger = useTestLedger(backend, { serverUrl, sweepIntervalMs: 100, skip, conservation: 'after-each' });
 
   /** The real ledger as a scenario target: the admin's calls for setup, the database for moving a deadline. */
   const target = (transport: LedgerScenarioTarget['transport']): LedgerScenarioTarget => ({

@@ -1,11 +1,5 @@
-import { fileURLToPath } from 'node:url';
 import { applySqlSources, migrate, verifySchemaCurrent, type Database } from '@gateway/db';
-
-/** The ledger's versioned schema migrations (tables, types, triggers): schema only. */
-export const ledgerMigrationsDir = fileURLToPath(new URL('../migrations', import.meta.url));
-
-/** The ledger's SQL functions, one per file named after it: where the money rules live. */
-export const ledgerSqlDir = fileURLToPath(new URL('../sql', import.meta.url));
+import { ledgerMigrationsDir, ledgerSqlDir } from './ledger-schema-sources.ts';
 
 /** What preparing the ledger's database did: migrations run (or re-recorded) and function files applied. */
 export interface LedgerSchemaReport {

@@ -1,9 +1,10 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
 import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { balancesOf, fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { SettleResult } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -23,10 +24,7 @@ const classes = [
  * ListUsage, and part of the settle's idempotency payload; the wallet pays cost_micros as before.
  */
 describe.skipIf(!serverUrl)('token classes on usage records', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000, conservation: 'after-each' });
 
   it('stores and lists the classes, debits their sum, and treats different classes as an idempotency conflict', async () => {
     const organisationId = await fundedOrganisation(ledger, 1_000_000n);

@@ -1,14 +1,12 @@
 import { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyLedgerOperations, type LedgerOperation } from './domain/apply-ledger-operations.ts';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
 import { fingerprintOf } from './domain/fingerprint.ts';
 import { pruneReservationTombstones, tombstoneRetentionMs } from './domain/prune-reservation-tombstones.ts';
-import {
-  balancesOf, fundedOrganisation, startTestLedger, uniqueId, type TestBackend, type TestLedger,
-} from './testing/start-test-ledger.ts';
+import { balancesOf, fundedOrganisation, uniqueId, type TestBackend } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { ReserveResult, ReleaseResult, BillingMode } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -35,15 +33,7 @@ function reserveOperation(reservationId: string, organisationId: string, amountM
  */
 describe.each<TestBackend>(['postgres', 'pglite'])('ONE_OUTCOME: release tombstones over %s', (backend) => {
   const skip = backend === 'postgres' && !serverUrl;
-  let ledger: TestLedger;
-
-  beforeAll(async () => {
-    if (!skip) ledger = await startTestLedger(backend, { serverUrl, sweepIntervalMs: 600_000 });
-  });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => {
-    if (!skip) expect(await findBalanceDifferences(ledger.database)).toEqual([]);
-  });
+  const ledger = useTestLedger(backend, { serverUrl, sweepIntervalMs: 600_000, skip, conservation: 'after-each' });
 
   it.skipIf(skip)('a Release that arrives first leaves a tombstone, and the late Reserve holds nothing (single operation)', async () => {
     const organisationId = await fundedOrganisation(ledger, 1_000_000n);
@@ -144,10 +134,7 @@ describe.each<TestBackend>(['postgres', 'pglite'])('ONE_OUTCOME: release tombsto
  * Each side is held open in a transaction while the other runs; the other must wait for it.
  */
 describe.skipIf(!serverUrl)('ONE_OUTCOME: release tombstones under concurrency', () => {
-  let ledger: TestLedger;
-  beforeAll(async () => { ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000 }); });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 600_000, conservation: 'after-each' });
 
   /**
    * Waits (polling) until some backend of this database waits for an advisory lock, or until

@@ -1,10 +1,10 @@
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { maxAmountMicros } from './domain/validation.ts';
-import { fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { maxAmountMicros } from './domain/ledger-types.ts';
+import { fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { ReserveResult, SettleResult, ReleaseResult, CreditResult, OpenAccountResult } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -13,18 +13,15 @@ const unknownEnum = 99 as ledgerV1.BillingMode & ledgerV1.UsageSource;
 
 /** Bad input always gets INVALID_ARGUMENT with a detail naming the field, and writes nothing. */
 describe.skipIf(!serverUrl)('input validation', () => {
-  let ledger: TestLedger;
+  const ledger = useTestLedger('postgres', { serverUrl, conservation: 'after-each' });
   let organisationId: string;
   let heldReservationId: string;
 
   beforeAll(async () => {
-    ledger = await startTestLedger('postgres', { serverUrl });
     organisationId = await fundedOrganisation(ledger, 10_000_000n);
     heldReservationId = uniqueId('held');
     await ledger.reserve({ reservationId: heldReservationId, organisationId, amountMicros: 1_000_000n });
   });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
 
   it('refuses bad Reserves', async () => {
     const cases: Array<[Partial<ledgerV1.ReserveRequest>, string]> = [

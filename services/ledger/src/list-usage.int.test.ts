@@ -1,20 +1,19 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 
 /** ListUsage: newest first, keyset pages, filters by project, model and time window. */
 describe.skipIf(!serverUrl)('ListUsage', () => {
-  let ledger: TestLedger;
+  const ledger = useTestLedger('postgres', { serverUrl, conservation: 'after-each' });
   let organisationId: string;
   /** Reservation ids in the order their usage was recorded. */
   const settledInOrder: Array<{ reservationId: string; projectId: string; modelSlug: string }> = [];
 
   beforeAll(async () => {
-    ledger = await startTestLedger('postgres', { serverUrl });
     organisationId = await fundedOrganisation(ledger, 100_000_000n);
     for (let index = 0; index < 7; index++) {
       const projectId = index % 2 === 0 ? 'project-even' : 'project-odd';
@@ -25,8 +24,6 @@ describe.skipIf(!serverUrl)('ListUsage', () => {
       settledInOrder.push({ reservationId, projectId, modelSlug });
     }
   });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
 
   /** Reads every page with a page size, returning the pages' reservation ids. */
   async function allPages(request: Partial<ledgerV1.ListUsageRequest>): Promise<string[][]> {

@@ -12,7 +12,7 @@ import { createTestDatabase, runNodeScript, serviceTlsEnv, sharedTestPki, testPo
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLedgerApp } from './app.ts';
 import { loadLedgerConfig } from './config.ts';
-import { ledgerMigrationsDir, ledgerSqlDir } from './ledger-schema.ts';
+import { ledgerMigrationsDir, ledgerSqlDir } from './ledger-schema-sources.ts';
 
 const serverUrl = testPostgresUrl();
 const databases: TestDatabase[] = [];

@@ -1,8 +1,8 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findBalanceDifferences } from './domain/find-balance-differences.ts';
-import { fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
+import { useTestLedger } from './testing/ledger-test-setup.ts';
 
 const { BillingMode } = ledgerV1;
 const serverUrl = testPostgresUrl();
@@ -42,13 +42,12 @@ function sumsOf(records: readonly Seeded[]) {
  * own, so "every organisation" is exactly the organisations this file seeds.
  */
 describe.skipIf(!serverUrl)('SummarizeUsage: by project and across organisations', () => {
-  let ledger: TestLedger;
+  const ledger = useTestLedger('postgres', { serverUrl, sweepIntervalMs: 60_000, conservation: 'after-each' });
   let commercialOrganisation: string;
   let internalOrganisation: string;
   const seeded: Seeded[] = [];
 
   beforeAll(async () => {
-    ledger = await startTestLedger('postgres', { serverUrl, sweepIntervalMs: 60_000 });
     commercialOrganisation = await fundedOrganisation(ledger, 100_000_000n);
     internalOrganisation = await fundedOrganisation(ledger, 0n);
     const plan: Array<[string, string, string, ledgerV1.BillingMode, bigint]> = [
@@ -77,8 +76,6 @@ describe.skipIf(!serverUrl)('SummarizeUsage: by project and across organisations
       for (const [index, record] of oldestFirst.entries()) mine[index]!.createdAtMs = record.createdAtMs;
     }
   });
-  afterAll(async () => { await ledger?.close(); });
-  afterEach(async () => { expect(await findBalanceDifferences(ledger.database)).toEqual([]); });
 
   /** Every record lands on today's Asia/Kolkata day (seeded moments apart), unless it ran across midnight. */
   function onlyDay(rows: readonly ledgerV1.UsageSummaryRow[]): void {

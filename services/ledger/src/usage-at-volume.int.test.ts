@@ -18,10 +18,13 @@ import { reserve, type ReserveInput } from './domain/reserve.ts';
 import { setProjectBudget } from './domain/set-project-budget.ts';
 import { settle, type SettleInput } from './domain/settle.ts';
 import { summarizeUsage, type SummarizeUsageInput, type UsageSummaryRowView } from './domain/summarize-usage.ts';
-import { ledgerMigrationsDir, prepareLedgerSchema } from './ledger-schema.ts';
+import { ledgerMigrationsDir } from './ledger-schema-sources.ts';
+import { prepareLedgerSchema } from './ledger-schema.ts';
 import { seedUsageHistory } from './testing/seed-usage-history.ts';
 import { periodicVerifyLockKey } from './periodic-verify-lock.ts';
-import { addMonths, maintainUsagePartitions, startUsageMaintenance, usagePartitionName } from './usage-maintenance.ts';
+import { maintainUsagePartitions } from './usage-maintenance-pass.ts';
+import { startUsageMaintenance } from './usage-maintenance.ts';
+import { addMonths, usagePartitionName } from './usage-partitions.ts';
 
 const serverUrl = testPostgresUrl();
 /** Embedded PGlite always (the `pnpm start` database); PostgreSQL when the run has one. */

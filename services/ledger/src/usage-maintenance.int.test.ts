@@ -1,25 +1,15 @@
-import { openDatabase, type Database } from '@gateway/db';
 import { createLogger } from '@gateway/logger';
 import { createServiceMetrics } from '@gateway/telemetry';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { prepareLedgerSchema } from './ledger-schema.ts';
-import { addMonths, startUsageMaintenance, usagePartitionName } from './usage-maintenance.ts';
+import { testPostgresUrl } from '@gateway/testkit';
+import { describe, expect, it } from 'vitest';
+import { startUsageMaintenance } from './usage-maintenance.ts';
+import { addMonths, usagePartitionName } from './usage-partitions.ts';
+import { useLedgerDatabase } from './testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 
 describe.skipIf(!serverUrl)('usage maintenance metrics over PostgreSQL', () => {
-  let testDatabase: TestDatabase;
-  let db: Database;
-  beforeAll(async () => {
-    testDatabase = await createTestDatabase(serverUrl!);
-    db = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 2 });
-    await prepareLedgerSchema(db);
-  });
-  afterAll(async () => {
-    await db?.close();
-    await testDatabase?.drop();
-  });
+  const db = useLedgerDatabase('postgres', { poolSize: 2 });
 
   it('counts the partitions at every scrape, so the gauge shows a partition gone even with no pass since', async () => {
     const metrics = createServiceMetrics('ledger');

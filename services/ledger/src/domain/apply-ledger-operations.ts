@@ -1,4 +1,5 @@
 import type { Database } from '@gateway/db';
+import { LedgerOperationError } from './ledger-operation-error.ts';
 
 /**
  * One Reserve or Settle as the database function `ledger_apply_batch` takes it
@@ -64,16 +65,6 @@ const maxBatchRetries = 5;
  */
 const staleBalanceSqlState = 'LR002';
 const maxStaleBalanceRetries = 2;
-
-/** An operation the database rolled back alone; carries its SQLSTATE for the log (never shown to callers). */
-export class LedgerOperationError extends Error {
-  readonly code: string;
-  constructor(sqlState: string, message: string) {
-    super(`ledger operation failed (${sqlState}): ${message}`);
-    this.name = 'LedgerOperationError';
-    this.code = sqlState;
-  }
-}
 
 /** The jsonb one operation becomes: kind, key, fingerprint, problems, then the payload fields. */
 function operationJson(operation: LedgerOperation): Record<string, string> {

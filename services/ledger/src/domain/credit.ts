@@ -1,8 +1,6 @@
 import type { Database } from '@gateway/db';
-import { availableOrZero } from './read-balances.ts';
 import { fingerprintOf } from './fingerprint.ts';
-import { appendMovement } from './append-movement.ts';
-import { IdempotencyKeyRace, runIdempotentTransaction } from './run-idempotent-transaction.ts';
+import { runIdempotentTransaction } from './run-idempotent-transaction.ts';
 import { idProblem, positiveAmountProblem, problemsOf, reasonProblem } from './validation.ts';
 
 /** A credit to an organisation's wallet (a top-up or a manual credit). */
@@ -32,10 +30,14 @@ export interface CreditOutcome {
 /** PostgreSQL's numeric_value_out_of_range: a sum left int64. */
 const numericOutOfRange = '22003';
 
+/** The SQLSTATE ledger_credit raises when a racing call with the same credit_id committed first. */
+const creditIdRaceSqlState = 'LR005';
+
 /**
  * Credits an organisation: credited and available grow by the amount, with one `credit`
  * movement, in one transaction. The same credit_id with the same payload answers OK again
  * without crediting twice; with another payload it is an IDEMPOTENCY_CONFLICT.
+ * Input is checked here; the database work is `ledger_credit` (services/ledger/sql/ledger_credit.sql).
  */
 export async function credit(db: Database, input: CreditInput): Promise<CreditOutcome> {
   const idIssue = idProblem('credit_id', input.creditId);
@@ -48,41 +50,21 @@ export async function credit(db: Database, input: CreditInput): Promise<CreditOu
   const fingerprint = fingerprintOf('credit', {
     organisationId: input.organisationId, amountMicros: input.amountMicros, reason: input.reason,
   });
+  const purchased = input.purchased === true;
   try {
     return await runIdempotentTransaction(db, async (tx): Promise<CreditOutcome> => {
-      const existing = await tx.query<{ fingerprint: string; organisation_id: string; purchased: boolean }>(
-        'SELECT fingerprint, organisation_id, purchased FROM credits WHERE credit_id = $1', [input.creditId],
+      const { rows } = await tx.query<{ result: CreditResultName; available_micros: bigint; detail: string }>(
+        'SELECT result, available_micros, detail FROM ledger_credit($1, $2, $3, $4, $5, $6, $7)',
+        // With problems only the key, the fingerprint, `purchased` and the problems matter (a replay or
+        // conflict still takes precedence): the other fields may not even fit their SQL types (NUL, > int64).
+        problems.length > 0
+          ? [input.creditId, '', 0n, '', fingerprint, problems.join('; '), purchased]
+          : [input.creditId, input.organisationId, input.amountMicros, input.reason, fingerprint, '', purchased],
       );
-      const earlier = existing.rows[0];
-      if (earlier) {
-        const availableMicros = await availableOrZero(tx, earlier.organisation_id);
-        // `purchased` is compared beside the fingerprint (not in it), so credits fingerprinted before it existed still replay.
-        return earlier.fingerprint === fingerprint && earlier.purchased === (input.purchased === true)
-          ? { result: 'ok', availableMicros, detail: 'replay: credit already applied' }
-          : { result: 'idempotency_conflict', availableMicros: 0n, detail: 'credit_id was already used with a different payload' };
-      }
-      if (problems.length > 0) return { result: 'invalid_argument', availableMicros: 0n, detail: problems.join('; ') };
-
-      const updated = await tx.query<{ available_micros: bigint }>(
-        `UPDATE accounts SET credited_micros = credited_micros + $2, available_micros = available_micros + $2
-         WHERE organisation_id = $1 RETURNING available_micros`,
-        [input.organisationId, input.amountMicros],
-      );
-      const account = updated.rows[0];
-      if (!account) return { result: 'organisation_unknown', availableMicros: 0n, detail: 'organisation has no account' };
-
-      const inserted = await tx.query(
-        `INSERT INTO credits (credit_id, organisation_id, amount_micros, reason, fingerprint, purchased)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (credit_id) DO NOTHING`,
-        [input.creditId, input.organisationId, input.amountMicros, input.reason, fingerprint, input.purchased === true],
-      );
-      if (inserted.rowCount !== 1) throw new IdempotencyKeyRace(input.creditId);
-      await appendMovement(tx, {
-        organisationId: input.organisationId, kind: 'credit', amountMicros: input.amountMicros,
-        creditId: input.creditId, detail: { reason: input.reason },
-      });
-      return { result: 'ok', availableMicros: account.available_micros, detail: '' };
-    });
+      const row = rows[0];
+      if (!row) throw new Error('ledger_credit returned no row');
+      return { result: row.result, availableMicros: row.available_micros, detail: row.detail };
+    }, { sqlState: creditIdRaceSqlState, key: input.creditId });
   } catch (error) {
     // The transaction rolled back; a credit so large the balance would leave int64 is bad input.
     if ((error as { code?: unknown }).code === numericOutOfRange) {

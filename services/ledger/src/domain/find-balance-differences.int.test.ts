@@ -1,18 +1,15 @@
-import { openDatabase, type Database } from '@gateway/db';
-import { prepareLedgerSchema } from '../ledger-schema.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { credit } from './credit.ts';
 import { findBalanceDifferences, recomputeBalances } from './find-balance-differences.ts';
 import { openAccount } from './open-account.ts';
 import { reserve } from './reserve.ts';
 import { settle } from './settle.ts';
+import { useLedgerDatabase } from '../testing/ledger-test-setup.ts';
 
 /** The balance check must be able to fail: tampered rows are found, and the schema refuses the worst. */
 describe('CONSERVATION: findBalanceDifferences over embedded PGlite', () => {
-  let db: Database;
+  const db = useLedgerDatabase('pglite');
   beforeAll(async () => {
-    db = await openDatabase({ schema: 'ledger' });
-    await prepareLedgerSchema(db);
     await openAccount(db, 'org-a');
     await credit(db, { creditId: 'c-1', organisationId: 'org-a', amountMicros: 5_000_000n, reason: '' });
     await reserve(db, {
@@ -28,7 +25,6 @@ describe('CONSERVATION: findBalanceDifferences over embedded PGlite', () => {
       usageSource: 'upstream', requestId: '', overrunOutputTokens: 0n,
     });
   });
-  afterAll(async () => { await db?.close(); });
 
   it('recomputes the balances from the movements and finds no difference in an honest ledger', async () => {
     expect(await recomputeBalances(db)).toEqual(new Map([['org-a', {

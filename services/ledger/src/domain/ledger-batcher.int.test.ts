@@ -1,9 +1,9 @@
 import { openDatabase, type Database } from '@gateway/db';
 import { createServiceMetrics } from '@gateway/telemetry';
-import { prepareLedgerSchema } from '../ledger-schema.ts';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyLedgerOperations, LedgerOperationError, type LedgerOperation } from './apply-ledger-operations.ts';
+import { applyLedgerOperations, type LedgerOperation } from './apply-ledger-operations.ts';
+import { LedgerOperationError } from './ledger-operation-error.ts';
 import { credit } from './credit.ts';
 import { findBalanceDifferences } from './find-balance-differences.ts';
 import { fingerprintOf } from './fingerprint.ts';
@@ -12,6 +12,7 @@ import { openAccount } from './open-account.ts';
 import { readBalances } from './read-balances.ts';
 import { reserve, type ReserveInput } from './reserve.ts';
 import { settle, type SettleInput } from './settle.ts';
+import { useLedgerDatabase } from '../testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 
@@ -59,15 +60,11 @@ function settleOperation(input: SettleInput): LedgerOperation {
 
 /** Group commit must not change what any operation does: exact, isolated results, exact counts across replicas. */
 describe.skipIf(!serverUrl)('ledger batches (group commit) over PostgreSQL', () => {
-  let testDatabase: TestDatabase;
-  let db: Database;
+  const db = useLedgerDatabase('postgres', { poolSize: 4 });
   let replica: Database;
 
   beforeAll(async () => {
-    testDatabase = await createTestDatabase(serverUrl!);
-    db = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 4 });
-    replica = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 4 });
-    await prepareLedgerSchema(db);
+    replica = await openDatabase({ url: db.url, schema: 'ledger', poolSize: 4 });
     // A stand-in for a bug or an unexpected failure inside one operation: these two ids fail in the database.
     await db.exec(`
       CREATE FUNCTION ledger.test_poison_usage() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -84,12 +81,7 @@ describe.skipIf(!serverUrl)('ledger batches (group commit) over PostgreSQL', () 
       CREATE TRIGGER test_poison BEFORE INSERT ON ledger.reservations FOR EACH ROW EXECUTE FUNCTION ledger.test_poison_reservation();
     `);
   }, 60_000);
-
-  afterAll(async () => {
-    await replica?.close();
-    await db?.close();
-    await testDatabase?.drop();
-  });
+  afterAll(async () => { await replica?.close(); });
 
   it('answers each operation of a batch exactly as alone, and a failing operation changes nothing and no other answer', async () => {
     const org = 'org-isolated';

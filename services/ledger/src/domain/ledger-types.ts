@@ -1,3 +1,6 @@
+/** Largest amount (µ₹) or token count one request may carry: 2^62, so sums of a few stay inside int64. */
+export const maxAmountMicros = 2n ** 62n;
+
 /** How an organisation pays: from its prepaid wallet, or sponsored with no wallet movement (INTERNAL_MODE). */
 export type BillingMode = 'commercial' | 'internal';
 

@@ -24,8 +24,3 @@ export async function readBalances(db: Queryable, organisationId: string): Promi
     debitedMicros: row.debited_micros,
   };
 }
-
-/** The available balance of an account, µ₹, or 0 when the organisation has none (for answers only). */
-export async function availableOrZero(db: Queryable, organisationId: string): Promise<bigint> {
-  return (await readBalances(db, organisationId))?.availableMicros ?? 0n;
-}

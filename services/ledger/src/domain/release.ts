@@ -1,7 +1,4 @@
 import type { Database } from '@gateway/db';
-import { availableOrZero } from './read-balances.ts';
-import type { BillingMode, ReservationStatus } from './ledger-types.ts';
-import { appendMovement } from './append-movement.ts';
 import { idProblem, reasonProblem } from './validation.ts';
 
 /** A Reserve to give back because its request reached no upstream. */
@@ -24,83 +21,26 @@ export interface ReleaseOutcome {
   detail: string;
 }
 
-/** The reservation columns a release reads under its row lock. */
-interface ReservationRow {
-  organisation_id: string;
-  billing_mode: BillingMode;
-  amount_micros: bigint;
-  status: ReservationStatus;
-}
-
 /**
  * Releases a held reservation: held -= Reserve, available += Reserve, one `release` movement;
- * nothing is debited and no usage is recorded. Under a row lock on the reservation, so a
- * racing settle or expiry sees exactly one winner. Releasing a released reservation answers
- * OK again (the reason is not compared); a settled or expired one is ALREADY_RESOLVED.
- * A Release of an id no reservation has leaves a tombstone (sql/ledger_tombstone_unknown_reservation.sql) and answers
- * RESERVATION_UNKNOWN, again on every repeat: the Release overtook its Reserve (ONE_OUTCOME),
- * so that Reserve, when it arrives, holds nothing and answers RELEASED.
+ * nothing is debited and no usage is recorded. Input is checked here; the database work is
+ * `ledger_release` (services/ledger/sql/ledger_release.sql: the row lock that gives a racing
+ * settle or expiry exactly one winner, the replay, and the tombstone a Release of an unknown id
+ * leaves, ONE_OUTCOME), one statement in one transaction.
  */
 export async function release(db: Database, input: ReleaseInput): Promise<ReleaseOutcome> {
   const idIssue = idProblem('reservation_id', input.reservationId);
   if (idIssue) return { result: 'invalid_argument', releasedMicros: 0n, availableMicros: 0n, detail: idIssue };
   const reasonIssue = reasonProblem('reason', input.reason);
 
-  return db.transaction(async (tx): Promise<ReleaseOutcome> => {
-    const lockReservation = async () => (await tx.query<ReservationRow>(
-      'SELECT organisation_id, billing_mode, amount_micros, status FROM reservations WHERE id = $1 FOR UPDATE',
-      [input.reservationId],
-    )).rows[0];
-    let reservation = await lockReservation();
-    if (!reservation && !reasonIssue) {
-      // Under the tombstone lock (exclusive), so a Reserve of this id either committed before
-      // (found now, released below) or sees the tombstone after this commits.
-      const tombstoned = await tx.query<{ tombstoned: boolean }>(
-        'SELECT ledger_tombstone_unknown_reservation($1, $2) AS tombstoned', [input.reservationId, input.reason]);
-      if (tombstoned.rows[0]!.tombstoned) {
-        return {
-          result: 'reservation_unknown', releasedMicros: 0n, availableMicros: 0n,
-          detail: 'no reservation has this id; a tombstone makes a later Reserve of it hold nothing',
-        };
-      }
-      reservation = await lockReservation();
-    }
-    const heldMicros = reservation?.billing_mode === 'commercial' ? reservation.amount_micros : 0n;
-    if (reservation?.status === 'released') {
-      return {
-        result: 'ok', releasedMicros: heldMicros, availableMicros: await availableOrZero(tx, reservation.organisation_id),
-        detail: 'replay: reservation already released',
-      };
-    }
-    if (reasonIssue) return { result: 'invalid_argument', releasedMicros: 0n, availableMicros: 0n, detail: reasonIssue };
-    if (!reservation) throw new Error(`reservation ${input.reservationId} vanished under the tombstone lock`);
-    if (reservation.status !== 'held') {
-      return {
-        result: 'already_resolved', releasedMicros: 0n,
-        availableMicros: await availableOrZero(tx, reservation.organisation_id),
-        detail: `reservation was ${reservation.status} before this release`,
-      };
-    }
-
-    await tx.query(
-      "UPDATE reservations SET status = 'released', resolved_at = now(), release_reason = $2 WHERE id = $1",
-      [input.reservationId, input.reason],
-    );
-    let availableMicros: bigint;
-    if (heldMicros > 0n) {
-      const updated = await tx.query<{ available_micros: bigint }>(
-        `UPDATE accounts SET held_micros = held_micros - $2, available_micros = available_micros + $2
-         WHERE organisation_id = $1 RETURNING available_micros`,
-        [reservation.organisation_id, heldMicros],
-      );
-      availableMicros = updated.rows[0]!.available_micros;
-      await appendMovement(tx, {
-        organisationId: reservation.organisation_id, kind: 'release', amountMicros: heldMicros,
-        reservationId: input.reservationId, detail: { reason: input.reason },
-      });
-    } else {
-      availableMicros = await availableOrZero(tx, reservation.organisation_id);
-    }
-    return { result: 'ok', releasedMicros: heldMicros, availableMicros, detail: '' };
-  });
+  // One statement in a transaction, so a deadlock or serialization failure is retried like any transaction's.
+  type Row = { result: ReleaseResultName; released_micros: bigint; available_micros: bigint; detail: string };
+  const { rows } = await db.transaction((tx) => tx.query<Row>(
+    'SELECT result, released_micros, available_micros, detail FROM ledger_release($1, $2, $3)',
+    // With a problem the reason is not sent: it may not even fit a text value (NUL); a replay still takes precedence.
+    reasonIssue ? [input.reservationId, '', reasonIssue] : [input.reservationId, input.reason, ''],
+  ));
+  const row = rows[0];
+  if (!row) throw new Error('ledger_release returned no row');
+  return { result: row.result, releasedMicros: row.released_micros, availableMicros: row.available_micros, detail: row.detail };
 }

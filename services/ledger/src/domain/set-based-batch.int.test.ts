@@ -1,17 +1,16 @@
-import { openDatabase, type Database } from '@gateway/db';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { applyLedgerOperations, type LedgerOperation, type LedgerOperationAnswer } from './apply-ledger-operations.ts';
 import { checkpoint } from './checkpoint.ts';
 import { credit } from './credit.ts';
 import { expireDueReservations } from './expire-due-reservations.ts';
 import { findBalanceDifferences } from './find-balance-differences.ts';
 import { fingerprintOf } from './fingerprint.ts';
-import { prepareLedgerSchema } from '../ledger-schema.ts';
 import { openAccount } from './open-account.ts';
 import { release } from './release.ts';
 import { setProjectBudget } from './set-project-budget.ts';
+import { useLedgerDatabase } from '../testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 
@@ -117,13 +116,9 @@ type ReservationState = 'held' | 'settled' | 'expired' | 'settled after expiry';
  * project spend, budget alerts and tombstones are compared.
  */
 describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
-  let testDatabase: TestDatabase;
-  let db: Database;
+  const db = useLedgerDatabase('postgres', { poolSize: 4 });
 
   beforeAll(async () => {
-    testDatabase = await createTestDatabase(serverUrl!);
-    db = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 4 });
-    await prepareLedgerSchema(db);
     // A tripwire on the operation-by-operation loop: with ledger_test.set_based_only on, any
     // batch that leaves the set-based path (a fallback, or an error and the isolated rerun) fails.
     await db.exec(`
@@ -141,10 +136,6 @@ describe.skipIf(!serverUrl)('set-based ledger batches over PostgreSQL', () => {
     `);
   }, 60_000);
 
-  afterAll(async () => {
-    await db?.close();
-    await testDatabase?.drop();
-  });
 
   /**
    * Whether ledger_apply_batch_set takes this batch (its shape check, asked of the rows as they

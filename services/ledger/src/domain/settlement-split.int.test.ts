@@ -1,9 +1,8 @@
-import { openDatabase, type Database } from '@gateway/db';
-import { createTestDatabase, testPostgresUrl, type TestDatabase } from '@gateway/testkit';
+import { testPostgresUrl } from '@gateway/testkit';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { prepareLedgerSchema } from '../ledger-schema.ts';
-import { maxAmountMicros } from './validation.ts';
+import { describe, expect, it } from 'vitest';
+import { maxAmountMicros } from './ledger-types.ts';
+import { useLedgerDatabase } from '../testing/ledger-test-setup.ts';
 
 const serverUrl = testPostgresUrl();
 
@@ -22,17 +21,7 @@ interface Split {
  * the set-based batch and the expiry sweeper alike (CONSERVATION, BOUNDED_OVERRUN, EXPIRY).
  */
 describe.skipIf(!serverUrl)('ledger_settlement_split', () => {
-  let testDatabase: TestDatabase;
-  let db: Database;
-  beforeAll(async () => {
-    testDatabase = await createTestDatabase(serverUrl!);
-    db = await openDatabase({ url: testDatabase.url, schema: 'ledger', poolSize: 2 });
-    await prepareLedgerSchema(db);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.close();
-    await testDatabase?.drop();
-  });
+  const db = useLedgerDatabase('postgres', { poolSize: 2 });
 
   const splits = async (pairs: ReadonlyArray<readonly [bigint, bigint]>): Promise<Split[]> => (await db.query<Split>(
     `SELECT x.held, x.cost, s.* FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS x (held, cost, n)

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { splitUsageWindow } from './summarize-usage.ts';
+import { splitUsageWindow } from './usage-window.ts';
 
 /** 2026-11-01 00:00 in Asia/Kolkata (2026-10-31T18:30Z), ms since the epoch. */
 const november = BigInt(Date.UTC(2026, 9, 31, 18, 30));

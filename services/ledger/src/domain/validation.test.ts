@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
-  idProblem, maxAmountMicros, nonNegativeAmountProblem, optionalIdProblem, positiveAmountProblem, problemsOf, reasonProblem,
+  idProblem, nonNegativeAmountProblem, optionalIdProblem, positiveAmountProblem, problemsOf, reasonProblem,
   reserveTtlProblem,
 } from './validation.ts';
+import { maxAmountMicros } from './ledger-types.ts';
 
 describe('validation', () => {
   it('accepts ids of 1..128 printable ASCII characters and names the field of a bad one', () => {

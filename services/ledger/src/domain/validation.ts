@@ -4,8 +4,7 @@
  * of a request so one `detail` tells the caller all that is wrong.
  */
 
-/** Largest amount (µ₹) or token count one request may carry: 2^62, so sums of a few stay inside int64. */
-export const maxAmountMicros = 2n ** 62n;
+import { maxAmountMicros } from './ledger-types.ts';
 
 /** Longest id (reservation, credit, organisation, project, model slug, request), in characters. */
 const maxIdLength = 128;

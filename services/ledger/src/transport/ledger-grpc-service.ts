@@ -1,17 +1,11 @@
-import { ledgerResultNames, ledgerV1 } from '@gateway/contracts';
+import type { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
 import { unaryHandler } from '@gateway/grpc';
 import type { Logger } from '@gateway/logger';
 import type { ServiceTracing } from '@gateway/telemetry';
 import { runAlone, type LedgerOperationRunner } from '../domain/apply-ledger-operations.ts';
 import { credit } from '../domain/credit.ts';
-import { verifyLedger } from '../domain/find-balance-differences.ts';
-import { getProjectSpend } from '../domain/get-project-spend.ts';
-import { listBudgetAlerts } from '../domain/list-budget-alerts.ts';
 import { setProjectBudget, waitForRecallAnswers } from '../domain/set-project-budget.ts';
-import { summarizeUsage } from '../domain/summarize-usage.ts';
-import { getBalance } from '../domain/get-balance.ts';
-import { listUsage } from '../domain/list-usage.ts';
 import { openAccount } from '../domain/open-account.ts';
 import { refundCredit } from '../domain/refund-credit.ts';
 import { reverseRefund } from '../domain/reverse-refund.ts';
@@ -19,9 +13,9 @@ import { createBudgetAlertWatch } from './budget-alert-watch.ts';
 import { createPerform, requestIdOf, type Handled } from './ledger-call.ts';
 import { createHotPathWork } from './ledger-hot-path-work.ts';
 import {
-  balanceDifferenceToProto, billingModesToProto, budgetAlertToProto, creditResults, openAccountResults, refundCreditResults,
-  reverseRefundResults, setProjectBudgetResults, usageRecordToProto,
+  creditResults, openAccountResults, refundCreditResults, reverseRefundResults, setProjectBudgetResults,
 } from './ledger-proto-tables.ts';
+import { createReadHandlers, type HandleUnary } from './ledger-read-handlers.ts';
 import { createOperateStreams } from './operate-stream.ts';
 import { createRecallPush } from './recall-push.ts';
 import type { RpcMetrics } from './rpc-metrics.ts';
@@ -60,13 +54,14 @@ export interface LedgerGrpcService {
  * unexpected failure becomes a gRPC error (the latter as INTERNAL with no detail). Reserve and
  * Settle go through `batcher` (group commit); the other methods run their own transactions.
  * The Operate stream (operate-stream.ts), the recall push (recall-push.ts) and the alert watch
- * (budget-alert-watch.ts) live beside this file; this one wires them and the unary handlers.
+ * (budget-alert-watch.ts) live beside this file, the read-only handlers in ledger-read-handlers.ts;
+ * this one wires them and the handlers that write.
  */
 export function createLedgerGrpcService(
   db: Database, logger: Logger, watchOptions: BudgetAlertWatchOptions, batcher: LedgerOperationRunner = runAlone(db),
 ): LedgerGrpcService {
   const perform = createPerform(logger);
-  const handle = <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>) =>
+  const handle: HandleUnary = <Req, Res>(method: string, work: (request: Req) => Promise<Handled<Res>>) =>
     unaryHandler<Req, Res>(logger, method, (request, metadata) => perform(method, work, request, requestIdOf(metadata)));
 
   const budgetRecallWaitMs = watchOptions.budgetRecallWaitMs ?? 25_000;
@@ -78,6 +73,8 @@ export function createLedgerGrpcService(
   const alertWatch = createBudgetAlertWatch(db, logger, watchOptions.pollIntervalMs);
 
   const implementation: ledgerV1.LedgerServiceServer = {
+    ...createReadHandlers(db, handle),
+
     openAccount: handle<ledgerV1.OpenAccountRequest, ledgerV1.OpenAccountResponse>('OpenAccount', async (request) => {
       const outcome = await openAccount(db, request.organisationId);
       return {
@@ -134,25 +131,6 @@ export function createLedgerGrpcService(
       };
     }),
 
-    getBalance: handle<ledgerV1.GetBalanceRequest, ledgerV1.GetBalanceResponse>('GetBalance', async (request) => {
-      const balances = await getBalance(db, request.organisationId);
-      const response: ledgerV1.GetBalanceResponse = balances
-        ? { result: ledgerResultNames.getBalance.ok, ...balances }
-        : {
-          result: ledgerResultNames.getBalance.organisation_unknown,
-          creditedMicros: 0n, availableMicros: 0n, heldMicros: 0n, debitedMicros: 0n,
-        };
-      return { response, outcome: balances ? 'ok' : 'organisation_unknown', subject: { organisationId: request.organisationId } };
-    }),
-
-    listUsage: handle<ledgerV1.ListUsageRequest, ledgerV1.ListUsageResponse>('ListUsage', async (request) => {
-      const page = await listUsage(db, request);
-      return {
-        response: { records: page.records.map(usageRecordToProto), nextPageToken: page.nextPageToken },
-        outcome: 'ok', subject: { organisationId: request.organisationId },
-      };
-    }),
-
     checkpoint: handle('Checkpoint', work.checkpoint),
 
     setProjectBudget: handle<ledgerV1.SetProjectBudgetRequest, ledgerV1.SetProjectBudgetResponse>('SetProjectBudget', async (request) => {
@@ -175,38 +153,9 @@ export function createLedgerGrpcService(
       };
     }),
 
-    getProjectSpend: handle<ledgerV1.GetProjectSpendRequest, ledgerV1.GetProjectSpendResponse>('GetProjectSpend', async (request) => {
-      const spend = await getProjectSpend(db, request.projectId);
-      return { response: spend, outcome: 'ok', subject: { projectId: request.projectId } };
-    }),
-
-    summarizeUsage: handle<ledgerV1.SummarizeUsageRequest, ledgerV1.SummarizeUsageResponse>('SummarizeUsage', async (request) => {
-      const rows = await summarizeUsage(db, request);
-      return {
-        response: {
-          rows: rows.map((row) => ({
-            ...row, billingMode: row.billingMode === null ? ledgerV1.BillingMode.BILLING_MODE_UNSPECIFIED : billingModesToProto[row.billingMode],
-          })),
-        },
-        outcome: 'ok', subject: { organisationId: request.organisationId },
-      };
-    }),
-
-    listBudgetAlerts: handle<ledgerV1.ListBudgetAlertsRequest, ledgerV1.ListBudgetAlertsResponse>('ListBudgetAlerts', async (request) => {
-      const alerts = await listBudgetAlerts(db, request);
-      return { response: { alerts: alerts.map(budgetAlertToProto) }, outcome: 'ok', subject: { afterId: request.afterId } };
-    }),
-
     watchBudgetAlerts: alertWatch.watch,
     operate: operateStreams.operate,
 
-    verify: handle<ledgerV1.VerifyRequest, ledgerV1.VerifyResponse>('Verify', async () => {
-      const { accountsChecked, differences } = await verifyLedger(db);
-      return {
-        response: { accountsChecked, differences: differences.map(balanceDifferenceToProto) },
-        outcome: differences.length === 0 ? 'clean' : 'differences', subject: { differences: String(differences.length) },
-      };
-    }),
   };
 
   return {
