@@ -160,6 +160,34 @@ function sendError(response: Response, error: GatewayError, original: unknown): 
 }
 
 /**
+ * A route's Idempotency-Key header, query and body, validated by its schemas; all three are
+ * checked before failing, so one 400 names every bad field.
+ */
+function validatedInput(route: AdminRoute, request: Request): { idempotencyKey: string; query: unknown; body: unknown } {
+  const problems: FieldProblem[] = [];
+  let idempotencyKey = '';
+  if (route.idempotencyKey) {
+    const header = validateInput(idempotencyKeyHeader, { 'Idempotency-Key': request.headers['idempotency-key'] }, 'header');
+    if (header.ok) idempotencyKey = header.value['Idempotency-Key'];
+    else problems.push(...header.problems);
+  }
+  let query: unknown;
+  if (route.query) {
+    const parsed = validateInput(route.query, { ...(request.query as object) }, 'query');
+    if (parsed.ok) query = parsed.value;
+    else problems.push(...parsed.problems);
+  }
+  let body: unknown;
+  if (route.body) {
+    const parsed = validateInput(route.body, request.body, 'body');
+    if (parsed.ok) body = parsed.value;
+    else problems.push(...parsed.problems);
+  }
+  if (problems.length > 0) throw invalidRequest(problems);
+  return { idempotencyKey, query, body };
+}
+
+/**
  * The admin's express app: request ids and one log line per request, malformed paths refused
  * and platform-admin auth before the body is even read, JSON bodies up to 1 MiB, validated
  * routes (text PostgreSQL cannot store refused per field), and every error
@@ -257,28 +285,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       const actor = (response.locals.actor as Actor | undefined) ?? systemActor;
       const organisationId = await authorizeRoute(route, actor, params, { ...(request.query as object) }, deps);
 
-      // Header, query and body are all checked before failing, so one answer names every bad field.
-      const problems: FieldProblem[] = [];
-      let idempotencyKey = '';
-      if (route.idempotencyKey) {
-        const header = validateInput(idempotencyKeyHeader, { 'Idempotency-Key': request.headers['idempotency-key'] }, 'header');
-        if (header.ok) idempotencyKey = header.value['Idempotency-Key'];
-        else problems.push(...header.problems);
-      }
-      let query: unknown;
-      if (route.query) {
-        const parsed = validateInput(route.query, { ...(request.query as object) }, 'query');
-        if (parsed.ok) query = parsed.value;
-        else problems.push(...parsed.problems);
-      }
-      let body: unknown;
-      if (route.body) {
-        const parsed = validateInput(route.body, request.body, 'body');
-        if (parsed.ok) body = parsed.value;
-        else problems.push(...parsed.problems);
-      }
-      if (problems.length > 0) throw invalidRequest(problems);
-
+      const { idempotencyKey, query, body } = validatedInput(route, request);
       const result = await route.handle(context, {
         actor, organisationId, params, query, body, idempotencyKey,
         clientAddress: request.ip ?? request.socket.remoteAddress ?? '',
