@@ -45,7 +45,7 @@ export const tokenClassPrices = [
 ] as const;
 
 /** The SQL type a field's parameters are cast to. */
-export type GatewayModelSqlType = 'text' | 'text[]' | 'integer' | 'bigint' | 'boolean' | 'timestamptz';
+type GatewayModelSqlType = 'text' | 'text[]' | 'integer' | 'bigint' | 'boolean' | 'timestamptz';
 
 /** The domain value of each SQL type: bigint is money (µ₹), Date an instant. */
 interface SqlValue { 'text': string; 'text[]': string[]; 'integer': number; 'bigint': bigint; 'boolean': boolean; 'timestamptz': Date }

@@ -336,7 +336,7 @@ type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ?
 type Holds<Check extends true> = Check;
 // The domain's types are what these rules parse and show: a field added on one side only, or
 // with another type, fails here at compile time.
-export type GatewayModelWireChecks = [
+type _GatewayModelWireChecks = [
   Holds<Same<CamelKeys<z.output<Strict<CreateShape<Wire>>>>, CreateGatewayModelInput>>,
   Holds<Same<CamelKeys<z.output<Strict<OptionalGroups<UpdateShape<Wire>>>>>, UpdateGatewayModelInput>>,
   Holds<Same<keyof CamelKeys<GatewayModelJson>, keyof GatewayModel>>,
