@@ -184,8 +184,6 @@ export interface GatewayModelLeaf {
   updatable: boolean;
   /** Whether its value may be null (a meaning of its own, e.g. reasoning priced as output), so an update can set null. */
   nullable: boolean;
-  /** The values a text field (or each element of a text[] one) may take; undefined: any. */
-  values: readonly string[] | undefined;
 }
 
 const isGroup = (facts: GatewayModelFieldFacts | GatewayModelGroupFacts): facts is GatewayModelGroupFacts => 'fields' in facts;
@@ -203,7 +201,6 @@ export const gatewayModelLeaves: readonly GatewayModelLeaf[] = Object.entries(ga
       creatable: field.create !== undefined,
       updatable: field.update !== undefined,
       nullable: field.nullable === true,
-      values: field.values,
     });
     if (!isGroup(facts)) return [leaf(name, facts, undefined)];
     return Object.entries(facts.fields).map(([fieldName, field]) => leaf(fieldName, field, { name, columnPrefix: facts.columnPrefix }));
