@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { moneyMicros, moneyShown as money, pageCursor, pageLimit, timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
+import { moneyMicros, moneyShown as money, pageCursor, pageLimit, timestampShown as timestamp } from '../../common/http/wire-fields.ts';
 import type { Alert } from '../domain/alert-store.ts';
 import { maxWebhookUrlLength } from '../domain/webhook-url.ts';
 

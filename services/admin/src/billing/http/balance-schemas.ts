@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { displayText, moneyMicros, moneyShown as money } from '../../common/domain/wire-fields.ts';
+import { displayText, moneyMicros, moneyShown as money } from '../../common/http/wire-fields.ts';
 import { prefixedId } from '../../common/http/response-schemas.ts';
 
 /** The wire shapes of an organisation's balance and of manual credits. */

@@ -4,7 +4,7 @@ import { parseProviderJson, sanitiseDescription } from '../transport/razorpay-cl
 import { refundWebhookEventNames } from '../domain/refund-events.ts';
 import { parseRefundWebhookEvent } from './refund-event-schemas.ts';
 import { gstinStates, gstStateCodesText } from '../../../shared/gst-states.ts';
-import { displayText, integerIn, moneyMicros, moneyShown, pageCursor, pageLimit, paiseAmount, paiseShown, timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
+import { displayText, integerIn, moneyMicros, moneyShown, pageCursor, pageLimit, paiseAmount, paiseShown, timestampShown as timestamp } from '../../common/http/wire-fields.ts';
 
 /**
  * The request and response shapes of the billing routes: top-up packages, billing profiles,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RefundWebhookEvent } from '../domain/refund-events.ts';
-import { moneyShown, paiseShown, timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
+import { moneyShown, paiseShown, timestampShown as timestamp } from '../../common/http/wire-fields.ts';
 
 /** Longest provider reason kept (safe to show; the rest is cut). */
 const maxReasonLength = 200;

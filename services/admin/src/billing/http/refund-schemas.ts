@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { moneyShown, paiseAmount, paiseShown, timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
+import { moneyShown, paiseAmount, paiseShown, timestampShown as timestamp } from '../../common/http/wire-fields.ts';
 
 /**
  * The request and response shapes of the refund routes. Paise (what goes back to the payer, GST

@@ -1,7 +1,7 @@
 /** How a snake_case wire name becomes the domain's camelCase key, for names and whole parsed bodies. */
 
-/** `input_price_micros_per_mtok` → `inputPriceMicrosPerMtok`. */
-type CamelCase<Name extends string> = Name extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<CamelCase<Tail>>}` : Name;
+/** `input_price_micros_per_mtok` → `inputPriceMicrosPerMtok`: a field name as the domain record spells it. */
+export type CamelCase<Name extends string> = Name extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<CamelCase<Tail>>}` : Name;
 /** A JSON-shaped value with its keys in camelCase, at every depth (values other than plain objects kept). */
 export type CamelKeys<T> = T extends Date | bigint | string | number | boolean | null | undefined | readonly unknown[] ? T
   : { [K in keyof T as K extends string ? CamelCase<K> : K]: CamelKeys<T[K]> };

@@ -1,6 +1,6 @@
 import { GatewayError } from '@gateway/errors';
 import type { StoredGatewayModel } from './gateway-model-store.ts';
-import { inputClassPriceKeys, type CreateGatewayModelInput, type UpdateGatewayModelInput } from './gateway-model-schema.ts';
+import { inputClassPriceKeys, type CreateGatewayModelInput, type UpdateGatewayModelInput } from './gateway-model-fields.ts';
 import type { ProviderKind } from './provider-kinds.ts';
 import { reasoningControlsProblem } from './reasoning-controls.ts';
 

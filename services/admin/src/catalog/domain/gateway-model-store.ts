@@ -1,6 +1,6 @@
 import type { Queryable } from '@gateway/db';
 import type { Page, PageRequest } from '../../common/domain/admin-records.ts';
-import { gatewayModelLeaves, leafValue, type GatewayModel, type GatewayModelLeaf, type UpdateGatewayModelInput } from './gateway-model-schema.ts';
+import { gatewayModelLeaves, leafValue, type GatewayModel, type GatewayModelLeaf, type UpdateGatewayModelInput } from './gateway-model-fields.ts';
 
 /** A gateway model row as stored, including its sealed credential (never leaves the domain). */
 export type StoredGatewayModel = GatewayModel & {

@@ -10,7 +10,7 @@ import type { CredentialCipher } from '../../common/domain/credential-cipher.ts'
 import { demoEmbeddingModel, demoGatewayModel } from './demo-models.ts';
 import {
   gatewayModelLeaves, gatewayModelSlugPattern, leafValue, type CreateGatewayModelInput, type UpdateGatewayModelInput,
-} from './gateway-model-schema.ts';
+} from './gateway-model-fields.ts';
 import { requireUpdateFits, withInputClassDefaults } from './gateway-model-rules.ts';
 import {
   findGatewayModel, insertGatewayModel, listGatewayModels, updateGatewayModelFields, withoutCredential,

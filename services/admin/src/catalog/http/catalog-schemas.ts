@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { gatewayModelCreateShape, gatewayModelShown, gatewayModelUpdateShape } from '../domain/gateway-model-schema.ts';
+import { gatewayModelCreateShape, gatewayModelShown, gatewayModelUpdateShape } from './gateway-model-schema.ts';
 import { embeddingModelProblems, modalityProblem } from '../domain/gateway-model-rules.ts';
 import { reasoningControlsProblem } from '../domain/reasoning-controls.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { createGatewayModelBody, updateGatewayModelBody, gatewayModelResponse } from './catalog-schemas.ts';
 import { parseInput } from '../../test-support/parse-input.ts';
 import { camelCase, camelKeys } from '../domain/camel-case.ts';
-import { gatewayModelLeaves, gatewayModelShown, gatewayModelToJson, type GatewayModel } from '../domain/gateway-model-schema.ts';
+import { gatewayModelLeaves, type GatewayModel } from '../domain/gateway-model-fields.ts';
+import { gatewayModelShown } from './gateway-model-schema.ts';
+import { gatewayModelJson as gatewayModelToJson } from './catalog-views.ts';
 
 const model: GatewayModel = {
   slug: 'acme-chat',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { gatewayModelSlug } from '../domain/gateway-model-schema.ts';
+import { gatewayModelSlug } from './gateway-model-schema.ts';
 import type { ModelAlias } from '../domain/model-alias-store.ts';
-import { timestampShown } from '../../common/domain/wire-fields.ts';
+import { timestampShown } from '../../common/http/wire-fields.ts';
 import { defineRoute, routeErrors, type AdminRoute } from '../../common/http/route-definition.ts';
 
 /**

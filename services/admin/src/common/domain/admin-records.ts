@@ -43,8 +43,8 @@ export interface Project {
   createdAt: Date;
 }
 
-/** A customer-facing model name with its prices and (concealed) upstream target: see gateway-model-schema.ts. */
-export type { GatewayModel } from '../../catalog/domain/gateway-model-schema.ts';
+/** A customer-facing model name with its prices and (concealed) upstream target: see catalog/domain/gateway-model-fields.ts. */
+export type { GatewayModel } from '../../catalog/domain/gateway-model-fields.ts';
 
 /** An organisation's wallet as the ledger reports it. credited = available + held + debited. */
 export interface Balance {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageLimit } from '../domain/wire-fields.ts';
+import { pageLimit } from './wire-fields.ts';
 
 /** Request shapes every area's routes share: paging, time windows, the Idempotency-Key header. */
 

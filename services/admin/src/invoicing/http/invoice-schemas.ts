@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageCursor, pageLimit, timestampShown as timestamp, paiseShown } from '../../common/domain/wire-fields.ts';
+import { pageCursor, pageLimit, timestampShown as timestamp, paiseShown } from '../../common/http/wire-fields.ts';
 import { instantMs, windowInOrder } from '../../common/http/request-schemas.ts';
 
 /**

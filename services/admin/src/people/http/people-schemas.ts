@@ -4,7 +4,7 @@ import { passwordLength } from '../domain/password-hashing.ts';
 import type { IssuedLink, LinkDescription } from '../domain/people-context.ts';
 import type { Member, PersonView } from '../domain/people-store.ts';
 import { linkStatus, type PersonLink } from '../domain/person-links.ts';
-import { timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
+import { timestampShown as timestamp } from '../../common/http/wire-fields.ts';
 
 /**
  * The people and sign-in routes' request and response shapes (OpenAPI; tests parse real

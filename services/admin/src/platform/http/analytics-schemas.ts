@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { gatewayModelSlug } from '../../catalog/domain/gateway-model-schema.ts';
-import { moneyShown as money } from '../../common/domain/wire-fields.ts';
+import { gatewayModelSlug } from '../../catalog/http/gateway-model-schema.ts';
+import { moneyShown as money } from '../../common/http/wire-fields.ts';
 import { instantMs, windowInOrder } from '../../common/http/request-schemas.ts';
 
 /** Query of GET /admin/v1/organisations/{id}/usage/export: exactly listUsage's filters, without paging. */

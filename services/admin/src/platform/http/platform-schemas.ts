@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { gatewayModelSlug } from '../../catalog/domain/gateway-model-schema.ts';
-import { moneyShown as money, pageLimit, timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
+import { gatewayModelSlug } from '../../catalog/http/gateway-model-schema.ts';
+import { moneyShown as money, pageLimit, timestampShown as timestamp } from '../../common/http/wire-fields.ts';
 import { instantMs, pageSizes, windowInOrder } from '../../common/http/request-schemas.ts';
 
 /** The platform area's wire shapes: usage records, usage summaries and the audit log. */

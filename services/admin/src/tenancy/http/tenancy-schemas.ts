@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { gatewayModelSlug } from '../../catalog/domain/gateway-model-schema.ts';
-import { displayText, integerIn, moneyMicros, moneyShown as money, timestampShown as timestamp } from '../../common/domain/wire-fields.ts';
+import { gatewayModelSlug } from '../../catalog/http/gateway-model-schema.ts';
+import { displayText, integerIn, moneyMicros, moneyShown as money, timestampShown as timestamp } from '../../common/http/wire-fields.ts';
 import { prefixedId } from '../../common/http/response-schemas.ts';
 
 /** The tenancy area's wire shapes: organisations, projects and their keys, budgets, admin tokens. */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * zod builders of the admin API's JSON fields, shared by the request and response schemas and by
- * the gateway model record (gateway-model-schema.ts): one wording of each rule and message.
+ * the gateway model's wire rules (catalog/http/gateway-model-schema.ts): one wording of each rule and message.
  */
 
 const moneyFormatMessage = 'must be a whole number of micro-rupees as a decimal string, e.g. "1500000" (a JSON number is accepted only if it is a safe integer)';
