@@ -1,30 +1,18 @@
 /**
  * The Kubernetes manifests (deploy/kubernetes) as a security contract, checked without a cluster
- * on every overlay as `kubectl kustomize` renders it (what `kubectl apply -k` applies): every object
- * validates against the Kubernetes / cert-manager / Prometheus Operator schemas; every workload
+ * on every overlay as `kubectl kustomize` renders it (what `kubectl apply -k` applies): every workload
  * runs a hardened pod; every Deployment has its mTLS identity mounted; the namespace denies by
  * default, the ledger's gRPC port admits only the proxy and the admin, and the metrics ports only
  * the monitoring namespace; nothing turns on plaintext gRPC. The cross-references between objects
- * (selectors, env, Secrets, probes, grace, migrations) are in tests/deploy/cross-references.test.ts.
+ * (selectors, env, Secrets, probes, grace, migrations) are in tests/deploy/cross-references.test.ts,
+ * the layout and the strict schema validation in tests/deploy/manifest-schemas.test.ts.
  * The checks are functions returning problems so that the last block can prove each one catches
  * the mistake it is there for (a check that cannot fail protects nothing).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { Namespace } from 'kubernetes-models/v1/Namespace';
-import { Secret } from 'kubernetes-models/v1/Secret';
-import { Service } from 'kubernetes-models/v1/Service';
-import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
-import { Job } from 'kubernetes-models/batch/v1/Job';
-import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
-import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
-import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
-import { Certificate } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Certificate';
-import { Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Issuer';
-import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
-import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import {
-  deployments, manifestRoot, namespace, nameLabel, overlayNames, podLabels, readManifestFile, renderOverlay, roleOf, roles, secretsExample, selects, workloads,
+  deployments, manifestRoot, namespace, nameLabel, overlayNames, podLabels, renderOverlay, roleOf, roles, secretsExample, selects, workloads,
   type K8sObject, type LabelSelector, type Role,
 } from './deploy/rendered-manifests.ts';
 
@@ -249,69 +237,10 @@ function insecureSwitches(value: unknown, path = ''): string[] {
   return found;
 }
 
-/** Schema classes by `apiVersion/kind`; an unlisted kind fails the test so it gets one. */
-const schemaClasses: Record<string, new (data: any) => { validate(): void }> = {
-  'v1/Namespace': Namespace,
-  'v1/Secret': Secret,
-  'v1/Service': Service,
-  'apps/v1/Deployment': Deployment,
-  'batch/v1/Job': Job,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
-  'cert-manager.io/v1/Certificate': Certificate,
-  'cert-manager.io/v1/Issuer': Issuer,
-  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
-  'monitoring.coreos.com/v1/PrometheusRule': PrometheusRule,
-};
-
-/** The `resources` of a kustomization file under deploy/kubernetes. */
-const resourcesOf = (kustomizationPath: string): string[] => readManifestFile(kustomizationPath)[0]!.resources as string[];
-/** The YAML files of a directory under deploy/kubernetes, kustomization.yaml excepted. */
-const manifestFilesIn = (directory: string): string[] => readdirSync(new URL(directory, manifestRoot)).filter((name) => name.endsWith('.yaml') && name !== 'kustomization.yaml').sort();
-
-describe('deploy/kubernetes layout', () => {
-  it('the base lists every manifest beside it, the migrations base every Job file, and the example Secret is in no kustomization', () => {
-    expect(resourcesOf('base/kustomization.yaml').sort()).toEqual(manifestFilesIn('base/'));
-    expect(resourcesOf('base/migrations/kustomization.yaml').sort()).toEqual(manifestFilesIn('base/migrations/'));
-    expect(manifestFilesIn('./')).toEqual(['secrets.example.yaml']);
-  });
-
-  it('there is a dev and a production overlay, each the base plus its release\'s migration Jobs', () => {
-    expect(overlayNames).toEqual(['dev', 'production']);
-    for (const overlay of overlayNames) {
-      expect(resourcesOf(`overlays/${overlay}/kustomization.yaml`), overlay).toEqual(['../../base', 'migrations']);
-      expect(resourcesOf(`overlays/${overlay}/migrations/kustomization.yaml`), overlay).toEqual(['../../../base/migrations']);
-    }
-  });
-
-  it('the gateway bench can still read the proxy heap flags from base/proxy.yaml', () => {
-    // bench/gateway.bench.ts reads NODE_OPTIONS with exactly this expression.
-    const match = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(new URL('base/proxy.yaml', manifestRoot), 'utf8'));
-    expect(match?.[1]).toMatch(/--max-old-space-size=\d+/);
-  });
-});
-
 describe.each(overlayNames)('overlay %s', (overlay) => {
   const applied = renderOverlay(overlay);
   /** What is applied, and the example Secret applied beside it. */
   const everything = [...applied, secretsExample];
-
-  it('every object validates against the Kubernetes, cert-manager or Prometheus Operator schema', () => {
-    const invalid: string[] = [];
-    for (const object of everything) {
-      const SchemaClass = schemaClasses[`${object.apiVersion}/${object.kind}`];
-      if (SchemaClass === undefined) invalid.push(`${object.apiVersion}/${object.kind} ${object.metadata.name}: no schema listed in this test`);
-      else {
-        try {
-          new SchemaClass(object).validate();
-        } catch (error) {
-          invalid.push(`${object.kind} ${object.metadata.name}: ${(error as Error).message}`);
-        }
-      }
-    }
-    expect(invalid).toEqual([]);
-  });
 
   it('every object lives in the namespace the certificates name', () => {
     const stray = everything.filter((object) => object.kind !== 'Namespace' && object.metadata.namespace !== namespace).map((object) => `${object.kind} ${object.metadata.name}`);

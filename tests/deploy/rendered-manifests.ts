@@ -45,8 +45,14 @@ const rendered = new Map<string, K8sObject[]>();
 /** What `kubectl apply -k deploy/kubernetes/overlays/<name>` applies (a fresh copy each call, to break things in). */
 export function renderOverlay(name: string): K8sObject[] {
   if (!rendered.has(name)) {
-    // The real tool (kubectl ships kustomize); missing, it throws, which fails the manifest tests.
-    const output = execFileSync('kubectl', ['kustomize', fileURLToPath(new URL(`overlays/${name}`, manifestRoot))], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    // The real tool (kubectl ships kustomize); missing, the manifest tests fail (.ci/run checks first).
+    let output: string;
+    try {
+      output = execFileSync('kubectl', ['kustomize', fileURLToPath(new URL(`overlays/${name}`, manifestRoot))], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error('kubectl is not on PATH: the manifest tests render the overlays with `kubectl kustomize` (kustomize v5)');
+      throw error;
+    }
     rendered.set(name, parseYamlDocuments(output, `kubectl kustomize overlays/${name}`) as K8sObject[]);
   }
   return structuredClone(rendered.get(name)!);
