@@ -9,7 +9,7 @@ import {
 import { isId } from '../domain/ids.ts';
 import { notFound } from '../domain/resource-access.ts';
 import { sameOriginRequest } from '../../people/http/session-cookie.ts';
-import { createRouteResolver, observeHttpRequest, type HttpMetrics } from './http-metrics.ts';
+import { createHttpObserver, type HttpMetrics } from './http-metrics.ts';
 import { expressPathOf, type AdminRoute, type RouteAccess, type RouteContext, type RouteScope } from './route-definition.ts';
 import { idempotencyKeyHeader } from './request-schemas.ts';
 import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
@@ -201,7 +201,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
   app.set('etag', false);
   // One hop: the proxy's own X-Forwarded-* entries count, whatever a client put before them does not.
   if (deps.trustProxy === true) app.set('trust proxy', 1);
-  const routeOf = createRouteResolver(routes);
+  const observeHttp = deps.metrics ? createHttpObserver(deps.metrics, routes) : undefined;
 
   app.use((request: Request, response: Response, next: NextFunction) => {
     const startedAt = process.hrtime.bigint();
@@ -225,13 +225,10 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
       };
       if (line.status >= 500) logger.error(line, 'request failed');
       else logger.info(line, 'request');
-      if (deps.metrics) {
-        const path = request.originalUrl.split('?')[0]!;
-        observeHttpRequest(deps.metrics, {
-          template: routeOf(request.method, path), method: request.method, path, status: line.status,
-          errorCode: (response.locals.errorCode as string | undefined) ?? '', seconds: durationMs / 1000,
-        });
-      }
+      observeHttp?.({
+        method: request.method, path: request.originalUrl.split('?')[0]!, status: line.status,
+        errorCode: (response.locals.errorCode as string | undefined) ?? '', seconds: durationMs / 1000,
+      });
     };
     response.on('finish', logOnce);
     response.on('close', logOnce);

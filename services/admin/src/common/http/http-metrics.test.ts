@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createServiceMetrics } from '@gateway/telemetry';
 import { createAdminRoutes } from './admin-routes.ts';
-import { createRouteResolver, observeHttpRequest } from './http-metrics.ts';
+import { createHttpObserver, createRouteResolver, observeHttpRequest } from './http-metrics.ts';
 
 describe('admin HTTP metrics', () => {
-  const routeOf = createRouteResolver(createAdminRoutes({ allowPrivate: false }));
+  const routes = createAdminRoutes({ allowPrivate: false });
+  const routeOf = createRouteResolver(routes);
 
   it('names the route template a request is for, as express matches it', () => {
     expect(routeOf('GET', '/admin/v1/organisations/org_123')).toBe('/admin/v1/organisations/:id');
@@ -33,5 +34,19 @@ describe('admin HTTP metrics', () => {
       { route: '/*page', method: 'GET', model: '', status: '200', error_code: '' },
     ]);
     expect(JSON.stringify(counted)).not.toContain('org_9');
+  });
+
+  it('does not count the probes: /healthz and /readyz (GET or HEAD, a trailing slash, any case) are the kubelet\'s, not requests', async () => {
+    const metrics = createServiceMetrics('admin');
+    const observe = createHttpObserver(metrics, routes);
+    const answered = { errorCode: '', seconds: 0.001, status: 200 };
+    for (const path of ['/healthz', '/readyz', '/healthz/', '/READYZ']) observe({ ...answered, method: 'GET', path });
+    observe({ ...answered, method: 'HEAD', path: '/healthz' });
+    observe({ ...answered, method: 'GET', path: '/readyz', status: 503, errorCode: 'service_unavailable' });
+    expect((await metrics.httpRequests.get()).values).toEqual([]);
+    expect((await metrics.httpRequestDuration.get()).values.filter((value) => (value.metricName ?? '').endsWith('_count'))).toEqual([]);
+    // A request beside them still counts once, under its template.
+    observe({ ...answered, method: 'GET', path: '/admin/v1/organisations/org_9' });
+    expect((await metrics.httpRequests.get()).values.map((value) => [value.labels.route, value.value])).toEqual([['/admin/v1/organisations/:id', 1]]);
   });
 });

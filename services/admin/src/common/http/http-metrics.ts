@@ -1,6 +1,6 @@
 import { match } from 'path-to-regexp';
 import type { AdminMetrics } from '@gateway/telemetry';
-import { expressPathOf, type RouteDescription } from './route-definition.ts';
+import { expressPathOf, type AdminRoute, type RouteDescription } from './route-definition.ts';
 
 /** The two metrics every answered HTTP request feeds. */
 export type HttpMetrics = Pick<AdminMetrics, 'httpRequests' | 'httpRequestDuration'>;
@@ -62,4 +62,21 @@ export function observeHttpRequest(metrics: HttpMetrics, request: AnsweredReques
   const status = String(request.status);
   metrics.httpRequests.inc({ route, method: request.method, model: '', status, error_code: request.errorCode });
   metrics.httpRequestDuration.observe({ route, model: '', status_class: `${status[0]}xx` }, request.seconds);
+}
+
+/**
+ * The admin's request counter as its HTTP app uses it: resolves each answered request's route
+ * template and records it, except the probes (/healthz, /readyz, the table's probe routes): the
+ * kubelet asks them every few seconds on every pod, so counting them would drown the admin's
+ * request rate and latency in probe traffic. (GET /metrics is served on its own port by
+ * @gateway/telemetry's metrics server, which counts nothing.)
+ */
+export function createHttpObserver(metrics: HttpMetrics, routes: readonly AdminRoute[]): (request: Omit<AnsweredRequest, 'template'>) => void {
+  const routeOf = createRouteResolver(routes);
+  const probeTemplates = new Set(routes.filter((route) => route.probe !== undefined).map(routeTemplateOf));
+  return (request) => {
+    const template = routeOf(request.method, request.path);
+    if (template !== undefined && probeTemplates.has(template)) return;
+    observeHttpRequest(metrics, { ...request, template });
+  };
 }
