@@ -10,10 +10,11 @@
  * the mistake it is there for.
  */
 import { readFileSync } from 'node:fs';
-import { parser } from '@prometheus-io/lezer-promql';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { createServiceMetrics, metricCatalogue, type MetricDescriptor, type ServiceName } from '@gateway/telemetry';
+import { ledgerRpcMethods, operateOperations } from '@gateway/ledger';
+import { descendants, metricsOf, readSelector, selectorsOf, strictParser, withGrafanaVariablesFilled, type SyntaxNode } from './support/promql.ts';
 
 const rulesFile = new URL('../deploy/kubernetes/base/prometheus-rules.yaml', import.meta.url);
 const dashboardFile = new URL('../deploy/grafana/gateway-overview.json', import.meta.url);
@@ -27,7 +28,7 @@ type PrometheusRule = { apiVersion: string; kind: string; metadata: { name: stri
 /** A Grafana panel (a row holds its own panels when collapsed). */
 type Panel = { id: number; type: string; title: string; datasource?: { type?: string; uid?: string }; gridPos: { x: number; y: number; w: number; h: number }; targets?: { refId: string; expr: string; datasource?: { type?: string; uid?: string } }[]; panels?: Panel[] };
 /** A Grafana dashboard as exported; only the fields the checks read are typed. */
-type Dashboard = { uid: string; title: string; schemaVersion: number; templating: { list: { name: string; type: string; query?: string }[] }; panels: Panel[] };
+type Dashboard = { uid: string; title: string; schemaVersion: number; templating: { list: { name: string; type: string; query?: string | { query: string } }[] }; panels: Panel[] };
 /** A PromQL expression and where it came from (for the problem messages). */
 type Query = { where: string; expr: string };
 
@@ -39,8 +40,12 @@ const operationsText = readFileSync(operationsDoc, 'utf8');
 // What exists: the catalogue, the Node.js defaults prom-client really exports, the scrape labels.
 // ---------------------------------------------------------------------------------------------
 
-/** Labels Prometheus attaches to every scraped series (ServiceMonitor target labels), beside a metric's own. */
-const targetLabels = new Set(['service', 'namespace', 'pod', 'job', 'instance', 'container', 'endpoint']);
+/**
+ * Labels Prometheus attaches to every scraped series (ServiceMonitor target labels), beside a
+ * metric's own; `cluster` is the external label a multi-cluster setup (Thanos, Mimir, a
+ * federation) adds, absent on a single Prometheus, where `cluster=""` matches every series.
+ */
+const targetLabels = new Set(['service', 'namespace', 'pod', 'job', 'instance', 'container', 'endpoint', 'cluster']);
 
 /** A series name a query may select: the labels it carries and the services exporting it. */
 type KnownSeries = { labels: ReadonlySet<string>; services: ReadonlySet<string> };
@@ -83,49 +88,6 @@ const known = await knownSeries();
 // PromQL: parse strictly, then walk the tree for selectors and grouping labels.
 // ---------------------------------------------------------------------------------------------
 
-/** The PromQL parser in strict mode: a syntax error (or an unknown function) throws instead of becoming an error node. */
-const strictParser = parser.configure({ strict: true });
-/** A node of a parsed PromQL tree. */
-type SyntaxNode = ReturnType<typeof strictParser.parse>['topNode'];
-
-/** Grafana's built-in interval variables, replaced by a sample duration so the query parses as Prometheus will see it. */
-function withGrafanaVariablesFilled(expr: string): string {
-  return expr.replaceAll(/\$__(rate_interval|interval|range)\b|\$\{__(rate_interval|interval|range)\}/g, '5m');
-}
-
-/** The children of a syntax node, in order. */
-function childrenOf(node: SyntaxNode): SyntaxNode[] {
-  const children: SyntaxNode[] = [];
-  for (let child = node.firstChild; child; child = child.nextSibling) children.push(child);
-  return children;
-}
-
-/** All descendants of a node with a given node name. */
-function descendants(node: SyntaxNode, name: string): SyntaxNode[] {
-  const found: SyntaxNode[] = [];
-  const visit = (current: SyntaxNode) => { for (const child of childrenOf(current)) { if (child.name === name) found.push(child); visit(child); } };
-  visit(node);
-  return found;
-}
-
-/** A string literal's value (PromQL strings: double, single or back quotes; the checks only need plain ones). */
-const stringValue = (literal: string): string => literal.slice(1, -1);
-
-/** One vector selector: the metric it names and its label matchers. */
-type Selector = { metric: string | undefined; matchers: { label: string; op: string; value: string }[] };
-
-/** Reads a VectorSelector node. */
-function readSelector(node: SyntaxNode, text: string): Selector {
-  const identifier = node.getChild('Identifier');
-  const matchers = descendants(node, 'UnquotedLabelMatcher').map((matcher) => ({
-    label: text.slice(matcher.getChild('LabelName')!.from, matcher.getChild('LabelName')!.to),
-    op: text.slice(matcher.getChild('MatchOp')!.from, matcher.getChild('MatchOp')!.to),
-    value: stringValue(text.slice(matcher.getChild('StringLiteral')!.from, matcher.getChild('StringLiteral')!.to)),
-  }));
-  const byName = matchers.find((matcher) => matcher.label === '__name__' && matcher.op === '=');
-  return { metric: identifier ? text.slice(identifier.from, identifier.to) : byName?.value, matchers: matchers.filter((matcher) => matcher.label !== '__name__') };
-}
-
 /**
  * What is wrong with one query: a syntax error; a selector naming no exported series (or none by
  * name); a label matcher on a label the series does not carry; a `service` value that does not
@@ -162,12 +124,6 @@ function queryProblems(query: Query, series: Map<string, KnownSeries> = known): 
     }
   }
   return problems;
-}
-
-/** The metric names a query selects (after a successful parse). */
-function metricsOf(expr: string): string[] {
-  const text = withGrafanaVariablesFilled(expr);
-  return descendants(strictParser.parse(text).topNode, 'VectorSelector').map((node) => readSelector(node, text).metric ?? '');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -318,6 +274,66 @@ function metricTableProblems(markdown: string): string[] {
   return problems;
 }
 
+// ---------------------------------------------------------------------------------------------
+// A shared cluster: every rule and panel selects the gateway's namespace; the ledger's label values.
+// ---------------------------------------------------------------------------------------------
+
+/** Every selector of a rule expression that does not pin the namespace its PrometheusRule lives in (Prometheus evaluates rules over every series it holds). */
+function ruleNamespaceProblems(rule: PrometheusRule): string[] {
+  const own = rule.metadata.namespace;
+  return rule.spec.groups.flatMap((group) => group.rules).flatMap((entry) => selectorsOf(entry.expr)
+    .filter((selector) => !selector.matchers.some((matcher) => matcher.label === 'namespace' && matcher.op === '=' && matcher.value === own))
+    .map((selector) => `rule ${entry.alert ?? entry.record}: ${selector.metric} selects no namespace="${own}"`));
+}
+
+/** The dashboard's scope: each a query variable over a gateway metric, and a matcher every selector must carry. */
+const dashboardScope = [{ label: 'cluster', variable: '$cluster' }, { label: 'namespace', variable: '$namespace' }] as const;
+
+/** What lets a dashboard panel chart another workload: a missing $cluster / $namespace variable, a selector without both matchers. */
+function dashboardScopeProblems(board: Dashboard): string[] {
+  const problems: string[] = [];
+  for (const { label } of dashboardScope) {
+    const variable = board.templating.list.find((entry) => entry.name === label);
+    const query = typeof variable?.query === 'object' ? variable.query.query : variable?.query;
+    const values = query === undefined ? null : /^label_values\((\w+)(\{[^}]*\})?,\s*(\w+)\)$/.exec(query);
+    if (variable?.type !== 'query' || !values) problems.push(`no $${label} query variable of label_values(<metric>, ${label})`);
+    else if (!known.has(values[1]!) || values[3] !== label) problems.push(`$${label} reads ${values[3]} of ${values[1]}, not ${label} of an exported metric`);
+  }
+  for (const query of dashboardQueries(board)) {
+    for (const selector of selectorsOf(query.expr)) {
+      for (const { label, variable } of dashboardScope) {
+        if (!selector.matchers.some((matcher) => matcher.label === label && matcher.op === '=' && matcher.value === variable)) problems.push(`${query.where}: ${selector.metric} has no ${label}="${variable}"`);
+      }
+    }
+  }
+  return problems;
+}
+
+/** The values the ledger's RPC metrics carry, by label: `method` as the proto names it, `operation` for Operate-stream messages ('' for unary calls). */
+const ledgerRpcLabelValues: Record<string, readonly string[]> = { method: ledgerRpcMethods, operation: ['', ...operateOperations] };
+
+/** A literal as a regular expression source. */
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Every `method` / `operation` value a query matches on the ledger's RPC metrics that the ledger never exports (a regex: each alternative must match one). */
+function ledgerLabelValueProblems(queries: Query[]): string[] {
+  const problems: string[] = [];
+  for (const query of queries) {
+    for (const selector of selectorsOf(query.expr).filter((candidate) => candidate.metric?.startsWith('gateway_ledger_rpc_'))) {
+      for (const matcher of selector.matchers) {
+        const exported = ledgerRpcLabelValues[matcher.label];
+        if (exported === undefined) continue;
+        const alternatives = matcher.op.endsWith('~') ? matcher.value.split('|') : [matcher.value];
+        for (const alternative of alternatives) {
+          const pattern = new RegExp(`^(?:${matcher.op.endsWith('~') ? alternative : escapeRegExp(alternative)})$`);
+          if (!exported.some((value) => pattern.test(value))) problems.push(`${query.where}: ${matcher.label} "${alternative}" is not one the ledger exports (${exported.filter(Boolean).join(', ')})`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
 const anchors = headingAnchors(operationsText);
 const alerts = alertsOf(rules);
 const alertQueries: Query[] = rules.spec.groups.flatMap((group) => group.rules.map((rule) => ({ where: `rule ${rule.alert ?? rule.record}`, expr: rule.expr })));
@@ -349,6 +365,15 @@ describe('alert rules and dashboard against the metric catalogue', () => {
   it('the dashboard imports cleanly (schema 39+, ${datasource} everywhere) and shows what the issue lists', () => {
     expect(dashboardProblems(dashboard)).toEqual([]);
     expect(dashboardCoverageProblems(dashboard)).toEqual([]);
+  });
+
+  it('every rule selector pins the namespace of its PrometheusRule; every panel selector $cluster and $namespace, both variables', () => {
+    expect(ruleNamespaceProblems(rules)).toEqual([]);
+    expect(dashboardScopeProblems(dashboard)).toEqual([]);
+  });
+
+  it('every ledger method and operation a rule or panel names is one the ledger exports, in its spelling', () => {
+    expect(ledgerLabelValueProblems([...alertQueries, ...dashboardQueries(dashboard)])).toEqual([]);
   });
 
   it("docs/operations.md's metric table is the catalogue", () => {
@@ -432,6 +457,38 @@ describe('the operations-signal checks catch the mistakes they are for', () => {
     const missing = structuredClone(dashboard);
     missing.panels = missing.panels.filter((panel) => !(panel.targets ?? []).some((target) => target.expr.includes('gateway_ledger_verify_differences')));
     expect(dashboardCoverageProblems(missing)).not.toEqual([]);
+  });
+
+  it('a rule selector without the namespace, or with another one', () => {
+    const missing = rulesCopy();
+    const rule = alertsOf(missing).find((alert) => alert.alert === 'GatewayEventLoopLagHigh')!;
+    rule.expr = rule.expr.replace(/\{[^}]*\}/, '');
+    expect(ruleNamespaceProblems(missing)).toEqual(['rule GatewayEventLoopLagHigh: nodejs_eventloop_lag_p99_seconds selects no namespace="inr-gateway"']);
+    const other = rulesCopy();
+    alertsOf(other)[0]!.expr = alertsOf(other)[0]!.expr.replace('namespace="inr-gateway"', 'namespace=~"inr-.*"');
+    expect(ruleNamespaceProblems(other)).toHaveLength(1);
+  });
+
+  it('a panel without $namespace or $cluster, a dashboard without the variables', () => {
+    const unscoped = structuredClone(dashboard);
+    const target = panelsOf(unscoped).find((panel) => panel.title === 'CPU')!.targets![0]!;
+    target.expr = target.expr.replace('cluster="$cluster", ', '');
+    expect(dashboardScopeProblems(unscoped)).toEqual(['panel "CPU" A: process_cpu_seconds_total has no cluster="$cluster"']);
+    const noVariables = structuredClone(dashboard);
+    noVariables.templating.list = noVariables.templating.list.filter((entry) => entry.name !== 'namespace');
+    expect(dashboardScopeProblems(noVariables)).toEqual(['no $namespace query variable of label_values(<metric>, namespace)']);
+  });
+
+  it.each([
+    ['the stream spelling as a method', 'sum(rate(gateway_ledger_rpc_requests_total{method="reserve"}[5m]))', 'method "reserve"'],
+    ['a method no proto has', 'sum(rate(gateway_ledger_rpc_requests_total{method=~"Reserve|SettleMany"}[5m]))', 'method "SettleMany"'],
+    ['the unary spelling as an operation', 'gateway_ledger_rpc_duration_seconds_count{method="Operate", operation="Settle"}', 'operation "Settle"'],
+  ])('a ledger label value in the wrong spelling: %s', (_mistake, expr, expected) => {
+    expect(ledgerLabelValueProblems([query(expr)]).join('\n')).toContain(expected);
+  });
+
+  it('the ledger label check accepts the one spelling', () => {
+    expect(ledgerLabelValueProblems([query('sum(rate(gateway_ledger_rpc_requests_total{method=~"Reserve|Settle|Operate", operation=~"|reserve|settle_batch"}[5m]))')])).toEqual([]);
   });
 
   it('a metric table row missing, wrong or left over in docs/operations.md', () => {

@@ -6,7 +6,9 @@
  *
  * Cardinality is bounded by design: no label ever carries an organisation, project, key, person
  * or request id. `model` is a slug from the platform's catalogue (unknown names become
- * `unknown`), `route` a route template, `error_code` a code of @gateway/errors' catalogue.
+ * `unknown`), `provider_kind` a kind the proxy's upstream adapters support (the config snapshot
+ * refuses others), `route` a route template, `error_code` a code of @gateway/errors' catalogue.
+ * docs/operations.md ("Label cardinality") writes the bounds down.
  */
 
 /** Latency buckets, seconds: sub-millisecond (a carve, a Redis lease) to the longest upstream call. */
@@ -49,13 +51,13 @@ export const metricCatalogue = {
   }),
   proxyUpstreamDuration: describe({
     name: 'gateway_proxy_upstream_duration_seconds', type: 'histogram', services: ['proxy'],
-    help: 'One upstream call from dispatch to its last body byte (or failure), seconds.',
-    labelNames: ['provider_kind', 'outcome'], buckets: latencyBucketsSeconds,
+    help: 'One upstream call from dispatch to its last body byte (or failure), seconds, by provider kind and gateway model slug (both from the config snapshot).',
+    labelNames: ['provider_kind', 'model', 'outcome'], buckets: latencyBucketsSeconds,
   }),
   proxyUpstreamRequests: describe({
     name: 'gateway_proxy_upstream_requests_total', type: 'counter', services: ['proxy'],
-    help: 'Upstream calls by provider kind and outcome (ok, http_error, timeout, connect_error, aborted, bad_response).',
-    labelNames: ['provider_kind', 'outcome'],
+    help: 'Upstream calls by provider kind, gateway model slug (both from the config snapshot) and outcome (ok, http_error, timeout, connect_error, aborted, bad_response).',
+    labelNames: ['provider_kind', 'model', 'outcome'],
   }),
   proxyLedgerCallDuration: describe({
     name: 'gateway_proxy_ledger_call_duration_seconds', type: 'histogram', services: ['proxy'],
@@ -126,13 +128,13 @@ export const metricCatalogue = {
   // --- Ledger ---
   ledgerRpcRequests: describe({
     name: 'gateway_ledger_rpc_requests_total', type: 'counter', services: ['ledger'],
-    help: 'gRPC calls and Operate-stream operations answered, by method (Reserve, settle_batch, ...) and gRPC status code name.',
-    labelNames: ['method', 'code'],
+    help: 'gRPC calls answered, by LedgerService method as the proto names it (Reserve, Operate, ...), Operate-stream operation (reserve, settle_batch, ...; empty for a unary call) and gRPC status code name.',
+    labelNames: ['method', 'operation', 'code'],
   }),
   ledgerRpcDuration: describe({
     name: 'gateway_ledger_rpc_duration_seconds', type: 'histogram', services: ['ledger'],
-    help: 'Time from receiving a call or stream operation to sending its answer, seconds.',
-    labelNames: ['method'], buckets: latencyBucketsSeconds,
+    help: 'Time from receiving a call or Operate-stream operation to sending its answer, seconds, by method and operation.',
+    labelNames: ['method', 'operation'], buckets: latencyBucketsSeconds,
   }),
   ledgerBatchSize: describe({
     name: 'gateway_ledger_batch_size', type: 'histogram', services: ['ledger'],

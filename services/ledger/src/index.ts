@@ -11,3 +11,5 @@ export {
 } from './domain/find-balance-differences.ts';
 /** Vocabulary of the ledger's balances and reservations. */
 export type { Balances, BillingMode, ReservationStatus, UsageSource } from './domain/ledger-types.ts';
+/** The values of the ledger's RPC metric labels: `method` (the proto's method names) and `operation` (Operate-stream operations). */
+export { ledgerRpcMethods, operateOperations } from './transport/rpc-metrics.ts';

@@ -6,6 +6,7 @@ import { createLogger } from '@gateway/logger';
 import { createServiceMetrics } from '@gateway/telemetry';
 import { parsePrometheusText, scrapeMetrics, sumSamples, testPostgresUrl, type PrometheusSample } from '@gateway/testkit';
 import { startExpirySweeper } from './expiry-sweeper.ts';
+import { ledgerRpcMethods } from './transport/rpc-metrics.ts';
 import { fundedOrganisation, startTestLedger, uniqueId, type TestLedger } from './testing/start-test-ledger.ts';
 import { useTestLedger } from './testing/ledger-test-setup.ts';
 
@@ -85,17 +86,19 @@ describe.skipIf(!serverUrl)('ledger /metrics', () => {
 
     const after = await scrape(ledger);
     const calls = 'gateway_ledger_rpc_requests_total';
-    expect(grew(before, after, calls, { method: 'OpenAccount', code: 'OK' })).toBe(1);
+    expect(grew(before, after, calls, { method: 'OpenAccount', operation: '', code: 'OK' })).toBe(1);
     expect(grew(before, after, calls, { method: 'Credit', code: 'OK' })).toBe(1);
     expect(grew(before, after, calls, { method: 'Reserve', code: 'OK' })).toBe(17);
     expect(grew(before, after, calls, { method: 'Reserve', code: 'PERMISSION_DENIED' })).toBe(1);
     expect(grew(before, after, calls, { method: 'Settle', code: 'OK' })).toBe(1);
-    expect(grew(before, after, calls, { method: 'reserve', code: 'OK' })).toBe(2);
-    expect(grew(before, after, calls, { method: 'settle_batch', code: 'OK' })).toBe(1);
-    expect(grew(before, after, calls, { method: 'none', code: 'INVALID_ARGUMENT' })).toBe(1);
+    expect(grew(before, after, calls, { method: 'Operate', operation: 'reserve', code: 'OK' })).toBe(2);
+    expect(grew(before, after, calls, { method: 'Operate', operation: 'settle_batch', code: 'OK' })).toBe(1);
+    expect(grew(before, after, calls, { method: 'Operate', operation: 'none', code: 'INVALID_ARGUMENT' })).toBe(1);
+    // One spelling: every `method` is a LedgerService method as the proto names it.
+    expect([...new Set(after.filter((sample) => sample.name === calls).map((sample) => sample.labels.method))].filter((method) => !ledgerRpcMethods.includes(method!))).toEqual([]);
     // Each answer has its latency observed once.
-    expect(grew(before, after, 'gateway_ledger_rpc_duration_seconds_count', { method: 'Reserve' })).toBe(18);
-    expect(grew(before, after, 'gateway_ledger_rpc_duration_seconds_count', { method: 'settle_batch' })).toBe(1);
+    expect(grew(before, after, 'gateway_ledger_rpc_duration_seconds_count', { method: 'Reserve', operation: '' })).toBe(18);
+    expect(grew(before, after, 'gateway_ledger_rpc_duration_seconds_count', { method: 'Operate', operation: 'settle_batch' })).toBe(1);
 
     // Group commit: 19 Reserves and 3 Settles went through the batcher (the refused one never
     // reached it); every transaction is observed once in both histograms, whatever the grouping.

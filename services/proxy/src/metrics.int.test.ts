@@ -103,7 +103,7 @@ describe('the proxy\'s /metrics', () => {
     expect(sumSamples(samples, 'gateway_proxy_time_to_first_byte_seconds_count', { model: 'chat', stream: 'true' })).toBe(1);
 
     // Upstream calls: the two answers and the 500.
-    const upstream = { provider_kind: 'openai_compatible' };
+    const upstream = { provider_kind: 'openai_compatible', model: 'chat' };
     expect(sumSamples(samples, 'gateway_proxy_upstream_requests_total', { ...upstream, outcome: 'ok' })).toBe(2);
     expect(sumSamples(samples, 'gateway_proxy_upstream_requests_total', { ...upstream, outcome: 'http_error' })).toBe(1);
     expect(sumSamples(samples, 'gateway_proxy_upstream_duration_seconds_count', { ...upstream, outcome: 'ok' })).toBe(2);

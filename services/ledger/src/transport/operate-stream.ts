@@ -9,7 +9,7 @@ import { adjustGrant } from '../domain/grants.ts';
 import type { Perform } from './ledger-call.ts';
 import type { HotPathWork } from './ledger-hot-path-work.ts';
 import type { RecallPush, RecallTarget } from './recall-push.ts';
-import { observeRpc, operationLabel, type RpcMetrics } from './rpc-metrics.ts';
+import { observeOperation, type RpcMetrics } from './rpc-metrics.ts';
 import { traceOperation } from './rpc-tracing.ts';
 
 /** What the Operate streams of one replica run on. */
@@ -157,7 +157,7 @@ export function createOperateStreams(deps: OperateStreamDeps): OperateStreams {
           const receivedAtMs = performance.now();
           // An answer to a caller that went away is dropped (send resolves false).
           void answerOperation(message, target).then((response) => {
-            if (rpcMetrics) observeRpc(rpcMetrics, operationLabel(message), response.error?.code ?? grpcStatus.OK, receivedAtMs);
+            if (rpcMetrics) observeOperation(rpcMetrics, message, response.error?.code ?? grpcStatus.OK, receivedAtMs);
             return stream.send(response);
           }).finally(() => {
             unanswered -= 1;

@@ -1,7 +1,7 @@
 import {
   status as grpcStatus, type sendUnaryData, type ServerUnaryCall, type ServiceDefinition, type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
-import type { ledgerV1 } from '@gateway/contracts';
+import { ledgerV1 } from '@gateway/contracts';
 import type { LedgerMetrics } from '@gateway/telemetry';
 
 /** The two metrics every answered call and Operate-stream operation feeds. */
@@ -12,18 +12,42 @@ function grpcCodeName(code: number): string {
   return grpcStatus[code] ?? 'UNKNOWN';
 }
 
-/** Records one answer: a call or operation `method`, answered with gRPC `code`, `startedAtMs` (performance.now()) ago. */
-export function observeRpc(metrics: RpcMetrics, method: string, code: number, startedAtMs: number): void {
-  metrics.ledgerRpcRequests.inc({ method, code: grpcCodeName(code) });
-  metrics.ledgerRpcDuration.observe({ method }, (performance.now() - startedAtMs) / 1000);
+/** A method's name as the gRPC path ends (`/gateway.ledger.v1.LedgerService/Reserve` → `Reserve`). */
+function methodNameOf(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
 }
 
 /**
- * The label of one Operate-stream message: its operation in snake_case (reserve, settle,
- * settle_batch, release, checkpoint, acquire_grant, adjust_grant), so it never collides with the
- * unary method of the same work (Reserve, Settle, ...); `none` for a message that names none.
+ * The `method` label's values: the LedgerService's methods as the proto names them (`Reserve`,
+ * `GetBalance`, `Operate`, ...), one spelling, the one grpcurl and the gRPC path show.
  */
-export function operationLabel(message: ledgerV1.OperationRequest): string {
+export const ledgerRpcMethods: readonly string[] = Object.values(ledgerV1.LedgerServiceService).map((method) => methodNameOf(method.path));
+
+/** The method every Operate-stream operation is counted under; its `operation` label says which. */
+const operateMethod = methodNameOf(ledgerV1.LedgerServiceService.operate.path);
+
+/**
+ * The `operation` label's values for Operate-stream messages, snake_case as the group commit's
+ * and the proxy's `operation` labels; `none` for a message that names none. Unary calls have
+ * `operation=""`.
+ */
+export const operateOperations = ['reserve', 'settle', 'settle_batch', 'release', 'checkpoint', 'acquire_grant', 'adjust_grant', 'none'] as const;
+/** One Operate-stream operation, as labelled. */
+export type OperateOperation = (typeof operateOperations)[number];
+
+/** Records one answer: a `method` (`operation` '' for a unary call), answered with gRPC `code`, `startedAtMs` (performance.now()) ago. */
+function observeRpc(metrics: RpcMetrics, method: string, operation: OperateOperation | '', code: number, startedAtMs: number): void {
+  metrics.ledgerRpcRequests.inc({ method, operation, code: grpcCodeName(code) });
+  metrics.ledgerRpcDuration.observe({ method, operation }, (performance.now() - startedAtMs) / 1000);
+}
+
+/** Records one answered Operate-stream message: method `Operate`, its operation, its gRPC `code`, `startedAtMs` (performance.now()) ago. */
+export function observeOperation(metrics: RpcMetrics, message: ledgerV1.OperationRequest, code: number, startedAtMs: number): void {
+  observeRpc(metrics, operateMethod, operationLabel(message), code, startedAtMs);
+}
+
+/** The operation an Operate-stream message asks for (the `operation` label). */
+function operationLabel(message: ledgerV1.OperationRequest): OperateOperation {
   if (message.reserve) return 'reserve';
   if (message.settle) return 'settle';
   if (message.settleBatch) return 'settle_batch';
@@ -34,16 +58,12 @@ export function operationLabel(message: ledgerV1.OperationRequest): string {
   return 'none';
 }
 
-/** A method's name as the gRPC path ends (`/gateway.ledger.v1.LedgerService/Reserve` → `Reserve`). */
-function methodNameOf(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1);
-}
-
 /**
  * Wraps every unary method of `implementation` so each answer (a response or an error status,
  * authorization refusals included when it wraps the authorizing layer) counts once in
- * `ledgerRpcRequests{method,code}` and `ledgerRpcDuration{method}`. Streaming methods pass
- * through: Operate counts its operations itself, one per message.
+ * `ledgerRpcRequests{method,operation,code}` and `ledgerRpcDuration{method,operation}` with
+ * operation ''. Streaming methods pass through: Operate counts its operations itself, one per
+ * message (observeOperation).
  */
 export function instrumentUnaryCalls<Implementation extends UntypedServiceImplementation>(
   definition: ServiceDefinition, implementation: Implementation, metrics: RpcMetrics,
@@ -57,7 +77,7 @@ export function instrumentUnaryCalls<Implementation extends UntypedServiceImplem
     wrapped[key] = (call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) => {
       const startedAtMs = performance.now();
       unary(call, (error, ...rest) => {
-        observeRpc(metrics, method, error ? (error.code ?? grpcStatus.UNKNOWN) : grpcStatus.OK, startedAtMs);
+        observeRpc(metrics, method, '', error ? (error.code ?? grpcStatus.UNKNOWN) : grpcStatus.OK, startedAtMs);
         callback(error, ...rest);
       });
     };

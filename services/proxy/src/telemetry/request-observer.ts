@@ -148,7 +148,7 @@ export class RequestObserver {
     this.#trace?.reserveEnded(path, outcome);
   }
 
-  /** The upstream call is dispatched to a provider of this kind (e.g. `openai_compatible`). */
+  /** The upstream call for the resolved gateway model is dispatched to a provider of this kind (e.g. `openai_compatible`, a kind the snapshot accepted). */
   upstreamStarted(providerKind: string): void {
     this.#providerKind = providerKind;
     this.#upstreamStartedAtMs = performance.now();
@@ -164,7 +164,8 @@ export class RequestObserver {
     if (!this.#upstreamOpen) return;
     this.#upstreamOpen = false;
     const { metrics } = this.#telemetry;
-    const labels = { provider_kind: this.#providerKind, outcome };
+    // Both labels come from the config snapshot (the gateway model's slug, its upstream's kind), never from the request: bounded.
+    const labels = { provider_kind: this.#providerKind, model: this.#model, outcome };
     metrics.proxyUpstreamDuration.observe(labels, secondsSince(this.#upstreamStartedAtMs));
     metrics.proxyUpstreamRequests.inc(labels);
     this.#trace?.upstreamEnded(outcome);
