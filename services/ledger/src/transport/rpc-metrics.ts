@@ -33,7 +33,7 @@ const operateMethod = methodNameOf(ledgerV1.LedgerServiceService.operate.path);
  */
 export const operateOperations = ['reserve', 'settle', 'settle_batch', 'release', 'checkpoint', 'acquire_grant', 'adjust_grant', 'none'] as const;
 /** One Operate-stream operation, as labelled. */
-export type OperateOperation = (typeof operateOperations)[number];
+type OperateOperation = (typeof operateOperations)[number];
 
 /** Records one answer: a `method` (`operation` '' for a unary call), answered with gRPC `code`, `startedAtMs` (performance.now()) ago. */
 function observeRpc(metrics: RpcMetrics, method: string, operation: OperateOperation | '', code: number, startedAtMs: number): void {

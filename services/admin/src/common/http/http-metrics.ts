@@ -22,7 +22,7 @@ function routeTemplateOf(route: Pick<RouteDescription, 'path'>): string {
  * routing (401, 400 for a malformed path) is labelled as the route it was aimed at. HEAD
  * matches GET routes, as in express. Undefined when no route of the table matches.
  */
-export function createRouteResolver(routes: readonly RouteDescription[]): (method: string, path: string) => string | undefined {
+function createRouteResolver(routes: readonly RouteDescription[]): (method: string, path: string) => string | undefined {
   const byMethod = new Map<string, Array<{ matches: (path: string) => boolean; template: string }>>();
   for (const route of routes) {
     const matcher = match(expressPathOf(route), { sensitive: false, end: true, trailing: true, decode: false });
@@ -56,7 +56,7 @@ export interface AnsweredRequest {
  * route matched is the dashboard's when it succeeded (only the dashboard answers outside the
  * table), else `unmatched`: the path itself never becomes a label.
  */
-export function observeHttpRequest(metrics: HttpMetrics, request: AnsweredRequest): void {
+function observeHttpRequest(metrics: HttpMetrics, request: AnsweredRequest): void {
   const route = request.template
     ?? (request.status >= 400 ? unmatchedRoute : request.path.startsWith('/assets/') ? dashboardAssetRoute : dashboardPageRoute);
   const status = String(request.status);
