@@ -98,7 +98,7 @@ function servedFingerprint(port: number, client: PemKeyPair): Promise<string> {
 function newClient(port: number, security: GrpcTransportSecurity): ReloadClient {
   const client = new ReloadClient(`localhost:${port}`, channelCredentials(security), { ...clientChannelOptions, 'grpc.use_local_subchannel_pool': 1 });
   clients.push(client);
-  return client as ReloadClient;
+  return client as unknown as ReloadClient;
 }
 
 /** One WhoAmI call: the role the server saw on the caller's certificate, or the call's error. */
