@@ -233,6 +233,34 @@ describe('certificates renewed on disk', () => {
     await clientReloaded;
     expect(await whoAmI(newClient(port, clientSecurity))).toEqual({ role: 'proxy' });
   });
+
+  it('picks up a change the directory watch cannot see through the poll', async () => {
+    // The watched directory holds only symlinks into another one: a file rewritten there raises no
+    // event where the watch looks, as on filesystems whose watches never fire.
+    const root = await mkdtemp(join(tmpdir(), 'gateway-cert-poll-'));
+    await mkdir(join(root, 'real'));
+    await mkdir(join(root, 'mounted'));
+    const first = await issueCertificate(caA, leaf('admin'));
+    const write = async (pair: PemKeyPair) => {
+      await writeFile(join(root, 'real', 'ca.crt'), caA.certPem);
+      await writeFile(join(root, 'real', 'tls.crt'), pair.certPem);
+      await writeFile(join(root, 'real', 'tls.key'), pair.keyPem);
+    };
+    await write(first);
+    for (const name of ['ca.crt', 'tls.crt', 'tls.key']) await symlink(join(root, 'real', name), join(root, 'mounted', name));
+    const polled: Array<(loaded: LoadedCertificates) => void> = [];
+    const certificates = watchCertificateFiles(
+      { caFile: join(root, 'mounted', 'ca.crt'), certFile: join(root, 'mounted', 'tls.crt'), keyFile: join(root, 'mounted', 'tls.key') },
+      { logger: capturingLogger().logger, pollIntervalMs: 50, onReload: (loaded) => { for (const resolve of polled.splice(0)) resolve(loaded); } },
+    );
+    watchers.push(certificates);
+    expect(certificates.current().certFingerprint).toBe(fingerprint(first));
+    const second = await issueCertificate(caA, leaf('admin'));
+    const reloaded = nextReload(polled);
+    await write(second);
+    expect((await reloaded).certFingerprint).toBe(fingerprint(second));
+    expect(certificates.current().certFingerprint).toBe(fingerprint(second));
+  });
 });
 
 /** A PEM pair as the Buffers ServicePems holds. */
