@@ -194,6 +194,9 @@ const requiredAlerts: readonly [string, string][] = [
   // A refund the provider refused for good, and money returned outside the gateway that the balance could not cover.
   ['GatewayRefundFailed', 'gateway_admin_refund_outcomes_total'],
   ['GatewayPaymentShortfall', 'gateway_admin_refund_outcomes_total'],
+  // Internal mTLS certificates reloaded from disk: an expiry that comes close means a renewal was not taken up.
+  ['GatewayCertificateExpiresSoon', 'gateway_tls_certificate_expiry_timestamp_seconds'],
+  ['GatewayCertificateExpiresWithinADay', 'gateway_tls_certificate_expiry_timestamp_seconds'],
 ];
 
 /** Which required alerts are missing or no longer watch their metric. */

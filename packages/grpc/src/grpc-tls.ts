@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { ServerCredentials, credentials, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { ServerCredentials, credentials, experimental, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
 import { z } from '@gateway/config';
 import type { Logger } from '@gateway/logger';
+import { watchCertificateFiles, type ServiceCertificates } from './service-certificates.ts';
 
 /**
  * How a service's internal gRPC is secured: mutual TLS with the deployment's CA (the default
@@ -9,7 +9,7 @@ import type { Logger } from '@gateway/logger';
  * development only).
  */
 export type GrpcTransportSecurity =
-  | { mode: 'mtls'; caPem: Buffer; certPem: Buffer; keyPem: Buffer }
+  | { mode: 'mtls'; certificates: ServiceCertificates }
   | { mode: 'insecure' };
 
 /**
@@ -64,19 +64,12 @@ export function checkGrpcTlsEnv(value: GrpcTlsConfig, ctx: z.RefinementCtx): voi
   }
 }
 
-/** Reads one PEM file named by a variable; the error names the variable and the path, never the contents. */
-function readPem(variable: string, path: string): Buffer {
-  try {
-    return readFileSync(path);
-  } catch (error) {
-    throw new Error(`${variable}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`, { cause: error });
-  }
-}
-
 /**
  * Turns a validated configuration into the transport security of the service: reads the
- * certificate files once, at start, or (GRPC_INSECURE=true) logs at error level, on every start,
- * that internal gRPC is unauthenticated plaintext.
+ * certificate files at start (a missing or mismatched file fails the start) and keeps reading
+ * them when they change, so a renewed certificate is used by new connections without a restart
+ * (watchCertificateFiles; stop it with closeTransportSecurity). Or (GRPC_INSECURE=true) logs at
+ * error level, on every start, that internal gRPC is unauthenticated plaintext.
  */
 export function grpcTransportSecurity(config: GrpcTlsConfig, logger: Logger): GrpcTransportSecurity {
   if (config.GRPC_INSECURE) {
@@ -90,24 +83,71 @@ export function grpcTransportSecurity(config: GrpcTlsConfig, logger: Logger): Gr
   if (!caFile || !certFile || !keyFile) {
     throw new Error('GRPC_TLS_CA_FILE, GRPC_TLS_CERT_FILE and GRPC_TLS_KEY_FILE are required unless GRPC_INSECURE=true');
   }
-  return {
-    mode: 'mtls',
-    caPem: readPem('GRPC_TLS_CA_FILE', caFile),
-    certPem: readPem('GRPC_TLS_CERT_FILE', certFile),
-    keyPem: readPem('GRPC_TLS_KEY_FILE', keyFile),
-  };
+  return { mode: 'mtls', certificates: watchCertificateFiles({ caFile, certFile, keyFile }, { logger }) };
 }
 
-/** Server credentials: under mTLS a client certificate signed by the CA is REQUIRED to connect. */
+/** Stops watching the certificate files of a transport security (at shutdown); a no-op under GRPC_INSECURE. */
+export function closeTransportSecurity(security: GrpcTransportSecurity): void {
+  if (security.mode === 'mtls') security.certificates.close();
+}
+
+/**
+ * Server credentials: under mTLS a client certificate signed by the CA is REQUIRED to connect.
+ * Built on grpc-js's certificate-provider API, so each new connection is served the certificates
+ * loaded at that moment (the server's secure context is replaced on a reload; open connections
+ * keep the one they were made with).
+ */
 export function serverCredentials(security: GrpcTransportSecurity): ServerCredentials {
   if (security.mode === 'insecure') return ServerCredentials.createInsecure();
-  return ServerCredentials.createSsl(security.caPem, [{ cert_chain: security.certPem, private_key: security.keyPem }], true);
+  // One provider serves both roles: grpc-js 1.14.7's factory hands its first argument to the
+  // identity slot whatever its name says, which only a single provider makes moot.
+  return experimental.createCertificateProviderServerCredentials(security.certificates, security.certificates, true);
 }
 
-/** Channel credentials of a caller: presents its own certificate and verifies the server's against the CA. */
+/**
+ * Channel credentials of a caller: presents its own certificate and verifies the server's
+ * against the CA, both as loaded when each new connection is made, so a channel kept for the
+ * process's life reconnects with renewed certificates.
+ */
 export function channelCredentials(security: GrpcTransportSecurity): ChannelCredentials {
   if (security.mode === 'insecure') return credentials.createInsecure();
-  return credentials.createSsl(security.caPem, security.keyPem, security.certPem);
+  return experimental.createCertificateProviderChannelCredentials(security.certificates, security.certificates);
+}
+
+/** Which use of a certificate a metric series reports: the bounded `certificate` label of gateway_tls_certificate_expiry_timestamp_seconds. */
+export type CertificateUse = 'serving' | 'client' | 'ca';
+
+/**
+ * The expiry, seconds since the epoch, of each certificate the service uses: its own
+ * certificate once per use it makes of it (`serving` for a gRPC server, `client` for channels),
+ * and the trust bundle's first to expire (`ca`). Empty under GRPC_INSECURE.
+ */
+export function certificateExpiries(
+  security: GrpcTransportSecurity, uses: ReadonlyArray<Exclude<CertificateUse, 'ca'>>,
+): Array<{ certificate: CertificateUse; notAfterSeconds: number }> {
+  if (security.mode === 'insecure') return [];
+  const loaded = security.certificates.current();
+  return [
+    ...uses.map((certificate) => ({ certificate, notAfterSeconds: loaded.certNotAfter.getTime() / 1000 })),
+    { certificate: 'ca' as const, notAfterSeconds: loaded.caNotAfter.getTime() / 1000 },
+  ];
+}
+
+/** The part of a prom-client gauge (gateway_tls_certificate_expiry_timestamp_seconds) the expiries are set on. */
+export interface CertificateExpiryGauge {
+  set(labels: { certificate: CertificateUse }, value: number): void;
+}
+
+/**
+ * A scrape-time refresh (register it with the service metrics' onCollect) that sets the gauge
+ * from the certificates in use then, so a reload shows at the next scrape.
+ */
+export function certificateExpiryRefresh(
+  security: GrpcTransportSecurity, uses: ReadonlyArray<Exclude<CertificateUse, 'ca'>>, gauge: CertificateExpiryGauge,
+): () => void {
+  return () => {
+    for (const { certificate, notAfterSeconds } of certificateExpiries(security, uses)) gauge.set({ certificate }, notAfterSeconds);
+  };
 }
 
 /**

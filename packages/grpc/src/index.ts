@@ -11,9 +11,13 @@ export {
   duplexStream, type DuplexCallStatus, type DuplexStream, type DuplexStreamOptions, type ServerDuplexStreamHandle,
 } from './duplex-stream.ts';
 export {
-  channelCredentials, checkGrpcTlsEnv, clientChannelOptions, grpcTlsEnv, grpcTransportSecurity, serverCredentials, serverOptions,
-  type GrpcTlsConfig, type GrpcTransportSecurity,
+  certificateExpiries, certificateExpiryRefresh, channelCredentials, checkGrpcTlsEnv, clientChannelOptions, closeTransportSecurity, grpcTlsEnv, grpcTransportSecurity,
+  serverCredentials, serverOptions, type CertificateExpiryGauge, type CertificateUse, type GrpcTlsConfig, type GrpcTransportSecurity,
 } from './grpc-tls.ts';
+export {
+  defaultCertificatePollIntervalMs, fixedCertificates, inspectCertificates, watchCertificateFiles,
+  type CertificateFilePaths, type LoadedCertificates, type ServiceCertificates, type ServicePems, type WatchCertificateFilesOptions,
+} from './service-certificates.ts';
 export {
   authorizationError, authorizeService, callerRole, identityTrustDomain, identityUri, roleOfCertificate, serviceRoles,
   type AuthorizationOptions, type MethodRoles, type ServiceRole,

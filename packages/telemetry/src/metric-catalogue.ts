@@ -218,6 +218,13 @@ export const metricCatalogue = {
     help: 'Alert delivery attempts by channel (email, webhook) and outcome: delivered; failed (the send failed: mail relay error, webhook endpoint error or timeout; retried later or given up); undeliverable (nothing to send to: no owner email, email off, alert or webhook gone, address refused).',
     labelNames: ['channel', 'outcome'],
   }),
+
+  // --- Every service: internal mTLS certificates (reloaded from disk when renewed) ---
+  tlsCertificateExpiry: describe({
+    name: 'gateway_tls_certificate_expiry_timestamp_seconds', type: 'gauge', services: ['proxy', 'ledger', 'admin'],
+    help: 'Unix time at which a certificate in use for internal gRPC stops being valid, by use: serving (the gRPC server\'s), client (the channels\'), ca (the trust bundle\'s first to expire). Moves forward when a renewal is reloaded; absent under GRPC_INSECURE.',
+    labelNames: ['certificate'],
+  }),
 } as const satisfies Record<string, MetricDescriptor>;
 
 /** A key of the catalogue. */

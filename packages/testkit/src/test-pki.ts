@@ -2,7 +2,7 @@ import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  createCertificateAuthority, identityUri, issueCertificate, serviceRoles,
+  createCertificateAuthority, fixedCertificates, identityUri, issueCertificate, serviceRoles,
   type GrpcTransportSecurity, type PemKeyPair, type ServiceRole,
 } from '@gateway/grpc';
 
@@ -84,7 +84,10 @@ export function serviceTlsEnv(pki: TestPki, identity: TestIdentity): Record<stri
  */
 export function testTransportSecurity(pki: TestPki, identity: TestIdentity): GrpcTransportSecurity {
   const pair = pki.identities[identity];
-  return { mode: 'mtls', caPem: Buffer.from(pki.caPem), certPem: Buffer.from(pair.certPem), keyPem: Buffer.from(pair.keyPem) };
+  return {
+    mode: 'mtls',
+    certificates: fixedCertificates({ caPem: Buffer.from(pki.caPem), certPem: Buffer.from(pair.certPem), keyPem: Buffer.from(pair.keyPem) }),
+  };
 }
 
 /** The process-wide TestPki, created on first use (tests of one worker share it). */

@@ -3,9 +3,10 @@
  * included), the dashboard and unmatched paths, payment webhooks by outcome, the config version
  * and the proxies on the config stream; and no id of anything in the text.
  */
+import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newId } from './common/domain/ids.ts';
-import { parsePrometheusText, sumSamples, testPostgresUrl, type PrometheusSample } from '@gateway/testkit';
+import { parsePrometheusText, sharedTestPki, sumSamples, testPostgresUrl, type PrometheusSample } from '@gateway/testkit';
 import { connectFakeProxy } from './test-support/fake-proxy.ts';
 import {
   expectStatus, postWebhook, startTopUpsHarness, testPaymentKeys, webhookSignature, type TopUpsHarness,
@@ -110,5 +111,13 @@ describe.skipIf(!serverUrl)('admin /metrics', () => {
       proxy.close();
     }
     await vi.waitFor(async () => { expect(sumSamples((await scrape()).samples, 'gateway_admin_connected_proxies')).toBe(0); }, { timeout: 10_000, interval: 50 });
+  });
+
+  it('reports the expiry of the certificates it loaded: its own as gRPC server and as client, and the CA\'s', async () => {
+    const pki = await sharedTestPki();
+    const notAfterSeconds = (pem: string) => new X509Certificate(pem).validToDate.getTime() / 1000;
+    const own = notAfterSeconds(pki.identities.admin.certPem);
+    const series = (await scrape()).samples.filter((sample) => sample.name === 'gateway_tls_certificate_expiry_timestamp_seconds');
+    expect(series.map((sample) => [sample.labels.certificate, sample.value])).toEqual([['serving', own], ['client', own], ['ca', notAfterSeconds(pki.caPem)]]);
   });
 });

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { openDatabase, type Database } from '@gateway/db';
-import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import {
+  authorizeService, certificateExpiryRefresh, closeTransportSecurity, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer,
+} from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import { systemResolver, type HostResolver } from '@gateway/address-policy';
@@ -83,7 +85,10 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
   // started, in reverse; close() turns not ready at once and runs the same steps.
   const lifecycle = createLifecycle({ logger });
   const metrics = createServiceMetrics('admin');
+  // The certificates in use (reloaded when renewed) and their expiries, read at each scrape.
+  metrics.onCollect(certificateExpiryRefresh(security, ['serving', 'client'], metrics.tlsCertificateExpiry));
   const ports = await lifecycle.start(async () => {
+    lifecycle.defer('certificate watch', () => closeTransportSecurity(security));
     // Started first, stopped last: a scrape answers through the start and the drain.
     const metricsServer = await startMetricsServer({ metrics, host: config.BIND_HOST, port: config.ADMIN_METRICS_PORT, logger });
     lifecycle.defer('metrics server', () => metricsServer.close(0));

@@ -1,7 +1,9 @@
 import { join } from 'node:path';
 import { ledgerV1 } from '@gateway/contracts';
 import { openDatabase, type Database } from '@gateway/db';
-import { authorizeService, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
+import {
+  authorizeService, certificateExpiryRefresh, closeTransportSecurity, createGrpcServer, grpcTransportSecurity, startGrpcServer, stopGrpcServer,
+} from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createProbeOnlyListener, createLifecycle, startHttpServer } from '@gateway/service-runtime';
 import { createServiceMetrics, startMetricsServer, startTracing, type LedgerMetrics, type ServiceTracing } from '@gateway/telemetry';
@@ -76,7 +78,10 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
   const metrics = createServiceMetrics('ledger');
   // A malformed OTEL_* value fails the start here, before anything opens.
   const tracing = deps.tracing ?? startTracing('ledger', process.env, logger);
+  // The certificates in use (reloaded when renewed) and their expiries, read at each scrape.
+  metrics.onCollect(certificateExpiryRefresh(security, ['serving'], metrics.tlsCertificateExpiry));
   const ports = await lifecycle.start(async () => {
+    lifecycle.defer('certificate watch', () => closeTransportSecurity(security));
     if (ownsDatabase) lifecycle.defer('database', () => database.close());
     // Closed last of all: the spans of the calls the gRPC drain let finish are exported too.
     lifecycle.defer('tracing', () => tracing.shutdown());

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import { status as GrpcStatus, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
@@ -170,6 +171,13 @@ describe.skipIf(!serverUrl)('ledger /metrics', () => {
     } finally {
       await sweeping.close();
     }
+  });
+
+  it('reports the expiry of the certificates it loaded: its own as gRPC server (the ledger calls no one) and the CA\'s', async () => {
+    const notAfterSeconds = (pem: string) => new X509Certificate(pem).validToDate.getTime() / 1000;
+    const series = (await scrape(ledger)).filter((sample) => sample.name === 'gateway_tls_certificate_expiry_timestamp_seconds');
+    expect(series.map((sample) => [sample.labels.certificate, sample.value]))
+      .toEqual([['serving', notAfterSeconds(ledger.pki.identities.ledger.certPem)], ['ca', notAfterSeconds(ledger.pki.caPem)]]);
   });
 });
 

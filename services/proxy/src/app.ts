@@ -1,4 +1,4 @@
-import { grpcTransportSecurity } from '@gateway/grpc';
+import { certificateExpiryRefresh, closeTransportSecurity, grpcTransportSecurity } from '@gateway/grpc';
 import { createLogger, type Logger } from '@gateway/logger';
 import { createHealthProbes, createLifecycle, startHttpServer, type DependencyCheck } from '@gateway/service-runtime';
 import { createServiceMetrics, startMetricsServer, startTracing, type ProxyMetrics, type ServiceTracing } from '@gateway/telemetry';
@@ -121,6 +121,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     // An observation of money: µ₹ as a JS number at the edge (exact below 2^53 µ₹, i.e. ₹9 billion).
     metrics.proxyGrantHeldMicros.set(grants === undefined ? 0 : Number(grants.uncarvedMicros()));
   });
+  // The certificates in use (reloaded when renewed) and their expiries, read at each scrape.
+  metrics.onCollect(certificateExpiryRefresh(security, ['client'], metrics.tlsCertificateExpiry));
 
   const httpApp = createHttpApp({
     logger,
@@ -156,6 +158,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     // The metrics listener stops last (registered first): a scrape during the drain still answers.
     const metricsServer = await startMetricsServer({ metrics, host: config.BIND_HOST, port: config.PROXY_METRICS_PORT, logger });
     lifecycle.defer('metrics server', () => metricsServer.close(0));
+    lifecycle.defer('certificate watch', () => closeTransportSecurity(security));
     // After the drain and the clients: the spans of the last requests and their Settles are exported.
     lifecycle.defer('tracing', () => tracing.shutdown());
     lifecycle.defer('clients', closeClients);

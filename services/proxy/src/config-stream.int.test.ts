@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { X509Certificate, randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,6 +68,11 @@ describe('readiness', () => {
       const samples = await scrapeMetrics(metricsUrl);
       expect(sumSamples(samples, 'gateway_proxy_config_fresh')).toBe(0);
       expect(sumSamples(samples, 'gateway_proxy_config_version')).toBe(0);
+      // The certificates it loaded: its own as client (a proxy serves no gRPC) and the CA's, each at its notAfter.
+      const pki = await sharedTestPki();
+      const notAfterSeconds = (pem: string) => new X509Certificate(pem).validToDate.getTime() / 1000;
+      expect(samples.filter((sample) => sample.name === 'gateway_tls_certificate_expiry_timestamp_seconds').map((sample) => [sample.labels.certificate, sample.value]))
+        .toEqual([['client', notAfterSeconds(pki.identities.proxy.certPem)], ['ca', notAfterSeconds(pki.caPem)]]);
       const firstStaleness = sumSamples(samples, 'gateway_proxy_config_staleness_seconds');
       expect(firstStaleness).toBeGreaterThan(0);
       let staleness = firstStaleness;
