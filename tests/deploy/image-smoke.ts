@@ -181,6 +181,9 @@ async function startService(spec: (typeof services)[number], tlsDirs: Record<str
   const startedAt = Date.now();
   started.push(spec.name);
   await podman(runArguments(image, spec, workDir, tlsDirs, true));
+  // What the manifests require of the pod, as the runtime applied it (not only as asked).
+  const applied = (await podman(['inspect', '--format', '{{.HostConfig.ReadonlyRootfs}} {{.Config.User}} [{{join .EffectiveCaps ","}}]', spec.name])).trim();
+  check(applied === 'true 1000:1000 []', `${spec.name} runs with read-only root, user and capabilities ${applied}`);
   timings[`${spec.name.replace(`gw-smoke-${runId}-`, '')} start to ready (ms)`] = await waitForOk(spec.readyUrl, 120_000, startedAt)
     .catch(async (error: Error) => { throw new Error(`${error.message}\n${await describeContainer(spec.name)}`); });
 }
