@@ -2,8 +2,10 @@
  * deploy/Dockerfile checked without Docker (none runs here or in CI): multi-stage, the final stage
  * non-root by the same numeric ids the manifests require, every build-context source it copies
  * exists and passes deploy/Dockerfile.dockerignore, every file a container runs is in the image,
- * the test-only workspace packages it leaves out are no runtime dependency of a service, and Node
- * is the version the tests run on. docs/deploy.md says how the image was tried without Docker.
+ * the test-only workspace packages it leaves out are no runtime dependency of a service, Node is
+ * the version the tests run on, from a base image given as a build argument (the public
+ * node:<version>-slim by default; deploy/image/build.sh passes a local stand-in), and a build
+ * proxy's CA never reaches the image. docs/deploy.md, "Building the image", says how it is built.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -122,10 +124,25 @@ describe('deploy/Dockerfile', () => {
     for (const name of excluded) expect(removed, name).toContain(`packages/${name.slice('@gateway/'.length)}`);
   });
 
-  it('runs the Node version the tests run on, and sets no secret', () => {
+  it('builds FROM a base given as a build argument whose default is the public Node image of the version the tests run on', () => {
     const rootManifest = JSON.parse(readFileSync(new URL('package.json', repoRoot), 'utf8')) as { devDependencies: Record<string, string> };
     expect(args.get('NODE_VERSION')).toBe(rootManifest.devDependencies.node);
-    for (const stage of stages) expect(stage.from).toBe('node:${NODE_VERSION}-slim');
+    // The default a user pulls: Docker Hub's official image, by a short name that any builder resolves there.
+    expect(args.get('NODE_IMAGE')?.replace('${NODE_VERSION}', args.get('NODE_VERSION')!)).toBe(`node:${rootManifest.devDependencies.node}-slim`);
+    for (const stage of stages) expect(stage.from).toBe('${NODE_IMAGE}');
+    // deploy/image/build.sh passes the local stand-in by that name.
+    expect(readFileSync(new URL('deploy/image/build.sh', repoRoot), 'utf8')).toContain('--build-arg "NODE_IMAGE=$NODE_IMAGE"');
+  });
+
+  it('lets a build behind a TLS-intercepting proxy trust its CA in the build stage only, never in the image', () => {
+    const declaring = stages.filter((stage) => stage.instructions.some((instruction) => instruction.keyword === 'ARG' && instruction.args === 'NODE_EXTRA_CA_CERTS'));
+    expect(declaring.map((stage) => stage.name)).toEqual(['build']);
+    const instructions = stages.flatMap((stage) => stage.instructions);
+    expect(instructions.filter((instruction) => instruction.keyword === 'ENV' && instruction.args.includes('NODE_EXTRA_CA_CERTS'))).toEqual([]);
+    expect(instructions.filter((instruction) => instruction.keyword === 'COPY' && /\.(crt|pem)\b/.test(instruction.args))).toEqual([]);
+  });
+
+  it('sets no secret', () => {
     const settings = stages.flatMap((stage) => stage.instructions).filter((instruction) => instruction.keyword === 'ENV' || instruction.keyword === 'ARG').map((instruction) => instruction.args);
     for (const setting of settings) expect(setting).not.toMatch(/KEY|SECRET|TOKEN|PASSWORD|DATABASE_URL|REDIS_URL/i);
   });
