@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
 import { tracingShutdownTimeoutMs } from '@gateway/telemetry';
-import { loadProxyConfig, proxyDrainBoundMs } from './config.ts';
+import { loadProxyConfig, proxyDrainBoundMs, proxyRequestBoundMs } from './config.ts';
 
 /** The service-identity files every valid configuration names (paths only; nothing is read here). */
 const tls = { GRPC_TLS_CA_FILE: '/tls/ca.crt', GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key' };
@@ -11,7 +11,7 @@ describe('loadProxyConfig', () => {
     const config = loadProxyConfig(tls);
     expect(config).toMatchObject({
       ...tls, GRPC_INSECURE: false,
-      BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: 10_000, PROXY_HTTP_PORT: 8080, PROXY_METRICS_PORT: 9101,
+      BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: 312_000, PROXY_HTTP_PORT: 8080, PROXY_METRICS_PORT: 9101,
       ADMIN_GRPC_URL: '127.0.0.1:50052', LEDGER_GRPC_URL: '127.0.0.1:50051', PROXY_REDIS_PREFIX: 'gw:rpm:',
       PROXY_CONFIG_STALENESS_MS: 30_000, RESERVE_TTL_MS: 600_000, PROXY_MAX_BODY_BYTES: 16_777_216, PROXY_MAX_INFLIGHT_BODY_BYTES: 67_108_864,
       UPSTREAM_CONNECT_TIMEOUT_MS: 10_000, UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 60_000, UPSTREAM_TOTAL_TIMEOUT_MS: 300_000,
@@ -62,6 +62,23 @@ describe('PROXY_STREAM_LEASE_MS', () => {
     expect(loadProxyConfig({ ...tls, ...timing, PROXY_STREAM_LEASE_MS: '4000' }).PROXY_STREAM_LEASE_MS).toBe(4000);
     expect(() => loadProxyConfig({ ...tls, ...timing, PROXY_STREAM_LEASE_MS: '3999' }))
       .toThrow(/PROXY_STREAM_LEASE_MS.*2 × PROXY_CHECKPOINT_INTERVAL_MS \+ LEDGER_CALL_TIMEOUT_MS/);
+  });
+});
+
+describe('SHUTDOWN_GRACE_MS', () => {
+  it('is by default the longest request the limits allow: the upstream total timeout, two Reserve calls and the recall wait', () => {
+    // 300 s upstream + 2 × 5 s ledger calls + 2 s recall wait.
+    expect(loadProxyConfig(tls).SHUTDOWN_GRACE_MS).toBe(312_000);
+    const short = { UPSTREAM_TOTAL_TIMEOUT_MS: '5000', LEDGER_CALL_TIMEOUT_MS: '1000', PROXY_RECALL_WAIT_MS: '500' };
+    expect(loadProxyConfig({ ...tls, ...short }).SHUTDOWN_GRACE_MS).toBe(7_500);
+    expect(proxyRequestBoundMs({ UPSTREAM_TOTAL_TIMEOUT_MS: 5_000, LEDGER_CALL_TIMEOUT_MS: 1_000, PROXY_RECALL_WAIT_MS: 500 })).toBe(7_500);
+    // A longer upstream limit lengthens the grace with it: no second number to keep in step.
+    expect(loadProxyConfig({ ...tls, UPSTREAM_TOTAL_TIMEOUT_MS: '600000' }).SHUTDOWN_GRACE_MS).toBe(612_000);
+  });
+
+  it('takes an explicit value (a shorter one cuts streams that outlast it)', () => {
+    expect(loadProxyConfig({ ...tls, SHUTDOWN_GRACE_MS: '1500' }).SHUTDOWN_GRACE_MS).toBe(1_500);
+    expect(() => loadProxyConfig({ ...tls, SHUTDOWN_GRACE_MS: '0' })).toThrow(/SHUTDOWN_GRACE_MS/);
   });
 });
 

@@ -13,7 +13,13 @@ const grpcAddress = z.string().regex(/^\S+:\d+$/, 'must be host:port');
 export const proxyConfigSchema = z.object({
   BIND_HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: commonEnv.logLevel,
-  SHUTDOWN_GRACE_MS: commonEnv.durationMs(10_000),
+  /**
+   * How long requests in flight at SIGTERM may still run before streams are cut, ms. Unset (the
+   * manifests leave it unset): proxyRequestBoundMs, the longest request the gateway's own limits
+   * allow, so a rollout cuts no stream. A shorter value cuts streams that outlast it (they end
+   * with an error event and settle what they delivered).
+   */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().optional(),
   PROXY_HTTP_PORT: commonEnv.port(8080),
   /** Internal port of GET /metrics (Prometheus), apart from the public API (0: any free port). */
   PROXY_METRICS_PORT: commonEnv.port(9101),
@@ -139,12 +145,39 @@ export const proxyConfigSchema = z.object({
   },
 );
 
-/** The proxy's validated configuration; keys are the environment variable names. */
-export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
+/**
+ * The proxy's validated configuration; keys are the environment variable names. SHUTDOWN_GRACE_MS
+ * is always set: the environment's value, else proxyRequestBoundMs.
+ */
+export type ProxyConfig = Omit<z.infer<typeof proxyConfigSchema>, 'SHUTDOWN_GRACE_MS'> & { SHUTDOWN_GRACE_MS: number };
 
 /** Reads the proxy's configuration from an environment, reporting every problem at once (ConfigError). */
 export function loadProxyConfig(env: Record<string, string | undefined> = process.env): ProxyConfig {
-  return loadConfig('proxy', proxyConfigSchema, env);
+  const parsed = loadConfig('proxy', proxyConfigSchema, env);
+  return { ...parsed, SHUTDOWN_GRACE_MS: proxyShutdownGraceMs(parsed) };
+}
+
+/** The variables the longest request is derived from. */
+type RequestBoundInputs = Pick<ProxyConfig, 'UPSTREAM_TOTAL_TIMEOUT_MS' | 'LEDGER_CALL_TIMEOUT_MS' | 'PROXY_RECALL_WAIT_MS'>;
+
+/**
+ * The longest one request can run inside the gateway's own limits, ms: its upstream call,
+ * streamed body included, is cut at UPSTREAM_TOTAL_TIMEOUT_MS (upstreams/stream-call.ts); before
+ * it comes the Reserve: a ledger call, a second one after waiting for the organisation's Settles
+ * in flight, and at most PROXY_RECALL_WAIT_MS of retries while other replicas' grants are
+ * recalled. Its Settle goes to the outbox after the last byte (proxySettleBoundMs covers it).
+ * 300 s + 2 × 5 s + 2 s = 312 s by default.
+ */
+export function proxyRequestBoundMs(config: RequestBoundInputs): number {
+  return config.UPSTREAM_TOTAL_TIMEOUT_MS + 2 * config.LEDGER_CALL_TIMEOUT_MS + config.PROXY_RECALL_WAIT_MS;
+}
+
+/**
+ * The grace SIGTERM gives requests in flight, ms: SHUTDOWN_GRACE_MS when set, else the longest
+ * request (proxyRequestBoundMs), so a stream that the gateway's limits allow finishes.
+ */
+export function proxyShutdownGraceMs(config: RequestBoundInputs & { SHUTDOWN_GRACE_MS?: number | undefined }): number {
+  return config.SHUTDOWN_GRACE_MS ?? proxyRequestBoundMs(config);
 }
 
 /**
