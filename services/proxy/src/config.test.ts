@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
 import { tracingShutdownTimeoutMs } from '@gateway/telemetry';
-import { loadProxyConfig, proxyDrainBoundMs, proxyRequestBoundMs } from './config.ts';
+import { loadProxyConfig, outboxHandOverTimeoutMs, proxyDrainBoundMs, proxyRequestBoundMs } from './config.ts';
 
 /** The service-identity files every valid configuration names (paths only; nothing is read here). */
 const tls = { GRPC_TLS_CA_FILE: '/tls/ca.crt', GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key' };
@@ -16,7 +16,8 @@ describe('loadProxyConfig', () => {
       PROXY_CONFIG_STALENESS_MS: 30_000, RESERVE_TTL_MS: 600_000, PROXY_MAX_BODY_BYTES: 16_777_216, PROXY_MAX_INFLIGHT_BODY_BYTES: 67_108_864,
       UPSTREAM_CONNECT_TIMEOUT_MS: 10_000, UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 60_000, UPSTREAM_TOTAL_TIMEOUT_MS: 300_000,
       LEDGER_CALL_TIMEOUT_MS: 5_000, UPSTREAM_IDLE_TIMEOUT_MS: 60_000, PROXY_CHECKPOINT_INTERVAL_MS: 2_000, PROXY_STREAM_LEASE_MS: 15_000,
-      PROXY_SETTLE_OUTBOX_MAX: 10_000, PROXY_SETTLE_RETRY_INITIAL_MS: 100, PROXY_SETTLE_RETRY_MAX_MS: 3_000,
+      PROXY_SETTLE_OUTBOX_MAX: 10_000, PROXY_OUTBOX_STREAM: 'gw:outbox', PROXY_OUTBOX_ADOPT_INTERVAL_MS: 1_000, PROXY_OUTBOX_CLAIM_IDLE_MS: 30_000,
+      PROXY_SETTLE_RETRY_INITIAL_MS: 100, PROXY_SETTLE_RETRY_MAX_MS: 3_000,
       PROXY_MAX_MESSAGE_CHARS: 524_288, PROXY_CONFIG_MAX_MESSAGE_BYTES: 67_108_864,
     });
     expect(config.REDIS_URL).toBeUndefined();
@@ -84,9 +85,10 @@ describe('SHUTDOWN_GRACE_MS', () => {
 
 describe('proxyDrainBoundMs', () => {
   it('counts every stop step after SIGTERM: grace, cut streams\' Settles, outbox hand-over and flush, grant close, last span export', () => {
-    // 30 s grace + (3 × 5 s + 1 s) Settles + 2 s + 5 s AdjustGrant close + 5 s tracing export.
+    // 312 s grace + (3 × 5 s + 1 s) Settles + 1 s hand-over to Redis + 2 s + 5 s AdjustGrant close + 5 s tracing export.
     expect(tracingShutdownTimeoutMs).toBe(5_000);
-    expect(proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: 30_000, LEDGER_CALL_TIMEOUT_MS: 5_000 })).toBe(58_000);
-    expect(proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: 0, LEDGER_CALL_TIMEOUT_MS: 1_000 })).toBe(4_000 + 2_000 + 1_000 + 5_000);
+    expect(outboxHandOverTimeoutMs).toBe(1_000);
+    expect(proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: 312_000, LEDGER_CALL_TIMEOUT_MS: 5_000 })).toBe(341_000);
+    expect(proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: 0, LEDGER_CALL_TIMEOUT_MS: 1_000 })).toBe(4_000 + 1_000 + 2_000 + 1_000 + 5_000);
   });
 });

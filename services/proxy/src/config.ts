@@ -98,6 +98,19 @@ export const proxyConfigSchema = z.object({
    * proxy is not ready and refuses new requests with 503 rather than drop a record.
    */
   PROXY_SETTLE_OUTBOX_MAX: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  /**
+   * The Redis stream (in REDIS_URL's Redis) where a stopping replica leaves the Settles and
+   * Releases the ledger has not answered, and every live replica adopts them from
+   * (ledger/outbox-handover.ts; docs/operations.md, "Settles that outlive a replica").
+   */
+  PROXY_OUTBOX_STREAM: z.string().min(1).default('gw:outbox'),
+  /** How often a replica reads the shared outbox for entries to adopt, ms. */
+  PROXY_OUTBOX_ADOPT_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
+  /**
+   * An adopted entry its adopter has not touched for this long (the adopter was killed) is claimed
+   * by another replica, ms. Adopters touch theirs every PROXY_OUTBOX_ADOPT_INTERVAL_MS.
+   */
+  PROXY_OUTBOX_CLAIM_IDLE_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   /** Wait before an outbox entry's 2nd attempt, ms; doubled per attempt up to PROXY_SETTLE_RETRY_MAX_MS. */
   PROXY_SETTLE_RETRY_INITIAL_MS: z.coerce.number().int().min(1).max(60_000).default(100),
   /** Longest wait between two attempts of an outbox entry, ms (jittered to between half and all of it). */
@@ -188,15 +201,18 @@ export function proxySettleBoundMs(config: Pick<ProxyConfig, 'LEDGER_CALL_TIMEOU
   return config.LEDGER_CALL_TIMEOUT_MS * 3 + 1000;
 }
 
+/** Longest the hand-over of the outbox to Redis may take at shutdown, ms (its command timeout). */
+export const outboxHandOverTimeoutMs = 1_000;
+
 /**
  * The longest the proxy's stop takes after SIGTERM, ms: the HTTP drain (the grace, the cut
- * streams' settle bound, a second for the outbox's hand-over and a second for the last responses
- * to flush), then the stop steps after it: the credit grants' closing AdjustGrant calls (sent
- * together, each bounded by LEDGER_CALL_TIMEOUT_MS) and tracing's last export
- * (tracingShutdownTimeoutMs). The process exit and the pod's terminationGracePeriodSeconds are
- * both measured against it.
+ * streams' settle bound, the outbox's hand-over to Redis (outboxHandOverTimeoutMs), a second for
+ * the requests it resolves and a second for the last responses to flush), then the stop steps
+ * after it: the credit grants' closing AdjustGrant calls (sent together, each bounded by
+ * LEDGER_CALL_TIMEOUT_MS) and tracing's last export (tracingShutdownTimeoutMs). The process exit
+ * and the pod's terminationGracePeriodSeconds are both measured against it.
  */
 export function proxyDrainBoundMs(config: Pick<ProxyConfig, 'SHUTDOWN_GRACE_MS' | 'LEDGER_CALL_TIMEOUT_MS'>): number {
-  const httpDrainMs = config.SHUTDOWN_GRACE_MS + proxySettleBoundMs(config) + 2000;
+  const httpDrainMs = config.SHUTDOWN_GRACE_MS + proxySettleBoundMs(config) + outboxHandOverTimeoutMs + 2000;
   return httpDrainMs + config.LEDGER_CALL_TIMEOUT_MS + tracingShutdownTimeoutMs;
 }
