@@ -4,7 +4,7 @@ import type { Redis } from 'ioredis';
 import type { OutboxOrigin, OutboxOwner, OutboxRecord, SettleOutbox } from './settle-outbox.ts';
 
 /** The outbox operations the hand-over needs (SettleOutbox in production). */
-export type AdoptingOutbox = Pick<SettleOutbox, 'settle' | 'release' | 'outboxDepth'>;
+type AdoptingOutbox = Pick<SettleOutbox, 'settle' | 'release' | 'outboxDepth'>;
 
 /** Options of OutboxHandover. */
 export interface OutboxHandoverOptions {
@@ -192,7 +192,7 @@ export class OutboxHandover {
 }
 
 /** A stream entry's fields as a record, or undefined when they are not one (another build's, or damaged). */
-export function recordFrom(id: string, fields: string[]): (OutboxRecord & { adoptedId: string }) | undefined {
+function recordFrom(id: string, fields: string[]): (OutboxRecord & { adoptedId: string }) | undefined {
   const field = new Map<string, string>();
   for (let index = 0; index + 1 < fields.length; index += 2) field.set(fields[index]!, fields[index + 1]!);
   const kind = field.get('kind');
