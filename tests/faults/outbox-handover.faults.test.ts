@@ -18,8 +18,8 @@ import { checkAfterFault, monitorBalance } from './support/money-checks.ts';
 
 const binaries = findLocalBinaries();
 const missing = binaries.problems.length > 0;
-/** The stream every proxy hands over to and adopts from (PROXY_OUTBOX_STREAM's default). */
-const streamKey = 'gw:outbox';
+/** The stream every proxy hands over to and adopts from (outboxStreamKey's default: the fault proxies keep PROXY_REDIS_PREFIX's). */
+const streamKey = 'gw:rpm:outbox';
 
 const execFileAsync = promisify(execFile);
 

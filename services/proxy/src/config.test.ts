@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '@gateway/config';
 import { tracingShutdownTimeoutMs } from '@gateway/telemetry';
-import { loadProxyConfig, outboxHandOverTimeoutMs, proxyDrainBoundMs, proxyRequestBoundMs } from './config.ts';
+import { loadProxyConfig, outboxHandOverTimeoutMs, outboxStreamKey, proxyDrainBoundMs, proxyRequestBoundMs } from './config.ts';
 
 /** The service-identity files every valid configuration names (paths only; nothing is read here). */
 const tls = { GRPC_TLS_CA_FILE: '/tls/ca.crt', GRPC_TLS_CERT_FILE: '/tls/tls.crt', GRPC_TLS_KEY_FILE: '/tls/tls.key' };
@@ -16,7 +16,7 @@ describe('loadProxyConfig', () => {
       PROXY_CONFIG_STALENESS_MS: 30_000, RESERVE_TTL_MS: 600_000, PROXY_MAX_BODY_BYTES: 16_777_216, PROXY_MAX_INFLIGHT_BODY_BYTES: 67_108_864,
       UPSTREAM_CONNECT_TIMEOUT_MS: 10_000, UPSTREAM_FIRST_BYTE_TIMEOUT_MS: 60_000, UPSTREAM_TOTAL_TIMEOUT_MS: 300_000,
       LEDGER_CALL_TIMEOUT_MS: 5_000, UPSTREAM_IDLE_TIMEOUT_MS: 60_000, PROXY_CHECKPOINT_INTERVAL_MS: 2_000, PROXY_STREAM_LEASE_MS: 15_000,
-      PROXY_SETTLE_OUTBOX_MAX: 10_000, PROXY_OUTBOX_STREAM: 'gw:outbox', PROXY_OUTBOX_ADOPT_INTERVAL_MS: 1_000, PROXY_OUTBOX_CLAIM_IDLE_MS: 30_000,
+      PROXY_SETTLE_OUTBOX_MAX: 10_000, PROXY_OUTBOX_ADOPT_INTERVAL_MS: 1_000, PROXY_OUTBOX_CLAIM_IDLE_MS: 30_000,
       PROXY_SETTLE_RETRY_INITIAL_MS: 100, PROXY_SETTLE_RETRY_MAX_MS: 3_000,
       PROXY_MAX_MESSAGE_CHARS: 524_288, PROXY_CONFIG_MAX_MESSAGE_BYTES: 67_108_864,
     });
@@ -63,6 +63,14 @@ describe('PROXY_STREAM_LEASE_MS', () => {
     expect(loadProxyConfig({ ...tls, ...timing, PROXY_STREAM_LEASE_MS: '4000' }).PROXY_STREAM_LEASE_MS).toBe(4000);
     expect(() => loadProxyConfig({ ...tls, ...timing, PROXY_STREAM_LEASE_MS: '3999' }))
       .toThrow(/PROXY_STREAM_LEASE_MS.*2 × PROXY_CHECKPOINT_INTERVAL_MS \+ LEDGER_CALL_TIMEOUT_MS/);
+  });
+});
+
+describe('the shared outbox stream', () => {
+  it('lives under PROXY_REDIS_PREFIX unless named, so proxies kept apart in one Redis keep their outboxes apart', () => {
+    expect(outboxStreamKey(loadProxyConfig(tls))).toBe('gw:rpm:outbox');
+    expect(outboxStreamKey(loadProxyConfig({ ...tls, PROXY_REDIS_PREFIX: 'staging:rpm:' }))).toBe('staging:rpm:outbox');
+    expect(outboxStreamKey(loadProxyConfig({ ...tls, PROXY_OUTBOX_STREAM: 'settles' }))).toBe('settles');
   });
 });
 

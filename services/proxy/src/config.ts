@@ -102,8 +102,9 @@ export const proxyConfigSchema = z.object({
    * The Redis stream (in REDIS_URL's Redis) where a stopping replica leaves the Settles and
    * Releases the ledger has not answered, and every live replica adopts them from
    * (ledger/outbox-handover.ts; docs/operations.md, "Settles that outlive a replica").
+   * Default: outboxStreamKey, under PROXY_REDIS_PREFIX.
    */
-  PROXY_OUTBOX_STREAM: z.string().min(1).default('gw:outbox'),
+  PROXY_OUTBOX_STREAM: z.string().min(1).optional(),
   /** How often a replica reads the shared outbox for entries to adopt, ms. */
   PROXY_OUTBOX_ADOPT_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
   /**
@@ -168,6 +169,15 @@ export type ProxyConfig = Omit<z.infer<typeof proxyConfigSchema>, 'SHUTDOWN_GRAC
 export function loadProxyConfig(env: Record<string, string | undefined> = process.env): ProxyConfig {
   const parsed = loadConfig('proxy', proxyConfigSchema, env);
   return { ...parsed, SHUTDOWN_GRACE_MS: proxyShutdownGraceMs(parsed) };
+}
+
+/**
+ * The shared outbox's stream key: PROXY_OUTBOX_STREAM, else `<PROXY_REDIS_PREFIX>outbox`
+ * (`gw:rpm:outbox`), so proxies that keep their RPM pools apart in one Redis keep their outboxes
+ * apart too.
+ */
+export function outboxStreamKey(config: Pick<ProxyConfig, 'PROXY_OUTBOX_STREAM' | 'PROXY_REDIS_PREFIX'>): string {
+  return config.PROXY_OUTBOX_STREAM ?? `${config.PROXY_REDIS_PREFIX}outbox`;
 }
 
 /** The variables the longest request is derived from. */

@@ -1,6 +1,6 @@
 import type { Logger } from '@gateway/logger';
 import { Redis } from 'ioredis';
-import { outboxHandOverTimeoutMs, type ProxyConfig } from '../config.ts';
+import { outboxHandOverTimeoutMs, outboxStreamKey, type ProxyConfig } from '../config.ts';
 import { OutboxHandover } from '../ledger/outbox-handover.ts';
 import type { SettleOutbox } from '../ledger/settle-outbox.ts';
 
@@ -31,7 +31,7 @@ export function createSharedOutbox(config: ProxyConfig, logger: Logger, outbox: 
   // Errors are reported by the hand-over's rounds (throttled); this listener keeps ioredis from printing each.
   redis.on('error', () => {});
   const handover = new OutboxHandover({
-    redis, streamKey: config.PROXY_OUTBOX_STREAM, consumer: config.PROXY_ID, outbox, logger,
+    redis, streamKey: outboxStreamKey(config), consumer: config.PROXY_ID, outbox, logger,
     adoptBelowDepth: Math.max(1, Math.floor(config.PROXY_SETTLE_OUTBOX_MAX / 2)),
     intervalMs: config.PROXY_OUTBOX_ADOPT_INTERVAL_MS, claimIdleMs: config.PROXY_OUTBOX_CLAIM_IDLE_MS,
   });
