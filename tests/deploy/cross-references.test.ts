@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { adminConfigSchema } from '@gateway/admin';
 import { ledgerConfigSchema } from '@gateway/ledger';
-import { proxyConfigSchema, proxyDrainBoundMs } from '@gateway/proxy';
+import { proxyConfigSchema, proxyDrainBoundMs, proxyRequestBoundMs, proxyShutdownGraceMs } from '@gateway/proxy';
 import { hardStopMarginMs } from '@gateway/service-runtime';
 import {
   deploymentOf, deployments, envValue, jobs, nameLabel, namespace, overlayNames, podLabels, renderOverlay, roleOf, roles, secretsExample, selects, workloads,
@@ -214,9 +214,12 @@ function probeProblems(objects: K8sObject[]): string[] {
 /**
  * Each pod's terminationGracePeriodSeconds exceeds the longest its process can take to stop after
  * the kubelet starts stopping it: the preStop sleep, then its stop bound (SHUTDOWN_GRACE_MS; for
- * the proxy proxyDrainBoundMs, which adds the Settles of streams cut at the grace, the
- * outbox's hand-over, the credit grants' closing and tracing's last export), then
- * runServiceProcess's hard-stop margin, after which it exits by itself.
+ * the proxy proxyDrainBoundMs over its grace, by default the longest request its limits allow,
+ * plus the Settles of streams cut at the grace, the outbox's hand-over, the credit grants'
+ * closing and tracing's last export), then runServiceProcess's hard-stop margin, after which it
+ * exits by itself. An autoscaler's scale-down window and each policy's period outlast its
+ * target's grace: replicas still draining are not wanted back, and one period's removals have
+ * drained before the next period's begin.
  */
 function graceProblems(objects: K8sObject[]): string[] {
   const problems: string[] = [];
@@ -227,13 +230,30 @@ function graceProblems(objects: K8sObject[]): string[] {
     const preStop = container.lifecycle?.preStop;
     if (preStop?.sleep?.seconds === undefined) problems.push(`${role}: no preStop sleep (endpoints would still send requests to a pod that stopped accepting)`);
     const preStopMs = (preStop?.sleep?.seconds ?? 0) * 1000;
-    const shutdownGraceMs = configValue(role, container, 'SHUTDOWN_GRACE_MS') as number;
-    const stopBoundMs = role === 'proxy'
-      ? proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: shutdownGraceMs, LEDGER_CALL_TIMEOUT_MS: configValue(role, container, 'LEDGER_CALL_TIMEOUT_MS') as number })
-      : shutdownGraceMs;
+    const value = (name: string) => configValue(role, container, name) as number;
+    let stopBoundMs = value('SHUTDOWN_GRACE_MS');
+    if (role === 'proxy') {
+      const limits = {
+        SHUTDOWN_GRACE_MS: stopBoundMs, UPSTREAM_TOTAL_TIMEOUT_MS: value('UPSTREAM_TOTAL_TIMEOUT_MS'),
+        LEDGER_CALL_TIMEOUT_MS: value('LEDGER_CALL_TIMEOUT_MS'), PROXY_RECALL_WAIT_MS: value('PROXY_RECALL_WAIT_MS'),
+      };
+      // A grace shorter than the longest request would cut streams the proxy's limits allow.
+      if (proxyShutdownGraceMs(limits) < proxyRequestBoundMs(limits)) problems.push(`proxy: SHUTDOWN_GRACE_MS ${stopBoundMs} ms cuts requests its limits allow (${proxyRequestBoundMs(limits)} ms)`);
+      stopBoundMs = proxyDrainBoundMs({ SHUTDOWN_GRACE_MS: proxyShutdownGraceMs(limits), LEDGER_CALL_TIMEOUT_MS: limits.LEDGER_CALL_TIMEOUT_MS });
+    }
     const drainMs = preStopMs + stopBoundMs + hardStopMarginMs;
     const graceMs = (pod.terminationGracePeriodSeconds ?? 30) * 1000;
     if (!(graceMs > drainMs)) problems.push(`${role}: terminationGracePeriodSeconds ${graceMs / 1000} s does not exceed its drain bound of ${drainMs / 1000} s`);
+  }
+  for (const autoscaler of objects.filter((object) => object.kind === 'HorizontalPodAutoscaler')) {
+    const target = deployments(objects).find((deployment) => deployment.metadata.name === autoscaler.spec.scaleTargetRef.name);
+    const graceS = target?.spec.template.spec.terminationGracePeriodSeconds ?? 30;
+    const scaleDown = autoscaler.spec.behavior?.scaleDown;
+    // Kubernetes' defaults: a 300 s window, and 100% of the replicas per 15 s.
+    if ((scaleDown?.stabilizationWindowSeconds ?? 300) < graceS) problems.push(`HorizontalPodAutoscaler ${autoscaler.metadata.name}: scale-down window shorter than its target's ${graceS} s grace`);
+    for (const policy of scaleDown?.policies ?? [{ periodSeconds: 15 }]) {
+      if (policy.periodSeconds < graceS) problems.push(`HorizontalPodAutoscaler ${autoscaler.metadata.name}: a scale-down period of ${policy.periodSeconds} s, shorter than its target's ${graceS} s grace`);
+    }
   }
   return problems;
 }
@@ -323,7 +343,7 @@ describe.each(overlayNames)('overlay %s: cross-references', (overlay) => {
     expect(probeProblems(objects)).toEqual([]);
   });
 
-  it("each pod's termination grace exceeds its drain bound (the proxy's: preStop + SHUTDOWN_GRACE_MS + the settle bound)", () => {
+  it("each pod's termination grace exceeds its drain bound (the proxy's: preStop + its longest request + the settle bound), and the autoscaler's scale-down outlasts it", () => {
     expect(graceProblems(objects)).toEqual([]);
   });
 
@@ -409,8 +429,12 @@ describe('the cross-reference checks catch the mistakes they are for', () => {
   });
 
   it.each([
-    ['the proxy grace of before (40 s)', (objects: K8sObject[]) => { deploymentOf(objects, 'proxy')!.spec.template.spec.terminationGracePeriodSeconds = 40; }],
-    ['a longer SHUTDOWN_GRACE_MS without a longer grace', (objects: K8sObject[]) => setEnv(containerOf(objects, 'proxy'), 'SHUTDOWN_GRACE_MS', '45000')],
+    ['the proxy grace of before (70 s), which cut streams at 30 s', (objects: K8sObject[]) => { deploymentOf(objects, 'proxy')!.spec.template.spec.terminationGracePeriodSeconds = 70; }],
+    ['a longer SHUTDOWN_GRACE_MS without a longer grace', (objects: K8sObject[]) => setEnv(containerOf(objects, 'proxy'), 'SHUTDOWN_GRACE_MS', '400000')],
+    ['the proxy SHUTDOWN_GRACE_MS of before (30 s), shorter than its longest request', (objects: K8sObject[]) => setEnv(containerOf(objects, 'proxy'), 'SHUTDOWN_GRACE_MS', '30000')],
+    ['a longer upstream limit without a longer grace', (objects: K8sObject[]) => setEnv(containerOf(objects, 'proxy'), 'UPSTREAM_TOTAL_TIMEOUT_MS', '330000')],
+    ['a scale-down window shorter than a drain', (objects: K8sObject[]) => { find(objects, 'HorizontalPodAutoscaler', 'proxy').spec.behavior.scaleDown.stabilizationWindowSeconds = 300; }],
+    ['a scale-down period shorter than a drain (the policy of before)', (objects: K8sObject[]) => { find(objects, 'HorizontalPodAutoscaler', 'proxy').spec.behavior.scaleDown.policies = [{ type: 'Pods', value: 1, periodSeconds: 60 }]; }],
     ['a longer ledger call timeout (the settle bound)', (objects: K8sObject[]) => setEnv(containerOf(objects, 'proxy'), 'LEDGER_CALL_TIMEOUT_MS', '10000')],
     ['no preStop sleep', (objects: K8sObject[]) => { delete containerOf(objects, 'admin').lifecycle; }],
     ['a ledger grace shorter than its shutdown grace', (objects: K8sObject[]) => { deploymentOf(objects, 'ledger')!.spec.template.spec.terminationGracePeriodSeconds = 35; }],

@@ -13,6 +13,7 @@ import { TaskTracker } from './task-tracker.ts';
 import { ProxyTelemetry } from './telemetry/request-observer.ts';
 import { createConfigStream, createRateLimiter, createResponseStorage, createUpstreamTransport, snapshotKeyedServices } from './wiring/clients.ts';
 import { createHttpDrain } from './wiring/http-drain.ts';
+import { createSharedOutbox } from './wiring/outbox-handover.ts';
 
 /** A running proxy: its bound port, readiness, and a close that leaves nothing running. */
 export interface ProxyApp {
@@ -64,6 +65,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     ledger, logger, maxEntries: config.PROXY_SETTLE_OUTBOX_MAX,
     retryInitialMs: config.PROXY_SETTLE_RETRY_INITIAL_MS, retryMaxMs: config.PROXY_SETTLE_RETRY_MAX_MS,
   });
+  // What the ledger has not answered when this replica stops goes to Redis, and it adopts what others left there.
+  const sharedOutbox = createSharedOutbox(config, logger, outbox);
   // The billing's Ledger port: Reserve and Checkpoint on the client, Settle and Release through the outbox.
   const billingLedger = new GrpcLedger(ledger, outbox, { recallWaitMs: config.PROXY_RECALL_WAIT_MS, callDuration: metrics.proxyLedgerCallDuration });
   // Credit grants (docs/proxy.md "Credit grants"): Reserves carved in memory; off = every Reserve at the ledger.
@@ -149,10 +152,10 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const closeClients = async () => {
     configStream.close();
     ledger.close();
-    await Promise.allSettled([rateLimiter.close(), upstream.close(), responseStore.close()]);
+    await Promise.allSettled([rateLimiter.close(), upstream.close(), responseStore.close(), sharedOutbox?.close()]);
   };
 
-  const drainHttp = createHttpDrain({ config, logger, tasks, activeStreams, outbox });
+  const drainHttp = createHttpDrain({ config, logger, tasks, activeStreams, outbox, handover: sharedOutbox?.handover });
 
   const http = await lifecycle.start(async () => {
     // The metrics listener stops last (registered first): a scrape during the drain still answers.
@@ -168,6 +171,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     const started = await startHttpServer({ listener: httpApp, host: config.BIND_HOST, port: config.PROXY_HTTP_PORT, logger });
     lifecycle.defer('http server', () => drainHttp(started));
     configStream.start();
+    sharedOutbox?.handover.start();
     return { http: started, metricsPort: metricsServer.port };
   });
   const port = http.http.port;

@@ -13,7 +13,13 @@ const grpcAddress = z.string().regex(/^\S+:\d+$/, 'must be host:port');
 export const proxyConfigSchema = z.object({
   BIND_HOST: z.string().min(1).default('127.0.0.1'),
   LOG_LEVEL: commonEnv.logLevel,
-  SHUTDOWN_GRACE_MS: commonEnv.durationMs(10_000),
+  /**
+   * How long requests in flight at SIGTERM may still run before streams are cut, ms. Unset (the
+   * manifests leave it unset): proxyRequestBoundMs, the longest request the gateway's own limits
+   * allow, so a rollout cuts no stream. A shorter value cuts streams that outlast it (they end
+   * with an error event and settle what they delivered).
+   */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().positive().optional(),
   PROXY_HTTP_PORT: commonEnv.port(8080),
   /** Internal port of GET /metrics (Prometheus), apart from the public API (0: any free port). */
   PROXY_METRICS_PORT: commonEnv.port(9101),
@@ -92,6 +98,20 @@ export const proxyConfigSchema = z.object({
    * proxy is not ready and refuses new requests with 503 rather than drop a record.
    */
   PROXY_SETTLE_OUTBOX_MAX: z.coerce.number().int().min(1).max(10_000_000).default(10_000),
+  /**
+   * The Redis stream (in REDIS_URL's Redis) where a stopping replica leaves the Settles and
+   * Releases the ledger has not answered, and every live replica adopts them from
+   * (ledger/outbox-handover.ts; docs/operations.md, "Settles that outlive a replica").
+   * Default: outboxStreamKey, under PROXY_REDIS_PREFIX.
+   */
+  PROXY_OUTBOX_STREAM: z.string().min(1).optional(),
+  /** How often a replica reads the shared outbox for entries to adopt, ms. */
+  PROXY_OUTBOX_ADOPT_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1_000),
+  /**
+   * An adopted entry its adopter has not touched for this long (the adopter was killed) is claimed
+   * by another replica, ms. Adopters touch theirs every PROXY_OUTBOX_ADOPT_INTERVAL_MS.
+   */
+  PROXY_OUTBOX_CLAIM_IDLE_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   /** Wait before an outbox entry's 2nd attempt, ms; doubled per attempt up to PROXY_SETTLE_RETRY_MAX_MS. */
   PROXY_SETTLE_RETRY_INITIAL_MS: z.coerce.number().int().min(1).max(60_000).default(100),
   /** Longest wait between two attempts of an outbox entry, ms (jittered to between half and all of it). */
@@ -139,12 +159,48 @@ export const proxyConfigSchema = z.object({
   },
 );
 
-/** The proxy's validated configuration; keys are the environment variable names. */
-export type ProxyConfig = z.infer<typeof proxyConfigSchema>;
+/**
+ * The proxy's validated configuration; keys are the environment variable names. SHUTDOWN_GRACE_MS
+ * is always set: the environment's value, else proxyRequestBoundMs.
+ */
+export type ProxyConfig = Omit<z.infer<typeof proxyConfigSchema>, 'SHUTDOWN_GRACE_MS'> & { SHUTDOWN_GRACE_MS: number };
 
 /** Reads the proxy's configuration from an environment, reporting every problem at once (ConfigError). */
 export function loadProxyConfig(env: Record<string, string | undefined> = process.env): ProxyConfig {
-  return loadConfig('proxy', proxyConfigSchema, env);
+  const parsed = loadConfig('proxy', proxyConfigSchema, env);
+  return { ...parsed, SHUTDOWN_GRACE_MS: proxyShutdownGraceMs(parsed) };
+}
+
+/**
+ * The shared outbox's stream key: PROXY_OUTBOX_STREAM, else `<PROXY_REDIS_PREFIX>outbox`
+ * (`gw:rpm:outbox`), so proxies that keep their RPM pools apart in one Redis keep their outboxes
+ * apart too.
+ */
+export function outboxStreamKey(config: Pick<ProxyConfig, 'PROXY_OUTBOX_STREAM' | 'PROXY_REDIS_PREFIX'>): string {
+  return config.PROXY_OUTBOX_STREAM ?? `${config.PROXY_REDIS_PREFIX}outbox`;
+}
+
+/** The variables the longest request is derived from. */
+type RequestBoundInputs = Pick<ProxyConfig, 'UPSTREAM_TOTAL_TIMEOUT_MS' | 'LEDGER_CALL_TIMEOUT_MS' | 'PROXY_RECALL_WAIT_MS'>;
+
+/**
+ * The longest one request can run inside the gateway's own limits, ms: its upstream call,
+ * streamed body included, is cut at UPSTREAM_TOTAL_TIMEOUT_MS (upstreams/stream-call.ts); before
+ * it comes the Reserve: a ledger call, a second one after waiting for the organisation's Settles
+ * in flight, and at most PROXY_RECALL_WAIT_MS of retries while other replicas' grants are
+ * recalled. Its Settle goes to the outbox after the last byte (proxySettleBoundMs covers it).
+ * 300 s + 2 × 5 s + 2 s = 312 s by default.
+ */
+export function proxyRequestBoundMs(config: RequestBoundInputs): number {
+  return config.UPSTREAM_TOTAL_TIMEOUT_MS + 2 * config.LEDGER_CALL_TIMEOUT_MS + config.PROXY_RECALL_WAIT_MS;
+}
+
+/**
+ * The grace SIGTERM gives requests in flight, ms: SHUTDOWN_GRACE_MS when set, else the longest
+ * request (proxyRequestBoundMs), so a stream that the gateway's limits allow finishes.
+ */
+export function proxyShutdownGraceMs(config: RequestBoundInputs & { SHUTDOWN_GRACE_MS?: number | undefined }): number {
+  return config.SHUTDOWN_GRACE_MS ?? proxyRequestBoundMs(config);
 }
 
 /**
@@ -155,15 +211,18 @@ export function proxySettleBoundMs(config: Pick<ProxyConfig, 'LEDGER_CALL_TIMEOU
   return config.LEDGER_CALL_TIMEOUT_MS * 3 + 1000;
 }
 
+/** Longest the hand-over of the outbox to Redis may take at shutdown, ms (its command timeout). */
+export const outboxHandOverTimeoutMs = 1_000;
+
 /**
  * The longest the proxy's stop takes after SIGTERM, ms: the HTTP drain (the grace, the cut
- * streams' settle bound, a second for the outbox's hand-over and a second for the last responses
- * to flush), then the stop steps after it: the credit grants' closing AdjustGrant calls (sent
- * together, each bounded by LEDGER_CALL_TIMEOUT_MS) and tracing's last export
- * (tracingShutdownTimeoutMs). The process exit and the pod's terminationGracePeriodSeconds are
- * both measured against it.
+ * streams' settle bound, the outbox's hand-over to Redis (outboxHandOverTimeoutMs), a second for
+ * the requests it resolves and a second for the last responses to flush), then the stop steps
+ * after it: the credit grants' closing AdjustGrant calls (sent together, each bounded by
+ * LEDGER_CALL_TIMEOUT_MS) and tracing's last export (tracingShutdownTimeoutMs). The process exit
+ * and the pod's terminationGracePeriodSeconds are both measured against it.
  */
 export function proxyDrainBoundMs(config: Pick<ProxyConfig, 'SHUTDOWN_GRACE_MS' | 'LEDGER_CALL_TIMEOUT_MS'>): number {
-  const httpDrainMs = config.SHUTDOWN_GRACE_MS + proxySettleBoundMs(config) + 2000;
+  const httpDrainMs = config.SHUTDOWN_GRACE_MS + proxySettleBoundMs(config) + outboxHandOverTimeoutMs + 2000;
   return httpDrainMs + config.LEDGER_CALL_TIMEOUT_MS + tracingShutdownTimeoutMs;
 }

@@ -22,6 +22,25 @@ export interface OutboxOwner {
   freesAvailable?: boolean;
 }
 
+/** An unanswered entry as it leaves the process at shutdown, for the shared outbox (outbox-handover.ts). */
+export type OutboxRecord = {
+  owner: OutboxOwner;
+  /** Date.now() when it was first queued (on whichever replica). */
+  queuedAtMs: number;
+  traceparent: string | undefined;
+  /** The shared outbox's id of the entry when this replica adopted it from there (it is acknowledged once handed over again). */
+  adoptedId: string | undefined;
+} & ({ kind: 'settle'; request: ledgerV1.SettleRequest } | { kind: 'release'; request: ledgerV1.ReleaseRequest });
+
+/** Where a Settle or Release came from when it was not queued by a request of this replica. */
+export interface OutboxOrigin {
+  /** The shared outbox's id of the entry (an entry another replica handed over). */
+  adoptedId: string;
+  /** Date.now() when it was first queued, on the replica that handed it over. */
+  queuedAtMs: number;
+  traceparent: string | undefined;
+}
+
 /** Options of the outbox. */
 export interface SettleOutboxOptions {
   ledger: OutboxLedger;
@@ -50,8 +69,10 @@ type Entry = {
   attempts: number;
   /** Why the last attempt did not end it (a call error or a retryable result). */
   lastFailure: string | undefined;
-  /** Set by abandon(): the entry's loop stops at its next turn. */
+  /** Set by abandon() and handOver(): the entry's loop stops at its next turn. */
   abandoned: boolean;
+  /** The shared outbox's id when the entry was adopted from there (OutboxOrigin). */
+  adoptedId: string | undefined;
   /** Ends the current backoff wait early (abandon). */
   wake: (() => void) | undefined;
   /** Resolves once the entry is answered or abandoned. */
@@ -79,8 +100,9 @@ const warnEveryAttempts = 10;
  * (`retryInitialMs` doubling up to `retryMaxMs`, equal jitter), through an outage of minutes.
  * Both are idempotent on the reservation id, so a repeat can never debit twice. The outbox lives
  * in memory: a SIGKILL loses what is in it (docs/decisions.md, "What a SIGKILL of a proxy can
- * lose"); a shutdown drains it within the grace and logs what is left, one replayable line per
- * entry. It is bounded by admission, not by dropping: at `maxEntries` unanswered entries
+ * lose"); a shutdown drains it within the grace and hands what is left to the shared outbox in
+ * Redis, where a live replica adopts it (handOver, outbox-handover.ts), or, without Redis, logs
+ * one replayable line per entry (abandon). It is bounded by admission, not by dropping: at `maxEntries` unanswered entries
  * `outboxFull()` is true, the proxy is not ready and refuses new requests before their Reserve,
  * while requests already admitted still queue theirs (so the depth can pass the bound by at
  * most the requests in flight).
@@ -106,17 +128,20 @@ export class SettleOutbox {
     this.#random = options.random ?? Math.random;
   }
 
-  /** Queues a Settle; resolves with the ledger's final answer, or undefined if it was abandoned at shutdown. */
-  settle(request: ledgerV1.SettleRequest, owner: OutboxOwner): Promise<ledgerV1.SettleResponse | undefined> {
+  /**
+   * Queues a Settle; resolves with the ledger's final answer, or undefined if it was handed over
+   * or abandoned at shutdown. `origin`: set for an entry adopted from the shared outbox.
+   */
+  settle(request: ledgerV1.SettleRequest, owner: OutboxOwner, origin?: OutboxOrigin): Promise<ledgerV1.SettleResponse | undefined> {
     return new Promise((resolve) => {
-      this.#start({ kind: 'settle', request, resolve, ...this.#fresh(owner) });
+      this.#start({ kind: 'settle', request, resolve, ...this.#fresh(owner, origin) });
     });
   }
 
-  /** Queues a Release; resolves with the ledger's final answer, or undefined if it was abandoned at shutdown. */
-  release(request: ledgerV1.ReleaseRequest, owner: OutboxOwner): Promise<ledgerV1.ReleaseResponse | undefined> {
+  /** Queues a Release; resolves like settle(). */
+  release(request: ledgerV1.ReleaseRequest, owner: OutboxOwner, origin?: OutboxOrigin): Promise<ledgerV1.ReleaseResponse | undefined> {
     return new Promise((resolve) => {
-      this.#start({ kind: 'release', request, resolve, ...this.#fresh(owner) });
+      this.#start({ kind: 'release', request, resolve, ...this.#fresh(owner, origin) });
     });
   }
 
@@ -169,14 +194,41 @@ export class SettleOutbox {
   }
 
   /**
-   * Gives up every entry still unanswered (shutdown, after the drain): logs each at error level,
-   * one line per entry with every field a replay needs (a Settle or Release carries no secret),
-   * resolves its waiter with undefined, and returns how many there were.
+   * Shutdown, after the drain: hands every entry still unanswered to `sink` (the shared outbox in
+   * Redis, where a live replica adopts it: outbox-handover.ts). Without a sink, or when it fails,
+   * abandons them instead (abandon). Either way each entry's waiter gets undefined. Settles and
+   * Releases are idempotent on the reservation id (IDEMPOTENCY), so an entry the ledger answers
+   * while it is being handed over is only sent again, never applied twice.
+   */
+  async handOver(sink?: (records: OutboxRecord[]) => Promise<boolean>): Promise<{ handedOver: number; abandoned: number }> {
+    const entries = [...this.#entries];
+    if (entries.length === 0) return { handedOver: 0, abandoned: 0 };
+    // Their loops stop; an attempt already under way may still land (harmless, see above).
+    for (const entry of entries) entry.abandoned = true;
+    const written = sink === undefined ? false : await sink(entries.map(recordOf)).catch(() => false);
+    if (!written) return { handedOver: 0, abandoned: this.abandon() };
+    for (const entry of entries) {
+      this.#finish(entry, undefined);
+      entry.wake?.();
+    }
+    this.#logger.warn({ handedOver: entries.length }, 'ledger outbox entries not answered before shutdown handed over to the shared outbox; a live replica sends them');
+    return { handedOver: entries.length, abandoned: 0 };
+  }
+
+  /**
+   * Gives up every entry still unanswered (shutdown without a shared outbox): logs each at error
+   * level, one line per entry with every field a replay needs (a Settle or Release carries no
+   * secret), resolves its waiter with undefined, and returns how many there were. An entry
+   * adopted from the shared outbox is not lost: it stays pending there under this replica's name,
+   * and another replica claims it once idle (PROXY_OUTBOX_CLAIM_IDLE_MS); it is logged, not counted.
    */
   abandon(): number {
     const entries = [...this.#entries];
+    let lost = 0;
     for (const entry of entries) {
-      this.#logger.error({
+      const adopted = entry.adoptedId !== undefined;
+      if (!adopted) lost += 1;
+      this.#logger[adopted ? 'warn' : 'error']({
         outboxEntry: {
           kind: entry.kind,
           organisationId: entry.owner.organisationId,
@@ -184,22 +236,26 @@ export class SettleOutbox {
           queuedAt: new Date(entry.queuedAtMs).toISOString(),
           attempts: entry.attempts,
           lastFailure: entry.lastFailure,
+          adoptedId: entry.adoptedId,
           request: replayable(entry.request),
         },
-      }, `ledger ${entry.kind} not delivered before shutdown; replay it`);
+      }, adopted ? `ledger ${entry.kind} left pending in the shared outbox; another replica claims it` : `ledger ${entry.kind} not delivered before shutdown; replay it`);
       entry.abandoned = true;
       this.#finish(entry, undefined);
       entry.wake?.();
     }
-    this.#abandonedCount += entries.length;
-    if (entries.length > 0) this.#logger.error({ abandoned: entries.length }, 'ledger outbox entries not delivered before shutdown');
-    return entries.length;
+    this.#abandonedCount += lost;
+    if (lost > 0) this.#logger.error({ abandoned: lost }, 'ledger outbox entries not delivered before shutdown');
+    return lost;
   }
 
-  #fresh(owner: OutboxOwner): Omit<Entry, 'kind' | 'request' | 'resolve'> {
+  #fresh(owner: OutboxOwner, origin: OutboxOrigin | undefined): Omit<Entry, 'kind' | 'request' | 'resolve'> {
     let markDone = () => {};
     const done = new Promise<void>((resolve) => { markDone = resolve; });
-    return { owner, queuedAtMs: Date.now(), traceparent: activeTraceparent(), attempts: 0, lastFailure: undefined, abandoned: false, wake: undefined, done, markDone };
+    return {
+      owner, queuedAtMs: origin?.queuedAtMs ?? Date.now(), traceparent: origin === undefined ? activeTraceparent() : origin.traceparent,
+      adoptedId: origin?.adoptedId, attempts: 0, lastFailure: undefined, abandoned: false, wake: undefined, done, markDone,
+    };
   }
 
   #start(entry: Entry): void {
@@ -266,6 +322,12 @@ export class SettleOutbox {
     const capped = Math.min(this.#retryMaxMs, this.#retryInitialMs * 2 ** Math.min(attempts - 1, 30));
     return capped / 2 + this.#random() * (capped / 2);
   }
+}
+
+/** An entry as it leaves the process (handOver). */
+function recordOf(entry: Entry): OutboxRecord {
+  const common = { owner: entry.owner, queuedAtMs: entry.queuedAtMs, traceparent: entry.traceparent, adoptedId: entry.adoptedId };
+  return entry.kind === 'settle' ? { ...common, kind: 'settle', request: entry.request } : { ...common, kind: 'release', request: entry.request };
 }
 
 /** A request as a log-safe object: int64 fields as decimal strings (JSON has no bigint). */
