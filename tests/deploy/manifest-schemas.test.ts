@@ -15,6 +15,7 @@ import { Job } from 'kubernetes-models/batch/v1/Job';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import { Certificate } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Certificate';
 import { Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1/Issuer';
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
@@ -32,6 +33,7 @@ const schemaClasses: Record<string, SchemaClass> = {
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'networking.k8s.io/v1/Ingress': Ingress,
   'cert-manager.io/v1/Certificate': Certificate,
   'cert-manager.io/v1/Issuer': Issuer,
   'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,

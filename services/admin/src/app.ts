@@ -184,6 +184,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       organisationOfProject: async (projectId) => (await findProject(db, projectId))?.organisationId,
       dashboard,
       trustProxy: config.ADMIN_TRUST_PROXY,
+      publicUrl: config.ADMIN_PUBLIC_URL,
       logger,
       metrics,
       // Ready once the database is migrated and both servers listen; not ready from the start of close().

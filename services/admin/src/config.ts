@@ -2,6 +2,7 @@ import { commonEnv, loadConfig, z } from '@gateway/config';
 import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
 import { encryptionKeyProblem } from './common/domain/credential-cipher.ts';
+import { parseTrustProxy } from './common/http/trust-proxy.ts';
 import { gstinProblem, gstinStateCode } from './invoicing/domain/gstin.ts';
 import { gstinStates, gstStateCodesText } from '../shared/gst-states.ts';
 
@@ -79,8 +80,19 @@ export const adminConfigSchema = z.object({
   ADMIN_SESSION_ABSOLUTE_MS: commonEnv.durationMs(12 * 60 * 60_000),
   /** How long an invitation, password-reset or setup link stays valid, ms. */
   ADMIN_LINK_TTL_MS: commonEnv.durationMs(72 * 60 * 60_000),
-  /** true: the admin is behind a TLS-terminating proxy whose X-Forwarded-Proto is trusted (cookies get Secure). */
-  ADMIN_TRUST_PROXY: z.stringbool({ error: 'must be true or false' }).default(false),
+  /**
+   * Which proxy in front is believed for X-Forwarded-For (the client address sign-in throttling
+   * counts) and X-Forwarded-Proto: false; true (one hop); a hop count; or proxy addresses/CIDRs,
+   * comma-separated (common/http/trust-proxy.ts, docs/deploy.md "The admin behind an ingress").
+   */
+  ADMIN_TRUST_PROXY: z.string().default('false').transform((value, ctx) => {
+    const setting = parseTrustProxy(value);
+    if (setting === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'must be true, false, a hop count (1..10) or a comma-separated list of proxy addresses and CIDRs' });
+      return z.NEVER;
+    }
+    return setting;
+  }),
   /** How often the admin reads new budget alerts from the ledger and due webhook deliveries, ms. */
   ALERT_POLL_MS: commonEnv.durationMs(1_000),
   /** First retry delay of a failed alert delivery, ms; it doubles with every attempt (capped at one hour). */

@@ -51,11 +51,17 @@ export function sessionClientOf(admin: AdminHarness, response: HarnessResponse):
   };
 }
 
+/** The device cookie a sign-in answer set, as a Cookie header value (`name=value`), or undefined. */
+export function deviceCookieOf(response: HarnessResponse): string | undefined {
+  const cookie = response.headers.getSetCookie().map((line) => parseSetCookie(line)).find((candidate) => candidate.name.endsWith('gw_device'));
+  return cookie === undefined ? undefined : `${cookie.name}=${cookie.value}`;
+}
+
 /**
  * A request over node:http, which (unlike fetch) sends the Host header it is given: how a
  * browser reaching the admin under another name, or through a proxy, looks to it.
  */
-function requestWithHost(baseUrl: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<HarnessResponse> {
+export function requestWithHost(baseUrl: string, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<HarnessResponse> {
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest(`${baseUrl}${path}`, { method, headers: { 'content-type': 'application/json', ...headers } }, (incoming) => {

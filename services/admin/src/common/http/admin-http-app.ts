@@ -12,6 +12,7 @@ import { sameOriginRequest } from '../../people/http/session-cookie.ts';
 import { createHttpObserver, type HttpMetrics } from './http-metrics.ts';
 import { expressPathOf, type AdminRoute, type RouteAccess, type RouteContext, type RouteScope } from './route-definition.ts';
 import { idempotencyKeyHeader } from './request-schemas.ts';
+import type { TrustProxySetting } from './trust-proxy.ts';
 import { invalidRequest, validateInput, type FieldProblem } from './validation.ts';
 
 /** What the HTTP app needs besides its routes. */
@@ -32,10 +33,15 @@ export interface AdminHttpAppDeps {
   /** The service's /healthz and /readyz (@gateway/service-runtime): the probe routes of the table only document them. */
   probes: HealthProbes;
   /**
-   * true (ADMIN_TRUST_PROXY): one TLS-terminating proxy stands in front, so its X-Forwarded-Proto
-   * decides `secure` and its X-Forwarded-For the client address (throttling per address).
+   * The proxies in front (ADMIN_TRUST_PROXY): their X-Forwarded-Proto decides `secure` and their
+   * X-Forwarded-For the client address (throttling per address); false or absent: none.
    */
-  trustProxy?: boolean;
+  trustProxy?: TrustProxySetting | undefined;
+  /**
+   * The dashboard's public address (ADMIN_PUBLIC_URL): when set, its scheme decides whether the
+   * session and device cookies are Secure, whatever Host or X-Forwarded-Proto a request carries.
+   */
+  publicUrl?: string | undefined;
   /** Where every answered request is counted and timed, by route template (ADMIN_METRICS_PORT); none: not recorded. */
   metrics?: HttpMetrics | undefined;
 }
@@ -199,9 +205,13 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // One hop: the proxy's own X-Forwarded-* entries count, whatever a client put before them does not.
-  if (deps.trustProxy === true) app.set('trust proxy', 1);
+  // A hop count: the proxies' own X-Forwarded-* entries count, whatever a client put before them
+  // does not; a list: only a connection from a listed proxy is believed at all.
+  if (deps.trustProxy !== undefined && deps.trustProxy !== false) app.set('trust proxy', deps.trustProxy);
   const observeHttp = deps.metrics ? createHttpObserver(deps.metrics, routes) : undefined;
+  // People reach the dashboard at ADMIN_PUBLIC_URL: an https one means their browser is on TLS
+  // (the cookies get Secure and `__Host-`), whichever Host or forwarded scheme reached the pod.
+  const publicUrlSecure = deps.publicUrl === undefined ? undefined : new URL(deps.publicUrl).protocol === 'https:';
 
   app.use((request: Request, response: Response, next: NextFunction) => {
     const startedAt = process.hrtime.bigint();
@@ -288,7 +298,7 @@ export function createAdminHttpApp(deps: AdminHttpAppDeps): express.Express {
         clientAddress: request.ip ?? request.socket.remoteAddress ?? '',
         userAgent: (headerValue(request.headers['user-agent']) ?? '').slice(0, 300),
         cookieHeader: request.headers.cookie ?? '',
-        secure: request.secure,
+        secure: publicUrlSecure ?? request.secure,
         host: request.headers.host ?? '',
         origin: request.headers.origin,
         csrfToken: headerValue(request.headers['x-csrf-token']),

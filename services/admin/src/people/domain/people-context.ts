@@ -40,6 +40,8 @@ export interface PeopleContext {
 export interface ClientFacts {
   clientAddress: string;
   userAgent: string;
+  /** The device tokens the browser's device cookie carries (at most one per email it signed in as); none: an untrusted client. */
+  deviceTokens?: readonly string[] | undefined;
 }
 
 /** A one-time link just issued: its URL is shown once (and emailed when SMTP is set). */

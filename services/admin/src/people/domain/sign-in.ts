@@ -11,7 +11,8 @@ import { describeLink, personOf, requireSession, type ClientFacts, type PeopleCo
 import { invalidLink, linkUrl, personActor, throttled, wrongCredentials } from './people-rules.ts';
 import { findPendingLink, issueLink, markLinkUsed } from './person-links.ts';
 import { csrfTokenMatches, csrfTokenOf, systemClock, type Clock, type StartedSession } from './sessions.ts';
-import { clearSignInFailures, recordSignInFailure, signInRetryAfterSeconds } from './sign-in-throttle.ts';
+import { clearSignInFailures, recordSignInFailure, signInVerdict } from './sign-in-throttle.ts';
+import { forgetTrustedDevices, trustDevice, trustedDeviceFor, type IssuedDevice, type PresentedDevice } from './trusted-devices.ts';
 
 /** The first platform admin created at first start, with the setup link handed to the operator. */
 export interface FirstPlatformAdmin {
@@ -43,30 +44,54 @@ export async function createFirstPlatformAdmin(
   });
 }
 
+/** A sign-in that succeeded: the person, the new session, and the device token that makes the browser trusted for the email. */
+export interface SignedIn {
+  person: PersonView;
+  session: StartedSession;
+  device: IssuedDevice;
+}
+
 /**
- * Signs a person in with email and password: a new session, or 401 (the same answer for an
- * unknown email, a wrong password and a disabled person), or 429 while throttled.
+ * Checks a password for an email under the sign-in throttle (docs/people.md, "Sign-in
+ * throttling"): 429 while throttled, 401 (one answer for an unknown email, a wrong password and a
+ * disabled person) when wrong. Returns the active person and the trusted device the client
+ * presented for this email, if any.
  */
-export async function signIn(ctx: PeopleContext, input: { email: string; password: string } & ClientFacts): Promise<{ person: PersonView; session: StartedSession }> {
+async function checkPassword(
+  ctx: PeopleContext, email: string, person: PersonRecord | undefined, password: string, client: Omit<ClientFacts, 'userAgent'>,
+): Promise<{ person: PersonRecord; presented: PresentedDevice | undefined }> {
   const { db, logger } = ctx;
-  const email = normalizeEmail(input.email);
-  const attempt = { email, clientAddress: input.clientAddress, now: ctx.clock() };
-  const retryAfter = await signInRetryAfterSeconds(db, attempt);
-  if (retryAfter !== undefined) {
-    logger?.info({ clientAddress: input.clientAddress }, 'sign-in throttled');
-    throw throttled(retryAfter);
+  const now = ctx.clock();
+  const device = await trustedDeviceFor(db, email, client.deviceTokens ?? [], now);
+  const verdict = await signInVerdict(db, { email, clientAddress: client.clientAddress, now, trustedDeviceIdHash: device?.idHash });
+  const trustedDevice = verdict.attempt.trustedDeviceIdHash !== undefined;
+  if (verdict.retryAfterSeconds !== undefined) {
+    logger?.info({ clientAddress: client.clientAddress, trustedDevice }, 'sign-in throttled');
+    throw throttled(verdict.retryAfterSeconds);
   }
-  const person = await findPersonByEmail(db, email);
-  const matches = await verifyPassword(person?.passwordHash, input.password);
+  const matches = await verifyPassword(person?.passwordHash, password);
   if (!person || !matches || person.status !== 'active') {
-    await recordSignInFailure(db, attempt);
-    logger?.info({ clientAddress: input.clientAddress }, 'sign-in failed');
+    await recordSignInFailure(db, verdict.attempt);
+    logger?.info({ clientAddress: client.clientAddress, trustedDevice }, 'sign-in failed');
     throw wrongCredentials();
   }
-  await clearSignInFailures(db, email);
+  await clearSignInFailures(db, verdict.attempt);
+  return { person, presented: device };
+}
+
+/**
+ * Signs a person in with email and password: a new session and a fresh device token for this
+ * browser, or 401 (the same answer for an unknown email, a wrong password and a disabled
+ * person), or 429 while throttled.
+ */
+export async function signIn(ctx: PeopleContext, input: { email: string; password: string } & ClientFacts): Promise<SignedIn> {
+  const { db, logger } = ctx;
+  const email = normalizeEmail(input.email);
+  const { person, presented } = await checkPassword(ctx, email, await findPersonByEmail(db, email), input.password, input);
+  const device = await trustDevice(db, email, ctx.clock(), presented);
   const session = await ctx.sessions.start(db, { personId: person.id, userAgent: input.userAgent, clientAddress: input.clientAddress });
-  logger?.info({ personId: person.id, clientAddress: input.clientAddress }, 'signed in');
-  return { person: await personView(db, person), session };
+  logger?.info({ personId: person.id, clientAddress: input.clientAddress, trustedDevice: presented !== undefined }, 'signed in');
+  return { person: await personView(db, person), session, device };
 }
 
 /** The signed-in person and the session's CSRF token, or 401. */
@@ -87,22 +112,6 @@ export async function signOut(ctx: PeopleContext, sessionToken: string | undefin
 }
 
 /**
- * Checks the password an invitation's follower gives for the account they already have, under
- * the sign-in throttle (429 while throttled, 401 when wrong), so a forwarded invitation cannot
- * take over an existing account.
- */
-async function checkExistingPassword(ctx: PeopleContext, existing: PersonRecord, password: string, clientAddress: string): Promise<void> {
-  const attempt = { email: existing.email, clientAddress, now: ctx.clock() };
-  const retryAfter = await signInRetryAfterSeconds(ctx.db, attempt);
-  if (retryAfter !== undefined) throw throttled(retryAfter);
-  if (!await verifyPassword(existing.passwordHash, password)) {
-    await recordSignInFailure(ctx.db, attempt);
-    throw wrongCredentials();
-  }
-  await clearSignInFailures(ctx.db, attempt.email);
-}
-
-/**
  * Follows a link (once) and signs the person in. A reset or setup link sets the password
  * and ends the person's other sessions. An invitation adds the membership; it sets the
  * password of a person who has none, and asks a person who has one for it (throttled as a
@@ -110,12 +119,15 @@ async function checkExistingPassword(ctx: PeopleContext, existing: PersonRecord,
  */
 export async function followLink(
   ctx: PeopleContext, token: string, input: { password: string; displayName?: string | undefined } & ClientFacts,
-): Promise<{ person: PersonView; session: StartedSession }> {
+): Promise<SignedIn> {
   const { link, passwordSet } = await describeLink(ctx, token);
   const checkExisting = link.kind === 'invitation' && passwordSet;
   const existing = await findPerson(ctx.db, link.personId);
   let newHash: string | undefined;
-  if (checkExisting) await checkExistingPassword(ctx, existing!, input.password, input.clientAddress);
+  let presented: PresentedDevice | undefined;
+  // A person who already has a password gives it, under the sign-in throttle, so a forwarded
+  // invitation cannot take over an existing account.
+  if (checkExisting) ({ presented } = await checkPassword(ctx, existing!.email, existing, input.password, input));
   else newHash = await hashPassword(input.password);
   const result = await ctx.db.transaction(async (tx) => {
     const now = ctx.clock();
@@ -128,7 +140,10 @@ export async function followLink(
     if (newHash !== undefined) {
       await setPasswordHash(tx, person.id, newHash, now, input.displayName);
       await ctx.sessions.endAllOf(tx, person.id);
+      // A new password: browsers trusted for the old one are trusted no longer.
+      await forgetTrustedDevices(tx, person.email);
     }
+    const device = await trustDevice(tx, person.email, now, presented);
     const session = await ctx.sessions.start(tx, { personId: person.id, userAgent: input.userAgent, clientAddress: input.clientAddress });
     const actor = personActor(person, session.idHash);
     if (locked.kind === 'invitation') {
@@ -144,7 +159,7 @@ export async function followLink(
         changes: { password: { before: person.passwordHash === null ? null : '(set)', after: '(set)' }, link: { before: null, after: locked.id } },
       });
     }
-    return { person: await personView(tx, (await findPerson(tx, person.id))!), session };
+    return { person: await personView(tx, (await findPerson(tx, person.id))!), session, device };
   });
   ctx.logger?.info({ personId: result.person.id, linkKind: link.kind }, 'link followed: signed in');
   return result;

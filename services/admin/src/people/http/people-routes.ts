@@ -1,6 +1,7 @@
 import { GatewayError } from '@gateway/errors';
-import type { StartedSession } from '../domain/sessions.ts';
+import type { SignedIn } from '../domain/sign-in.ts';
 import { signInLimits } from '../domain/sign-in-throttle.ts';
+import { deviceTokensPerBrowser, trustedDeviceLifetimeMs } from '../domain/trusted-devices.ts';
 import {
   createInvitationBody, createPersonBody, followLinkBody, invitationCreatedResponse, invitationJson, invitationListResponse,
   invitationResponse, linkInfoJson, linkInfoResponse, memberJson, memberListResponse, memberResponse, passwordResetJson,
@@ -11,7 +12,7 @@ import { listJson } from '../../common/http/json-views.ts';
 import { listQuery, pageSizes } from '../../common/http/request-schemas.ts';
 import { listResponse } from '../../common/http/response-schemas.ts';
 import { defineRoute, routeErrors, type AdminRoute, type RouteRequest } from '../../common/http/route-definition.ts';
-import { clearedSessionCookies, sameOriginRequest, sessionSetCookie, sessionTokenOf } from './session-cookie.ts';
+import { clearedSessionCookies, deviceSetCookie, deviceTokensOf, sameOriginRequest, sessionSetCookie, sessionTokenOf } from './session-cookie.ts';
 import { z } from 'zod';
 
 const writeErrors = routeErrors.write;
@@ -33,10 +34,19 @@ function requestOrigin(request: RouteRequest<unknown, unknown>): string {
   return `${request.secure ? 'https' : 'http'}://${request.host}`;
 }
 
-/** The Set-Cookie header that starts a session in the browser (cookie lifetime = the session's absolute lifetime). */
-function startSessionHeaders(session: StartedSession, request: RouteRequest<unknown, unknown>): Record<string, string | string[]> {
+/**
+ * The Set-Cookie headers of a sign-in: the session (cookie lifetime = the session's absolute
+ * lifetime), and the device cookie with the new device token first, the browser's tokens for
+ * other emails after it (the one it replaces dropped), at most `deviceTokensPerBrowser`.
+ */
+function startSessionHeaders({ session, device }: SignedIn, request: RouteRequest<unknown, unknown>): Record<string, string | string[]> {
   const maxAgeSeconds = (session.absoluteExpiresAt.getTime() - Date.now()) / 1000;
-  return { ...noStore, 'set-cookie': sessionSetCookie(session.token, maxAgeSeconds, request) };
+  const others = deviceTokensOf(request.cookieHeader).filter((token) => token !== device.replaces && token !== '');
+  const deviceTokens = [device.token, ...new Set(others)].slice(0, deviceTokensPerBrowser);
+  return {
+    ...noStore,
+    'set-cookie': [sessionSetCookie(session.token, maxAgeSeconds, request), deviceSetCookie(deviceTokens, trustedDeviceLifetimeMs / 1000, request)],
+  };
 }
 
 /** Path parameter docs need no more than the route's summary: every id is checked by its shape first. */
@@ -54,17 +64,19 @@ function signInRoutes(): AdminRoute[] {
       method: 'post', path: '/auth/sign-in', operationId: 'signIn', tag: 'sign-in', authenticated: false, access: 'public',
       summary: 'Sign in to the dashboard with email and password: sets the session cookie and returns the CSRF token.',
       description: 'The cookie is `__Host-gw_session` (HttpOnly, SameSite=Lax, Path=/, Secure) over TLS and on loopback, `gw_session` without Secure over plain http elsewhere (development only). A wrong password and an unknown email get the same 401; '
-        + `${signInLimits.perAccount} failures per email or ${signInLimits.perAddress} per client address in ${signInLimits.windowMs / 60_000} minutes answer 429 with Retry-After.`
+        + `${signInLimits.perAccount} failures per email or ${signInLimits.perAddress} per client address in ${signInLimits.windowMs / 60_000} minutes answer 429 with Retry-After, `
+        + `except for a browser whose device cookie (\`__Host-gw_device\`, set by every successful sign-in) is trusted for the email: it is refused only after ${signInLimits.perTrustedDevice} failures of its own (docs/people.md).`
         + ' A cross-origin Origin is refused (403).',
       body: signInBody,
       success: { status: 200, description: 'Signed in.', schema: sessionResponse },
       errors: [...signInErrors, 'unauthenticated', 'rate_limit_exceeded'],
       async handle({ service }, request) {
         refuseCrossOrigin(request);
-        const { person, session } = await service.people.signIn({
+        const signedIn = await service.people.signIn({
           email: request.body.email, password: request.body.password, clientAddress: request.clientAddress, userAgent: request.userAgent,
+          deviceTokens: deviceTokensOf(request.cookieHeader),
         });
-        return { status: 200, body: { person: personJson(person), csrf_token: session.csrfToken }, headers: startSessionHeaders(session, request) };
+        return { status: 200, body: { person: personJson(signedIn.person), csrf_token: signedIn.session.csrfToken }, headers: startSessionHeaders(signedIn, request) };
       },
     }),
     defineRoute({
@@ -117,10 +129,11 @@ function signInRoutes(): AdminRoute[] {
       errors: [...signInErrors, 'not_found', 'unauthenticated', 'rate_limit_exceeded'],
       async handle({ service }, request) {
         refuseCrossOrigin(request);
-        const { person, session } = await service.people.followLink(request.params.token!, {
+        const signedIn = await service.people.followLink(request.params.token!, {
           password: request.body.password, displayName: request.body.display_name, clientAddress: request.clientAddress, userAgent: request.userAgent,
+          deviceTokens: deviceTokensOf(request.cookieHeader),
         });
-        return { status: 200, body: { person: personJson(person), csrf_token: session.csrfToken }, headers: startSessionHeaders(session, request) };
+        return { status: 200, body: { person: personJson(signedIn.person), csrf_token: signedIn.session.csrfToken }, headers: startSessionHeaders(signedIn, request) };
       },
     }),
   ];

@@ -12,6 +12,10 @@ const hostSessionCookieName = '__Host-gw_session';
  */
 const plainSessionCookieName = 'gw_session';
 
+/** The device cookie's names (docs/people.md, "Sign-in throttling"), Secure with the `__Host-` prefix or plain, as the session cookie's. */
+const hostDeviceCookieName = '__Host-gw_device';
+const plainDeviceCookieName = 'gw_device';
+
 /** Where a request came in: whether over TLS (directly or via a trusted proxy), and its Host header. */
 export interface CookieContext {
   secure: boolean;
@@ -49,6 +53,32 @@ export function sessionSetCookie(token: string, maxAgeSeconds: number, context: 
     path: '/',
     httpOnly: true,
     sameSite: 'lax',
+    secure,
+    maxAge: Math.max(0, Math.floor(maxAgeSeconds)),
+  });
+}
+
+/** The device tokens a Cookie header's device cookie carries ('' header or no cookie: none); the `__Host-` cookie wins. */
+export function deviceTokensOf(cookieHeader: string): string[] {
+  if (cookieHeader === '') return [];
+  const cookies = parseCookie(cookieHeader);
+  const value = cookies[hostDeviceCookieName] ?? cookies[plainDeviceCookieName];
+  return value === undefined || value === '' ? [] : value.split('.');
+}
+
+/**
+ * The Set-Cookie value of the device cookie: the browser's device tokens (one per email it signed
+ * in as, `.`-separated), HttpOnly, SameSite=Strict (only the dashboard's own sign-in sends it),
+ * Path=/, Secure where the session cookie is, kept `maxAgeSeconds`.
+ */
+export function deviceSetCookie(tokens: readonly string[], maxAgeSeconds: number, context: CookieContext): string {
+  const secure = usesSecureCookie(context);
+  return stringifySetCookie({
+    name: secure ? hostDeviceCookieName : plainDeviceCookieName,
+    value: tokens.join('.'),
+    path: '/',
+    httpOnly: true,
+    sameSite: 'strict',
     secure,
     maxAge: Math.max(0, Math.floor(maxAgeSeconds)),
   });
