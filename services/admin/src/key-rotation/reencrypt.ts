@@ -25,7 +25,7 @@ export const sealedColumns: readonly SealedColumn[] = [
 ];
 
 /** A stored value that did not open: where it is and why (a key id at most, never a key or a value). */
-export interface UnreadableValue {
+interface UnreadableValue {
   table: string;
   column: string;
   rowKey: string;
@@ -35,7 +35,7 @@ export interface UnreadableValue {
 }
 
 /** What one pass over one column found and did. */
-export interface ColumnReport {
+interface ColumnReport {
   table: string;
   column: string;
   /** Rows with a stored value. */

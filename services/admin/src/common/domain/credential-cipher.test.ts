@@ -1,9 +1,11 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { sealLegacyV1 as sealV1 } from '../../test-support/legacy-seal.ts';
-import { createCredentialCipher, encryptionKeyId, encryptionKeyListProblem, encryptionKeyProblem, SealedValueError } from './credential-cipher.ts';
+import { createCredentialCipher, encryptionKeyListProblem, encryptionKeyProblem, SealedValueError } from './credential-cipher.ts';
 
 const key = randomBytes(32).toString('base64');
+/** The id a key seals under. */
+const keyIdOf = (keyBase64: string) => createCredentialCipher(keyBase64).currentKeyId;
 
 /** The error a call throws (fails the test when it throws none). */
 function thrown(call: () => unknown): SealedValueError {
@@ -21,11 +23,11 @@ describe('createCredentialCipher', () => {
     const cipher = createCredentialCipher(key);
     const sealed = cipher.encrypt('sk-live-very-secret', 'gateway_models:a');
     expect(sealed).toMatch(/^v2:[0-9a-f]{8}:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/);
-    expect(sealed.split(':')[1]).toBe(encryptionKeyId(key));
-    expect(cipher.currentKeyId).toBe(encryptionKeyId(key));
+    expect(sealed.split(':')[1]).toBe(keyIdOf(key));
+    expect(cipher.currentKeyId).toBe(keyIdOf(key));
     expect(sealed).not.toContain('sk-live-very-secret');
     expect(cipher.decrypt(sealed, 'gateway_models:a')).toBe('sk-live-very-secret');
-    expect(cipher.open(sealed, 'gateway_models:a')).toEqual({ plaintext: 'sk-live-very-secret', keyId: encryptionKeyId(key), legacyFormat: false });
+    expect(cipher.open(sealed, 'gateway_models:a')).toEqual({ plaintext: 'sk-live-very-secret', keyId: keyIdOf(key), legacyFormat: false });
   });
 
   it('uses a fresh 12-byte IV for every value', () => {
@@ -57,17 +59,17 @@ describe('createCredentialCipher', () => {
     const currentV1 = sealV1(key, 'sk-current-legacy', 'gateway_models:b');
 
     const rotated = createCredentialCipher(key, [oldKey]);
-    expect(rotated.open(sealedV2, 'alert_webhooks:org_1')).toEqual({ plaintext: 'webhook-secret', keyId: encryptionKeyId(oldKey), legacyFormat: false });
-    expect(rotated.open(sealedV1, 'gateway_models:a')).toEqual({ plaintext: 'sk-legacy', keyId: encryptionKeyId(oldKey), legacyFormat: true });
-    expect(rotated.open(currentV1, 'gateway_models:b')).toEqual({ plaintext: 'sk-current-legacy', keyId: encryptionKeyId(key), legacyFormat: true });
+    expect(rotated.open(sealedV2, 'alert_webhooks:org_1')).toEqual({ plaintext: 'webhook-secret', keyId: keyIdOf(oldKey), legacyFormat: false });
+    expect(rotated.open(sealedV1, 'gateway_models:a')).toEqual({ plaintext: 'sk-legacy', keyId: keyIdOf(oldKey), legacyFormat: true });
+    expect(rotated.open(currentV1, 'gateway_models:b')).toEqual({ plaintext: 'sk-current-legacy', keyId: keyIdOf(key), legacyFormat: true });
     // It seals under the current key only.
-    expect(rotated.encrypt('x', 'c').split(':')[1]).toBe(encryptionKeyId(key));
+    expect(rotated.encrypt('x', 'c').split(':')[1]).toBe(keyIdOf(key));
 
     // Without the old key: the v2 value names the missing key id (never a key); the v1 value opens with nothing.
     const dropped = createCredentialCipher(key);
     const missing = thrown(() => dropped.decrypt(sealedV2, 'alert_webhooks:org_1'));
-    expect([missing.problem, missing.keyId]).toEqual(['unknown_key', encryptionKeyId(oldKey)]);
-    expect(missing.message).toContain(encryptionKeyId(oldKey));
+    expect([missing.problem, missing.keyId]).toEqual(['unknown_key', keyIdOf(oldKey)]);
+    expect(missing.message).toContain(keyIdOf(oldKey));
     expect(missing.message).not.toContain(oldKey);
     expect(missing.message).not.toContain(key);
     expect(thrown(() => dropped.decrypt(sealedV1, 'gateway_models:a')).problem).toBe('undecryptable');
@@ -85,13 +87,16 @@ describe('createCredentialCipher', () => {
   });
 });
 
-describe('encryptionKeyId', () => {
-  it('is 8 hex digits, stable for a key, different between keys, and not a prefix of the key or its plain SHA-256', () => {
+describe('key ids', () => {
+  it('are the first 8 hex digits of SHA-256 over the purpose label and the key: stable for a key, different between keys', () => {
+    // Pinned: stored values name their key by this id, so a change here would orphan every one of them.
+    const fixed = Buffer.alloc(32, 7).toString('base64');
+    expect(keyIdOf(fixed)).toBe(createHash('sha256').update('gateway/admin-encryption-key-id/v1\0').update(Buffer.alloc(32, 7)).digest('hex').slice(0, 8));
     const other = randomBytes(32).toString('base64');
-    expect(encryptionKeyId(key)).toMatch(/^[0-9a-f]{8}$/);
-    expect(encryptionKeyId(` ${key} `)).toBe(encryptionKeyId(key));
-    expect(encryptionKeyId(other)).not.toBe(encryptionKeyId(key));
-    expect(Buffer.from(key, 'base64').toString('hex')).not.toContain(encryptionKeyId(key));
+    expect(keyIdOf(key)).toMatch(/^[0-9a-f]{8}$/);
+    expect(keyIdOf(` ${key} `)).toBe(keyIdOf(key));
+    expect(keyIdOf(other)).not.toBe(keyIdOf(key));
+    expect(Buffer.from(key, 'base64').toString('hex')).not.toContain(keyIdOf(key));
   });
 });
 

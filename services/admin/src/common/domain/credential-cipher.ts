@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 /** What opening a sealed value found: the plaintext and which configured key opened it. */
-export interface OpenedValue {
+interface OpenedValue {
   plaintext: string;
   /** The id of the key that opened it (`encryptionKeyId`). */
   keyId: string;
@@ -29,7 +29,7 @@ export interface CredentialCipher {
 }
 
 /** Why a stored value did not open: its format, a key id that is not configured, or a wrong key / altered value. */
-export type SealedValueProblem = 'unknown_format' | 'unknown_key' | 'undecryptable';
+type SealedValueProblem = 'unknown_format' | 'unknown_key' | 'undecryptable';
 
 /** A stored value that did not open. Its message names a key id at most, never a key or a plaintext. */
 export class SealedValueError extends Error {
@@ -83,7 +83,7 @@ export function encryptionKeyListProblem(list: string): string | undefined {
  * is written into every value the key seals so the right key opens it, and it is what the
  * re-encrypt command and errors report; 32 bits of a hash of a 256-bit random key reveal nothing usable.
  */
-export function encryptionKeyId(keyBase64: string): string {
+function encryptionKeyId(keyBase64: string): string {
   return createHash('sha256').update(keyIdLabel).update(Buffer.from(keyBase64.trim(), 'base64')).digest('hex').slice(0, 8);
 }
 
