@@ -16,7 +16,7 @@ import { webhookPutResponse, webhookTestResponse } from './alerts/http/alert-sch
 import { signatureHeader } from './billing/domain/webhook-signature.ts';
 import { credentialContext } from './catalog/domain/config-snapshot.ts';
 import { createCredentialCipher } from './common/domain/credential-cipher.ts';
-import { sealedColumns } from './key-rotation/reencrypt.ts';
+import { reencryptSealedValues } from './key-rotation/reencrypt.ts';
 import { startAdminHarness, type AdminHarness } from './test-support/admin-harness.ts';
 import { startAlertReceiver, type AlertReceiver } from './test-support/alert-receiver.ts';
 import { connectFakeProxy } from './test-support/fake-proxy.ts';
@@ -98,14 +98,11 @@ async function testAlertIsSignedWith(organisationId: string, secret: string): Pr
 
 /** Every stored sealed value, as `table/row`: its prefix up to the key id. */
 async function storedFormats(): Promise<Record<string, string>> {
-  const formats: Record<string, string> = {};
-  for (const sealed of sealedColumns) {
-    const { rows } = await db.query<{ row_key: string; value: string }>(
-      `SELECT ${sealed.keyColumn} AS row_key, ${sealed.column} AS value FROM ${sealed.table} WHERE ${sealed.column} IS NOT NULL`,
-    );
-    for (const row of rows) formats[`${sealed.table}/${row.row_key}`] = row.value.startsWith('v1:') ? 'v1' : row.value.split(':').slice(0, 2).join(':');
-  }
-  return formats;
+  const { rows } = await db.query<{ name: string; value: string }>(
+    `SELECT 'gateway_models/' || slug AS name, upstream_api_key_encrypted AS value FROM gateway_models WHERE upstream_api_key_encrypted IS NOT NULL
+      UNION ALL SELECT 'alert_webhooks/' || organisation_id, secret_sealed FROM alert_webhooks`,
+  );
+  return Object.fromEntries(rows.map((row) => [row.name, row.value.startsWith('v1:') ? 'v1' : row.value.split(':').slice(0, 2).join(':')]));
 }
 
 beforeAll(async () => {
@@ -131,7 +128,8 @@ describePg('rotating ADMIN_ENCRYPTION_KEY', () => {
       `SELECT table_name || '.' || column_name AS name FROM information_schema.columns
         WHERE table_schema = 'admin' AND (column_name LIKE '%sealed%' OR column_name LIKE '%encrypted%') ORDER BY 1`,
     );
-    expect(rows.map((row) => row.name)).toEqual(sealedColumns.map((sealed) => `${sealed.table}.${sealed.column}`).sort());
+    const walked = await reencryptSealedValues(db, createCredentialCipher(keyA), { checkOnly: true });
+    expect(rows.map((row) => row.name)).toEqual(walked.columns.map((column) => `${column.table}.${column.column}`).sort());
   });
 
   it('serves every secret through a rotation, re-seals them under the new key, and serves them with the old key dropped', async () => {
@@ -158,16 +156,25 @@ describePg('rotating ADMIN_ENCRYPTION_KEY', () => {
     expect(check.stdout).toContain(`key id ${idB}`);
     expect(check.stdout).toContain(`gateway_models.upstream_api_key_encrypted: seen 3, re-sealed 0, already current 1, still to re-seal 2 (key id ${idA}: 2, old v1 format: 1)`);
     expect(check.stdout).toContain(`alert_webhooks.secret_sealed: seen 1, re-sealed 0, already current 0, still to re-seal 1 (key id ${idA}: 1)`);
+    expect(check.stdout).toContain('still to re-seal 3 (needing a previous key 3)');
     expect(await storedFormats()).toMatchObject({ 'gateway_models/rot-sealed': `v2:${idA}` }); // --check writes nothing
 
     const run = await runAdminCli(db, ['reencrypt', '--batch-size', '1'], { cipher: rotating });
     expect(run.exitCode, run.stdout).toBe(0);
-    expect(run.stdout).toContain('total: seen 4, re-sealed 3, already current 1, still to re-seal 0, unreadable 0');
+    expect(run.stdout).toContain('total: seen 4, re-sealed 3, already current 1, still to re-seal 0 (needing a previous key 0), unreadable 0');
     expect(Object.values(await storedFormats())).toEqual([`v2:${idB}`, `v2:${idB}`, `v2:${idB}`, `v2:${idB}`]);
     const again = await runAdminCli(db, ['reencrypt'], { cipher: rotating });
     expect(again.stdout).toContain('total: seen 4, re-sealed 0, already current 4');
     const clean = await runAdminCli(db, ['reencrypt', '--check'], { cipher: rotating });
     expect([clean.exitCode, clean.stdout]).toEqual([0, expect.stringContaining('ADMIN_ENCRYPTION_KEYS_PREVIOUS may be emptied')]);
+
+    // A v1 value under the current key wants re-sealing but no previous key: --check passes, reencrypt re-seals it.
+    await db.query('UPDATE gateway_models SET upstream_api_key_encrypted = $1 WHERE slug = $2',
+      [sealLegacyV1(keyB, credentials['rot-legacy'], credentialContext('rot-legacy')), 'rot-legacy']);
+    const legacyCheck = await runAdminCli(db, ['reencrypt', '--check'], { cipher: createCredentialCipher(keyB) });
+    expect([legacyCheck.exitCode, legacyCheck.stdout]).toEqual([0, expect.stringContaining(`still to re-seal 1 (needing a previous key 0)`)]);
+    expect((await runAdminCli(db, ['reencrypt'], { cipher: createCredentialCipher(keyB) })).stdout).toContain('re-sealed 1');
+    expect((await storedFormats())['gateway_models/rot-legacy']).toBe(`v2:${idB}`);
 
     // Drop A: everything opens with B alone.
     await startAdmin(keyB);

@@ -9,7 +9,7 @@ import { credentialContext } from '../catalog/domain/config-snapshot.ts';
 import { SealedValueError, type CredentialCipher } from '../common/domain/credential-cipher.ts';
 
 /** A column holding values sealed by the credential cipher: its table, the row's key, and the context each value is bound to. */
-export interface SealedColumn {
+interface SealedColumn {
   table: string;
   /** The primary key (text): rows are walked in its order, in batches. */
   keyColumn: string;
@@ -19,7 +19,7 @@ export interface SealedColumn {
 }
 
 /** Every column the credential cipher writes (the one list re-encryption walks; a test holds it to the schema). */
-export const sealedColumns: readonly SealedColumn[] = [
+const sealedColumns: readonly SealedColumn[] = [
   { table: 'gateway_models', keyColumn: 'slug', column: 'upstream_api_key_encrypted', context: credentialContext },
   { table: 'alert_webhooks', keyColumn: 'organisation_id', column: 'secret_sealed', context: webhookSecretContext },
 ];
@@ -139,9 +139,19 @@ async function reencryptRow(
   }
 }
 
-/** Rows that still need a key other than the current one, or re-sealing (v1), or that do not open at all. */
+/** Rows that only a previous key opens (so it may not be dropped yet). */
+function needingPreviousKey(report: ReencryptReport): number {
+  return report.columns.reduce((sum, column) => sum
+    + Object.entries(column.needsReseal).reduce((count, [keyId, rows]) => count + (keyId === report.currentKeyId ? 0 : rows), 0), 0);
+}
+
+/**
+ * Rows that stand between the operator and dropping every previous key: those only a previous key
+ * opens, and those no configured key opens. (v1 values the current key opens do not count: they
+ * want re-sealing, but no previous key.)
+ */
 export function outstandingCount(report: ReencryptReport): number {
-  return report.unreadable.length + report.columns.reduce((sum, column) => sum + Object.values(column.needsReseal).reduce((a, b) => a + b, 0), 0);
+  return report.unreadable.length + needingPreviousKey(report);
 }
 
 /** The report as the command prints it: one line per column, the totals, every unreadable row, and what to do next. */
@@ -160,17 +170,21 @@ export function formatReencryptReport(report: ReencryptReport): string {
     lines.push(`  ${column.table}.${column.column}: seen ${column.seen}, re-sealed ${column.resealed}, already current ${column.alreadyCurrent}, `
       + `still to re-seal ${needs}${byKey.length > 0 ? ` (${byKey.join(', ')})` : ''}`);
   }
-  lines.push(`  total: seen ${totals.seen}, re-sealed ${totals.resealed}, already current ${totals.alreadyCurrent}, still to re-seal ${totals.needsReseal}, unreadable ${report.unreadable.length}`);
+  const previous = needingPreviousKey(report);
+  lines.push(`  total: seen ${totals.seen}, re-sealed ${totals.resealed}, already current ${totals.alreadyCurrent}, still to re-seal ${totals.needsReseal}`
+    + ` (needing a previous key ${previous}), unreadable ${report.unreadable.length}`);
   for (const value of report.unreadable) lines.push(`  UNREADABLE ${value.table} ${JSON.stringify(value.rowKey)}: ${value.message}`);
   if (report.unreadable.length > 0) {
     const missing = [...new Set(report.unreadable.flatMap((value) => value.missingKeyId ?? []))];
     lines.push(missing.length > 0
       ? `Add the key(s) with id ${missing.join(', ')} to ADMIN_ENCRYPTION_KEYS_PREVIOUS and run reencrypt again; until then these secrets do not open.`
       : 'These values do not open with any configured key: restore the key that sealed them, or set the secrets again through the admin API.');
-  } else if (totals.needsReseal > 0) {
+  } else if (previous > 0) {
     lines.push(report.checkOnly
       ? 'Previous keys are still needed: run `reencrypt` (without --check), then check again.'
       : 'Some rows changed during this run: run reencrypt again.');
+  } else if (totals.needsReseal > 0) {
+    lines.push('Old-format (v1) values under the current key remain: run `reencrypt` to re-seal them. No previous key is needed: ADMIN_ENCRYPTION_KEYS_PREVIOUS may be emptied.');
   } else {
     lines.push('Every stored secret is sealed under the current key: ADMIN_ENCRYPTION_KEYS_PREVIOUS may be emptied.');
   }
