@@ -13,7 +13,7 @@ import { createLogger } from '@gateway/logger';
 import { startFakeUpstream } from '@gateway/fake-upstream';
 import { startLocalPayments, type LocalPayments } from '@gateway/local-payments';
 import { createLedgerApp, loadLedgerConfig } from '@gateway/ledger';
-import { createAdminApp, loadAdminConfig } from '@gateway/admin';
+import { createAdminApp, embeddedEncryptionKeyFile, loadAdminConfig } from '@gateway/admin';
 import { createProxyApp, loadProxyConfig } from '@gateway/proxy';
 import { ConfigError } from '@gateway/config';
 
@@ -33,7 +33,7 @@ const localPaymentsPort = Number(env.LOCAL_PAYMENTS_PORT || 8790);
 function developmentEncryptionKey(): string {
   if (env.ADMIN_ENCRYPTION_KEY) return env.ADMIN_ENCRYPTION_KEY;
   mkdirSync(dataDir, { recursive: true });
-  const path = join(dataDir, 'admin-encryption.key');
+  const path = join(dataDir, embeddedEncryptionKeyFile);
   if (!existsSync(path)) writeFileSync(path, randomBytes(32).toString('base64'), { mode: 0o600 });
   return readFileSync(path, 'utf8').trim();
 }

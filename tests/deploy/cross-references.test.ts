@@ -43,7 +43,7 @@ const deploymentRequires: Record<Role, Record<string, string | undefined>> = {
 /** Variables a container may set that no config schema reads: Node's and glibc's own, and OpenTelemetry's standard ones. */
 const runtimeVariables = /^(NODE_OPTIONS|MALLOC_ARENA_MAX|OTEL_[A-Z_]+)$/;
 /** Variables that hold a secret: always from a Secret, never a literal in a manifest. */
-const secretVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'ADMIN_ENCRYPTION_KEY', 'ADMIN_BOOTSTRAP_TOKEN', 'RAZORPAY_KEY_SECRET', 'RAZORPAY_WEBHOOK_SECRET', 'SMTP_URL']);
+const secretVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'ADMIN_ENCRYPTION_KEY', 'ADMIN_ENCRYPTION_KEYS_PREVIOUS', 'ADMIN_BOOTSTRAP_TOKEN', 'RAZORPAY_KEY_SECRET', 'RAZORPAY_WEBHOOK_SECRET', 'SMTP_URL']);
 /** The proxy's metrics port variable and friends, by role. */
 const metricsPortVariable: Record<Role, string> = { proxy: 'PROXY_METRICS_PORT', admin: 'ADMIN_METRICS_PORT', ledger: 'LEDGER_METRICS_PORT' };
 const migrationsVariable: Record<'admin' | 'ledger', string> = { admin: 'ADMIN_MIGRATIONS', ledger: 'LEDGER_MIGRATIONS' };

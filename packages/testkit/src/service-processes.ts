@@ -71,10 +71,10 @@ export interface ScriptOutcome {
   stderr: string;
 }
 
-/** Runs `node <entryPath>` to its end with exactly the given environment (plus PATH), as a Job or an operator would. */
-export function runNodeScript(entryPath: string, env: Record<string, string>): Promise<ScriptOutcome> {
+/** Runs `node <entryPath> [args…]` to its end with exactly the given environment (plus PATH), as a Job or an operator would. */
+export function runNodeScript(entryPath: string, env: Record<string, string>, args: readonly string[] = []): Promise<ScriptOutcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [entryPath], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [entryPath, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });

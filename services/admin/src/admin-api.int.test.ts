@@ -502,7 +502,7 @@ describe('gateway models', () => {
 
     const stored = await db.query<{ upstream_api_key_encrypted: string }>('SELECT upstream_api_key_encrypted FROM gateway_models WHERE slug = $1', ['acme-chat']);
     const sealed = stored.rows[0]!.upstream_api_key_encrypted;
-    expect(sealed).toMatch(/^v1:/);
+    expect(sealed).toMatch(/^v2:[0-9a-f]{8}:/);
     expect(sealed).not.toContain(upstreamCredential);
     expect(createCredentialCipher(admin.encryptionKey).decrypt(sealed, 'gateway_models:acme-chat')).toBe(upstreamCredential);
   });

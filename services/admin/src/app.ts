@@ -101,7 +101,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const { applied } = await prepareAdminSchema(db, config.ADMIN_MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, 'admin migrations applied');
 
-    const cipher = createCredentialCipher(config.ADMIN_ENCRYPTION_KEY);
+    const cipher = createCredentialCipher(config.ADMIN_ENCRYPTION_KEY, config.ADMIN_ENCRYPTION_KEYS_PREVIOUS);
     const bootstrap = await bootstrapPlatformAdminToken(db, {
       bootstrapToken: config.ADMIN_BOOTSTRAP_TOKEN,
       handOver: deps.onBootstrapToken,

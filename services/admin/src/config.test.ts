@@ -17,7 +17,7 @@ describe('loadAdminConfig', () => {
       ...tls, GRPC_INSECURE: false,
       BIND_HOST: '127.0.0.1', LOG_LEVEL: 'info', DATA_DIR: '.data', SHUTDOWN_GRACE_MS: 10_000,
       ADMIN_HTTP_PORT: 8081, ADMIN_GRPC_PORT: 50052, LEDGER_GRPC_URL: '127.0.0.1:50051', ADMIN_METRICS_PORT: 9102, ADMIN_MIGRATIONS: 'apply',
-      ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_ALLOW_PRIVATE_UPSTREAMS: false,
+      ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_ENCRYPTION_KEYS_PREVIOUS: [], ADMIN_ALLOW_PRIVATE_UPSTREAMS: false,
       ADMIN_RESPONSE_RETENTION_S: 2_592_000, SNAPSHOT_ACK_TIMEOUT_MS: 5_000, ADMIN_HEARTBEAT_INTERVAL_MS: 5_000, LEDGER_CALL_TIMEOUT_MS: 5_000, LEDGER_BUDGET_CALL_TIMEOUT_MS: 30_000,
       ADMIN_SETUP_EMAIL: 'admin@localhost', ADMIN_SESSION_IDLE_MS: 7_200_000, ADMIN_SESSION_ABSOLUTE_MS: 43_200_000,
       ADMIN_LINK_TTL_MS: 259_200_000, ADMIN_TRUST_PROXY: false, ALERT_POLL_MS: 1_000, ALERT_RETRY_BASE_MS: 30_000,
@@ -109,6 +109,23 @@ describe('loadAdminConfig', () => {
     }
     expect((error as Error).message).not.toContain(badToken);
     expect((error as Error).message).not.toContain(badKey);
+  });
+
+  it('reads previous encryption keys as a comma-separated list and names a malformed entry by position, never echoing it', () => {
+    const previous = [randomBytes(32).toString('base64'), randomBytes(32).toString('base64')];
+    expect(loadAdminConfig({ ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_ENCRYPTION_KEYS_PREVIOUS: ` ${previous[0]} ,,${previous[1]}, ` })
+      .ADMIN_ENCRYPTION_KEYS_PREVIOUS).toEqual(previous);
+    const short = randomBytes(16).toString('base64');
+    let error: unknown;
+    try {
+      loadAdminConfig({ ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_ENCRYPTION_KEYS_PREVIOUS: `${previous[0]},${short}` });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toMatch(/ADMIN_ENCRYPTION_KEYS_PREVIOUS.*entry 2 must decode to exactly 32 bytes/);
+    expect((error as Error).message).not.toContain(short);
+    expect((error as Error).message).not.toContain(previous[0]);
   });
 
   it('requires certificates for internal gRPC, or the explicit GRPC_INSECURE=true', () => {

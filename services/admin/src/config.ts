@@ -1,7 +1,7 @@
 import { commonEnv, loadConfig, z } from '@gateway/config';
 import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { isWellFormedSecret } from '@gateway/secrets';
-import { encryptionKeyProblem } from './common/domain/credential-cipher.ts';
+import { encryptionKeyListProblem, encryptionKeyProblem, parseEncryptionKeyList } from './common/domain/credential-cipher.ts';
 import { parseTrustProxy } from './common/http/trust-proxy.ts';
 import { gstinProblem, gstinStateCode } from './invoicing/domain/gstin.ts';
 import { gstinStates, gstStateCodesText } from '../shared/gst-states.ts';
@@ -12,6 +12,9 @@ const demoUpstreamUrl = z.string().refine((value) => {
   const url = new URL(value);
   return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
 }, { error: 'must be an http:// or https:// URL without credentials' });
+
+/** The file under DATA_DIR where `pnpm start` keeps the generated ADMIN_ENCRYPTION_KEY when none is set (owner-only). */
+export const embeddedEncryptionKeyFile = 'admin-encryption.key';
 
 /** How far ahead the previous webhook secret may stay accepted, ms (Razorpay retries a webhook for 24 hours). */
 const maxPreviousSecretWindowMs = 7 * 24 * 60 * 60_000;
@@ -40,12 +43,22 @@ export const adminConfigSchema = z.object({
   ADMIN_MIGRATIONS: z.enum(['apply', 'verify']).default('apply'),
   /** host:port (or any grpc-js target) of the ledger's gRPC server. */
   LEDGER_GRPC_URL: z.string().regex(/^\S+$/, 'must be a gRPC target such as 127.0.0.1:50051').default('127.0.0.1:50051'),
-  /** Base64 of the 32-byte AES-256-GCM key that encrypts upstream credentials at rest. */
+  /** Base64 of the 32-byte AES-256-GCM key that seals secrets at rest (upstream credentials, webhook signing secrets). */
   ADMIN_ENCRYPTION_KEY: z.string({ error: 'is required: base64 of 32 random bytes (e.g. `openssl rand -base64 32`)' })
     .superRefine((value, ctx) => {
       const problem = encryptionKeyProblem(value);
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
+  /**
+   * Keys that still open secrets sealed before a rotation, never seal (comma-separated, each like
+   * ADMIN_ENCRYPTION_KEY); empty once `cli.ts reencrypt --check` says nothing needs them.
+   */
+  ADMIN_ENCRYPTION_KEYS_PREVIOUS: z.string().default('')
+    .superRefine((value, ctx) => {
+      const problem = encryptionKeyListProblem(value);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .transform(parseEncryptionKeyList),
   /** A gwadm_ token to store as the platform-admin token when none exists yet. */
   ADMIN_BOOTSTRAP_TOKEN: z.string()
     .refine((value) => isWellFormedSecret('adminToken', value), { error: 'must be a well-formed gwadm_ token (prefix, length and checksum)' })
