@@ -171,7 +171,7 @@ describe('each check catches its mistake', () => {
     ['the webhook dropped', (objects: K8sObject[]) => { ingress(objects, 'admin-webhooks').spec.rules[0].http.paths = []; }],
     ['/v1 dropped', (objects: K8sObject[]) => { ingress(objects, 'proxy').spec.rules[0].http.paths = []; }],
     ['a catch-all to the admin (the probes public)', (objects: K8sObject[]) => { ingress(objects, 'admin').spec.rules[0].http.paths[0].pathType = 'Prefix'; }],
-    ['an allow-list on the webhook', (objects: K8sObject[]) => { ingress(objects, 'admin-webhooks').metadata.annotations!['nginx.ingress.kubernetes.io/whitelist-source-range'] = '10.0.0.0/8'; }],
+    ['an allow-list on the webhook', (objects: K8sObject[]) => { const { metadata } = ingress(objects, 'admin-webhooks'); metadata.annotations = { ...metadata.annotations, 'nginx.ingress.kubernetes.io/whitelist-source-range': '10.0.0.0/8' }; }],
     ['the API on the dashboard\'s host', (objects: K8sObject[]) => { ingress(objects, 'proxy').spec.rules[0].host = ingress(objects, 'admin').spec.rules[0].host; }],
     ['a host without TLS', (objects: K8sObject[]) => { ingress(objects, 'proxy').spec.tls = []; }],
   ])('routes: %s', (_mistake, breakIt) => {
