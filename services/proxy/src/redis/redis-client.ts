@@ -85,7 +85,8 @@ export function createRedisClient(target: RedisTarget, options: RedisClientOptio
       options.logger.warn({ err: { message: error.message }, redis: describeRedisTarget(target) }, options.unavailableMessage);
     }
   });
-  client.on('ready', () => options.logger.info({ redis: describeRedisTarget(target), client: options.name }, 'Redis connected'));
+  // Also after every reconnect and failover: the log shows when the client came back.
+  client.on('ready', () => options.logger.info({ redis: describeRedisTarget(target) }, `Redis ${options.name.replace('_', ' ')} connected`));
   return client;
 }
 
