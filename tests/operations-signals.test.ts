@@ -190,6 +190,8 @@ const requiredAlerts: readonly [string, string][] = [
   ['GatewayTargetDown', 'up'],
   ['GatewayLedgerCommitLatencyHigh', 'gateway_ledger_commit_duration_seconds_bucket'],
   ['GatewayRpmRefusalSpike', 'gateway_proxy_rpm_refusals_total'],
+  // Redis lost: the proxies admit a share of each limit for a bounded time, then refuse (docs/operations.md "When Redis is down").
+  ['GatewayRedisDown', 'gateway_proxy_redis_up'],
   ['GatewayEventLoopLagHigh', 'nodejs_eventloop_lag_p99_seconds'],
   // A refund the provider refused for good, and money returned outside the gateway that the balance could not cover.
   ['GatewayRefundFailed', 'gateway_admin_refund_outcomes_total'],

@@ -119,6 +119,26 @@ export const metricCatalogue = {
     help: '1 while the applied config snapshot is fresh, else 0.',
     labelNames: [],
   }),
+  proxyRedisUp: describe({
+    name: 'gateway_proxy_redis_up', type: 'gauge', services: ['proxy'],
+    help: '1 while the proxy\'s Redis client (rate_limiter: the shared RPM pools; response_store: stored Responses) is connected and ready, else 0.',
+    labelNames: ['client'],
+  }),
+  proxyRedisCommandDuration: describe({
+    name: 'gateway_proxy_redis_command_duration_seconds', type: 'histogram', services: ['proxy'],
+    help: 'One Redis command (an RPM lease; a stored Response read, write or delete) from send to reply or failure, by client and outcome (ok, error); seconds.',
+    labelNames: ['client', 'outcome'], buckets: latencyBucketsSeconds,
+  }),
+  proxyRedisErrors: describe({
+    name: 'gateway_proxy_redis_errors_total', type: 'counter', services: ['proxy'],
+    help: 'Redis failures by client and kind (command: a command failed or timed out; connection: the client lost or could not make its connection, once per retry).',
+    labelNames: ['client', 'kind'],
+  }),
+  proxyRpmDegraded: describe({
+    name: 'gateway_proxy_rpm_degraded', type: 'gauge', services: ['proxy'],
+    help: 'The RPM limiter\'s mode without its shared pool: 1 while it admits each organisation\'s per-replica share (Redis down, within PROXY_RPM_DEGRADED_MS), 2 while it refuses with 503 (past the bound, or no PROXY_REPLICAS), 0 while Redis answers.',
+    labelNames: [],
+  }),
   proxyGrantHeldMicros: describe({
     name: 'gateway_proxy_grant_held_micros', type: 'gauge', services: ['proxy'],
     help: 'Micro-rupees this replica holds in credit grants and has not carved yet.',

@@ -9,7 +9,9 @@ import { LedgerClient } from './ledger/ledger-client.ts';
 import { GrpcLedger } from './ledger/grpc-ledger.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
+import { RedisResponseStore } from './response-store/redis-response-store.ts';
 import { TaskTracker } from './task-tracker.ts';
+import { redisMetricsObserver, rpmModeGaugeValue } from './telemetry/redis-metrics.ts';
 import { ProxyTelemetry } from './telemetry/request-observer.ts';
 import { createConfigStream, createRateLimiter, createResponseStorage, createUpstreamTransport, snapshotKeyedServices } from './wiring/clients.ts';
 import { createHttpDrain } from './wiring/http-drain.ts';
@@ -40,7 +42,7 @@ export interface ProxyAppDeps {
 
 /**
  * Wires the proxy: config stream client (admin), ledger client, RPM limiter (Redis when
- * REDIS_URL is set, else in process), upstream transport, and the HTTP server. Resolves once
+ * Redis is configured, else in process), upstream transport, and the HTTP server. Resolves once
  * the HTTP server listens, whether or not the admin is reachable yet: the proxy answers 503
  * and is not ready until its first snapshot arrives.
  */
@@ -82,14 +84,16 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     // ended stream's grants when it sees their owner gone (docs/proxy.md "Credit grants").
     ledger.onStreamEnded(() => grants.streamEnded());
   }
-  const rateLimiter = createRateLimiter(config, logger);
-  const { responseStore, storedResponses } = createResponseStorage(config, logger);
+  const redisObserver = redisMetricsObserver(metrics);
+  const rateLimiter = createRateLimiter(config, logger, redisObserver);
+  const { responseStore, storedResponses } = createResponseStorage(config, logger, redisObserver);
   const upstream = createUpstreamTransport(config);
   /**
    * Ready = started and not shutting down, holds a fresh snapshot, and its settle outbox has room.
    * Redis and the ledger are NOT part of it: every replica shares them, so "unready everywhere"
-   * would turn clean per-request 503s into load-balancer connection errors (docs/proxy.md). Their
-   * states are named in /readyz's body instead, beside the snapshot's. The checks are synchronous,
+   * would turn clean per-request 503s (or, for Redis, admissions from the replica's degraded
+   * share) into load-balancer connection errors (docs/proxy.md). Their states are named in
+   * /readyz's body instead, beside the snapshot's: `redis` up/down, `rpm` shared/degraded/failing_closed. The checks are synchronous,
    * so the handle's isReady() and /readyz agree without a probe's round trip.
    */
   const dependencies: Array<Omit<DependencyCheck, 'ready'> & { ready?(): boolean }> = [
@@ -100,6 +104,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     },
     { name: 'ledger', state: () => ledger.channelState() },
     { name: 'redis', state: () => (rateLimiter instanceof RedisRateLimiter ? rateLimiter.connectionState() : 'in_process') },
+    { name: 'rpm', state: () => (rateLimiter instanceof RedisRateLimiter ? rateLimiter.mode() : 'in_process') },
     { name: 'response_store', state: () => responseStore.state() },
     // Its state is the depth: Settles and Releases waiting for the ledger's answer (what a SIGKILL would lose).
     { name: 'settle_outbox', ready: () => !outbox.outboxFull(), state: () => String(outbox.outboxDepth()) },
@@ -121,6 +126,11 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     metrics.proxyConfigFresh.set(configStream.isFresh() ? 1 : 0);
     metrics.proxyConfigStaleness.set(configStream.stalenessMs() / 1000);
     metrics.proxyActiveStreams.set(activeStreams.size);
+    if (rateLimiter instanceof RedisRateLimiter) {
+      metrics.proxyRedisUp.set({ client: 'rate_limiter' }, rateLimiter.connectionState() === 'up' ? 1 : 0);
+      metrics.proxyRpmDegraded.set(rpmModeGaugeValue[rateLimiter.mode()]);
+    }
+    if (responseStore instanceof RedisResponseStore) metrics.proxyRedisUp.set({ client: 'response_store' }, responseStore.state() === 'up' ? 1 : 0);
     // An observation of money: µ₹ as a JS number at the edge (exact below 2^53 µ₹, i.e. ₹9 billion).
     metrics.proxyGrantHeldMicros.set(grants === undefined ? 0 : Number(grants.uncarvedMicros()));
   });
@@ -175,7 +185,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     return { http: started, metricsPort: metricsServer.port };
   });
   const port = http.http.port;
-  logger.info({ port, host: config.BIND_HOST, rateLimiter: config.REDIS_URL === undefined ? 'in-process' : 'redis' }, 'proxy listening');
+  logger.info({ port, host: config.BIND_HOST, rateLimiter: rateLimiter instanceof RedisRateLimiter ? 'redis' : 'in-process' }, 'proxy listening');
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { commonEnv, loadConfig, z } from '@gateway/config';
 import { checkGrpcTlsEnv, grpcTlsEnv } from '@gateway/grpc';
 import { tracingShutdownTimeoutMs } from '@gateway/telemetry';
+import { checkRedisEnv, redisEnv } from './redis/redis-target.ts';
 
 const grpcAddress = z.string().regex(/^\S+:\d+$/, 'must be host:port');
 
@@ -29,8 +30,12 @@ export const proxyConfigSchema = z.object({
   LEDGER_GRPC_URL: grpcAddress.default('127.0.0.1:50051'),
   /** Service identity (mTLS) of the proxy's gRPC channels: see @gateway/grpc's grpcTlsEnv. */
   ...grpcTlsEnv,
-  /** Shared RPM pools when set; an in-process limiter (one replica only) when unset. */
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+  /**
+   * The shared Redis of the RPM pools (and stored Responses): REDIS_URL, or REDIS_SENTINELS +
+   * REDIS_SENTINEL_MASTER, or REDIS_CLUSTER_NODES (redis/redis-target.ts); none: an in-process
+   * limiter (one replica only).
+   */
+  ...redisEnv,
   PROXY_REDIS_PREFIX: z.string().min(1).default('gw:rpm:'),
   /**
    * The Redis stored Responses live in, when not REDIS_URL's (say, a persistent one apart from the
@@ -143,7 +148,15 @@ export const proxyConfigSchema = z.object({
   PROXY_RPM_LEASE_MAX: z.coerce.number().int().min(1).max(1_000).default(8),
   /** A leased RPM token not used within this long is spent unused, ms (the pool is never exceeded, only briefly under-used). */
   PROXY_RPM_LEASE_MS: z.coerce.number().int().min(10).max(10_000).default(1_000),
-}).superRefine(checkGrpcTlsEnv).refine(
+  /**
+   * Most proxy replicas that can run at once (the manifests set the HPA's maxReplicas): while
+   * Redis is down each replica admits floor(limit / PROXY_REPLICAS) per organisation and minute.
+   * Unset: no degraded mode, a Redis outage refuses inference with 503.
+   */
+  PROXY_REPLICAS: z.coerce.number().int().min(1).max(10_000).optional(),
+  /** Longest a replica admits from its share while Redis is down, ms (then 503); default 5 minutes. */
+  PROXY_RPM_DEGRADED_MS: z.coerce.number().int().min(0).max(3_600_000).default(300_000),
+}).superRefine(checkGrpcTlsEnv).superRefine(checkRedisEnv).refine(
   (config) => config.PROXY_STREAM_LEASE_MS >= 2 * config.PROXY_CHECKPOINT_INTERVAL_MS + config.LEDGER_CALL_TIMEOUT_MS,
   {
     path: ['PROXY_STREAM_LEASE_MS'], message: 'must be at least 2 × PROXY_CHECKPOINT_INTERVAL_MS + LEDGER_CALL_TIMEOUT_MS (a live stream must renew its lease before it ends)',

@@ -1,8 +1,9 @@
 import { createServer } from 'node:net';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testRedisUrl, uniqueRedisPrefix } from '@gateway/testkit';
-import { gatewayModel, startProxyWorld, stateOf, tenant, waitFor, type ProxyWorld, type TestProxy } from './test-support/proxy-world.ts';
+import { parsePrometheusText, sumSamples, testRedisUrl, uniqueRedisPrefix } from '@gateway/testkit';
+import { gatewayModel, startProxyWorld, stateOf, tenant, trafficOf, waitFor, type ProxyWorld, type TestProxy } from './test-support/proxy-world.ts';
+import { redisServerAvailable, startRedisServer } from './test-support/redis-servers.ts';
 
 const redisUrl = testRedisUrl();
 const limited = tenant('limited', { rpmLimit: 3 });
@@ -10,13 +11,14 @@ const browsing = tenant('browsing', { rpmLimit: 2 });
 const shared = tenant('shared', { rpmLimit: 4 });
 const bystander = tenant('bystander', { rpmLimit: 4 });
 const unlimited = tenant('unlimited', { rpmLimit: 0 });
+const degraded = tenant('degraded', { rpmLimit: 5 });
 
 const hello = [{ role: 'user' as const, content: 'hi [[fake:reply_words=1]]' }];
 
 let world: ProxyWorld;
 beforeAll(async () => {
-  world = await startProxyWorld((baseUrl) => stateOf([limited, browsing, shared, bystander, unlimited], [gatewayModel('chat', baseUrl)]));
-  for (const id of ['limited', 'browsing', 'shared', 'bystander', 'unlimited']) world.ledger.credit(id, 10_000_000n);
+  world = await startProxyWorld((baseUrl) => stateOf([limited, browsing, shared, bystander, unlimited, degraded], [gatewayModel('chat', baseUrl)]));
+  for (const id of ['limited', 'browsing', 'shared', 'bystander', 'unlimited', 'degraded']) world.ledger.credit(id, 10_000_000n);
 });
 afterAll(async () => { await world?.close(); });
 
@@ -119,5 +121,51 @@ describe('the Redis limiter', () => {
     expect(result.status).toBe(503);
     expect(result.error!.code).toBe('service_unavailable');
     expect({ upstream: world.upstream.requests.length, reserve: world.ledger.calls.reserve.length }).toEqual(before);
+  });
+
+  it.skipIf(!redisServerAvailable() && process.env.CI !== 'true')('while Redis is down admits the replica\'s exact share, then 429, then 503 past the bound; leasing resumes when Redis returns', async () => {
+    let redis = await startRedisServer();
+    const port = redis.port;
+    try {
+      // A limit of 5 over 2 replicas: this replica's share is floor(5 / 2) = 2 a minute.
+      const proxy = await readyProxy({ REDIS_URL: `redis://127.0.0.1:${String(port)}`, PROXY_REPLICAS: '2', PROXY_RPM_DEGRADED_MS: '8000', PROXY_REDIS_PREFIX: uniqueRedisPrefix('rpm-degraded') });
+      const readiness = async () => ((await (await fetch(`http://127.0.0.1:${String(proxy.ports.http)}/readyz`)).json()) as { status: string; dependencies: Record<string, string> });
+      const gauge = async (name: string, labels: Record<string, string> = {}) => sumSamples(parsePrometheusText(await proxy.metrics.render()), name, labels);
+      await expect.poll(async () => (await readiness()).dependencies.redis, { timeout: 5000, interval: 20 }).toBe('up');
+      await redis.kill();
+      await expect.poll(async () => (await readiness()).dependencies.redis, { timeout: 5000, interval: 20 }).toBe('down');
+
+      const client = world.client(degraded.apiKey, proxy);
+      const before = trafficOf(world);
+      const statuses = [];
+      for (let i = 0; i < 3; i += 1) statuses.push((await attempt(client)).status);
+      expect(statuses).toEqual([200, 200, 429]);
+      // Billing does not go through Redis: both admitted requests were reserved and settled.
+      await waitFor(() => trafficOf(world).settle === before.settle + 2, 5000, 'settles');
+      expect(trafficOf(world)).toMatchObject({ upstream: before.upstream + 2, reserve: before.reserve + 2 });
+      // Degraded, and still ready: refusing readiness everywhere would turn admissions into connection errors.
+      expect(await readiness()).toMatchObject({ status: 'ready', dependencies: { redis: 'down', rpm: 'degraded' } });
+      expect(await gauge('gateway_proxy_redis_up', { client: 'rate_limiter' })).toBe(0);
+      expect(await gauge('gateway_proxy_rpm_degraded')).toBe(1);
+      expect(await gauge('gateway_proxy_redis_errors_total', { client: 'rate_limiter', kind: 'command' })).toBeGreaterThan(0);
+
+      // Past PROXY_RPM_DEGRADED_MS the replica fails closed.
+      await expect.poll(async () => (await readiness()).dependencies.rpm, { timeout: 10_000, interval: 50 }).toBe('failing_closed');
+      const closed = await attempt(client);
+      expect({ status: closed.status, code: closed.error?.code }).toEqual({ status: 503, code: 'service_unavailable' });
+      expect(await gauge('gateway_proxy_rpm_degraded')).toBe(2);
+
+      // Redis returns (empty: no persistence): the pool first counts the 2 admitted without it, so 3 more fit.
+      redis = await startRedisServer({ port });
+      await expect.poll(async () => (await readiness()).dependencies.redis, { timeout: 10_000, interval: 20 }).toBe('up');
+      const after = [];
+      for (let i = 0; i < 4; i += 1) after.push((await attempt(client)).status);
+      expect(after).toEqual([200, 200, 200, 429]);
+      expect(await readiness()).toMatchObject({ dependencies: { redis: 'up', rpm: 'shared' } });
+      expect(await gauge('gateway_proxy_rpm_degraded')).toBe(0);
+      expect(await gauge('gateway_proxy_redis_command_duration_seconds_count', { client: 'rate_limiter', outcome: 'ok' })).toBeGreaterThan(0);
+    } finally {
+      await redis.stop();
+    }
   });
 });

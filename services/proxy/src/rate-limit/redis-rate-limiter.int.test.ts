@@ -25,7 +25,7 @@ describe.skipIf(!redisUrl)('RedisRateLimiter with leased tokens', () => {
 
   /** A connected replica's limiter (before its connection is up it fails closed). */
   async function limiter(keyPrefix: string, options: { leaseMax?: number; leaseMs?: number } = {}): Promise<RedisRateLimiter> {
-    const created = new RedisRateLimiter({ url: redisUrl!, keyPrefix, logger, ...options });
+    const created = new RedisRateLimiter({ target: { kind: 'url', url: redisUrl! }, keyPrefix, logger, ...options });
     limiters.push(created);
     await expect.poll(() => created.connectionState(), { timeout: 5000, interval: 10 }).toBe('up');
     return created;
@@ -165,7 +165,7 @@ describe.skipIf(!redisUrl)('RedisRateLimiter with leased tokens', () => {
     await new Promise<void>((resolve) => unused.listen(0, '127.0.0.1', resolve));
     const { port } = unused.address() as { port: number };
     await new Promise<void>((resolve) => unused.close(() => resolve()));
-    const down = new RedisRateLimiter({ url: `redis://127.0.0.1:${String(port)}`, keyPrefix: uniqueRedisPrefix('rpm-lease-down'), logger });
+    const down = new RedisRateLimiter({ target: { kind: 'url', url: `redis://127.0.0.1:${String(port)}` }, keyPrefix: uniqueRedisPrefix('rpm-lease-down'), logger });
     limiters.push(down);
     const failures = await Promise.allSettled([down.consume('org', 10), down.consume('org', 10)]);
     for (const failure of failures) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { LeaseReply } from './leased-pools.ts';
 
 /**
@@ -18,8 +18,10 @@ import type { LeaseReply } from './leased-pools.ts';
  * tokens to the others. rpm-lease-script.int.test.ts runs this script and the TypeScript
  * statement of the same rule (test-support/rpm-lease-model.ts) on the same random cases.
  *
- * KEYS[1] = the pool's sorted set; ARGV = limit, window ms, leaseMs, need, want, a member prefix
- * unique to the call. Returns {admitted, free before admission (>= 0), retryAfterMs (when full
+ * KEYS[1] = the pool's sorted set (one key: the script runs on a Cluster as on one server); ARGV =
+ * limit, window ms, leaseMs, need, want, a member prefix unique to the call, then the ages (ms) of
+ * requests the replica admitted alone while the pool was unreachable (DegradedShares): they are
+ * logged first, at their use time, so the pool counts them before it leases. Returns {admitted, free before admission (>= 0), retryAfterMs (when full
  * after it, else 0), resetMs}.
  */
 const leaseScript = `
@@ -32,6 +34,19 @@ local want = tonumber(ARGV[5])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local recorded = #ARGV - 6
+local r = 1
+while r <= recorded do
+  local args = {}
+  local last = math.min(recorded, r + 199)
+  for j = r, last do
+    args[#args + 1] = now - tonumber(ARGV[6 + j])
+    args[#args + 1] = ARGV[6] .. ':r:' .. j
+  end
+  redis.call('ZADD', key, unpack(args))
+  r = last + 1
+end
+if recorded > 0 then redis.call('PEXPIRE', key, window + leaseMs) end
 local count = redis.call('ZCARD', key)
 local free = limit - count
 local admitted = 0
@@ -65,20 +80,23 @@ if newest[2] then reset = math.max(1, tonumber(newest[2]) + window - now) end
 return {admitted, math.max(0, free), retryAfter, reset}
 `;
 
-/** The lease script bound to one Redis connection: one atomic lease on the pool at `key` (limit in tokens, windowMs and leaseMs in ms). */
-export type RpmLeaseCommand = (key: string, limit: number, windowMs: number, leaseMs: number, need: number, want: number, member: string) => Promise<LeaseReply>;
+/**
+ * The lease script bound to one Redis connection: one atomic lease on the pool at `key` (limit in
+ * tokens, windowMs and leaseMs in ms), first logging `recordedAgesMs` (ms ago) of requests admitted without it.
+ */
+export type RpmLeaseCommand = (key: string, limit: number, windowMs: number, leaseMs: number, need: number, want: number, member: string, recordedAgesMs?: readonly number[]) => Promise<LeaseReply>;
 
 /** The custom command defineCommand adds to the client. */
 interface RpmCommands {
-  gatewayRpmLease(key: string, limit: number, windowMs: number, leaseMs: number, need: number, want: number, member: string): Promise<[number, number, number, number]>;
+  gatewayRpmLease(key: string, limit: number, windowMs: number, leaseMs: number, need: number, want: number, member: string, ...recordedAgesMs: number[]): Promise<[number, number, number, number]>;
 }
 
-/** Registers the lease script on a connection (ioredis sends it by SHA, loading it on first use) and returns the call. */
-export function defineRpmLeaseCommand(redis: Redis): RpmLeaseCommand {
+/** Registers the lease script on a client (one server, Sentinel or Cluster; ioredis sends it by SHA, loading it on first use) and returns the call. */
+export function defineRpmLeaseCommand(redis: Redis | Cluster): RpmLeaseCommand {
   redis.defineCommand('gatewayRpmLease', { numberOfKeys: 1, lua: leaseScript });
-  const commands = redis as Redis & RpmCommands;
-  return async (key, limit, windowMs, leaseMs, need, want, member) => {
-    const reply = await commands.gatewayRpmLease(key, limit, windowMs, leaseMs, need, want, member);
+  const commands = redis as (Redis | Cluster) & RpmCommands;
+  return async (key, limit, windowMs, leaseMs, need, want, member, recordedAgesMs = []) => {
+    const reply = await commands.gatewayRpmLease(key, limit, windowMs, leaseMs, need, want, member, ...recordedAgesMs.map((age) => Math.max(0, Math.round(age))));
     const [admitted, free, retryAfterMs, resetMs] = reply.map(Number) as [number, number, number, number];
     return { admitted, free, retryAfterMs, resetMs };
   };

@@ -12,6 +12,8 @@ import { toolCallIdCodecForKey } from '../domain/tool-call-id-codec.ts';
 import type { ToolCallIdCodec } from '../domain/tool-call-ids.ts';
 import { InProcessRateLimiter } from '../rate-limit/in-process-rate-limiter.ts';
 import { RedisRateLimiter } from '../rate-limit/redis-rate-limiter.ts';
+import type { RedisObserver } from '../redis/redis-client.ts';
+import { redisTargetOf, type RedisTarget } from '../redis/redis-target.ts';
 import { RedisResponseStore } from '../response-store/redis-response-store.ts';
 import { supportsProviderKind } from '../upstreams/upstream-adapters.ts';
 import { UpstreamTransport } from '../upstreams/upstream-transport.ts';
@@ -32,20 +34,28 @@ export function createConfigStream(config: ProxyConfig, logger: Logger, security
   });
 }
 
-/** The RPM limiter: Redis when REDIS_URL is set (shared by every replica), else in this process. */
-export function createRateLimiter(config: ProxyConfig, logger: Logger): RateLimiter {
-  return config.REDIS_URL === undefined
+/** The RPM limiter: Redis when one is configured (shared by every replica), else in this process. */
+export function createRateLimiter(config: ProxyConfig, logger: Logger, observer?: RedisObserver): RateLimiter {
+  const target = redisTargetOf(config);
+  return target === undefined
     ? new InProcessRateLimiter()
-    : new RedisRateLimiter({ url: config.REDIS_URL, keyPrefix: config.PROXY_REDIS_PREFIX, logger, leaseMax: config.PROXY_RPM_LEASE_MAX, leaseMs: config.PROXY_RPM_LEASE_MS });
+    : new RedisRateLimiter({
+      target, keyPrefix: config.PROXY_REDIS_PREFIX, logger, leaseMax: config.PROXY_RPM_LEASE_MAX, leaseMs: config.PROXY_RPM_LEASE_MS,
+      degradedBoundMs: config.PROXY_RPM_DEGRADED_MS,
+      ...(config.PROXY_REPLICAS === undefined ? {} : { replicas: config.PROXY_REPLICAS }),
+      ...(observer === undefined ? {} : { observer }),
+    });
 }
 
 /** Stored Responses and the store under them. */
-export function createResponseStorage(config: ProxyConfig, logger: Logger): { responseStore: ResponseStore; storedResponses: StoredResponses } {
+export function createResponseStorage(config: ProxyConfig, logger: Logger, observer?: RedisObserver): { responseStore: ResponseStore; storedResponses: StoredResponses } {
   // Stored Responses live beside the RPM pools when the proxy has Redis (shared by every replica), else in this process.
-  const responseStoreUrl = config.PROXY_RESPONSE_STORE_REDIS_URL ?? config.REDIS_URL;
-  const responseStore: ResponseStore = responseStoreUrl === undefined
+  const target: RedisTarget | undefined = config.PROXY_RESPONSE_STORE_REDIS_URL === undefined
+    ? redisTargetOf(config)
+    : { kind: 'url', url: config.PROXY_RESPONSE_STORE_REDIS_URL };
+  const responseStore: ResponseStore = target === undefined
     ? new InProcessResponseStore({ maxBytes: config.PROXY_RESPONSE_STORE_MAX_BYTES })
-    : new RedisResponseStore({ url: responseStoreUrl, keyPrefix: config.PROXY_RESPONSE_STORE_PREFIX, logger });
+    : new RedisResponseStore({ target, keyPrefix: config.PROXY_RESPONSE_STORE_PREFIX, logger, ...(observer === undefined ? {} : { observer }) });
   const sealerOf = responseSealerForKey(() => logger.warn(
     'the admin sent no response store key (an older admin): stored responses are sealed with a key of this process and open only on this replica, until restart',
   ));
