@@ -121,7 +121,7 @@ export const metricCatalogue = {
   }),
   proxyRedisUp: describe({
     name: 'gateway_proxy_redis_up', type: 'gauge', services: ['proxy'],
-    help: '1 while the proxy\'s Redis client (rate_limiter: the shared RPM pools; response_store: stored Responses) is connected and ready, else 0.',
+    help: '1 while the proxy\'s Redis client (rate_limiter: the shared RPM pools; response_store: stored Responses; outbox: the Settles handed over between replicas) is connected and ready, else 0.',
     labelNames: ['client'],
   }),
   proxyRedisCommandDuration: describe({

@@ -67,8 +67,9 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     ledger, logger, maxEntries: config.PROXY_SETTLE_OUTBOX_MAX,
     retryInitialMs: config.PROXY_SETTLE_RETRY_INITIAL_MS, retryMaxMs: config.PROXY_SETTLE_RETRY_MAX_MS,
   });
+  const redisObserver = redisMetricsObserver(metrics);
   // What the ledger has not answered when this replica stops goes to Redis, and it adopts what others left there.
-  const sharedOutbox = createSharedOutbox(config, logger, outbox);
+  const sharedOutbox = createSharedOutbox(config, logger, outbox, redisObserver);
   // The billing's Ledger port: Reserve and Checkpoint on the client, Settle and Release through the outbox.
   const billingLedger = new GrpcLedger(ledger, outbox, { recallWaitMs: config.PROXY_RECALL_WAIT_MS, callDuration: metrics.proxyLedgerCallDuration });
   // Credit grants (docs/proxy.md "Credit grants"): Reserves carved in memory; off = every Reserve at the ledger.
@@ -84,7 +85,6 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     // ended stream's grants when it sees their owner gone (docs/proxy.md "Credit grants").
     ledger.onStreamEnded(() => grants.streamEnded());
   }
-  const redisObserver = redisMetricsObserver(metrics);
   const rateLimiter = createRateLimiter(config, logger, redisObserver);
   const { responseStore, storedResponses } = createResponseStorage(config, logger, redisObserver);
   const upstream = createUpstreamTransport(config);
@@ -131,6 +131,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
       metrics.proxyRpmDegraded.set(rpmModeGaugeValue[rateLimiter.mode()]);
     }
     if (responseStore instanceof RedisResponseStore) metrics.proxyRedisUp.set({ client: 'response_store' }, responseStore.state() === 'up' ? 1 : 0);
+    if (sharedOutbox !== undefined) metrics.proxyRedisUp.set({ client: 'outbox' }, sharedOutbox.connected() ? 1 : 0);
     // An observation of money: µ₹ as a JS number at the edge (exact below 2^53 µ₹, i.e. ₹9 billion).
     metrics.proxyGrantHeldMicros.set(grants === undefined ? 0 : Number(grants.uncarvedMicros()));
   });

@@ -1,6 +1,6 @@
 import { ledgerV1 } from '@gateway/contracts';
 import type { Logger } from '@gateway/logger';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/redis-client.ts';
 import type { OutboxOrigin, OutboxOwner, OutboxRecord, SettleOutbox } from './settle-outbox.ts';
 
 /** The outbox operations the hand-over needs (SettleOutbox in production). */
@@ -9,7 +9,7 @@ type AdoptingOutbox = Pick<SettleOutbox, 'settle' | 'release' | 'outboxDepth'>;
 /** Options of OutboxHandover. */
 export interface OutboxHandoverOptions {
   /** The proxy's shared Redis (REDIS_URL): a Redis stream outlives any pod. */
-  redis: Redis;
+  redis: RedisClient;
   /** Key of the stream (PROXY_OUTBOX_STREAM). */
   streamKey: string;
   /** This replica's name in the stream's consumer group (PROXY_ID: unique per pod). */
@@ -46,7 +46,7 @@ type StreamEntry = [id: string, fields: string[]];
  */
 export class OutboxHandover {
   readonly #options: OutboxHandoverOptions;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   /** Stream ids of the entries this replica adopted and has not yet seen answered. */
   readonly #adopted = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
@@ -119,7 +119,7 @@ export class OutboxHandover {
     try {
       await this.#ensureGroup();
       // Ours first: refreshing their idle time tells other replicas this adopter is alive.
-      if (this.#adopted.size > 0) await this.#redis.xclaim(streamKey, group, consumer, 0, ...this.#adopted, 'JUSTID');
+      if (this.#adopted.size > 0) await this.#redis.call('XCLAIM', streamKey, group, consumer, 0, ...this.#adopted, 'JUSTID');
       const room = () => this.#options.adoptBelowDepth - this.#options.outbox.outboxDepth();
       if (room() <= 0) return;
       const [, claimed] = await this.#redis.xautoclaim(streamKey, group, consumer, claimIdleMs, '0-0', 'COUNT', Math.min(batch, room())) as [string, Array<StreamEntry | null>];

@@ -6,7 +6,7 @@ import { describeRedisTarget, type RedisTarget } from './redis-target.ts';
 export type RedisClient = Redis | Cluster;
 
 /** Which of the proxy's Redis clients an observation is about (a bounded metric label). */
-export type RedisClientName = 'rate_limiter' | 'response_store';
+export type RedisClientName = 'rate_limiter' | 'response_store' | 'outbox';
 
 /** Where a client reports its commands and connection errors (the proxy's Redis metrics). */
 export interface RedisObserver {
