@@ -41,7 +41,7 @@ export const redisEnv = {
 export type RedisEnv = z.infer<z.ZodObject<typeof redisEnv>>;
 
 /** A host and port of a list variable. */
-export interface HostPort {
+interface HostPort {
   host: string;
   port: number;
 }
