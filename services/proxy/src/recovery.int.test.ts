@@ -115,14 +115,14 @@ describe('/readyz of the proxy', () => {
     await world?.close();
   });
 
-  it.skipIf(!redisUrl)('is ready with a fresh snapshot, naming redis, ledger and config as up and the settle outbox\'s depth', async () => {
+  it.skipIf(!redisUrl)('is ready with a fresh snapshot, naming redis, ledger and config as up, the RPM pools shared, and the settle outbox\'s depth', async () => {
     const proxy = await world.startProxy({ REDIS_URL: redisUrl!, PROXY_REDIS_PREFIX: uniqueRedisPrefix('readyz') });
     await waitFor(() => proxy.isReady(), 10_000, 'first snapshot');
     expect(await chat(world, proxy)).toBe(200);
     // Once its Settle is answered, the outbox is empty (its depth is what a SIGKILL would lose).
     expect(await proxy.idle()).toBe(true);
     expect(await readyz(proxy)).toEqual({
-      status: 200, body: { status: 'ready', dependencies: { config: 'fresh', ledger: 'up', redis: 'up', response_store: 'up', settle_outbox: '0' } },
+      status: 200, body: { status: 'ready', dependencies: { config: 'fresh', ledger: 'up', redis: 'up', response_store: 'up', rpm: 'shared', settle_outbox: '0' } },
     });
   });
 
