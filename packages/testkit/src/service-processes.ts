@@ -11,16 +11,41 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
-/** A TCP port that was free a moment ago (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Where freePort looks: below Linux's default ephemeral range (32768-60999, from which the OS
+ * picks the local port of every outgoing connection and of every listen on port 0). A port taken
+ * from that range and handed to a child process can be claimed by any other connection on the
+ * machine before the child listens (seen: EADDRINUSE on a proxy's port in CI while parallel test
+ * files held hundreds of connections to PostgreSQL and Redis); below it, only another freePort can.
+ */
+const freePortRange = { first: 20_000, last: 32_767 } as const;
+
+/** Ports this process has handed out, never handed out again (a child may not have bound one yet). */
+const handedOut = new Set<number>();
+
+/** Whether nothing listens on 127.0.0.1:port right now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
+}
+
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago, for a child process to listen on: drawn at
+ * random outside the ephemeral range, so no outgoing connection takes it before the child binds,
+ * and never twice in one test process (parallel test files are separate processes and draw
+ * from 12,768 ports).
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = freePortRange.first + Math.floor(Math.random() * (freePortRange.last - freePortRange.first + 1));
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${freePortRange.first}-${freePortRange.last} after 200 tries`);
 }
 
 /** Starts `node <entryPath>` with exactly the given environment (plus PATH), capturing its output. */
