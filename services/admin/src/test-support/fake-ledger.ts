@@ -268,6 +268,10 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       return ledgerV1.ListBudgetAlertsResponse.fromPartial({ alerts });
     }),
     verify: unimplemented,
+    listProjectSpends: unimplemented,
+    recordRequests: unimplemented,
+    listRequests: unimplemented,
+    getRequest: unimplemented,
     watchBudgetAlerts: (call) => {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });
     },

@@ -1,3 +1,4 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
 import { unaryHandler } from '@gateway/grpc';
@@ -74,6 +75,11 @@ export function createLedgerGrpcService(
 
   const implementation: ledgerV1.LedgerServiceServer = {
     ...createReadHandlers(db, handle),
+    // BASE-BRANCH PLACEHOLDERS (issue 28 contract commit): each helper replaces its own before merge.
+    listProjectSpends: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListProjectSpends' }),
+    recordRequests: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'RecordRequests' }),
+    listRequests: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListRequests' }),
+    getRequest: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'GetRequest' }),
 
     openAccount: handle<ledgerV1.OpenAccountRequest, ledgerV1.OpenAccountResponse>('OpenAccount', async (request) => {
       const outcome = await openAccount(db, request.organisationId);

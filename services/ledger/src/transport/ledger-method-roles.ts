@@ -15,6 +15,7 @@ export const ledgerMethodRoles: MethodRoles<keyof typeof ledgerV1.LedgerServiceS
   operate: ['proxy'],
   acquireGrant: ['proxy'],
   adjustGrant: ['proxy'],
+  recordRequests: ['proxy'],
   openAccount: ['admin'],
   credit: ['admin'],
   refundCredit: ['admin'],
@@ -27,4 +28,7 @@ export const ledgerMethodRoles: MethodRoles<keyof typeof ledgerV1.LedgerServiceS
   listBudgetAlerts: ['admin'],
   watchBudgetAlerts: ['admin'],
   verify: ['admin'],
+  listProjectSpends: ['admin'],
+  listRequests: ['admin'],
+  getRequest: ['admin'],
 };

@@ -514,6 +514,10 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     getProjectSpend: unimplemented,
     summarizeUsage: unimplemented,
     listBudgetAlerts: unimplemented,
+    listProjectSpends: unimplemented,
+    recordRequests: unimplemented,
+    listRequests: unimplemented,
+    getRequest: unimplemented,
     watchBudgetAlerts: (call: ServerWritableStream<ledgerV1.WatchBudgetAlertsRequest, ledgerV1.BudgetAlert>) => {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
     },

@@ -1009,6 +1009,115 @@ export interface VerifyResponse {
   differences: BalanceDifference[];
 }
 
+export interface ListProjectSpendsRequest {
+  organisationId: string;
+}
+
+export interface ProjectSpend {
+  projectId: string;
+  /** This month's spend of the project, exactly as GetProjectSpend answers it. */
+  spend?: GetProjectSpendResponse | undefined;
+}
+
+export interface ListProjectSpendsResponse {
+  /**
+   * Every project of the organisation that has a budget or spend or holds this month; a project
+   * not listed has spent nothing, holds nothing and has no budget.
+   */
+  projects: ProjectSpend[];
+  /** The current calendar month in Asia/Kolkata, e.g. "2026-11". */
+  month: string;
+}
+
+/**
+ * One finished request as the proxy saw it: what a developer debugging a call needs. Refused
+ * requests (401 with a known but retired key, 402, 429, 4xx, 5xx) are recorded as well as served ones.
+ */
+export interface RequestRecord {
+  /** The gateway's request id (the x-request-id answered to the client); unique. */
+  requestId: string;
+  organisationId: string;
+  projectId: string;
+  /** The API surface: "chat_completions", "responses", "embeddings" or "messages". */
+  surface: string;
+  /**
+   * The gateway model the client asked for (its slug or alias as sent); empty when the request
+   * named none or could not be read.
+   */
+  modelSlug: string;
+  /** The HTTP status answered to the client (for a stream: the status its headers carried). */
+  status: number;
+  /**
+   * The error catalogue's code of a refused or failed request (e.g. "insufficient_balance");
+   * empty for a success. A stream that failed after its headers carries its error's code.
+   */
+  errorCode: string;
+  stream: boolean;
+  /** When the proxy received the request, ms since the Unix epoch. */
+  startedAtMs: bigint;
+  /** From receipt to the last byte answered, ms. */
+  latencyMs: number;
+  /**
+   * From receipt to the first content byte (a stream's first delta, or the whole body), ms;
+   * unset when nothing was produced.
+   */
+  timeToFirstTokenMs?:
+    | number
+    | undefined;
+  /**
+   * The usage billed for the request, as its Settle carried it; zero for a request that
+   * reached no upstream. Display only: the usage record is the money.
+   */
+  inputTokens: bigint;
+  outputTokens: bigint;
+  /** Customer-price cost, µ₹. */
+  costMicros: bigint;
+  tokenClasses: TokenClassUsage[];
+}
+
+export interface RecordRequestsRequest {
+  /** At most 1,000 records. */
+  records: RequestRecord[];
+}
+
+export interface RecordRequestsResponse {
+  /** Records written now (a request id already kept is not counted). */
+  recorded: number;
+}
+
+export interface ListRequestsRequest {
+  organisationId: string;
+  /** Optional filters; empty (0) means all. */
+  projectId: string;
+  modelSlug: string;
+  surface: string;
+  /** 0: any; 2, 4 or 5: that class (2xx, 4xx, 5xx); 100..599: exactly that status. */
+  status: number;
+  /** Optional window on started_at, ms since the Unix epoch; 0 means unbounded. */
+  fromMs: bigint;
+  toMs: bigint;
+  /** 1..500; 0 means 50. */
+  pageSize: number;
+  /** Opaque token from a previous response; empty for the first page. */
+  pageToken: string;
+}
+
+export interface ListRequestsResponse {
+  records: RequestRecord[];
+  /** Empty when there are no more pages. */
+  nextPageToken: string;
+}
+
+export interface GetRequestRequest {
+  organisationId: string;
+  requestId: string;
+}
+
+export interface GetRequestResponse {
+  /** Unset when the organisation has no such request (or its record is past retention). */
+  record?: RequestRecord | undefined;
+}
+
 function createBaseOpenAccountRequest(): OpenAccountRequest {
   return { organisationId: "" };
 }
@@ -6130,6 +6239,924 @@ export const VerifyResponse: MessageFns<VerifyResponse> = {
   },
 };
 
+function createBaseListProjectSpendsRequest(): ListProjectSpendsRequest {
+  return { organisationId: "" };
+}
+
+export const ListProjectSpendsRequest: MessageFns<ListProjectSpendsRequest> = {
+  encode(message: ListProjectSpendsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organisationId !== "") {
+      writer.uint32(10).string(message.organisationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListProjectSpendsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListProjectSpendsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListProjectSpendsRequest>, I>>(base?: I): ListProjectSpendsRequest {
+    return ListProjectSpendsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListProjectSpendsRequest>, I>>(object: I): ListProjectSpendsRequest {
+    const message = createBaseListProjectSpendsRequest();
+    message.organisationId = object.organisationId ?? "";
+    return message;
+  },
+};
+
+function createBaseProjectSpend(): ProjectSpend {
+  return { projectId: "", spend: undefined };
+}
+
+export const ProjectSpend: MessageFns<ProjectSpend> = {
+  encode(message: ProjectSpend, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.projectId !== "") {
+      writer.uint32(10).string(message.projectId);
+    }
+    if (message.spend !== undefined) {
+      GetProjectSpendResponse.encode(message.spend, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProjectSpend {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProjectSpend();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.spend = GetProjectSpendResponse.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ProjectSpend>, I>>(base?: I): ProjectSpend {
+    return ProjectSpend.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProjectSpend>, I>>(object: I): ProjectSpend {
+    const message = createBaseProjectSpend();
+    message.projectId = object.projectId ?? "";
+    message.spend = (object.spend !== undefined && object.spend !== null)
+      ? GetProjectSpendResponse.fromPartial(object.spend)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseListProjectSpendsResponse(): ListProjectSpendsResponse {
+  return { projects: [], month: "" };
+}
+
+export const ListProjectSpendsResponse: MessageFns<ListProjectSpendsResponse> = {
+  encode(message: ListProjectSpendsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.projects) {
+      ProjectSpend.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.month !== "") {
+      writer.uint32(18).string(message.month);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListProjectSpendsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListProjectSpendsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.projects.push(ProjectSpend.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.month = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListProjectSpendsResponse>, I>>(base?: I): ListProjectSpendsResponse {
+    return ListProjectSpendsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListProjectSpendsResponse>, I>>(object: I): ListProjectSpendsResponse {
+    const message = createBaseListProjectSpendsResponse();
+    message.projects = object.projects?.map((e) => ProjectSpend.fromPartial(e)) || [];
+    message.month = object.month ?? "";
+    return message;
+  },
+};
+
+function createBaseRequestRecord(): RequestRecord {
+  return {
+    requestId: "",
+    organisationId: "",
+    projectId: "",
+    surface: "",
+    modelSlug: "",
+    status: 0,
+    errorCode: "",
+    stream: false,
+    startedAtMs: 0n,
+    latencyMs: 0,
+    timeToFirstTokenMs: undefined,
+    inputTokens: 0n,
+    outputTokens: 0n,
+    costMicros: 0n,
+    tokenClasses: [],
+  };
+}
+
+export const RequestRecord: MessageFns<RequestRecord> = {
+  encode(message: RequestRecord, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requestId !== "") {
+      writer.uint32(10).string(message.requestId);
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(18).string(message.organisationId);
+    }
+    if (message.projectId !== "") {
+      writer.uint32(26).string(message.projectId);
+    }
+    if (message.surface !== "") {
+      writer.uint32(34).string(message.surface);
+    }
+    if (message.modelSlug !== "") {
+      writer.uint32(42).string(message.modelSlug);
+    }
+    if (message.status !== 0) {
+      writer.uint32(48).int32(message.status);
+    }
+    if (message.errorCode !== "") {
+      writer.uint32(58).string(message.errorCode);
+    }
+    if (message.stream !== false) {
+      writer.uint32(64).bool(message.stream);
+    }
+    if (message.startedAtMs !== 0n) {
+      if (BigInt.asIntN(64, message.startedAtMs) !== message.startedAtMs) {
+        throw new globalThis.Error("value provided for field message.startedAtMs of type int64 too large");
+      }
+      writer.uint32(72).int64(message.startedAtMs);
+    }
+    if (message.latencyMs !== 0) {
+      writer.uint32(80).int32(message.latencyMs);
+    }
+    if (message.timeToFirstTokenMs !== undefined) {
+      writer.uint32(88).int32(message.timeToFirstTokenMs);
+    }
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
+      writer.uint32(96).int64(message.inputTokens);
+    }
+    if (message.outputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.outputTokens) !== message.outputTokens) {
+        throw new globalThis.Error("value provided for field message.outputTokens of type int64 too large");
+      }
+      writer.uint32(104).int64(message.outputTokens);
+    }
+    if (message.costMicros !== 0n) {
+      if (BigInt.asIntN(64, message.costMicros) !== message.costMicros) {
+        throw new globalThis.Error("value provided for field message.costMicros of type int64 too large");
+      }
+      writer.uint32(112).int64(message.costMicros);
+    }
+    for (const v of message.tokenClasses) {
+      TokenClassUsage.encode(v!, writer.uint32(122).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RequestRecord {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRequestRecord();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.surface = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.modelSlug = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.status = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.errorCode = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.stream = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.startedAtMs = reader.int64() as bigint;
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.latencyMs = reader.int32();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.timeToFirstTokenMs = reader.int32();
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.inputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.outputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.costMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.tokenClasses.push(TokenClassUsage.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RequestRecord>, I>>(base?: I): RequestRecord {
+    return RequestRecord.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RequestRecord>, I>>(object: I): RequestRecord {
+    const message = createBaseRequestRecord();
+    message.requestId = object.requestId ?? "";
+    message.organisationId = object.organisationId ?? "";
+    message.projectId = object.projectId ?? "";
+    message.surface = object.surface ?? "";
+    message.modelSlug = object.modelSlug ?? "";
+    message.status = object.status ?? 0;
+    message.errorCode = object.errorCode ?? "";
+    message.stream = object.stream ?? false;
+    message.startedAtMs = (object.startedAtMs !== undefined && object.startedAtMs !== null)
+      ? BigInt(object.startedAtMs)
+      : 0n;
+    message.latencyMs = object.latencyMs ?? 0;
+    message.timeToFirstTokenMs = object.timeToFirstTokenMs ?? undefined;
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    message.outputTokens = (object.outputTokens !== undefined && object.outputTokens !== null)
+      ? BigInt(object.outputTokens)
+      : 0n;
+    message.costMicros = (object.costMicros !== undefined && object.costMicros !== null)
+      ? BigInt(object.costMicros)
+      : 0n;
+    message.tokenClasses = object.tokenClasses?.map((e) => TokenClassUsage.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRecordRequestsRequest(): RecordRequestsRequest {
+  return { records: [] };
+}
+
+export const RecordRequestsRequest: MessageFns<RecordRequestsRequest> = {
+  encode(message: RecordRequestsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.records) {
+      RequestRecord.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordRequestsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordRequestsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.records.push(RequestRecord.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RecordRequestsRequest>, I>>(base?: I): RecordRequestsRequest {
+    return RecordRequestsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordRequestsRequest>, I>>(object: I): RecordRequestsRequest {
+    const message = createBaseRecordRequestsRequest();
+    message.records = object.records?.map((e) => RequestRecord.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRecordRequestsResponse(): RecordRequestsResponse {
+  return { recorded: 0 };
+}
+
+export const RecordRequestsResponse: MessageFns<RecordRequestsResponse> = {
+  encode(message: RecordRequestsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.recorded !== 0) {
+      writer.uint32(8).int32(message.recorded);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecordRequestsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecordRequestsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.recorded = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RecordRequestsResponse>, I>>(base?: I): RecordRequestsResponse {
+    return RecordRequestsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecordRequestsResponse>, I>>(object: I): RecordRequestsResponse {
+    const message = createBaseRecordRequestsResponse();
+    message.recorded = object.recorded ?? 0;
+    return message;
+  },
+};
+
+function createBaseListRequestsRequest(): ListRequestsRequest {
+  return {
+    organisationId: "",
+    projectId: "",
+    modelSlug: "",
+    surface: "",
+    status: 0,
+    fromMs: 0n,
+    toMs: 0n,
+    pageSize: 0,
+    pageToken: "",
+  };
+}
+
+export const ListRequestsRequest: MessageFns<ListRequestsRequest> = {
+  encode(message: ListRequestsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organisationId !== "") {
+      writer.uint32(10).string(message.organisationId);
+    }
+    if (message.projectId !== "") {
+      writer.uint32(18).string(message.projectId);
+    }
+    if (message.modelSlug !== "") {
+      writer.uint32(26).string(message.modelSlug);
+    }
+    if (message.surface !== "") {
+      writer.uint32(34).string(message.surface);
+    }
+    if (message.status !== 0) {
+      writer.uint32(40).int32(message.status);
+    }
+    if (message.fromMs !== 0n) {
+      if (BigInt.asIntN(64, message.fromMs) !== message.fromMs) {
+        throw new globalThis.Error("value provided for field message.fromMs of type int64 too large");
+      }
+      writer.uint32(48).int64(message.fromMs);
+    }
+    if (message.toMs !== 0n) {
+      if (BigInt.asIntN(64, message.toMs) !== message.toMs) {
+        throw new globalThis.Error("value provided for field message.toMs of type int64 too large");
+      }
+      writer.uint32(56).int64(message.toMs);
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(64).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(74).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRequestsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRequestsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.modelSlug = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.surface = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.status = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.fromMs = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.toMs = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListRequestsRequest>, I>>(base?: I): ListRequestsRequest {
+    return ListRequestsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRequestsRequest>, I>>(object: I): ListRequestsRequest {
+    const message = createBaseListRequestsRequest();
+    message.organisationId = object.organisationId ?? "";
+    message.projectId = object.projectId ?? "";
+    message.modelSlug = object.modelSlug ?? "";
+    message.surface = object.surface ?? "";
+    message.status = object.status ?? 0;
+    message.fromMs = (object.fromMs !== undefined && object.fromMs !== null) ? BigInt(object.fromMs) : 0n;
+    message.toMs = (object.toMs !== undefined && object.toMs !== null) ? BigInt(object.toMs) : 0n;
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseListRequestsResponse(): ListRequestsResponse {
+  return { records: [], nextPageToken: "" };
+}
+
+export const ListRequestsResponse: MessageFns<ListRequestsResponse> = {
+  encode(message: ListRequestsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.records) {
+      RequestRecord.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRequestsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRequestsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.records.push(RequestRecord.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListRequestsResponse>, I>>(base?: I): ListRequestsResponse {
+    return ListRequestsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRequestsResponse>, I>>(object: I): ListRequestsResponse {
+    const message = createBaseListRequestsResponse();
+    message.records = object.records?.map((e) => RequestRecord.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseGetRequestRequest(): GetRequestRequest {
+  return { organisationId: "", requestId: "" };
+}
+
+export const GetRequestRequest: MessageFns<GetRequestRequest> = {
+  encode(message: GetRequestRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.organisationId !== "") {
+      writer.uint32(10).string(message.organisationId);
+    }
+    if (message.requestId !== "") {
+      writer.uint32(18).string(message.requestId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetRequestRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetRequestRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GetRequestRequest>, I>>(base?: I): GetRequestRequest {
+    return GetRequestRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetRequestRequest>, I>>(object: I): GetRequestRequest {
+    const message = createBaseGetRequestRequest();
+    message.organisationId = object.organisationId ?? "";
+    message.requestId = object.requestId ?? "";
+    return message;
+  },
+};
+
+function createBaseGetRequestResponse(): GetRequestResponse {
+  return { record: undefined };
+}
+
+export const GetRequestResponse: MessageFns<GetRequestResponse> = {
+  encode(message: GetRequestResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.record !== undefined) {
+      RequestRecord.encode(message.record, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetRequestResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetRequestResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.record = RequestRecord.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GetRequestResponse>, I>>(base?: I): GetRequestResponse {
+    return GetRequestResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetRequestResponse>, I>>(object: I): GetRequestResponse {
+    const message = createBaseGetRequestResponse();
+    message.record = (object.record !== undefined && object.record !== null)
+      ? RequestRecord.fromPartial(object.record)
+      : undefined;
+    return message;
+  },
+};
+
 export type LedgerServiceService = typeof LedgerServiceService;
 export const LedgerServiceService = {
   /** Opens the wallet account of an organisation. Idempotent on organisation_id. */
@@ -6367,6 +7394,58 @@ export const LedgerServiceService = {
     responseSerialize: (value: AdjustGrantResponse): Buffer => Buffer.from(AdjustGrantResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AdjustGrantResponse => AdjustGrantResponse.decode(value),
   },
+  /**
+   * Reads every project's spend this month against its budget in one call (the dashboard's
+   * Overview reads all projects at once instead of one GetProjectSpend per project).
+   */
+  listProjectSpends: {
+    path: "/gateway.ledger.v1.LedgerService/ListProjectSpends" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListProjectSpendsRequest): Buffer =>
+      Buffer.from(ListProjectSpendsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListProjectSpendsRequest => ListProjectSpendsRequest.decode(value),
+    responseSerialize: (value: ListProjectSpendsResponse): Buffer =>
+      Buffer.from(ListProjectSpendsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListProjectSpendsResponse => ListProjectSpendsResponse.decode(value),
+  },
+  /**
+   * Records finished requests for the organisation's request log (docs/ledger.md, "Request
+   * log"), sent by the proxy in batches off the hot path. Not money: a request's money is its
+   * usage record. Idempotent on request_id: a record already kept is not written again.
+   */
+  recordRequests: {
+    path: "/gateway.ledger.v1.LedgerService/RecordRequests" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RecordRequestsRequest): Buffer =>
+      Buffer.from(RecordRequestsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RecordRequestsRequest => RecordRequestsRequest.decode(value),
+    responseSerialize: (value: RecordRequestsResponse): Buffer =>
+      Buffer.from(RecordRequestsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RecordRequestsResponse => RecordRequestsResponse.decode(value),
+  },
+  /** Lists an organisation's request log, newest first, paged, filtered. */
+  listRequests: {
+    path: "/gateway.ledger.v1.LedgerService/ListRequests" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListRequestsRequest): Buffer => Buffer.from(ListRequestsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListRequestsRequest => ListRequestsRequest.decode(value),
+    responseSerialize: (value: ListRequestsResponse): Buffer =>
+      Buffer.from(ListRequestsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListRequestsResponse => ListRequestsResponse.decode(value),
+  },
+  /** Reads one request of an organisation's request log by its request id. */
+  getRequest: {
+    path: "/gateway.ledger.v1.LedgerService/GetRequest" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetRequestRequest): Buffer => Buffer.from(GetRequestRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetRequestRequest => GetRequestRequest.decode(value),
+    responseSerialize: (value: GetRequestResponse): Buffer => Buffer.from(GetRequestResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetRequestResponse => GetRequestResponse.decode(value),
+  },
 } as const;
 
 export interface LedgerServiceServer extends UntypedServiceImplementation {
@@ -6441,6 +7520,21 @@ export interface LedgerServiceServer extends UntypedServiceImplementation {
    * adjustment_id.
    */
   adjustGrant: handleUnaryCall<AdjustGrantRequest, AdjustGrantResponse>;
+  /**
+   * Reads every project's spend this month against its budget in one call (the dashboard's
+   * Overview reads all projects at once instead of one GetProjectSpend per project).
+   */
+  listProjectSpends: handleUnaryCall<ListProjectSpendsRequest, ListProjectSpendsResponse>;
+  /**
+   * Records finished requests for the organisation's request log (docs/ledger.md, "Request
+   * log"), sent by the proxy in batches off the hot path. Not money: a request's money is its
+   * usage record. Idempotent on request_id: a record already kept is not written again.
+   */
+  recordRequests: handleUnaryCall<RecordRequestsRequest, RecordRequestsResponse>;
+  /** Lists an organisation's request log, newest first, paged, filtered. */
+  listRequests: handleUnaryCall<ListRequestsRequest, ListRequestsResponse>;
+  /** Reads one request of an organisation's request log by its request id. */
+  getRequest: handleUnaryCall<GetRequestRequest, GetRequestResponse>;
 }
 
 export interface LedgerServiceClient extends Client {
@@ -6762,6 +7856,77 @@ export interface LedgerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AdjustGrantResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Reads every project's spend this month against its budget in one call (the dashboard's
+   * Overview reads all projects at once instead of one GetProjectSpend per project).
+   */
+  listProjectSpends(
+    request: ListProjectSpendsRequest,
+    callback: (error: ServiceError | null, response: ListProjectSpendsResponse) => void,
+  ): ClientUnaryCall;
+  listProjectSpends(
+    request: ListProjectSpendsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListProjectSpendsResponse) => void,
+  ): ClientUnaryCall;
+  listProjectSpends(
+    request: ListProjectSpendsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListProjectSpendsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Records finished requests for the organisation's request log (docs/ledger.md, "Request
+   * log"), sent by the proxy in batches off the hot path. Not money: a request's money is its
+   * usage record. Idempotent on request_id: a record already kept is not written again.
+   */
+  recordRequests(
+    request: RecordRequestsRequest,
+    callback: (error: ServiceError | null, response: RecordRequestsResponse) => void,
+  ): ClientUnaryCall;
+  recordRequests(
+    request: RecordRequestsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RecordRequestsResponse) => void,
+  ): ClientUnaryCall;
+  recordRequests(
+    request: RecordRequestsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RecordRequestsResponse) => void,
+  ): ClientUnaryCall;
+  /** Lists an organisation's request log, newest first, paged, filtered. */
+  listRequests(
+    request: ListRequestsRequest,
+    callback: (error: ServiceError | null, response: ListRequestsResponse) => void,
+  ): ClientUnaryCall;
+  listRequests(
+    request: ListRequestsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListRequestsResponse) => void,
+  ): ClientUnaryCall;
+  listRequests(
+    request: ListRequestsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListRequestsResponse) => void,
+  ): ClientUnaryCall;
+  /** Reads one request of an organisation's request log by its request id. */
+  getRequest(
+    request: GetRequestRequest,
+    callback: (error: ServiceError | null, response: GetRequestResponse) => void,
+  ): ClientUnaryCall;
+  getRequest(
+    request: GetRequestRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetRequestResponse) => void,
+  ): ClientUnaryCall;
+  getRequest(
+    request: GetRequestRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetRequestResponse) => void,
   ): ClientUnaryCall;
 }
 
