@@ -15,6 +15,7 @@ import { createLedgerGrpcService } from './transport/ledger-grpc-service.ts';
 import { ledgerMethodRoles } from './transport/ledger-method-roles.ts';
 import { instrumentUnaryCalls } from './transport/rpc-metrics.ts';
 import { traceUnaryCalls } from './transport/rpc-tracing.ts';
+import { startRequestLogMaintenance } from './request-log-maintenance.ts';
 import { startUsageMaintenance } from './usage-maintenance.ts';
 import { startVerifyMonitor } from './verify-monitor.ts';
 
@@ -145,6 +146,9 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
       database, logger, metrics, partitionsAhead: config.LEDGER_USAGE_PARTITIONS_AHEAD, retentionMonths: config.LEDGER_USAGE_RETENTION_MONTHS,
     });
     lifecycle.defer('usage maintenance', () => usageMaintenance.stop());
+    // The request log's day partitions: today and two days ahead, strays moved, days past retention dropped.
+    const requestLogMaintenance = startRequestLogMaintenance({ database, logger, retentionDays: config.LEDGER_REQUEST_LOG_RETENTION_DAYS });
+    lifecycle.defer('request log maintenance', () => requestLogMaintenance.stop());
     return { grpc: grpcPort, http: health.port, metrics: metricsServer.port };
   });
   logger.info({ ports }, 'ledger listening');

@@ -33,6 +33,12 @@ export const ledgerConfigSchema = z.object({
    * dropped; daily roll-ups and money movements are kept). 0 keeps every raw record.
    */
   LEDGER_USAGE_RETENTION_MONTHS: z.coerce.number().int().min(0).max(1200).default(0),
+  /**
+   * Days of request-log records (RecordRequests; docs/ledger.md "Request log") kept before today,
+   * Asia/Kolkata: older day partitions are dropped whole. 0 keeps every day. Not money: the usage
+   * records are what was billed, and their retention is LEDGER_USAGE_RETENTION_MONTHS.
+   */
+  LEDGER_REQUEST_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(3650).default(30),
   /** How often the sweeper looks for reservations past their deadline, ms. */
   LEDGER_SWEEP_INTERVAL_MS: commonEnv.durationMs(5_000),
   /** How often a WatchBudgetAlerts stream looks for new alerts, ms. */

@@ -11,6 +11,11 @@ const inputSideClasses: ReadonlySet<string> = new Set(['input', 'cached_input', 
 /** The classes whose tokens are parts of a usage's output tokens. */
 const outputSideClasses: ReadonlySet<string> = new Set(['output', 'reasoning']);
 
+/** Whether a token class is one the ledger knows (input-side or output-side). */
+export function isKnownTokenClass(tokenClass: string): boolean {
+  return inputSideClasses.has(tokenClass) || outputSideClasses.has(tokenClass);
+}
+
 /** The figures a Settle's token classes must agree with. */
 interface SettleTotals {
   inputTokens: bigint;

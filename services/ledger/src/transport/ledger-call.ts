@@ -17,6 +17,8 @@ export type Perform = <Req, Res>(method: string, work: (request: Req) => Promise
 
 /** The methods that only read: logged at debug, since they are polled (balances, usage, alerts). */
 const readMethods = new Set(['GetBalance', 'ListUsage', 'GetProjectSpend', 'SummarizeUsage', 'ListBudgetAlerts']);
+/** RecordRequests too: each proxy sends a batch about once a second (request log), so its line is debug. */
+readMethods.add('RecordRequests');
 
 /** The caller's request id from gRPC metadata (`x-request-id`), or a fresh one. */
 export function requestIdOf(metadata: Metadata): string {

@@ -19,6 +19,7 @@ import {
 import { createReadHandlers, type HandleUnary } from './ledger-read-handlers.ts';
 import { createOperateStreams } from './operate-stream.ts';
 import { createRecallPush } from './recall-push.ts';
+import { createRecordRequestsHandler } from './record-requests-handler.ts';
 import type { RpcMetrics } from './rpc-metrics.ts';
 
 /** How a budget alert watch behaves. */
@@ -77,7 +78,7 @@ export function createLedgerGrpcService(
     ...createReadHandlers(db, handle),
     // BASE-BRANCH PLACEHOLDERS (issue 28 contract commit): each helper replaces its own before merge.
     listProjectSpends: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListProjectSpends' }),
-    recordRequests: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'RecordRequests' }),
+    ...createRecordRequestsHandler(db, handle),
     listRequests: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListRequests' }),
     getRequest: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'GetRequest' }),
 
