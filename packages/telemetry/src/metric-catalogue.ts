@@ -104,6 +104,11 @@ export const metricCatalogue = {
     help: 'Outbox entries given up at shutdown and logged for replay.',
     labelNames: [],
   }),
+  proxyRequestLogDropped: describe({
+    name: 'gateway_proxy_request_log_dropped_total', type: 'counter', services: ['proxy'],
+    help: 'Request-log records this replica gave up (reason buffer_full: the ledger was away long enough to fill the buffer, the oldest went; refused: the ledger refused a batch as malformed). Display only: no money is lost.',
+    labelNames: ['reason'],
+  }),
   proxyConfigVersion: describe({
     name: 'gateway_proxy_config_version', type: 'gauge', services: ['proxy'],
     help: 'Version of the config snapshot this replica applied (0 before the first).',

@@ -7,6 +7,7 @@ import { GrantBook } from './billing/grant-book.ts';
 import { createHttpApp } from './http/http-app.ts';
 import { LedgerClient } from './ledger/ledger-client.ts';
 import { GrpcLedger } from './ledger/grpc-ledger.ts';
+import { RequestLogRecorder } from './request-log/request-log-recorder.ts';
 import { SettleOutbox } from './ledger/settle-outbox.ts';
 import { RedisRateLimiter } from './rate-limit/redis-rate-limiter.ts';
 import { RedisResponseStore } from './response-store/redis-response-store.ts';
@@ -112,6 +113,13 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const isReady = () => lifecycle.isReady() && dependencies.every((dependency) => dependency.ready?.() ?? true);
   const probes = createHealthProbes({ isServing: lifecycle.isReady, dependencies });
   const activeStreams = new Set<AbortController>();
+  // The request log (docs/proxy.md "Request log"): records leave in batches off the hot path.
+  const requestLog = config.PROXY_REQUEST_LOG === 'on'
+    ? new RequestLogRecorder({
+      send: (records) => ledger.recordRequests(records), logger,
+      onDropped: (reason, count) => { metrics.proxyRequestLogDropped.inc({ reason }, count); },
+    })
+    : undefined;
   // State gauges are read at scrape time, not kept up to date on every change.
   let abandonedCounted = 0;
   metrics.onCollect(() => {
@@ -158,6 +166,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     activeStreams,
     telemetry: new ProxyTelemetry(metrics, tracing),
     storedResponses,
+    requestLog,
   });
 
   const closeClients = async () => {
@@ -179,10 +188,13 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     // After the HTTP drain (every carve settled or abandoned), before the ledger client closes:
     // what the grants still hold goes back to the wallet now rather than at their deadline.
     if (grants !== undefined) lifecycle.defer('credit grants', () => grants.closeAll());
+    // After the HTTP drain (every request finished and recorded), before the ledger client closes.
+    if (requestLog !== undefined) lifecycle.defer('request log', () => requestLog.close(2_000));
     const started = await startHttpServer({ listener: httpApp, host: config.BIND_HOST, port: config.PROXY_HTTP_PORT, logger });
     lifecycle.defer('http server', () => drainHttp(started));
     configStream.start();
     sharedOutbox?.handover.start();
+    requestLog?.start();
     return { http: started, metricsPort: metricsServer.port };
   });
   const port = http.http.port;

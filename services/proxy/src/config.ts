@@ -133,6 +133,12 @@ export const proxyConfigSchema = z.object({
    * to the ledger (the exact per-request path, which near exhaustion every Reserve takes anyway).
    */
   PROXY_CREDIT_GRANTS: z.enum(['on', 'off']).default('on'),
+  /**
+   * The request log (docs/proxy.md "Request log"): `on` sends a record of every finished request
+   * of a known organisation to the ledger in batches off the hot path; `off` records nothing
+   * (the bench's comparison; docs/benchmarks.md).
+   */
+  PROXY_REQUEST_LOG: z.enum(['on', 'off']).default('on'),
   /** A grant asks for this long of the replica's recent spend for the project, ms. */
   PROXY_GRANT_WINDOW_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
   /** A grant's deadline is this long after the ledger's clock, ms; the proxy extends it while it carves from it (EXPIRY). */

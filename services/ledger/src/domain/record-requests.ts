@@ -69,7 +69,6 @@ function recordProblem(record: RequestRecordInput): string | undefined {
   if (!Number.isInteger(record.status) || record.status < 100 || record.status > 599) return 'status must be an HTTP status (100..599)';
   if (record.errorCode.length > maxTextLength) return `error_code must be at most ${maxTextLength} characters`;
   if (controlCharacterPattern.test(record.errorCode)) return 'error_code must not contain control characters';
-  if (record.status >= 400 && record.errorCode.length === 0) return 'error_code is required for a status of 400 or more';
   if (record.startedAtMs <= 0n) return 'started_at_ms must be a time after the Unix epoch';
   if (record.latencyMs < 0 || record.latencyMs > maxInt32) return 'latency_ms must not be negative';
   const ttft = record.timeToFirstTokenMs;

@@ -4,6 +4,7 @@ import type { AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
 import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, UsageSource } from '../domain/ledger-port.ts';
 import { costByClass, usageCostMicros, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
+import type { ClassUsage } from '../domain/token-classes.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
 import { failedCall, type UpstreamFailure } from '../domain/upstream-failure.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
@@ -44,6 +45,10 @@ export interface BillingLogFields {
   reservedMicros?: bigint;
   /** What the Settle debited from the wallet, µ₹. */
   debitedMicros?: bigint;
+  /** The customer-price cost the Settle carried (the usage record's cost), µ₹; for the request log. */
+  settledCostMicros?: bigint;
+  /** The token classes the Settle carried (undefined: plain input and output); for the request log. */
+  settledClasses?: readonly ClassUsage[] | undefined;
   usageSource?: 'upstream' | 'gateway_estimate';
   promptTokens?: number;
   completionTokens?: number;
@@ -254,7 +259,10 @@ export class Hold {
     const { costMicros } = usageCostMicros(usage, model);
     // The provider is paid for everything it produced, delivered or not.
     const { providerCostMicros } = usageCostMicros(overrun?.producedUsage ?? usage, model);
+    const tokenClasses = costByClass(usage, model);
     log.usageSource = source;
+    log.settledCostMicros = costMicros;
+    log.settledClasses = tokenClasses;
     log.promptTokens = usage.promptTokens;
     log.completionTokens = usage.completionTokens;
     if (overrun !== undefined) log.overrunOutputTokens = overrun.overrunOutputTokens;
@@ -280,7 +288,7 @@ export class Hold {
         usageSource: source,
         requestId: input.requestId,
         overrunOutputTokens: overrun?.overrunOutputTokens ?? 0,
-        tokenClasses: costByClass(usage, model),
+        tokenClasses,
         carve: carve === undefined ? undefined : { grantId: carve.grantId, reservedMicros: carve.amountMicros },
       }, owner);
     } finally {

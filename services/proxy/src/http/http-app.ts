@@ -41,7 +41,7 @@ export function createHttpApp(services: HttpAppServices): Express {
     };
   }
 
-  app.use(requestContext(services.logger, services.isShuttingDown, services.telemetry));
+  app.use(requestContext(services.logger, services.isShuttingDown, services.telemetry, services.requestLog));
   // A malformed path is a 400 before any key check: no credential is needed to learn it, and nothing is revealed.
   app.use(createRequestGuard());
 

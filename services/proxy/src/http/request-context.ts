@@ -3,7 +3,9 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { toAnthropicHttpError, toGatewayError, toHttpError } from '@gateway/errors';
 import { frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
+import type { ledgerV1 } from '@gateway/contracts';
 import type { BillingLogFields } from '../billing/hold.ts';
+import { requestLogSurface, requestRecordOf } from '../request-log/request-log-recorder.ts';
 import type { ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
 
 /** What one request's log line says beyond method, path, status and duration. */
@@ -59,7 +61,9 @@ function bigintText(value: bigint | undefined): string | undefined {
  * response is over, the request is counted: by its route's observer, or as `unmatched` when no
  * /v1 route took it (probes are not counted).
  */
-export function requestContext(logger: Logger, isShuttingDown: () => boolean, telemetry: ProxyTelemetry): RequestHandler {
+export function requestContext(
+  logger: Logger, isShuttingDown: () => boolean, telemetry: ProxyTelemetry, requestLog?: RequestLogSink,
+): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     const startedAtMs = performance.now();
     const header = req.headers['x-request-id'];
@@ -72,6 +76,7 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, te
     if (isShuttingDown()) res.setHeader('connection', 'close');
 
     res.once('close', () => {
+      const endedAtMs = performance.now();
       const responseFinished = res.writableFinished;
       // A client gone before the answer's head left: Node's statusCode is then its default 200,
       // which would count a hang-up as a success. nginx's 499 says what happened instead.
@@ -81,6 +86,8 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, te
       else if (!quietPaths.has(req.path)) telemetry.unmatchedRequest(req.method, status, context.log.errorCode, startedAtMs);
       void (context.work ?? Promise.resolve()).then(() => {
         const { log } = context;
+        // After the work: a Settle's figures are known once it was sent (the request log's copy of them).
+        if (requestLog !== undefined) recordFinished(requestLog, context, status, endedAtMs);
         const level = quietPaths.has(req.path) ? 'debug'
           : log.errorCode === 'internal_error' ? 'error' : status >= 500 ? 'warn' : 'info';
         // Built only when it will be written: at a level above info (as the bench runs) the
@@ -103,6 +110,28 @@ export function requestContext(logger: Logger, isShuttingDown: () => boolean, te
     });
     next();
   };
+}
+
+/** Where finished requests go for the request log (request-log/request-log-recorder.ts). */
+export interface RequestLogSink {
+  add(record: ledgerV1.RequestRecord): void;
+}
+
+/**
+ * Hands a finished request to the request log when it is one: an inference surface's request
+ * whose organisation and project are known (a wholly unknown key has neither, and is not recorded).
+ */
+function recordFinished(requestLog: RequestLogSink, context: RequestContext, status: number, endedAtMs: number): void {
+  const { log, observer } = context;
+  if (observer === undefined || log.organisationId === undefined || log.projectId === undefined) return;
+  const surface = requestLogSurface(observer.route);
+  if (surface === undefined) return;
+  requestLog.add(requestRecordOf({
+    requestId: context.requestId, organisationId: log.organisationId, projectId: log.projectId, surface, model: log.model,
+    status, errorCode: log.errorCode, stream: observer.stream,
+    startedAtMs: context.startedAtMs, firstByteAtMs: observer.firstByteAtMs, endedAtMs,
+    promptTokens: log.promptTokens, completionTokens: log.completionTokens, costMicros: log.settledCostMicros, classes: log.settledClasses,
+  }));
 }
 
 /** Notes a thrown error's code and internal detail for the request's log line; returns it as the gateway's error. */

@@ -16,7 +16,7 @@ import type { StreamChatDeps, StreamSink } from '../inference/stream-chat.ts';
 import type { ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
 import type { ProxyRoute } from '../telemetry/request-labels.ts';
 import type { UpstreamAdapter } from '../upstreams/upstream-adapter.ts';
-import type { RequestContext } from './request-context.ts';
+import type { RequestContext, RequestLogSink } from './request-context.ts';
 
 // What the HTTP app hands each route module (http/routes/) and its admission steps: the services
 // it was built with and the kit of common steps. Apart from http-app.ts, so that the routes and
@@ -57,6 +57,8 @@ export interface HttpAppServices {
   activeStreams: Set<AbortController>;
   /** The proxy's metrics, observed per request (PROXY_METRICS_PORT serves them). */
   telemetry: ProxyTelemetry;
+  /** Where finished requests go for the request log (docs/proxy.md "Request log"); absent: nothing is recorded (PROXY_REQUEST_LOG=off). */
+  requestLog?: RequestLogSink | undefined;
   /** Stored Responses, sealed per organisation (Redis or this process; docs/decisions.md "Stored Responses"). */
   storedResponses: StoredResponses;
 }

@@ -2,7 +2,7 @@ import { ledgerV1 } from '@gateway/contracts';
 import { fromGrpcError } from '@gateway/errors';
 import { channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
 import { activeTraceparent } from '@gateway/telemetry';
-import { connectivityState as ConnectivityState, status as GrpcStatus } from '@grpc/grpc-js';
+import { connectivityState as ConnectivityState, Metadata, status as GrpcStatus } from '@grpc/grpc-js';
 import { LedgerOperationStream, operationError, type Operation } from './operation-stream.ts';
 
 /** Options of the ledger client. */
@@ -154,6 +154,22 @@ export class LedgerClient {
   /** Releases a reservation, once; throws the call's error (the outbox sends it again). */
   release(request: ledgerV1.ReleaseRequest): Promise<ledgerV1.ReleaseResponse> {
     return this.#operate('release', request);
+  }
+
+  /**
+   * Sends a batch of finished requests to the request log (RecordRequests), once, as a unary call
+   * beside the Operate stream (not hot-path work: never on a request's way); resolves with how
+   * many the ledger wrote now, throws the call's error.
+   */
+  recordRequests(records: ledgerV1.RequestRecord[]): Promise<number> {
+    return new Promise((resolve, reject) => {
+      // A batch may be up to 1,000 records: at least 5 s, however short the hot path's deadline.
+      const deadline = Date.now() + Math.max(this.#callTimeoutMs, 5_000);
+      this.#client.recordRequests({ records }, new Metadata(), { deadline }, (error, response) => {
+        if (error) reject(error);
+        else resolve(response.recorded);
+      });
+    });
   }
 
   /** The state of the channel to the ledger (no connection attempt is started by asking). */

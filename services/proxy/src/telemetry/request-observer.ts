@@ -84,6 +84,8 @@ export class RequestObserver {
   #providerKind = '';
   #upstreamOpen = false;
   #firstByteSeen = false;
+  /** performance.now() when the first byte of the body went to the client, ms; undefined until then (the request log's time to first token). */
+  firstByteAtMs: number | undefined;
   #settleStartedAtMs = 0;
   #settlePath: ReservePath = 'exact';
   #finished = false;
@@ -99,6 +101,16 @@ export class RequestObserver {
     this.#startedAtMs = startedAtMs;
     const { tracing } = telemetry;
     this.#trace = tracing.enabled ? new RequestTrace(tracing.tracer, route, method, requestId, startedAtMs) : undefined;
+  }
+
+  /** The route the request took (a template, e.g. `/v1/chat/completions`). */
+  get route(): ProxyRoute {
+    return this.#route;
+  }
+
+  /** Whether the request asked for a stream (known once its model was resolved; false before). */
+  get stream(): boolean {
+    return this.#stream;
   }
 
   /**
@@ -175,6 +187,7 @@ export class RequestObserver {
   firstByte(): void {
     if (this.#firstByteSeen) return;
     this.#firstByteSeen = true;
+    this.firstByteAtMs = performance.now();
     this.#telemetry.metrics.proxyTimeToFirstByte.observe({ model: this.#model, stream: this.#stream ? 'true' : 'false' }, secondsSince(this.#startedAtMs));
     this.#trace?.firstByte();
   }
