@@ -50,7 +50,17 @@ describe('splitConfigUpdate', () => {
 describe('fullConfigUpdate', () => {
   it('carries the tool-call id key with the snapshot', () => {
     const toolCallIdKey = Buffer.alloc(32, 3);
-    const update = fullConfigUpdate({ version: 7n, organisations: [], projects: [], apiKeys: [], gatewayModels: [], platformModelAliases: {} }, 1, toolCallIdKey);
+    const update = fullConfigUpdate({ version: 7n, organisations: [], projects: [], apiKeys: [], retiredApiKeys: [], gatewayModels: [], platformModelAliases: {} }, 1, toolCallIdKey);
     expect(update).toMatchObject({ version: 7n, full: true, toolCallIdKey });
+  });
+
+  it('carries the keys rotated away lately, with their project and when, for the request log', () => {
+    const keyHash = 'a'.repeat(64);
+    const update = fullConfigUpdate({
+      version: 8n, organisations: [], projects: [], apiKeys: [], gatewayModels: [], platformModelAliases: {},
+      retiredApiKeys: [{ keyHash, projectId: 'proj_1', retiredAtMs: 1_700_000_000_123 }],
+    }, 1, Buffer.alloc(32, 3));
+    expect(update.retiredApiKeys).toEqual([{ keyHash, projectId: 'proj_1', retiredAtMs: 1_700_000_000_123n }]);
+    expect(update.apiKeys).toEqual([]);
   });
 });

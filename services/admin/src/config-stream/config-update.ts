@@ -1,6 +1,6 @@
 import { configV1 } from '@gateway/contracts';
 import type {
-  ConfigDelta, ConfigSnapshot, SnapshotApiKey, SnapshotGatewayModel, SnapshotOrganisation, SnapshotProject,
+  ConfigDelta, ConfigSnapshot, SnapshotApiKey, SnapshotGatewayModel, SnapshotOrganisation, SnapshotProject, SnapshotRetiredApiKey,
 } from '../catalog/domain/config-snapshot.ts';
 
 const organisationStatus = {
@@ -39,6 +39,10 @@ function projectMessage(project: SnapshotProject): configV1.Project {
 
 function apiKeyMessage(key: SnapshotApiKey): configV1.ApiKey {
   return { keyHash: key.keyHash, keyId: key.keyId, projectId: key.projectId };
+}
+
+function retiredApiKeyMessage(key: SnapshotRetiredApiKey): configV1.RetiredApiKey {
+  return { keyHash: key.keyHash, projectId: key.projectId, retiredAtMs: BigInt(key.retiredAtMs) };
 }
 
 function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel {
@@ -109,6 +113,7 @@ export function fullConfigUpdate(
     organisations: snapshot.organisations.map(organisationMessage),
     projects: snapshot.projects.map(projectMessage),
     apiKeys: snapshot.apiKeys.map(apiKeyMessage),
+    retiredApiKeys: snapshot.retiredApiKeys.map(retiredApiKeyMessage),
     gatewayModels: snapshot.gatewayModels.map(gatewayModelMessage),
     platformModelAliases: snapshot.platformModelAliases,
     producedAtMs: BigInt(producedAtMs),
@@ -127,6 +132,7 @@ export function deltaConfigUpdate(delta: ConfigDelta, producedAtMs: number): con
     removedOrganisationIds: delta.removedOrganisationIds,
     removedProjectIds: delta.removedProjectIds,
     removedKeyHashes: delta.removedKeyHashes,
+    retiredApiKeys: delta.retiredApiKeys.map(retiredApiKeyMessage),
     removedGatewayModelSlugs: delta.removedGatewayModelSlugs,
     platformModelAliases: delta.platformModelAliases,
     removedPlatformModelAliases: delta.removedPlatformModelAliases,
@@ -145,6 +151,7 @@ const entrySizes = {
   organisation: (o: configV1.Organisation) => stringBytes(o.id) + o.allowedGatewayModelSlugs.reduce((sum, slug) => sum + stringBytes(slug), 0) + 24
     + Object.entries(o.modelAliases).reduce((sum, [name, slug]) => sum + stringBytes(name) + stringBytes(slug) + 3, 0),
   project: (p: configV1.Project) => stringBytes(p.id) + stringBytes(p.organisationId) + 8,
+  retiredApiKey: (k: configV1.RetiredApiKey) => stringBytes(k.keyHash) + stringBytes(k.projectId) + 14,
   apiKey: (k: configV1.ApiKey) => stringBytes(k.keyHash) + stringBytes(k.keyId) + stringBytes(k.projectId) + 6,
   gatewayModel: (m: configV1.GatewayModel) => stringBytes(m.slug) + stringBytes(m.displayName) + 128
     + (m.upstream ? stringBytes(m.upstream.providerKind) + stringBytes(m.upstream.baseUrl) + stringBytes(m.upstream.model) + stringBytes(m.upstream.apiKey) : 0),
@@ -173,7 +180,7 @@ export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxC
     + Object.entries(update.platformModelAliases).reduce((sum, [name, slug]) => sum + stringBytes(name) + stringBytes(slug) + 3, 0)
     + update.removedPlatformModelAliases.reduce((sum, name) => sum + stringBytes(name), 0);
   let currentBytes = emptyBytes;
-  const add = <Entry>(field: 'organisations' | 'projects' | 'apiKeys' | 'gatewayModels' | 'removedOrganisationIds' | 'removedProjectIds' | 'removedKeyHashes' | 'removedGatewayModelSlugs', entry: Entry, bytes: number) => {
+  const add = <Entry>(field: 'organisations' | 'projects' | 'apiKeys' | 'gatewayModels' | 'removedOrganisationIds' | 'removedProjectIds' | 'removedKeyHashes' | 'removedGatewayModelSlugs' | 'retiredApiKeys', entry: Entry, bytes: number) => {
     if (currentBytes + bytes > maxBytes && currentBytes > emptyBytes) {
       parts.push(current);
       current = configV1.ConfigUpdate.fromPartial({ version: update.version, full: false, producedAtMs: update.producedAtMs });
@@ -190,6 +197,8 @@ export function splitConfigUpdate(update: configV1.ConfigUpdate, maxBytes = maxC
   for (const organisation of update.organisations) add('organisations', organisation, entrySizes.organisation(organisation));
   for (const model of update.gatewayModels) add('gatewayModels', model, entrySizes.gatewayModel(model));
   for (const project of update.projects) add('projects', project, entrySizes.project(project));
+  // Retired keys ride after the removals that name them (they never authenticate; a full update's parts after the first add to what the first replaced).
+  for (const key of update.retiredApiKeys) add('retiredApiKeys', key, entrySizes.retiredApiKey(key));
   for (const key of update.apiKeys) add('apiKeys', key, entrySizes.apiKey(key));
   parts.push(current);
   return parts;

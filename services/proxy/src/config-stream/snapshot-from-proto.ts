@@ -184,6 +184,11 @@ export function configChangeFromProto(update: configV1.ConfigUpdate, options: Co
     removedOrganisationIds: update.removedOrganisationIds,
     removedProjectIds: update.removedProjectIds,
     removedKeyHashes: update.removedKeyHashes.map((hash) => hash.toLowerCase()),
+    // Only well-formed ones: a retired key is a display hint (the request log's 401), never a credential.
+    retiredApiKeys: update.retiredApiKeys.flatMap((key) => {
+      const keyHash = key.keyHash.toLowerCase();
+      return hexSha256Pattern.test(keyHash) && key.projectId !== '' ? [{ keyHash, projectId: key.projectId, retiredAtMs: Number(key.retiredAtMs) }] : [];
+    }),
     removedGatewayModelSlugs: update.removedGatewayModelSlugs,
     platformModelAliases: [...aliasMapFrom(update.platformModelAliases)],
     removedPlatformModelAliases: update.removedPlatformModelAliases,

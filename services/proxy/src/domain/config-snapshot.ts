@@ -27,6 +27,21 @@ export interface KeyEntry {
   projectId: string;
 }
 
+/**
+ * A key rotated away (revoked) within the last 7 days: it never authenticates, but a request
+ * presenting it is recorded in its project's request log as a 401 (docs/proxy.md, "Request log").
+ */
+export interface RetiredKeyEntry {
+  /** Lower-case hex SHA-256 of the whole key. */
+  keyHash: string;
+  projectId: string;
+  /** When it was revoked, ms since the Unix epoch. */
+  retiredAtMs: number;
+}
+
+/** How long after its revocation a retired key is attributed to its project, ms (7 days, as the admin sends them). */
+export const retiredKeyWindowMs = 7 * 24 * 60 * 60 * 1000;
+
 /** An organisation as the proxy serves it. */
 export interface OrganisationEntry {
   id: string;
@@ -114,6 +129,8 @@ export interface ConfigSnapshot {
   /** The admin's version this snapshot corresponds to. */
   readonly version: bigint;
   readonly keysByHash: ReadonlyMap<string, KeyEntry>;
+  /** Keys revoked within retiredKeyWindowMs, by hash: never authenticate; the request log's 401s name their project. Absent: none. */
+  readonly retiredKeysByHash?: ReadonlyMap<string, RetiredKeyEntry>;
   readonly projectsById: ReadonlyMap<string, ProjectEntry>;
   readonly organisationsById: ReadonlyMap<string, OrganisationEntry>;
   readonly modelsBySlug: ReadonlyMap<string, GatewayModelEntry>;
@@ -139,6 +156,7 @@ export interface ConfigSnapshot {
 export interface LiveConfigSnapshot extends ConfigSnapshot {
   version: bigint;
   readonly keysByHash: Map<string, KeyEntry>;
+  retiredKeysByHash?: Map<string, RetiredKeyEntry>;
   readonly projectsById: Map<string, ProjectEntry>;
   readonly organisationsById: Map<string, OrganisationEntry>;
   readonly modelsBySlug: Map<string, GatewayModelEntry>;
@@ -182,6 +200,8 @@ export interface ConfigChange {
   removedProjectIds: readonly string[];
   /** Lower-case hex SHA-256 of each removed key. */
   removedKeyHashes: readonly string[];
+  /** Keys revoked within the window (a full change: all of them; a delta: those revoked since); absent: none. */
+  retiredApiKeys?: readonly RetiredKeyEntry[];
   removedGatewayModelSlugs: readonly string[];
   /** Platform aliases (name, slug) added or retargeted; in a full change, all of them. */
   platformModelAliases: ReadonlyArray<readonly [string, string]>;
@@ -234,7 +254,8 @@ function isHeartbeat(change: ConfigChange): boolean {
     && change.apiKeys.length === 0 && change.gatewayModels.length === 0
     && change.removedOrganisationIds.length === 0 && change.removedProjectIds.length === 0
     && change.removedKeyHashes.length === 0 && change.removedGatewayModelSlugs.length === 0
-    && change.platformModelAliases.length === 0 && change.removedPlatformModelAliases.length === 0;
+    && change.platformModelAliases.length === 0 && change.removedPlatformModelAliases.length === 0
+    && (change.retiredApiKeys?.length ?? 0) === 0;
 }
 
 /**
@@ -290,6 +311,14 @@ export function applyConfigChange(current: LiveConfigSnapshot | undefined, chang
   upsertAll(target.keysByHash, change.apiKeys, problems);
   upsertAll(target.modelsBySlug, change.gatewayModels, problems);
   for (const [name, slug] of change.platformModelAliases) target.platformModelAliases.set(name, slug);
+  if (change.retiredApiKeys !== undefined && change.retiredApiKeys.length > 0) {
+    const retired = target.retiredKeysByHash ?? new Map<string, RetiredKeyEntry>();
+    for (const entry of change.retiredApiKeys) retired.set(entry.keyHash, entry);
+    // Those past the window go as the next ones arrive (authenticate also ignores them).
+    const oldestKeptMs = Date.now() - retiredKeyWindowMs;
+    for (const [hash, entry] of retired) if (entry.retiredAtMs < oldestKeptMs) retired.delete(hash);
+    target.retiredKeysByHash = retired;
+  }
   target.version = change.version;
 
   return { ok: true, changed: true, problems, snapshot: target };

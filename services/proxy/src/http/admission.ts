@@ -81,9 +81,12 @@ export function createAdmission(services: HttpAppServices): Admission {
     const authorization = keySource === 'bearer_or_x_api_key' && req.headers.authorization === undefined && typeof xApiKey === 'string'
       ? `Bearer ${xApiKey}`
       : req.headers.authorization;
-    const caller = authenticate(snapshot, authorization);
-    context.log.organisationId = caller.organisation.id;
-    context.log.projectId = caller.project.id;
+    // The log fields are set as soon as the key's project is known, so a refused key (a retired
+    // one included) still reaches its project's request log; the answer does not change.
+    const caller = authenticate(snapshot, authorization, (organisationId, projectId) => {
+      context.log.organisationId = organisationId;
+      context.log.projectId = projectId;
+    });
     return { snapshot, caller };
   }
 

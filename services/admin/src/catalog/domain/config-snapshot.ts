@@ -19,6 +19,17 @@ export interface SnapshotApiKey {
   projectId: string;
 }
 
+/** A key revoked within retiredKeyWindowMs, as proxies see it: for the request log's 401s only, it never authenticates. */
+export interface SnapshotRetiredApiKey {
+  keyHash: string;
+  projectId: string;
+  /** When it was revoked, ms since the Unix epoch. */
+  retiredAtMs: number;
+}
+
+/** How long after its revocation a key is still attributed to its project (the request log's 401), ms: 7 days. */
+export const retiredKeyWindowMs = 7 * 24 * 60 * 60 * 1000;
+
 /**
  * A gateway model with its upstream credential decrypted ('' when the upstream needs none) and
  * whether the proxy may connect to it at a private address (see ConfigSnapshotOptions).
@@ -53,6 +64,8 @@ export interface ConfigSnapshot {
   projects: SnapshotProject[];
   /** Active keys only; a revoked key is simply absent. */
   apiKeys: SnapshotApiKey[];
+  /** Keys revoked within retiredKeyWindowMs (they never authenticate; the request log's 401s name their project). */
+  retiredApiKeys: SnapshotRetiredApiKey[];
   gatewayModels: SnapshotGatewayModel[];
   /** Every platform-wide model alias, name -> gateway model slug. */
   platformModelAliases: Record<string, string>;
@@ -73,6 +86,8 @@ export interface ConfigDelta {
   removedOrganisationIds: string[];
   removedProjectIds: string[];
   removedKeyHashes: string[];
+  /** Keys revoked since `fromVersion` (each also in removedKeyHashes), for the request log. */
+  retiredApiKeys: SnapshotRetiredApiKey[];
   removedGatewayModelSlugs: string[];
   /** Platform aliases added or retargeted since `fromVersion`, name -> slug. */
   platformModelAliases: Record<string, string>;
@@ -197,7 +212,7 @@ export function createConfigSnapshotSource(
       const delta: ConfigDelta = {
         fromVersion, version, organisations: [], projects: [], apiKeys: [], gatewayModels: [],
         removedOrganisationIds: [], removedProjectIds: [], removedKeyHashes: [], removedGatewayModelSlugs: [],
-        platformModelAliases: {}, removedPlatformModelAliases: [],
+        platformModelAliases: {}, removedPlatformModelAliases: [], retiredApiKeys: [],
       };
       if (version === fromVersion) return delta;
       const changes = await tx.query<ConfigChange>(
@@ -230,7 +245,12 @@ export function createConfigSnapshotSource(
         );
         for (const row of rows) {
           if (row.revoked_at === null) delta.apiKeys.push({ keyHash: row.key_hash, keyId: row.id, projectId: row.project_id });
-          else delta.removedKeyHashes.push(row.key_hash);
+          else {
+            delta.removedKeyHashes.push(row.key_hash);
+            if (Date.now() - row.revoked_at.getTime() < retiredKeyWindowMs) {
+              delta.retiredApiKeys.push({ keyHash: row.key_hash, projectId: row.project_id, retiredAtMs: row.revoked_at.getTime() });
+            }
+          }
         }
       }
       if (slugs.length > 0) {
@@ -260,12 +280,18 @@ export function createConfigSnapshotSource(
         const apiKeys = await tx.query<{ key_hash: string; id: string; project_id: string }>(
           'SELECT key_hash, id, project_id FROM api_keys WHERE revoked_at IS NULL ORDER BY id',
         );
+        const retired = await tx.query<{ key_hash: string; project_id: string; revoked_at: Date }>(
+          `SELECT key_hash, project_id, revoked_at FROM api_keys
+           WHERE revoked_at > clock_timestamp() - make_interval(secs => $1::double precision / 1000) ORDER BY id`,
+          [retiredKeyWindowMs],
+        );
         const models = await allGatewayModels(tx);
         return {
           version,
           organisations: organisations.rows.map(toOrganisation),
           projects: projects.rows.map((row) => ({ id: row.id, organisationId: row.organisation_id, disabled: row.status !== 'active' })),
           apiKeys: apiKeys.rows.map((row) => ({ keyHash: row.key_hash, keyId: row.id, projectId: row.project_id })),
+          retiredApiKeys: retired.rows.map((row) => ({ keyHash: row.key_hash, projectId: row.project_id, retiredAtMs: row.revoked_at.getTime() })),
           gatewayModels: models.filter(served).map(openModel),
           platformModelAliases: Object.fromEntries(await platformModelAliasesNamed(tx)),
         } satisfies ConfigSnapshot;

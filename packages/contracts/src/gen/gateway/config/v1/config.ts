@@ -128,12 +128,31 @@ export interface ConfigUpdate {
    * (ADMIN_RESPONSE_RETENTION_S). An organisation may shorten it (Organisation 8). Sent in a
    * full update; absent (an older admin): the proxy's default (30 days).
    */
-  responseRetentionS?: bigint | undefined;
+  responseRetentionS?:
+    | bigint
+    | undefined;
+  /**
+   * Keys rotated away (revoked) within the last 7 days, with their project, for the request log
+   * only (docs/proxy.md, "Request log"): such a key does NOT authenticate (it is absent from
+   * api_keys and was named in removed_key_hashes), but a request presenting one is recorded in its
+   * project's log as a 401; the client's answer is the same as for an unknown key. In a full
+   * update, every such key; in a delta, the keys revoked since. A proxy forgets one 7 days after
+   * its retired_at_ms. An older proxy ignores the field.
+   */
+  retiredApiKeys: RetiredApiKey[];
 }
 
 export interface ConfigUpdate_PlatformModelAliasesEntry {
   key: string;
   value: string;
+}
+
+export interface RetiredApiKey {
+  /** Hex SHA-256 of the whole key, as ApiKey.key_hash. */
+  keyHash: string;
+  projectId: string;
+  /** When it was revoked, ms since the Unix epoch. */
+  retiredAtMs: bigint;
 }
 
 export interface Organisation {
@@ -380,6 +399,7 @@ function createBaseConfigUpdate(): ConfigUpdate {
     cacheScopeKey: undefined,
     responseStoreKey: undefined,
     responseRetentionS: undefined,
+    retiredApiKeys: [],
   };
 }
 
@@ -444,6 +464,9 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
         throw new globalThis.Error("value provided for field message.responseRetentionS of type int64 too large");
       }
       writer.uint32(128).int64(message.responseRetentionS);
+    }
+    for (const v of message.retiredApiKeys) {
+      RetiredApiKey.encode(v!, writer.uint32(154).fork()).join();
     }
     return writer;
   },
@@ -600,6 +623,14 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
             message.responseRetentionS = reader.int64() as bigint;
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.retiredApiKeys.push(RetiredApiKey.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -644,6 +675,7 @@ export const ConfigUpdate: MessageFns<ConfigUpdate> = {
     message.responseRetentionS = (object.responseRetentionS !== undefined && object.responseRetentionS !== null)
       ? BigInt(object.responseRetentionS)
       : undefined;
+    message.retiredApiKeys = object.retiredApiKeys?.map((e) => RetiredApiKey.fromPartial(e)) || [];
     return message;
   },
 };
@@ -715,6 +747,90 @@ export const ConfigUpdate_PlatformModelAliasesEntry: MessageFns<ConfigUpdate_Pla
     const message = createBaseConfigUpdate_PlatformModelAliasesEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseRetiredApiKey(): RetiredApiKey {
+  return { keyHash: "", projectId: "", retiredAtMs: 0n };
+}
+
+export const RetiredApiKey: MessageFns<RetiredApiKey> = {
+  encode(message: RetiredApiKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyHash !== "") {
+      writer.uint32(10).string(message.keyHash);
+    }
+    if (message.projectId !== "") {
+      writer.uint32(18).string(message.projectId);
+    }
+    if (message.retiredAtMs !== 0n) {
+      if (BigInt.asIntN(64, message.retiredAtMs) !== message.retiredAtMs) {
+        throw new globalThis.Error("value provided for field message.retiredAtMs of type int64 too large");
+      }
+      writer.uint32(24).int64(message.retiredAtMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RetiredApiKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRetiredApiKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyHash = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.projectId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.retiredAtMs = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RetiredApiKey>, I>>(base?: I): RetiredApiKey {
+    return RetiredApiKey.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RetiredApiKey>, I>>(object: I): RetiredApiKey {
+    const message = createBaseRetiredApiKey();
+    message.keyHash = object.keyHash ?? "";
+    message.projectId = object.projectId ?? "";
+    message.retiredAtMs = (object.retiredAtMs !== undefined && object.retiredAtMs !== null)
+      ? BigInt(object.retiredAtMs)
+      : 0n;
     return message;
   },
 };
