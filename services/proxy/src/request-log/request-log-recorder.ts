@@ -77,7 +77,8 @@ const maxModelChars = 200;
 
 /** The record of a finished request, in the contract's shape; times as whole ms. */
 export function requestRecordOf(finished: FinishedRequest): ledgerV1.RequestRecord {
-  const latencyMs = Math.max(0, Math.round(finished.endedAtMs - finished.startedAtMs));
+  // Rounded up: anything that took time shows at least 1 ms.
+  const latencyMs = Math.max(0, Math.ceil(finished.endedAtMs - finished.startedAtMs));
   const model = finished.model ?? '';
   return {
     requestId: finished.requestId,
@@ -92,7 +93,7 @@ export function requestRecordOf(finished: FinishedRequest): ledgerV1.RequestReco
     startedAtMs: BigInt(Math.round(Date.now() - (performance.now() - finished.startedAtMs))),
     latencyMs,
     timeToFirstTokenMs: finished.firstByteAtMs === undefined
-      ? undefined : Math.min(latencyMs, Math.max(0, Math.round(finished.firstByteAtMs - finished.startedAtMs))),
+      ? undefined : Math.min(latencyMs, Math.max(0, Math.ceil(finished.firstByteAtMs - finished.startedAtMs))),
     inputTokens: BigInt(finished.promptTokens ?? 0),
     outputTokens: BigInt(finished.completionTokens ?? 0),
     costMicros: finished.costMicros ?? 0n,
