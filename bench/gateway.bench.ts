@@ -28,7 +28,9 @@
  * per-request log line; BENCH_LOW_BALANCE_ONLY=1 runs only the low-balance case (with its money
  * check), skipping the measured rows; BENCH_MODEL_ALIAS=1 sends a platform model alias of the
  * bench model instead of its slug (the alias path of docs/model-aliases.md). Runs with any of
- * these leave docs/benchmarks.md unchanged.
+ * these leave docs/benchmarks.md unchanged. The request log's cost is measured in the same run:
+ * the proxy (request log on, as deployed) against a second proxy with PROXY_REQUEST_LOG=off,
+ * non-streaming c=32, BENCH_REQUEST_LOG_ROUNDS (default 2) alternating turns each.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -306,6 +308,21 @@ async function lowBalanceRun(urls: readonly string[], apiKey: string, total: num
   return result;
 }
 
+/** Turns of the request log's on/off comparison (each side measured this many times, alternating). */
+const requestLogRounds = Number(process.env.BENCH_REQUEST_LOG_ROUNDS ?? 2);
+
+/** The request log's cost: the proxy's CPU per request with it on and off, ms, and on / off. */
+interface RequestLogComparison {
+  rounds: number;
+  onCpuMsPerRequest: number;
+  offCpuMsPerRequest: number;
+  ratio: number;
+  /** (on - off) / off, percent (the bound is 3). */
+  addedPercent: number;
+  /** Each turn's proxy CPU ms per request. */
+  turns: Record<'on' | 'off', number[]>;
+}
+
 async function main(): Promise<void> {
   const infrastructure = await resolveTestInfrastructure();
   if (!infrastructure.postgresUrl || !infrastructure.redisUrl) throw new Error(`benchmark needs PostgreSQL and Redis: ${infrastructure.problems.join('; ')}`);
@@ -335,13 +352,13 @@ async function main(): Promise<void> {
     await waitUntilReady(admin, `http://127.0.0.1:${adminHttp}/readyz`);
     const redisPrefix = `bench:${randomBytes(4).toString('hex')}:`;
     // Every proxy replica shares the RPM pool (one Redis prefix) and the ledger, as in a deployment.
-    const startProxy = async (index: number, port: number) => {
+    const startProxy = async (index: number, port: number, extraEnv: Record<string, string> = {}) => {
       const started = startService('proxy', {
         ...serviceTlsEnv(pki, 'proxy'),
         LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: `bench-proxy-${index}`,
         ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
         REDIS_URL: infrastructure.redisUrl!, PROXY_REDIS_PREFIX: redisPrefix,
-        NODE_OPTIONS: proxyNodeOptions, ...(mallocArenaMax === undefined ? {} : { MALLOC_ARENA_MAX: mallocArenaMax }),
+        NODE_OPTIONS: proxyNodeOptions, ...(mallocArenaMax === undefined ? {} : { MALLOC_ARENA_MAX: mallocArenaMax }), ...extraEnv,
       });
       services.push(started);
       await waitUntilReady(started, `http://127.0.0.1:${port}/readyz`);
@@ -419,6 +436,28 @@ async function main(): Promise<void> {
       gateway: await streamingTtfb(targets[2].url, targets[2].headers),
     };
     process.stdout.write(`streaming TTFB p50: baseline ${ttfb.baseline.p50Ms} ms, gateway ${ttfb.gateway.p50Ms} ms\n`);
+
+    // The request log's cost (docs/benchmarks.md "Request log"): the measured proxy (PROXY_REQUEST_LOG=on,
+    // as deployed) against a second proxy with it off, same flags and services, non-streaming c=32,
+    // taking turns (on, off, on, off) so that a drift of the shared machine hits both alike.
+    let requestLog: RequestLogComparison | undefined;
+    if (!lowBalanceOnly) {
+      const offPort = await freePort();
+      const offProxy = await startProxy(9, offPort, { PROXY_REQUEST_LOG: 'off' });
+      const turns: Record<'on' | 'off', number[]> = { on: [], off: [] };
+      for (let round = 0; round < requestLogRounds; round++) {
+        for (const [name, port, pid] of [['on', proxyHttp, proxy.child.pid], ['off', offPort, offProxy.child.pid]] as const) {
+          const result = await load(`http://127.0.0.1:${port}/v1/chat/completions`, { authorization: `Bearer ${apiKey}` }, nonStreamingBody, 32, { measuredPid: pid });
+          turns[name].push(result.cpuMsPerRequest ?? 0);
+          process.stdout.write(`request log ${name.padEnd(3)} round ${round + 1}: ${result.rps} req/s, proxy cpu ${result.cpuMsPerRequest ?? '-'} ms/req, failed ${result.failed}\n`);
+        }
+      }
+      const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+      const onMs = Number(mean(turns.on).toFixed(3));
+      const offMs = Number(mean(turns.off).toFixed(3));
+      requestLog = { rounds: requestLogRounds, onCpuMsPerRequest: onMs, offCpuMsPerRequest: offMs, ratio: Number((onMs / offMs).toFixed(3)), addedPercent: Number((((onMs - offMs) / offMs) * 100).toFixed(1)), turns };
+      process.stdout.write(`request log: ${JSON.stringify(requestLog)}\n`);
+    }
 
     const rss = {
       proxyMb: peakRssMb(proxy.child.pid), ledgerMb: peakRssMb(ledger.child.pid), adminMb: peakRssMb(admin.child.pid),
@@ -518,6 +557,7 @@ async function main(): Promise<void> {
         lowBalance: { proxies: lowBalanceProxies, capacity: lowBalanceCapacity, ...lowBalance },
         lowBalanceExhausted: exhausted,
         pricingOverhead,
+        requestLog: requestLog!,
         ratios: {
           nonStreamingC1: ratio('non-streaming', 1), nonStreamingC32: ratio('non-streaming', 32),
           streamingC1: ratio('streaming', 1), streamingC32: ratio('streaming', 32),
@@ -555,6 +595,7 @@ function updateBenchmarksDoc(summary: {
   lowBalance: { proxies: number; capacity: number } & LowBalanceResult;
   lowBalanceExhausted: LowBalanceResult;
   pricingOverhead: PricingOverhead & { percentOfProxyCpuNonStreamingC1: number | undefined; percentOfProxyCpuNonStreamingC32: number | undefined };
+  requestLog: RequestLogComparison;
 }): void {
   const path = `${repoRoot}docs/benchmarks.md`;
   const start = '<!-- bench:gateway:start -->';
@@ -575,6 +616,7 @@ function updateBenchmarksDoc(summary: {
     `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused} (each answered in p50 ${summary.lowBalance.refusalP50Ms} ms, p99 ${summary.lowBalance.refusalP99Ms} ms), other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     `Then, with the balance spent and nothing held (no refusal that a recall or a Settle could lift), ${summary.lowBalanceExhausted.sent} more requests: refused 402 ${summary.lowBalanceExhausted.refused}, each in p50 ${summary.lowBalanceExhausted.refusalP50Ms} ms, p99 ${summary.lowBalanceExhausted.refusalP99Ms} ms; admitted ${summary.lowBalanceExhausted.admitted}.`,
     `Per-class pricing and model alias lookup (bench/support/pricing-overhead.ts, the proxy's own functions in process, ${summary.pricingOverhead.iterations} requests): an alias resolved through both alias maps, a model with its own price sheet and a usage with every token class cost **${summary.pricingOverhead.classedUsPerRequest} µs of CPU per request** (a slug, flat prices and no classes: ${summary.pricingOverhead.plainUsPerRequest} µs), that is ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC1}% of the proxy's CPU per request at non-streaming c=1 and ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC32}% at c=32 (bound: 3%).`,
+    `Request log (PROXY_REQUEST_LOG on, as deployed, against a second proxy with it off; non-streaming c=32, ${summary.requestLog.rounds} turns each, alternating): proxy CPU **${summary.requestLog.onCpuMsPerRequest} ms / request on, ${summary.requestLog.offCpuMsPerRequest} ms off, ratio ${summary.requestLog.ratio} (${summary.requestLog.addedPercent >= 0 ? '+' : ''}${summary.requestLog.addedPercent}%)** (bound: +3%); turns on ${summary.requestLog.turns.on.join(', ')}, off ${summary.requestLog.turns.off.join(', ')} ms / request.`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
     end,
