@@ -65,3 +65,38 @@ describe('authenticate', () => {
     expect(codeOf(() => authenticate(snapshotWith({ status: 'suspended' }).snapshot, `Bearer ${key.secret}`))).toBe('organisation_suspended');
   });
 });
+
+describe('authenticate, retired keys (the request log)', () => {
+  it('refuses a key rotated away exactly as an unknown one, telling only the request log its project, for 7 days', () => {
+    const { snapshot } = snapshotWith();
+    const retired = issueSecret('apiKey');
+    const stale = issueSecret('apiKey');
+    const now = Date.now();
+    const withRetired: ConfigSnapshot = {
+      ...snapshot,
+      retiredKeysByHash: new Map([
+        [retired.hash, { keyHash: retired.hash, projectId: 'p1', retiredAtMs: now - 60_000 }],
+        [stale.hash, { keyHash: stale.hash, projectId: 'p1', retiredAtMs: now - 8 * 24 * 60 * 60 * 1000 }],
+      ]),
+    };
+    const attributed: string[] = [];
+    const attribute = (organisationId: string, projectId: string) => attributed.push(`${organisationId}/${projectId}`);
+    let refusal: unknown;
+    try {
+      authenticate(withRetired, `Bearer ${retired.secret}`, attribute);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(GatewayError);
+    expect((refusal as GatewayError).code).toBe('invalid_api_key');
+    expect((refusal as GatewayError).publicMessage).toBe(new GatewayError('invalid_api_key').publicMessage);
+    expect(attributed).toEqual(['o1/p1']);
+    // Past the window, or never known: refused with no attribution.
+    expect(codeOf(() => authenticate(withRetired, `Bearer ${stale.secret}`, attribute))).toBe('invalid_api_key');
+    expect(codeOf(() => authenticate(withRetired, `Bearer ${issueSecret('apiKey').secret}`, attribute))).toBe('invalid_api_key');
+    expect(attributed).toEqual(['o1/p1']);
+    // A live key is attributed too (and authenticates).
+    authenticate(withRetired, `Bearer ${key.secret}`, attribute);
+    expect(attributed).toEqual(['o1/p1', 'o1/p1']);
+  });
+});
