@@ -8,7 +8,7 @@ import type { Database, Queryable } from '@gateway/db';
 import type { Logger } from '@gateway/logger';
 
 /** Days after today that must have a partition (a day's partition exists before its first record). */
-export const requestLogDaysAhead = 2;
+const requestLogDaysAhead = 2;
 
 /** The name every day partition has: `request_log_p` + year + `_` + month + `_` + day. */
 const partitionNamePattern = /^request_log_p(\d{4})_(\d{2})_(\d{2})$/;
@@ -20,14 +20,14 @@ const dayPattern = /^(\d{4})-(\d{2})-(\d{2})$/;
 const ddlLockTimeoutMs = 200;
 
 /** The partition of a day, e.g. '2026-11-28' -> `request_log_p2026_11_28`. */
-export function requestLogPartitionName(day: string): string {
+function requestLogPartitionName(day: string): string {
   const match = dayPattern.exec(day);
   if (!match) throw new Error(`not a day: ${day}`);
   return `request_log_p${match[1]}_${match[2]}_${match[3]}`;
 }
 
 /** The day partitions that exist, by day ('2026-11-28'), sorted. */
-export async function requestLogDayPartitions(db: Queryable): Promise<string[]> {
+async function requestLogDayPartitions(db: Queryable): Promise<string[]> {
   const { rows } = await db.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'request_log'::regclass`,
   );
@@ -54,7 +54,7 @@ async function underRequestLogLock<T>(db: Database, work: (tx: Queryable) => Pro
  * the DEFAULT partition caught, then attached. Answers how many rows moved, or undefined when the
  * partition already existed.
  */
-export async function createRequestLogPartition(db: Database, day: string): Promise<bigint | undefined> {
+async function createRequestLogPartition(db: Database, day: string): Promise<bigint | undefined> {
   const name = requestLogPartitionName(day);
   return underRequestLogLock(db, async (tx) => {
     if ((await requestLogDayPartitions(tx)).includes(day)) return undefined;
@@ -77,7 +77,7 @@ export async function createRequestLogPartition(db: Database, day: string): Prom
 }
 
 /** Drops the partition of a day (retention): its records go. Answers whether it existed. */
-export async function dropRequestLogPartition(db: Database, day: string): Promise<boolean> {
+async function dropRequestLogPartition(db: Database, day: string): Promise<boolean> {
   const name = requestLogPartitionName(day);
   return underRequestLogLock(db, async (tx) => {
     if (!(await requestLogDayPartitions(tx)).includes(day)) return false;
@@ -87,7 +87,7 @@ export async function dropRequestLogPartition(db: Database, day: string): Promis
 }
 
 /** What one request-log maintenance pass did. */
-export interface RequestLogMaintenanceReport {
+interface RequestLogMaintenanceReport {
   /** Day partitions created, e.g. `request_log_p2026_11_30`. */
   created: string[];
   /** Rows moved out of the DEFAULT partition into their day's partition. */
@@ -103,7 +103,7 @@ export interface RequestLogMaintenanceReport {
  * `retentionDays` days before it are kept). Each step is its own short transaction; a step that
  * cannot get its lock in time fails the pass and leaves everything as it was (the next pass retries).
  */
-export async function maintainRequestLogPartitions(db: Database, retentionDays: number): Promise<RequestLogMaintenanceReport> {
+async function maintainRequestLogPartitions(db: Database, retentionDays: number): Promise<RequestLogMaintenanceReport> {
   const { rows: [today] } = await db.query<{ day: string }>(
     "SELECT to_char((now() AT TIME ZONE 'Asia/Kolkata')::date, 'YYYY-MM-DD') AS day",
   );
@@ -132,7 +132,7 @@ export async function maintainRequestLogPartitions(db: Database, retentionDays: 
 }
 
 /** How the request log's periodic maintenance runs. */
-export interface RequestLogMaintenanceOptions {
+interface RequestLogMaintenanceOptions {
   database: Database;
   logger: Logger;
   /** Days of records kept before today; 0 keeps every day (LEDGER_REQUEST_LOG_RETENTION_DAYS). */
@@ -142,7 +142,7 @@ export interface RequestLogMaintenanceOptions {
 }
 
 /** A running request-log maintenance. */
-export interface RequestLogMaintenance {
+interface RequestLogMaintenance {
   /** Runs one pass now (after a pass in progress); resolves with its report, or undefined when it failed (logged). */
   runNow(): Promise<RequestLogMaintenanceReport | undefined>;
   /** Stops the timer and waits for a pass in progress. */

@@ -9,7 +9,7 @@ import { isKnownTokenClass } from './token-classes.ts';
 import { idProblem, problemsOf } from './validation.ts';
 
 /** Most records one RecordRequests call may carry (the contract's bound). */
-export const maxRecordsPerCall = 1_000;
+const maxRecordsPerCall = 1_000;
 
 /** The API surfaces a record may name (request_log's CHECK). */
 const surfaces: ReadonlySet<string> = new Set(['chat_completions', 'responses', 'embeddings', 'messages']);
@@ -24,7 +24,7 @@ const controlCharacterPattern = /[\u0000-\u001f\u007f]/;
 const maxInt32 = 2_147_483_647;
 
 /** One token class of a recorded request, as the proxy sent it (its provider cost is not kept). */
-export interface RecordedTokenClass {
+interface RecordedTokenClass {
   tokenClass: string;
   /** Tokens of the class. */
   tokens: bigint;
@@ -33,7 +33,7 @@ export interface RecordedTokenClass {
 }
 
 /** One finished request as RecordRequests receives it (the proto's RequestRecord, decoded). */
-export interface RequestRecordInput {
+interface RequestRecordInput {
   requestId: string;
   organisationId: string;
   projectId: string;

@@ -31,7 +31,7 @@ export interface KeyEntry {
  * A key rotated away (revoked) within the last 7 days: it never authenticates, but a request
  * presenting it is recorded in its project's request log as a 401 (docs/proxy.md, "Request log").
  */
-export interface RetiredKeyEntry {
+interface RetiredKeyEntry {
   /** Lower-case hex SHA-256 of the whole key. */
   keyHash: string;
   projectId: string;

@@ -2,7 +2,10 @@ import { createLogger } from '@gateway/logger';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ledgerV1 } from '@gateway/contracts';
 import { describe, expect, it } from 'vitest';
-import { RequestLogRecorder, requestLogSurface, requestRecordOf, type RequestLogDropReason } from './request-log-recorder.ts';
+import { RequestLogRecorder, requestLogSurface, requestRecordOf } from './request-log-recorder.ts';
+
+/** Why the recorder gave records up (its onDropped's first argument). */
+type RequestLogDropReason = 'buffer_full' | 'refused';
 
 const logger = createLogger('proxy', 'silent');
 

@@ -12,13 +12,13 @@ import type { ClassUsage } from '../domain/token-classes.ts';
 import type { ProxyRoute } from '../telemetry/request-labels.ts';
 
 /** Sends one batch to the ledger (RecordRequests); throws the call's error when it fails. */
-export type RequestLogSend = (records: ledgerV1.RequestRecord[]) => Promise<unknown>;
+type RequestLogSend = (records: ledgerV1.RequestRecord[]) => Promise<unknown>;
 
 /** Why records were given up (the `reason` label of gateway_proxy_request_log_dropped_total). */
-export type RequestLogDropReason = 'buffer_full' | 'refused';
+type RequestLogDropReason = 'buffer_full' | 'refused';
 
 /** How the recorder buffers and sends. */
-export interface RequestLogRecorderOptions {
+interface RequestLogRecorderOptions {
   send: RequestLogSend;
   logger: Logger;
   /** Records sent per RecordRequests call (the ledger takes at most 1,000); default 500. */
@@ -45,7 +45,7 @@ export function requestLogSurface(route: ProxyRoute): string | undefined {
 }
 
 /** What a finished request tells the recorder (request-context.ts gathers it at the response's close). */
-export interface FinishedRequest {
+interface FinishedRequest {
   requestId: string;
   organisationId: string;
   projectId: string;

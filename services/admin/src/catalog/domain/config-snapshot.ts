@@ -28,7 +28,7 @@ export interface SnapshotRetiredApiKey {
 }
 
 /** How long after its revocation a key is still attributed to its project (the request log's 401), ms: 7 days. */
-export const retiredKeyWindowMs = 7 * 24 * 60 * 60 * 1000;
+const retiredKeyWindowMs = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * A gateway model with its upstream credential decrypted ('' when the upstream needs none) and
