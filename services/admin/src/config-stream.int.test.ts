@@ -214,7 +214,15 @@ describe('the config stream', () => {
       });
       // Acknowledged before the call returned.
       expect(proxy.acknowledgedVersions).toContain(delta.version);
+      // The old key as a retired one, for the request log's 401 (never to authenticate): its project and when.
+      expect(delta.retiredApiKeys.map(({ keyHash, projectId }) => ({ keyHash, projectId }))).toEqual([{ keyHash: oldHash, projectId: created.project.id }]);
+      expect(Math.abs(Number(delta.retiredApiKeys[0]!.retiredAtMs) - Date.now())).toBeLessThan(60_000);
     }
+    // A proxy that connects now gets it in its full snapshot too.
+    const late = connect('proxy-late', { autoAck: true });
+    const full = await late.next((update) => update.full);
+    expect(full.retiredApiKeys.map((key) => key.keyHash)).toContain(oldHash);
+    expect(full.apiKeys.map((key) => key.keyHash)).not.toContain(oldHash);
   });
 
   itPg('answers a proxy that reconnects (a proxy restart) with a full snapshot holding the latest changes', async () => {
@@ -285,19 +293,19 @@ describe('the config stream with a small message limit', () => {
 
       for (const _part of parts) proxy.ack(first.version);
 
-      // A rotation is two entries (the old hash removed, the new key added): two parts here,
-      // the key last. Acknowledging both completes the version: the call returns acknowledged.
+      // A rotation is three entries (the old hash removed, the old key as a retired one for the
+      // request log, the new key added): three parts here, the key last. Acknowledging all three
+      // completes the version: the call returns acknowledged.
       const projectId = (await small.request('GET', `/admin/v1/organisations/${organisation.id}/projects?limit=1`)).json.data[0].id;
       const rotate = async (after: bigint) => {
         const pendingCall = small.request('POST', `/admin/v1/projects/${projectId}/api-key-rotations`);
         const delta = await proxy.next((update) => update.version > after && update.removedKeyHashes.length > 0);
         await vi.waitFor(() => expect(partsOf(delta.version).some((part) => part.apiKeys.length > 0)).toBe(true));
-        expect(partsOf(delta.version).length).toBe(2);
+        expect(partsOf(delta.version).length).toBe(3);
         return { pendingCall, delta };
       };
       const acknowledged = await rotate(first.version);
-      proxy.ack(acknowledged.delta.version);
-      proxy.ack(acknowledged.delta.version);
+      for (let part = 0; part < 3; part += 1) proxy.ack(acknowledged.delta.version);
       const response = await acknowledged.pendingCall;
       expect(response.status).toBe(201);
       expect(response.headers.get('x-config-propagation')).toBeNull();
