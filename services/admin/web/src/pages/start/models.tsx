@@ -23,7 +23,7 @@ export function ModelsPage(props: PageProps) {
       <h1>Models</h1>
       <p class="hint">
         The models your API keys may call: send the slug (or an alias) as <span class="mono">model</span>.
-        Prices are per million tokens, in rupees, before GST; each request is charged for the tokens of each class it used.
+        Prices are per million tokens, in rupees; each request is charged for the tokens of each class it used.
       </p>
       <FormError error={error} />
       {answer === undefined ? (error === undefined ? <p role="status">Loading…</p> : null) : answer.data.length === 0 ? (
