@@ -126,7 +126,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('Quickstart and Mode
     for (const [title, text] of [['curl', curl], ['OpenAI SDK for JavaScript', openaiJs]] as const) {
       await page.getByRole('button', { name: `Copy ${title}` }).click();
       await page.getByRole('region', { name: title, exact: true }).getByRole('status').filter({ hasText: 'Copied' }).waitFor();
-      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(text);
+      expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(text);
     }
 
     // The curl sample as shown, with only the status code asked for after it.
