@@ -38,16 +38,26 @@ const demoSupplier = {
   INVOICE_SUPPLIER_ADDRESS: '1 Example Road, Bengaluru 560001, Karnataka (demo address: set INVOICE_SUPPLIER_* for real documents)',
 } as const;
 
-/** A free TCP port on the bind host, for a service whose port must be known before it starts (PROXY_HTTP_PORT=0). */
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
+/** Whether nothing listens on the bind host's `port` right now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
     const server = createServer();
-    server.once('error', reject);
-    server.listen(0, bindHost, () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
+    server.once('error', () => resolveFree(false));
+    server.listen(port, bindHost, () => server.close(() => resolveFree(true)));
   });
+}
+
+/**
+ * A free TCP port for a service whose port must be known before it starts (PROXY_HTTP_PORT=0):
+ * drawn below Linux's ephemeral range (32768-60999), so no outgoing connection made meanwhile
+ * (the admin's start takes seconds) can take it before the proxy listens.
+ */
+async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = 20_000 + randomInt(12_768);
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free port in 20000-32767 after 200 tries: set PROXY_HTTP_PORT');
 }
 
 /**
