@@ -7,6 +7,7 @@
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { ensureLocalPki, type ServiceRole } from '@gateway/grpc';
 import { createLogger } from '@gateway/logger';
@@ -24,6 +25,60 @@ const dataDir = resolve(env.DATA_DIR || '.data');
 const bindHost = env.BIND_HOST || '127.0.0.1';
 const demoUpstreamPort = Number(env.DEMO_UPSTREAM_PORT || 8788);
 const localPaymentsPort = Number(env.LOCAL_PAYMENTS_PORT || 8790);
+/** The host in the addresses the banner prints: BIND_HOST, or loopback when it is a wildcard (0.0.0.0, ::). */
+const shownHost = bindHost === '0.0.0.0' || bindHost === '::' ? '127.0.0.1' : bindHost.includes(':') ? `[${bindHost}]` : bindHost;
+
+/**
+ * Supplier details printed on the GST documents of a start without INVOICE_SUPPLIER_* (an
+ * operator's own values win): plainly a demonstration, so a PDF made on a trial machine shows
+ * neither a real business nor "set INVOICE_SUPPLIER_NAME" placeholders.
+ */
+const demoSupplier = {
+  INVOICE_SUPPLIER_NAME: 'Demo Gateway Operator (example only, not a real business)',
+  INVOICE_SUPPLIER_ADDRESS: '1 Example Road, Bengaluru 560001, Karnataka (demo address: set INVOICE_SUPPLIER_* for real documents)',
+} as const;
+
+/** Whether nothing listens on the bind host's `port` right now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
+    const server = createServer();
+    server.once('error', () => resolveFree(false));
+    server.listen(port, bindHost, () => server.close(() => resolveFree(true)));
+  });
+}
+
+/**
+ * A free TCP port for a service whose port must be known before it starts (PROXY_HTTP_PORT=0):
+ * drawn below Linux's ephemeral range (32768-60999), so no outgoing connection made meanwhile
+ * (the admin's start takes seconds) can take it before the proxy listens.
+ */
+async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    const port = 20_000 + randomInt(12_768);
+    if (await canListen(port)) return port;
+  }
+  throw new Error('no free port in 20000-32767 after 200 tries: set PROXY_HTTP_PORT');
+}
+
+/**
+ * A log destination that drops the admin's per-request access lines (level info, msg "request"),
+ * so the banner's once-only token and link stay in view while the dashboard is clicked through;
+ * failed requests (level error), warnings and every other line still print. Used only when the
+ * operator left LOG_LEVEL unset (set it, e.g. LOG_LEVEL=info, to see every request).
+ */
+const withoutAccessLines = {
+  write(line: string): void {
+    if (line.includes('"msg":"request"')) {
+      try {
+        const entry = JSON.parse(line) as { level?: number; msg?: string };
+        if (entry.level === 30 && entry.msg === 'request') return;
+      } catch {
+        // Not one JSON line: printed as it is.
+      }
+    }
+    process.stdout.write(line);
+  },
+};
 
 /**
  * The admin's encryption key for upstream credentials. In production it comes from a secret
@@ -84,6 +139,7 @@ function orDefault(name: string, fallback: string): string {
   return env[name] || fallback;
 }
 
+/** Prints the banner: a blank line, a rule, the lines, a rule. */
 function printBanner(lines: string[]): void {
   const rule = '─'.repeat(78);
   process.stdout.write(`\n${rule}\n${lines.join('\n')}\n${rule}\n\n`);
@@ -131,6 +187,14 @@ async function main(): Promise<void> {
   const logLevel = orDefault('LOG_LEVEL', 'info');
   const shared: Env = { ...env, DATA_DIR: dataDir, BIND_HOST: bindHost, LOG_LEVEL: logLevel };
   const tlsOf = await serviceTlsEnv();
+  // Each service reaches the others on loopback by the name its local certificate carries
+  // ("localhost"): a TLS client naming an IP address sets it as the SNI server name, which Node
+  // refuses (DEP0123). Under GRPC_INSECURE or the operator's own certificates, 127.0.0.1 as before.
+  const localPki = env.GRPC_INSECURE !== 'true' && !env.GRPC_TLS_CA_FILE && !env.GRPC_TLS_CERT_FILE && !env.GRPC_TLS_KEY_FILE;
+  const internalHost = localPki ? 'localhost' : '127.0.0.1';
+  // The proxy's port is chosen before the admin starts: the admin shows the proxy's address on the dashboard's Quickstart.
+  const proxyPort = orDefault('PROXY_HTTP_PORT', '8080') === '0' ? String(await freePort()) : orDefault('PROXY_HTTP_PORT', '8080');
+  const proxyUrl = `http://${shownHost}:${proxyPort}/v1`;
 
   const demoUpstream = await startFakeUpstream({ host: '127.0.0.1', port: demoUpstreamPort, name: 'demo' });
   running.push({ name: 'demo upstream', close: () => demoUpstream.close() });
@@ -165,7 +229,7 @@ async function main(): Promise<void> {
     { logger: createLogger('ledger', logLevel as 'info') },
   );
   running.push({ name: 'ledger', close: () => ledger.close() });
-  const ledgerUrl = `127.0.0.1:${ledger.ports.grpc}`;
+  const ledgerUrl = `${internalHost}:${ledger.ports.grpc}`;
 
   let bootstrapToken: string | undefined;
   let setupLink: string | undefined;
@@ -181,23 +245,26 @@ async function main(): Promise<void> {
       DEMO_UPSTREAM_URL: demoUpstream.baseUrl,
       // The demo upstream lives on loopback; a production admin keeps this false (SSRF guard).
       ADMIN_ALLOW_PRIVATE_UPSTREAMS: orDefault('ADMIN_ALLOW_PRIVATE_UPSTREAMS', 'true'),
+      ADMIN_PROXY_PUBLIC_URL: orDefault('ADMIN_PROXY_PUBLIC_URL', proxyUrl),
+      INVOICE_SUPPLIER_NAME: orDefault('INVOICE_SUPPLIER_NAME', demoSupplier.INVOICE_SUPPLIER_NAME),
+      INVOICE_SUPPLIER_ADDRESS: orDefault('INVOICE_SUPPLIER_ADDRESS', demoSupplier.INVOICE_SUPPLIER_ADDRESS),
       // Top-ups work out of the box: without the operator's GSTIN their documents are development
       // documents (printed as not valid for GST); setting INVOICE_SUPPLIER_GSTIN makes them real.
       INVOICE_DEVELOPMENT_MODE: orDefault('INVOICE_DEVELOPMENT_MODE', env.INVOICE_SUPPLIER_GSTIN ? 'false' : 'true'),
     }),
     {
-      logger: createLogger('admin', logLevel as 'info'),
+      logger: env.LOG_LEVEL ? createLogger('admin', logLevel as 'info') : createLogger('admin', logLevel as 'info', withoutAccessLines),
       onBootstrapToken: (secret) => { bootstrapToken = secret; },
       onSetupLink: (url) => { setupLink = url; },
     },
   );
 
   running.push({ name: 'admin', close: () => admin.close() });
-  localPayments?.setWebhookUrl(`http://${bindHost}:${admin.ports.http}/webhooks/razorpay`);
+  localPayments?.setWebhookUrl(`http://${shownHost}:${admin.ports.http}/webhooks/razorpay`);
 
   const proxy = await createProxyApp(
-    loadProxyConfig({ ...shared, ...tlsOf('proxy'), ADMIN_GRPC_URL: `127.0.0.1:${admin.ports.grpc}`, LEDGER_GRPC_URL: ledgerUrl,
-      PROXY_METRICS_PORT: orDefault('PROXY_METRICS_PORT', '0'),
+    loadProxyConfig({ ...shared, ...tlsOf('proxy'), ADMIN_GRPC_URL: `${internalHost}:${admin.ports.grpc}`, LEDGER_GRPC_URL: ledgerUrl,
+      PROXY_HTTP_PORT: proxyPort, PROXY_METRICS_PORT: orDefault('PROXY_METRICS_PORT', '0'),
     }),
     { logger: createLogger('proxy', logLevel as 'info') },
   );
@@ -210,20 +277,19 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 50));
   }
 
-  const proxyUrl = `http://${bindHost}:${proxy.ports.http}/v1`;
-  const adminUrl = `http://${bindHost}:${admin.ports.http}/admin/v1`;
-  const dashboardUrl = `http://${bindHost}:${admin.ports.http}/`;
+  const adminUrl = `http://${shownHost}:${admin.ports.http}/admin/v1`;
+  const dashboardUrl = `http://${shownHost}:${admin.ports.http}/`;
   const lines = [
     'The gateway is running.',
     `  OpenAI-compatible API:  ${proxyUrl}`,
     `  Dashboard:              ${dashboardUrl}`,
     `  Admin API:              ${adminUrl}   (OpenAPI: ${adminUrl}/openapi.json)`,
-    `  Demo upstream:          ${demoUpstream.baseUrl}   (built-in demo; gateway model "demo")`,
+    `  Demo upstream:          ${demoUpstream.baseUrl}   (built-in demo; gateway models "demo" and "demo-embedding")`,
     `  Payments:               ${localPayments ? `local provider at ${localPayments.url}   (a stand-in for Razorpay; no money moves)` : `${env.PAYMENT_PROVIDER} (PAYMENT_PROVIDER)`}`,
     `  Data:                   ${env.DATABASE_URL ? 'PostgreSQL at DATABASE_URL' : `embedded PGlite in ${dataDir}`}`,
     `  Internal gRPC:          ${env.GRPC_INSECURE === 'true' ? 'PLAINTEXT (GRPC_INSECURE=true)' : env.GRPC_TLS_CERT_FILE ? 'mTLS with your GRPC_TLS_* files' : `mTLS, local CA in ${join(dataDir, 'pki')}`}`,
     `  Rate limiter:           ${env.REDIS_URL ? 'Redis at REDIS_URL' : 'in-process (set REDIS_URL to share it between replicas)'}`,
-    `  GST documents:          ${env.INVOICE_SUPPLIER_GSTIN ? `supplier GSTIN ${env.INVOICE_SUPPLIER_GSTIN}` : 'development documents, not valid for GST (set INVOICE_SUPPLIER_* before selling)'}`,
+    `  GST documents:          ${env.INVOICE_SUPPLIER_GSTIN ? `supplier GSTIN ${env.INVOICE_SUPPLIER_GSTIN}` : `development documents, not valid for GST${env.INVOICE_SUPPLIER_NAME ? '' : ', demo supplier'} (set INVOICE_SUPPLIER_* before selling)`}`,
   ];
   if (bootstrapToken) {
     lines.push(
@@ -234,7 +300,7 @@ async function main(): Promise<void> {
       '',
       'Next: create an organisation, credit it and create a project (README, "Walkthrough"):',
       `  curl -s ${adminUrl}/organisations -H "Authorization: Bearer $GATEWAY_ADMIN_TOKEN" \\`,
-      `    -H 'content-type: application/json' -d '{"name":"Acme","allowed_gateway_models":["demo"]}'`,
+      `    -H 'content-type: application/json' -d '{"name":"Acme","allowed_gateway_models":["demo","demo-embedding"]}'`,
     );
   } else {
     lines.push('', 'Use the platform-admin token printed at first start (README, "Walkthrough").');
@@ -248,7 +314,7 @@ async function main(): Promise<void> {
       `  ${setupLink}`,
     );
   }
-  lines.push('', 'Stop with Ctrl-C.');
+  lines.push('', `In the dashboard, Quickstart shows each member the API's address, a key and code samples (${dashboardUrl}#/quickstart).`, 'Stop with Ctrl-C.');
   printBanner(lines);
 }
 

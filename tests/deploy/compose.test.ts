@@ -115,6 +115,7 @@ const composeText = readFileSync(new URL('compose.yaml', repoRoot), 'utf8');
  */
 const valuesOfTheMachine: Record<string, string> = {
   ADMIN_PUBLIC_URL: 'the address people open: the published admin port, not the Ingress host',
+  ADMIN_PROXY_PUBLIC_URL: 'the API\'s address customers call: the published proxy port, not the Ingress host',
   ADMIN_TRUST_PROXY: 'no ingress controller in front, so no forwarded header is believed',
   PROXY_REPLICAS: 'one proxy: the overlays copy the autoscaler\'s ceiling, compose runs a single replica',
 };

@@ -132,6 +132,8 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
       ...common, ...serviceTlsEnv(pki, 'admin'),
       ADMIN_HTTP_PORT: String(adminHttp), ADMIN_METRICS_PORT: String(adminMetrics), ADMIN_GRPC_PORT: String(adminGrpc), LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
       ADMIN_ENCRYPTION_KEY: randomBytes(32).toString('base64'), ADMIN_BOOTSTRAP_TOKEN: adminToken, ADMIN_ALLOW_PRIVATE_UPSTREAMS: 'true',
+      // The first proxy's /v1 base, which the dashboard's Quickstart shows.
+      ADMIN_PROXY_PUBLIC_URL: `http://127.0.0.1:${proxyPorts[0]}/v1`,
       ...options.adminEnv,
     });
     services.push(adminService);

@@ -10,6 +10,7 @@ import { catalogSettingsFrom } from './catalog/catalog-settings.ts';
 import { createGatewayModelsService } from './catalog/domain/gateway-models-service.ts';
 import type { LedgerPort } from './common/domain/ledger-port.ts';
 import { createModelAliasesService } from './catalog/domain/model-aliases-service.ts';
+import { createOrganisationModelsService } from './catalog/domain/organisation-models.ts';
 import { createOrganisationsService } from './tenancy/domain/organisations-service.ts';
 import { createProjectBudgetsService } from './tenancy/domain/project-budgets-service.ts';
 import { createProjectsService } from './tenancy/domain/projects-service.ts';
@@ -86,6 +87,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     catalog: {
       ...createGatewayModelsService({ db, cipher, publisher, settings: catalogSettingsFrom(deps.config), resolveHost: deps.resolveHost }),
       ...createModelAliasesService({ db, publisher, access }),
+      ...createOrganisationModelsService({ db, access, settings: catalogSettingsFrom(deps.config) }),
     },
     people: createPeopleService({
       db, access, settings: peopleSettingsFrom(deps.config), logger: deps.logger, mailer: createMailer(smtpSettingsFrom(deps.config)),

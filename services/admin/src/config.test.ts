@@ -174,6 +174,15 @@ describe('loadAdminConfig', () => {
     expect(() => loadAdminConfig({ ...base, GST_EXPORT_MODE: 'zero' })).toThrow(/GST_EXPORT_MODE/);
   });
 
+  it('reads the proxy\'s public /v1 base URL without a trailing slash, and refuses one that is not a /v1 base', () => {
+    expect(loadAdminConfig({ ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_PROXY_PUBLIC_URL: 'https://gateway.example.com/v1/' }).ADMIN_PROXY_PUBLIC_URL)
+      .toBe('https://gateway.example.com/v1');
+    expect(loadAdminConfig({ ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey }).ADMIN_PROXY_PUBLIC_URL).toBeUndefined();
+    for (const wrong of ['https://gateway.example.com', 'https://gateway.example.com/v1?x=1', 'ftp://gateway.example.com/v1', 'https://u:p@gateway.example.com/v1']) {
+      expect(() => loadAdminConfig({ ...tls, ADMIN_ENCRYPTION_KEY: encryptionKey, ADMIN_PROXY_PUBLIC_URL: wrong })).toThrow(/ADMIN_PROXY_PUBLIC_URL/);
+    }
+  });
+
   it('requires the encryption key', () => {
     expect(() => loadAdminConfig({})).toThrow(/ADMIN_ENCRYPTION_KEY: is required/);
   });

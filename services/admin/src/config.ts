@@ -85,6 +85,17 @@ export const adminConfigSchema = z.object({
   LEDGER_BUDGET_CALL_TIMEOUT_MS: commonEnv.durationMs(30_000),
   /** The dashboard's address as people reach it (links in invitations and the setup link); default http://BIND_HOST:ADMIN_HTTP_PORT. */
   ADMIN_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
+  /**
+   * The proxy's public base URL as customers call it, ending in /v1 (e.g. https://gateway.example.com/v1):
+   * the dashboard's Quickstart and Models pages show it and fill it into code samples; unset: they say to ask the operator.
+   */
+  ADMIN_PROXY_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
+    .transform((value) => value.replace(/\/+$/, ''))
+    .refine((value) => {
+      const url = new URL(value);
+      return url.pathname.endsWith('/v1') && url.search === '' && url.hash === '' && url.username === '' && url.password === '';
+    }, { error: 'must be the proxy\'s /v1 base URL without query or credentials, e.g. https://gateway.example.com/v1' })
+    .optional(),
   /** Email of the first platform-admin person, created with a one-time setup link when nobody exists yet. */
   ADMIN_SETUP_EMAIL: z.email({ error: 'must be an email address' }).default('admin@localhost'),
   /** A session ends after this long without a request, ms. */

@@ -6,6 +6,7 @@ import { paymentReversalRoutes } from '../../billing/http/payment-reversal-route
 import { refundRoutes } from '../../billing/http/refund-routes.ts';
 import { gatewayModelRoutes } from '../../catalog/http/gateway-model-routes.ts';
 import { modelAliasRoutes } from '../../catalog/http/model-alias-routes.ts';
+import { organisationModelRoutes } from '../../catalog/http/organisation-model-routes.ts';
 import { invoiceRoutes } from '../../invoicing/http/invoice-routes.ts';
 import { peopleRoutes } from '../../people/http/people-routes.ts';
 import { analyticsRoutes } from '../../platform/http/analytics-routes.ts';
@@ -37,6 +38,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     ...peopleRoutes(),
     ...alertRoutes(),
     ...modelAliasRoutes(),
+    ...organisationModelRoutes(),
     ...analyticsRoutes(),
     ...billingRoutes(),
     ...invoiceRoutes(),

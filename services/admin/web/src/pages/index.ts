@@ -1,7 +1,7 @@
 // The dashboard's pages after sign-in: the path each answers (hash routes, "#/projects"), its title
 // in the navigation, and who may open it. Sign-in and links (#/link/<token>) are the shell's. The
 // pages sit in one folder per business area of the admin (tenancy, catalog, people, billing,
-// invoicing, alerts, platform); common/ holds the rupee and IST date text several areas use.
+// invoicing, alerts, platform; start/ holds the Quickstart and Models pages); common/ holds the rupee and IST date text several areas use.
 import type { FunctionComponent } from 'preact';
 import type { PageProps } from '../page-props.ts';
 import { AlertsPage } from './alerts/alerts.tsx';
@@ -10,9 +10,11 @@ import { BillingPage } from './billing/billing.tsx';
 import { InvoicesPage } from './invoicing/invoices.tsx';
 import { MembersPage } from './people/members.tsx';
 import { ModelAliasesPage } from './catalog/model-aliases.tsx';
+import { ModelsPage } from './start/models.tsx';
 import { OverviewPage } from './tenancy/overview.tsx';
 import { PlatformPage } from './platform/platform.tsx';
 import { ProjectsPage } from './tenancy/projects.tsx';
+import { QuickstartPage } from './start/quickstart.tsx';
 import { UsagePage } from './platform/usage.tsx';
 
 /** One page of the dashboard. */
@@ -32,6 +34,8 @@ export interface PageRoute {
 /** Every page, in navigation order. */
 export const pageRoutes: PageRoute[] = [
   { path: '/overview', title: 'Overview', component: OverviewPage, access: { operation: 'getBalance' } },
+  { path: '/quickstart', title: 'Quickstart', component: QuickstartPage, access: { operation: 'listOrganisationModels' } },
+  { path: '/models', title: 'Models', component: ModelsPage, access: { operation: 'listOrganisationModels' } },
   { path: '/projects', title: 'Projects', component: ProjectsPage, access: { operation: 'listProjects' } },
   { path: '/usage', title: 'Usage', component: UsagePage, access: { operation: 'listUsage' } },
   { path: '/alerts', title: 'Alerts', component: AlertsPage, access: { operation: 'listAlerts' } },
