@@ -4,10 +4,10 @@
 export const requestSurfaces = ['chat_completions', 'responses', 'embeddings', 'messages'] as const;
 
 /** One API surface of the proxy. */
-export type RequestSurface = (typeof requestSurfaces)[number];
+type RequestSurface = (typeof requestSurfaces)[number];
 
 /** One token price class of a logged request: its tokens and customer cost, µ₹. */
-export interface RequestTokenClass {
+interface RequestTokenClass {
   /** e.g. `cached_input`, `reasoning` (docs/api-conventions.md, "Token classes"). */
   tokenClass: string;
   tokens: bigint;

@@ -13,6 +13,7 @@ import { ModelAliasesPage } from './catalog/model-aliases.tsx';
 import { OverviewPage } from './tenancy/overview.tsx';
 import { PlatformPage } from './platform/platform.tsx';
 import { ProjectsPage } from './tenancy/projects.tsx';
+import { RequestsPage } from './platform/requests.tsx';
 import { UsagePage } from './platform/usage.tsx';
 
 /** One page of the dashboard. */
@@ -34,6 +35,7 @@ export const pageRoutes: PageRoute[] = [
   { path: '/overview', title: 'Overview', component: OverviewPage, access: { operation: 'getBalance' } },
   { path: '/projects', title: 'Projects', component: ProjectsPage, access: { operation: 'listProjects' } },
   { path: '/usage', title: 'Usage', component: UsagePage, access: { operation: 'listUsage' } },
+  { path: '/requests', title: 'Requests', component: RequestsPage, access: { operation: 'listRequests' } },
   { path: '/alerts', title: 'Alerts', component: AlertsPage, access: { operation: 'listAlerts' } },
   { path: '/members', title: 'Members', component: MembersPage, access: { operation: 'listMembers' } },
   { path: '/billing', title: 'Billing', component: BillingPage, access: { operation: 'listTopUps' } },
