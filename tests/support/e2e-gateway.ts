@@ -66,6 +66,8 @@ export interface E2eGateway {
   proxyBases: string[];
   /** Base URL of the admin's `/admin/v1`. */
   adminBase: string;
+  /** The services' PostgreSQL database (each service in its own schema), for tests that read rows. */
+  databaseUrl: string;
   organisationId: string;
   apiKey: string;
   /** The gateway model slug the organisation may use. */
@@ -175,7 +177,7 @@ export async function startE2eGateway(options: E2eGatewayOptions): Promise<E2eGa
     const proxyBases = proxyPorts.map((port) => `http://127.0.0.1:${port}/v1`);
 
     return {
-      upstream, services, proxyBases, adminBase, organisationId, apiKey, modelSlug, adminToken, upstreamCredential, admin, adminRequest,
+      upstream, services, proxyBases, adminBase, databaseUrl: database.url, organisationId, apiKey, modelSlug, adminToken, upstreamCredential, admin, adminRequest,
       async settledBalance(id = organisationId) {
         const deadline = Date.now() + 15_000;
         for (;;) {

@@ -247,7 +247,7 @@ function RequestTable(props: { records: RequestRecord[]; projectName: Map<string
   return (
     <>
       <p class="hint scroll-hint" aria-hidden="true">Scroll the table sideways to see every column →</p>
-      <div class="table-scroll" role="region" aria-label={caption} tabIndex={0}>
+      <div class="table-scroll request-scroll" role="region" aria-label={caption} tabIndex={0}>
         <table class="request-table">
           <caption class="visually-hidden">{caption}</caption>
           <thead>
