@@ -115,8 +115,8 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the request log in 
     const tokens = `${indianDigits(row.inputTokens)} in / ${indianDigits(row.outputTokens)} out`
       + (row.classes ?? []).map(([name, count]) => `${name.replaceAll('_', ' ')} ${indianDigits(count)}`).join('');
     return [
-      istText(seededAtMs - row.agoMs), projectNames[row.project], surfaceNames[row.surface], modelSlug,
-      `${row.status}${failed ? ' failed' : ''}${row.errorCode ?? ''}`, row.stream ? 'Stream' : 'No',
+      istText(seededAtMs - row.agoMs), projectNames[row.project], `${surfaceNames[row.surface]}${row.stream ? 'stream' : ''}`, modelSlug,
+      `${row.status}${failed ? ' failed' : ''}${row.errorCode ?? ''}`,
       msText(row.latencyMs), msText(row.ttftMs), tokens, exactRupeesText(row.costMicros), `Details of request ${row.requestId}`,
     ];
   }

@@ -216,6 +216,14 @@ function RequestFilters(props: {
   );
 }
 
+/** A request's start in IST to the millisecond, the day and the time each kept on one line (the text reads as one). */
+function TimeCell(props: { iso: string }) {
+  const text = istMillisecond(props.iso);
+  const comma = text.indexOf(', ');
+  if (comma < 0) return <>{text}</>;
+  return <><span class="keep-line">{text.slice(0, comma + 1)}</span> <span class="keep-line">{text.slice(comma + 2)}</span></>;
+}
+
 /** A request's status as a pill (failed ones marked in words as well as colour) and its error code. */
 function StatusCell(props: { record: RequestRecord }) {
   const { record } = props;
@@ -254,10 +262,9 @@ function RequestTable(props: { records: RequestRecord[]; projectName: Map<string
             <tr>
               <th scope="col">Time (IST)</th>
               <th scope="col">Project</th>
-              <th scope="col">API</th>
+              <th scope="col">API<span class="visually-hidden"> and stream</span></th>
               <th scope="col">Model</th>
               <th scope="col">Status</th>
-              <th scope="col">Stream</th>
               <th scope="col" class="numeric">Latency</th>
               <th scope="col" class="numeric">First token</th>
               <th scope="col" class="numeric">Tokens</th>
@@ -268,12 +275,14 @@ function RequestTable(props: { records: RequestRecord[]; projectName: Map<string
           <tbody>
             {props.records.map((record) => (
               <tr key={record.request_id} class={requestFailed(record) ? 'request-failed' : undefined} data-request-id={record.request_id}>
-                <td class="nowrap">{istMillisecond(record.started_at)}</td>
+                <td><TimeCell iso={record.started_at} /></td>
                 <td>{props.projectName.get(record.project_id) ?? <span class="mono small">{record.project_id}</span>}</td>
-                <td>{surfaceLabels[record.surface] ?? record.surface}</td>
-                <td><span class="mono">{record.model === '' ? '—' : record.model}</span></td>
+                <td>
+                  {surfaceLabels[record.surface] ?? record.surface}
+                  {record.stream ? <div><span class="pill">stream</span></div> : null}
+                </td>
+                <td class="nowrap"><span class="mono">{record.model === '' ? '—' : record.model}</span></td>
                 <td><StatusCell record={record} /></td>
-                <td>{record.stream ? 'Stream' : 'No'}</td>
                 <td class="numeric">{durationText(record.latency_ms)}</td>
                 <td class="numeric">{durationText(record.time_to_first_token_ms)}</td>
                 <td class="numeric"><TokensCell record={record} /></td>
