@@ -8,11 +8,11 @@ describe('ledgerMethodRoles', () => {
     expect(Object.keys(ledgerMethodRoles).sort()).toEqual(Object.keys(ledgerV1.LedgerServiceService).sort());
   });
 
-  it('lets the proxy only hold and resolve reservations and grants, and the admin only everything else', () => {
+  it('lets the proxy only hold and resolve reservations and grants (and record its requests), and the admin only everything else', () => {
     const byRole = (role: string) => Object.entries(ledgerMethodRoles).filter(([, roles]) => (roles as readonly string[]).includes(role)).map(([method]) => method).sort();
-    expect(byRole('proxy')).toEqual(['acquireGrant', 'adjustGrant', 'checkpoint', 'operate', 'release', 'reserve', 'settle']);
+    expect(byRole('proxy')).toEqual(['acquireGrant', 'adjustGrant', 'checkpoint', 'operate', 'recordRequests', 'release', 'reserve', 'settle']);
     expect(byRole('admin')).toEqual([
-      'credit', 'getBalance', 'getProjectSpend', 'listBudgetAlerts', 'listUsage', 'openAccount', 'refundCredit',
+      'credit', 'getBalance', 'getProjectSpend', 'getRequest', 'listBudgetAlerts', 'listProjectSpends', 'listRequests', 'listUsage', 'openAccount', 'refundCredit',
       'reverseRefund', 'setProjectBudget', 'summarizeUsage', 'verify', 'watchBudgetAlerts',
     ]);
     expect(byRole('ledger')).toEqual([]);
