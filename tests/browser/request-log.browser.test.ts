@@ -259,6 +259,17 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the request log in 
     await page.getByRole('dialog', { name: 'Request details' }).getByRole('alert').filter({ hasText: /no request/i }).waitFor();
   });
 
+  it('tells a member of an organisation with no requests yet what to do next', async () => {
+    const quiet = await admin('POST', '/organisations', { name: 'Quiet Traders', allowed_gateway_models: [modelSlug] });
+    const invitation = await admin('POST', `/organisations/${quiet.id as string}/invitations`, { email: 'kabir.quiet@example.test', role: 'developer' });
+    const quietPage = await newPersonPage(browser, stack.origin, contexts);
+    await acceptLink(quietPage, invitation.link as string, 'Kabir Das');
+    await quietPage.goto('/#/requests');
+    await quietPage.getByText('No requests yet.').waitFor();
+    await quietPage.getByText(/make a request to the gateway with an api key from/i).getByRole('link', { name: 'Projects' }).click();
+    await quietPage.getByRole('heading', { level: 1, name: /^projects$/i }).waitFor();
+  });
+
   it('works 390 px wide: the table scrolls in its own box with a hint, and the page does not scroll sideways', async () => {
     const narrowContext = await browser.newContext({ baseURL: stack.origin, viewport: { width: 390, height: 844 }, timezoneId: 'Asia/Kolkata', locale: 'en-IN' });
     narrowContext.setDefaultTimeout(uiTimeout);
