@@ -270,6 +270,29 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the request log in 
     await quietPage.getByRole('heading', { level: 1, name: /^projects$/i }).waitFor();
   });
 
+  it('loads older requests 50 at a time with "Load more", none twice', async () => {
+    const busy = await admin('POST', '/organisations', { name: 'Busy Traders', allowed_gateway_models: [modelSlug] });
+    const project = await admin('POST', `/organisations/${busy.id as string}/projects`, { name: 'Batch' });
+    // 55 requests one second apart, request ids busy-01 (oldest) .. busy-55 (newest).
+    await ledgerDb.query(
+      `INSERT INTO request_log (request_id, organisation_id, project_id, surface, model_slug, status, stream, started_at, latency_ms, cost_micros)
+       SELECT 'busy-' || lpad(n::text, 2, '0'), $1, $2, 'chat_completions', $3, 200, false, now() - (56 - n) * interval '1 second', n, n
+       FROM generate_series(1, 55) AS n`,
+      [busy.id, project.project.id, modelSlug],
+    );
+    const invitation = await admin('POST', `/organisations/${busy.id as string}/invitations`, { email: 'anil.busy@example.test', role: 'viewer' });
+    const busyPage = await newPersonPage(browser, stack.origin, contexts);
+    await acceptLink(busyPage, invitation.link as string, 'Anil Kumar');
+    await busyPage.goto('/#/requests');
+    const ids = () => busyPage.locator('tbody tr[data-request-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-request-id')));
+    const newestFirst = Array.from({ length: 55 }, (_, index) => `busy-${String(55 - index).padStart(2, '0')}`);
+    expect(await waitForValue(async () => { const shown = await ids(); return shown.length === 50 ? shown : undefined; })).toEqual(newestFirst.slice(0, 50));
+    await busyPage.getByRole('button', { name: 'Load more' }).click();
+    expect(await waitForValue(async () => { const shown = await ids(); return shown.length === 55 ? shown : undefined; })).toEqual(newestFirst);
+    await busyPage.getByText('That is every request.').waitFor();
+    expect(await busyPage.getByRole('button', { name: 'Load more' }).count()).toBe(0);
+  });
+
   it('works 390 px wide: the table scrolls in its own box with a hint, and the page does not scroll sideways', async () => {
     const narrowContext = await browser.newContext({ baseURL: stack.origin, viewport: { width: 390, height: 844 }, timezoneId: 'Asia/Kolkata', locale: 'en-IN' });
     narrowContext.setDefaultTimeout(uiTimeout);
