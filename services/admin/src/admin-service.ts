@@ -17,6 +17,7 @@ import { createProjectsService } from './tenancy/domain/projects-service.ts';
 import { tenancySettingsFrom } from './tenancy/tenancy-settings.ts';
 import { createResourceAccess } from './common/domain/resource-access.ts';
 import { createUsageService } from './platform/domain/usage-service.ts';
+import { createRequestLogService } from './platform/domain/request-log-service.ts';
 import type { AdminConfig } from './config.ts';
 import { createAlertsService } from './alerts/domain/alerts-service.ts';
 import { alertsSettingsFrom } from './alerts/alerts-settings.ts';
@@ -109,6 +110,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     }),
     platform: {
       ...createUsageService({ ledger, access }),
+      ...createRequestLogService({ ledger, access }),
       ...createAuditService({ db, access }),
       ...createAnalyticsService({ db, ledger, access }),
     },

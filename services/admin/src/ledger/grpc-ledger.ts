@@ -4,6 +4,7 @@ import { GatewayError, fromGrpcError } from '@gateway/errors';
 import { callUnary, channelCredentials, clientChannelOptions, type GrpcTransportSecurity } from '@gateway/grpc';
 import type { LedgerPort } from '../common/domain/ledger-port.ts';
 import { ledgerReads } from './ledger-reads.ts';
+import { ledgerRequestLog } from './ledger-request-log.ts';
 import type { LedgerCall } from './ledger-results.ts';
 import { ledgerWrites } from './ledger-writes.ts';
 
@@ -46,6 +47,7 @@ export function createGrpcLedger(options: {
   return {
     ...ledgerWrites(client, call, options.budgetCallTimeoutMs ?? options.callTimeoutMs),
     ...ledgerReads(client, call),
+    ...ledgerRequestLog(client, call),
     close() {
       client.close();
     },

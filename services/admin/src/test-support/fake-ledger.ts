@@ -2,6 +2,7 @@ import { status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '
 import { ledgerV1 } from '@gateway/contracts';
 import { createGrpcServer, startGrpcServer, stopGrpcServer } from '@gateway/grpc';
 import { sharedTestPki, testTransportSecurity } from '@gateway/testkit';
+import { fakeRequestLogHandlers } from './fake-request-log.ts';
 
 /**
  * A small in-memory LedgerService peer served over real grpc-js on port 0, for the admin's
@@ -26,6 +27,8 @@ export interface FakeLedger {
   reversals: Map<string, { organisationId: string; refundId: string; amountMicros: bigint; reason: string }>;
   /** Usage records the tests seed; ListUsage serves them. */
   usage: ledgerV1.UsageRecord[];
+  /** Request-log records the tests seed; ListRequests and GetRequest serve them (fake-request-log.ts). */
+  requests: ledgerV1.RequestRecord[];
   /** Project budgets by project id (cap µ₹, soft-alert percent); SetProjectBudget with cap 0 deletes. */
   budgets: Map<string, { organisationId: string; monthlyCapMicros: bigint; softAlertPercent: number }>;
   /** Project spend this month by project id, µ₹, as the tests seed it; GetProjectSpend serves it. */
@@ -53,6 +56,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const refunds: FakeLedger['refunds'] = new Map();
   const reversals: FakeLedger['reversals'] = new Map();
   const usage: ledgerV1.UsageRecord[] = [];
+  const requests: ledgerV1.RequestRecord[] = [];
   const budgets: FakeLedger['budgets'] = new Map();
   const spend: FakeLedger['spend'] = new Map();
   const budgetRequests: FakeLedger['budgetRequests'] = new Map();
@@ -270,8 +274,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
     verify: unimplemented,
     listProjectSpends: unimplemented,
     recordRequests: unimplemented,
-    listRequests: unimplemented,
-    getRequest: unimplemented,
+    ...fakeRequestLogHandlers(requests, unary),
     watchBudgetAlerts: (call) => {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });
     },
@@ -286,7 +289,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
   const port = await startGrpcServer(server, '127.0.0.1', 0, testTransportSecurity(await sharedTestPki(), 'ledger'));
   return {
     target: `127.0.0.1:${port}`,
-    accounts, credits, refunds, reversals, usage, budgets, spend, budgetRequests, budgetAlerts, calls,
+    accounts, credits, refunds, reversals, usage, requests, budgets, spend, budgetRequests, budgetAlerts, calls,
     failNext: (method) => { failing.add(method); },
     close: () => stopGrpcServer(server, 1_000),
   };

@@ -49,3 +49,7 @@ export function createPerform(logger: Logger): Perform {
     }
   };
 }
+
+// The request log's reads (the dashboard's Requests page) are reads like the others: debug.
+readMethods.add('ListRequests');
+readMethods.add('GetRequest');

@@ -17,6 +17,7 @@ import {
   creditResults, openAccountResults, refundCreditResults, reverseRefundResults, setProjectBudgetResults,
 } from './ledger-proto-tables.ts';
 import { createReadHandlers, type HandleUnary } from './ledger-read-handlers.ts';
+import { createRequestLogReadHandlers } from './ledger-request-log-handlers.ts';
 import { createOperateStreams } from './operate-stream.ts';
 import { createRecallPush } from './recall-push.ts';
 import { createRecordRequestsHandler } from './record-requests-handler.ts';
@@ -79,8 +80,7 @@ export function createLedgerGrpcService(
     // BASE-BRANCH PLACEHOLDERS (issue 28 contract commit): each helper replaces its own before merge.
     listProjectSpends: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListProjectSpends' }),
     ...createRecordRequestsHandler(db, handle),
-    listRequests: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListRequests' }),
-    getRequest: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'GetRequest' }),
+    ...createRequestLogReadHandlers(db, handle),
 
     openAccount: handle<ledgerV1.OpenAccountRequest, ledgerV1.OpenAccountResponse>('OpenAccount', async (request) => {
       const outcome = await openAccount(db, request.organisationId);

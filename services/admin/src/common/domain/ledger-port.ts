@@ -1,10 +1,11 @@
 import type { Balance, LedgerBudgetAlert, ProjectSpend, UsageRecord, UsageSummaryRow } from './admin-records.ts';
+import type { RequestLogPort } from './request-log-port.ts';
 
 /**
  * What the admin needs from the ledger. Implementations turn every non-OK result into a
  * GatewayError from the catalogue (e.g. an unknown organisation becomes `not_found`).
  */
-export interface LedgerPort {
+export interface LedgerPort extends RequestLogPort {
   /** Opens an organisation's wallet account; idempotent on the id. */
   openAccount(organisationId: string): Promise<void>;
   /**

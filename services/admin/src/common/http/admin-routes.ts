@@ -11,6 +11,7 @@ import { invoiceRoutes } from '../../invoicing/http/invoice-routes.ts';
 import { peopleRoutes } from '../../people/http/people-routes.ts';
 import { analyticsRoutes } from '../../platform/http/analytics-routes.ts';
 import { auditRoutes, usageRecordRoutes, usageSummaryRoutes } from '../../platform/http/platform-routes.ts';
+import { requestLogRoutes } from '../../platform/http/request-log-routes.ts';
 import {
   adminTokenRoutes, organisationRoutes, projectKeyAndBudgetRoutes, projectRoutes,
 } from '../../tenancy/http/tenancy-routes.ts';
@@ -40,6 +41,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     ...modelAliasRoutes(),
     ...organisationModelRoutes(),
     ...analyticsRoutes(),
+    ...requestLogRoutes(),
     ...billingRoutes(),
     ...invoiceRoutes(),
     ...refundRoutes(),

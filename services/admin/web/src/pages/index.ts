@@ -15,6 +15,7 @@ import { OverviewPage } from './tenancy/overview.tsx';
 import { PlatformPage } from './platform/platform.tsx';
 import { ProjectsPage } from './tenancy/projects.tsx';
 import { QuickstartPage } from './start/quickstart.tsx';
+import { RequestsPage } from './platform/requests.tsx';
 import { UsagePage } from './platform/usage.tsx';
 
 /** One page of the dashboard. */
@@ -38,6 +39,7 @@ export const pageRoutes: PageRoute[] = [
   { path: '/models', title: 'Models', component: ModelsPage, access: { operation: 'listOrganisationModels' } },
   { path: '/projects', title: 'Projects', component: ProjectsPage, access: { operation: 'listProjects' } },
   { path: '/usage', title: 'Usage', component: UsagePage, access: { operation: 'listUsage' } },
+  { path: '/requests', title: 'Requests', component: RequestsPage, access: { operation: 'listRequests' } },
   { path: '/alerts', title: 'Alerts', component: AlertsPage, access: { operation: 'listAlerts' } },
   { path: '/members', title: 'Members', component: MembersPage, access: { operation: 'listMembers' } },
   { path: '/billing', title: 'Billing', component: BillingPage, access: { operation: 'listTopUps' } },
