@@ -17,6 +17,7 @@ import {
   creditResults, openAccountResults, refundCreditResults, reverseRefundResults, setProjectBudgetResults,
 } from './ledger-proto-tables.ts';
 import { createReadHandlers, type HandleUnary } from './ledger-read-handlers.ts';
+import { createListProjectSpendsHandler } from './list-project-spends-handler.ts';
 import { createOperateStreams } from './operate-stream.ts';
 import { createRecallPush } from './recall-push.ts';
 import type { RpcMetrics } from './rpc-metrics.ts';
@@ -76,7 +77,7 @@ export function createLedgerGrpcService(
   const implementation: ledgerV1.LedgerServiceServer = {
     ...createReadHandlers(db, handle),
     // BASE-BRANCH PLACEHOLDERS (issue 28 contract commit): each helper replaces its own before merge.
-    listProjectSpends: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListProjectSpends' }),
+    ...createListProjectSpendsHandler(db, handle),
     recordRequests: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'RecordRequests' }),
     listRequests: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListRequests' }),
     getRequest: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'GetRequest' }),
