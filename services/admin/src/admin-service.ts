@@ -16,6 +16,7 @@ import { createProjectsService } from './tenancy/domain/projects-service.ts';
 import { tenancySettingsFrom } from './tenancy/tenancy-settings.ts';
 import { createResourceAccess } from './common/domain/resource-access.ts';
 import { createUsageService } from './platform/domain/usage-service.ts';
+import { createOverviewService } from './platform/domain/overview-service.ts';
 import type { AdminConfig } from './config.ts';
 import { createAlertsService } from './alerts/domain/alerts-service.ts';
 import { alertsSettingsFrom } from './alerts/alerts-settings.ts';
@@ -107,6 +108,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     }),
     platform: {
       ...createUsageService({ ledger, access }),
+      ...createOverviewService({ db, ledger, access }),
       ...createAuditService({ db, access }),
       ...createAnalyticsService({ db, ledger, access }),
     },
