@@ -43,3 +43,27 @@ export function ChartView(props: { config: ChartConfiguration; label: string; su
     </figure>
   );
 }
+
+/** An axis from zero to a nice bound at or above the largest value, in the values' own unit (µ₹, tokens). */
+export interface NiceAxis {
+  /** The axis maximum: 1, 2 or 5 × a power of ten, ≥ the largest value (at least 10 units). */
+  max: bigint;
+  /** The distance between ticks; divides max into 4 or 5 steps (a whole number of units). */
+  step: bigint;
+}
+
+/**
+ * The axis a chart of values up to `largest` runs to, computed on integers (bigint), so a day
+ * costing ₹0.00029 (290 µ₹) gets an axis to ₹0.0005 (500 µ₹), not ₹1, and every tick is a whole
+ * number of units (shown exactly). At least 10 units, so nothing is shown finer than the data.
+ */
+export function niceAxis(largest: bigint): NiceAxis {
+  let power = 1n;
+  for (;;) {
+    for (const [factor, steps] of [[1n, 5n], [2n, 4n], [5n, 5n]] as const) {
+      const max = factor * power * 10n;
+      if (max >= largest) return { max, step: max / steps };
+    }
+    power *= 10n;
+  }
+}

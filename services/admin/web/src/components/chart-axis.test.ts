@@ -1,0 +1,13 @@
+import { describe, expect, it } from 'vitest';
+import { niceAxis } from './chart.tsx';
+
+describe('niceAxis', () => {
+  it('runs to a bound of 1, 2 or 5 × a power of ten just above the largest value, in whole steps', () => {
+    expect(niceAxis(290n)).toEqual({ max: 500n, step: 100n }); // ₹0.00029 → axis to ₹0.0005
+    expect(niceAxis(0n)).toEqual({ max: 10n, step: 2n });
+    expect(niceAxis(10n)).toEqual({ max: 10n, step: 2n });
+    expect(niceAxis(11n)).toEqual({ max: 20n, step: 5n });
+    expect(niceAxis(1_000_001n)).toEqual({ max: 2_000_000n, step: 500_000n });
+    expect(niceAxis(4_999_999_999n)).toEqual({ max: 5_000_000_000n, step: 1_000_000_000n });
+  });
+});
