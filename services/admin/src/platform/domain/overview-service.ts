@@ -6,9 +6,9 @@ import type { ResourceAccess } from '../../common/domain/resource-access.ts';
 import { listProjects } from '../../tenancy/domain/project-store.ts';
 
 /** Days the Overview covers when no window is given. */
-export const overviewDefaultDays = 30;
+const overviewDefaultDays = 30;
 /** Usage records the Overview lists as recent requests. */
-export const overviewRecentRequests = 20;
+const overviewRecentRequests = 20;
 
 /** Everything the dashboard's Overview shows, read in one call; money in µ₹. */
 export interface Overview {

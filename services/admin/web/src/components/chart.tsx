@@ -1,5 +1,6 @@
 import { Chart, registerables, type ChartConfiguration } from 'chart.js';
 import { useEffect, useRef } from 'preact/hooks';
+import { formatRupees } from '../format.ts';
 
 Chart.register(...registerables);
 
@@ -66,4 +67,27 @@ export function niceAxis(largest: bigint): NiceAxis {
     }
     power *= 10n;
   }
+}
+
+/**
+ * A Chart.js value scale for bars of µ₹ (plotted as whole µ₹ numbers): from a nice bound below
+ * the smallest (0 unless some bar is negative) to a nice bound above the largest, ticks every
+ * whole step, each labelled with the exact rupees (formatRupees on a bigint). Also answers the
+ * bounds, µ₹, for the chart's text alternative.
+ */
+export function moneyScale(micros: bigint[]): { scale: Record<string, unknown>; min: bigint; max: bigint } {
+  const largest = micros.reduce((max, value) => (value > max ? value : max), 0n);
+  const smallest = micros.reduce((min, value) => (value < min ? value : min), 0n);
+  const up = niceAxis(largest);
+  const down = smallest < 0n ? niceAxis(-smallest) : undefined;
+  const step = down !== undefined && down.step > up.step ? down.step : up.step;
+  const max = ((up.max + step - 1n) / step) * step;
+  const min = down === undefined ? 0n : -((down.max + step - 1n) / step) * step;
+  return {
+    min, max,
+    scale: {
+      min: Number(min), max: Number(max),
+      ticks: { stepSize: Number(step), callback: (value: number | string) => formatRupees(BigInt(Math.round(Number(value)))) },
+    },
+  };
 }

@@ -3,7 +3,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api } from '../../api.ts';
 import type { Balance, Project, ProjectBudget, UsageRecord, UsageSummaryRow } from '../../api-types.ts';
 import { useBanners } from '../../banners.ts';
-import { ChartView, niceAxis } from '../../components/chart.tsx';
+import { ChartView, moneyScale, niceAxis } from '../../components/chart.tsx';
 import { FormError } from '../../components/field.tsx';
 import { Table } from '../../components/table.tsx';
 import { formatCount, formatIst, formatRupees } from '../../format.ts';
@@ -37,7 +37,7 @@ interface OverviewData {
 }
 
 /** The Overview's date ranges: presets and a custom one (days in India Standard Time, both ends included). */
-export type OverviewRange = { preset: 'today' | '7d' | '30d' | 'month' } | { preset: 'custom'; from: string; to: string };
+type OverviewRange = { preset: 'today' | '7d' | '30d' | 'month' } | { preset: 'custom'; from: string; to: string };
 
 const presetNames = { today: 'Today', '7d': 'Last 7 days', '30d': 'Last 30 days', month: 'This month', custom: 'Custom' } as const;
 
@@ -54,7 +54,7 @@ function addDays(day: string, days: number): string {
 const dayPattern = /^\d{4}-\d{2}-\d{2}$/;
 
 /** The range the hash's query names (range=today|7d|30d|month, or range=custom&from=…&to=…); 30 days otherwise. */
-export function rangeFromQuery(query: Record<string, string>): OverviewRange {
+function rangeFromQuery(query: Record<string, string>): OverviewRange {
   const preset = query['range'];
   if (preset === 'today' || preset === '7d' || preset === '30d' || preset === 'month') return { preset };
   const from = query['from'] ?? '';
@@ -144,7 +144,7 @@ function largestOf(values: bigint[]): bigint {
  * the largest bar; ticks and tooltips are exact rupee texts from bigints.
  */
 function moneyBarConfig(labels: string[], micros: bigint[], label: string, horizontal = false): { config: ChartConfiguration; axisMax: bigint } {
-  const axis = niceAxis(largestOf(micros));
+  const axis = moneyScale(micros);
   const config: ChartConfiguration = {
     type: 'bar',
     data: { labels, datasets: [{ label, data: micros.map((value) => Number(value)), backgroundColor: horizontal ? labels.map((_, i) => palette[i % palette.length]!) : palette[0]! }] },
@@ -154,11 +154,7 @@ function moneyBarConfig(labels: string[], micros: bigint[], label: string, horiz
         legend: { display: false },
         tooltip: { callbacks: { label: (item) => formatRupees(micros[item.dataIndex] ?? 0n) } },
       },
-      scales: {
-        [horizontal ? 'x' : 'y']: {
-          min: 0, max: Number(axis.max), ticks: { stepSize: Number(axis.step), callback: (value) => formatRupees(BigInt(Math.round(Number(value)))) },
-        },
-      },
+      scales: { [horizontal ? 'x' : 'y']: axis.scale },
     },
   };
   return { config, axisMax: axis.max };
