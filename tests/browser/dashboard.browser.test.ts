@@ -114,7 +114,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard in a 
 
   /** Waits until the overview's charts include the Checkout project's usage (their text alternative names it). */
   async function chartsShowUsage(page: Page) {
-    await page.getByRole('img', { name: /^Cost by project this month.*Checkout ₹/ }).waitFor();
+    await page.getByRole('img', { name: /^Cost by project.*Checkout ₹/ }).waitFor();
   }
 
   beforeAll(async () => {

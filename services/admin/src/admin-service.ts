@@ -18,6 +18,7 @@ import { tenancySettingsFrom } from './tenancy/tenancy-settings.ts';
 import { createResourceAccess } from './common/domain/resource-access.ts';
 import { createUsageService } from './platform/domain/usage-service.ts';
 import { createRequestLogService } from './platform/domain/request-log-service.ts';
+import { createOverviewService } from './platform/domain/overview-service.ts';
 import type { AdminConfig } from './config.ts';
 import { createAlertsService } from './alerts/domain/alerts-service.ts';
 import { alertsSettingsFrom } from './alerts/alerts-settings.ts';
@@ -111,6 +112,7 @@ export function createAdminService(deps: AdminServiceDeps) {
     platform: {
       ...createUsageService({ ledger, access }),
       ...createRequestLogService({ ledger, access }),
+      ...createOverviewService({ db, ledger, access }),
       ...createAuditService({ db, access }),
       ...createAnalyticsService({ db, ledger, access }),
     },

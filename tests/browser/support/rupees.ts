@@ -1,21 +1,24 @@
 /**
- * The test's own rendering of an amount of µ₹ as the dashboard must show it ("₹1,23,45,678.90":
- * Indian grouping, paise rounded half away from zero), written independently of the dashboard's
- * format.ts so the browser test can catch a mistake there.
+ * The test's own rendering of an amount of µ₹ as the dashboard must show it, written
+ * independently of the dashboard's format.ts so the browser test can catch a mistake there:
+ * Indian grouping, exact to the µ₹ ("₹1,23,45,678.90", "₹0.00029", "₹1,234.567891"), with at
+ * least two decimals and no trailing zeros past the paise.
  */
 
-/** µ₹ (bigint or decimal string) as rupees with Indian digit grouping and two decimals. */
+/** µ₹ (bigint or decimal string) as exact rupees with Indian digit grouping, at least two decimals. */
 export function expectedRupees(micros: bigint | string): string {
   const value = BigInt(micros);
   const negative = value < 0n;
-  const paise = ((negative ? -value : value) + 5_000n) / 10_000n;
-  let whole = (paise / 100n).toString();
+  const magnitude = negative ? -value : value;
+  let whole = (magnitude / 1_000_000n).toString();
   const groups: string[] = [whole.slice(-3)];
   whole = whole.slice(0, -3);
   while (whole.length > 0) {
     groups.unshift(whole.slice(-2));
     whole = whole.slice(0, -2);
   }
-  const sign = negative && paise !== 0n ? '-' : '';
-  return `${sign}₹${groups.join(',')}.${(paise % 100n).toString().padStart(2, '0')}`;
+  let fraction = (magnitude % 1_000_000n).toString().padStart(6, '0');
+  while (fraction.length > 2 && fraction.endsWith('0')) fraction = fraction.slice(0, -1);
+  const sign = negative && magnitude !== 0n ? '-' : '';
+  return `${sign}₹${groups.join(',')}.${fraction}`;
 }

@@ -1,5 +1,5 @@
 import { ledgerV1 } from '@gateway/contracts';
-import type { UsageRecord } from '../common/domain/admin-records.ts';
+import type { ProjectSpend, UsageRecord } from '../common/domain/admin-records.ts';
 import type { LedgerPort } from '../common/domain/ledger-port.ts';
 import { getBalanceNames, organisationUnknown, unexpectedResult, type LedgerCall } from './ledger-results.ts';
 
@@ -29,10 +29,22 @@ function toUsageRecord(record: ledgerV1.UsageRecord): UsageRecord {
   };
 }
 
+/** A project's month spend from the wire (a cap of 0: no budget). */
+function toProjectSpend(projectId: string, response: ledgerV1.GetProjectSpendResponse): ProjectSpend {
+  return {
+    projectId,
+    month: response.month,
+    settledMicros: response.settledMicros,
+    heldMicros: response.heldMicros,
+    budget: response.monthlyCapMicros > 0n ? { monthlyCapMicros: response.monthlyCapMicros, softAlertPercent: response.softAlertPercent } : null,
+    softAlertRaised: response.softAlertRaised,
+  };
+}
+
 /** The ledger calls that read balances, usage, spend and alerts, mapped to the admin's records. */
 export function ledgerReads(
   client: ledgerV1.LedgerServiceClient, call: LedgerCall,
-): Pick<LedgerPort, 'getBalance' | 'listUsage' | 'getProjectSpend' | 'summarizeUsage' | 'listBudgetAlerts'> {
+): Pick<LedgerPort, 'getBalance' | 'listUsage' | 'getProjectSpend' | 'listProjectSpends' | 'summarizeUsage' | 'listBudgetAlerts'> {
   return {
     async getBalance(organisationId) {
       const response = await call(client.getBalance, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }));
@@ -65,13 +77,14 @@ export function ledgerReads(
 
     async getProjectSpend(projectId) {
       const response = await call(client.getProjectSpend, ledgerV1.GetProjectSpendRequest.fromPartial({ projectId }));
+      return toProjectSpend(projectId, response);
+    },
+
+    async listProjectSpends(organisationId) {
+      const response = await call(client.listProjectSpends, ledgerV1.ListProjectSpendsRequest.fromPartial({ organisationId }));
       return {
-        projectId,
         month: response.month,
-        settledMicros: response.settledMicros,
-        heldMicros: response.heldMicros,
-        budget: response.monthlyCapMicros > 0n ? { monthlyCapMicros: response.monthlyCapMicros, softAlertPercent: response.softAlertPercent } : null,
-        softAlertRaised: response.softAlertRaised,
+        projects: response.projects.map((entry) => toProjectSpend(entry.projectId, entry.spend ?? ledgerV1.GetProjectSpendResponse.fromPartial({ month: response.month }))),
       };
     },
 

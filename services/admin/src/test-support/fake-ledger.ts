@@ -40,7 +40,7 @@ export interface FakeLedger {
   /** Names of the methods called, in order. */
   calls: string[];
   /** Makes the next call of a method fail with UNAVAILABLE, as a ledger that is down would. */
-  failNext(method: 'openAccount' | 'credit' | 'refundCredit' | 'reverseRefund' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'summarizeUsage' | 'listBudgetAlerts'): void;
+  failNext(method: 'openAccount' | 'credit' | 'refundCredit' | 'reverseRefund' | 'getBalance' | 'listUsage' | 'setProjectBudget' | 'getProjectSpend' | 'listProjectSpends' | 'summarizeUsage' | 'listBudgetAlerts'): void;
   close(): Promise<void>;
 }
 
@@ -272,7 +272,25 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       return ledgerV1.ListBudgetAlertsResponse.fromPartial({ alerts });
     }),
     verify: unimplemented,
-    listProjectSpends: unimplemented,
+    listProjectSpends: unary('listProjectSpends', (request: ledgerV1.ListProjectSpendsRequest) => {
+      const month = kolkataDay(Date.now()).slice(0, 7);
+      const ids = new Set([...budgets].filter(([, budget]) => budget.organisationId === request.organisationId).map(([id]) => id));
+      for (const record of usage) if (record.organisationId === request.organisationId && spend.has(record.projectId)) ids.add(record.projectId);
+      return ledgerV1.ListProjectSpendsResponse.fromPartial({
+        month,
+        projects: [...ids].sort().map((projectId) => ({
+          projectId,
+          spend: {
+            month,
+            settledMicros: spend.get(projectId)?.settledMicros ?? 0n,
+            heldMicros: spend.get(projectId)?.heldMicros ?? 0n,
+            monthlyCapMicros: budgets.get(projectId)?.monthlyCapMicros ?? 0n,
+            softAlertPercent: budgets.get(projectId)?.softAlertPercent ?? 0,
+            softAlertRaised: spend.get(projectId)?.softAlertRaised ?? false,
+          },
+        })),
+      });
+    }),
     recordRequests: unimplemented,
     ...fakeRequestLogHandlers(requests, unary),
     watchBudgetAlerts: (call) => {

@@ -6,16 +6,25 @@ describe('formatRupees', () => {
     expect(formatRupees('100000000000')).toBe('₹1,00,000.00');
     expect(formatRupees('0')).toBe('₹0.00');
     expect(formatRupees('1500000')).toBe('₹1.50');
-    expect(formatRupees('123456789012345678901234567')).toBe('₹12,34,56,78,90,12,34,56,78,901.23');
+    expect(formatRupees('123456789012345678901234567')).toBe('₹12,34,56,78,90,12,34,56,78,901.234567');
     expect(formatRupees(999_999_999_990_000n)).toBe('₹99,99,99,999.99');
   });
 
-  it('rounds half away from zero and keeps the sign of negative amounts', () => {
-    expect(formatRupees('4999')).toBe('₹0.00');
-    expect(formatRupees('5000')).toBe('₹0.01');
+  it('shows an amount that is not a whole paisa exactly, to the micro-rupee, never as ₹0.00', () => {
+    expect(formatRupees('290')).toBe('₹0.00029');
+    expect(formatRupees('1')).toBe('₹0.000001');
+    expect(formatRupees('4999')).toBe('₹0.004999');
+    expect(formatRupees('30000')).toBe('₹0.03');
+    expect(formatRupees('1234567891')).toBe('₹1,234.567891');
     expect(formatRupees('-12500000')).toBe('-₹12.50');
-    expect(formatRupees('-5000')).toBe('-₹0.01');
-    expect(formatRupees('-4999')).toBe('₹0.00');
+    expect(formatRupees('-290')).toBe('-₹0.00029');
+  });
+
+  it('rounds half away from zero to the places asked for, keeping the sign', () => {
+    expect(formatRupees('4999', 2)).toBe('₹0.00');
+    expect(formatRupees('5000', 2)).toBe('₹0.01');
+    expect(formatRupees('-5000', 2)).toBe('-₹0.01');
+    expect(formatRupees('-4999', 2)).toBe('₹0.00');
   });
 
   it('shows up to six decimals when asked', () => {

@@ -20,20 +20,30 @@ function toMicros(micros: string | bigint): bigint {
   return BigInt(micros);
 }
 
+/** The decimals an amount of µ₹ needs to be shown exactly: 2 (paise) at least, 6 (a µ₹) at most. */
+function exactFractionDigits(micros: bigint): number {
+  const fraction = (micros < 0n ? -micros : micros) % microsPerRupee;
+  return Math.max(2, fraction.toString().padStart(6, '0').replace(/0+$/, '').length);
+}
+
 /**
- * An amount of micro-rupees as rupees: "₹1,00,000.00" (Indian grouping), "-₹12.50" when negative.
- * Rounds half away from zero to `fractionDigits` places (default 2 = paise; at most 6, which is exact).
+ * An amount of micro-rupees as rupees, Indian grouping, "-₹12.50" when negative. Without
+ * `fractionDigits` the text is exact (the dashboard's rule): paise as usual ("₹1,00,000.00",
+ * "₹12.50"), and more decimals only when the amount is not a whole paisa ("₹0.00029",
+ * "₹1,234.567891"), trailing zeros past the paise trimmed, so ₹0.00029 never shows as ₹0.00.
+ * With `fractionDigits` (0..6) it rounds half away from zero to that many places (for axes only).
  */
-export function formatRupees(micros: string | bigint, fractionDigits = 2): string {
-  if (!Number.isInteger(fractionDigits) || fractionDigits < 0 || fractionDigits > 6) throw new RangeError('fractionDigits must be 0..6');
+export function formatRupees(micros: string | bigint, fractionDigits?: number): string {
   const value = toMicros(micros);
+  const digits = fractionDigits ?? exactFractionDigits(value);
+  if (!Number.isInteger(digits) || digits < 0 || digits > 6) throw new RangeError('fractionDigits must be 0..6');
   const negative = value < 0n;
   const magnitude = negative ? -value : value;
-  const unit = 10n ** BigInt(6 - fractionDigits);
-  const rounded = (magnitude + unit / 2n) / unit; // in units of 10^-fractionDigits rupees
-  const scale = 10n ** BigInt(fractionDigits);
+  const unit = 10n ** BigInt(6 - digits);
+  const rounded = (magnitude + unit / 2n) / unit; // in units of 10^-digits rupees
+  const scale = 10n ** BigInt(digits);
   const rupees = groupIndian((rounded / scale).toString());
-  const fraction = fractionDigits === 0 ? '' : `.${(rounded % scale).toString().padStart(fractionDigits, '0')}`;
+  const fraction = digits === 0 ? '' : `.${(rounded % scale).toString().padStart(digits, '0')}`;
   const sign = negative && rounded !== 0n ? '-' : '';
   return `${sign}₹${rupees}${fraction}`;
 }

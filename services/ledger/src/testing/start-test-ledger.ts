@@ -41,6 +41,8 @@ export interface TestLedger {
   checkpoint(request: Partial<ledgerV1.CheckpointRequest>): Promise<ledgerV1.CheckpointResponse>;
   setProjectBudget(request: Partial<ledgerV1.SetProjectBudgetRequest>): Promise<ledgerV1.SetProjectBudgetResponse>;
   getProjectSpend(projectId: string): Promise<ledgerV1.GetProjectSpendResponse>;
+  /** ListProjectSpends for one organisation (admin role). */
+  listProjectSpends(organisationId: string): Promise<ledgerV1.ListProjectSpendsResponse>;
   summarizeUsage(request: Partial<ledgerV1.SummarizeUsageRequest>): Promise<ledgerV1.SummarizeUsageResponse>;
   listBudgetAlerts(request: Partial<ledgerV1.ListBudgetAlertsRequest>): Promise<ledgerV1.ListBudgetAlertsResponse>;
   verify(): Promise<ledgerV1.VerifyResponse>;
@@ -143,6 +145,8 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     }, callDeadlineMs),
     getProjectSpend: (projectId) =>
       callUnary(admin.getProjectSpend, admin, ledgerV1.GetProjectSpendRequest.fromPartial({ projectId }), callDeadlineMs),
+    listProjectSpends: (organisationId) =>
+      callUnary(admin.listProjectSpends, admin, ledgerV1.ListProjectSpendsRequest.fromPartial({ organisationId }), callDeadlineMs),
     summarizeUsage: (request) => callUnary(admin.summarizeUsage, admin, {
       organisationId: '', projectId: '', fromMs: 0n, toMs: 0n, groupByProject: false, allOrganisations: false, ...request,
     }, callDeadlineMs),

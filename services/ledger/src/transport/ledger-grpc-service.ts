@@ -1,4 +1,3 @@
-import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { ledgerV1 } from '@gateway/contracts';
 import type { Database } from '@gateway/db';
 import { unaryHandler } from '@gateway/grpc';
@@ -18,6 +17,7 @@ import {
 } from './ledger-proto-tables.ts';
 import { createReadHandlers, type HandleUnary } from './ledger-read-handlers.ts';
 import { createRequestLogReadHandlers } from './ledger-request-log-handlers.ts';
+import { createListProjectSpendsHandler } from './list-project-spends-handler.ts';
 import { createOperateStreams } from './operate-stream.ts';
 import { createRecallPush } from './recall-push.ts';
 import { createRecordRequestsHandler } from './record-requests-handler.ts';
@@ -77,10 +77,9 @@ export function createLedgerGrpcService(
 
   const implementation: ledgerV1.LedgerServiceServer = {
     ...createReadHandlers(db, handle),
-    // BASE-BRANCH PLACEHOLDERS (issue 28 contract commit): each helper replaces its own before merge.
-    listProjectSpends: (_call, callback) => callback({ code: GrpcStatus.UNIMPLEMENTED, details: 'ListProjectSpends' }),
     ...createRecordRequestsHandler(db, handle),
     ...createRequestLogReadHandlers(db, handle),
+    ...createListProjectSpendsHandler(db, handle),
 
     openAccount: handle<ledgerV1.OpenAccountRequest, ledgerV1.OpenAccountResponse>('OpenAccount', async (request) => {
       const outcome = await openAccount(db, request.organisationId);

@@ -7,7 +7,7 @@ import {
   ownerEmails, raiseAlert, readLedgerAlertCursor, recordAttempt, type Alert, type ClaimedDelivery,
 } from './alert-store.ts';
 import type { CredentialCipher } from '../../common/domain/credential-cipher.ts';
-import { formatInr } from '../../invoicing/domain/inr-text.ts';
+import { formatInrExact } from '../../invoicing/domain/inr-text.ts';
 import type { LedgerPort } from '../../common/domain/ledger-port.ts';
 import type { Mailer } from '../../people/domain/mailer.ts';
 import type { AlertsSettings } from './alerts-settings.ts';
@@ -71,7 +71,7 @@ async function budgetAlertInput(db: Database, ledgerAlert: LedgerBudgetAlert) {
     organisationId: ledgerAlert.organisationId,
     projectId: ledgerAlert.projectId,
     occurredAt: ledgerAlert.raisedAt,
-    message: `Project "${projectName}" has spent ${formatInr(ledgerAlert.spentMicros)} of its ${formatInr(ledgerAlert.monthlyCapMicros)} `
+    message: `Project "${projectName}" has spent ${formatInrExact(ledgerAlert.spentMicros)} of its ${formatInrExact(ledgerAlert.monthlyCapMicros)} `
       + `monthly budget for ${ledgerAlert.month} (soft alert at ${ledgerAlert.softAlertPercent}%).`,
     details: {
       ledger_alert_id: ledgerAlert.id,
@@ -145,8 +145,8 @@ export async function checkLowBalances(deps: AlertJobsDeps): Promise<number> {
         organisationId: watch.organisationId,
         projectId: null,
         occurredAt: new Date(),
-        message: `The available balance of "${organisation?.name ?? watch.organisationId}", ${formatInr(availableMicros)}, `
-          + `is below its low-balance threshold of ${formatInr(watch.thresholdMicros)}.`,
+        message: `The available balance of "${organisation?.name ?? watch.organisationId}", ${formatInrExact(availableMicros)}, `
+          + `is below its low-balance threshold of ${formatInrExact(watch.thresholdMicros)}.`,
         details: { available_micros: availableMicros.toString(), threshold_micros: watch.thresholdMicros.toString() },
       }, { webhook: true, email: deps.mailer !== undefined });
     });

@@ -54,6 +54,11 @@ export interface LedgerPort extends RequestLogPort {
   /** A project's spend this month against its budget. */
   getProjectSpend(projectId: string): Promise<ProjectSpend>;
   /**
+   * This month's spend against its budget of every project of an organisation that has a budget,
+   * spend or hold this month, in one call (a project not listed: none of these); month e.g. `2026-11`.
+   */
+  listProjectSpends(organisationId: string): Promise<{ month: string; projects: ProjectSpend[] }>;
+  /**
    * Usage summed by day (Asia/Kolkata) and model, and by project with groupByProject; window
    * bounds in ms since the epoch, undefined = unbounded. organisationId undefined: every
    * organisation, rows by organisation too (platform analytics).

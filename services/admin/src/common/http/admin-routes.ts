@@ -1,3 +1,4 @@
+import { overviewRoutes } from '../../platform/http/overview-routes.ts';
 import type { UpstreamUrlPolicy } from '../../catalog/domain/upstream-url.ts';
 import { alertRoutes } from '../../alerts/http/alert-routes.ts';
 import { balanceRoutes } from '../../billing/http/balance-routes.ts';
@@ -33,6 +34,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     ...projectRoutes(),
     ...gatewayModelRoutes(policy),
     ...usageSummaryRoutes(),
+    ...overviewRoutes(),
     ...projectKeyAndBudgetRoutes(),
     ...adminTokenRoutes(),
     ...auditRoutes(),

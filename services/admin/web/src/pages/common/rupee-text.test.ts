@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chartRupees, exactRupees, rupeeInput } from './rupee-text.ts';
+import { exactRupees, rupeeInput } from './rupee-text.ts';
 
 describe('exactRupees', () => {
   it('shows paise at least, and every micro-rupee there is', () => {
@@ -17,15 +17,5 @@ describe('rupeeInput', () => {
     expect(rupeeInput('125')).toBe('0.000125');
     expect(rupeeInput('0')).toBe('0');
     expect(rupeeInput('123456789012345678901234')).toBe('123456789012345678.901234');
-  });
-});
-
-describe('chartRupees', () => {
-  it('rounds to the paisa, half away from zero', () => {
-    expect(chartRupees('1234567')).toBe(1.23);
-    expect(chartRupees('1235000')).toBe(1.24);
-    expect(chartRupees('-1235000')).toBe(-1.24);
-    expect(chartRupees('0')).toBe(0);
-    expect(chartRupees('100000000000000')).toBe(100_000_000);
   });
 });

@@ -25,13 +25,3 @@ export function rupeeInput(micros: string): string {
   const fraction = (magnitude % 1_000_000n).toString().padStart(6, '0').replace(/0+$/, '');
   return `${sign}${(magnitude / 1_000_000n).toString()}${fraction === '' ? '' : `.${fraction}`}`;
 }
-
-/**
- * µ₹ as a number of rupees rounded to the paisa, for a chart's axis only (a chart needs numbers;
- * tables and tooltips show the exact text). Exact up to about ₹90 lakh crore.
- */
-export function chartRupees(micros: string): number {
-  const value = BigInt(micros);
-  const paise = (value < 0n ? -(-value + 5_000n) : value + 5_000n) / 10_000n;
-  return Number(paise) / 100;
-}

@@ -1,14 +1,14 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api } from '../../api.ts';
-import { ChartView } from '../../components/chart.tsx';
+import { ChartView, moneyScale } from '../../components/chart.tsx';
 import { Field, FormError } from '../../components/field.tsx';
 import { Table, type Column } from '../../components/table.tsx';
 import { formatCount, formatRupees } from '../../format.ts';
 import type { PageProps } from '../../page-props.ts';
 import { istDayBefore, istDayOf } from '../common/ist-dates.ts';
 import { marginPercent } from './margin.ts';
-import { chartRupees, exactRupees } from '../common/rupee-text.ts';
+import { exactRupees } from '../common/rupee-text.ts';
 import { tokenClassLabel } from './token-classes.ts';
 import { usageFilterQuery } from './usage-filters.ts';
 
@@ -87,14 +87,15 @@ function figureColumns(groupBy: GroupBy): Column<MarginRow>[] {
 
 /** The bar chart of the commercial rows: customer price, provider cost and margin per group (₹, exact in tooltips). */
 function marginChart(rows: MarginRow[]): ChartConfiguration {
+  const scale = moneyScale(rows.flatMap((row) => [BigInt(row.customer_price_micros), BigInt(row.provider_cost_micros), BigInt(row.margin_micros ?? '0')])).scale;
   return {
     type: 'bar',
     data: {
       labels: rows.map(rowLabel),
       datasets: [
-        { label: 'Customer price (₹)', data: rows.map((row) => chartRupees(row.customer_price_micros)), backgroundColor: '#2f6fb2' },
-        { label: 'Provider cost (₹)', data: rows.map((row) => chartRupees(row.provider_cost_micros)), backgroundColor: '#c77d2e' },
-        { label: 'Margin (₹)', data: rows.map((row) => chartRupees(row.margin_micros ?? '0')), backgroundColor: '#2e8b57' },
+        { label: 'Customer price (₹)', data: rows.map((row) => Number(row.customer_price_micros)), backgroundColor: '#2f6fb2' },
+        { label: 'Provider cost (₹)', data: rows.map((row) => Number(row.provider_cost_micros)), backgroundColor: '#c77d2e' },
+        { label: 'Margin (₹)', data: rows.map((row) => Number(row.margin_micros ?? '0')), backgroundColor: '#2e8b57' },
       ],
     },
     options: {
@@ -111,6 +112,8 @@ function marginChart(rows: MarginRow[]): ChartConfiguration {
           },
         },
       },
+      // Bars in whole µ₹ on an axis scaled to them, ticks as exact rupees.
+      scales: { y: scale },
     },
   };
 }

@@ -1,55 +1,105 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { chartRupees } from '../common/rupee-text.ts';
 import { api } from '../../api.ts';
 import type { Balance, Project, ProjectBudget, UsageRecord, UsageSummaryRow } from '../../api-types.ts';
 import { useBanners } from '../../banners.ts';
-import { ChartView } from '../../components/chart.tsx';
+import { ChartView, moneyScale, niceAxis } from '../../components/chart.tsx';
 import { FormError } from '../../components/field.tsx';
 import { Table } from '../../components/table.tsx';
 import { formatCount, formatIst, formatRupees } from '../../format.ts';
-import { listAll } from '../../lists.ts';
 import { useLive } from '../../live.ts';
 import { allows, type PageProps } from '../../page-props.ts';
+import { navigate, useLocation } from '../../router.ts';
 import { ResponseStorageSettings } from './response-storage.tsx';
 
-/** Days of usage the charts by day and by model cover. */
-const chartDays = 30;
+/** The answer of GET /admin/v1/organisations/{id}/overview: everything the page shows, in one read. */
+interface OverviewResponse {
+  from: string;
+  to: string;
+  balance: Balance;
+  month: string;
+  projects: Array<{ project: Project; budget: ProjectBudget }>;
+  usage_by_day: UsageSummaryRow[];
+  usage_by_project: UsageSummaryRow[];
+  recent: UsageRecord[];
+}
 
 /** Everything the overview shows, loaded together. */
 interface OverviewData {
   balance: Balance;
   projects: Project[];
   budgets: Map<string, ProjectBudget>;
-  /** Last `chartDays` days, by day and model. */
+  /** The chosen range, by day and model. */
   summary: UsageSummaryRow[];
-  /** This month by project; undefined when the admin cannot group by project. */
-  byProject: UsageSummaryRow[] | undefined;
+  /** The chosen range by project. */
+  byProject: UsageSummaryRow[];
   recent: UsageRecord[];
 }
 
-/** The first instant of the current calendar month in India Standard Time, as ISO-8601 with +05:30. */
-function istMonthStart(now = Date.now()): string {
-  const ist = new Date(now + 330 * 60_000); // UTC fields of this Date are IST wall-clock fields
-  return `${ist.getUTCFullYear()}-${String(ist.getUTCMonth() + 1).padStart(2, '0')}-01T00:00:00+05:30`;
+/** The Overview's date ranges: presets and a custom one (days in India Standard Time, both ends included). */
+type OverviewRange = { preset: 'today' | '7d' | '30d' | 'month' } | { preset: 'custom'; from: string; to: string };
+
+const presetNames = { today: 'Today', '7d': 'Last 7 days', '30d': 'Last 30 days', month: 'This month', custom: 'Custom' } as const;
+
+/** Today's date in India Standard Time, "2026-11-28". */
+function istToday(now = Date.now()): string {
+  return new Date(now + 330 * 60_000).toISOString().slice(0, 10); // UTC fields of this Date are IST wall-clock fields
 }
 
-async function loadOverview(organisationId: string): Promise<OverviewData> {
-  const base = `/admin/v1/organisations/${organisationId}`;
-  const from = new Date(Date.now() - chartDays * 86_400_000).toISOString();
-  const [balance, projects, summary, byProject, recent] = await Promise.all([
-    api.get<Balance>(`${base}/balance`),
-    listAll<Project>(`${base}/projects`),
-    api.get<{ data: UsageSummaryRow[] }>(`${base}/usage/summary`, { from }),
-    // group_by=project came with the dashboard; an admin without it still shows the rest.
-    api.get<{ data: UsageSummaryRow[] }>(`${base}/usage/summary`, { from: istMonthStart(), group_by: 'project' }).then((page) => page.data, () => undefined),
-    api.get<{ data: UsageRecord[] }>(`${base}/usage`, { limit: 20 }),
-  ]);
-  const budgets = new Map<string, ProjectBudget>();
-  await Promise.all(projects.map(async (project) => {
-    budgets.set(project.id, await api.get<ProjectBudget>(`/admin/v1/projects/${project.id}/budget`));
-  }));
-  return { balance, projects, budgets, summary: summary.data, byProject, recent: recent.data };
+/** A calendar day moved by whole days: "2026-11-28", -6 → "2026-11-22". */
+function addDays(day: string, days: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+}
+
+const dayPattern = /^\d{4}-\d{2}-\d{2}$/;
+
+/** The range the hash's query names (range=today|7d|30d|month, or range=custom&from=…&to=…); 30 days otherwise. */
+function rangeFromQuery(query: Record<string, string>): OverviewRange {
+  const preset = query['range'];
+  if (preset === 'today' || preset === '7d' || preset === '30d' || preset === 'month') return { preset };
+  const from = query['from'] ?? '';
+  const to = query['to'] ?? '';
+  if (preset === 'custom' && dayPattern.test(from) && dayPattern.test(to) && !Number.isNaN(Date.parse(from)) && !Number.isNaN(Date.parse(to)) && from <= to) {
+    return { preset: 'custom', from, to };
+  }
+  return { preset: '30d' };
+}
+
+/** The first and last day (IST, inclusive) of a range. */
+function rangeDays(range: OverviewRange, now = Date.now()): { first: string; last: string } {
+  const today = istToday(now);
+  switch (range.preset) {
+    case 'today': return { first: today, last: today };
+    case '7d': return { first: addDays(today, -6), last: today };
+    case '30d': return { first: addDays(today, -29), last: today };
+    case 'month': return { first: `${today.slice(0, 8)}01`, last: today };
+    case 'custom': return { first: range.from, last: range.to };
+  }
+}
+
+/** The API window of a range: from the first day's IST midnight to the midnight after its last day. */
+function rangeWindow(range: OverviewRange): { from: string; to: string } {
+  const { first, last } = rangeDays(range);
+  return { from: `${first}T00:00:00+05:30`, to: `${addDays(last, 1)}T00:00:00+05:30` };
+}
+
+/** A range as words for headings: "Last 7 days", "1 Nov 2026 – 28 Nov 2026". */
+function rangeText(range: OverviewRange): string {
+  if (range.preset !== 'custom') return presetNames[range.preset];
+  const day = (text: string) => formatIst(`${text}T12:00:00+05:30`).replace(/, .*$/, '');
+  return range.from === range.to ? day(range.from) : `${day(range.from)} – ${day(range.to)}`;
+}
+
+async function loadOverview(organisationId: string, range: OverviewRange): Promise<OverviewData> {
+  const overview = await api.get<OverviewResponse>(`/admin/v1/organisations/${organisationId}/overview`, rangeWindow(range));
+  return {
+    balance: overview.balance,
+    projects: overview.projects.map((entry) => entry.project),
+    budgets: new Map(overview.projects.map((entry) => [entry.project.id, entry.budget])),
+    summary: overview.usage_by_day,
+    byProject: overview.usage_by_project,
+    recent: overview.recent,
+  };
 }
 
 /** Sums µ₹ decimal strings exactly. */
@@ -83,31 +133,41 @@ function totalsBy(rows: UsageSummaryRow[], keyOf: (row: UsageSummaryRow) => stri
 
 const palette = ['#1f5fbf', '#c2570c', '#1b7f4b', '#8a3ab9', '#b3261e', '#00707a', '#6b6b00', '#8c4a2f'];
 
-/** A bar chart of money per label, with exact amounts in its tooltips. */
-function moneyBarConfig(labels: string[], micros: bigint[], label: string, horizontal = false): ChartConfiguration {
-  return {
+/** The largest of some bigints (0 for none). */
+function largestOf(values: bigint[]): bigint {
+  return values.reduce((max, value) => (value > max ? value : max), 0n);
+}
+
+/**
+ * A bar chart of money per label. Bars are plotted in µ₹ (whole numbers, exact as a chart's
+ * numbers up to 2^53 µ₹, about ₹900 crore a bar), on an axis from ₹0 to a nice bound just above
+ * the largest bar; ticks and tooltips are exact rupee texts from bigints.
+ */
+function moneyBarConfig(labels: string[], micros: bigint[], label: string, horizontal = false): { config: ChartConfiguration; axisMax: bigint } {
+  const axis = moneyScale(micros);
+  const config: ChartConfiguration = {
     type: 'bar',
-    data: { labels, datasets: [{ label, data: micros.map((value) => chartRupees(value.toString())), backgroundColor: horizontal ? labels.map((_, i) => palette[i % palette.length]!) : palette[0]! }] },
+    data: { labels, datasets: [{ label, data: micros.map((value) => Number(value)), backgroundColor: horizontal ? labels.map((_, i) => palette[i % palette.length]!) : palette[0]! }] },
     options: {
       indexAxis: horizontal ? 'y' : 'x',
       plugins: {
         legend: { display: false },
         tooltip: { callbacks: { label: (item) => formatRupees(micros[item.dataIndex] ?? 0n) } },
       },
-      scales: { [horizontal ? 'x' : 'y']: { beginAtZero: true, ticks: { callback: (value) => `₹${String(value)}` } } },
+      scales: { [horizontal ? 'x' : 'y']: axis.scale },
     },
   };
+  return { config, axisMax: axis.max };
 }
 
-/** The overview's charts and their text summaries (for screen readers), from the loaded data. */
+/** The overview's charts and their text summaries (for screen readers, with each axis's range), from the loaded data. */
 function overviewCharts(data: OverviewData) {
   const byDay = totalsBy(data.summary, (row) => row.day);
   const days = [...byDay.keys()].sort();
   const byModel = [...totalsBy(data.summary, (row) => row.model)].sort((a, b) => (b[1].cost > a[1].cost ? 1 : b[1].cost < a[1].cost ? -1 : 0));
   const names = new Map(data.projects.map((project) => [project.id, project.name]));
-  const byProject = data.byProject === undefined
-    ? undefined
-    : [...totalsBy(data.byProject, (row) => row.project_id ?? '')].sort((a, b) => (b[1].cost > a[1].cost ? 1 : b[1].cost < a[1].cost ? -1 : 0));
+  const byProject = [...totalsBy(data.byProject, (row) => row.project_id ?? '')].sort((a, b) => (b[1].cost > a[1].cost ? 1 : b[1].cost < a[1].cost ? -1 : 0));
+  const tokenAxis = niceAxis(largestOf(days.map((day) => BigInt(byDay.get(day)!.input + byDay.get(day)!.output))));
   const tokens: ChartConfiguration = {
     type: 'bar',
     data: {
@@ -119,20 +179,27 @@ function overviewCharts(data: OverviewData) {
     },
     options: {
       plugins: { tooltip: { callbacks: { label: (item) => `${item.dataset.label ?? ''}: ${formatCount(Number(item.raw))}` } } },
-      scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } },
+      scales: {
+        x: { stacked: true },
+        y: { stacked: true, min: 0, max: Number(tokenAxis.max), ticks: { stepSize: Number(tokenAxis.step), callback: (value) => formatCount(Math.round(Number(value))) } },
+      },
     },
   };
   const totalCost = sumMicros(data.summary.map((row) => row.cost_micros));
   const totalTokens = data.summary.reduce((sum, row) => sum + row.input_tokens + row.output_tokens, 0);
+  const costByDay = moneyBarConfig(days, days.map((day) => byDay.get(day)!.cost), 'Cost');
+  const costByModel = moneyBarConfig(byModel.map(([model]) => model), byModel.map(([, total]) => total.cost), 'Cost', true);
+  const costByProject = moneyBarConfig(byProject.map(([id]) => names.get(id) ?? id), byProject.map(([, total]) => total.cost), 'Cost', true);
+  const axisText = (max: bigint) => `; axis ₹0.00 to ${formatRupees(max)}`;
   return {
-    costByDay: moneyBarConfig(days, days.map((day) => byDay.get(day)!.cost), 'Cost'),
-    costSummary: `${formatRupees(totalCost)} over ${days.length} days with usage`,
+    costByDay: costByDay.config,
+    costSummary: `${formatRupees(totalCost)} over ${days.length} days with usage${axisText(costByDay.axisMax)}`,
     tokensByDay: tokens,
-    tokensSummary: `${formatCount(totalTokens)} tokens over ${days.length} days with usage`,
-    costByModel: moneyBarConfig(byModel.map(([model]) => model), byModel.map(([, total]) => total.cost), 'Cost', true),
-    modelSummary: byModel.map(([model, total]) => `${model} ${formatRupees(total.cost)}`).join(', ') || 'no usage',
-    costByProject: byProject && moneyBarConfig(byProject.map(([id]) => names.get(id) ?? id), byProject.map(([, total]) => total.cost), 'Cost', true),
-    projectSummary: byProject?.map(([id, total]) => `${names.get(id) ?? id} ${formatRupees(total.cost)}`).join(', ') || 'no usage',
+    tokensSummary: `${formatCount(totalTokens)} tokens over ${days.length} days with usage; axis 0 to ${formatCount(tokenAxis.max)} tokens`,
+    costByModel: costByModel.config,
+    modelSummary: `${byModel.map(([model, total]) => `${model} ${formatRupees(total.cost)}`).join(', ') || 'no usage'}${axisText(costByModel.axisMax)}`,
+    costByProject: costByProject.config,
+    projectSummary: `${byProject.map(([id, total]) => `${names.get(id) ?? id} ${formatRupees(total.cost)}`).join(', ') || 'no usage'}${axisText(costByProject.axisMax)}`,
   };
 }
 
@@ -160,12 +227,18 @@ function useHardStopBanners(projects: Project[] | undefined, budgets: Map<string
   }, [projects, budgets, banners]);
 }
 
-/** The organisation at a glance: balance, budgets, charts and recent requests, kept current by live updates. */
+/** How long live updates are gathered before the one reload they cause, ms (a burst of usage costs one read). */
+const liveReloadDelayMs = 1_000;
+
+/** The organisation at a glance for a date range: balance, budgets, charts and recent requests, kept current by live updates (one read each). */
 export function OverviewPage(props: PageProps) {
   const { organisationId } = props;
+  const location = useLocation();
+  const range = useMemo(() => rangeFromQuery(location.query), [location.query['range'], location.query['from'], location.query['to']]);
   const [data, setData] = useState<OverviewData | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const loading = useRef<{ running: boolean; again: boolean }>({ running: false, again: false });
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
 
   // One load at a time; a change arriving during a load asks for one more afterwards.
   const reload = useCallback(async () => {
@@ -179,7 +252,7 @@ export function OverviewPage(props: PageProps) {
       do {
         loading.current.again = false;
         try {
-          setData(await loadOverview(organisationId));
+          setData(await loadOverview(organisationId, range));
           setError(undefined);
         } catch (caught) {
           setError(caught);
@@ -188,7 +261,17 @@ export function OverviewPage(props: PageProps) {
     } finally {
       loading.current.running = false;
     }
-  }, [organisationId]);
+  }, [organisationId, range]);
+
+  // Live updates within liveReloadDelayMs of each other cause one reload.
+  const reloadSoon = useCallback(() => {
+    if (timer.current !== undefined) return;
+    timer.current = setTimeout(() => {
+      timer.current = undefined;
+      void reload();
+    }, liveReloadDelayMs);
+  }, [reload]);
+  useEffect(() => () => clearTimeout(timer.current), []);
 
   useEffect(() => {
     void reload();
@@ -198,9 +281,9 @@ export function OverviewPage(props: PageProps) {
     if (message.type === 'balance') setData((current) => current && { ...current, balance: message.balance });
     if (message.type === 'usage') {
       setData((current) => current && { ...current, recent: message.records });
-      void reload(); // the charts and this month's spend move with the new usage
+      reloadSoon(); // the charts and this month's spend move with the new usage
     }
-    if (message.type === 'alert') void reload();
+    if (message.type === 'alert') reloadSoon();
   });
 
   useHardStopBanners(data?.projects, data?.budgets);
@@ -208,17 +291,21 @@ export function OverviewPage(props: PageProps) {
   const charts = useMemo(() => (data === undefined ? undefined : overviewCharts(data)), [data]);
 
   if (organisationId === undefined) return <section><h1>Overview</h1><p>Choose an organisation.</p></section>;
+  const picker = <RangePicker range={range} onChange={(next) => navigate(`${location.path}?${rangeQuery(next)}`, { replace: true })} />;
   if (data === undefined) {
     return (
       <section>
         <h1>Overview</h1>
+        {picker}
         {error === undefined ? <p role="status">Loading…</p> : <FormError error={error} />}
       </section>
     );
   }
+  const words = rangeText(range);
   return (
     <section class="overview">
       <h1>Overview</h1>
+      {picker}
       <FormError error={error} />
       <h2 class="visually-hidden">Balance</h2>
       <dl class="stats" aria-live="polite">
@@ -244,15 +331,13 @@ export function OverviewPage(props: PageProps) {
         ]}
       />
 
-      <h2>Usage, last {chartDays} days</h2>
-      {data.summary.length === 0 ? <p class="empty-note">No usage in the last {chartDays} days.</p> : (
+      <h2>Usage, {words.toLowerCase() === words ? words : words.charAt(0).toLowerCase() + words.slice(1)}</h2>
+      {data.summary.length === 0 ? <p class="empty-note">No usage in this range.</p> : (
       <div class="charts">
         <ChartView label="Cost by day (₹)" summary={charts!.costSummary} config={charts!.costByDay} />
         <ChartView label="Tokens by day" summary={charts!.tokensSummary} config={charts!.tokensByDay} />
         <ChartView label="Cost by model (₹)" summary={charts!.modelSummary} config={charts!.costByModel} />
-        {charts!.costByProject === undefined ? null : (
-          <ChartView label="Cost by project this month (₹)" summary={charts!.projectSummary} config={charts!.costByProject} />
-        )}
+        <ChartView label="Cost by project (₹)" summary={charts!.projectSummary} config={charts!.costByProject} />
       </div>
       )}
 
@@ -261,6 +346,42 @@ export function OverviewPage(props: PageProps) {
 
       <ResponseStorageSettings organisationId={organisationId} canChange={allows(props.allowed, 'setResponseStorage')} />
     </section>
+  );
+}
+
+/** A range as the hash's query: "range=7d", "range=custom&from=2026-11-01&to=2026-11-28". */
+function rangeQuery(range: OverviewRange): string {
+  return new URLSearchParams(range.preset === 'custom' ? { range: 'custom', from: range.from, to: range.to } : { range: range.preset }).toString();
+}
+
+/** The date range control: a preset, or custom days (IST, both included), kept in the URL. */
+function RangePicker(props: { range: OverviewRange; onChange: (range: OverviewRange) => void }) {
+  const { range } = props;
+  const days = rangeDays(range);
+  return (
+    <form class="range-picker" aria-label="Date range" onSubmit={(event) => event.preventDefault()}>
+      <label>
+        Date range{' '}
+        <select value={range.preset} onChange={(event) => {
+          const preset = (event.currentTarget as HTMLSelectElement).value as OverviewRange['preset'];
+          props.onChange(preset === 'custom' ? { preset, from: days.first, to: days.last } : { preset });
+        }}>
+          {Object.entries(presetNames).map(([value, name]) => <option key={value} value={value}>{name}</option>)}
+        </select>
+      </label>
+      {range.preset !== 'custom' ? null : (
+        <>
+          <label>From <input type="date" value={range.from} max={range.to} onChange={(event) => {
+            const from = (event.currentTarget as HTMLInputElement).value;
+            if (dayPattern.test(from) && from <= range.to) props.onChange({ ...range, from });
+          }} /></label>
+          <label>To <input type="date" value={range.to} min={range.from} onChange={(event) => {
+            const to = (event.currentTarget as HTMLInputElement).value;
+            if (dayPattern.test(to) && to >= range.from) props.onChange({ ...range, to });
+          }} /></label>
+        </>
+      )}
+    </form>
   );
 }
 
@@ -296,7 +417,7 @@ function RecentRequests(props: { records: UsageRecord[]; projects: Project[] }) 
         { header: 'Model', cell: (record) => record.model },
         { header: 'Input tokens', numeric: true, cell: (record) => formatCount(record.input_tokens) },
         { header: 'Output tokens', numeric: true, cell: (record) => formatCount(record.output_tokens) },
-        { header: 'Cost', numeric: true, cell: (record) => formatRupees(record.cost_micros, 4) },
+        { header: 'Cost', numeric: true, cell: (record) => formatRupees(record.cost_micros) },
       ]}
     />
   );
