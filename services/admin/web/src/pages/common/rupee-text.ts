@@ -5,16 +5,9 @@ import { formatRupees } from '../../format.ts';
  * finer than a paisa), from µ₹ decimal strings with bigint arithmetic.
  */
 
-/** The number of decimals µ₹ needs to be shown exactly in rupees: 2 (paise) at least, 6 at most. */
-function exactDigits(micros: bigint): number {
-  const fraction = (micros < 0n ? -micros : micros) % 1_000_000n;
-  const significant = fraction.toString().padStart(6, '0').replace(/0+$/, '').length;
-  return Math.max(2, significant);
-}
-
-/** µ₹ shown exactly in rupees with Indian grouping: "₹1,00,000.00", "₹0.000125" (no rounding). */
+/** µ₹ shown exactly in rupees with Indian grouping: "₹1,00,000.00", "₹0.000125" (formatRupees' exact rule). */
 export function exactRupees(micros: string): string {
-  return formatRupees(micros, exactDigits(BigInt(micros)));
+  return formatRupees(micros);
 }
 
 /** µ₹ as an editable rupee amount, exact and without grouping or ₹: "1500.5", "0.000125", "20". */
