@@ -141,7 +141,7 @@ export function TopUpList(props: { organisationId: string; version: number; canR
             caption="Top-ups, newest first"
             rows={topUps}
             rowKey={(topUp) => topUp.id}
-            empty="No top-ups yet."
+            empty="No top-ups yet — buy a package above to add credit."
             columns={[
               { header: 'Created (IST)', cell: (topUp) => formatIst(topUp.created_at) },
               { header: 'Package', cell: (topUp) => <>{topUp.package_name}<div class="mono small">{topUp.id}</div></> },

@@ -255,7 +255,7 @@ function UsageRecords(props: { records: UsageRecord[]; filtered: boolean; projec
       caption={filtered ? 'Usage records matching the filters, newest first' : 'Usage records, newest first'}
       rows={props.records}
       rowKey={(record) => record.id}
-      empty={filtered ? 'No usage matches these filters.' : 'No usage yet.'}
+      empty={filtered ? 'No usage matches these filters — widen the dates or clear the filters.' : 'No usage yet — call the gateway with a project\'s API key (see Projects) and each request shows here.'}
       columns={[
         { header: 'Time (IST)', cell: (record) => formatIst(record.created_at) },
         { header: 'Project', cell: (record) => projectName.get(record.project_id) ?? <span class="mono small">{record.project_id}</span> },

@@ -88,7 +88,7 @@ export function PlatformOrganisations() {
           caption="Organisations"
           rows={organisations}
           rowKey={(organisation) => organisation.id}
-          empty="No organisations yet."
+          empty="No organisations yet — create one, then invite its first owner."
           columns={[
             { header: 'Name', cell: (organisation) => <>{organisation.name}<div class="mono small">{organisation.id}</div></> },
             { header: 'Status', cell: (organisation) => <span class={`pill pill-${organisation.status}`}>{organisation.status}</span> },
