@@ -172,7 +172,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard on a 
     await expectReachable(buy, 'Buy');
     await buy.click();
     await page.waitForURL((url) => url.origin === new URL(stack.payments.url).origin);
-    await page.getByRole('button', { name: /^Pay / }).click();
+    await page.getByRole('button', { name: 'Pay ₹1,180.00' }).click();
     await page.waitForURL((url) => url.origin === stack.origin && url.hash.startsWith('#/billing'));
     await page.getByRole('heading', { level: 2, name: /^Top-up: Starter \(₹1,000\.00 credit\)$/ }).waitFor();
     await page.getByRole('status').filter({ hasText: 'Payment received' }).waitFor();
