@@ -55,7 +55,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard on a 
 
   /** Waits until the page has loaded what it shows: no "Loading…" or "Checking…" left in main. */
   async function settled(page: Page): Promise<void> {
-    await page.waitForFunction(() => !/Loading…|Checking the payment…/.test(document.querySelector('main')?.textContent ?? ''), undefined, { timeout: uiTimeout });
+    await page.waitForFunction("!/Loading…|Checking the payment…/.test(document.querySelector('main')?.textContent ?? '')", undefined, { timeout: uiTimeout });
   }
 
   /**
@@ -75,7 +75,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard on a 
         outside.push(`${name || (await control.evaluate((element) => element.outerHTML.slice(0, 80)))} at x=${box.x.toFixed(0)}..${(box.x + box.width).toFixed(0)}`);
       }
     }
-    const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+    const scrollWidth = await page.evaluate<number>('document.documentElement.scrollWidth');
     return { scrollWidth, outside };
   }
 
@@ -255,19 +255,20 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard on a 
     await page.goto('/#/overview');
     await page.getByRole('heading', { level: 1 }).waitFor();
     await settled(page);
-    const colours = await page.evaluate(() => {
-      /** Relative luminance (WCAG) of a computed "rgb(r, g, b)" colour. */
-      const luminance = (colour: string) => {
-        const [r, g, b] = (colour.match(/[\d.]+/g) ?? []).slice(0, 3).map(Number).map((c) => {
+    // Relative luminance (WCAG) of the root's background and the heading's text, computed in the page.
+    const colours = await page.evaluate<{ background: number; text: number }>(`(() => {
+      const luminance = (colour) => {
+        const [r, g, b] = (colour.match(/[\\d.]+/g) ?? []).slice(0, 3).map(Number).map((c) => {
           const s = c / 255;
           return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-        }) as [number, number, number];
+        });
         return 0.2126 * r + 0.7152 * g + 0.0722 * b;
       };
-      const root = getComputedStyle(document.documentElement);
-      const heading = getComputedStyle(document.querySelector('h1')!);
-      return { background: luminance(root.backgroundColor), text: luminance(heading.color) };
-    });
+      return {
+        background: luminance(getComputedStyle(document.documentElement).backgroundColor),
+        text: luminance(getComputedStyle(document.querySelector('h1')).color),
+      };
+    })()`);
     expect(colours.background).toBeLessThan(0.05);
     expect(colours.text).toBeGreaterThan(0.6);
     // AA contrast of the page's text on its background: (L1 + 0.05) / (L2 + 0.05) ≥ 4.5.

@@ -3,7 +3,7 @@
 // phrasings are reworded. api.ts applies it to every error message it receives.
 
 /** The label a person sees for each request field the API may name (the forms' labels, without units). */
-export const fieldLabels: Readonly<Record<string, string>> = {
+const fieldLabels: Readonly<Record<string, string>> = {
   address: 'Address',
   alias: 'Alias',
   amount_micros: 'Amount',
