@@ -55,7 +55,8 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard on a 
 
   /** Waits until the page has loaded what it shows: no "Loading…" or "Checking…" left in main. */
   async function settled(page: Page): Promise<void> {
-    await page.waitForFunction("!/Loading…|Checking the payment…/.test(document.querySelector('main')?.textContent ?? '')", undefined, { timeout: uiTimeout });
+    const loading = page.locator('main').getByText(/Loading…|Checking the payment…/);
+    await expect.poll(() => loading.count(), { timeout: uiTimeout }).toBe(0);
   }
 
   /**
