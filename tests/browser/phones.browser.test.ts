@@ -198,6 +198,15 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard on a 
         await expectReachable(p.getByRole('button', { name: /^(new project|create project)$/i }).first(), 'New project');
         await expectReachable(row.getByRole('button', { name: /^rotate/i }).first(), 'Rotate');
         await expectReachable(row.getByRole('button', { name: 'Budget of e2e' }), 'Budget');
+        // A dialog fits the phone too: its fields and buttons are on screen.
+        await row.getByRole('button', { name: 'Budget of e2e' }).click();
+        const dialog = p.getByRole('dialog');
+        await dialog.waitFor();
+        for (const control of await dialog.locator('button, input, select').all()) {
+          if (await control.isVisible()) await expectReachable(control, 'budget dialog control');
+        }
+        await p.keyboard.press('Escape');
+        await dialog.waitFor({ state: 'hidden' });
       },
       Usage: async (p) => {
         // The model filter is a list of the organisation's models.
