@@ -1,6 +1,7 @@
 // The dashboard's only way to the admin: same-origin fetches of /admin/v1 and /auth with the
 // session cookie, the session's CSRF token on every change, and the API's error shape turned
 // into ApiError so forms can show a message beside the field the API named.
+import { readableErrorText } from './components/error-text.ts';
 
 /** An error the admin API answered (or a network failure, status 0), in the API's terms. */
 export class ApiError extends Error {
@@ -71,7 +72,7 @@ async function errorOf(response: Response, path: string): Promise<ApiError> {
   let param: string | null = null;
   try {
     const body = (await response.json()) as { error?: { message?: string; code?: string; param?: string | null } };
-    if (body.error?.message !== undefined) message = body.error.message;
+    if (body.error?.message !== undefined) message = readableErrorText(body.error.message);
     if (body.error?.code !== undefined) code = body.error.code;
     param = body.error?.param ?? null;
   } catch {

@@ -8,7 +8,10 @@ export interface Column<Row> {
   numeric?: boolean;
 }
 
-/** A data table with a caption (read by screen readers), horizontal scrolling on narrow screens, and a message when empty. */
+/**
+ * A data table with a caption (read by screen readers) and a message when empty. On phones (styles.css'
+ * narrow-screen block) each row becomes a card whose cells carry their column's name (`data-label`).
+ */
 export function Table<Row>(props: {
   caption: string;
   columns: Column<Row>[];
@@ -35,7 +38,7 @@ export function Table<Row>(props: {
           ) : props.rows.map((row) => (
             <tr key={props.rowKey(row)}>
               {props.columns.map((column) => (
-                <td key={column.header} class={column.numeric === true ? 'numeric' : undefined}>{column.cell(row)}</td>
+                <td key={column.header} data-label={column.header} class={column.numeric === true ? 'numeric' : undefined}>{column.cell(row)}</td>
               ))}
             </tr>
           ))}

@@ -132,7 +132,7 @@ function AlertList(props: { organisationId: string }) {
             caption="Alerts, newest first"
             rows={alerts}
             rowKey={(alert) => alert.id}
-            empty="No alerts yet."
+            empty="No alerts yet — set a project's monthly budget (Projects › Budget) or the low-balance alert below, and alerts show here and on the webhook."
             columns={[
               { header: 'Time (IST)', cell: (alert) => formatIst(alert.occurred_at) },
               { header: 'Kind', cell: (alert) => alertKindText[alert.kind] },

@@ -54,7 +54,7 @@ export function ProfileCard(props: { organisationId: string; canChange: boolean;
           ) : showForm ? null : (
             <ul class="webhook-facts" aria-label="Billing profile">
               <li>Legal name: {profile.legal_name}</li>
-              <li>Address: {profile.address}</li>
+              <li>Address: <span class="address">{profile.address}</span></li>
               <li>State (place of supply): {gstStateLabel(profile.state_code)}</li>
               {profile.country === null ? <li>GSTIN: {profile.gstin ?? 'not registered'}</li> : <li>Country: {profile.country} (invoiced as an export of services)</li>}
               <li>Invoice email: {profile.email ?? '—'}</li>

@@ -9,6 +9,7 @@ import { useAction } from '../../components/use-action.ts';
 import { formatIst, formatRupees } from '../../format.ts';
 import { documentKindText, documentPdfPath, refundStateText, type CursorPage, type Refund, type TopUp, type TopUpState } from './billing-types.ts';
 import { formatPaise, paiseInput, rupeesToPaise } from './paise.ts';
+import { newIdempotencyKey } from '../../components/idempotency.ts';
 
 /** A top-up's state in words, and the pill style it shows in. */
 const stateText: Record<TopUpState, { text: string; pill: string }> = {
@@ -83,7 +84,7 @@ export function TopUpWatch(props: { organisationId: string; topUpId: string; fai
   }
   return (
     <div class="card" aria-live="polite">
-      <h2>Top-up {props.topUpId}</h2>
+      <h2>{topUp === undefined ? 'Your top-up' : `Top-up: ${topUp.package_name} (${formatRupees(topUp.credit_micros)} credit)`}</h2>
       {message === '' ? null : <p class={tone} role={tone === 'form-error' ? 'alert' : 'status'}>{message}</p>}
       <FormError error={error} />
     </div>
@@ -140,7 +141,7 @@ export function TopUpList(props: { organisationId: string; version: number; canR
             caption="Top-ups, newest first"
             rows={topUps}
             rowKey={(topUp) => topUp.id}
-            empty="No top-ups yet."
+            empty="No top-ups yet — buy a package above to add credit."
             columns={[
               { header: 'Created (IST)', cell: (topUp) => formatIst(topUp.created_at) },
               { header: 'Package', cell: (topUp) => <>{topUp.package_name}<div class="mono small">{topUp.id}</div></> },
@@ -209,7 +210,7 @@ function TopUpRefunds(props: { organisationId: string; topUpId: string; version:
 function RefundDialog(props: { organisationId: string; topUp: TopUp; onClose(): void; onDone(): void }) {
   const { topUp } = props;
   const [rupees, setRupees] = useState(() => paiseInput(topUp.price_paise));
-  const [idempotencyKey] = useState(() => crypto.randomUUID());
+  const [idempotencyKey] = useState(newIdempotencyKey);
   const [refund, setRefund] = useState<Refund | undefined>(undefined);
   const { busy, error, setError, run } = useAction();
   const amountError = fieldError(error, 'amount_paise');

@@ -148,7 +148,7 @@ export function ModelAliasesPage(props: PageProps) {
       <h1>Model aliases</h1>
       <p class="hint">Your aliases let your clients send their own model names (Claude Code's or Codex's built-in names, say) and reach one of your gateway models. They override the platform's aliases of the same name; answers and usage show the gateway model.</p>
       <ModelAliasEditor basePath={`/admin/v1/organisations/${organisationId}/model-aliases`} caption="Your organisation's model aliases"
-        empty="No aliases of your own." canEdit={allows(props.allowed, 'putOrganisationModelAlias')} models={allowed} />
+        empty="No aliases of your own — add one to call a model by a name of yours." canEdit={allows(props.allowed, 'putOrganisationModelAlias')} models={allowed} />
       <h2>Platform aliases</h2>
       <ModelAliasEditor basePath="/admin/v1/model-aliases" caption="Platform model aliases (apply unless you set your own)" empty="No platform aliases."
         canEdit={false} models={null} />

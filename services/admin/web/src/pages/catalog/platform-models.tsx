@@ -51,7 +51,7 @@ export function PlatformModels() {
           caption="Gateway models (prices per million tokens)"
           rows={models}
           rowKey={(model) => model.slug}
-          empty="No gateway models yet."
+          empty="No gateway models yet — add one so organisations have something to call."
           columns={[
             { header: 'Model', cell: (model) => <><span class="mono">{model.slug}</span><div class="small">{model.display_name}</div></> },
             {

@@ -128,7 +128,7 @@ export function InvoicesPage(props: PageProps) {
             caption={filtered ? 'GST documents matching the filters, newest first' : 'GST documents, newest first'}
             rows={documents}
             rowKey={(document) => document.id}
-            empty={filtered ? 'No documents match these filters.' : 'No documents yet: one is issued for every credited top-up.'}
+            empty={filtered ? 'No documents match these filters — widen the dates or clear the filters.' : 'No documents yet — one is issued for every credited top-up: buy credit on the Billing page.'}
             columns={[
               { header: 'Serial', cell: (document) => <span class="mono">{document.serial}</span> },
               { header: 'Kind', cell: (document) => documentKindText[document.kind] },

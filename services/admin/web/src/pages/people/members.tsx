@@ -206,7 +206,7 @@ function PendingInvitations(props: { invitations: Invitation[]; onRevoke: ((invi
       showCaption
       rows={props.invitations}
       rowKey={(invitation) => invitation.id}
-      empty="No pending invitations."
+      empty="No pending invitations — invite someone to give them access."
       columns={[
         { header: 'Email', cell: (invitation) => invitation.email },
         { header: 'Role', cell: (invitation) => <span class="pill">{invitation.role}</span> },

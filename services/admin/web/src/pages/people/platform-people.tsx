@@ -77,7 +77,7 @@ export function PlatformPeople() {
           caption="People"
           rows={people}
           rowKey={(person) => person.id}
-          empty="No people yet."
+          empty="No people yet — invite someone to give them a sign-in."
           columns={[
             {
               header: 'Person', cell: (person) => (

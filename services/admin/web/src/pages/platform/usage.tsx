@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { api } from '../../api.ts';
 import type { Project, UsageRecord, UsageSummaryRow } from '../../api-types.ts';
-import { Field, FormError, describedBy } from '../../components/field.tsx';
+import { Field, FormError } from '../../components/field.tsx';
 import { Table } from '../../components/table.tsx';
 import { formatCount, formatIst, formatRupees } from '../../format.ts';
 import { listAll } from '../../lists.ts';
@@ -45,6 +45,8 @@ export function UsagePage(props: PageProps) {
   const [error, setError] = useState<unknown>(undefined);
   const [projects, setProjects] = useState<Project[]>([]);
   const [models, setModels] = useState<string[]>([]);
+  /** Models the period's summary shows used (a model no longer allowed still has usage to filter by). */
+  const [usedModels, setUsedModels] = useState<string[]>([]);
   const [exporting, setExporting] = useState(false);
   const [newUsage, setNewUsage] = useState(false);
   /** The filtered period's usage by token class, from the daily summary (undefined until loaded). */
@@ -80,6 +82,7 @@ export function UsagePage(props: PageProps) {
     try {
       const summary = await api.get<{ data: UsageSummaryRow[] }>(`/admin/v1/organisations/${organisationId}/usage/summary`, window);
       setBreakdown(classBreakdown(summary.data.filter((row) => model === undefined || row.model === model)));
+      setUsedModels(summary.data.map((row) => row.model));
     } catch (caught) {
       setError(caught);
     }
@@ -135,7 +138,7 @@ export function UsagePage(props: PageProps) {
   return (
     <section>
       <h1>Usage</h1>
-      <UsageFilters form={form} onForm={setForm} projects={projects} models={models} problem={formProblem} onApply={apply} onClear={clear} />
+      <UsageFilters form={form} onForm={setForm} projects={projects} models={[...new Set([...models, ...usedModels])].sort()} problem={formProblem} onApply={apply} onClear={clear} />
 
       <div class="actions">
         <button type="button" class="secondary" onClick={() => void exportCsv()} disabled={exporting} aria-busy={exporting}>
@@ -188,11 +191,12 @@ function UsageFilters(props: {
           {props.projects.map((project) => <option key={project.id} value={project.id}>{project.name}</option>)}
         </select>
       </Field>
-      <Field id="usage-model" label="Model" hint="A gateway model slug; empty for all">
-        <input id="usage-model" type="text" list="usage-model-options" value={form.model} autoComplete="off"
-          aria-describedby={describedBy('usage-model', { hint: true })}
-          onInput={(event) => setForm({ ...form, model: event.currentTarget.value })} />
-        <datalist id="usage-model-options">{props.models.map((model) => <option key={model} value={model} />)}</datalist>
+      <Field id="usage-model" label="Model">
+        <select id="usage-model" value={form.model} onChange={(event) => setForm({ ...form, model: event.currentTarget.value })}>
+          <option value="">All models</option>
+          {(form.model === '' || props.models.includes(form.model) ? props.models : [form.model, ...props.models])
+            .map((model) => <option key={model} value={model}>{model}</option>)}
+        </select>
       </Field>
       <Field id="usage-from" label="From (IST day)">
         <input id="usage-from" type="date" value={form.fromDay} max={today} onInput={(event) => setForm({ ...form, fromDay: event.currentTarget.value })} />
@@ -251,7 +255,7 @@ function UsageRecords(props: { records: UsageRecord[]; filtered: boolean; projec
       caption={filtered ? 'Usage records matching the filters, newest first' : 'Usage records, newest first'}
       rows={props.records}
       rowKey={(record) => record.id}
-      empty={filtered ? 'No usage matches these filters.' : 'No usage yet.'}
+      empty={filtered ? 'No usage matches these filters — widen the dates or clear the filters.' : 'No usage yet — call the gateway with a project\'s API key (see Projects) and each request shows here.'}
       columns={[
         { header: 'Time (IST)', cell: (record) => formatIst(record.created_at) },
         { header: 'Project', cell: (record) => projectName.get(record.project_id) ?? <span class="mono small">{record.project_id}</span> },

@@ -9,6 +9,7 @@ import { useAction } from '../../components/use-action.ts';
 import { formatCount, formatIst, formatRupees, rupeesToMicros } from '../../format.ts';
 import { listAll } from '../../lists.ts';
 import { listGatewayModels } from '../catalog/platform-models.tsx';
+import { newIdempotencyKey } from '../../components/idempotency.ts';
 
 /** An organisation as platform admins manage it. */
 interface Organisation {
@@ -87,7 +88,7 @@ export function PlatformOrganisations() {
           caption="Organisations"
           rows={organisations}
           rowKey={(organisation) => organisation.id}
-          empty="No organisations yet."
+          empty="No organisations yet — create one, then invite its first owner."
           columns={[
             { header: 'Name', cell: (organisation) => <>{organisation.name}<div class="mono small">{organisation.id}</div></> },
             { header: 'Status', cell: (organisation) => <span class={`pill pill-${organisation.status}`}>{organisation.status}</span> },
@@ -213,12 +214,6 @@ function OrganisationDialog(props: { organisation: Organisation | undefined; mod
       </form>
     </Dialog>
   );
-}
-
-/** A fresh Idempotency-Key: 128 random bits in hex (getRandomValues works on http:// origins too, unlike randomUUID). */
-function newIdempotencyKey(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return `dashboard-${[...bytes].map((byte) => byte.toString(16).padStart(2, '0')).join('')}`;
 }
 
 /**

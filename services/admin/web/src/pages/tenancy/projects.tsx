@@ -90,7 +90,7 @@ export function ProjectsPage(props: PageProps) {
           caption="Projects"
           rows={projects}
           rowKey={(project) => project.id}
-          empty="No projects yet."
+          empty={can('createProject') ? 'No projects yet — create one above to get an API key.' : 'No projects yet — a developer or owner creates one to get an API key.'}
           columns={[
             { header: 'Name', cell: (project) => <>{project.name}<div class="mono small">{project.id}</div></> },
             { header: 'Status', cell: (project) => <span class={`pill pill-${project.status}`}>{project.status}</span> },
