@@ -117,6 +117,11 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
     // so every call that was let in gets its answer.
     const batcher = createLedgerBatcher(database, { metrics });
     lifecycle.defer('batcher', () => batcher.close());
+    // The request log's day partitions: today and two days ahead, strays moved, days past retention
+    // dropped. The first pass ends before the gRPC server listens (see firstPass).
+    const requestLogMaintenance = startRequestLogMaintenance({ database, logger, retentionDays: config.LEDGER_REQUEST_LOG_RETENTION_DAYS });
+    lifecycle.defer('request log maintenance', () => requestLogMaintenance.stop());
+    await requestLogMaintenance.firstPass;
     const grpcServer = createGrpcServer();
     const service = createLedgerGrpcService(database, logger, {
       pollIntervalMs: config.LEDGER_ALERT_POLL_INTERVAL_MS, grantSharePercent: config.LEDGER_GRANT_MAX_SHARE_PERCENT,
@@ -146,9 +151,6 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
       database, logger, metrics, partitionsAhead: config.LEDGER_USAGE_PARTITIONS_AHEAD, retentionMonths: config.LEDGER_USAGE_RETENTION_MONTHS,
     });
     lifecycle.defer('usage maintenance', () => usageMaintenance.stop());
-    // The request log's day partitions: today and two days ahead, strays moved, days past retention dropped.
-    const requestLogMaintenance = startRequestLogMaintenance({ database, logger, retentionDays: config.LEDGER_REQUEST_LOG_RETENTION_DAYS });
-    lifecycle.defer('request log maintenance', () => requestLogMaintenance.stop());
     return { grpc: grpcPort, http: health.port, metrics: metricsServer.port };
   });
   logger.info({ ports }, 'ledger listening');

@@ -143,6 +143,12 @@ interface RequestLogMaintenanceOptions {
 
 /** A running request-log maintenance. */
 interface RequestLogMaintenance {
+  /**
+   * The first pass (never rejects). The ledger serves after it, so on a new database today's
+   * partition exists before the first RecordRequests: a row in DEFAULT moved by a pass while a
+   * query planned before its ATTACH runs is briefly invisible to that query.
+   */
+  firstPass: Promise<void>;
   /** Runs one pass now (after a pass in progress); resolves with its report, or undefined when it failed (logged). */
   runNow(): Promise<RequestLogMaintenanceReport | undefined>;
   /** Stops the timer and waits for a pass in progress. */
@@ -176,8 +182,10 @@ export function startRequestLogMaintenance(options: RequestLogMaintenanceOptions
     timer = setTimeout(() => { void runNow().then(schedule); }, options.intervalMs ?? 60 * 60 * 1000);
     timer.unref();
   };
-  void runNow().then(schedule);
+  const firstPass = runNow();
+  void firstPass.then(schedule);
   return {
+    firstPass: firstPass.then(() => undefined),
     runNow,
     async stop() {
       stopped = true;
