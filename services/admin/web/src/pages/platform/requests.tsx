@@ -254,7 +254,6 @@ function RequestTable(props: { records: RequestRecord[]; projectName: Map<string
   const caption = props.filtered ? 'Requests matching the filters, newest first' : 'Requests, newest first';
   return (
     <>
-      <p class="hint scroll-hint" aria-hidden="true">Scroll the table sideways to see every column →</p>
       <div class="table-scroll request-scroll" role="region" aria-label={caption} tabIndex={0}>
         <table class="request-table">
           <caption class="visually-hidden">{caption}</caption>
