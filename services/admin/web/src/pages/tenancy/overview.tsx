@@ -322,7 +322,9 @@ export function OverviewPage(props: PageProps) {
         empty="No projects yet."
         columns={[
           { header: 'Project', cell: (project) => <>{project.name}{project.status === 'disabled' ? <span class="pill">disabled</span> : null}</> },
-          { header: 'Spent', numeric: true, cell: (project) => formatRupees(data.budgets.get(project.id)?.spent_micros ?? '0') },
+          // Spent is what was debited (settled); what requests and credit grants hold counts against the
+          // budget (the bar, PROJECT_BUDGET) but is not spent: a grant's unused hold goes back.
+          { header: 'Spent', numeric: true, cell: (project) => formatRupees(data.budgets.get(project.id)?.settled_micros ?? '0') },
           { header: 'Budget', numeric: true, cell: (project) => {
             const cap = data.budgets.get(project.id)?.monthly_cap_micros;
             return cap == null ? 'No budget' : formatRupees(cap);
