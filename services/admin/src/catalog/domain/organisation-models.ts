@@ -6,7 +6,7 @@ import { gatewayModelsBySlug, type StoredGatewayModel } from './gateway-model-st
 import { listOrganisationModelAliases, listPlatformModelAliases } from './model-alias-store.ts';
 
 /** A token class a member is charged for, in the order the Models page lists them. */
-export type PricedTokenClass = 'input' | 'cached_input' | 'cache_write_5m' | 'cache_write_1h' | 'audio_input' | 'image_input' | 'output' | 'reasoning';
+type PricedTokenClass = 'input' | 'cached_input' | 'cache_write_5m' | 'cache_write_1h' | 'audio_input' | 'image_input' | 'output' | 'reasoning';
 
 /** A gateway model an organisation may call, as its members see it: names, kind and customer prices only (never provider cost nor upstream). */
 export interface OrganisationModel {

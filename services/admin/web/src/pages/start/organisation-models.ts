@@ -5,7 +5,7 @@ import { api } from '../../api.ts';
 export type TokenClass = 'input' | 'cached_input' | 'cache_write_5m' | 'cache_write_1h' | 'audio_input' | 'image_input' | 'output' | 'reasoning';
 
 /** A model the organisation may call: slug, aliases, kind and customer prices (µ₹ per million tokens, decimal strings). */
-export interface OrganisationModel {
+interface OrganisationModel {
   slug: string;
   display_name: string;
   kind: 'chat' | 'embedding';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { anthropicBaseUrl, quickstartSnippets } from './snippets.ts';
+import { quickstartSnippets } from './snippets.ts';
 
 describe('quickstartSnippets', () => {
   it('fills in the base URL, the key and the model, and gives Anthropic clients the base without /v1', () => {
@@ -39,7 +39,8 @@ describe('quickstartSnippets', () => {
   });
 
   it('strips only a trailing /v1 for Anthropic clients, keeping a path prefix', () => {
-    expect(anthropicBaseUrl('https://example.com/gateway/v1')).toBe('https://example.com/gateway');
-    expect(anthropicBaseUrl('https://example.com/v1/')).toBe('https://example.com');
+    const anthropicBase = (baseUrl: string) => quickstartSnippets({ baseUrl, apiKey: 'k', model: 'demo' })[4]!.text;
+    expect(anthropicBase('https://example.com/gateway/v1')).toContain('export ANTHROPIC_BASE_URL=\'https://example.com/gateway\'');
+    expect(anthropicBase('https://example.com/v1/')).toContain('export ANTHROPIC_BASE_URL=\'https://example.com\'');
   });
 });

@@ -28,7 +28,7 @@ export const apiKeyVariable = 'GATEWAY_API_KEY';
  * The base URL Anthropic clients take: the gateway's origin (and any path prefix) without the
  * trailing /v1, since they add /v1/messages themselves (docs/surfaces/messages.md).
  */
-export function anthropicBaseUrl(baseUrl: string): string {
+function anthropicBaseUrl(baseUrl: string): string {
   return baseUrl.replace(/\/v1\/?$/, '');
 }
 
