@@ -17,6 +17,7 @@ import { startDashboardStack, type DashboardStack } from './support/dashboard-st
 import { waitForValue } from './support/page-waits.ts';
 import { acceptLink, newPersonPage } from './support/person-pages.ts';
 import { openScreenshotAlbum, type ScreenshotAlbum } from './support/screenshots.ts';
+import { expectedRupees } from './support/rupees.ts';
 
 const serverUrl = testPostgresUrl();
 const browserMissing = missingBrowser();
@@ -24,25 +25,6 @@ const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const modelSlug = 'quick-chat';
 const embeddingSlug = 'quick-embed';
 const creditMicros = 50_000_000n;
-
-/** Groups digits the Indian way (12,34,567), written apart from the dashboard's format.ts. */
-function indianDigits(digits: string): string {
-  if (digits.length <= 3) return digits;
-  let head = digits.slice(0, -3);
-  const groups = [digits.slice(-3)];
-  while (head.length > 0) {
-    groups.unshift(head.slice(-2));
-    head = head.slice(0, -2);
-  }
-  return groups.join(',');
-}
-
-/** µ₹ exactly in rupees: "₹0.300001", "₹15.00" (2 to 6 decimals, no rounding). */
-function exactRupeesText(micros: bigint): string {
-  const fraction = (micros % 1_000_000n).toString().padStart(6, '0');
-  const trimmed = fraction.replace(/0+$/, '');
-  return `₹${indianDigits((micros / 1_000_000n).toString())}.${trimmed.length < 2 ? fraction.slice(0, 2) : trimmed}`;
-}
 
 /** Runs a program with `input` on stdin; its stdout, or a rejection carrying its stderr. */
 function run(file: string, args: string[], input = ''): Promise<string> {
@@ -167,14 +149,14 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('Quickstart and Mode
       .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((cell) => (cell.textContent ?? '').trim())));
     await page.getByRole('table', { name: `Prices of ${modelSlug} per million tokens` }).waitFor();
     expect(await rows(modelSlug)).toEqual([
-      ['Input', exactRupeesText(3_000_007n)],
-      ['Cached input', exactRupeesText(300_001n)],
-      ['Cache write (5 min)', exactRupeesText(3_750_009n)],
-      ['Cache write (1 h)', exactRupeesText(3_000_007n)],
-      ['Output', exactRupeesText(15_000_011n)],
-      ['Reasoning', exactRupeesText(20_000_017n)],
+      ['Input', expectedRupees(3_000_007n)],
+      ['Cached input', expectedRupees(300_001n)],
+      ['Cache write (5 min)', expectedRupees(3_750_009n)],
+      ['Cache write (1 h)', expectedRupees(3_000_007n)],
+      ['Output', expectedRupees(15_000_011n)],
+      ['Reasoning', expectedRupees(20_000_017n)],
     ]);
-    expect(exactRupeesText(300_001n)).toBe('₹0.300001');
+    expect(expectedRupees(300_001n)).toBe('₹0.300001');
     expect(await rows(embeddingSlug)).toEqual([['Input', '₹0.020001']]);
     const chat = page.getByRole('article', { name: modelSlug });
     expect(await chat.textContent()).toContain('gpt-4o-mini');

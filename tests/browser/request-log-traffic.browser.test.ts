@@ -15,6 +15,7 @@ import { launchChromium, missingBrowser } from './support/chromium.ts';
 import { startDashboardStack, type DashboardStack } from './support/dashboard-stack.ts';
 import { waitForValue } from './support/page-waits.ts';
 import { acceptLink, newPersonPage } from './support/person-pages.ts';
+import { indianDigits } from './support/rupees.ts';
 
 const serverUrl = testPostgresUrl();
 const browserMissing = missingBrowser();
@@ -32,14 +33,6 @@ interface Listed {
   error_code: string | null;
   latency_ms: number;
   cost_micros: string;
-}
-
-/** Digits grouped the Indian way (12,34,567), written apart from the dashboard's format.ts. */
-function indianDigits(value: number): string {
-  const digits = String(value);
-  if (digits.length <= 3) return digits;
-  const head = digits.slice(0, -3).replace(/\B(?=(\d{2})+(?!\d))/g, ',');
-  return `${head},${digits.slice(-3)}`;
 }
 
 describe.skipIf(!serverUrl || browserMissing !== undefined)('the request log of real traffic in a browser', () => {

@@ -17,6 +17,7 @@ import { startDashboardStack, type DashboardStack } from './support/dashboard-st
 import { uiTimeout, waitForValue } from './support/page-waits.ts';
 import { acceptLink, newPersonPage } from './support/person-pages.ts';
 import { openScreenshotAlbum, type ScreenshotAlbum } from './support/screenshots.ts';
+import { expectedRupees, indianDigits } from './support/rupees.ts';
 
 const serverUrl = testPostgresUrl();
 const browserMissing = missingBrowser();
@@ -59,26 +60,6 @@ const surfaceNames: Record<Seeded['surface'], string> = {
   chat_completions: 'Chat completions', responses: 'Responses', embeddings: 'Embeddings', messages: 'Messages',
 };
 
-/** Groups digits the Indian way (12,34,567), written apart from the dashboard's format.ts. */
-function indianDigits(value: number | bigint): string {
-  const digits = value.toString();
-  if (digits.length <= 3) return digits;
-  let head = digits.slice(0, -3);
-  const groups = [digits.slice(-3)];
-  while (head.length > 0) {
-    groups.unshift(head.slice(-2));
-    head = head.slice(0, -2);
-  }
-  return groups.join(',');
-}
-
-/** µ₹ exactly in rupees: "₹0.000003", "₹1.234567", "₹0.00" (2 to 6 decimals, never rounded). */
-function exactRupeesText(micros: bigint): string {
-  const fraction = (micros % 1_000_000n).toString().padStart(6, '0');
-  const trimmed = fraction.replace(/0+$/, '');
-  return `₹${indianDigits(micros / 1_000_000n)}.${trimmed.length < 2 ? fraction.slice(0, 2) : trimmed}`;
-}
-
 /** An instant in IST to the millisecond, "20 Nov 2025, 10:00:01.123 IST", from its UTC fields shifted by +05:30. */
 function istText(ms: number): string {
   const shifted = new Date(ms + 5.5 * 3_600_000);
@@ -117,7 +98,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the request log in 
     return [
       istText(seededAtMs - row.agoMs), projectNames[row.project], `${surfaceNames[row.surface]}${row.stream ? 'stream' : ''}`, modelSlug,
       `${row.status}${failed ? ' failed' : ''}${row.errorCode ?? ''}`,
-      msText(row.latencyMs), msText(row.ttftMs), tokens, exactRupeesText(row.costMicros), `Details of request ${row.requestId}`,
+      msText(row.latencyMs), msText(row.ttftMs), tokens, expectedRupees(row.costMicros), `Details of request ${row.requestId}`,
     ];
   }
 

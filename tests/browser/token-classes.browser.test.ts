@@ -15,6 +15,7 @@ import { launchChromium, missingBrowser } from './support/chromium.ts';
 import { startDashboardStack, type DashboardStack } from './support/dashboard-stack.ts';
 import { waitForValue } from './support/page-waits.ts';
 import { acceptLink, newPersonPage } from './support/person-pages.ts';
+import { expectedRupees, indianDigits } from './support/rupees.ts';
 
 const serverUrl = testPostgresUrl();
 const browserMissing = missingBrowser();
@@ -25,25 +26,6 @@ interface ClassSum {
   tokens: bigint;
   cost: bigint;
   provider: bigint;
-}
-
-/** Groups digits the Indian way (12,34,567), written apart from the dashboard's format.ts. */
-function indianDigits(digits: string): string {
-  if (digits.length <= 3) return digits;
-  let head = digits.slice(0, -3);
-  const groups = [digits.slice(-3)];
-  while (head.length > 0) {
-    groups.unshift(head.slice(-2));
-    head = head.slice(0, -2);
-  }
-  return groups.join(',');
-}
-
-/** µ₹ exactly in rupees as the dashboard must show per-class money: "₹0.000123", "₹1,234.50" (2 to 6 decimals, no rounding). */
-function exactRupeesText(micros: bigint): string {
-  const fraction = (micros % 1_000_000n).toString().padStart(6, '0');
-  const trimmed = fraction.replace(/0+$/, '');
-  return `₹${indianDigits((micros / 1_000_000n).toString())}.${trimmed.length < 2 ? fraction.slice(0, 2) : trimmed}`;
 }
 
 /** The cells of a table's body rows as the page shows them, once they have the expected count. */
@@ -143,12 +125,12 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('usage by token clas
     const table = platform.getByRole('table', { name: 'Tokens and cost by token class' });
     expect(await bodyCells(table, names.length)).toEqual(names.map((name) => {
       const sum = classes.get(name)!;
-      return [name.replaceAll('_', ' '), indianDigits(sum.tokens.toString()), exactRupeesText(sum.cost), exactRupeesText(sum.provider)];
+      return [name.replaceAll('_', ' '), indianDigits(sum.tokens.toString()), expectedRupees(sum.cost), expectedRupees(sum.provider)];
     }));
     const plain = platform.getByTestId('usage-unclassified');
     await plain.waitFor();
     expect((await plain.textContent())!.replace(/\s+/g, ' ').trim()).toBe(
-      `1 requests without token classes (plain input and output): ${exactRupeesText(unclassified.cost)}, provider cost ${exactRupeesText(unclassified.provider)}.`,
+      `1 requests without token classes (plain input and output): ${expectedRupees(unclassified.cost)}, provider cost ${expectedRupees(unclassified.provider)}.`,
     );
     // The classes and the plain request make up the whole cost the ledger recorded.
     const recorded = records.reduce((sum, record) => sum + BigInt(record.cost_micros as string), 0n);
@@ -162,11 +144,11 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('usage by token clas
     const viewerTable = viewer.getByRole('table', { name: 'Tokens and cost by token class' });
     expect(await bodyCells(viewerTable, names.length)).toEqual(names.map((name) => {
       const sum = classes.get(name)!;
-      return [name.replaceAll('_', ' '), indianDigits(sum.tokens.toString()), exactRupeesText(sum.cost)];
+      return [name.replaceAll('_', ' '), indianDigits(sum.tokens.toString()), expectedRupees(sum.cost)];
     }));
     expect(await viewerTable.getByRole('columnheader', { name: 'Provider cost' }).count()).toBe(0);
     expect((await viewer.getByTestId('usage-unclassified').textContent())!.replace(/\s+/g, ' ').trim()).toBe(
-      `1 requests without token classes (plain input and output): ${exactRupeesText(unclassified.cost)}.`,
+      `1 requests without token classes (plain input and output): ${expectedRupees(unclassified.cost)}.`,
     );
   }, 90_000);
 
@@ -179,7 +161,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('usage by token clas
     await page.getByRole('heading', { level: 1, name: /^analytics$/i }).waitFor();
     const expectedLines = (group: string) => names.map((name) => {
       const sum = classes.get(name)!;
-      return [group, name.replaceAll('_', ' '), indianDigits(sum.tokens.toString()), exactRupeesText(sum.cost), exactRupeesText(sum.provider)];
+      return [group, name.replaceAll('_', ' '), indianDigits(sum.tokens.toString()), expectedRupees(sum.cost), expectedRupees(sum.provider)];
     });
     // Grouped by day: every usage of the run is of today (IST), so the day's classes equal the totals.
     const byDay = page.getByRole('table', { name: /^Commercial usage by token class, in total and by day/ });
