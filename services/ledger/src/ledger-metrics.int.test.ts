@@ -41,7 +41,7 @@ function operateOn(stream: OperateStream) {
 
 const settleOf = (reservationId: string, costMicros: bigint): ledgerV1.SettleRequest => ({
   reservationId, inputTokens: 10n, outputTokens: 20n, costMicros, providerCostMicros: 0n, modelSlug: 'model-a',
-  usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: uniqueId('req'), overrunOutputTokens: 0n, tokenClasses: [],
+  usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: uniqueId('req'), overrunOutputTokens: 0n, tokenClasses: [], deployment: '', failedAttempts: [],
 });
 
 describe.skipIf(!serverUrl)('ledger /metrics', () => {

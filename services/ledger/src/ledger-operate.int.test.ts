@@ -56,15 +56,15 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     expect(reserves.map((answer) => answer.reserve?.result))
       .toEqual([ReserveResult.RESERVE_RESULT_OK, ReserveResult.RESERVE_RESULT_OK, ReserveResult.RESERVE_RESULT_INSUFFICIENT_BALANCE]);
 
-    stream.write({ callId: 4n, requestId: '', checkpoint: { reservationId: settled, sequence: 1n, inputTokens: 1n, outputTokens: 1n, costMicros: 100n, providerCostMicros: 0n, extendTtlMs: 0n, requestId: '' } });
+    stream.write({ callId: 4n, requestId: '', checkpoint: { reservationId: settled, sequence: 1n, inputTokens: 1n, outputTokens: 1n, costMicros: 100n, providerCostMicros: 0n, extendTtlMs: 0n, requestId: '', deployment: '' } });
     // Messages are answered concurrently: the checkpoint must land before the settle of the same
     // reservation, or it is (rightly) ALREADY_RESOLVED.
     const checkpointed = await answerOf(4n);
     stream.write({
       callId: 5n, requestId: '',
-      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n, tokenClasses: [] },
+      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n, tokenClasses: [], deployment: '', failedAttempts: [] },
     });
-    stream.write({ callId: 6n, requestId: '', release: { reservationId: released, reason: 'upstream_not_called' } });
+    stream.write({ callId: 6n, requestId: '', release: { reservationId: released, reason: 'upstream_not_called', failedAttempts: [], modelSlug: '' } });
     const [settledAnswer, releasedAnswer] = await Promise.all([answerOf(5n), answerOf(6n)]);
     expect(checkpointed.checkpoint?.result).toBe(CheckpointResult.CHECKPOINT_RESULT_OK);
     expect(settledAnswer.settle).toMatchObject({ result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 300n, releasedMicros: 100n, overrunMicros: 0n });
@@ -73,7 +73,7 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     // A replay on the stream is a replay: the first answer, nothing moved twice.
     stream.write({
       callId: 7n, requestId: '',
-      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n, tokenClasses: [] },
+      settle: { reservationId: settled, inputTokens: 10n, outputTokens: 20n, costMicros: 300n, providerCostMicros: 90n, modelSlug: 'm', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'client-req', overrunOutputTokens: 0n, tokenClasses: [], deployment: '', failedAttempts: [] },
     });
     expect((await answerOf(7n)).settle).toMatchObject({ result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 300n });
     expect(await ledger.getBalance(organisationId)).toMatchObject({ creditedMicros: 1_000n, availableMicros: 700n, heldMicros: 0n, debitedMicros: 300n });
@@ -88,7 +88,7 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     const answer = await answerOf(1n);
     expect(answer.error).toMatchObject({ code: GrpcStatus.INVALID_ARGUMENT, errorCode: 'invalid_request' });
     expect(answer.error!.message).toMatch(/names no method/);
-    stream.write({ callId: 2n, requestId: '', release: { reservationId: uniqueId('op-unknown'), reason: 'upstream_not_called' } });
+    stream.write({ callId: 2n, requestId: '', release: { reservationId: uniqueId('op-unknown'), reason: 'upstream_not_called', failedAttempts: [], modelSlug: '' } });
     expect((await answerOf(2n)).release?.result).toBe(ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN);
     stream.end();
   });
@@ -122,7 +122,7 @@ describe.skipIf(!serverUrl)('Operate: the hot-path methods as messages on one st
     let probe = 1n;
     await vi.waitFor(async () => {
       probe += 1n;
-      stream.write({ callId: probe, requestId: '', release: { reservationId: uniqueId('op-probe'), reason: 'upstream_not_called' } });
+      stream.write({ callId: probe, requestId: '', release: { reservationId: uniqueId('op-probe'), reason: 'upstream_not_called', failedAttempts: [], modelSlug: '' } });
       const answer = await answerOf(probe);
       expect(answer.error).toMatchObject({ code: GrpcStatus.UNAVAILABLE, errorCode: 'service_unavailable' });
     }, { timeout: 10_000, interval: 20 });

@@ -55,7 +55,7 @@ describe.skipIf(!serverUrl)('ledger spans continue the caller trace', () => {
     stream.write({ callId: 2n, requestId: '', traceparent: 'not-a-traceparent', reserve: { ...reserve, reservationId: uniqueId('r') } });
     const settle = (traceparent: string) => ({
       reservationId: uniqueId('unknown'), inputTokens: 1n, outputTokens: 1n, costMicros: 1n, providerCostMicros: 0n, modelSlug: 'm',
-      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'r', overrunOutputTokens: 0n, tokenClasses: [], traceparent,
+      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'r', overrunOutputTokens: 0n, tokenClasses: [], deployment: '', failedAttempts: [], traceparent,
     });
     stream.write({ callId: 3n, requestId: '', settleBatch: { settles: [settle(callerTraceparent(traceC, spanC)), settle(callerTraceparent(traceB, spanB))] } });
     await allAnswered;

@@ -75,6 +75,8 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
       apiKey: model.upstreamApiKey,
     },
     createdAtS: BigInt(Math.floor(model.createdAt.getTime() / 1000)),
+    // Placeholder of the issue-29 contract: the admin's deployments (the model's own upstream is "primary").
+    deployments: [],
     allowPrivateNetwork: model.allowPrivateNetwork,
     kind: model.kind,
     // "text" is implied on the wire: what else the upstream accepts.

@@ -292,6 +292,7 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       });
     }),
     recordRequests: unimplemented,
+    summarizeDeployments: unimplemented,
     ...fakeRequestLogHandlers(requests, unary),
     watchBudgetAlerts: (call) => {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });

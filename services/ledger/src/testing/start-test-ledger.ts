@@ -118,10 +118,10 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     }, callDeadlineMs),
     settle: (request) => callUnary(client.settle, client, {
       reservationId: '', inputTokens: 0n, outputTokens: 0n, costMicros: 0n, providerCostMicros: 0n, modelSlug: 'model-a',
-      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'req-1', overrunOutputTokens: 0n, tokenClasses: [],
+      usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'req-1', overrunOutputTokens: 0n, tokenClasses: [], deployment: '', failedAttempts: [],
       ...request,
     }, callDeadlineMs),
-    release: (request) => callUnary(client.release, client, { reservationId: '', reason: 'upstream_not_called', ...request }, callDeadlineMs),
+    release: (request) => callUnary(client.release, client, { reservationId: '', reason: 'upstream_not_called', failedAttempts: [], modelSlug: '', ...request }, callDeadlineMs),
     credit: (request) => callUnary(admin.credit, admin, {
       creditId: uniqueId('credit'), organisationId: '', amountMicros: 0n, reason: 'test top-up', purchased: false, ...request,
     }, callDeadlineMs),
@@ -138,7 +138,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     }, callDeadlineMs),
     checkpoint: (request) => callUnary(client.checkpoint, client, {
       reservationId: '', sequence: 1n, inputTokens: 0n, outputTokens: 0n, costMicros: 0n, providerCostMicros: 0n, extendTtlMs: 0n,
-      requestId: '', ...request,
+      requestId: '', deployment: '', ...request,
     }, callDeadlineMs),
     setProjectBudget: (request) => callUnary(admin.setProjectBudget, admin, {
       requestId: uniqueId('budget'), organisationId: '', projectId: '', monthlyCapMicros: 0n, softAlertPercent: 80, ...request,

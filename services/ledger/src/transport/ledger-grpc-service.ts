@@ -80,6 +80,9 @@ export function createLedgerGrpcService(
     ...createRecordRequestsHandler(db, handle),
     ...createRequestLogReadHandlers(db, handle),
     ...createListProjectSpendsHandler(db, handle),
+    // Placeholder of the issue-29 contract: replaced by the deployment analytics handler.
+    summarizeDeployments: handle<ledgerV1.SummarizeDeploymentsRequest, ledgerV1.SummarizeDeploymentsResponse>('SummarizeDeployments', () =>
+      Promise.resolve({ response: { rows: [] }, outcome: 'ok', subject: {} })),
 
     openAccount: handle<ledgerV1.OpenAccountRequest, ledgerV1.OpenAccountResponse>('OpenAccount', async (request) => {
       const outcome = await openAccount(db, request.organisationId);

@@ -31,4 +31,5 @@ export const ledgerMethodRoles: MethodRoles<keyof typeof ledgerV1.LedgerServiceS
   listProjectSpends: ['admin'],
   listRequests: ['admin'],
   getRequest: ['admin'],
+  summarizeDeployments: ['admin'],
 };

@@ -147,6 +147,7 @@ export class GrpcLedger implements Ledger {
       providerCostMicros: order.providerCostMicros,
       extendTtlMs: BigInt(order.extendTtlMs),
       requestId: order.requestId,
+      deployment: '',
     }).finally(() => { this.#timed('checkpoint', startedAtMs); });
     const outcome = checkpointOutcomes.get(response.result);
     return { outcome: outcome ?? 'unrecognized', detail: detailOf(outcome !== undefined, response.result, response.detail) };
@@ -169,6 +170,8 @@ export class GrpcLedger implements Ledger {
       })),
       grantId: order.carve?.grantId,
       reservedMicros: order.carve?.reservedMicros,
+      deployment: '',
+      failedAttempts: [],
     }, owner);
     if (response === undefined) return undefined;
     const outcome = settleOutcomes.get(response.result);
@@ -178,7 +181,7 @@ export class GrpcLedger implements Ledger {
   /** Queues the Release in the outbox; resolves with the ledger's final answer (undefined: abandoned at shutdown). */
   async release(order: ReleaseOrder, owner: BillingOwner): Promise<ReleaseAnswer | undefined> {
     const startedAtMs = performance.now();
-    const response = await this.#outbox.release({ reservationId: order.reservationId, reason: order.reason }, owner);
+    const response = await this.#outbox.release({ reservationId: order.reservationId, reason: order.reason, failedAttempts: [], modelSlug: '' }, owner);
     this.#timed('release', startedAtMs);
     if (response === undefined) return undefined;
     const outcome = releaseOutcomes.get(response.result);

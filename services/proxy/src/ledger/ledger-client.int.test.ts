@@ -11,7 +11,7 @@ function reserveRequest(reservationId: string): ledgerV1.ReserveRequest {
 }
 
 function settleRequest(reservationId: string): ledgerV1.SettleRequest {
-  return { reservationId, inputTokens: 1n, outputTokens: 2n, costMicros: 40n, providerCostMicros: 10n, modelSlug: 'chat', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'req', overrunOutputTokens: 0n, tokenClasses: [] };
+  return { reservationId, inputTokens: 1n, outputTokens: 2n, costMicros: 40n, providerCostMicros: 10n, modelSlug: 'chat', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: 'req', overrunOutputTokens: 0n, tokenClasses: [], deployment: '', failedAttempts: [] };
 }
 
 describe('LedgerClient over the Operate stream', () => {

@@ -50,7 +50,7 @@ class TestLedger implements OutboxLedger {
 function settleRequest(reservationId: string, costMicros: bigint): ledgerV1.SettleRequest {
   return {
     reservationId, inputTokens: 3n, outputTokens: 5n, costMicros, providerCostMicros: 1n, modelSlug: 'chat', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM,
-    requestId: `req-${reservationId}`, overrunOutputTokens: 0n, tokenClasses: [{ tokenClass: 'output', tokens: 5n, costMicros, providerCostMicros: 1n }],
+    requestId: `req-${reservationId}`, overrunOutputTokens: 0n, tokenClasses: [{ tokenClass: 'output', tokens: 5n, costMicros, providerCostMicros: 1n }], deployment: '', failedAttempts: [],
   };
 }
 
@@ -87,7 +87,7 @@ describe.skipIf(!redisUrl)('the shared outbox in Redis', () => {
     const stopping = replica('proxy-a', ledger);
     await stopping.ready();
     const answers = ['r1', 'r2', 'r3'].map((id, index) => stopping.outbox.settle(settleRequest(id, BigInt(100 + index)), { organisationId: 'org', requestId: `req-${id}`, freesAvailable: false }));
-    const released = stopping.outbox.release({ reservationId: 'r4', reason: 'upstream_not_called' }, { organisationId: 'org', requestId: 'req-r4' });
+    const released = stopping.outbox.release({ reservationId: 'r4', reason: 'upstream_not_called', failedAttempts: [], modelSlug: '' }, { organisationId: 'org', requestId: 'req-r4' });
     await waitFor(() => ledger.calls.length >= 8, 5_000, 'attempts during the outage');
 
     expect(await stopping.outbox.handOver((records) => stopping.handover.handOver(records))).toEqual({ handedOver: 4, abandoned: 0 });

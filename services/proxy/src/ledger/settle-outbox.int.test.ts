@@ -15,7 +15,7 @@ function reserveRequest(reservationId: string): ledgerV1.ReserveRequest {
 }
 
 function settleRequest(reservationId: string, costMicros = 40n): ledgerV1.SettleRequest {
-  return { reservationId, inputTokens: 1n, outputTokens: 2n, costMicros, providerCostMicros: 10n, modelSlug: 'chat', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: `req-${reservationId}`, overrunOutputTokens: 0n, tokenClasses: [] };
+  return { reservationId, inputTokens: 1n, outputTokens: 2n, costMicros, providerCostMicros: 10n, modelSlug: 'chat', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM, requestId: `req-${reservationId}`, overrunOutputTokens: 0n, tokenClasses: [], deployment: '', failedAttempts: [] };
 }
 
 const owner = (reservationId: string) => ({ organisationId: 'org', requestId: `req-${reservationId}` });
@@ -56,7 +56,7 @@ describe('SettleOutbox against a ledger peer', () => {
     await waitFor(() => attemptsLogged('r-out') >= 8, 10_000, 'eight failed attempts');
     expect(peer.calls.settle).toHaveLength(0);
     // An entry queued later leaves the oldest entry's age as it was (the metric's oldest age keeps growing).
-    const released = outbox.release({ reservationId: 'r-later', reason: 'reserve_outcome_unknown' }, owner('r-later'));
+    const released = outbox.release({ reservationId: 'r-later', reason: 'reserve_outcome_unknown', failedAttempts: [], modelSlug: '' }, owner('r-later'));
     expect(outbox.oldestQueuedAtMs()).toBe(oldestMs);
     await peer.restart();
     expect((await settled)?.result).toBe(SettleResult.SETTLE_RESULT_OK);
@@ -69,7 +69,7 @@ describe('SettleOutbox against a ledger peer', () => {
   it('repeats a Release the ledger fails until it is answered; an unknown id is final and leaves a tombstone', async () => {
     const { peer, outbox } = await start();
     peer.failNext('release', 5);
-    const released = await outbox.release({ reservationId: 'r-never', reason: 'reserve_outcome_unknown' }, owner('r-never'));
+    const released = await outbox.release({ reservationId: 'r-never', reason: 'reserve_outcome_unknown', failedAttempts: [], modelSlug: '' }, owner('r-never'));
     expect(released?.result).toBe(ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN);
     expect(peer.calls.release.map((r) => r.reservationId)).toEqual(Array(6).fill('r-never'));
     expect(peer.tombstoned('r-never')).toBe(true);

@@ -521,6 +521,7 @@ export async function startLedgerPeer(): Promise<LedgerPeer> {
     },
     listRequests: unimplemented,
     getRequest: unimplemented,
+    summarizeDeployments: unimplemented,
     watchBudgetAlerts: (call: ServerWritableStream<ledgerV1.WatchBudgetAlertsRequest, ledgerV1.BudgetAlert>) => {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the peer' });
     },

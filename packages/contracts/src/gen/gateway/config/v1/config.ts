@@ -283,6 +283,49 @@ export interface GatewayModel {
    * `include: ["reasoning.encrypted_content"]`). false: nothing to return, and those are a 400.
    */
   returnsReasoning: boolean;
+  /**
+   * Every upstream deployment that serves the slug, the model's own `upstream` (with the
+   * provider costs above, its allow_private_network and its priority and weight) first as the
+   * deployment named "primary". Empty (an older admin): the model's own upstream is the only
+   * deployment. The proxy tries them by priority, weighted within one (docs/proxy.md, "Routing").
+   */
+  deployments: UpstreamDeployment[];
+}
+
+/**
+ * One upstream deployment of a gateway model: where a request may be sent, and what the
+ * provider charges there. Never shown to customers: no answer, header or error names it.
+ */
+export interface UpstreamDeployment {
+  /**
+   * Unique within the model, [a-z0-9][a-z0-9-]{0,31}; "primary" is the model's own upstream.
+   * A bounded metric label (at most 16 deployments per model) and kept on usage records.
+   */
+  name: string;
+  upstream?:
+    | Upstream
+    | undefined;
+  /** As GatewayModel.allow_private_network, for this deployment's base URL. */
+  allowPrivateNetwork: boolean;
+  /**
+   * Lower is tried first; the next priority is tried only when every deployment of this one
+   * failed for the request or is ejected. 0..100.
+   */
+  priority: number;
+  /** Share of the requests within its priority, 1..1000. */
+  weight: number;
+  /**
+   * What this deployment's provider charges, µ₹ per million tokens (recorded, never billed).
+   * Class costs absent: the input (output for reasoning) cost, as GatewayModel's.
+   */
+  providerInputCostMicrosPerMtok: bigint;
+  providerOutputCostMicrosPerMtok: bigint;
+  providerCachedInputCostMicrosPerMtok?: bigint | undefined;
+  providerCacheWrite5mCostMicrosPerMtok?: bigint | undefined;
+  providerCacheWrite1hCostMicrosPerMtok?: bigint | undefined;
+  providerReasoningCostMicrosPerMtok?: bigint | undefined;
+  providerAudioInputCostMicrosPerMtok?: bigint | undefined;
+  providerImageInputCostMicrosPerMtok?: bigint | undefined;
 }
 
 export interface Upstream {
@@ -1257,6 +1300,7 @@ function createBaseGatewayModel(): GatewayModel {
     thinkingModes: [],
     maxThinkingBudgetTokens: 0,
     returnsReasoning: false,
+    deployments: [],
   };
 }
 
@@ -1441,6 +1485,9 @@ export const GatewayModel: MessageFns<GatewayModel> = {
     }
     if (message.returnsReasoning !== false) {
       writer.uint32(232).bool(message.returnsReasoning);
+    }
+    for (const v of message.deployments) {
+      UpstreamDeployment.encode(v!, writer.uint32(242).fork()).join();
     }
     return writer;
   },
@@ -1690,6 +1737,14 @@ export const GatewayModel: MessageFns<GatewayModel> = {
             message.returnsReasoning = reader.bool();
             continue;
           }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.deployments.push(UpstreamDeployment.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1791,6 +1846,303 @@ export const GatewayModel: MessageFns<GatewayModel> = {
     message.thinkingModes = object.thinkingModes?.map((e) => e) || [];
     message.maxThinkingBudgetTokens = object.maxThinkingBudgetTokens ?? 0;
     message.returnsReasoning = object.returnsReasoning ?? false;
+    message.deployments = object.deployments?.map((e) => UpstreamDeployment.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUpstreamDeployment(): UpstreamDeployment {
+  return {
+    name: "",
+    upstream: undefined,
+    allowPrivateNetwork: false,
+    priority: 0,
+    weight: 0,
+    providerInputCostMicrosPerMtok: 0n,
+    providerOutputCostMicrosPerMtok: 0n,
+    providerCachedInputCostMicrosPerMtok: undefined,
+    providerCacheWrite5mCostMicrosPerMtok: undefined,
+    providerCacheWrite1hCostMicrosPerMtok: undefined,
+    providerReasoningCostMicrosPerMtok: undefined,
+    providerAudioInputCostMicrosPerMtok: undefined,
+    providerImageInputCostMicrosPerMtok: undefined,
+  };
+}
+
+export const UpstreamDeployment: MessageFns<UpstreamDeployment> = {
+  encode(message: UpstreamDeployment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.upstream !== undefined) {
+      Upstream.encode(message.upstream, writer.uint32(18).fork()).join();
+    }
+    if (message.allowPrivateNetwork !== false) {
+      writer.uint32(24).bool(message.allowPrivateNetwork);
+    }
+    if (message.priority !== 0) {
+      writer.uint32(32).int32(message.priority);
+    }
+    if (message.weight !== 0) {
+      writer.uint32(40).int32(message.weight);
+    }
+    if (message.providerInputCostMicrosPerMtok !== 0n) {
+      if (BigInt.asIntN(64, message.providerInputCostMicrosPerMtok) !== message.providerInputCostMicrosPerMtok) {
+        throw new globalThis.Error(
+          "value provided for field message.providerInputCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(48).int64(message.providerInputCostMicrosPerMtok);
+    }
+    if (message.providerOutputCostMicrosPerMtok !== 0n) {
+      if (BigInt.asIntN(64, message.providerOutputCostMicrosPerMtok) !== message.providerOutputCostMicrosPerMtok) {
+        throw new globalThis.Error(
+          "value provided for field message.providerOutputCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(56).int64(message.providerOutputCostMicrosPerMtok);
+    }
+    if (message.providerCachedInputCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerCachedInputCostMicrosPerMtok) !== message.providerCachedInputCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerCachedInputCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(64).int64(message.providerCachedInputCostMicrosPerMtok);
+    }
+    if (message.providerCacheWrite5mCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerCacheWrite5mCostMicrosPerMtok) !==
+          message.providerCacheWrite5mCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerCacheWrite5mCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(72).int64(message.providerCacheWrite5mCostMicrosPerMtok);
+    }
+    if (message.providerCacheWrite1hCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerCacheWrite1hCostMicrosPerMtok) !==
+          message.providerCacheWrite1hCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerCacheWrite1hCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(80).int64(message.providerCacheWrite1hCostMicrosPerMtok);
+    }
+    if (message.providerReasoningCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerReasoningCostMicrosPerMtok) !== message.providerReasoningCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerReasoningCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(88).int64(message.providerReasoningCostMicrosPerMtok);
+    }
+    if (message.providerAudioInputCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerAudioInputCostMicrosPerMtok) !== message.providerAudioInputCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerAudioInputCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(96).int64(message.providerAudioInputCostMicrosPerMtok);
+    }
+    if (message.providerImageInputCostMicrosPerMtok !== undefined) {
+      if (
+        BigInt.asIntN(64, message.providerImageInputCostMicrosPerMtok) !== message.providerImageInputCostMicrosPerMtok
+      ) {
+        throw new globalThis.Error(
+          "value provided for field message.providerImageInputCostMicrosPerMtok of type int64 too large",
+        );
+      }
+      writer.uint32(104).int64(message.providerImageInputCostMicrosPerMtok);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpstreamDeployment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpstreamDeployment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.upstream = Upstream.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.allowPrivateNetwork = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.priority = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.weight = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.providerInputCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.providerOutputCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.providerCachedInputCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.providerCacheWrite5mCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.providerCacheWrite1hCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.providerReasoningCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.providerAudioInputCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.providerImageInputCostMicrosPerMtok = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UpstreamDeployment>, I>>(base?: I): UpstreamDeployment {
+    return UpstreamDeployment.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpstreamDeployment>, I>>(object: I): UpstreamDeployment {
+    const message = createBaseUpstreamDeployment();
+    message.name = object.name ?? "";
+    message.upstream = (object.upstream !== undefined && object.upstream !== null)
+      ? Upstream.fromPartial(object.upstream)
+      : undefined;
+    message.allowPrivateNetwork = object.allowPrivateNetwork ?? false;
+    message.priority = object.priority ?? 0;
+    message.weight = object.weight ?? 0;
+    message.providerInputCostMicrosPerMtok =
+      (object.providerInputCostMicrosPerMtok !== undefined && object.providerInputCostMicrosPerMtok !== null)
+        ? BigInt(object.providerInputCostMicrosPerMtok)
+        : 0n;
+    message.providerOutputCostMicrosPerMtok =
+      (object.providerOutputCostMicrosPerMtok !== undefined && object.providerOutputCostMicrosPerMtok !== null)
+        ? BigInt(object.providerOutputCostMicrosPerMtok)
+        : 0n;
+    message.providerCachedInputCostMicrosPerMtok =
+      (object.providerCachedInputCostMicrosPerMtok !== undefined &&
+          object.providerCachedInputCostMicrosPerMtok !== null)
+        ? BigInt(object.providerCachedInputCostMicrosPerMtok)
+        : undefined;
+    message.providerCacheWrite5mCostMicrosPerMtok =
+      (object.providerCacheWrite5mCostMicrosPerMtok !== undefined &&
+          object.providerCacheWrite5mCostMicrosPerMtok !== null)
+        ? BigInt(object.providerCacheWrite5mCostMicrosPerMtok)
+        : undefined;
+    message.providerCacheWrite1hCostMicrosPerMtok =
+      (object.providerCacheWrite1hCostMicrosPerMtok !== undefined &&
+          object.providerCacheWrite1hCostMicrosPerMtok !== null)
+        ? BigInt(object.providerCacheWrite1hCostMicrosPerMtok)
+        : undefined;
+    message.providerReasoningCostMicrosPerMtok =
+      (object.providerReasoningCostMicrosPerMtok !== undefined && object.providerReasoningCostMicrosPerMtok !== null)
+        ? BigInt(object.providerReasoningCostMicrosPerMtok)
+        : undefined;
+    message.providerAudioInputCostMicrosPerMtok =
+      (object.providerAudioInputCostMicrosPerMtok !== undefined && object.providerAudioInputCostMicrosPerMtok !== null)
+        ? BigInt(object.providerAudioInputCostMicrosPerMtok)
+        : undefined;
+    message.providerImageInputCostMicrosPerMtok =
+      (object.providerImageInputCostMicrosPerMtok !== undefined && object.providerImageInputCostMicrosPerMtok !== null)
+        ? BigInt(object.providerImageInputCostMicrosPerMtok)
+        : undefined;
     return message;
   },
 };

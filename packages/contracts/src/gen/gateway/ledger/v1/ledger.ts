@@ -520,6 +520,37 @@ export interface SettleRequest {
    * when not empty.
    */
   tokenClasses: TokenClassUsage[];
+  /**
+   * The upstream deployment that answered (its name within the model, e.g. "primary"). Empty (an
+   * older proxy): not known. Kept on the usage record for platform analytics, never shown to
+   * customers. Part of the settle's idempotency payload when not empty.
+   */
+  deployment: string;
+  /**
+   * Earlier attempts of the same request that failed over but that their provider may have
+   * billed (docs/proxy.md, "Routing"): recorded as provider cost of their deployment, never
+   * charged to the customer. Part of the settle's idempotency payload when not empty.
+   */
+  failedAttempts: ProviderAttempt[];
+}
+
+/**
+ * One failed upstream attempt of a request that its provider may have billed (the request was
+ * sent and no error status came back: a timeout after sending, or a stream that broke before
+ * anything reached the client). Analytics only: it moves no money.
+ */
+export interface ProviderAttempt {
+  /** 1 for the request's first attempt, then 2, 3, ...; unique within the request. */
+  attempt: number;
+  /** The deployment's name within the model. */
+  deployment: string;
+  /** Why it failed over: "timeout" or "stream_broken". */
+  outcome: string;
+  /** Prompt tokens sent (the gateway's count) and output tokens seen before it broke. */
+  inputTokens: bigint;
+  outputTokens: bigint;
+  /** Their cost at the deployment's provider costs, µ₹. */
+  providerCostMicros: bigint;
 }
 
 /** The tokens and cost of one token price class of a usage. */
@@ -555,6 +586,14 @@ export interface ReleaseRequest {
   reservationId: string;
   /** Why the reservation is released (for the movement row), e.g. "upstream_not_called". */
   reason: string;
+  /**
+   * The request's failed attempts that their provider may have billed (as SettleRequest's):
+   * recorded once per reservation with the release, never charged. Not part of any idempotency
+   * payload (a Release's replay is OK whatever it carries).
+   */
+  failedAttempts: ProviderAttempt[];
+  /** The model the reservation was for, so the attempts' analytics name it (empty: none given). */
+  modelSlug: string;
 }
 
 export interface ReleaseResponse {
@@ -691,6 +730,11 @@ export interface UsageRecord {
    * output only (input_tokens, output_tokens).
    */
   tokenClasses: TokenClassUsage[];
+  /**
+   * The deployment that answered, as its Settle gave it; empty: not known. Platform admins only:
+   * the admin never shows it to an organisation's people.
+   */
+  deployment: string;
 }
 
 export interface ListUsageResponse {
@@ -721,6 +765,11 @@ export interface CheckpointRequest {
    * last) changes nothing whatever it carries: the sequence, not this, makes checkpoints safe to retry.
    */
   requestId: string;
+  /**
+   * The deployment streaming the answer (rules as request_id: recorded by the first checkpoint
+   * that carries one), so an expiry's provisional usage record names it.
+   */
+  deployment: string;
 }
 
 export interface CheckpointResponse {
@@ -1116,6 +1165,32 @@ export interface GetRequestRequest {
 export interface GetRequestResponse {
   /** Unset when the organisation has no such request (or its record is past retention). */
   record?: RequestRecord | undefined;
+}
+
+export interface SummarizeDeploymentsRequest {
+  /** Window, ms since the Unix epoch; 0 means unbounded. */
+  fromMs: bigint;
+  toMs: bigint;
+}
+
+export interface DeploymentSummaryRow {
+  modelSlug: string;
+  /** Empty: usage records settled without a deployment (an older proxy, or an expiry charge). */
+  deployment: string;
+  /** Usage records the deployment answered. */
+  requests: bigint;
+  /** Customer cost of those records, µ₹. */
+  costMicros: bigint;
+  /** Provider cost of those records, µ₹. */
+  providerCostMicros: bigint;
+  /** Failed attempts recorded for the deployment (ProviderAttempt) and their provider cost, µ₹. */
+  failedAttempts: bigint;
+  failedAttemptProviderCostMicros: bigint;
+}
+
+export interface SummarizeDeploymentsResponse {
+  /** Ordered by model slug, then deployment. */
+  rows: DeploymentSummaryRow[];
 }
 
 function createBaseOpenAccountRequest(): OpenAccountRequest {
@@ -1543,6 +1618,8 @@ function createBaseSettleRequest(): SettleRequest {
     reservedMicros: undefined,
     traceparent: undefined,
     tokenClasses: [],
+    deployment: "",
+    failedAttempts: [],
   };
 }
 
@@ -1604,6 +1681,12 @@ export const SettleRequest: MessageFns<SettleRequest> = {
     }
     for (const v of message.tokenClasses) {
       TokenClassUsage.encode(v!, writer.uint32(106).fork()).join();
+    }
+    if (message.deployment !== "") {
+      writer.uint32(114).string(message.deployment);
+    }
+    for (const v of message.failedAttempts) {
+      ProviderAttempt.encode(v!, writer.uint32(122).fork()).join();
     }
     return writer;
   },
@@ -1725,6 +1808,22 @@ export const SettleRequest: MessageFns<SettleRequest> = {
             message.tokenClasses.push(TokenClassUsage.decode(reader, reader.uint32()));
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.deployment = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.failedAttempts.push(ProviderAttempt.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1767,6 +1866,138 @@ export const SettleRequest: MessageFns<SettleRequest> = {
       : undefined;
     message.traceparent = object.traceparent ?? undefined;
     message.tokenClasses = object.tokenClasses?.map((e) => TokenClassUsage.fromPartial(e)) || [];
+    message.deployment = object.deployment ?? "";
+    message.failedAttempts = object.failedAttempts?.map((e) => ProviderAttempt.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseProviderAttempt(): ProviderAttempt {
+  return { attempt: 0, deployment: "", outcome: "", inputTokens: 0n, outputTokens: 0n, providerCostMicros: 0n };
+}
+
+export const ProviderAttempt: MessageFns<ProviderAttempt> = {
+  encode(message: ProviderAttempt, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.attempt !== 0) {
+      writer.uint32(8).int32(message.attempt);
+    }
+    if (message.deployment !== "") {
+      writer.uint32(18).string(message.deployment);
+    }
+    if (message.outcome !== "") {
+      writer.uint32(26).string(message.outcome);
+    }
+    if (message.inputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.inputTokens) !== message.inputTokens) {
+        throw new globalThis.Error("value provided for field message.inputTokens of type int64 too large");
+      }
+      writer.uint32(32).int64(message.inputTokens);
+    }
+    if (message.outputTokens !== 0n) {
+      if (BigInt.asIntN(64, message.outputTokens) !== message.outputTokens) {
+        throw new globalThis.Error("value provided for field message.outputTokens of type int64 too large");
+      }
+      writer.uint32(40).int64(message.outputTokens);
+    }
+    if (message.providerCostMicros !== 0n) {
+      if (BigInt.asIntN(64, message.providerCostMicros) !== message.providerCostMicros) {
+        throw new globalThis.Error("value provided for field message.providerCostMicros of type int64 too large");
+      }
+      writer.uint32(48).int64(message.providerCostMicros);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProviderAttempt {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProviderAttempt();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.attempt = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.deployment = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.outcome = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.inputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.outputTokens = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.providerCostMicros = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ProviderAttempt>, I>>(base?: I): ProviderAttempt {
+    return ProviderAttempt.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProviderAttempt>, I>>(object: I): ProviderAttempt {
+    const message = createBaseProviderAttempt();
+    message.attempt = object.attempt ?? 0;
+    message.deployment = object.deployment ?? "";
+    message.outcome = object.outcome ?? "";
+    message.inputTokens = (object.inputTokens !== undefined && object.inputTokens !== null)
+      ? BigInt(object.inputTokens)
+      : 0n;
+    message.outputTokens = (object.outputTokens !== undefined && object.outputTokens !== null)
+      ? BigInt(object.outputTokens)
+      : 0n;
+    message.providerCostMicros = (object.providerCostMicros !== undefined && object.providerCostMicros !== null)
+      ? BigInt(object.providerCostMicros)
+      : 0n;
     return message;
   },
 };
@@ -2011,7 +2242,7 @@ export const SettleResponse: MessageFns<SettleResponse> = {
 };
 
 function createBaseReleaseRequest(): ReleaseRequest {
-  return { reservationId: "", reason: "" };
+  return { reservationId: "", reason: "", failedAttempts: [], modelSlug: "" };
 }
 
 export const ReleaseRequest: MessageFns<ReleaseRequest> = {
@@ -2021,6 +2252,12 @@ export const ReleaseRequest: MessageFns<ReleaseRequest> = {
     }
     if (message.reason !== "") {
       writer.uint32(18).string(message.reason);
+    }
+    for (const v of message.failedAttempts) {
+      ProviderAttempt.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.modelSlug !== "") {
+      writer.uint32(34).string(message.modelSlug);
     }
     return writer;
   },
@@ -2054,6 +2291,22 @@ export const ReleaseRequest: MessageFns<ReleaseRequest> = {
             message.reason = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.failedAttempts.push(ProviderAttempt.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.modelSlug = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2073,6 +2326,8 @@ export const ReleaseRequest: MessageFns<ReleaseRequest> = {
     const message = createBaseReleaseRequest();
     message.reservationId = object.reservationId ?? "";
     message.reason = object.reason ?? "";
+    message.failedAttempts = object.failedAttempts?.map((e) => ProviderAttempt.fromPartial(e)) || [];
+    message.modelSlug = object.modelSlug ?? "";
     return message;
   },
 };
@@ -3112,6 +3367,7 @@ function createBaseUsageRecord(): UsageRecord {
     createdAtMs: 0n,
     overrunOutputTokens: 0n,
     tokenClasses: [],
+    deployment: "",
   };
 }
 
@@ -3185,6 +3441,9 @@ export const UsageRecord: MessageFns<UsageRecord> = {
     }
     for (const v of message.tokenClasses) {
       TokenClassUsage.encode(v!, writer.uint32(130).fork()).join();
+    }
+    if (message.deployment !== "") {
+      writer.uint32(138).string(message.deployment);
     }
     return writer;
   },
@@ -3330,6 +3589,14 @@ export const UsageRecord: MessageFns<UsageRecord> = {
             message.tokenClasses.push(TokenClassUsage.decode(reader, reader.uint32()));
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.deployment = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3377,6 +3644,7 @@ export const UsageRecord: MessageFns<UsageRecord> = {
       ? BigInt(object.overrunOutputTokens)
       : 0n;
     message.tokenClasses = object.tokenClasses?.map((e) => TokenClassUsage.fromPartial(e)) || [];
+    message.deployment = object.deployment ?? "";
     return message;
   },
 };
@@ -3458,6 +3726,7 @@ function createBaseCheckpointRequest(): CheckpointRequest {
     providerCostMicros: 0n,
     extendTtlMs: 0n,
     requestId: "",
+    deployment: "",
   };
 }
 
@@ -3504,6 +3773,9 @@ export const CheckpointRequest: MessageFns<CheckpointRequest> = {
     }
     if (message.requestId !== "") {
       writer.uint32(66).string(message.requestId);
+    }
+    if (message.deployment !== "") {
+      writer.uint32(74).string(message.deployment);
     }
     return writer;
   },
@@ -3585,6 +3857,14 @@ export const CheckpointRequest: MessageFns<CheckpointRequest> = {
             message.requestId = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.deployment = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3620,6 +3900,7 @@ export const CheckpointRequest: MessageFns<CheckpointRequest> = {
       ? BigInt(object.extendTtlMs)
       : 0n;
     message.requestId = object.requestId ?? "";
+    message.deployment = object.deployment ?? "";
     return message;
   },
 };
@@ -7157,6 +7438,295 @@ export const GetRequestResponse: MessageFns<GetRequestResponse> = {
   },
 };
 
+function createBaseSummarizeDeploymentsRequest(): SummarizeDeploymentsRequest {
+  return { fromMs: 0n, toMs: 0n };
+}
+
+export const SummarizeDeploymentsRequest: MessageFns<SummarizeDeploymentsRequest> = {
+  encode(message: SummarizeDeploymentsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.fromMs !== 0n) {
+      if (BigInt.asIntN(64, message.fromMs) !== message.fromMs) {
+        throw new globalThis.Error("value provided for field message.fromMs of type int64 too large");
+      }
+      writer.uint32(8).int64(message.fromMs);
+    }
+    if (message.toMs !== 0n) {
+      if (BigInt.asIntN(64, message.toMs) !== message.toMs) {
+        throw new globalThis.Error("value provided for field message.toMs of type int64 too large");
+      }
+      writer.uint32(16).int64(message.toMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SummarizeDeploymentsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSummarizeDeploymentsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.fromMs = reader.int64() as bigint;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.toMs = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SummarizeDeploymentsRequest>, I>>(base?: I): SummarizeDeploymentsRequest {
+    return SummarizeDeploymentsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SummarizeDeploymentsRequest>, I>>(object: I): SummarizeDeploymentsRequest {
+    const message = createBaseSummarizeDeploymentsRequest();
+    message.fromMs = (object.fromMs !== undefined && object.fromMs !== null) ? BigInt(object.fromMs) : 0n;
+    message.toMs = (object.toMs !== undefined && object.toMs !== null) ? BigInt(object.toMs) : 0n;
+    return message;
+  },
+};
+
+function createBaseDeploymentSummaryRow(): DeploymentSummaryRow {
+  return {
+    modelSlug: "",
+    deployment: "",
+    requests: 0n,
+    costMicros: 0n,
+    providerCostMicros: 0n,
+    failedAttempts: 0n,
+    failedAttemptProviderCostMicros: 0n,
+  };
+}
+
+export const DeploymentSummaryRow: MessageFns<DeploymentSummaryRow> = {
+  encode(message: DeploymentSummaryRow, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.modelSlug !== "") {
+      writer.uint32(10).string(message.modelSlug);
+    }
+    if (message.deployment !== "") {
+      writer.uint32(18).string(message.deployment);
+    }
+    if (message.requests !== 0n) {
+      if (BigInt.asIntN(64, message.requests) !== message.requests) {
+        throw new globalThis.Error("value provided for field message.requests of type int64 too large");
+      }
+      writer.uint32(24).int64(message.requests);
+    }
+    if (message.costMicros !== 0n) {
+      if (BigInt.asIntN(64, message.costMicros) !== message.costMicros) {
+        throw new globalThis.Error("value provided for field message.costMicros of type int64 too large");
+      }
+      writer.uint32(32).int64(message.costMicros);
+    }
+    if (message.providerCostMicros !== 0n) {
+      if (BigInt.asIntN(64, message.providerCostMicros) !== message.providerCostMicros) {
+        throw new globalThis.Error("value provided for field message.providerCostMicros of type int64 too large");
+      }
+      writer.uint32(40).int64(message.providerCostMicros);
+    }
+    if (message.failedAttempts !== 0n) {
+      if (BigInt.asIntN(64, message.failedAttempts) !== message.failedAttempts) {
+        throw new globalThis.Error("value provided for field message.failedAttempts of type int64 too large");
+      }
+      writer.uint32(48).int64(message.failedAttempts);
+    }
+    if (message.failedAttemptProviderCostMicros !== 0n) {
+      if (BigInt.asIntN(64, message.failedAttemptProviderCostMicros) !== message.failedAttemptProviderCostMicros) {
+        throw new globalThis.Error(
+          "value provided for field message.failedAttemptProviderCostMicros of type int64 too large",
+        );
+      }
+      writer.uint32(56).int64(message.failedAttemptProviderCostMicros);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeploymentSummaryRow {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeploymentSummaryRow();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.modelSlug = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.deployment = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.requests = reader.int64() as bigint;
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.costMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.providerCostMicros = reader.int64() as bigint;
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.failedAttempts = reader.int64() as bigint;
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.failedAttemptProviderCostMicros = reader.int64() as bigint;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<DeploymentSummaryRow>, I>>(base?: I): DeploymentSummaryRow {
+    return DeploymentSummaryRow.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeploymentSummaryRow>, I>>(object: I): DeploymentSummaryRow {
+    const message = createBaseDeploymentSummaryRow();
+    message.modelSlug = object.modelSlug ?? "";
+    message.deployment = object.deployment ?? "";
+    message.requests = (object.requests !== undefined && object.requests !== null) ? BigInt(object.requests) : 0n;
+    message.costMicros = (object.costMicros !== undefined && object.costMicros !== null)
+      ? BigInt(object.costMicros)
+      : 0n;
+    message.providerCostMicros = (object.providerCostMicros !== undefined && object.providerCostMicros !== null)
+      ? BigInt(object.providerCostMicros)
+      : 0n;
+    message.failedAttempts = (object.failedAttempts !== undefined && object.failedAttempts !== null)
+      ? BigInt(object.failedAttempts)
+      : 0n;
+    message.failedAttemptProviderCostMicros =
+      (object.failedAttemptProviderCostMicros !== undefined && object.failedAttemptProviderCostMicros !== null)
+        ? BigInt(object.failedAttemptProviderCostMicros)
+        : 0n;
+    return message;
+  },
+};
+
+function createBaseSummarizeDeploymentsResponse(): SummarizeDeploymentsResponse {
+  return { rows: [] };
+}
+
+export const SummarizeDeploymentsResponse: MessageFns<SummarizeDeploymentsResponse> = {
+  encode(message: SummarizeDeploymentsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.rows) {
+      DeploymentSummaryRow.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SummarizeDeploymentsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSummarizeDeploymentsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rows.push(DeploymentSummaryRow.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SummarizeDeploymentsResponse>, I>>(base?: I): SummarizeDeploymentsResponse {
+    return SummarizeDeploymentsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SummarizeDeploymentsResponse>, I>>(object: I): SummarizeDeploymentsResponse {
+    const message = createBaseSummarizeDeploymentsResponse();
+    message.rows = object.rows?.map((e) => DeploymentSummaryRow.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 export type LedgerServiceService = typeof LedgerServiceService;
 export const LedgerServiceService = {
   /** Opens the wallet account of an organisation. Idempotent on organisation_id. */
@@ -7446,6 +8016,22 @@ export const LedgerServiceService = {
     responseSerialize: (value: GetRequestResponse): Buffer => Buffer.from(GetRequestResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetRequestResponse => GetRequestResponse.decode(value),
   },
+  /**
+   * Platform analytics by upstream deployment over a window: requests answered, customer cost,
+   * provider cost (of the answers and of failed attempts their provider may have billed) and
+   * failed attempts, per model and deployment.
+   */
+  summarizeDeployments: {
+    path: "/gateway.ledger.v1.LedgerService/SummarizeDeployments" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SummarizeDeploymentsRequest): Buffer =>
+      Buffer.from(SummarizeDeploymentsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SummarizeDeploymentsRequest => SummarizeDeploymentsRequest.decode(value),
+    responseSerialize: (value: SummarizeDeploymentsResponse): Buffer =>
+      Buffer.from(SummarizeDeploymentsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SummarizeDeploymentsResponse => SummarizeDeploymentsResponse.decode(value),
+  },
 } as const;
 
 export interface LedgerServiceServer extends UntypedServiceImplementation {
@@ -7535,6 +8121,12 @@ export interface LedgerServiceServer extends UntypedServiceImplementation {
   listRequests: handleUnaryCall<ListRequestsRequest, ListRequestsResponse>;
   /** Reads one request of an organisation's request log by its request id. */
   getRequest: handleUnaryCall<GetRequestRequest, GetRequestResponse>;
+  /**
+   * Platform analytics by upstream deployment over a window: requests answered, customer cost,
+   * provider cost (of the answers and of failed attempts their provider may have billed) and
+   * failed attempts, per model and deployment.
+   */
+  summarizeDeployments: handleUnaryCall<SummarizeDeploymentsRequest, SummarizeDeploymentsResponse>;
 }
 
 export interface LedgerServiceClient extends Client {
@@ -7927,6 +8519,26 @@ export interface LedgerServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetRequestResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Platform analytics by upstream deployment over a window: requests answered, customer cost,
+   * provider cost (of the answers and of failed attempts their provider may have billed) and
+   * failed attempts, per model and deployment.
+   */
+  summarizeDeployments(
+    request: SummarizeDeploymentsRequest,
+    callback: (error: ServiceError | null, response: SummarizeDeploymentsResponse) => void,
+  ): ClientUnaryCall;
+  summarizeDeployments(
+    request: SummarizeDeploymentsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SummarizeDeploymentsResponse) => void,
+  ): ClientUnaryCall;
+  summarizeDeployments(
+    request: SummarizeDeploymentsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SummarizeDeploymentsResponse) => void,
   ): ClientUnaryCall;
 }
 
