@@ -7,7 +7,8 @@
  * Cardinality is bounded by design: no label ever carries an organisation, project, key, person
  * or request id. `model` is a slug from the platform's catalogue (unknown names become
  * `unknown`), `provider_kind` a kind the proxy's upstream adapters support (the config snapshot
- * refuses others), `route` a route template, `error_code` a code of @gateway/errors' catalogue.
+ * refuses others), `deployment` a deployment name of such a model (at most 16 per model, from
+ * the snapshot), `route` a route template, `error_code` a code of @gateway/errors' catalogue.
  * docs/operations.md ("Label cardinality") writes the bounds down.
  */
 
@@ -58,6 +59,36 @@ export const metricCatalogue = {
     name: 'gateway_proxy_upstream_requests_total', type: 'counter', services: ['proxy'],
     help: 'Upstream calls by provider kind, gateway model slug (both from the config snapshot) and outcome (ok, http_error, timeout, connect_error, aborted, bad_response).',
     labelNames: ['provider_kind', 'model', 'outcome'],
+  }),
+  proxyDeploymentAttempts: describe({
+    name: 'gateway_proxy_deployment_attempts_total', type: 'counter', services: ['proxy'],
+    help: 'Upstream attempts by gateway model slug, deployment name (both from the config snapshot) and outcome (ok, http_429, http_5xx, http_error, timeout, connect_error, stream_broken, bad_response).',
+    labelNames: ['model', 'deployment', 'outcome'],
+  }),
+  proxyDeploymentAttemptDuration: describe({
+    name: 'gateway_proxy_deployment_attempt_duration_seconds', type: 'histogram', services: ['proxy'],
+    help: 'One upstream attempt at a deployment, from dispatch to its answer read (a stream: its end) or its failure, seconds.',
+    labelNames: ['model', 'deployment'], buckets: latencyBucketsSeconds,
+  }),
+  proxyDeploymentEjections: describe({
+    name: 'gateway_proxy_deployment_ejections_total', type: 'counter', services: ['proxy'],
+    help: 'Outlier ejections of a deployment by this proxy (PROXY_OUTLIER_CONSECUTIVE_FAILURES failed attempts in a row).',
+    labelNames: ['model', 'deployment'],
+  }),
+  proxyDeploymentEjected: describe({
+    name: 'gateway_proxy_deployment_ejected', type: 'gauge', services: ['proxy'],
+    help: '1 while this proxy has the deployment ejected, else 0 (read at scrape time).',
+    labelNames: ['model', 'deployment'],
+  }),
+  proxyModelHealthyDeployments: describe({
+    name: 'gateway_proxy_model_healthy_deployments', type: 'gauge', services: ['proxy'],
+    help: 'Deployments of a gateway model this proxy has not ejected (read at scrape time); 0: every request of the slug goes to an ejected one.',
+    labelNames: ['model'],
+  }),
+  proxyFailovers: describe({
+    name: 'gateway_proxy_failovers_total', type: 'counter', services: ['proxy'],
+    help: 'Requests of a gateway model that went on to another deployment after a failed attempt (one per extra attempt).',
+    labelNames: ['model'],
   }),
   proxyLedgerCallDuration: describe({
     name: 'gateway_proxy_ledger_call_duration_seconds', type: 'histogram', services: ['proxy'],

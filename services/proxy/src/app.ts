@@ -14,6 +14,9 @@ import { RedisResponseStore } from './response-store/redis-response-store.ts';
 import { TaskTracker } from './task-tracker.ts';
 import { redisMetricsObserver, rpmModeGaugeValue } from './telemetry/redis-metrics.ts';
 import { ProxyTelemetry } from './telemetry/request-observer.ts';
+import { DeploymentMetrics } from './telemetry/deployment-metrics.ts';
+import { DeploymentRouter } from './routing/deployment-router.ts';
+import type { Routing } from './inference/attempts.ts';
 import { createConfigStream, createRateLimiter, createResponseStorage, createUpstreamTransport, snapshotKeyedServices } from './wiring/clients.ts';
 import { createHttpDrain } from './wiring/http-drain.ts';
 import { createSharedOutbox } from './wiring/outbox-handover.ts';
@@ -89,6 +92,21 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
   const rateLimiter = createRateLimiter(config, logger, redisObserver);
   const { responseStore, storedResponses } = createResponseStorage(config, logger, redisObserver);
   const upstream = createUpstreamTransport(config);
+  // Routing across a model's deployments (docs/proxy.md "Routing"): one router per process, its
+  // outlier ejection shared by every request of this proxy.
+  const deploymentMetrics = new DeploymentMetrics(metrics);
+  const routing: Routing = {
+    router: new DeploymentRouter({
+      consecutiveFailures: config.PROXY_OUTLIER_CONSECUTIVE_FAILURES,
+      baseEjectionMs: config.PROXY_OUTLIER_BASE_EJECTION_MS,
+      maxEjectionMs: config.PROXY_OUTLIER_MAX_EJECTION_MS,
+    }, undefined, deploymentMetrics),
+    policy: {
+      maxAttempts: config.PROXY_ROUTING_MAX_ATTEMPTS,
+      deadlineMs: config.PROXY_ROUTING_DEADLINE_MS,
+      attemptTimeoutMs: config.PROXY_ROUTING_ATTEMPT_TIMEOUT_MS,
+    },
+  };
   /**
    * Ready = started and not shutting down, holds a fresh snapshot, and its settle outbox has room.
    * Redis and the ledger are NOT part of it: every replica shares them, so "unready everywhere"
@@ -142,6 +160,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     if (sharedOutbox !== undefined) metrics.proxyRedisUp.set({ client: 'outbox' }, sharedOutbox.connected() ? 1 : 0);
     // An observation of money: µ₹ as a JS number at the edge (exact below 2^53 µ₹, i.e. ₹9 billion).
     metrics.proxyGrantHeldMicros.set(grants === undefined ? 0 : Number(grants.uncarvedMicros()));
+    deploymentMetrics.collect(routing.router, configStream.freshSnapshot()?.modelsBySlug);
   });
   // The certificates in use (reloaded when renewed) and their expiries, read at each scrape.
   metrics.onCollect(certificateExpiryRefresh(security, ['client'], metrics.tlsCertificateExpiry));
@@ -155,6 +174,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
     ledger: billingLedger,
     grants,
     upstream,
+    routing,
     ...snapshotKeyedServices(config, logger),
     track: (work) => tasks.track(work),
     maxBodyBytes: config.PROXY_MAX_BODY_BYTES,

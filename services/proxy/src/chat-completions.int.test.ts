@@ -101,6 +101,8 @@ describe('a completion', () => {
     expect(world.ledger.calls.settle.at(-1)).toEqual({
       reservationId: reserve.reservationId, inputTokens: 8n, outputTokens: 7n, costMicros, providerCostMicros,
       modelSlug: 'chat', usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId, overrunOutputTokens: 0n, tokenClasses: [],
+      // The model's own upstream answered (the config sends no other deployment): no failed attempt.
+      deployment: 'primary', failedAttempts: [],
     });
     expect(world.ledger.account('acme')).toEqual({
       creditedMicros: before.creditedMicros, heldMicros: 0n,
@@ -260,7 +262,7 @@ describe('upstream failures', () => {
     await proxy.idle(); // the Settle or Release is queued in the outbox, not awaited by the 502/504
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
     const reservationId = world.ledger.calls.reserve.at(-1)!.reservationId;
-    expect(world.ledger.calls.release.at(-1)).toEqual({ reservationId, reason: 'upstream_unreachable' });
+    expect(world.ledger.calls.release.at(-1)).toEqual({ reservationId, reason: 'upstream_unreachable', failedAttempts: [], modelSlug: '' });
     expect(traffic()).toEqual({ ...before, reserve: before.reserve + 1, release: before.release + 1 });
     expect(world.ledger.reservationState(reservationId)).toBe('released');
     expect(world.ledger.account('acme')).toEqual(balance);

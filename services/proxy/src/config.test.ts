@@ -24,6 +24,16 @@ describe('loadProxyConfig', () => {
     expect(config.PROXY_ID).toContain(String(process.pid));
   });
 
+  it('reads the routing and outlier settings with their defaults, and refuses bounds that contradict each other', () => {
+    expect(loadProxyConfig(tls)).toMatchObject({
+      PROXY_ROUTING_MAX_ATTEMPTS: 3, PROXY_ROUTING_DEADLINE_MS: 60_000, PROXY_ROUTING_ATTEMPT_TIMEOUT_MS: 20_000,
+      PROXY_OUTLIER_CONSECUTIVE_FAILURES: 5, PROXY_OUTLIER_BASE_EJECTION_MS: 30_000, PROXY_OUTLIER_MAX_EJECTION_MS: 300_000,
+    });
+    expect(() => loadProxyConfig({ ...tls, PROXY_ROUTING_ATTEMPT_TIMEOUT_MS: '70000' })).toThrow(/PROXY_ROUTING_ATTEMPT_TIMEOUT_MS/);
+    expect(() => loadProxyConfig({ ...tls, PROXY_OUTLIER_MAX_EJECTION_MS: '1000' })).toThrow(/PROXY_OUTLIER_MAX_EJECTION_MS/);
+    expect(() => loadProxyConfig({ ...tls, PROXY_ROUTING_MAX_ATTEMPTS: '0' })).toThrow(/PROXY_ROUTING_MAX_ATTEMPTS/);
+  });
+
   it('refuses to start with neither certificates nor GRPC_INSECURE=true, naming both options', () => {
     expect(() => loadProxyConfig({})).toThrow(/GRPC_TLS_CA_FILE.*GRPC_INSECURE=true/);
     expect(loadProxyConfig({ GRPC_INSECURE: 'true' }).GRPC_INSECURE).toBe(true);

@@ -126,6 +126,22 @@ export const proxyConfigSchema = z.object({
   /** Longest gap between two chunks of an upstream body (streamed or not). */
   UPSTREAM_IDLE_TIMEOUT_MS: commonEnv.durationMs(60_000),
   UPSTREAM_TOTAL_TIMEOUT_MS: commonEnv.durationMs(300_000),
+  /** Most attempts one request makes across its model's upstream deployments (docs/proxy.md "Routing"), 1..16. */
+  PROXY_ROUTING_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(16).default(3),
+  /** Time for a request's attempts before the first byte of its answer reaches the client, ms; no new attempt starts after it. */
+  PROXY_ROUTING_DEADLINE_MS: z.coerce.number().int().min(1).max(3_600_000).default(60_000),
+  /**
+   * One deployment's time to answer (its response headers) before the next is tried, ms. The last
+   * deployment a request can try is bounded by the deadline (and the UPSTREAM_* timeouts) only.
+   * At most PROXY_ROUTING_DEADLINE_MS.
+   */
+  PROXY_ROUTING_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(1).max(3_600_000).default(20_000),
+  /** Consecutive failed attempts (connect error, timeout, 429, 5xx, broken stream) that eject a deployment from this proxy's routing. */
+  PROXY_OUTLIER_CONSECUTIVE_FAILURES: z.coerce.number().int().min(1).max(1_000).default(5),
+  /** A deployment's first ejection, ms; doubled with each ejection that follows without a success between, up to PROXY_OUTLIER_MAX_EJECTION_MS. */
+  PROXY_OUTLIER_BASE_EJECTION_MS: z.coerce.number().int().min(1).max(3_600_000).default(30_000),
+  /** Longest ejection (and longest upstream Retry-After honoured), ms; at least PROXY_OUTLIER_BASE_EJECTION_MS. */
+  PROXY_OUTLIER_MAX_EJECTION_MS: z.coerce.number().int().min(1).max(86_400_000).default(300_000),
   LEDGER_CALL_TIMEOUT_MS: commonEnv.durationMs(5_000),
   /**
    * Credit grants (docs/proxy.md "Credit grants"): `on` carves each Reserve from a grant this
@@ -167,6 +183,18 @@ export const proxyConfigSchema = z.object({
   {
     path: ['PROXY_STREAM_LEASE_MS'], message: 'must be at least 2 × PROXY_CHECKPOINT_INTERVAL_MS + LEDGER_CALL_TIMEOUT_MS (a live stream must renew its lease before it ends)',
     when: (payload) => !payload.issues.some((issue) => ['PROXY_STREAM_LEASE_MS', 'PROXY_CHECKPOINT_INTERVAL_MS', 'LEDGER_CALL_TIMEOUT_MS'].includes(String(issue.path?.[0]))),
+  },
+).refine(
+  (config) => config.PROXY_ROUTING_ATTEMPT_TIMEOUT_MS <= config.PROXY_ROUTING_DEADLINE_MS,
+  {
+    path: ['PROXY_ROUTING_ATTEMPT_TIMEOUT_MS'], message: 'must be at most PROXY_ROUTING_DEADLINE_MS',
+    when: (payload) => !payload.issues.some((issue) => ['PROXY_ROUTING_ATTEMPT_TIMEOUT_MS', 'PROXY_ROUTING_DEADLINE_MS'].includes(String(issue.path?.[0]))),
+  },
+).refine(
+  (config) => config.PROXY_OUTLIER_MAX_EJECTION_MS >= config.PROXY_OUTLIER_BASE_EJECTION_MS,
+  {
+    path: ['PROXY_OUTLIER_MAX_EJECTION_MS'], message: 'must be at least PROXY_OUTLIER_BASE_EJECTION_MS',
+    when: (payload) => !payload.issues.some((issue) => ['PROXY_OUTLIER_MAX_EJECTION_MS', 'PROXY_OUTLIER_BASE_EJECTION_MS'].includes(String(issue.path?.[0]))),
   },
 ).refine(
   // A chunked or compressed body takes the whole per-body limit: a smaller budget could read none.

@@ -113,6 +113,7 @@ describe('embeddings: the money', () => {
       reservationId: reserve.reservationId, inputTokens: BigInt(reported), outputTokens: 0n, costMicros,
       providerCostMicros: expectedCostMicros(reported, testPrices.providerInputCostMicrosPerMtok), modelSlug: 'embed',
       usageSource: ledgerV1.UsageSource.USAGE_SOURCE_UPSTREAM, requestId: response.headers.get('x-request-id')!, overrunOutputTokens: 0n, tokenClasses: [],
+      deployment: 'primary', failedAttempts: [],
     });
     expect(data.usage).toEqual({
       prompt_tokens: reported, total_tokens: reported, cost_micros: String(costMicros),

@@ -1,8 +1,8 @@
 import { GatewayError, type ErrorCode } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
-import type { GatewayModelEntry } from '../domain/config-snapshot.ts';
-import type { BillingOwner, Ledger, ReserveAnswer, ReserveOrder, UsageSource } from '../domain/ledger-port.ts';
+import type { GatewayModelEntry, UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
+import type { BillingOwner, FailedAttempt, Ledger, ReserveAnswer, ReserveOrder, UsageSource } from '../domain/ledger-port.ts';
 import { costByClass, usageCostMicros, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
 import type { ClassUsage } from '../domain/token-classes.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
@@ -114,6 +114,12 @@ export class Hold {
   /** Set when the Reserve was carved from a credit grant in memory (the ledger has not seen it unless promoted). */
   readonly #carve: Carve | undefined;
   #resolved = false;
+  /** The deployment of the current (last) attempt: its name goes on the Settle, its provider costs price it. */
+  #deployment = '';
+  /** The model as that deployment serves it (pricing.ts prices usage with it); the model itself until an attempt starts. */
+  #served: GatewayModelEntry;
+  /** Attempts that failed over but that their provider may have billed; undefined: none (the usual case, nothing allocated). */
+  #failedAttempts: FailedAttempt[] | undefined;
 
   private constructor(deps: HoldDeps, input: BillingInput, amountMicros: bigint, carve: Carve | undefined) {
     this.#deps = deps;
@@ -121,6 +127,29 @@ export class Hold {
     this.reservationId = reservationIdOf(input);
     this.amountMicros = amountMicros;
     this.#carve = carve;
+    this.#served = input.model;
+  }
+
+  /**
+   * The request's next attempt goes to `deployment`: from now on its usage is priced at that
+   * deployment's provider costs (the customer prices are the model's, whichever answers) and its
+   * Settle, Checkpoints and Release name it.
+   */
+  attemptOn(deployment: UpstreamDeploymentEntry): void {
+    this.#deployment = deployment.name;
+    this.#served = deployment.served;
+  }
+
+  /**
+   * Records an attempt that failed over but that its provider may have billed, priced at its
+   * deployment's provider costs (`served`): it goes with the request's one Settle or Release,
+   * never charged to the customer.
+   */
+  failedAttempt(attempt: number, deployment: UpstreamDeploymentEntry, outcome: FailedAttempt['outcome'], usage: TokenUsage): void {
+    const { providerCostMicros } = usageCostMicros(usage, deployment.served);
+    (this.#failedAttempts ??= []).push({
+      attempt, deployment: deployment.name, outcome, inputTokens: usage.promptTokens, outputTokens: usage.completionTokens, providerCostMicros,
+    });
   }
 
   /**
@@ -177,7 +206,7 @@ export class Hold {
     if (carve !== undefined && grants !== undefined && carve.state !== 'promoted') {
       if (!grants.promotionDue(carve) || !await this.#promote(carve, grants, leaseMs)) return;
     }
-    const { costMicros, providerCostMicros } = usageCostMicros(due.usage, input.model);
+    const { costMicros, providerCostMicros } = usageCostMicros(due.usage, this.#served);
     try {
       const answer = await ledger.checkpoint({
         reservationId: this.reservationId,
@@ -187,6 +216,7 @@ export class Hold {
         providerCostMicros,
         extendTtlMs: leaseMs,
         requestId: input.requestId,
+        deployment: this.#deployment,
       });
       if (answer.outcome !== 'ok' && answer.outcome !== 'already_resolved') {
         logger.warn({ requestId: input.requestId, reservationId: this.reservationId, result: answer.outcome, detail: answer.detail }, 'checkpoint refused');
@@ -215,13 +245,22 @@ export class Hold {
    * its grant in memory (the ledger never saw it), a Reserve at the ledger through the outbox.
    */
   async release(reason: string): Promise<void> {
-    if (!this.#resolve('release')) return;
     const carve = this.#carve;
+    // A carve the ledger never saw has no Release to carry failed attempts: it settles at zero
+    // usage instead (the same money: nothing debited, the carve's amount stays in its grant).
+    if (carve !== undefined && this.#failedAttempts !== undefined) {
+      await this.settle(noUsage, 'gateway_estimate');
+      return;
+    }
+    if (!this.#resolve('release')) return;
     if (carve !== undefined) {
       this.#deps.grants?.release(carve);
       return;
     }
-    const released = await this.#deps.ledger.release({ reservationId: this.reservationId, reason }, ownerOf(this.#input));
+    const released = await this.#deps.ledger.release({
+      reservationId: this.reservationId, reason,
+      ...(this.#failedAttempts === undefined ? {} : { failedAttempts: this.#failedAttempts, modelSlug: this.#input.model.slug }),
+    }, ownerOf(this.#input));
     if (released !== undefined && released.outcome !== 'ok') {
       this.#deps.logger.error({ requestId: this.#input.requestId, reservationId: this.reservationId, result: released.outcome, detail: released.detail }, 'release refused by the ledger');
     }
@@ -256,10 +295,12 @@ export class Hold {
     const { ledger, grants, logger } = this.#deps;
     const input = this.#input;
     const { log, model } = input;
-    const { costMicros } = usageCostMicros(usage, model);
+    // Priced as the deployment that answered serves the model: the model's customer prices, its provider costs.
+    const served = this.#served;
+    const { costMicros } = usageCostMicros(usage, served);
     // The provider is paid for everything it produced, delivered or not.
-    const { providerCostMicros } = usageCostMicros(overrun?.producedUsage ?? usage, model);
-    const tokenClasses = costByClass(usage, model);
+    const { providerCostMicros } = usageCostMicros(overrun?.producedUsage ?? usage, served);
+    const tokenClasses = costByClass(usage, served);
     log.usageSource = source;
     log.settledCostMicros = costMicros;
     log.settledClasses = tokenClasses;
@@ -290,6 +331,8 @@ export class Hold {
         overrunOutputTokens: overrun?.overrunOutputTokens ?? 0,
         tokenClasses,
         carve: carve === undefined ? undefined : { grantId: carve.grantId, reservedMicros: carve.amountMicros },
+        deployment: this.#deployment,
+        failedAttempts: this.#failedAttempts,
       }, owner);
     } finally {
       if (carve !== undefined) grants?.settleAnswered(carve);

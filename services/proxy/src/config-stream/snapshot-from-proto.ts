@@ -4,7 +4,7 @@
 import { priceSheet, type PriceSheetInput } from '../domain/pricing.ts';
 import { configV1 } from '@gateway/contracts';
 import type {
-  ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, MediaModality, OrganisationEntry, ProjectEntry,
+  ConfigChange, ConfigItem, GatewayModelEntry, KeyEntry, MediaModality, OrganisationEntry, ProjectEntry, UpstreamDeploymentEntry,
 } from '../domain/config-snapshot.ts';
 import type { ReasoningControls, ThinkingMode } from '../domain/reasoning.ts';
 import { tokenizerForModel } from '../domain/token-estimate.ts';
@@ -131,7 +131,7 @@ function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions)
   }
   const reasoning = reasoningControlsFrom(message, label);
   if (typeof reasoning === 'string') return reasoning;
-  return {
+  const entry: GatewayModelEntry = {
     slug: message.slug,
     displayName: message.displayName,
     kind,
@@ -151,6 +151,68 @@ function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions)
     },
     tokenizer: tokenizerForModel(upstream.model),
   };
+  const deployments = deploymentsFrom(message, entry, sheet, options, label);
+  if (typeof deployments === 'string') return deployments;
+  entry.deployments = deployments;
+  return entry;
+}
+
+/** The shape of a deployment name (docs/proxy.md "Routing"): a bounded metric label. */
+const deploymentNamePattern = /^[a-z0-9][a-z0-9-]{0,31}$/;
+
+/** Most deployments of one model (the primary and 15 more). */
+const maxDeploymentsPerModel = 16;
+
+/**
+ * The deployments of a model message, each resolved for its attempts: its upstream, and the model
+ * as it serves it (the model's customer prices with its own provider costs). An empty list (an
+ * older admin) is the model's own upstream alone, as `primary`. One invalid deployment makes the
+ * whole model a problem: serving the slug from fewer deployments than the admin meant would move
+ * its traffic without anyone deciding so.
+ */
+function deploymentsFrom(
+  message: configV1.GatewayModel, entry: GatewayModelEntry, sheet: PriceSheetInput, options: ConfigDecodeOptions, label: string,
+): UpstreamDeploymentEntry[] | string {
+  if (message.deployments.length === 0) return [{ name: 'primary', priority: 0, weight: 1, upstream: entry.upstream, served: entry }];
+  if (message.deployments.length > maxDeploymentsPerModel) return `${label}: more than ${maxDeploymentsPerModel} deployments`;
+  const names = new Set<string>();
+  const deployments: UpstreamDeploymentEntry[] = [];
+  for (const deployment of message.deployments) {
+    const where = `${label}: deployment ${JSON.stringify(deployment.name)}`;
+    if (!deploymentNamePattern.test(deployment.name)) return `${where}: name is not [a-z0-9][a-z0-9-]{0,31}`;
+    if (names.has(deployment.name)) return `${where}: name given twice`;
+    names.add(deployment.name);
+    if (!Number.isInteger(deployment.priority) || deployment.priority < 0 || deployment.priority > 100) return `${where}: priority outside 0..100`;
+    if (!Number.isInteger(deployment.weight) || deployment.weight < 1 || deployment.weight > 1000) return `${where}: weight outside 1..1000`;
+    const upstream = deployment.upstream;
+    if (upstream === undefined) return `${where}: no upstream`;
+    if (!options.supportsProviderKind(upstream.providerKind)) return `${where}: unsupported provider kind ${JSON.stringify(upstream.providerKind)}`;
+    if (!isHttpUrl(upstream.baseUrl)) return `${where}: upstream base_url is not an http(s) URL`;
+    if (upstream.model === '') return `${where}: missing upstream model`;
+    const cost = deployment.providerInputCostMicrosPerMtok;
+    const provider = {
+      input: cost, output: deployment.providerOutputCostMicrosPerMtok, reasoning: deployment.providerReasoningCostMicrosPerMtok,
+      cached_input: deployment.providerCachedInputCostMicrosPerMtok ?? cost, cache_write_5m: deployment.providerCacheWrite5mCostMicrosPerMtok ?? cost,
+      cache_write_1h: deployment.providerCacheWrite1hCostMicrosPerMtok ?? cost, audio_input: deployment.providerAudioInputCostMicrosPerMtok ?? cost,
+      image_input: deployment.providerImageInputCostMicrosPerMtok ?? cost,
+    };
+    if (Object.values(provider).some((price) => price !== undefined && price < 0n)) return `${where}: negative provider cost`;
+    const target = {
+      providerKind: upstream.providerKind, baseUrl: upstream.baseUrl, model: upstream.model, apiKey: upstream.apiKey,
+      allowPrivateNetwork: deployment.allowPrivateNetwork,
+    };
+    // The primary is the model's own upstream and costs (the admin sends them so): the entry itself
+    // serves it, so a model with one deployment prices exactly as before.
+    const served: GatewayModelEntry = deployment.name === 'primary' ? entry : {
+      ...entry,
+      upstream: target,
+      providerInputCostMicrosPerMtok: provider.input,
+      providerOutputCostMicrosPerMtok: provider.output,
+      priceSheet: priceSheet({ customer: sheet.customer, provider }, entry.mediaModalities),
+    };
+    deployments.push({ name: deployment.name, priority: deployment.priority, weight: deployment.weight, upstream: served.upstream, served });
+  }
+  return deployments;
 }
 
 /** Decodes the messages of one list, each with the map key it goes under (an entry that fails keeps the key it would have replaced). */

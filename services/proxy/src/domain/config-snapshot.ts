@@ -92,6 +92,27 @@ export type GatewayModelKind = 'chat' | 'embedding';
 /** A kind of input a chat model's upstream accepts besides text. */
 export type MediaModality = 'image' | 'audio';
 
+/**
+ * One upstream deployment of a gateway model (docs/proxy.md "Routing"): where an attempt goes,
+ * resolved once when the config arrives so an attempt only reads it. Never shown to customers.
+ */
+export interface UpstreamDeploymentEntry {
+  /** Its name within the model (`primary` for the model's own upstream); a bounded metric label, kept on the usage record. */
+  name: string;
+  /** Lower is tried first, 0..100. */
+  priority: number;
+  /** Share of the requests within its priority, 1..1000. */
+  weight: number;
+  /** Where its requests go (its own SSRF permission included). */
+  upstream: UpstreamTarget;
+  /**
+   * The model as this deployment serves it: the model's customer prices, tokenizer and limits,
+   * with this deployment's upstream and provider costs, so the pricing functions price an answer
+   * it gave (provider cost included) unchanged. The `primary` of a model is the model entry itself.
+   */
+  served: GatewayModelEntry;
+}
+
 /** A gateway model with its prices (µ₹ per million tokens) and upstream target. */
 export interface GatewayModelEntry {
   slug: string;
@@ -112,7 +133,13 @@ export interface GatewayModelEntry {
   priceSheet?: PriceSheet;
   /** Unix seconds, shown as `created` in /v1/models. */
   createdAtS: number;
+  /** The upstream of its `primary` deployment (the model's own). */
   upstream: UpstreamTarget;
+  /**
+   * Every deployment that serves it, the primary included, as the admin sent them. Absent (an
+   * entry built by hand): the primary alone (routing/deployment-router.ts deploymentsOf).
+   */
+  deployments?: readonly UpstreamDeploymentEntry[];
   /** The BPE encoding its tokens are counted with, chosen from the upstream model name. */
   tokenizer: TokenizerName;
   /** The reasoning controls its upstream accepts; absent: none (domain/reasoning.ts). */

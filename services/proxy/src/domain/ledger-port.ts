@@ -69,6 +69,8 @@ export interface CheckpointOrder {
   extendTtlMs: number;
   /** Kept on the usage record an expiry writes, so a stream whose proxy died is billed under its request id. */
   requestId: string;
+  /** The deployment streaming the answer (its name within the model), kept for an expiry's usage record. */
+  deployment: string;
 }
 
 /** How the ledger answered a Checkpoint. */
@@ -100,6 +102,29 @@ export interface SettleOrder {
    * grant and the carve's size, µ₹. Ignored by the ledger when the reservation exists (a promoted carve).
    */
   carve?: { grantId: string; reservedMicros: bigint };
+  /** The deployment that answered (its name within the model; docs/proxy.md "Routing"). */
+  deployment: string;
+  /** Earlier attempts that failed over but that their provider may have billed; absent or empty: none. */
+  failedAttempts?: readonly FailedAttempt[] | undefined;
+}
+
+/**
+ * One attempt of a request that failed over but that its provider may have billed (a timeout
+ * after the request was sent, a stream that broke before anything reached the client): provider
+ * cost of its deployment, never the customer's (docs/proxy.md "Routing").
+ */
+export interface FailedAttempt {
+  /** 1 for the request's first attempt, then 2, 3, ... */
+  attempt: number;
+  /** The deployment's name within the model. */
+  deployment: string;
+  outcome: 'timeout' | 'stream_broken';
+  /** Prompt tokens sent (the gateway's count). */
+  inputTokens: number;
+  /** Output tokens seen before it broke. */
+  outputTokens: number;
+  /** Their cost at the deployment's provider costs, µ₹. */
+  providerCostMicros: bigint;
 }
 
 /** How the ledger answered a Settle. */
@@ -118,6 +143,10 @@ export interface ReleaseOrder {
   reservationId: string;
   /** Why, for the ledger's movement row (e.g. `upstream_unreachable`). */
   reason: string;
+  /** Attempts that failed over but that their provider may have billed (recorded, never charged); absent: none. */
+  failedAttempts?: readonly FailedAttempt[] | undefined;
+  /** The model the reservation was for, so those attempts' analytics name it; absent: none given. */
+  modelSlug?: string | undefined;
 }
 
 /** How the ledger answered a Release. */

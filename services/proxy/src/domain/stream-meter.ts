@@ -105,6 +105,11 @@ export class StreamMeter {
   }
 
   /** How a stream whose upstream closed without [DONE] ended: completed if a finish reason came, else a failure. */
+  /** The output tokens the upstream reported producing so far (its usage), 0 when it reported none: what a broken attempt may have cost. */
+  reportedOutputTokens(): number {
+    return this.#upstreamUsage?.completionTokens ?? 0;
+  }
+
   endingAtClose(): 'completed' | 'upstream_failed' {
     return this.#finishSeen ? 'completed' : 'upstream_failed';
   }

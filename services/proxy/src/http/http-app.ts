@@ -50,7 +50,7 @@ export function createHttpApp(services: HttpAppServices): Express {
   app.get('/readyz', services.probes.handleReadiness);
 
   const inferenceDeps: StreamChatDeps = {
-    ledger: services.ledger, grants: services.grants, upstream: services.upstream, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
+    ledger: services.ledger, grants: services.grants, upstream: services.upstream, routing: services.routing, logger: services.logger, reserveTtlMs: services.reserveTtlMs,
     background: (work: Promise<unknown>) => { void services.track(work); },
     checkpointIntervalMs: services.checkpointIntervalMs,
     streamLeaseMs: services.streamLeaseMs,

@@ -12,6 +12,7 @@ import type { ChatRequest } from '../domain/chat-request.ts';
 import type { StoredResponses } from '../domain/responses/stored-responses.ts';
 import type { ChatInput } from '../inference/plan-chat.ts';
 import type { UpstreamPort } from '../inference/complete-chat.ts';
+import type { Routing } from '../inference/attempts.ts';
 import type { StreamChatDeps, StreamSink } from '../inference/stream-chat.ts';
 import type { ProxyTelemetry, RequestObserver } from '../telemetry/request-observer.ts';
 import type { ProxyRoute } from '../telemetry/request-labels.ts';
@@ -39,6 +40,8 @@ export interface HttpAppServices {
   /** The replica's credit grants (billing/grant-book.ts); absent with PROXY_CREDIT_GRANTS=off. */
   grants?: GrantBook | undefined;
   upstream: UpstreamPort;
+  /** Routing across a model's upstream deployments (docs/proxy.md "Routing"); absent: each model's first deployment, one attempt. */
+  routing?: Routing | undefined;
   /** The tool-call id mapping of a snapshot: the ids clients see are the gateway's (domain/tool-call-ids.ts). */
   toolCallIds(snapshot: ConfigSnapshot): ToolCallIdCodec;
   /** How a snapshot's requests keep prompt caches to their organisation (domain/cache-scope.ts). */

@@ -9,12 +9,17 @@ import type { UpstreamEndpoint } from '../upstreams/upstream-transport.ts';
 import type { UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-outcome.ts';
 import { Hold, type BillingInput, type HoldDeps } from '../billing/hold.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
+import type { UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
+import { adapterOfDeployment, attemptFailureOf, runAttempts, type AttemptResult, type RoutePlan, type Routing } from './attempts.ts';
 import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
 
-/** The upstream transport inference needs; the endpoint carries the model's SSRF permission. */
+/**
+ * The upstream transport inference needs; the endpoint carries the deployment's SSRF permission.
+ * `headersTimeoutMs`: an attempt's own wait for the response headers (routing), undefined: the transport's alone.
+ */
 export interface UpstreamPort {
-  send(endpoint: UpstreamEndpoint, request: UpstreamRequest): Promise<UpstreamOutcome>;
-  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal): Promise<UpstreamStreamOutcome>;
+  send(endpoint: UpstreamEndpoint, request: UpstreamRequest, headersTimeoutMs?: number): Promise<UpstreamOutcome>;
+  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal, headersTimeoutMs?: number): Promise<UpstreamStreamOutcome>;
 }
 
 /** The metrics outcome of an upstream call that produced no usable answer (the transport's kinds). */
@@ -29,39 +34,53 @@ export function upstreamFailureOutcome(kind: 'http_error' | 'unreachable' | 'tim
 
 /**
  * Makes the upstream call of a request whose Reserve is held and reads its JSON answer with
- * `parse`, timing it for the log and the metrics. When no usable answer comes (a transport
- * failure, an error status, or `parse` throws) the call's money is resolved as Hold.fail
- * decides and the client's 502/504 is thrown: the one home of that rule for every
- * non-streaming call (completions and embeddings).
+ * `parse`, timing it for the log and the metrics: one attempt per deployment of `route`, as
+ * runAttempts decides (connect errors, attempt timeouts, 429 and 5xx go on to the next
+ * deployment; nothing has reached the client before the answer is parsed). When no usable answer
+ * comes (a transport failure, an error status, or `parse` throws) the call's money is resolved as
+ * Hold.fail decides and the client's 502/504 is thrown, whichever deployment failed last: the
+ * one home of that rule for every non-streaming call (completions and embeddings). `parse`
+ * gets the deployment that answered (its adapter reads the answer). An attempt that timed out
+ * after sending is recorded as one its provider may have billed (`promptTokens` at its costs).
  */
 export async function callUpstream<Answer>(
-  deps: CompleteChatDeps, input: BillingInput, hold: Hold, upstreamRequest: UpstreamRequest, parse: (json: unknown) => Answer,
+  deps: CompleteChatDeps, input: BillingInput, hold: Hold, route: RoutePlan, promptTokens: number,
+  parse: (json: unknown, deployment: UpstreamDeploymentEntry) => Answer,
 ): Promise<Answer> {
-  const { model, log, observer } = input;
-  let outcome: UpstreamOutcome;
-  const upstreamStartedAtMs = performance.now();
-  observer.upstreamStarted(model.upstream.providerKind);
-  try {
-    outcome = await deps.upstream.send(model.upstream, upstreamRequest);
-  } catch (error) {
-    outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
-  }
-  log.upstreamMs = elapsedMs(upstreamStartedAtMs);
-  log.upstreamOutcome = outcome.kind;
-  if (outcome.kind !== 'response') {
-    observer.upstreamEnded(upstreamFailureOutcome(outcome.kind));
-    throw hold.fail(outcome);
-  }
-  log.upstreamStatus = outcome.statusCode;
-  let answer: Answer;
-  try {
-    answer = parse(outcome.json);
-  } catch {
-    observer.upstreamEnded('bad_response');
-    throw hold.fail({ kind: 'unusable_answer' });
-  }
-  observer.upstreamEnded('ok');
-  return answer;
+  const { log, observer } = input;
+  return runAttempts(deps.routing, input.model, hold, route, async (deployment, request, headersTimeoutMs): Promise<AttemptResult<Answer>> => {
+    let outcome: UpstreamOutcome;
+    const upstreamStartedAtMs = performance.now();
+    observer.upstreamStarted(deployment.upstream.providerKind);
+    try {
+      outcome = await deps.upstream.send(deployment.upstream, request, headersTimeoutMs);
+    } catch (error) {
+      outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
+    }
+    log.upstreamMs = elapsedMs(upstreamStartedAtMs);
+    log.upstreamOutcome = outcome.kind;
+    if (outcome.kind !== 'response') {
+      observer.upstreamEnded(upstreamFailureOutcome(outcome.kind));
+      const failed = outcome;
+      const { outcome: attemptOutcome, retryable } = attemptFailureOf(failed);
+      return {
+        kind: 'failed', outcome: attemptOutcome, retryable,
+        retryAfterMs: failed.kind === 'http_error' ? failed.retryAfterMs : undefined,
+        billable: failed.kind === 'timeout' ? { outcome: 'timeout', usage: { promptTokens, completionTokens: 0 } } : undefined,
+        giveUp: () => Promise.reject(hold.fail(failed)),
+      };
+    }
+    log.upstreamStatus = outcome.statusCode;
+    let answer: Answer;
+    try {
+      answer = parse(outcome.json, deployment);
+    } catch {
+      observer.upstreamEnded('bad_response');
+      return { kind: 'failed', outcome: 'bad_response', retryable: false, giveUp: () => Promise.reject(hold.fail({ kind: 'unusable_answer' })) };
+    }
+    observer.upstreamEnded('ok');
+    return { kind: 'answered', value: answer };
+  });
 }
 
 /** A non-streaming completion as it is delivered and billed, for a surface to render (chat, Responses, Messages). */
@@ -81,6 +100,8 @@ export interface CompletedChat {
 /** What completeChat needs besides the request. */
 export interface CompleteChatDeps extends HoldDeps {
   upstream: UpstreamPort;
+  /** The proxy's routing across deployments; absent (unit tests): the model's first deployment, one attempt. */
+  routing?: Routing | undefined;
 }
 
 /**
@@ -96,9 +117,13 @@ export interface CompleteChatDeps extends HoldDeps {
  */
 export async function completeChat(deps: CompleteChatDeps, input: ChatInput, respond: (completed: CompletedChat) => void): Promise<void> {
   const { model } = input;
-  const plan = planChat(input);
+  const plan = planChat(input, deps.routing);
   const hold = await Hold.open(deps, input, plan.amountMicros);
-  const completion = await callUpstream(deps, input, hold, plan.upstreamRequest, (json) => input.adapter.parseResponse(json));
+  const completion = await callUpstream(deps, input, hold, plan.route, plan.promptTokens, (json, deployment) => {
+    const adapter = adapterOfDeployment(input.adapter, deployment);
+    if (adapter === undefined) throw new Error(`no adapter for ${deployment.upstream.providerKind}`);
+    return adapter.parseResponse(json);
+  });
 
   const produced: TokenUsage = completion.usage
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };

@@ -2,12 +2,15 @@ import { Hold, type BillingInput } from '../billing/hold.ts';
 import { inputItems, type EmbeddingsRequest } from '../domain/embeddings-request.ts';
 import { billedEmbeddingsUsage, reserveInputTokens } from '../domain/embeddings-pricing.ts';
 import { reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
-import type { NormalizedEmbeddings, UpstreamEmbeddingsAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
+import type { UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
+import { adapterFor } from '../upstreams/upstream-adapters.ts';
+import type { NormalizedEmbeddings, UpstreamEmbeddingsAdapter, UpstreamEmbeddingsRequest } from '../upstreams/upstream-adapter.ts';
+import { planRoute, type RoutePlan } from './attempts.ts';
 import { callUpstream, type CompleteChatDeps } from './complete-chat.ts';
 
 /** One embeddings call to run: who, which model, the validated request and the gateway's count of it. */
 export interface EmbedInput extends BillingInput {
-  /** The model's provider's embeddings translation. */
+  /** The embeddings translation of the model's own provider kind (other kinds' come from their adapters). */
   embeddings: UpstreamEmbeddingsAdapter;
   request: EmbeddingsRequest;
   /** The input tokens in the model's tokenizer (countEmbeddingsTokens): what the Reserve is sized on (reserveInputTokens). */
@@ -22,7 +25,8 @@ interface EmbeddingsPlan {
   inputTokens: number;
   /** The input tokens the Reserve is sized on: the count plus the margin of reserveInputTokens. */
   reserveTokens: number;
-  upstreamRequest: UpstreamRequest;
+  /** The deployments to try and the upstream request of each. */
+  route: RoutePlan;
 }
 
 /** An embeddings answer as it is delivered and billed, for the route to render. */
@@ -51,6 +55,14 @@ function vectorsInInputOrder(answer: NormalizedEmbeddings, inputCount: number, d
   return vectors as number[][];
 }
 
+/** The embeddings translation of a deployment: the request's own when its provider kind is the model's; throws when its kind has none. */
+function embeddingsAdapterOf(input: EmbedInput, deployment: UpstreamDeploymentEntry): UpstreamEmbeddingsAdapter {
+  if (deployment.upstream.providerKind === input.model.upstream.providerKind) return input.embeddings;
+  const embeddings = adapterFor(deployment.upstream.providerKind)?.embeddings;
+  if (embeddings === undefined) throw new Error(`provider kind ${deployment.upstream.providerKind} has no embeddings API`);
+  return embeddings;
+}
+
 /**
  * Runs one embeddings call with its money, as completeChat runs a completion: Reserve =
  * ceil(reserveInputTokens × input price / 1e6), at least 1 µ₹ (NO_OVERSPEND: held before the
@@ -65,19 +77,19 @@ export async function embed(deps: CompleteChatDeps, input: EmbedInput, respond: 
   const { model } = input;
   const inputCount = inputItems(input.request.input).length;
   const reserveTokens = reserveInputTokens(input.inputTokens, inputCount, model.upstream.model);
+  const upstreamRequest: UpstreamEmbeddingsRequest = { input: input.request.input, dimensions: input.request.dimensions, user: input.request.user };
   const plan: EmbeddingsPlan = {
     inputTokens: input.inputTokens,
     reserveTokens,
     // reserveMicros with no output: the input side alone, and never below 1 µ₹.
     amountMicros: reserveMicros(reserveTokens, 0, model),
-    upstreamRequest: input.embeddings.buildRequest(model.upstream, {
-      input: input.request.input, dimensions: input.request.dimensions, user: input.request.user,
-    }),
+    // A deployment whose provider has no embeddings API cannot take the request: it is skipped.
+    route: planRoute(deps.routing, model, (deployment) => embeddingsAdapterOf(input, deployment).buildRequest(deployment.upstream, upstreamRequest)),
   };
   const hold = await Hold.open(deps, input, plan.amountMicros);
   // One vector per input, in input order, or the answer is not usable (a 502, its money as Hold.fail decides).
-  const { answer, vectors } = await callUpstream(deps, input, hold, plan.upstreamRequest, (json) => {
-    const parsed = input.embeddings.parseResponse(json);
+  const { answer, vectors } = await callUpstream(deps, input, hold, plan.route, plan.inputTokens, (json, deployment) => {
+    const parsed = embeddingsAdapterOf(input, deployment).parseResponse(json);
     const ordered = vectorsInInputOrder(parsed, inputCount, input.request.dimensions);
     if (ordered === undefined) throw new Error('the answer does not hold one vector per input');
     return { answer: parsed, vectors: ordered };

@@ -7,7 +7,8 @@ import { checkReasoning, noReasoningControls } from '../domain/reasoning.ts';
 import { openReasoning } from '../domain/reasoning-blocks.ts';
 import { countTextTokens, estimatePromptTokens } from '../domain/token-estimate.ts';
 import { revealToolCallIds, type ToolCallIdCodec } from '../domain/tool-call-ids.ts';
-import type { UpstreamAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
+import type { UpstreamAdapter, UpstreamChatRequest } from '../upstreams/upstream-adapter.ts';
+import { adapterOfDeployment, planRoute, type RoutePlan, type Routing } from './attempts.ts';
 
 /** One chat completion to run, whichever API surface it came in on (chat completions, Responses, Messages). */
 export interface ChatInput extends BillingInput {
@@ -27,7 +28,8 @@ export interface ChatPlan {
   promptTokens: number;
   /** Completion budget sent upstream. */
   maxTokens: number;
-  upstreamRequest: UpstreamRequest;
+  /** The deployments to try and the upstream request of each (built from one chat request: the plan is the same for all). */
+  route: RoutePlan;
 }
 
 /**
@@ -48,7 +50,7 @@ function cacheScopeFor(input: ChatInput, promptTokens: number): CacheScope | und
  * Estimates the request and builds its upstream request, moving no money: a prompt that fills
  * the context or a param the provider cannot honour is refused here, before the Reserve.
  */
-export function planChat(input: ChatInput): ChatPlan {
+export function planChat(input: ChatInput, routing: Routing | undefined): ChatPlan {
   const { model, request } = input;
   // Image and audio parts are refused here (role, the model's modalities, form, size) for every
   // surface, before anything is estimated or reserved; a text-only request allocates nothing more.
@@ -66,9 +68,16 @@ export function planChat(input: ChatInput): ChatPlan {
   // a thinking budget lives inside maxTokens, so the Reserve below covers it (BOUNDED_OVERRUN).
   const reasoning = checkReasoning(request.reasoning, model.reasoning ?? noReasoningControls, maxTokens);
   // The upstream sees its own tool-call ids and reasoning signatures, never the gateway's sealed ones.
-  const upstreamRequest = input.adapter.buildRequest(model.upstream, {
+  const chat: UpstreamChatRequest = {
     request: openReasoning(revealToolCallIds(request, input.toolCallIds), input.toolCallIds), maxTokens, reasoning,
     ...(cacheScope === undefined ? {} : { cacheScope }),
+  };
+  // Each deployment's request is built by its own adapter for its own target; the first before
+  // the Reserve, so a param its provider cannot honour is a 400 that moves no money.
+  const route = planRoute(routing, model, (deployment) => {
+    const adapter = adapterOfDeployment(input.adapter, deployment);
+    if (adapter === undefined) throw new Error(`no adapter for ${deployment.upstream.providerKind}`);
+    return adapter.buildRequest(deployment.upstream, chat);
   });
-  return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), upstreamRequest };
+  return { promptTokens, maxTokens, amountMicros: reserveMicros(promptTokens, maxTokens, model), route };
 }

@@ -7,10 +7,11 @@ import { createStreamToolCallIdConcealer } from '../domain/tool-call-ids.ts';
 import { streamFailureError } from '../domain/upstream-failure.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-labels.ts';
 import { SseParser } from '../upstreams/sse/sse-parser.ts';
-import type { StreamChoice, StreamEvent } from '../upstreams/upstream-adapter.ts';
+import type { StreamChoice, StreamEvent, UpstreamAdapter } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamStream, UpstreamStreamOutcome } from '../upstreams/upstream-outcome.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
 import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
+import { adapterOfDeployment, attemptFailureOf, runAttempts, type AttemptResult } from './attempts.ts';
 import { upstreamFailureOutcome, type CompleteChatDeps } from './complete-chat.ts';
 
 /** Where a stream's frames go: the HTTP response, behind a port so the relay has no transport in it. */
@@ -75,35 +76,65 @@ export interface StreamChatInput extends ChatInput {
  *   before the first byte is an ordinary 502/504.
  */
 export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): Promise<void> {
-  const { model, log, observer } = input;
-  const plan = planChat(input);
+  const { log, observer } = input;
+  const plan = planChat(input, deps.routing);
   const hold = await Hold.open(deps, input, plan.amountMicros);
 
-  let opened: UpstreamStreamOutcome;
-  const upstreamStartedAtMs = performance.now();
-  observer.upstreamStarted(model.upstream.providerKind);
-  try {
-    // The stop signal cuts the upstream call itself (client gone, shutdown); the relay's own
-    // endings cut it through the stream's abort().
-    opened = await deps.upstream.openStream(model.upstream, plan.upstreamRequest, input.stop);
-  } catch (error) {
-    opened = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
-  }
-  log.upstreamMs = elapsedMs(upstreamStartedAtMs);
-  if (opened.kind !== 'stream') {
-    log.upstreamOutcome = opened.kind;
-    observer.upstreamEnded(opened.kind === 'failed' && input.stop.aborted ? 'aborted' : upstreamFailureOutcome(opened.kind));
-    throw hold.fail(opened);
-  }
-  log.upstreamOutcome = 'stream';
-  log.upstreamStatus = opened.stream.statusCode;
-  try {
-    await relay(deps, input, plan, hold, opened.stream);
-  } finally {
-    opened.stream.close();
-    // The relay reports how the call ended; one that threw before deciding leaves a cut call (a no-op otherwise).
-    observer.upstreamEnded('aborted');
-  }
+  // One attempt per deployment until one streams (runAttempts): an attempt whose stream failed
+  // before anything was written to the client goes on to the next deployment; once a frame went
+  // out, the stream is the client's and ends as it ends (no failover after the first byte).
+  await runAttempts(deps.routing, input.model, hold, plan.route, async (deployment, request, headersTimeoutMs): Promise<AttemptResult<void>> => {
+    // planRoute built this deployment's request with its adapter, so it has one.
+    const adapter = adapterOfDeployment(input.adapter, deployment)!;
+    let opened: UpstreamStreamOutcome;
+    const upstreamStartedAtMs = performance.now();
+    observer.upstreamStarted(deployment.upstream.providerKind);
+    try {
+      // The stop signal cuts the upstream call itself (client gone, shutdown); the relay's own
+      // endings cut it through the stream's abort().
+      opened = await deps.upstream.openStream(deployment.upstream, request, input.stop, headersTimeoutMs);
+    } catch (error) {
+      opened = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
+    }
+    log.upstreamMs = elapsedMs(upstreamStartedAtMs);
+    if (opened.kind !== 'stream') {
+      log.upstreamOutcome = opened.kind;
+      const stopped = opened.kind === 'failed' && input.stop.aborted;
+      observer.upstreamEnded(stopped ? 'aborted' : upstreamFailureOutcome(opened.kind));
+      const failed = opened;
+      const { outcome, retryable } = attemptFailureOf(failed);
+      return {
+        kind: 'failed', outcome, retryable: retryable && !input.stop.aborted,
+        retryAfterMs: failed.kind === 'http_error' ? failed.retryAfterMs : undefined,
+        billable: failed.kind === 'timeout' ? { outcome: 'timeout', usage: { promptTokens: plan.promptTokens, completionTokens: 0 } } : undefined,
+        giveUp: () => Promise.reject(hold.fail(failed)),
+      };
+    }
+    log.upstreamOutcome = 'stream';
+    log.upstreamStatus = opened.stream.statusCode;
+    let relayed: Relayed;
+    try {
+      relayed = await relay(deps, input, plan, hold, opened.stream, adapter);
+    } finally {
+      opened.stream.close();
+      // The relay reports how the call ended; one that threw before deciding leaves a cut call (a no-op otherwise).
+      observer.upstreamEnded('aborted');
+    }
+    const { ending, meter, left } = relayed;
+    const finish = () => endStream(input, hold, ending, meter.bill(ending), left);
+    if (ending !== 'upstream_failed' && ending !== 'upstream_timeout') {
+      await finish();
+      return { kind: 'answered', value: undefined };
+    }
+    return {
+      kind: 'failed',
+      outcome: ending === 'upstream_timeout' ? 'timeout' : 'stream_broken',
+      // Nothing written to the client yet: the next deployment may still answer it whole.
+      retryable: !left.opened && !input.stop.aborted,
+      billable: { outcome: 'stream_broken', usage: { promptTokens: plan.promptTokens, completionTokens: meter.reportedOutputTokens() } },
+      giveUp: finish,
+    };
+  });
 }
 
 /** What a stream's Settle carries beyond its usage when the upstream counted more than the Reserve covers (BOUNDED_OVERRUN). */
@@ -118,16 +149,24 @@ function finishes(choices: StreamChoice[]): boolean {
   return false;
 }
 
+/** How a relay ended: its ending, its meter (what to bill), and what it leaves for the ending's frames. */
+interface Relayed {
+  ending: StreamEnding;
+  meter: StreamMeter;
+  left: RelayLeftover;
+}
+
 /**
  * Moves the stream's bytes: upstream reads in, SSE frames out, asking the meter before each
- * chunk whether it may go and after each read whether a checkpoint is due; then writes the
- * ending the meter's figures call for and settles them.
+ * chunk whether it may go and after each read whether a checkpoint is due; returns how it
+ * ended, for the caller to write the ending and settle it, or (a failure before any frame went
+ * out) to try the next deployment.
  */
-async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPlan, hold: Hold, stream: UpstreamStream): Promise<void> {
+async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPlan, hold: Hold, stream: UpstreamStream, adapter: UpstreamAdapter): Promise<Relayed> {
   const { model, log, sink, renderer } = input;
   const meter = new StreamMeter({ model, promptTokens: plan.promptTokens, reserveMicros: plan.amountMicros, checkpointIntervalMs: deps.checkpointIntervalMs });
 
-  const decoder = input.adapter.createStreamDecoder();
+  const decoder = adapter.createStreamDecoder();
   let opened = false;
   let ending: StreamEnding | undefined;
   let failureReason = '';
@@ -245,7 +284,7 @@ async function relay(deps: StreamChatDeps, input: StreamChatInput, plan: ChatPla
 
   // A clean ending opens the response if nothing did yet: its ending frames are the client's answer.
   if ((ending === 'completed' || ending === 'cost_stop') && !opened) open();
-  await endStream(input, hold, ending, meter.bill(ending), { opened, frames, failureReason });
+  return { ending, meter, left: { opened, frames, failureReason } };
 }
 
 /** What the relay leaves for the ending: whether the response was opened, its frames not yet written, and why the upstream failed. */

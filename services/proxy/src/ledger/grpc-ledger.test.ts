@@ -66,17 +66,20 @@ describe('GrpcLedger: the Ledger port over the proto contract', () => {
     const ledger = new GrpcLedger(fixedCalls(ReserveResult.RESERVE_RESULT_OK).calls, outbox);
     const settled = await ledger.settle({
       reservationId: 'res_1', usage: { promptTokens: 3, completionTokens: 4 }, costMicros: 11n, providerCostMicros: 5n, modelSlug: 'chat',
-      usageSource: 'gateway_estimate', requestId: 'req', overrunOutputTokens: 2,
+      usageSource: 'gateway_estimate', requestId: 'req', overrunOutputTokens: 2, deployment: 'backup',
+      failedAttempts: [{ attempt: 1, deployment: 'primary', outcome: 'timeout', inputTokens: 3, outputTokens: 0, providerCostMicros: 2n }],
     }, { organisationId: 'org', requestId: 'req' });
     expect(settled).toEqual({ outcome: 'ok', debitedMicros: 11n, detail: '' });
     expect(settles.at(-1)).toEqual({
       reservationId: 'res_1', inputTokens: 3n, outputTokens: 4n, costMicros: 11n, providerCostMicros: 5n, modelSlug: 'chat',
       usageSource: ledgerV1.UsageSource.USAGE_SOURCE_GATEWAY_ESTIMATE, requestId: 'req', overrunOutputTokens: 2n, tokenClasses: [],
+      deployment: 'backup',
+      failedAttempts: [{ attempt: 1, deployment: 'primary', outcome: 'timeout', inputTokens: 3n, outputTokens: 0n, providerCostMicros: 2n }],
     });
     // A usage by token class travels as TokenClassUsage messages, figures as int64.
     await ledger.settle({
       reservationId: 'res_2', usage: { promptTokens: 3, completionTokens: 4, cachedInputTokens: 2 }, costMicros: 11n, providerCostMicros: 5n, modelSlug: 'chat',
-      usageSource: 'upstream', requestId: 'req', overrunOutputTokens: 0,
+      usageSource: 'upstream', requestId: 'req', overrunOutputTokens: 0, deployment: 'primary',
       tokenClasses: [
         { tokenClass: 'input', tokens: 1, costMicros: 3n, providerCostMicros: 1n }, { tokenClass: 'cached_input', tokens: 2, costMicros: 1n, providerCostMicros: 1n },
         { tokenClass: 'output', tokens: 4, costMicros: 7n, providerCostMicros: 3n },
@@ -89,7 +92,7 @@ describe('GrpcLedger: the Ledger port over the proto contract', () => {
     expect(await ledger.release({ reservationId: 'res_1', reason: 'x' }, { organisationId: 'org', requestId: 'req' }))
       .toEqual({ outcome: 'reservation_unknown', detail: 'tombstone' });
     expect(await ledger.checkpoint({
-      reservationId: 'res_1', sequence: 2n, usage: { promptTokens: 3, completionTokens: 4 }, costMicros: 11n, providerCostMicros: 5n, extendTtlMs: 1000, requestId: 'req',
+      reservationId: 'res_1', sequence: 2n, usage: { promptTokens: 3, completionTokens: 4 }, costMicros: 11n, providerCostMicros: 5n, extendTtlMs: 1000, requestId: 'req', deployment: 'primary',
     })).toEqual({ outcome: 'already_resolved', detail: '' });
     expect(ledger.settlesBacklogged()).toBe(true);
     expect(await ledger.waitForSettlesOf('org', 10)).toBe(true);

@@ -1,7 +1,7 @@
 import { isTransientResult, ledgerResultNames, ledgerResultTransient, ledgerV1, resultNamesByValue } from '@gateway/contracts';
 import type { ProxyMetrics } from '@gateway/telemetry';
 import type {
-  AcquireGrantAnswer, AcquireGrantOrder, AcquireGrantOutcome, AdjustGrantAnswer, AdjustGrantOrder, AdjustGrantOutcome, BillingOwner, CheckpointAnswer, CheckpointOrder, CheckpointOutcome, Ledger, ReleaseAnswer, ReleaseOrder, ReleaseOutcome, ReserveAnswer,
+  AcquireGrantAnswer, AcquireGrantOrder, AcquireGrantOutcome, AdjustGrantAnswer, AdjustGrantOrder, AdjustGrantOutcome, BillingOwner, FailedAttempt, CheckpointAnswer, CheckpointOrder, CheckpointOutcome, Ledger, ReleaseAnswer, ReleaseOrder, ReleaseOutcome, ReserveAnswer,
   ReserveOrder, ReserveOutcome, SettleAnswer, SettleOrder, SettleOutcome,
 } from '../domain/ledger-port.ts';
 import type { SettleOutbox } from './settle-outbox.ts';
@@ -147,7 +147,7 @@ export class GrpcLedger implements Ledger {
       providerCostMicros: order.providerCostMicros,
       extendTtlMs: BigInt(order.extendTtlMs),
       requestId: order.requestId,
-      deployment: '',
+      deployment: order.deployment,
     }).finally(() => { this.#timed('checkpoint', startedAtMs); });
     const outcome = checkpointOutcomes.get(response.result);
     return { outcome: outcome ?? 'unrecognized', detail: detailOf(outcome !== undefined, response.result, response.detail) };
@@ -170,8 +170,8 @@ export class GrpcLedger implements Ledger {
       })),
       grantId: order.carve?.grantId,
       reservedMicros: order.carve?.reservedMicros,
-      deployment: '',
-      failedAttempts: [],
+      deployment: order.deployment,
+      failedAttempts: providerAttemptsOf(order.failedAttempts),
     }, owner);
     if (response === undefined) return undefined;
     const outcome = settleOutcomes.get(response.result);
@@ -181,7 +181,9 @@ export class GrpcLedger implements Ledger {
   /** Queues the Release in the outbox; resolves with the ledger's final answer (undefined: abandoned at shutdown). */
   async release(order: ReleaseOrder, owner: BillingOwner): Promise<ReleaseAnswer | undefined> {
     const startedAtMs = performance.now();
-    const response = await this.#outbox.release({ reservationId: order.reservationId, reason: order.reason, failedAttempts: [], modelSlug: '' }, owner);
+    const response = await this.#outbox.release({
+      reservationId: order.reservationId, reason: order.reason, failedAttempts: providerAttemptsOf(order.failedAttempts), modelSlug: order.modelSlug ?? '',
+    }, owner);
     this.#timed('release', startedAtMs);
     if (response === undefined) return undefined;
     const outcome = releaseOutcomes.get(response.result);
@@ -197,4 +199,13 @@ export class GrpcLedger implements Ledger {
   waitForSettlesOf(organisationId: string, timeoutMs: number): Promise<boolean> {
     return this.#outbox.waitForOrganisation(organisationId, timeoutMs);
   }
+}
+
+/** Failed attempts as the wire carries them (ProviderAttempt); none: the empty list. */
+function providerAttemptsOf(attempts: readonly FailedAttempt[] | undefined): ledgerV1.ProviderAttempt[] {
+  if (attempts === undefined || attempts.length === 0) return [];
+  return attempts.map((attempt) => ({
+    attempt: attempt.attempt, deployment: attempt.deployment, outcome: attempt.outcome,
+    inputTokens: BigInt(attempt.inputTokens), outputTokens: BigInt(attempt.outputTokens), providerCostMicros: attempt.providerCostMicros,
+  }));
 }

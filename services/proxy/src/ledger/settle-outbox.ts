@@ -332,7 +332,17 @@ function recordOf(entry: Entry): OutboxRecord {
 
 /** A request as a log-safe object: int64 fields as decimal strings (JSON has no bigint). */
 function replayable(request: ledgerV1.SettleRequest | ledgerV1.ReleaseRequest): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(request).map(([field, value]) => [field, typeof value === 'bigint' ? value.toString() : value]));
+  return Object.fromEntries(Object.entries(request).map(([field, value]) => [field, logSafe(value)]));
+}
+
+/** A field's value with every int64 in it (nested lists and messages too: token classes, failed attempts) as a decimal string. */
+function logSafe(value: unknown): unknown {
+  if (typeof value === 'bigint') return value.toString();
+  if (Array.isArray(value)) return value.map(logSafe);
+  if (value !== null && typeof value === 'object' && !(value instanceof Uint8Array)) {
+    return Object.fromEntries(Object.entries(value).map(([field, inner]) => [field, logSafe(inner)]));
+  }
+  return value;
 }
 
 /** Resolves when the promise settles or timeoutMs passes, whichever comes first. */

@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { connectErrorCodes, discardedBodyBytes, errorCodeOf, reasonOf, timeoutErrorCodes } from './upstream-call-errors.ts';
+import { connectErrorCodes, discardedBodyBytes, errorCodeOf, reasonOf, retryAfterMsOf, timeoutErrorCodes } from './upstream-call-errors.ts';
 import type { UpstreamStream, UpstreamStreamOutcome } from './upstream-outcome.ts';
 
 /** Unread body bytes above which a streamed call's connection is paused until the reader catches up. */
@@ -17,6 +17,9 @@ export class StreamCall implements Dispatcher.DispatchHandler, AsyncIterator<Uin
   readonly #signal: AbortSignal;
   readonly #totalTimeoutMs: number;
   readonly #timer: NodeJS.Timeout;
+  /** The attempt's own wait for the response headers (routing), when it has one. */
+  #headersTimer: NodeJS.Timeout | undefined;
+  #retryAfterMs: number | undefined;
   readonly #onAbort = (): void => { this.#cut(); };
   #controller: Dispatcher.DispatchController | undefined;
   /** The open outcome has been handed out (stream, or the outcome of a call without one). */
@@ -47,11 +50,19 @@ export class StreamCall implements Dispatcher.DispatchHandler, AsyncIterator<Uin
     else this.#waiter = waiter;
   };
 
-  constructor(open: (outcome: UpstreamStreamOutcome) => void, signal: AbortSignal, totalTimeoutMs: number) {
+  constructor(open: (outcome: UpstreamStreamOutcome) => void, signal: AbortSignal, totalTimeoutMs: number, headersTimeoutMs?: number) {
     this.#open = open;
     this.#signal = signal;
     this.#totalTimeoutMs = totalTimeoutMs;
     this.#timer = setTimeout(() => { this.#totalTimedOut = true; this.#cut(); }, totalTimeoutMs);
+    if (headersTimeoutMs !== undefined && headersTimeoutMs < totalTimeoutMs) {
+      this.#headersTimer = setTimeout(() => {
+        this.#headersTimer = undefined;
+        // No headers in the attempt's time: a timeout for the caller now, and the call is cut.
+        this.#settleOpen({ kind: 'timeout', reason: `no response headers within the attempt's ${headersTimeoutMs} ms` });
+        if (this.#controller !== undefined && !this.#controller.aborted) this.#controller.abort(new Error('upstream call ended by the gateway'));
+      }, headersTimeoutMs);
+    }
     if (signal.aborted) this.#cutByGateway = true;
     else signal.addEventListener('abort', this.#onAbort, { once: true });
   }
@@ -70,7 +81,15 @@ export class StreamCall implements Dispatcher.DispatchHandler, AsyncIterator<Uin
 
   #stopTimers(): void {
     clearTimeout(this.#timer);
+    if (this.#headersTimer !== undefined) clearTimeout(this.#headersTimer);
     this.#signal.removeEventListener('abort', this.#onAbort);
+  }
+
+  /** The outcome of a non-2xx answer (its Retry-After kept for the router). */
+  #httpError(): UpstreamStreamOutcome {
+    return this.#retryAfterMs === undefined
+      ? { kind: 'http_error', statusCode: this.#statusCode }
+      : { kind: 'http_error', statusCode: this.#statusCode, retryAfterMs: this.#retryAfterMs };
   }
 
   #settleOpen(outcome: UpstreamStreamOutcome): void {
@@ -93,9 +112,16 @@ export class StreamCall implements Dispatcher.DispatchHandler, AsyncIterator<Uin
     if (this.#totalTimedOut || this.#cutByGateway || this.#opened) controller.abort(new Error('upstream call ended by the gateway'));
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     this.#statusCode = statusCode;
-    if (statusCode < 200 || statusCode >= 300) return; // settled once its body has been discarded
+    if (this.#headersTimer !== undefined) {
+      clearTimeout(this.#headersTimer);
+      this.#headersTimer = undefined;
+    }
+    if (statusCode < 200 || statusCode >= 300) {
+      this.#retryAfterMs = retryAfterMsOf(statusCode, headers);
+      return; // settled once its body has been discarded
+    }
     const stream: UpstreamStream = {
       statusCode,
       body: this,
@@ -112,7 +138,7 @@ export class StreamCall implements Dispatcher.DispatchHandler, AsyncIterator<Uin
       // A failure's body is read and discarded (vendor text never travels further); a long one cuts the connection.
       this.#queuedBytes += chunk.length;
       if (this.#queuedBytes > discardedBodyBytes) {
-        this.#settleOpen({ kind: 'http_error', statusCode: this.#statusCode });
+        this.#settleOpen(this.#httpError());
         controller.abort(new Error('upstream error body discarded'));
       }
       return;
@@ -143,7 +169,7 @@ export class StreamCall implements Dispatcher.DispatchHandler, AsyncIterator<Uin
   onResponseEnd(): void {
     this.#ended = true;
     if (this.#statusCode < 200 || this.#statusCode >= 300) {
-      this.#settleOpen({ kind: 'http_error', statusCode: this.#statusCode });
+      this.#settleOpen(this.#httpError());
       return;
     }
     this.#scheduleDelivery();
@@ -154,7 +180,7 @@ export class StreamCall implements Dispatcher.DispatchHandler, AsyncIterator<Uin
       // No stream yet: a non-2xx whose body was being discarded stays that answer; otherwise the
       // call produced no stream (unreachable when nothing was sent).
       if (this.#statusCode !== 0 && (this.#statusCode < 200 || this.#statusCode >= 300)) {
-        this.#settleOpen({ kind: 'http_error', statusCode: this.#statusCode });
+        this.#settleOpen(this.#httpError());
         return;
       }
       const code = errorCodeOf(error);

@@ -54,3 +54,26 @@ export function failedCallOutcome(error: unknown, totalTimedOut: boolean, totalT
   if (code !== undefined && connectErrorCodes.has(code)) return { kind: 'unreachable', reason: reasonOf(error) };
   return { kind: 'failed', reason: reasonOf(error) };
 }
+
+/** Longest Retry-After taken from an upstream, ms (the router caps it further by PROXY_OUTLIER_MAX_EJECTION_MS). */
+const maxRetryAfterMs = 3_600_000;
+
+/**
+ * An upstream's Retry-After (seconds, or an HTTP date) in ms, for a 429 or 503 only; undefined
+ * when absent or unreadable. It only keeps the deployment from being tried (docs/proxy.md
+ * "Routing"): it never reaches the client.
+ */
+export function retryAfterMsOf(statusCode: number, headers: Record<string, string | string[] | undefined> | undefined): number | undefined {
+  if ((statusCode !== 429 && statusCode !== 503) || headers === undefined) return undefined;
+  const raw = headers['retry-after'];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || value === '') return undefined;
+  let ms: number;
+  if (/^\d+$/.test(value.trim())) ms = Number(value.trim()) * 1000;
+  else {
+    const at = Date.parse(value);
+    if (Number.isNaN(at)) return undefined;
+    ms = at - Date.now();
+  }
+  return ms > 0 ? Math.min(ms, maxRetryAfterMs) : undefined;
+}

@@ -10,8 +10,11 @@
 export type UpstreamOutcome =
   /** A 2xx answer whose body parsed as JSON. */
   | { kind: 'response'; statusCode: number; json: unknown }
-  /** A non-2xx answer; its body is discarded unread (vendor text never travels further). */
-  | { kind: 'http_error'; statusCode: number }
+  /**
+   * A non-2xx answer; its body is discarded unread (vendor text never travels further). A 429's
+   * or 503's Retry-After is kept, ms, for the router alone.
+   */
+  | { kind: 'http_error'; statusCode: number; retryAfterMs?: number | undefined }
   /** The connection could not be made; nothing was sent. */
   | { kind: 'unreachable'; reason: string }
   /** No first byte, a stalled body, or the total time ran out, after the request was sent. */

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { AddressRefusedError, checkedLookup, disallowedAddressReason, systemResolver, type HostResolver } from '@gateway/address-policy';
 import type { UpstreamRequest } from './upstream-adapter.ts';
-import { discardedBodyBytes, failedCallOutcome } from './upstream-call-errors.ts';
+import { discardedBodyBytes, failedCallOutcome, retryAfterMsOf } from './upstream-call-errors.ts';
 import { StreamCall } from './stream-call.ts';
 import type { UpstreamOutcome, UpstreamStreamOutcome } from './upstream-outcome.ts';
 
@@ -86,14 +86,17 @@ class CompletionCall implements Dispatcher.DispatchHandler {
   readonly #maxResponseBytes: number;
   readonly #totalTimeoutMs: number;
   readonly #timer: NodeJS.Timeout;
+  /** The attempt's own wait for the response headers (routing), when it has one. */
+  #headersTimer: NodeJS.Timeout | undefined;
   #controller: Dispatcher.DispatchController | undefined;
   #settled = false;
   #totalTimedOut = false;
   #statusCode = 0;
+  #retryAfterMs: number | undefined;
   #chunks: Buffer[] = [];
   #size = 0;
 
-  constructor(resolve: (outcome: UpstreamOutcome) => void, maxResponseBytes: number, totalTimeoutMs: number) {
+  constructor(resolve: (outcome: UpstreamOutcome) => void, maxResponseBytes: number, totalTimeoutMs: number, headersTimeoutMs: number | undefined) {
     this.#resolve = resolve;
     this.#maxResponseBytes = maxResponseBytes;
     this.#totalTimeoutMs = totalTimeoutMs;
@@ -101,6 +104,18 @@ class CompletionCall implements Dispatcher.DispatchHandler {
       this.#totalTimedOut = true;
       this.#finish(failedCallOutcome(undefined, true, totalTimeoutMs));
     }, totalTimeoutMs);
+    if (headersTimeoutMs !== undefined && headersTimeoutMs < totalTimeoutMs) {
+      this.#headersTimer = setTimeout(() => {
+        this.#finish({ kind: 'timeout', reason: `no response headers within the attempt's ${headersTimeoutMs} ms` });
+      }, headersTimeoutMs);
+    }
+  }
+
+  /** The outcome of a non-2xx answer (its Retry-After kept for the router). */
+  #httpError(): UpstreamOutcome {
+    return this.#retryAfterMs === undefined
+      ? { kind: 'http_error', statusCode: this.#statusCode }
+      : { kind: 'http_error', statusCode: this.#statusCode, retryAfterMs: this.#retryAfterMs };
   }
 
   /** Settles the call once; stops the timer and cuts the call when it is still running. */
@@ -108,6 +123,7 @@ class CompletionCall implements Dispatcher.DispatchHandler {
     if (this.#settled) return;
     this.#settled = true;
     clearTimeout(this.#timer);
+    if (this.#headersTimer !== undefined) clearTimeout(this.#headersTimer);
     this.#chunks = [];
     this.#resolve(outcome);
     if (cut && this.#controller !== undefined && !this.#controller.aborted) this.#controller.abort(new Error('upstream call ended by the gateway'));
@@ -119,8 +135,13 @@ class CompletionCall implements Dispatcher.DispatchHandler {
     if (this.#settled) controller.abort(new Error('upstream call ended by the gateway'));
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     this.#statusCode = statusCode;
+    if (this.#headersTimer !== undefined) {
+      clearTimeout(this.#headersTimer);
+      this.#headersTimer = undefined;
+    }
+    if (statusCode === 429 || statusCode === 503) this.#retryAfterMs = retryAfterMsOf(statusCode, headers);
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -128,14 +149,14 @@ class CompletionCall implements Dispatcher.DispatchHandler {
     this.#size += chunk.length;
     // A non-2xx body is read and discarded (vendor text never travels further), up to 128 KiB as
     // undici's dump() did; past that (or a 2xx past the response limit) the connection is cut.
-    if (!this.#isSuccess() && this.#size > discardedBodyBytes) { this.#finish({ kind: 'http_error', statusCode: this.#statusCode }); return; }
+    if (!this.#isSuccess() && this.#size > discardedBodyBytes) { this.#finish(this.#httpError()); return; }
     if (this.#size > this.#maxResponseBytes) { this.#finish({ kind: 'failed', reason: 'ResponseTooLargeError' }); return; }
     if (this.#isSuccess()) this.#chunks.push(chunk);
   }
 
   onResponseEnd(): void {
     if (this.#settled) return;
-    if (!this.#isSuccess()) { this.#finish({ kind: 'http_error', statusCode: this.#statusCode }, false); return; }
+    if (!this.#isSuccess()) { this.#finish(this.#httpError(), false); return; }
     const text = this.#chunks.length === 1 ? this.#chunks[0]!.toString('utf8') : Buffer.concat(this.#chunks, this.#size).toString('utf8');
     let json: unknown;
     try {
@@ -154,7 +175,7 @@ class CompletionCall implements Dispatcher.DispatchHandler {
   /** The call failed (undici's error, or dispatch refusing the request outright). */
   fail(error: unknown): void {
     // An answer whose status was already a failure stays that failure (its body was only being discarded).
-    if (this.#statusCode !== 0 && !this.#isSuccess()) { this.#finish({ kind: 'http_error', statusCode: this.#statusCode }, false); return; }
+    if (this.#statusCode !== 0 && !this.#isSuccess()) { this.#finish(this.#httpError(), false); return; }
     this.#finish(failedCallOutcome(error, this.#totalTimedOut, this.#totalTimeoutMs), false);
   }
 
@@ -197,11 +218,15 @@ export class UpstreamTransport {
     return endpoint.allowPrivateNetwork === true ? this.#privateAgent : this.#checkedAgent;
   }
 
-  /** Sends one request to an upstream endpoint (base URL e.g. `https://api.example.com/v1`); never rejects. */
-  send(endpoint: UpstreamEndpoint, request: UpstreamRequest): Promise<UpstreamOutcome> {
+  /**
+   * Sends one request to an upstream endpoint (base URL e.g. `https://api.example.com/v1`); never
+   * rejects. `headersTimeoutMs`: the attempt's own wait for the response headers (routing's
+   * PROXY_ROUTING_ATTEMPT_TIMEOUT_MS), a timeout when it passes; undefined: the transport's alone.
+   */
+  send(endpoint: UpstreamEndpoint, request: UpstreamRequest, headersTimeoutMs?: number): Promise<UpstreamOutcome> {
     const { origin, path } = targetOf(endpoint.baseUrl, request);
     return new Promise((resolve) => {
-      const call = new CompletionCall(resolve, this.#maxResponseBytes, this.#totalTimeoutMs);
+      const call = new CompletionCall(resolve, this.#maxResponseBytes, this.#totalTimeoutMs, headersTimeoutMs);
       try {
         this.#agentFor(endpoint).dispatch({ origin, path, method: 'POST', headers: request.headers, body: request.body }, call);
       } catch (error) {
@@ -215,11 +240,12 @@ export class UpstreamTransport {
    * here beyond what the reader has not taken yet; the connection is paused while that is more
    * than a read's worth). `signal` aborts the call at any point (client gone, shutdown), as does
    * the stream's abort(); the total timeout keeps running until the stream is closed. Never rejects.
+   * `headersTimeoutMs` as send's.
    */
-  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal): Promise<UpstreamStreamOutcome> {
+  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal, headersTimeoutMs?: number): Promise<UpstreamStreamOutcome> {
     const { origin, path } = targetOf(endpoint.baseUrl, request);
     return new Promise((resolve) => {
-      const call = new StreamCall(resolve, signal, this.#totalTimeoutMs);
+      const call = new StreamCall(resolve, signal, this.#totalTimeoutMs, headersTimeoutMs);
       try {
         this.#agentFor(endpoint).dispatch({ origin, path, method: 'POST', headers: request.headers, body: request.body }, call);
       } catch (error) {
