@@ -14,7 +14,7 @@ import type { UpstreamOutcome } from '../upstreams/upstream-outcome.ts';
 // out (docs/proxy.md "Routing").
 
 /** The attempts' bounds (PROXY_ROUTING_*). */
-export interface RoutingPolicy {
+interface RoutingPolicy {
   /** Most attempts of one request. */
   maxAttempts: number;
   /** Time for the attempts before the first byte reaches the client, ms. */
@@ -82,7 +82,7 @@ export function planRoute(routing: Routing | undefined, model: GatewayModelEntry
 }
 
 /** How one attempt ended when it produced no answer. */
-export interface FailedAttemptResult<Answer> {
+interface FailedAttemptResult<Answer> {
   kind: 'failed';
   outcome: Exclude<AttemptOutcome, 'ok'>;
   /** Whether the next deployment may be tried: never once anything reached the client, never for the client's own 4xx. */
@@ -99,7 +99,7 @@ export interface FailedAttemptResult<Answer> {
 export type AttemptResult<Answer> = { kind: 'answered'; value: Answer } | FailedAttemptResult<Answer>;
 
 /** One attempt at a deployment: its request, and the time it has for the response headers (undefined: the transport's own). */
-export type AttemptRunner<Answer> = (
+type AttemptRunner<Answer> = (
   deployment: UpstreamDeploymentEntry, request: UpstreamRequest, headersTimeoutMs: number | undefined,
 ) => Promise<AttemptResult<Answer>>;
 

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { GatewayModelEntry, UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
-import { DeploymentRouter, deploymentsOf, type RouterClock } from './deployment-router.ts';
+import { DeploymentRouter, deploymentsOf } from './deployment-router.ts';
+
+/** The clock a router reads (its constructor's second parameter). */
+type RouterClock = NonNullable<ConstructorParameters<typeof DeploymentRouter>[1]>;
 
 /** A clock whose time the test moves and whose random numbers it lists (then 0). */
 function testClock(randoms: number[] = []): RouterClock & { advance(ms: number): void } {

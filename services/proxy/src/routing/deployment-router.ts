@@ -7,7 +7,7 @@ import type { GatewayModelEntry, UpstreamDeploymentEntry } from '../domain/confi
 export type AttemptOutcome = 'ok' | 'http_429' | 'http_5xx' | 'http_error' | 'timeout' | 'connect_error' | 'stream_broken' | 'bad_response';
 
 /** The outlier ejection's settings (PROXY_OUTLIER_*). */
-export interface OutlierPolicy {
+interface OutlierPolicy {
   /** Consecutive failures that eject a deployment. */
   consecutiveFailures: number;
   /** First ejection's length, ms; doubled with each ejection that follows without a success between, up to maxEjectionMs. */
@@ -17,7 +17,7 @@ export interface OutlierPolicy {
 }
 
 /** What the router reads time and chance from (tests inject both). */
-export interface RouterClock {
+interface RouterClock {
   /** Milliseconds, monotonic enough for intervals (default Date.now). */
   now(): number;
   /** A number in [0, 1) (default Math.random). */
