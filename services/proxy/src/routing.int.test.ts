@@ -16,7 +16,7 @@ import {
 // failing ones are ejected and come back; nothing of them reaches the client.
 
 const credential = 'sk-upstream-credential-123';
-const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'embed', 'tools'] });
+const acme = tenant('acme', { allowedGatewayModelSlugs: ['chat', 'embed', 'tools', 'cutting'] });
 /** What only the refusing upstream says: its texts and headers must never reach a client. */
 const refusalSecrets = ['REFUSING-VENDOR-SECRET', 'x-refusing-region', 'eu-secret-region-7', 'refusing-vendor/9.9'];
 /** Provider costs of each deployment, µ₹ per million tokens: distinct, so the Settle shows which answered. */
@@ -60,6 +60,20 @@ async function startHangingUpstream(): Promise<{ url: string; requests: () => nu
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, requests: () => count, server, sockets };
 }
 
+/** A vendor whose streams break at once: the 200 and the SSE headers, then the connection is cut before any event. */
+async function startCuttingUpstream(): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'x-refusing-region': 'eu-secret-region-7' });
+      res.flushHeaders();
+      setTimeout(() => { res.socket?.destroy(); }, 20);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, server };
+}
+
 /** The three deployments of a model, as the admin sends them (the model's own upstream first, as `primary`). */
 function deploymentsOf(refusingUrl: string, hangingUrl: string, healthyUrl: string): configV1.UpstreamDeployment[] {
   const deployment = (name: string, url: string, priority: number, cost: { input: bigint; output: bigint }) => configV1.UpstreamDeployment.fromPartial({
@@ -76,6 +90,7 @@ let client: OpenAI;
 let refusing: Awaited<ReturnType<typeof startRefusingUpstream>>;
 let hanging: Awaited<ReturnType<typeof startHangingUpstream>>;
 let toolsPrimary: FakeUpstream;
+let cutting: Awaited<ReturnType<typeof startCuttingUpstream>>;
 /** Every header and body the client got, to search for the failing vendors' secrets at the end. */
 const seen: string[] = [];
 
@@ -83,9 +98,24 @@ beforeAll(async () => {
   refusing = await startRefusingUpstream();
   hanging = await startHangingUpstream();
   toolsPrimary = await startFakeUpstream({ requiredApiKey: credential });
+  cutting = await startCuttingUpstream();
   world = await startProxyWorld((healthyUrl) => stateOf([acme], [
     gatewayModel('chat', refusing.url, { deployments: deploymentsOf(refusing.url, hanging.url, healthyUrl) }),
     gatewayModel('embed', refusing.url, { kind: 'embedding', deployments: deploymentsOf(refusing.url, hanging.url, healthyUrl) }),
+    gatewayModel('cutting', cutting.url, {
+      deployments: [
+        configV1.UpstreamDeployment.fromPartial({
+          name: 'primary', priority: 0, weight: 1, allowPrivateNetwork: true,
+          upstream: { providerKind: 'openai_compatible', baseUrl: cutting.url, model: 'cutting-upstream-name', apiKey: credential },
+          providerInputCostMicrosPerMtok: costs.slow.input, providerOutputCostMicrosPerMtok: costs.slow.output,
+        }),
+        configV1.UpstreamDeployment.fromPartial({
+          name: 'backup', priority: 1, weight: 1, allowPrivateNetwork: true,
+          upstream: { providerKind: 'openai_compatible', baseUrl: healthyUrl, model: 'cutting-backup-name', apiKey: credential },
+          providerInputCostMicrosPerMtok: costs.healthy.input, providerOutputCostMicrosPerMtok: costs.healthy.output,
+        }),
+      ],
+    }),
     gatewayModel('tools', toolsPrimary.baseUrl, {
       deployments: [
         configV1.UpstreamDeployment.fromPartial({
@@ -112,7 +142,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await world?.close();
   for (const socket of hanging?.sockets ?? []) socket.destroy();
-  await Promise.all([refusing, hanging].map((upstream) => upstream === undefined ? undefined : new Promise((resolve) => upstream.server.close(resolve))));
+  await Promise.all([refusing, hanging, cutting].map((upstream) => upstream === undefined ? undefined : new Promise((resolve) => upstream.server.close(resolve))));
   await toolsPrimary?.close();
 });
 
@@ -244,6 +274,30 @@ describe('routing across three deployments of one slug', () => {
     for (const secret of [...refusalSecrets, ...leakMarkers.all]) expect(all).not.toContain(secret);
     expect(all).not.toContain('slow');
     expect(all).not.toContain('upstream-model');
+  });
+});
+
+describe('a stream that breaks before anything reached the client', () => {
+  it('fails over to the next deployment, and records the broken attempt as provider cost', async () => {
+    const { status, text } = await chat({ stream: true, stream_options: { include_usage: true } }, 'cutting');
+    expect(status).toBe(200);
+    const chunks = text.split('\n\n').filter((frame) => frame.startsWith('data: {')).map((frame) => JSON.parse(frame.slice(6)) as {
+      choices: Array<{ delta: { content?: string } }>; usage?: { prompt_tokens: number; completion_tokens: number } | null;
+    });
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('w1 w2 w3 w4 w5');
+    const usage = chunks.at(-1)!.usage!;
+    const settle = await lastSettleOf(world);
+    expect(settle).toMatchObject({
+      deployment: 'backup',
+      costMicros: expectedCostMicros(usage.prompt_tokens, testPrices.inputPriceMicrosPerMtok) + expectedCostMicros(usage.completion_tokens, testPrices.outputPriceMicrosPerMtok),
+      providerCostMicros: expectedCostMicros(usage.prompt_tokens, costs.healthy.input) + expectedCostMicros(usage.completion_tokens, costs.healthy.output),
+    });
+    expect(settle.failedAttempts).toHaveLength(1);
+    const [broken] = settle.failedAttempts;
+    expect(broken).toMatchObject({ attempt: 1, deployment: 'primary', outcome: 'stream_broken', outputTokens: 0n });
+    expect(broken!.providerCostMicros).toBe(expectedCostMicros(Number(broken!.inputTokens), costs.slow.input));
+    const samples = await scrape();
+    expect(valueOf(samples, 'gateway_proxy_deployment_attempts_total', { model: 'cutting', deployment: 'primary', outcome: 'stream_broken' })).toBe(1);
   });
 });
 

@@ -71,8 +71,12 @@ export interface BillingLogFields {
   settleMs?: number;
   /** Output tokens the upstream produced beyond what the client got (a non-streaming reply cut at its Reserve). */
   overrunOutputTokens?: number;
-  /** How long the upstream took to answer (non-streaming) or to open its stream, ms. */
+  /** How long the upstream took to answer (non-streaming) or to open its stream, ms (its last attempt's). */
   upstreamMs?: number;
+  /** The deployment of the last upstream attempt (the one that answered, when one did); operators' log only, never the client's. */
+  deployment?: string;
+  /** Upstream attempts made (more than 1: it failed over). */
+  attempts?: number;
 }
 
 /** One billed request to run (a chat completion on any surface, or embeddings): who, which model, and where its figures go. */
@@ -138,6 +142,9 @@ export class Hold {
   attemptOn(deployment: UpstreamDeploymentEntry): void {
     this.#deployment = deployment.name;
     this.#served = deployment.served;
+    const { log } = this.#input;
+    log.deployment = deployment.name;
+    log.attempts = (log.attempts ?? 0) + 1;
   }
 
   /**

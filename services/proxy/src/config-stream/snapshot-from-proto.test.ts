@@ -118,6 +118,59 @@ describe('configChangeFromProto', () => {
   });
 });
 
+describe('deployments (GatewayModel 30)', () => {
+  const primary = (overrides: Partial<configV1.UpstreamDeployment> = {}) => configV1.UpstreamDeployment.fromPartial({
+    name: 'primary', priority: 0, weight: 1, providerInputCostMicrosPerMtok: 3n, providerOutputCostMicrosPerMtok: 4n,
+    upstream: { providerKind: 'openai_compatible', baseUrl: 'https://api.example.com/v1', model: 'vendor-x', apiKey: 'k' }, ...overrides,
+  });
+  const backup = (overrides: Partial<configV1.UpstreamDeployment> = {}) => configV1.UpstreamDeployment.fromPartial({
+    name: 'eu-backup', priority: 1, weight: 7, allowPrivateNetwork: true,
+    providerInputCostMicrosPerMtok: 30n, providerOutputCostMicrosPerMtok: 40n, providerCachedInputCostMicrosPerMtok: 5n,
+    upstream: { providerKind: 'openai_compatible', baseUrl: 'https://eu.example.com/v1', model: 'vendor-y', apiKey: 'k2' }, ...overrides,
+  });
+  const costed = { providerInputCostMicrosPerMtok: 3n, providerOutputCostMicrosPerMtok: 4n };
+
+  it('an older admin (no list): the model itself is its one deployment, primary', () => {
+    const entry = decoded(full(1n)).gatewayModels.get('m1')!;
+    expect(entry.deployments).toEqual([{ name: 'primary', priority: 0, weight: 1, upstream: entry.upstream, served: entry }]);
+    expect(entry.deployments![0]!.served).toBe(entry);
+  });
+
+  it('each deployment is served with the model\'s customer prices and its own upstream and provider costs; the primary is the model itself', () => {
+    const entry = decoded(full(1n, { gatewayModels: [model('m1', { ...costed, deployments: [primary(), backup()] })] })).gatewayModels.get('m1')!;
+    const [first, second] = entry.deployments!;
+    expect(first!.served).toBe(entry);
+    expect(second).toMatchObject({ name: 'eu-backup', priority: 1, weight: 7 });
+    expect(second!.upstream).toEqual({ providerKind: 'openai_compatible', baseUrl: 'https://eu.example.com/v1', model: 'vendor-y', apiKey: 'k2', allowPrivateNetwork: true });
+    const served = second!.served;
+    expect(served.upstream).toBe(second!.upstream);
+    expect(served.priceSheet!.customer).toEqual(entry.priceSheet!.customer);
+    expect(served.priceSheet!.provider).toEqual({
+      input: 30n, output: 40n, reasoning: 40n, cached_input: 5n, cache_write_5m: 30n, cache_write_1h: 30n, audio_input: 30n, image_input: 30n,
+    });
+    expect(served.tokenizer).toBe(entry.tokenizer);
+    // A primary whose costs differ from the model's is served with its own.
+    const other = decoded(full(1n, { gatewayModels: [model('m1', { ...costed, deployments: [primary({ providerInputCostMicrosPerMtok: 9n })] })] })).gatewayModels.get('m1')!;
+    expect(other.deployments![0]!.served).not.toBe(other);
+    expect(other.deployments![0]!.served.priceSheet!.provider.input).toBe(9n);
+  });
+
+  it('leaves the model out for a deployment it cannot serve as the admin meant', () => {
+    const problems = (deployments: configV1.UpstreamDeployment[]) => {
+      const [item] = configChangeFromProto(full(1n, { gatewayModels: [model('m1', { ...costed, deployments })] }), options).gatewayModels;
+      return 'problem' in item! ? item.problem : undefined;
+    };
+    expect(problems([primary(), backup({ name: 'Bad Name' })])).toMatch(/name/);
+    expect(problems([primary(), backup({ name: 'primary' })])).toMatch(/twice/);
+    expect(problems([primary(), backup({ weight: 0 })])).toMatch(/weight/);
+    expect(problems([primary(), backup({ priority: 101 })])).toMatch(/priority/);
+    expect(problems([primary(), backup({ upstream: { providerKind: 'mystery', baseUrl: 'https://x.example/v1', model: 'm', apiKey: '' } })])).toMatch(/provider kind/);
+    expect(problems([primary(), backup({ providerOutputCostMicrosPerMtok: -1n })])).toMatch(/negative/);
+    expect(problems(Array.from({ length: 17 }, (_, index) => backup({ name: `d${index}` })))).toMatch(/more than 16/);
+    expect(problems([primary(), backup()])).toBeUndefined();
+  });
+});
+
 describe('allow_private_network', () => {
   it('is carried to the upstream target, false unless the admin set it', () => {
     const { gatewayModels } = decoded(full(1n, { gatewayModels: [model('m1'), model('m2', { allowPrivateNetwork: true })] }));

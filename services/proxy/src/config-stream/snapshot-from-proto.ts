@@ -157,6 +157,23 @@ function modelFrom(message: configV1.GatewayModel, options: ConfigDecodeOptions)
   return entry;
 }
 
+/** Whether a deployment has exactly the model's own upstream, SSRF permission and provider costs (the admin's `primary`). */
+function servesAsModel(deployment: configV1.UpstreamDeployment, message: configV1.GatewayModel): boolean {
+  const own = message.upstream;
+  const upstream = deployment.upstream;
+  return own !== undefined && upstream !== undefined
+    && upstream.providerKind === own.providerKind && upstream.baseUrl === own.baseUrl && upstream.model === own.model && upstream.apiKey === own.apiKey
+    && deployment.allowPrivateNetwork === message.allowPrivateNetwork
+    && deployment.providerInputCostMicrosPerMtok === message.providerInputCostMicrosPerMtok
+    && deployment.providerOutputCostMicrosPerMtok === message.providerOutputCostMicrosPerMtok
+    && deployment.providerCachedInputCostMicrosPerMtok === message.providerCachedInputCostMicrosPerMtok
+    && deployment.providerCacheWrite5mCostMicrosPerMtok === message.providerCacheWrite5mCostMicrosPerMtok
+    && deployment.providerCacheWrite1hCostMicrosPerMtok === message.providerCacheWrite1hCostMicrosPerMtok
+    && deployment.providerReasoningCostMicrosPerMtok === message.providerReasoningCostMicrosPerMtok
+    && deployment.providerAudioInputCostMicrosPerMtok === message.providerAudioInputCostMicrosPerMtok
+    && deployment.providerImageInputCostMicrosPerMtok === message.providerImageInputCostMicrosPerMtok;
+}
+
 /** The shape of a deployment name (docs/proxy.md "Routing"): a bounded metric label. */
 const deploymentNamePattern = /^[a-z0-9][a-z0-9-]{0,31}$/;
 
@@ -202,8 +219,8 @@ function deploymentsFrom(
       allowPrivateNetwork: deployment.allowPrivateNetwork,
     };
     // The primary is the model's own upstream and costs (the admin sends them so): the entry itself
-    // serves it, so a model with one deployment prices exactly as before.
-    const served: GatewayModelEntry = deployment.name === 'primary' ? entry : {
+    // serves it, so a model with one deployment prices exactly as before. One that differs gets its own.
+    const served: GatewayModelEntry = deployment.name === 'primary' && servesAsModel(deployment, message) ? entry : {
       ...entry,
       upstream: target,
       providerInputCostMicrosPerMtok: provider.input,

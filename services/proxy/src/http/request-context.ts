@@ -99,7 +99,7 @@ export function requestContext(
           organisationId: log.organisationId, projectId: log.projectId, model: log.model,
           reservedMicros: bigintText(log.reservedMicros), debitedMicros: bigintText(log.debitedMicros),
           usageSource: log.usageSource, promptTokens: log.promptTokens, completionTokens: log.completionTokens,
-          upstreamOutcome: log.upstreamOutcome, upstreamStatus: log.upstreamStatus,
+          upstreamOutcome: log.upstreamOutcome, upstreamStatus: log.upstreamStatus, deployment: log.deployment, attempts: log.attempts,
           streamOutcome: log.streamOutcome, checkpoints: log.checkpoints,
           errorCode: log.errorCode, errorDetail: log.errorDetail,
           clientClosedEarly: responseFinished ? undefined : true,

@@ -136,6 +136,34 @@ describe('UpstreamTransport non-streaming outcomes', () => {
     } finally { await small.close(); await upstream.close(); }
   });
 
+  it('keeps a 429\'s or 503\'s Retry-After (seconds or a date) for routing, and times an attempt out when its headers are late', async () => {
+    let headers: Record<string, string> = {};
+    let status = 429;
+    const upstream = await scriptedUpstream((res) => {
+      if (status === 0) return; // never answers
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end('{"error":"vendor secret"}');
+    });
+    try {
+      headers = { 'retry-after': '7' };
+      expect(await transport.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'http_error', statusCode: 429, retryAfterMs: 7_000 });
+      status = 503;
+      headers = { 'retry-after': new Date(Date.now() + 60_000).toUTCString() };
+      const dated = await transport.send(upstream.endpoint, chatRequest);
+      expect(dated).toMatchObject({ kind: 'http_error', statusCode: 503 });
+      expect((dated as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(50_000);
+      status = 500;
+      expect(await transport.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'http_error', statusCode: 500 });
+      status = 429;
+      headers = { 'retry-after': 'soon' };
+      expect(await transport.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'http_error', statusCode: 429 });
+      status = 0;
+      expect(await transport.send(upstream.endpoint, chatRequest, 100)).toEqual({ kind: 'timeout', reason: "no response headers within the attempt's 100 ms" });
+      expect(await transport.openStream(upstream.endpoint, chatRequest, new AbortController().signal, 100))
+        .toEqual({ kind: 'timeout', reason: "no response headers within the attempt's 100 ms" });
+    } finally { await upstream.close(); }
+  });
+
   it('times out a body that never ends within the total time, and a refused connection is unreachable', async () => {
     const upstream = await scriptedUpstream((res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.write('{"partial":'); });
     const quick = new UpstreamTransport({ connectTimeoutMs: 2_000, firstByteTimeoutMs: 5_000, idleTimeoutMs: 5_000, totalTimeoutMs: 200, resolve });
