@@ -48,6 +48,11 @@ export function adapterOfDeployment(adapter: UpstreamAdapter, deployment: Upstre
   return deployment.upstream.providerKind === adapter.providerKind ? adapter : adapterFor(deployment.upstream.providerKind);
 }
 
+/** The `build` of a route with one deployment: there is no other to build for. */
+function noOtherDeployment(): undefined {
+  return undefined;
+}
+
 /**
  * Orders the deployments of a request and builds its upstream request for the first that can
  * serve it (`build` throws the adapter's 400 for what its provider cannot honour). When none can,
@@ -55,6 +60,8 @@ export function adapterOfDeployment(adapter: UpstreamAdapter, deployment: Upstre
  */
 export function planRoute(routing: Routing | undefined, model: GatewayModelEntry, build: (deployment: UpstreamDeploymentEntry) => UpstreamRequest): RoutePlan {
   const ordered = routing === undefined ? deploymentsOf(model) : routing.router.order(model);
+  // The one-deployment fast path: no other request to build, no closure for it.
+  if (ordered.length === 1) return { deployments: ordered, first: build(ordered[0]!), build: noOtherDeployment };
   let refusal: unknown;
   for (let index = 0; index < ordered.length; index += 1) {
     const deployment = ordered[index]!;
@@ -62,7 +69,6 @@ export function planRoute(routing: Routing | undefined, model: GatewayModelEntry
     try {
       first = build(deployment);
     } catch (error) {
-      if (ordered.length === 1) throw error;
       refusal ??= error;
       continue;
     }

@@ -50,7 +50,10 @@ class TestLedger implements OutboxLedger {
 function settleRequest(reservationId: string, costMicros: bigint): ledgerV1.SettleRequest {
   return {
     reservationId, inputTokens: 3n, outputTokens: 5n, costMicros, providerCostMicros: 1n, modelSlug: 'chat', usageSource: UsageSource.USAGE_SOURCE_UPSTREAM,
-    requestId: `req-${reservationId}`, overrunOutputTokens: 0n, tokenClasses: [{ tokenClass: 'output', tokens: 5n, costMicros, providerCostMicros: 1n }], deployment: '', failedAttempts: [],
+    requestId: `req-${reservationId}`, overrunOutputTokens: 0n, tokenClasses: [{ tokenClass: 'output', tokens: 5n, costMicros, providerCostMicros: 1n }],
+    // The deployment that answered and a failed attempt (issue 29): carried through the hand-over and the replay line.
+    deployment: 'eu-backup',
+    failedAttempts: [{ attempt: 1, deployment: 'primary', outcome: 'timeout', inputTokens: 3n, outputTokens: 0n, providerCostMicros: 2n }],
   };
 }
 
@@ -153,7 +156,14 @@ describe.skipIf(!redisUrl)('the shared outbox in Redis', () => {
     void alone.outbox.settle(settleRequest('z1', 9n), { organisationId: 'org', requestId: 'req-z1' });
     expect(await alone.outbox.handOver(async () => false)).toEqual({ handedOver: 0, abandoned: 1 });
     expect(alone.outbox.abandonedCount).toBe(1);
-    expect(logs.some((line) => line.includes('not delivered before shutdown; replay it') && line.includes('z1'))).toBe(true);
+    const line = logs.find((candidate) => candidate.includes('not delivered before shutdown; replay it') && candidate.includes('z1'));
+    expect(line).toBeDefined();
+    // Every int64 as a decimal string, nested ones (token classes, failed attempts) included.
+    expect((JSON.parse(line!) as { outboxEntry: { request: Record<string, unknown> } }).outboxEntry.request).toMatchObject({
+      deployment: 'eu-backup',
+      failedAttempts: [{ attempt: 1, deployment: 'primary', outcome: 'timeout', inputTokens: '3', outputTokens: '0', providerCostMicros: '2' }],
+      tokenClasses: [{ tokenClass: 'output', tokens: '5', costMicros: '9', providerCostMicros: '1' }],
+    });
     expect(await redis.exists(streamKey)).toBe(0);
   });
 });
