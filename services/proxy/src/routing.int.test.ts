@@ -6,7 +6,7 @@ import { configV1, type ledgerV1 } from '@gateway/contracts';
 import { leakMarkers, startFakeUpstream, type FakeUpstream } from '@gateway/fake-upstream';
 import { parsePrometheusText, type PrometheusSample } from '@gateway/testkit';
 import {
-  expectedCostMicros, gatewayModel, lastSettleOf, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
+  expectedCostMicros, gatewayDeployment, gatewayModel, lastSettleOf, startProxyWorld, stateOf, tenant, testPrices, waitFor, type ProxyWorld, type TestProxy,
 } from './test-support/proxy-world.ts';
 
 // One slug, three deployments (docs/proxy.md "Routing"): `primary` refuses (429 and 503, with a
@@ -76,10 +76,8 @@ async function startCuttingUpstream(): Promise<{ url: string; server: Server }> 
 
 /** The three deployments of a model, as the admin sends them (the model's own upstream first, as `primary`). */
 function deploymentsOf(refusingUrl: string, hangingUrl: string, healthyUrl: string): configV1.UpstreamDeployment[] {
-  const deployment = (name: string, url: string, priority: number, cost: { input: bigint; output: bigint }) => configV1.UpstreamDeployment.fromPartial({
-    name, priority, weight: 1, allowPrivateNetwork: true,
-    upstream: { providerKind: 'openai_compatible', baseUrl: url, model: `${name}-upstream-model`, apiKey: credential },
-    providerInputCostMicrosPerMtok: cost.input, providerOutputCostMicrosPerMtok: cost.output,
+  const deployment = (name: string, url: string, priority: number, cost: { input: bigint; output: bigint }) => gatewayDeployment(name, url, {
+    priority, providerInputCostMicrosPerMtok: cost.input, providerOutputCostMicrosPerMtok: cost.output,
   });
   return [deployment('primary', refusingUrl, 0, costs.primary), deployment('slow', hangingUrl, 1, costs.slow), deployment('healthy', healthyUrl, 2, costs.healthy)];
 }
@@ -104,30 +102,14 @@ beforeAll(async () => {
     gatewayModel('embed', refusing.url, { kind: 'embedding', deployments: deploymentsOf(refusing.url, hanging.url, healthyUrl) }),
     gatewayModel('cutting', cutting.url, {
       deployments: [
-        configV1.UpstreamDeployment.fromPartial({
-          name: 'primary', priority: 0, weight: 1, allowPrivateNetwork: true,
-          upstream: { providerKind: 'openai_compatible', baseUrl: cutting.url, model: 'cutting-upstream-name', apiKey: credential },
-          providerInputCostMicrosPerMtok: costs.slow.input, providerOutputCostMicrosPerMtok: costs.slow.output,
-        }),
-        configV1.UpstreamDeployment.fromPartial({
-          name: 'backup', priority: 1, weight: 1, allowPrivateNetwork: true,
-          upstream: { providerKind: 'openai_compatible', baseUrl: healthyUrl, model: 'cutting-backup-name', apiKey: credential },
-          providerInputCostMicrosPerMtok: costs.healthy.input, providerOutputCostMicrosPerMtok: costs.healthy.output,
-        }),
+        gatewayDeployment('primary', cutting.url, { providerInputCostMicrosPerMtok: costs.slow.input, providerOutputCostMicrosPerMtok: costs.slow.output }),
+        gatewayDeployment('backup', healthyUrl, { priority: 1, providerInputCostMicrosPerMtok: costs.healthy.input, providerOutputCostMicrosPerMtok: costs.healthy.output }),
       ],
     }),
     gatewayModel('tools', toolsPrimary.baseUrl, {
       deployments: [
-        configV1.UpstreamDeployment.fromPartial({
-          name: 'primary', priority: 0, weight: 1, allowPrivateNetwork: true,
-          upstream: { providerKind: 'openai_compatible', baseUrl: toolsPrimary.baseUrl, model: 'tools-upstream-name', apiKey: credential },
-          providerInputCostMicrosPerMtok: costs.primary.input, providerOutputCostMicrosPerMtok: costs.primary.output,
-        }),
-        configV1.UpstreamDeployment.fromPartial({
-          name: 'backup', priority: 1, weight: 1, allowPrivateNetwork: true,
-          upstream: { providerKind: 'openai_compatible', baseUrl: healthyUrl, model: 'tools-backup-name', apiKey: credential },
-          providerInputCostMicrosPerMtok: costs.healthy.input, providerOutputCostMicrosPerMtok: costs.healthy.output,
-        }),
+        gatewayDeployment('primary', toolsPrimary.baseUrl),
+        gatewayDeployment('backup', healthyUrl, { priority: 1, providerInputCostMicrosPerMtok: costs.healthy.input, providerOutputCostMicrosPerMtok: costs.healthy.output }),
       ],
     }),
   ]), { requiredApiKey: credential });
@@ -273,7 +255,7 @@ describe('routing across three deployments of one slug', () => {
     const all = seen.join('\n');
     for (const secret of [...refusalSecrets, ...leakMarkers.all]) expect(all).not.toContain(secret);
     expect(all).not.toContain('slow');
-    expect(all).not.toContain('upstream-model');
+    expect(all).not.toContain('upstream-name');
   });
 });
 

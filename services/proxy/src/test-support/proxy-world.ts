@@ -53,6 +53,21 @@ export function gatewayModel(slug: string, baseUrl: string, overrides: Partial<c
   });
 }
 
+/**
+ * One upstream deployment of a gateway model (GatewayModel.deployments), as the admin sends it: an
+ * OpenAI-compatible upstream at `baseUrl` with the test credential, allowed a private network
+ * (fake upstreams listen on loopback), priority 0 and weight 1 unless overridden. The admin sends
+ * the model's own upstream first, as `primary`.
+ */
+export function gatewayDeployment(name: string, baseUrl: string, overrides: Partial<configV1.UpstreamDeployment> = {}): configV1.UpstreamDeployment {
+  return configV1.UpstreamDeployment.fromPartial({
+    name, priority: 0, weight: 1, allowPrivateNetwork: true,
+    upstream: { providerKind: 'openai_compatible', baseUrl, model: `${name}-upstream-name`, apiKey: 'sk-upstream-credential-123' },
+    providerInputCostMicrosPerMtok: testPrices.providerInputCostMicrosPerMtok, providerOutputCostMicrosPerMtok: testPrices.providerOutputCostMicrosPerMtok,
+    ...overrides,
+  });
+}
+
 /** An organisation with its project and key, as the admin would push them. */
 export interface TestTenant {
   organisation: configV1.Organisation;
