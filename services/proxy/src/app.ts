@@ -105,6 +105,7 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
       maxAttempts: config.PROXY_ROUTING_MAX_ATTEMPTS,
       deadlineMs: config.PROXY_ROUTING_DEADLINE_MS,
       attemptTimeoutMs: config.PROXY_ROUTING_ATTEMPT_TIMEOUT_MS,
+      upstreamTotalMs: config.UPSTREAM_TOTAL_TIMEOUT_MS,
     },
   };
   /**

@@ -232,7 +232,8 @@ type RequestBoundInputs = Pick<ProxyConfig, 'UPSTREAM_TOTAL_TIMEOUT_MS' | 'LEDGE
 
 /**
  * The longest one request can run inside the gateway's own limits, ms: its upstream call,
- * streamed body included, is cut at UPSTREAM_TOTAL_TIMEOUT_MS (upstreams/stream-call.ts); before
+ * streamed body included, is cut at UPSTREAM_TOTAL_TIMEOUT_MS (upstreams/stream-call.ts), which
+ * the attempts of a request that fails over share (inference/attempts.ts); before
  * it comes the Reserve: a ledger call, a second one after waiting for the organisation's Settles
  * in flight, and at most PROXY_RECALL_WAIT_MS of retries while other replicas' grants are
  * recalled. Its Settle goes to the outbox after the last byte (proxySettleBoundMs covers it).

@@ -30,7 +30,7 @@ function routingWith(maxAttempts: number, deadlineMs = 60_000): Routing & { fail
   const router = new DeploymentRouter({ consecutiveFailures: 100, baseEjectionMs: 1_000, maxEjectionMs: 1_000 }, { now: () => 0, random: () => 0 }, {
     attempt() {}, ejected() {}, failedOver: () => { failovers += 1; },
   });
-  return { router, policy: { maxAttempts, deadlineMs, attemptTimeoutMs: 100 }, failovers: () => failovers };
+  return { router, policy: { maxAttempts, deadlineMs, attemptTimeoutMs: 100, upstreamTotalMs: 300_000 }, failovers: () => failovers };
 }
 
 const request = (name: string): UpstreamRequest => ({ path: '/chat/completions', headers: {}, body: name });
@@ -49,8 +49,10 @@ describe('runAttempts', () => {
     const { hold, attempted, recorded } = recordingHold();
     const route = planRoute(routing, model, (deployment) => request(deployment.name));
     const timeouts: Array<number | undefined> = [];
-    const answer = await runAttempts(routing, model, hold, route, async (deployment, sent, headersTimeoutMs) => {
-      timeouts.push(headersTimeoutMs);
+    const totals: Array<number | undefined> = [];
+    const answer = await runAttempts(routing, model, hold, route, async (deployment, sent, limits) => {
+      timeouts.push(limits?.headersTimeoutMs);
+      totals.push(limits?.totalTimeoutMs);
       expect(sent.body).toBe(deployment.name);
       if (deployment.name === 'a') return timedOut();
       if (deployment.name === 'b') return refused(true);
@@ -63,6 +65,10 @@ describe('runAttempts', () => {
     // The attempt timeout for all but the last deployment, which has the rest of the deadline.
     expect(timeouts.slice(0, 2)).toEqual([100, 100]);
     expect(timeouts[2]).toBeGreaterThan(100);
+    // The first attempt has the transport's whole-call time; the later ones what is left of it.
+    expect(totals[0]).toBeUndefined();
+    expect(totals[1]).toBeLessThanOrEqual(300_000);
+    expect(totals[2]).toBeLessThanOrEqual(totals[1]!);
   });
 
   it('answers a failure that is not retryable at once, and the last failure when attempts run out', async () => {

@@ -7,6 +7,7 @@ import { deploymentsOf, type AttemptOutcome, type DeploymentRouter } from '../ro
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
 import type { UpstreamAdapter, UpstreamRequest } from '../upstreams/upstream-adapter.ts';
 import type { UpstreamOutcome } from '../upstreams/upstream-outcome.ts';
+import type { AttemptLimits } from '../upstreams/upstream-transport.ts';
 
 // The attempt loop every upstream call of a billed request runs (non-streaming, streaming,
 // embeddings): one Reserve covers every attempt; each attempt goes to the next deployment the
@@ -21,6 +22,11 @@ interface RoutingPolicy {
   deadlineMs: number;
   /** One deployment's time to answer (response headers) before the next is tried, ms. */
   attemptTimeoutMs: number;
+  /**
+   * The transport's whole-call time (UPSTREAM_TOTAL_TIMEOUT_MS), ms: a request's attempts share it,
+   * so the longest request stays what proxyRequestBoundMs says whatever failed over.
+   */
+  upstreamTotalMs: number;
 }
 
 /** The proxy's routing: the router every request shares, and the attempts' bounds. */
@@ -104,9 +110,9 @@ interface FailedAttemptResult<Answer> {
 /** What one attempt came to: the answer (the request is done), or its failure. */
 export type AttemptResult<Answer> = { kind: 'answered'; value: Answer } | FailedAttemptResult<Answer>;
 
-/** One attempt at a deployment: its request, and the time it has for the response headers (undefined: the transport's own). */
+/** One attempt at a deployment: its request, and its own limits on the call (undefined: the transport's alone). */
 type AttemptRunner<Answer> = (
-  deployment: UpstreamDeploymentEntry, request: UpstreamRequest, headersTimeoutMs: number | undefined,
+  deployment: UpstreamDeploymentEntry, request: UpstreamRequest, limits: AttemptLimits | undefined,
 ) => Promise<AttemptResult<Answer>>;
 
 /** The attempt outcome of a transport outcome that produced no answer, and whether another deployment may be tried. */
@@ -145,7 +151,8 @@ export async function runAttempts<Answer>(
     return result.kind === 'answered' ? result.value : result.giveUp();
   }
   const { policy, router } = routing;
-  const deadlineAtMs = performance.now() + policy.deadlineMs;
+  const firstAttemptAtMs = performance.now();
+  const deadlineAtMs = firstAttemptAtMs + policy.deadlineMs;
   let attempts = 0;
   let last: FailedAttemptResult<Answer> | undefined;
   let lastDeployment: UpstreamDeploymentEntry | undefined;
@@ -164,9 +171,11 @@ export async function runAttempts<Answer>(
     // The last deployment that can be tried has no next to hand over to: only the deadline bounds it.
     const isLast = attempts === policy.maxAttempts || index === deployments.length - 1;
     const headersTimeoutMs = Math.max(1, Math.floor(isLast ? remainingMs : Math.min(policy.attemptTimeoutMs, remainingMs)));
+    // After the first attempt, what is left of the whole-call time: the attempts share it.
+    const totalTimeoutMs = last === undefined ? undefined : Math.max(1, Math.floor(policy.upstreamTotalMs - (performance.now() - firstAttemptAtMs)));
     hold.attemptOn(deployment);
     const startedAtMs = performance.now();
-    const result = await attempt(deployment, request, headersTimeoutMs);
+    const result = await attempt(deployment, request, { headersTimeoutMs, totalTimeoutMs });
     report(routing, model, deployment, result, startedAtMs);
     if (result.kind === 'answered') return result.value;
     if (!result.retryable) return result.giveUp();

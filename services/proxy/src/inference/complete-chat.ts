@@ -5,7 +5,7 @@ import { sealCompletionReasoning } from '../domain/reasoning-blocks.ts';
 import { concealCompletionToolCallIds } from '../domain/tool-call-ids.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-labels.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
-import type { UpstreamEndpoint } from '../upstreams/upstream-transport.ts';
+import type { AttemptLimits, UpstreamEndpoint } from '../upstreams/upstream-transport.ts';
 import type { UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstream-outcome.ts';
 import { Hold, type BillingInput, type HoldDeps } from '../billing/hold.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
@@ -15,11 +15,11 @@ import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
 
 /**
  * The upstream transport inference needs; the endpoint carries the deployment's SSRF permission.
- * `headersTimeoutMs`: an attempt's own wait for the response headers (routing), undefined: the transport's alone.
+ * `limits`: a routing attempt's own (its wait for the headers, its share of the total time); undefined: the transport's alone.
  */
 export interface UpstreamPort {
-  send(endpoint: UpstreamEndpoint, request: UpstreamRequest, headersTimeoutMs?: number): Promise<UpstreamOutcome>;
-  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal, headersTimeoutMs?: number): Promise<UpstreamStreamOutcome>;
+  send(endpoint: UpstreamEndpoint, request: UpstreamRequest, limits?: AttemptLimits): Promise<UpstreamOutcome>;
+  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal, limits?: AttemptLimits): Promise<UpstreamStreamOutcome>;
 }
 
 /** The metrics outcome of an upstream call that produced no usable answer (the transport's kinds). */
@@ -48,12 +48,12 @@ export async function callUpstream<Answer>(
   parse: (json: unknown, deployment: UpstreamDeploymentEntry) => Answer,
 ): Promise<Answer> {
   const { log, observer } = input;
-  return runAttempts(deps.routing, input.model, hold, route, async (deployment, request, headersTimeoutMs): Promise<AttemptResult<Answer>> => {
+  return runAttempts(deps.routing, input.model, hold, route, async (deployment, request, limits): Promise<AttemptResult<Answer>> => {
     let outcome: UpstreamOutcome;
     const upstreamStartedAtMs = performance.now();
     observer.upstreamStarted(deployment.upstream.providerKind);
     try {
-      outcome = await deps.upstream.send(deployment.upstream, request, headersTimeoutMs);
+      outcome = await deps.upstream.send(deployment.upstream, request, limits);
     } catch (error) {
       outcome = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
     }

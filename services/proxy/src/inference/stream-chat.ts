@@ -83,7 +83,7 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
   // One attempt per deployment until one streams (runAttempts): an attempt whose stream failed
   // before anything was written to the client goes on to the next deployment; once a frame went
   // out, the stream is the client's and ends as it ends (no failover after the first byte).
-  await runAttempts(deps.routing, input.model, hold, plan.route, async (deployment, request, headersTimeoutMs): Promise<AttemptResult<void>> => {
+  await runAttempts(deps.routing, input.model, hold, plan.route, async (deployment, request, limits): Promise<AttemptResult<void>> => {
     // planRoute built this deployment's request with its adapter, so it has one.
     const adapter = adapterOfDeployment(input.adapter, deployment)!;
     let opened: UpstreamStreamOutcome;
@@ -92,7 +92,7 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
     try {
       // The stop signal cuts the upstream call itself (client gone, shutdown); the relay's own
       // endings cut it through the stream's abort().
-      opened = await deps.upstream.openStream(deployment.upstream, request, input.stop, headersTimeoutMs);
+      opened = await deps.upstream.openStream(deployment.upstream, request, input.stop, limits);
     } catch (error) {
       opened = { kind: 'unreachable', reason: error instanceof Error ? error.name : 'unknown' };
     }

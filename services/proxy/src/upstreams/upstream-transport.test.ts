@@ -158,8 +158,10 @@ describe('UpstreamTransport non-streaming outcomes', () => {
       headers = { 'retry-after': 'soon' };
       expect(await transport.send(upstream.endpoint, chatRequest)).toEqual({ kind: 'http_error', statusCode: 429 });
       status = 0;
-      expect(await transport.send(upstream.endpoint, chatRequest, 100)).toEqual({ kind: 'timeout', reason: "no response headers within the attempt's 100 ms" });
-      expect(await transport.openStream(upstream.endpoint, chatRequest, new AbortController().signal, 100))
+      expect(await transport.send(upstream.endpoint, chatRequest, { headersTimeoutMs: 100 })).toEqual({ kind: 'timeout', reason: "no response headers within the attempt's 100 ms" });
+      // An attempt's share of the whole-call time, when it is the shorter limit.
+      expect(await transport.send(upstream.endpoint, chatRequest, { headersTimeoutMs: 5_000, totalTimeoutMs: 80 })).toEqual({ kind: 'timeout', reason: 'no complete answer within 80 ms' });
+      expect(await transport.openStream(upstream.endpoint, chatRequest, new AbortController().signal, { headersTimeoutMs: 100 }))
         .toEqual({ kind: 'timeout', reason: "no response headers within the attempt's 100 ms" });
     } finally { await upstream.close(); }
   });

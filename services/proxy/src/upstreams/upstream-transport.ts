@@ -17,6 +17,18 @@ export interface UpstreamEndpoint {
   allowPrivateNetwork?: boolean | undefined;
 }
 
+/**
+ * One routing attempt's own limits on a call (inference/attempts.ts), within the transport's:
+ * its wait for the response headers, and what is left of the request's UPSTREAM_TOTAL_TIMEOUT_MS
+ * when earlier attempts used some of it (so a request's attempts together stay within it).
+ */
+export interface AttemptLimits {
+  /** A timeout when no response headers came within this, ms. */
+  headersTimeoutMs: number;
+  /** The call's whole time, ms, when less than the transport's total; undefined: the transport's. */
+  totalTimeoutMs?: number | undefined;
+}
+
 /** Largest non-streamed answer body read by default, bytes: what embeddings size their batches against (embeddings.ts). */
 export const upstreamResponseMaxBytes = 16 * 1024 * 1024;
 
@@ -213,6 +225,12 @@ export class UpstreamTransport {
     this.#maxResponseBytes = options.maxResponseBytes ?? upstreamResponseMaxBytes;
   }
 
+  /** A call's whole time, ms: the transport's, or an attempt's share of it when less. */
+  #totalOf(limits: AttemptLimits | undefined): number {
+    const total = limits?.totalTimeoutMs;
+    return total !== undefined && total < this.#totalTimeoutMs ? Math.max(1, total) : this.#totalTimeoutMs;
+  }
+
   /** The agent an endpoint's calls go through: checked unless the admin allowed it private. */
   #agentFor(endpoint: UpstreamEndpoint): Agent {
     return endpoint.allowPrivateNetwork === true ? this.#privateAgent : this.#checkedAgent;
@@ -220,13 +238,13 @@ export class UpstreamTransport {
 
   /**
    * Sends one request to an upstream endpoint (base URL e.g. `https://api.example.com/v1`); never
-   * rejects. `headersTimeoutMs`: the attempt's own wait for the response headers (routing's
-   * PROXY_ROUTING_ATTEMPT_TIMEOUT_MS), a timeout when it passes; undefined: the transport's alone.
+   * rejects. `limits`: a routing attempt's own (AttemptLimits), a timeout when one passes;
+   * undefined: the transport's alone.
    */
-  send(endpoint: UpstreamEndpoint, request: UpstreamRequest, headersTimeoutMs?: number): Promise<UpstreamOutcome> {
+  send(endpoint: UpstreamEndpoint, request: UpstreamRequest, limits?: AttemptLimits): Promise<UpstreamOutcome> {
     const { origin, path } = targetOf(endpoint.baseUrl, request);
     return new Promise((resolve) => {
-      const call = new CompletionCall(resolve, this.#maxResponseBytes, this.#totalTimeoutMs, headersTimeoutMs);
+      const call = new CompletionCall(resolve, this.#maxResponseBytes, this.#totalOf(limits), limits?.headersTimeoutMs);
       try {
         this.#agentFor(endpoint).dispatch({ origin, path, method: 'POST', headers: request.headers, body: request.body }, call);
       } catch (error) {
@@ -240,12 +258,12 @@ export class UpstreamTransport {
    * here beyond what the reader has not taken yet; the connection is paused while that is more
    * than a read's worth). `signal` aborts the call at any point (client gone, shutdown), as does
    * the stream's abort(); the total timeout keeps running until the stream is closed. Never rejects.
-   * `headersTimeoutMs` as send's.
+   * `limits` as send's.
    */
-  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal, headersTimeoutMs?: number): Promise<UpstreamStreamOutcome> {
+  openStream(endpoint: UpstreamEndpoint, request: UpstreamRequest, signal: AbortSignal, limits?: AttemptLimits): Promise<UpstreamStreamOutcome> {
     const { origin, path } = targetOf(endpoint.baseUrl, request);
     return new Promise((resolve) => {
-      const call = new StreamCall(resolve, signal, this.#totalTimeoutMs, headersTimeoutMs);
+      const call = new StreamCall(resolve, signal, this.#totalOf(limits), limits?.headersTimeoutMs);
       try {
         this.#agentFor(endpoint).dispatch({ origin, path, method: 'POST', headers: request.headers, body: request.body }, call);
       } catch (error) {
