@@ -491,7 +491,7 @@ describe('gateway models', () => {
       provider_cached_input_cost_micros_per_mtok: '1000000', provider_cache_write_5m_cost_micros_per_mtok: '1000000',
       provider_cache_write_1h_cost_micros_per_mtok: '1000000', provider_reasoning_cost_micros_per_mtok: null,
       provider_audio_input_cost_micros_per_mtok: '1000000', provider_image_input_cost_micros_per_mtok: '1000000',
-      upstream: { provider_kind: 'openai_compatible', base_url: 'https://api.example.com/v1', model: 'vendor-model-x', has_api_key: true, allow_private_network: false },
+      upstream: { provider_kind: 'openai_compatible', base_url: 'https://api.example.com/v1', model: 'vendor-model-x', has_api_key: true, allow_private_network: false, priority: 0, weight: 1 },
       created_at: response.json.created_at,
     });
     const fetched = await admin.request('GET', '/admin/v1/gateway-models/acme-chat');

@@ -11,6 +11,7 @@ import { createGatewayModelsService } from './catalog/domain/gateway-models-serv
 import type { LedgerPort } from './common/domain/ledger-port.ts';
 import { createModelAliasesService } from './catalog/domain/model-aliases-service.ts';
 import { createOrganisationModelsService } from './catalog/domain/organisation-models.ts';
+import { createUpstreamDeploymentsService } from './catalog/domain/upstream-deployments-service.ts';
 import { createOrganisationsService } from './tenancy/domain/organisations-service.ts';
 import { createProjectBudgetsService } from './tenancy/domain/project-budgets-service.ts';
 import { createProjectsService } from './tenancy/domain/projects-service.ts';
@@ -90,6 +91,7 @@ export function createAdminService(deps: AdminServiceDeps) {
       ...createGatewayModelsService({ db, cipher, publisher, settings: catalogSettingsFrom(deps.config), resolveHost: deps.resolveHost }),
       ...createModelAliasesService({ db, publisher, access }),
       ...createOrganisationModelsService({ db, access, settings: catalogSettingsFrom(deps.config) }),
+      ...createUpstreamDeploymentsService({ db, cipher, publisher, settings: catalogSettingsFrom(deps.config), resolveHost: deps.resolveHost }),
     },
     people: createPeopleService({
       db, access, settings: peopleSettingsFrom(deps.config), logger: deps.logger, mailer: createMailer(smtpSettingsFrom(deps.config)),

@@ -129,7 +129,8 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
     const resolveHost = deps.resolveHost ?? systemResolver;
     // Filled by the SSRF re-check below, which commits a new version so no snapshot built before it is sent.
     const refusedUpstreams = new Map<string, string>();
-    const snapshots = createConfigSnapshotSource(db, cipher, { allowPrivateNetwork: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, refusedUpstreams });
+    const refusedDeployments = new Map<string, string>();
+    const snapshots = createConfigSnapshotSource(db, cipher, { allowPrivateNetwork: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS, refusedUpstreams, refusedDeployments });
     const hub: ConfigStreamHub = createConfigStreamHub({
       snapshots, logger, ackTimeoutMs: config.SNAPSHOT_ACK_TIMEOUT_MS, heartbeatIntervalMs: config.ADMIN_HEARTBEAT_INTERVAL_MS,
       // Tool-call ids sealed by one proxy open on every other (docs/surfaces/tool-call-ids.md).
@@ -161,7 +162,7 @@ export async function createAdminApp(config: AdminConfig, deps: AdminAppDeps = {
       logger.info({ slug: 'demo', aliases: aliases.length }, 'demo model aliases created');
     }
     // Models stored under a laxer setting (or whose names moved) are not served: docs/admin-api.md.
-    await withholdRefusedUpstreams(db, refusedUpstreams, { allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS }, resolveHost, logger);
+    await withholdRefusedUpstreams(db, { models: refusedUpstreams, deployments: refusedDeployments }, { allowPrivate: config.ADMIN_ALLOW_PRIVATE_UPSTREAMS }, resolveHost, logger);
     // Building the first snapshot proves every stored credential still opens with this key.
     const firstSnapshot = await snapshots.load();
     logger.info({ version: firstSnapshot.version.toString() }, 'config snapshot ready');

@@ -98,6 +98,14 @@ describe('the config stream', () => {
       allowPrivateNetwork: true, // this admin runs with ADMIN_ALLOW_PRIVATE_UPSTREAMS=true
       kind: 'chat', inputModalities: [], // text only ("text" is implied on the wire)
       reasoningEfforts: [], thinkingModes: [], maxThinkingBudgetTokens: 0, returnsReasoning: false,
+      // The complete deployment list: the model's own upstream alone, as "primary", with its provider costs.
+      deployments: [{
+        name: 'primary', upstream: { providerKind: 'openai_compatible', baseUrl: 'http://127.0.0.1:9/v1', model: 'vendor-m', apiKey: upstreamCredential },
+        allowPrivateNetwork: true, priority: 0, weight: 1,
+        providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 7n, providerCachedInputCostMicrosPerMtok: 0n,
+        providerCacheWrite5mCostMicrosPerMtok: 0n, providerCacheWrite1hCostMicrosPerMtok: 0n, providerReasoningCostMicrosPerMtok: undefined,
+        providerAudioInputCostMicrosPerMtok: 0n, providerImageInputCostMicrosPerMtok: 0n,
+      }],
     });
     expect(logs.text()).not.toContain(upstreamCredential);
   });

@@ -62,7 +62,7 @@ describe('the admin on embedded PGlite', () => {
         reasoning_price_micros_per_mtok: null, audio_input_price_micros_per_mtok: '1000000', image_input_price_micros_per_mtok: '1000000',
         provider_cached_input_cost_micros_per_mtok: '0', provider_cache_write_5m_cost_micros_per_mtok: '0', provider_cache_write_1h_cost_micros_per_mtok: '0',
         provider_reasoning_cost_micros_per_mtok: null, provider_audio_input_cost_micros_per_mtok: '0', provider_image_input_cost_micros_per_mtok: '0',
-        upstream: { provider_kind: 'openai_compatible', base_url: 'http://127.0.0.1:8788/v1', model: 'demo', has_api_key: false, allow_private_network: false },
+        upstream: { provider_kind: 'openai_compatible', base_url: 'http://127.0.0.1:8788/v1', model: 'demo', has_api_key: false, allow_private_network: false, priority: 0, weight: 1 },
         created_at: demo.json.created_at,
       });
       const organisation = await call(first, issued[0]!, 'POST', '/admin/v1/organisations', { name: 'Local', allowed_gateway_models: ['demo'] });

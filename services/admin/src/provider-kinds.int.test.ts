@@ -75,7 +75,7 @@ describe('provider kinds', () => {
     expect(response.status, response.text).toBe(201);
     expect(response.headers.get('x-config-propagation')).toBeNull();
     const model = gatewayModelResponse.parse(response.json);
-    expect(model.upstream).toEqual({ provider_kind: kind, base_url: baseUrlOf[kind], model: 'vendor-model', has_api_key: true, allow_private_network: false });
+    expect(model.upstream).toEqual({ provider_kind: kind, base_url: baseUrlOf[kind], model: 'vendor-model', has_api_key: true, allow_private_network: false, priority: 0, weight: 1 });
     expect(gatewayModelResponse.parse((await admin.request('GET', `/admin/v1/gateway-models/${slug}`)).json).upstream.provider_kind).toBe(kind);
     const pushed = proxy.updates.flatMap((update) => update.gatewayModels).filter((m) => m.slug === slug).at(-1);
     expect(pushed?.upstream).toEqual({ providerKind: kind, baseUrl: baseUrlOf[kind], model: 'vendor-model', apiKey: upstreamCredential });

@@ -169,7 +169,7 @@ describe('a model explicitly allowed a private network (upstream.allow_private_n
     const created = await admin.request('POST', '/admin/v1/gateway-models', { ...flaggedBody, upstream: { ...flaggedBody.upstream, allow_private_network: true } });
     expect(created.status, created.text).toBe(201);
     expect(created.json.upstream).toEqual({
-      provider_kind: 'openai_compatible', base_url: privateUrl, model: 'vendor-model', has_api_key: true, allow_private_network: true,
+      provider_kind: 'openai_compatible', base_url: privateUrl, model: 'vendor-model', has_api_key: true, allow_private_network: true, priority: 0, weight: 1,
     });
     expect((await admin.request('GET', '/admin/v1/gateway-models/self-hosted')).json.upstream.allow_private_network).toBe(true);
     expect(flagOf(await proxy.next((update) => flagOf(update, 'self-hosted') !== undefined), 'self-hosted')).toBe(true);

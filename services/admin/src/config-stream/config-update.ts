@@ -1,6 +1,6 @@
 import { configV1 } from '@gateway/contracts';
 import type {
-  ConfigDelta, ConfigSnapshot, SnapshotApiKey, SnapshotGatewayModel, SnapshotOrganisation, SnapshotProject, SnapshotRetiredApiKey,
+  ConfigDelta, ConfigSnapshot, SnapshotApiKey, SnapshotDeployment, SnapshotGatewayModel, SnapshotOrganisation, SnapshotProject, SnapshotRetiredApiKey,
 } from '../catalog/domain/config-snapshot.ts';
 
 const organisationStatus = {
@@ -45,6 +45,25 @@ function retiredApiKeyMessage(key: SnapshotRetiredApiKey): configV1.RetiredApiKe
   return { keyHash: key.keyHash, projectId: key.projectId, retiredAtMs: BigInt(key.retiredAtMs) };
 }
 
+function deploymentMessage(deployment: SnapshotDeployment): configV1.UpstreamDeployment {
+  return {
+    name: deployment.name,
+    upstream: deployment.upstream,
+    allowPrivateNetwork: deployment.allowPrivateNetwork,
+    priority: deployment.priority,
+    weight: deployment.weight,
+    providerInputCostMicrosPerMtok: deployment.providerInputCostMicrosPerMtok,
+    providerOutputCostMicrosPerMtok: deployment.providerOutputCostMicrosPerMtok,
+    providerCachedInputCostMicrosPerMtok: deployment.providerCachedInputCostMicrosPerMtok,
+    providerCacheWrite5mCostMicrosPerMtok: deployment.providerCacheWrite5mCostMicrosPerMtok,
+    providerCacheWrite1hCostMicrosPerMtok: deployment.providerCacheWrite1hCostMicrosPerMtok,
+    // null (as output) travels as absent, as the model's own.
+    providerReasoningCostMicrosPerMtok: deployment.providerReasoningCostMicrosPerMtok ?? undefined,
+    providerAudioInputCostMicrosPerMtok: deployment.providerAudioInputCostMicrosPerMtok,
+    providerImageInputCostMicrosPerMtok: deployment.providerImageInputCostMicrosPerMtok,
+  };
+}
+
 function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel {
   return {
     slug: model.slug,
@@ -75,8 +94,8 @@ function gatewayModelMessage(model: SnapshotGatewayModel): configV1.GatewayModel
       apiKey: model.upstreamApiKey,
     },
     createdAtS: BigInt(Math.floor(model.createdAt.getTime() / 1000)),
-    // Placeholder of the issue-29 contract: the admin's deployments (the model's own upstream is "primary").
-    deployments: [],
+    // The complete list, the model's own upstream first as "primary" (config-snapshot.ts openModel).
+    deployments: model.deployments.map(deploymentMessage),
     allowPrivateNetwork: model.allowPrivateNetwork,
     kind: model.kind,
     // "text" is implied on the wire: what else the upstream accepts.
@@ -156,7 +175,9 @@ const entrySizes = {
   retiredApiKey: (k: configV1.RetiredApiKey) => stringBytes(k.keyHash) + stringBytes(k.projectId) + 14,
   apiKey: (k: configV1.ApiKey) => stringBytes(k.keyHash) + stringBytes(k.keyId) + stringBytes(k.projectId) + 6,
   gatewayModel: (m: configV1.GatewayModel) => stringBytes(m.slug) + stringBytes(m.displayName) + 128
-    + (m.upstream ? stringBytes(m.upstream.providerKind) + stringBytes(m.upstream.baseUrl) + stringBytes(m.upstream.model) + stringBytes(m.upstream.apiKey) : 0),
+    + (m.upstream ? stringBytes(m.upstream.providerKind) + stringBytes(m.upstream.baseUrl) + stringBytes(m.upstream.model) + stringBytes(m.upstream.apiKey) : 0)
+    + m.deployments.reduce((sum, d) => sum + stringBytes(d.name) + 128
+      + (d.upstream ? stringBytes(d.upstream.providerKind) + stringBytes(d.upstream.baseUrl) + stringBytes(d.upstream.model) + stringBytes(d.upstream.apiKey) : 0), 0),
 };
 
 /**

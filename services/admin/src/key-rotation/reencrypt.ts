@@ -6,6 +6,7 @@
 import type { Database } from '@gateway/db';
 import { webhookSecretContext } from '../alerts/domain/alert-jobs.ts';
 import { credentialContext } from '../catalog/domain/config-snapshot.ts';
+import { deploymentCredentialContext } from '../catalog/domain/upstream-deployment-store.ts';
 import { SealedValueError, type CredentialCipher } from '../common/domain/credential-cipher.ts';
 
 /** A column holding values sealed by the credential cipher: its table, the row's key, and the context each value is bound to. */
@@ -21,6 +22,7 @@ interface SealedColumn {
 /** Every column the credential cipher writes (the one list re-encryption walks; a test holds it to the schema). */
 const sealedColumns: readonly SealedColumn[] = [
   { table: 'gateway_models', keyColumn: 'slug', column: 'upstream_api_key_encrypted', context: credentialContext },
+  { table: 'upstream_deployments', keyColumn: 'id', column: 'upstream_api_key_encrypted', context: deploymentCredentialContext },
   { table: 'alert_webhooks', keyColumn: 'organisation_id', column: 'secret_sealed', context: webhookSecretContext },
 ];
 

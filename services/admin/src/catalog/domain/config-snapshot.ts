@@ -4,6 +4,9 @@ import type { CredentialCipher } from '../../common/domain/credential-cipher.ts'
 import { allGatewayModels, gatewayModelsBySlug, type StoredGatewayModel } from './gateway-model-store.ts';
 import { platformModelAliasesNamed } from './model-alias-store.ts';
 import { allowsPrivateUpstream } from './upstream-url.ts';
+import {
+  deploymentCredentialContext, primaryDeploymentName, upstreamDeploymentsOf, type DeploymentCosts, type StoredUpstreamDeployment,
+} from './upstream-deployment-store.ts';
 
 /** A project as proxies see it. */
 export interface SnapshotProject {
@@ -34,7 +37,22 @@ const retiredKeyWindowMs = 7 * 24 * 60 * 60 * 1000;
  * A gateway model with its upstream credential decrypted ('' when the upstream needs none) and
  * whether the proxy may connect to it at a private address (see ConfigSnapshotOptions).
  */
-export type SnapshotGatewayModel = GatewayModel & { upstreamApiKey: string; allowPrivateNetwork: boolean };
+export type SnapshotGatewayModel = GatewayModel & { upstreamApiKey: string; allowPrivateNetwork: boolean; deployments: SnapshotDeployment[] };
+
+/**
+ * One upstream deployment of a model as proxies see it: its credential decrypted ('' when none)
+ * and whether the proxy may connect to it at a private address (as the model's own, per deployment).
+ */
+export interface SnapshotDeployment extends DeploymentCosts {
+  /** "primary" for the model's own upstream. */
+  name: string;
+  upstream: { providerKind: string; baseUrl: string; model: string; apiKey: string };
+  allowPrivateNetwork: boolean;
+  /** 0..100, lower first. */
+  priority: number;
+  /** 1..1000, share within its priority. */
+  weight: number;
+}
 
 /** An organisation as proxies see it: with its own model aliases, name -> gateway model slug. */
 export type SnapshotOrganisation = Organisation & { modelAliases: Record<string, string> };
@@ -54,6 +72,12 @@ export interface ConfigSnapshotOptions {
    * own upstream.allowPrivateNetwork (the update that sets it re-judges the URL with it).
    */
   refusedUpstreams?: ReadonlyMap<string, string>;
+  /**
+   * Further upstream deployments the start-time re-check refused, by deployment id, with the
+   * refused base URL: left out of their model's deployment list, as a refused model is left out,
+   * until the base URL changes or the deployment is given its own upstream.allowPrivateNetwork.
+   */
+  refusedDeployments?: ReadonlyMap<string, string>;
 }
 
 /** Everything a proxy serves from, at one config version. Holds decrypted credentials: never log it. */
@@ -120,7 +144,7 @@ export function configChange(kind: ConfigChange['kind'], ref: string): ConfigCha
   return { kind, ref };
 }
 
-/** The AAD a gateway model's credential is sealed with, binding it to its row. */
+/** The AAD a gateway model's credential is sealed with, binding it to its row (a deployment's: deploymentCredentialContext). */
 export function credentialContext(slug: string): string {
   return `gateway_models:${slug}`;
 }
@@ -195,14 +219,68 @@ export function createConfigSnapshotSource(
    * start-time re-check with this very base URL.
    */
   const served = (model: StoredGatewayModel) => model.upstream.allowPrivateNetwork || refusedUpstreams.get(model.slug) !== model.upstream.baseUrl;
+  const refusedDeployments = options.refusedDeployments ?? new Map<string, string>();
+  /** Whether a further deployment is served: by the same rule as a model, per deployment. */
+  const deploymentServed = (deployment: StoredUpstreamDeployment) =>
+    deployment.upstream.allowPrivateNetwork || refusedDeployments.get(deployment.id) !== deployment.upstream.baseUrl;
   /** Deltas being built, by their starting version: streams at the same version share one read. */
   const deltasInFlight = new Map<bigint, Promise<ConfigDelta | 'full_needed'>>();
 
-  const openModel = ({ upstreamApiKeyEncrypted, ...model }: StoredGatewayModel): SnapshotGatewayModel => ({
-    ...model,
-    upstreamApiKey: upstreamApiKeyEncrypted === null ? '' : cipher.decrypt(upstreamApiKeyEncrypted, credentialContext(model.slug)),
-    allowPrivateNetwork: allowsPrivateUpstream(options.allowPrivateNetwork, model.upstream.allowPrivateNetwork),
+  /** A further deployment as proxies see it: its credential opened, its SSRF exception as the model's is computed. */
+  const openDeployment = (deployment: StoredUpstreamDeployment): SnapshotDeployment => ({
+    name: deployment.name,
+    upstream: {
+      providerKind: deployment.upstream.providerKind, baseUrl: deployment.upstream.baseUrl, model: deployment.upstream.model,
+      apiKey: deployment.upstreamApiKeyEncrypted === null ? '' : cipher.decrypt(deployment.upstreamApiKeyEncrypted, deploymentCredentialContext(deployment.id)),
+    },
+    allowPrivateNetwork: allowsPrivateUpstream(options.allowPrivateNetwork, deployment.upstream.allowPrivateNetwork),
+    priority: deployment.priority, weight: deployment.weight,
+    providerInputCostMicrosPerMtok: deployment.providerInputCostMicrosPerMtok,
+    providerOutputCostMicrosPerMtok: deployment.providerOutputCostMicrosPerMtok,
+    providerCachedInputCostMicrosPerMtok: deployment.providerCachedInputCostMicrosPerMtok,
+    providerCacheWrite5mCostMicrosPerMtok: deployment.providerCacheWrite5mCostMicrosPerMtok,
+    providerCacheWrite1hCostMicrosPerMtok: deployment.providerCacheWrite1hCostMicrosPerMtok,
+    providerReasoningCostMicrosPerMtok: deployment.providerReasoningCostMicrosPerMtok,
+    providerAudioInputCostMicrosPerMtok: deployment.providerAudioInputCostMicrosPerMtok,
+    providerImageInputCostMicrosPerMtok: deployment.providerImageInputCostMicrosPerMtok,
   });
+
+  /**
+   * A served model as proxies see it, with its complete deployment list: its own upstream first
+   * as "primary" (its provider costs, priority and weight), then its served further deployments
+   * by priority, then name (`extras`: the model's, in that order, as upstreamDeploymentsOf reads them).
+   */
+  const openModel = ({ upstreamApiKeyEncrypted, ...model }: StoredGatewayModel, extras: readonly StoredUpstreamDeployment[]): SnapshotGatewayModel => {
+    const upstreamApiKey = upstreamApiKeyEncrypted === null ? '' : cipher.decrypt(upstreamApiKeyEncrypted, credentialContext(model.slug));
+    const allowPrivateNetwork = allowsPrivateUpstream(options.allowPrivateNetwork, model.upstream.allowPrivateNetwork);
+    const primary: SnapshotDeployment = {
+      name: primaryDeploymentName,
+      upstream: { providerKind: model.upstream.providerKind, baseUrl: model.upstream.baseUrl, model: model.upstream.model, apiKey: upstreamApiKey },
+      allowPrivateNetwork, priority: model.upstream.priority, weight: model.upstream.weight,
+      providerInputCostMicrosPerMtok: model.providerInputCostMicrosPerMtok,
+      providerOutputCostMicrosPerMtok: model.providerOutputCostMicrosPerMtok,
+      providerCachedInputCostMicrosPerMtok: model.providerCachedInputCostMicrosPerMtok,
+      providerCacheWrite5mCostMicrosPerMtok: model.providerCacheWrite5mCostMicrosPerMtok,
+      providerCacheWrite1hCostMicrosPerMtok: model.providerCacheWrite1hCostMicrosPerMtok,
+      providerReasoningCostMicrosPerMtok: model.providerReasoningCostMicrosPerMtok,
+      providerAudioInputCostMicrosPerMtok: model.providerAudioInputCostMicrosPerMtok,
+      providerImageInputCostMicrosPerMtok: model.providerImageInputCostMicrosPerMtok,
+    };
+    return { ...model, upstreamApiKey, allowPrivateNetwork, deployments: [primary, ...extras.filter(deploymentServed).map(openDeployment)] };
+  };
+
+  /** The served models among `models`, opened with their deployments (read in the same transaction). */
+  const openModels = async (tx: Queryable, models: readonly StoredGatewayModel[], slugs?: readonly string[]): Promise<SnapshotGatewayModel[]> => {
+    const servedModels = models.filter(served);
+    if (servedModels.length === 0) return [];
+    const bySlug = new Map<string, StoredUpstreamDeployment[]>();
+    for (const deployment of await upstreamDeploymentsOf(tx, slugs)) {
+      const list = bySlug.get(deployment.gatewayModel) ?? [];
+      list.push(deployment);
+      bySlug.set(deployment.gatewayModel, list);
+    }
+    return servedModels.map((model) => openModel(model, bySlug.get(model.slug) ?? []));
+  };
 
   async function readDelta(fromVersion: bigint): Promise<ConfigDelta | 'full_needed'> {
     return db.transaction(async (tx) => {
@@ -254,8 +332,8 @@ export function createConfigSnapshotSource(
         }
       }
       if (slugs.length > 0) {
-        const models = (await gatewayModelsBySlug(tx, slugs)).filter(served);
-        delta.gatewayModels = models.map(openModel);
+        delta.gatewayModels = await openModels(tx, await gatewayModelsBySlug(tx, slugs), slugs);
+        const models = delta.gatewayModels;
         const found = new Set(models.map((model) => model.slug));
         delta.removedGatewayModelSlugs = slugs.filter((slug) => !found.has(slug));
       }
@@ -292,7 +370,7 @@ export function createConfigSnapshotSource(
           projects: projects.rows.map((row) => ({ id: row.id, organisationId: row.organisation_id, disabled: row.status !== 'active' })),
           apiKeys: apiKeys.rows.map((row) => ({ keyHash: row.key_hash, keyId: row.id, projectId: row.project_id })),
           retiredApiKeys: retired.rows.map((row) => ({ keyHash: row.key_hash, projectId: row.project_id, retiredAtMs: row.revoked_at.getTime() })),
-          gatewayModels: models.filter(served).map(openModel),
+          gatewayModels: await openModels(tx, models),
           platformModelAliases: Object.fromEntries(await platformModelAliasesNamed(tx)),
         } satisfies ConfigSnapshot;
       }, { isolation: 'repeatable read' });

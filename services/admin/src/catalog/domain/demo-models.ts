@@ -25,7 +25,7 @@ export const demoGatewayModel = {
   maxThinkingBudgetTokens: 0,
   returnsReasoning: true,
   // No per-model exception: the demo relies on the platform-wide private-upstream setting, as before.
-  upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false },
+  upstream: { providerKind: 'openai_compatible', model: 'demo', allowPrivateNetwork: false, priority: 0, weight: 1 },
   upstreamApiKeyEncrypted: null,
 } as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };
 
@@ -50,6 +50,6 @@ export const demoEmbeddingModel = {
   thinkingModes: [],
   maxThinkingBudgetTokens: 0,
   returnsReasoning: false,
-  upstream: { providerKind: 'openai_compatible', model: 'demo-embedding', allowPrivateNetwork: false },
+  upstream: { providerKind: 'openai_compatible', model: 'demo-embedding', allowPrivateNetwork: false, priority: 0, weight: 1 },
   upstreamApiKeyEncrypted: null,
 } as const satisfies Omit<NewGatewayModel, 'upstream'> & { upstream: Omit<NewGatewayModel['upstream'], 'baseUrl'> };

@@ -125,6 +125,9 @@ export const gatewayModelFields = {
       // Whether the sealed credential column is set: derived by the store, never written.
       has_api_key: { sqlType: 'boolean', column: null },
       allow_private_network: { sqlType: 'boolean', create: 'defaulted', update: true },
+      // Where the model's own upstream ("primary") stands among its deployments (upstream-deployments-service.ts).
+      priority: { sqlType: 'integer', create: 'defaulted', update: true },
+      weight: { sqlType: 'integer', create: 'defaulted', update: true },
     },
   },
   created_at: { sqlType: 'timestamptz' },

@@ -4,6 +4,10 @@ import { embeddingModelProblems, modalityProblem } from '../domain/gateway-model
 import { reasoningControlsProblem } from '../domain/reasoning-controls.ts';
 import { apiVersionQueryProviderKind, providerKinds } from '../domain/provider-kinds.ts';
 import { allowsPrivateUpstream, upstreamUrlProblem, type UpstreamUrlPolicy } from '../domain/upstream-url.ts';
+import { deploymentNamePattern } from '../domain/upstream-deployment-store.ts';
+import { gatewayModelSlug, deploymentPriority, deploymentWeight } from './gateway-model-schema.ts';
+import { prefixedId } from '../../common/http/response-schemas.ts';
+import { timestampShown } from '../../common/http/wire-fields.ts';
 
 /**
  * Whether an upstream object's SSRF rule has something sound to judge: the input is an object
@@ -97,3 +101,91 @@ export function updateGatewayModelBody(policy: UpstreamUrlPolicy) {
 
 /** A gateway model; its upstream shows whether a credential is set, never the credential (from the one Gateway Model schema). */
 export const gatewayModelResponse = gatewayModelShown;
+
+/** An upstream deployment's name as a request gives it. */
+const deploymentName = z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+  .regex(deploymentNamePattern, { error: 'must be 1 to 32 characters of a-z, 0-9 and -, starting with a letter or digit' })
+  .meta({
+    description: 'Unique within the gateway model; "primary" is the model\'s own upstream (409). An operator\'s label for metrics, usage records and analytics: never shown to customers.',
+    examples: ['azure-eu'],
+  });
+
+/** The provider cost fields of a deployment: a gateway model's, with the same rules and descriptions. */
+const deploymentCostKeys = [
+  'provider_input_cost_micros_per_mtok', 'provider_output_cost_micros_per_mtok', 'provider_cached_input_cost_micros_per_mtok',
+  'provider_cache_write_5m_cost_micros_per_mtok', 'provider_cache_write_1h_cost_micros_per_mtok', 'provider_reasoning_cost_micros_per_mtok',
+  'provider_audio_input_cost_micros_per_mtok', 'provider_image_input_cost_micros_per_mtok',
+] as const;
+
+/** The provider cost fields of one face of the Gateway Model schema (create, update or shown). */
+function deploymentCostShape<Shape extends Record<(typeof deploymentCostKeys)[number], z.ZodType>>(shape: Shape): Pick<Shape, (typeof deploymentCostKeys)[number]> {
+  return Object.fromEntries(deploymentCostKeys.map((key) => [key, shape[key]])) as Pick<Shape, (typeof deploymentCostKeys)[number]>;
+}
+
+/**
+ * Body of POST /admin/v1/upstream-deployments: the deployment's upstream is judged by the SSRF
+ * rule exactly as a gateway model's (with `policy`, or its own upstream.allow_private_network).
+ */
+export function createUpstreamDeploymentBody(policy: UpstreamUrlPolicy) {
+  const upstream = gatewayModelCreateShape.upstream.shape;
+  return z.strictObject({
+    gateway_model: gatewayModelSlug.meta({ description: 'Slug of the gateway model the deployment serves.', examples: ['acme-chat'] }),
+    name: deploymentName,
+    priority: deploymentPriority.default(0),
+    weight: deploymentWeight.default(1),
+    upstream: z.strictObject({
+      provider_kind: upstream.provider_kind, base_url: upstream.base_url, model: upstream.model,
+      api_key: upstream.api_key, allow_private_network: upstream.allow_private_network,
+    }, { error: (issue) => (issue.input === undefined ? 'is required' : 'must be a JSON object') }).superRefine((given, context) => {
+      const kind = (providerKinds as readonly unknown[]).includes(given.provider_kind) ? given.provider_kind : apiVersionQueryProviderKind;
+      const allowPrivate = allowsPrivateUpstream(policy.allowPrivate, given.allow_private_network === true);
+      const problem = upstreamUrlProblem(given.base_url, { allowPrivate }, { providerKind: kind });
+      if (problem) context.addIssue({ code: 'custom', path: ['base_url'], message: problem });
+    }, { when: upstreamRuleApplies }),
+    ...deploymentCostShape(gatewayModelCreateShape),
+  });
+}
+
+/**
+ * Body of PATCH /admin/v1/upstream-deployments/{id}: priority, weight, the upstream's base URL,
+ * model, credential and exception, and the costs; at least one. The name, the model and the
+ * provider kind are fixed. The SSRF address rule is judged here when the body gives the
+ * exception beside the URL, otherwise by the service with the stored exception.
+ */
+export function updateUpstreamDeploymentBody(policy: UpstreamUrlPolicy) {
+  const upstream = gatewayModelUpdateShape.upstream.shape;
+  return z.strictObject({
+    priority: deploymentPriority.optional(),
+    weight: deploymentWeight.optional(),
+    upstream: z.strictObject({
+      base_url: upstream.base_url, model: upstream.model, api_key: upstream.api_key, allow_private_network: upstream.allow_private_network,
+    }, { error: 'must be a JSON object' }).refine((given) => Object.keys(given).length > 0, {
+      error: 'must change at least one of base_url, model, api_key, allow_private_network',
+    }).superRefine((given, context) => {
+      const allowPrivate = allowsPrivateUpstream(policy.allowPrivate, given.allow_private_network === true);
+      const problem = upstreamUrlProblem(given.base_url!, { allowPrivate }, { providerKind: apiVersionQueryProviderKind });
+      if (problem) context.addIssue({ code: 'custom', path: ['base_url'], message: problem });
+    }, { when: (payload) => upstreamRuleApplies(payload) && typeof (payload.value as { allow_private_network?: unknown }).allow_private_network === 'boolean' })
+      .optional(),
+    ...deploymentCostShape(gatewayModelUpdateShape),
+  }).refine((body) => Object.keys(body).length > 0, { error: 'must change at least one field' });
+}
+
+/** An upstream deployment as a response shows it: the credential only as has_api_key; money as decimal strings. */
+export const upstreamDeploymentResponse = z.strictObject({
+  id: prefixedId('udep', 'upstream deployment'),
+  gateway_model: z.string().meta({ description: 'Slug of the gateway model it serves.' }),
+  name: z.string().meta({ description: 'Unique within the model; never shown to customers.' }),
+  priority: z.int().meta({ description: 'Lower is tried first, 0..100.' }),
+  weight: z.int().meta({ description: 'Share of the requests within its priority, 1..1000.' }),
+  upstream: z.strictObject({
+    provider_kind: gatewayModelShown.shape.upstream.shape.provider_kind,
+    base_url: gatewayModelShown.shape.upstream.shape.base_url,
+    model: gatewayModelShown.shape.upstream.shape.model,
+    has_api_key: gatewayModelShown.shape.upstream.shape.has_api_key,
+    allow_private_network: gatewayModelShown.shape.upstream.shape.allow_private_network,
+  }),
+  ...deploymentCostShape(gatewayModelShown.shape),
+  created_at: timestampShown,
+  updated_at: timestampShown,
+});

@@ -33,7 +33,7 @@ const model: GatewayModel = {
   providerReasoningCostMicrosPerMtok: 5n,
   providerAudioInputCostMicrosPerMtok: 1n,
   providerImageInputCostMicrosPerMtok: 1n,
-  upstream: { providerKind: 'anthropic', baseUrl: 'https://api.example.com/v1', model: 'vendor-x', hasApiKey: true, allowPrivateNetwork: false },
+  upstream: { providerKind: 'anthropic', baseUrl: 'https://api.example.com/v1', model: 'vendor-x', hasApiKey: true, allowPrivateNetwork: false, priority: 3, weight: 7 },
   createdAt: new Date('2026-11-24T09:00:00.000Z'),
 };
 
@@ -57,7 +57,7 @@ describe('the one Gateway Model schema', () => {
       reasoning_price_micros_per_mtok: null, audio_input_price_micros_per_mtok: '2000000', image_input_price_micros_per_mtok: '2000000',
       provider_cached_input_cost_micros_per_mtok: '1', provider_cache_write_5m_cost_micros_per_mtok: '1', provider_cache_write_1h_cost_micros_per_mtok: '2',
       provider_reasoning_cost_micros_per_mtok: '5', provider_audio_input_cost_micros_per_mtok: '1', provider_image_input_cost_micros_per_mtok: '1',
-      upstream: { provider_kind: 'anthropic', base_url: 'https://api.example.com/v1', model: 'vendor-x', has_api_key: true, allow_private_network: false },
+      upstream: { provider_kind: 'anthropic', base_url: 'https://api.example.com/v1', model: 'vendor-x', has_api_key: true, allow_private_network: false, priority: 3, weight: 7 },
       created_at: '2026-11-24T09:00:00.000Z',
     });
     // Every key of the domain record, camelCased back from the response, and nothing else.
@@ -96,7 +96,7 @@ describe('the one Gateway Model schema', () => {
       providerInputCostMicrosPerMtok: 0n, providerOutputCostMicrosPerMtok: 0n,
       // Left out: reasoning priced as output; the input classes are filled from the input price by the service.
       reasoningPriceMicrosPerMtok: null, providerReasoningCostMicrosPerMtok: null,
-      upstream: { providerKind: 'openai', baseUrl: 'https://api.example.com/v1', model: 'm', apiKey: 'sk-x', allowPrivateNetwork: false },
+      upstream: { providerKind: 'openai', baseUrl: 'https://api.example.com/v1', model: 'm', apiKey: 'sk-x', allowPrivateNetwork: false, priority: 0, weight: 1 },
     });
   });
 

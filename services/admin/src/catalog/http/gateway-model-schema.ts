@@ -55,6 +55,11 @@ const upstreamAllowPrivateNetwork = z.boolean({ error: 'must be true or false' }
       + '(a self-hosted vLLM or ollama on a private network), and proxies skip their connect-time address check for it. Turning it off is refused while base_url needs it.',
   });
 
+/** Where an upstream stands among the model's deployments (docs/admin-api.md "Upstream deployments"). */
+export const deploymentPriority = integerIn(0, 100, 'Lower is tried first: a higher priority is tried only when every deployment of a lower one failed for the request or is ejected. 0..100, default 0.');
+/** An upstream's share of the requests within its priority. */
+export const deploymentWeight = integerIn(1, 1000, 'Share of the requests within its priority (weighted choice among the deployments of one priority). 1..1000, default 1.');
+
 /** The upstream provider kind as a request gives it. */
 const providerKindGiven = z.enum(providerKinds, { error: `must be one of ${providerKinds.map((kind) => `"${kind}"`).join(', ')}` })
   .meta({ description: 'How the proxy talks to the upstream: openai_compatible (any OpenAI-compatible server), openai, azure_openai, vllm, ollama, groq, together, or anthropic (Messages API).' });
@@ -248,6 +253,14 @@ const gatewayModelWireFields = {
         shown: 'true: the model\'s explicit SSRF exception: its base_url may use http and a private or loopback address, and proxies skip their connect-time address check for it.',
         create: upstreamAllowPrivateNetwork.default(false),
         update: upstreamAllowPrivateNetwork.optional(),
+      },
+      priority: {
+        create: deploymentPriority.default(0),
+        update: deploymentPriority.optional(),
+      },
+      weight: {
+        create: deploymentWeight.default(1),
+        update: deploymentWeight.optional(),
       },
     },
   },

@@ -15,6 +15,7 @@ const idPrefixes = {
   taxDocument: 'doc_',
   refund: 'rfd_',
   paymentReversal: 'prv_',
+  upstreamDeployment: 'udep_',
 } as const;
 
 /** The kind of a resource id, named after what it identifies. */

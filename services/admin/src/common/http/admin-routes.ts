@@ -8,6 +8,7 @@ import { refundRoutes } from '../../billing/http/refund-routes.ts';
 import { gatewayModelRoutes } from '../../catalog/http/gateway-model-routes.ts';
 import { modelAliasRoutes } from '../../catalog/http/model-alias-routes.ts';
 import { organisationModelRoutes } from '../../catalog/http/organisation-model-routes.ts';
+import { upstreamDeploymentRoutes } from '../../catalog/http/upstream-deployment-routes.ts';
 import { invoiceRoutes } from '../../invoicing/http/invoice-routes.ts';
 import { peopleRoutes } from '../../people/http/people-routes.ts';
 import { analyticsRoutes } from '../../platform/http/analytics-routes.ts';
@@ -42,6 +43,7 @@ export function createAdminRoutes(policy: UpstreamUrlPolicy): AdminRoute[] {
     ...alertRoutes(),
     ...modelAliasRoutes(),
     ...organisationModelRoutes(),
+    ...upstreamDeploymentRoutes(policy),
     ...analyticsRoutes(),
     ...requestLogRoutes(),
     ...billingRoutes(),
