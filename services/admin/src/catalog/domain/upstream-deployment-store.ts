@@ -154,7 +154,8 @@ export async function upstreamDeploymentsOf(db: Queryable, slugs?: readonly stri
 }
 
 /**
- * A page of deployments ordered by model slug then name, after the deployment with id `after`;
+ * A page of deployments ordered by model slug then name, after the deployment with id `after` (which must
+ * exist, as other lists' cursors: a deleted one ends the list);
  * only one model's when `gatewayModel` is given.
  */
 export async function listUpstreamDeployments(
