@@ -231,12 +231,19 @@ describe('the upstream deployments of a gateway model', () => {
     const admin = await startAdmin(await freshDatabase());
     await createModel(admin, 'crowded');
     for (let index = 1; index <= 15; index += 1) {
-      const created = await admin.request('POST', '/admin/v1/upstream-deployments', deploymentBody('crowded', `d${index}`));
+      const created = await admin.request('POST', '/admin/v1/upstream-deployments', deploymentBody('crowded', `d${index}`, index === 1 ? { provider_kind: 'anthropic' } : {}));
       expect(created.status, created.text).toBe(201);
     }
     const sixteenth = await admin.request('POST', '/admin/v1/upstream-deployments', deploymentBody('crowded', 'd16'));
     expect([sixteenth.status, sixteenth.json.error.code]).toEqual([409, 'conflict']);
     expect(sixteenth.json.error.message).toContain('16');
+
+    // The model keeps to what every deployment's kind serves: d1 is anthropic (no audio, no "xhigh" effort).
+    const audio = await admin.request('PATCH', '/admin/v1/gateway-models/crowded', { input_modalities: ['text', 'audio'] });
+    expect([audio.status, audio.json.error.param]).toEqual([400, 'input_modalities']);
+    const effort = await admin.request('PATCH', '/admin/v1/gateway-models/crowded', { reasoning_efforts: ['xhigh'] });
+    expect([effort.status, effort.json.error.param]).toEqual([400, 'reasoning_efforts']);
+    expect((await admin.request('PATCH', '/admin/v1/gateway-models/crowded', { reasoning_efforts: ['high'] })).status).toBe(200);
   });
 
   itPg('reach proxies with the model: the complete list, its own upstream first as "primary", then by priority and name, credentials decrypted', async () => {

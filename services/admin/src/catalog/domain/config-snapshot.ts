@@ -332,9 +332,9 @@ export function createConfigSnapshotSource(
         }
       }
       if (slugs.length > 0) {
+        // Each changed model whole, with its deployments: a write to a deployment records its model.
         delta.gatewayModels = await openModels(tx, await gatewayModelsBySlug(tx, slugs), slugs);
-        const models = delta.gatewayModels;
-        const found = new Set(models.map((model) => model.slug));
+        const found = new Set(delta.gatewayModels.map((model) => model.slug));
         delta.removedGatewayModelSlugs = slugs.filter((slug) => !found.has(slug));
       }
       if (aliasNames.length > 0) {

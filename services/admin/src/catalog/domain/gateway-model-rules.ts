@@ -105,3 +105,20 @@ export function requireUpdateFits(current: StoredGatewayModel, input: UpdateGate
     });
   }
 }
+
+/**
+ * Refuses (400) an update whose input modalities or reasoning controls one of the model's further
+ * upstream deployments, of `providerKind`, cannot serve (the rules the model's own kind is held
+ * to by requireUpdateFits): a failover to it would refuse in words no other deployment uses.
+ */
+export function requireUpdateFitsDeploymentKind(current: StoredGatewayModel, input: UpdateGatewayModelInput, providerKind: ProviderKind): void {
+  const modalities = modalityProblem(providerKind, input.inputModalities);
+  const reasoning = reasoningControlsProblem(providerKind, current.kind, input.reasoningEfforts, input.thinkingModes);
+  const problem = modalities === undefined ? reasoning : { param: 'input_modalities' as const, message: modalities };
+  if (problem !== undefined) {
+    throw new GatewayError('invalid_request', {
+      publicMessage: `Invalid request: ${problem.param}: ${problem.message} (an upstream deployment of this model has that provider kind).`,
+      param: problem.param,
+    });
+  }
+}

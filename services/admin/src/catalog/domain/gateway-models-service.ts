@@ -11,7 +11,8 @@ import { demoEmbeddingModel, demoGatewayModel } from './demo-models.ts';
 import {
   gatewayModelLeaves, gatewayModelSlugPattern, leafValue, type CreateGatewayModelInput, type UpdateGatewayModelInput,
 } from './gateway-model-fields.ts';
-import { requireUpdateFits, withInputClassDefaults } from './gateway-model-rules.ts';
+import { requireUpdateFits, requireUpdateFitsDeploymentKind, withInputClassDefaults } from './gateway-model-rules.ts';
+import { deploymentProviderKinds } from './upstream-deployment-store.ts';
 import {
   findGatewayModel, insertGatewayModel, listGatewayModels, updateGatewayModelFields, withoutCredential,
   type GatewayModelChanges, type StoredGatewayModel,
@@ -135,6 +136,8 @@ export function createGatewayModelsService(deps: GatewayModelsServiceDeps) {
           if (currentUrl !== seenUrl || allowedFor(current) !== allowedFor(seen)) await requireResolvedUpstream(currentUrl, allowedFor(current), param);
         }
         requireUpdateFits(current, input);
+        // Every deployment serves what the model promises: a change its provider kinds cannot serve is refused too.
+        for (const providerKind of await deploymentProviderKinds(tx, slug)) requireUpdateFitsDeploymentKind(current, input, providerKind);
         const { upstream: upstreamInput, ...fields } = input;
         const { apiKey, ...upstream } = upstreamInput ?? {};
         const changes: GatewayModelChanges = {

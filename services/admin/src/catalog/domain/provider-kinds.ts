@@ -1,7 +1,8 @@
 /**
  * The upstream provider kinds a gateway model may have: exactly those the proxy has adapters
  * for (services/proxy/src/upstreams/, docs/proxy.md "Upstreams"). The database's CHECK
- * constraint (migrations/0003_provider_kinds.sql) holds the same list.
+ * constraints (migrations/0003_provider_kinds.sql, and 0020_upstream_deployments.sql for
+ * deployments) hold the same list.
  */
 export const providerKinds = [
   'openai_compatible', 'openai', 'azure_openai', 'vllm', 'ollama', 'groq', 'together', 'anthropic',

@@ -133,6 +133,14 @@ export async function countUpstreamDeployments(db: Queryable, slug: string): Pro
   return rows[0]!.count;
 }
 
+/** The distinct provider kinds of a model's further deployments (what a change of the model must still fit). */
+export async function deploymentProviderKinds(db: Queryable, slug: string): Promise<ProviderKind[]> {
+  const { rows } = await db.query<{ provider_kind: ProviderKind }>(
+    'SELECT DISTINCT provider_kind FROM upstream_deployments WHERE gateway_model_slug = $1 ORDER BY provider_kind', [slug],
+  );
+  return rows.map((row) => row.provider_kind);
+}
+
 /**
  * The further deployments of these models (every model's when `slugs` is undefined), each model's
  * in the order proxies try them: by priority, then name.
@@ -146,7 +154,8 @@ export async function upstreamDeploymentsOf(db: Queryable, slugs?: readonly stri
 }
 
 /**
- * A page of deployments ordered by model slug then name, after the deployment with id `after`;
+ * A page of deployments ordered by model slug then name, after the deployment with id `after` (which must
+ * exist, as other lists' cursors: a deleted one ends the list);
  * only one model's when `gatewayModel` is given.
  */
 export async function listUpstreamDeployments(
