@@ -60,6 +60,8 @@ export async function release(db: Database, input: ReleaseInput): Promise<Releas
          FROM reservations r, jsonb_to_recordset($2::jsonb) AS a(attempt integer, deployment text, outcome text,
            "inputTokens" bigint, "outputTokens" bigint, "providerCostMicros" bigint)
          WHERE r.id = $1 AND r.status = 'released'
+           -- The release that released it keeps its attempts; a replay's (not part of any payload) add none.
+           AND NOT EXISTS (SELECT 1 FROM provider_attempts p WHERE p.reservation_id = r.id)
          ON CONFLICT (reservation_id, attempt) DO NOTHING`,
         [input.reservationId, attempts],
       );
