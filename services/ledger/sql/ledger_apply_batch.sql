@@ -5,6 +5,8 @@
 -- of one runs its operation's function directly (no jsonb unnesting, no pre-locking queries: the
 -- concurrency-1 case, on every gateway request's latency); two or more go to
 -- ledger_apply_batch_set, which falls back to the loop when the batch is not of its shape.
+-- After the operations, the failed upstream attempts their Settles carried are kept
+-- (sql/ledger_record_attempts.sql), in the same transaction.
 -- Decides: no law; it only routes (the results are ledger_reserve_decision's and ledger_settle's).
 CREATE OR REPLACE FUNCTION ledger_apply_batch(ops jsonb, p_isolate boolean)
 RETURNS TABLE (ordinal integer, result text, available_micros bigint, expires_at_ms bigint, debited_micros bigint,
@@ -17,12 +19,16 @@ BEGIN
     PERFORM ledger_lock_reserve_ids(ARRAY(SELECT o->>'reservationId' FROM jsonb_array_elements(ops) AS o
       WHERE o->>'kind' = 'reserve' AND o->>'reservationId' IS NOT NULL));
     RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, true);
+    PERFORM ledger_record_attempts(ops);
   ELSIF jsonb_array_length(ops) = 1 THEN
     v_outcome := ledger_apply_operation(ops->0);
     RETURN QUERY SELECT 1, v_outcome.result, v_outcome.available_micros, v_outcome.expires_at_ms,
       v_outcome.debited_micros, v_outcome.released_micros, v_outcome.overrun_micros, v_outcome.detail, NULL::text, NULL::text;
+    -- Only a Settle that carried failed attempts costs the extra statement.
+    IF ops->0 ? 'failedAttempts' THEN PERFORM ledger_record_attempts(ops); END IF;
   ELSE
     RETURN QUERY SELECT * FROM ledger_apply_batch_set(ops);
+    PERFORM ledger_record_attempts(ops);
   END IF;
 END
 $$;

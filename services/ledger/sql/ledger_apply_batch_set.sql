@@ -63,6 +63,8 @@ DECLARE
   v_reserved bigint[];
   -- Each Settle's usage by token class (issue 25), NULL for a plain usage or another operation.
   v_token_classes jsonb[];
+  -- Each Settle's answering upstream deployment (issue 29), NULL when it names none.
+  v_deployment text[];
   v_reserve_ids text[];
   -- Reserve ids of the batch with a tombstone (answered 'released', nothing written).
   v_tombstoned text[] := '{}';
@@ -114,7 +116,7 @@ BEGIN
     array_agg(x."providerCostMicros" ORDER BY x.ord), array_agg(x."usageSource" ORDER BY x.ord),
     array_agg(x."requestId" ORDER BY x.ord), array_agg(coalesce(x."overrunOutputTokens", 0) ORDER BY x.ord),
     array_agg(x."grantId" ORDER BY x.ord), array_agg(x."reservedMicros" ORDER BY x.ord),
-    array_agg(x."tokenClasses"::jsonb ORDER BY x.ord),
+    array_agg(x."tokenClasses"::jsonb ORDER BY x.ord), array_agg(nullif(x.deployment, '') ORDER BY x.ord),
     coalesce(array_agg(x."reservationId") FILTER (WHERE x.kind = 'reserve'), '{}'),
     coalesce(array_agg(x."reservationId") FILTER (WHERE x.kind = 'settle'), '{}'),
     coalesce(array_agg(DISTINCT x."projectId") FILTER (WHERE x.kind = 'reserve'), '{}'),
@@ -125,15 +127,15 @@ BEGIN
       AND count(DISTINCT x."reservationId") = v_count
   INTO v_kind, v_id, v_fingerprint, v_organisation, v_project, v_billing_mode, v_amount, v_ttl_ms, v_model,
     v_input_tokens, v_output_tokens, v_cost, v_provider_cost, v_usage_source, v_request_id, v_overrun_tokens,
-    v_grant_ref, v_reserved, v_token_classes, v_reserve_ids, v_settle_ids, v_reserve_projects, v_eligible
+    v_grant_ref, v_reserved, v_token_classes, v_deployment, v_reserve_ids, v_settle_ids, v_reserve_projects, v_eligible
   FROM ROWS FROM (jsonb_to_recordset(ops) AS (kind text, "reservationId" text, fingerprint text, problems text,
     "organisationId" text, "projectId" text, "billingMode" text, "amountMicros" bigint, "ttlMs" bigint,
     "modelSlug" text, "inputTokens" bigint, "outputTokens" bigint, "costMicros" bigint,
     "providerCostMicros" bigint, "usageSource" text, "requestId" text, "overrunOutputTokens" bigint,
-    "grantId" text, "reservedMicros" bigint, "tokenClasses" text)) WITH ORDINALITY
+    "grantId" text, "reservedMicros" bigint, "tokenClasses" text, deployment text)) WITH ORDINALITY
     AS x(kind, "reservationId", fingerprint, problems, "organisationId", "projectId", "billingMode", "amountMicros",
       "ttlMs", "modelSlug", "inputTokens", "outputTokens", "costMicros", "providerCostMicros", "usageSource",
-      "requestId", "overrunOutputTokens", "grantId", "reservedMicros", "tokenClasses", ord);
+      "requestId", "overrunOutputTokens", "grantId", "reservedMicros", "tokenClasses", deployment, ord);
   -- The tombstone lock (shared) before any row lock, for this path and the loop it may fall back to.
   IF cardinality(v_reserve_ids) > 0 THEN PERFORM ledger_lock_reserve_ids(v_reserve_ids); END IF;
   IF NOT coalesce(v_eligible, false) THEN
@@ -337,10 +339,10 @@ BEGIN
       IF cardinality(v_settle_ids) > 0 THEN
         INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
           cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens,
-          token_classes)
+          token_classes, deployment)
         SELECT v_id[g], v_res_organisation[g], v_res_project[g], v_model[g], v_input_tokens[g], v_output_tokens[g],
           v_cost[g], v_provider_cost[g], v_debit[g], v_res_billing_mode[g], v_usage_source[g], v_request_id[g],
-          v_overrun_tokens[g], v_token_classes[g]
+          v_overrun_tokens[g], v_token_classes[g], v_deployment[g]
         FROM generate_series(1, v_count) AS g
         WHERE v_kind[g] = 'settle'
         ORDER BY g;

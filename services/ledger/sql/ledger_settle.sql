@@ -122,7 +122,9 @@ BEGIN
       -- The overrun is a fact about the request whichever figures stand: it always flags the record.
       overrun_output_tokens = v_overrun_tokens,
       -- The classes describe the settle's figures: kept only when those figures stand.
-      token_classes = CASE WHEN v_actual THEN (op->>'tokenClasses')::jsonb ELSE token_classes END
+      token_classes = CASE WHEN v_actual THEN (op->>'tokenClasses')::jsonb ELSE token_classes END,
+      -- The deployment that answered, when the settle names one, else what the checkpoint recorded.
+      deployment = coalesce(nullif(op->>'deployment', ''), deployment)
     WHERE reservation_id = v_id AND provisional AND created_at >= res.created_at
     RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month, created_at, model_slug, input_tokens,
       output_tokens, cost_micros, provider_cost_micros, debited_micros
@@ -132,10 +134,11 @@ BEGIN
     END IF;
   ELSE
     INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
-      cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens, token_classes)
+      cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens, token_classes,
+      deployment)
     VALUES (v_id, res.organisation_id, res.project_id, op->>'modelSlug', (op->>'inputTokens')::bigint,
       (op->>'outputTokens')::bigint, v_cost, (op->>'providerCostMicros')::bigint, v_debited, res.billing_mode,
-      op->>'usageSource', op->>'requestId', v_overrun_tokens, (op->>'tokenClasses')::jsonb)
+      op->>'usageSource', op->>'requestId', v_overrun_tokens, (op->>'tokenClasses')::jsonb, nullif(op->>'deployment', ''))
     RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month, created_at, model_slug, input_tokens,
       output_tokens, cost_micros, provider_cost_micros, debited_micros
     INTO v_new;

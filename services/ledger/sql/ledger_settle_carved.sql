@@ -80,10 +80,12 @@ BEGIN
   END IF;
 
   INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
-    cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens, token_classes)
+    cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens, token_classes,
+    deployment)
   VALUES (v_id, g.organisation_id, g.project_id, op->>'modelSlug', (op->>'inputTokens')::bigint,
     (op->>'outputTokens')::bigint, v_cost, (op->>'providerCostMicros')::bigint, v_debited, g.billing_mode,
-    op->>'usageSource', op->>'requestId', coalesce((op->>'overrunOutputTokens')::bigint, 0), (op->>'tokenClasses')::jsonb)
+    op->>'usageSource', op->>'requestId', coalesce((op->>'overrunOutputTokens')::bigint, 0), (op->>'tokenClasses')::jsonb,
+    nullif(op->>'deployment', ''))
   RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM'), created_at INTO v_month, v_created_at;
   IF v_cost > 0 THEN
     INSERT INTO project_month_spend (project_id, month, organisation_id, settled_micros)

@@ -36,7 +36,7 @@ type Operation =
   | { kind: 'credit'; organisation: number; amountMicros: bigint }
   | { kind: 'refund'; organisation: number; amountMicros: bigint }
   | { kind: 'reserve'; organisation: number; project: number; internal: boolean; amountMicros: bigint }
-  | { kind: 'settle'; reservation: number; costPercent: number }
+  | { kind: 'settle'; reservation: number; costPercent: number; failedAttempts: number }
   | { kind: 'release'; reservation: number }
   | { kind: 'expire'; reservation: number }
   | { kind: 'checkpoint'; reservation: number; costPercent: number };
@@ -52,11 +52,19 @@ const operation: fc.Arbitrary<Operation> = fc.oneof(
   }),
   fc.record({ kind: fc.constant('reserve' as const), organisation: fc.nat(2), project: fc.constantFrom(0, 1), internal: fc.constant(false), amountMicros: fc.bigInt(1n, 800_000n) }),
   // Up to 120 % of the Reserve: the bounded streaming overrun (BOUNDED_OVERRUN).
-  fc.record({ kind: fc.constant('settle' as const), reservation: fc.nat(50), costPercent: fc.integer({ min: 0, max: 120 }) }),
+  // With up to two failed attempts before the answering deployment (issue 29): they move no money.
+  fc.record({ kind: fc.constant('settle' as const), reservation: fc.nat(50), costPercent: fc.integer({ min: 0, max: 120 }), failedAttempts: fc.nat(2) }),
   fc.record({ kind: fc.constant('release' as const), reservation: fc.nat(50) }),
   fc.record({ kind: fc.constant('expire' as const), reservation: fc.nat(50) }),
   fc.record({ kind: fc.constant('checkpoint' as const), reservation: fc.nat(50), costPercent: fc.integer({ min: 0, max: 110 }) }),
 );
+
+/** `count` failed attempts a provider may have billed, on deployments "d1", "d2", ... (issue 29). */
+function failedAttempts(count: number): ledgerV1.ProviderAttempt[] {
+  return Array.from({ length: count }, (_, index) => ({
+    attempt: index + 1, deployment: `d${index + 1}`, outcome: 'timeout', inputTokens: 10n, outputTokens: 0n, providerCostMicros: 7n,
+  }));
+}
 
 /** Steps of operations that run concurrently within a step. */
 const scenario = fc.array(fc.array(operation, { minLength: 1, maxLength: 5 }), { minLength: 2, maxLength: 8 });
@@ -114,6 +122,9 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
       await ledger.setProjectBudget({ organisationId: organisations[0]!, projectId: projects[0]!, monthlyCapMicros: projectCapMicros, softAlertPercent: 50 });
       const held: Held[] = [];
       const pick = (index: number) => (held.length === 0 ? undefined : held[index % held.length]);
+      // The failed attempts each reservation's resolving call sent: the Settle answered OK, or the
+      // Release (every Release of a reservation sends the same: one per held index parity).
+      const attemptsSent = new Map<string, { settled: number | undefined; released: number }>();
 
       const run = async (op: Operation): Promise<void> => {
         switch (op.kind) {
@@ -155,12 +166,22 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
           }
           case 'settle': {
             const target = pick(op.reservation);
-            if (target) await ledger.settle({ reservationId: target.id, costMicros: (target.amountMicros * BigInt(op.costPercent)) / 100n });
+            if (!target) return;
+            const answer = await ledger.settle({
+              reservationId: target.id, costMicros: (target.amountMicros * BigInt(op.costPercent)) / 100n,
+              deployment: `d${op.failedAttempts + 1}`, failedAttempts: failedAttempts(op.failedAttempts),
+            });
+            if (answer.result === ledgerV1.SettleResult.SETTLE_RESULT_OK) {
+              attemptsSent.set(target.id, { settled: op.failedAttempts, released: attemptsSent.get(target.id)?.released ?? 0 });
+            }
             return;
           }
           case 'release': {
             const target = pick(op.reservation);
-            if (target) await ledger.release({ reservationId: target.id });
+            if (!target) return;
+            const releasedAttempts = held.indexOf(target) % 2;
+            await ledger.release({ reservationId: target.id, failedAttempts: failedAttempts(releasedAttempts) });
+            attemptsSent.set(target.id, { settled: attemptsSent.get(target.id)?.settled, released: releasedAttempts });
             return;
           }
           case 'expire': {
@@ -194,6 +215,19 @@ describe.skipIf(!serverUrl)('ledger properties', () => {
       for (const row of rows) {
         const expectRecord = row.status === 'settled' || (row.status === 'expired' && (row.settled || row.checkpointed));
         expect(row.records).toBe(expectRecord ? 1n : 0n);
+      }
+      // Failed attempts (issue 29): kept exactly once, and only as the call that resolved the
+      // reservation sent them: a settled one's from its Settle, a released one's from its Release.
+      const attempts = await ledger.database.query<{ id: string; status: string; settled: boolean; attempts: bigint; deployment: string | null }>(
+        `SELECT r.id, r.status, r.settle_fingerprint IS NOT NULL AS settled,
+           (SELECT count(*) FROM provider_attempts p WHERE p.reservation_id = r.id) AS attempts,
+           (SELECT u.deployment FROM usage_records u WHERE u.reservation_id = r.id) AS deployment
+         FROM reservations r WHERE r.organisation_id = ANY($1)`, [organisations]);
+      for (const row of attempts.rows) {
+        const sent = attemptsSent.get(row.id);
+        const expected = row.settled ? sent?.settled ?? 0 : row.status === 'released' ? sent?.released ?? 0 : 0;
+        expect(row.attempts).toBe(BigInt(expected));
+        if (row.settled) expect(row.deployment).toBe(`d${(sent?.settled ?? 0) + 1}`);
       }
       heldTotal += BigInt(held.length);
       const verification = await ledger.verify();

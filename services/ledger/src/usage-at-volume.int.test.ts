@@ -305,11 +305,12 @@ describe.each(backends)('usage at volume over %s', (backend) => {
       { organisationId: '', allOrganisations: true, groupByProject: true, projectId: '', fromMs: 0n, toMs: 0n, ...window },
     ]);
     const oldSummaries = await Promise.all(inputs.map((input) => summaryBefore0012(db, input)));
-    // This build's listing reads token_classes (migration 0015): the 0011 schema gets the column for
-    // the read and loses it again, so the upgrade below runs on the schema as it was.
-    await db.query('ALTER TABLE usage_records ADD COLUMN token_classes jsonb');
+    // This build's listing reads token_classes (migration 0015) and deployment (0018): the 0011
+    // schema gets the columns for the read and loses them again, so the upgrade below runs on the
+    // schema as it was.
+    await db.query('ALTER TABLE usage_records ADD COLUMN token_classes jsonb, ADD COLUMN deployment text');
     const oldPages = await allPages(db, 'org-x');
-    await db.query('ALTER TABLE usage_records DROP COLUMN token_classes');
+    await db.query('ALTER TABLE usage_records DROP COLUMN token_classes, DROP COLUMN deployment');
     expect(oldPages.length).toBeGreaterThan(150);
     expect(oldSummaries.flat().length).toBeGreaterThan(100);
 

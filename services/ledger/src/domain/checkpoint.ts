@@ -1,4 +1,5 @@
 import type { Database } from '@gateway/db';
+import { deploymentProblem } from './provider-attempts.ts';
 import { idProblem, nonNegativeAmountProblem, optionalIdProblem, problemsOf, reserveTtlProblem } from './validation.ts';
 
 /** The running usage of a long stream, recorded so that an expiry charges it instead of nothing (EXPIRY). */
@@ -21,6 +22,8 @@ export interface CheckpointInput {
    * below the last changes nothing whatever it carries); a different one later is refused.
    */
   requestId: string;
+  /** The deployment streaming the answer, or '' / absent: the first checkpoint that names one records it (issue 29). */
+  deployment?: string;
 }
 
 /** Results of Checkpoint, in precedence order. */
@@ -50,15 +53,25 @@ export async function checkpoint(db: Database, input: CheckpointInput): Promise<
     nonNegativeAmountProblem('provider_cost_micros', input.providerCostMicros),
     input.extendTtlMs < 0n ? 'extend_ttl_ms must not be negative' : input.extendTtlMs > 0n ? reserveTtlProblem('extend_ttl_ms', input.extendTtlMs) : undefined,
     optionalIdProblem('request_id', input.requestId),
+    deploymentProblem('deployment', input.deployment ?? '', true),
   );
   if (problems.length > 0) return { result: 'invalid_argument', expiresAtMs: 0n, detail: problems.join('; ') };
 
   // One statement in a transaction, so a deadlock or serialization failure is retried like any transaction's.
-  const { rows } = await db.transaction((tx) => tx.query<{ result: CheckpointResultName; expires_at_ms: bigint; detail: string }>(
-    'SELECT result, expires_at_ms, detail FROM ledger_checkpoint($1, $2, $3, $4, $5, $6, $7, $8)',
-    [input.reservationId, input.sequence, input.inputTokens, input.outputTokens, input.costMicros,
-      input.providerCostMicros, input.extendTtlMs, input.requestId],
-  ));
+  const { rows } = await db.transaction(async (tx) => {
+    const answer = await tx.query<{ result: CheckpointResultName; expires_at_ms: bigint; detail: string }>(
+      'SELECT result, expires_at_ms, detail FROM ledger_checkpoint($1, $2, $3, $4, $5, $6, $7, $8)',
+      [input.reservationId, input.sequence, input.inputTokens, input.outputTokens, input.costMicros,
+        input.providerCostMicros, input.extendTtlMs, input.requestId],
+    );
+    // The first checkpoint that names the streaming deployment records it (as the request id), so
+    // the provisional usage record an expiry writes names it; the row is locked by ledger_checkpoint.
+    if ((input.deployment ?? '') !== '' && answer.rows[0]?.result === 'ok') {
+      await tx.query(`UPDATE reservations SET deployment = $2 WHERE id = $1 AND deployment = '' AND status = 'held'`,
+        [input.reservationId, input.deployment]);
+    }
+    return answer;
+  });
   const row = rows[0];
   if (!row) throw new Error('ledger_checkpoint returned no row');
   return { result: row.result, expiresAtMs: row.expires_at_ms, detail: row.detail };

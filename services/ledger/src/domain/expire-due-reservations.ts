@@ -28,6 +28,8 @@ interface ExpiredRow {
   checkpoint_provider_cost_micros: bigint;
   /** The request id a checkpoint recorded ('' if none did). */
   request_id: string;
+  /** What a checkpoint recorded as the streaming deployment ('' none). */
+  deployment: string;
   /**
    * ledger_settlement_split of the checkpoint's cost against the hold, µ₹: charged (debited),
    * the part beyond the hold (overrun) and the hold returned. All zero in internal billing mode,
@@ -66,7 +68,7 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
          FROM due WHERE r.id = due.id
          RETURNING r.id, r.organisation_id, r.project_id, r.billing_mode, r.amount_micros, r.model_slug,
            r.checkpoint_sequence, r.checkpoint_input_tokens, r.checkpoint_output_tokens, r.checkpoint_cost_micros,
-           r.checkpoint_provider_cost_micros, r.request_id
+           r.checkpoint_provider_cost_micros, r.request_id, r.deployment
        )
        SELECT e.*, s.debited_micros AS charged_micros, s.overrun_micros, s.released_micros
        FROM expired e
@@ -118,11 +120,12 @@ export async function expireDueReservations(db: Database, batchSize: number): Pr
       // Its daily roll-up is written at commit by the usage_records_rollup_provisional trigger (0012).
       const inserted = await tx.query<{ month: string }>(
         `INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
-           cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, provisional)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'gateway_estimate', $11, true)
+           cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, provisional, deployment)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'gateway_estimate', $11, true, nullif($12, ''))
          RETURNING to_char(created_at AT TIME ZONE 'Asia/Kolkata', 'YYYY-MM') AS month`,
         [row.id, row.organisation_id, row.project_id, row.model_slug, row.checkpoint_input_tokens, row.checkpoint_output_tokens,
-          row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, row.charged_micros, row.billing_mode, row.request_id],
+          row.checkpoint_cost_micros, row.checkpoint_provider_cost_micros, row.charged_micros, row.billing_mode, row.request_id,
+          row.deployment],
       );
       await addProjectSpend(tx, {
         projectId: row.project_id, organisationId: row.organisation_id, month: inserted.rows[0]!.month,

@@ -46,6 +46,8 @@ export interface UsageRecordView {
   overrunOutputTokens: bigint;
   /** The usage by token price class as its Settle gave it; empty: plain input and output. */
   tokenClasses: TokenClassUsage[];
+  /** The upstream deployment that answered; '' when not known (platform analytics only). */
+  deployment: string;
 }
 
 /** One page of usage records, newest first. */
@@ -82,6 +84,7 @@ interface UsageRow {
   created_at_micros: bigint;
   overrun_output_tokens: bigint;
   token_classes: unknown;
+  deployment: string | null;
 }
 
 /** Checks a window bound in ms: 0 (unbounded) up to the year 9999. */
@@ -117,7 +120,7 @@ export async function listUsage(db: Queryable, input: ListUsageInput): Promise<U
   // Bounds travel as integers and become timestamps in SQL; µs values stay below 2^53, so exact.
   const { rows } = await db.query<UsageRow>(
     `SELECT id, reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens, cost_micros,
-       provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens, token_classes,
+       provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens, token_classes, deployment,
        (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_micros
      FROM usage_records
      WHERE organisation_id = $1
@@ -162,5 +165,6 @@ function toView(row: UsageRow): UsageRecordView {
     createdAtMs: row.created_at_micros / 1000n,
     overrunOutputTokens: row.overrun_output_tokens,
     tokenClasses: tokenClassesFromJson(row.token_classes),
+    deployment: row.deployment ?? '',
   };
 }

@@ -1,11 +1,17 @@
 import type { Database } from '@gateway/db';
-import { idProblem, reasonProblem } from './validation.ts';
+import { attemptsJson, attemptsProblem, type ProviderAttemptInput } from './provider-attempts.ts';
+import { idProblem, problemsOf, reasonProblem } from './validation.ts';
 
 /** A Reserve to give back because its request reached no upstream. */
 export interface ReleaseInput {
   reservationId: string;
   /** Why, e.g. "upstream_not_called"; kept on the reservation and the movement. May be empty. */
   reason: string;
+  /**
+   * Attempts of the request that failed over but that their provider may have billed (analytics
+   * only): kept once, by the Release that released the reservation. Not part of any payload.
+   */
+  failedAttempts?: readonly ProviderAttemptInput[];
 }
 
 /** Results of Release, in precedence order. */
@@ -31,15 +37,37 @@ export interface ReleaseOutcome {
 export async function release(db: Database, input: ReleaseInput): Promise<ReleaseOutcome> {
   const idIssue = idProblem('reservation_id', input.reservationId);
   if (idIssue) return { result: 'invalid_argument', releasedMicros: 0n, availableMicros: 0n, detail: idIssue };
-  const reasonIssue = reasonProblem('reason', input.reason);
+  const reasonIssue = problemsOf(reasonProblem('reason', input.reason), attemptsProblem(input.failedAttempts ?? [])).join('; ');
+  const attempts = reasonIssue === '' && input.failedAttempts !== undefined && input.failedAttempts.length > 0
+    ? attemptsJson(input.failedAttempts) : undefined;
 
-  // One statement in a transaction, so a deadlock or serialization failure is retried like any transaction's.
+  // In a transaction, so a deadlock or serialization failure is retried like any transaction's.
   type Row = { result: ReleaseResultName; released_micros: bigint; available_micros: bigint; detail: string };
-  const { rows } = await db.transaction((tx) => tx.query<Row>(
-    'SELECT result, released_micros, available_micros, detail FROM ledger_release($1, $2, $3)',
-    // With a problem the reason is not sent: it may not even fit a text value (NUL); a replay still takes precedence.
-    reasonIssue ? [input.reservationId, '', reasonIssue] : [input.reservationId, input.reason, ''],
-  ));
+  const { rows } = await db.transaction(async (tx) => {
+    const answer = await tx.query<Row>(
+      'SELECT result, released_micros, available_micros, detail FROM ledger_release($1, $2, $3)',
+      // With a problem the reason is not sent: it may not even fit a text value (NUL); a replay still takes precedence.
+      reasonIssue !== '' ? [input.reservationId, '', reasonIssue] : [input.reservationId, input.reason, ''],
+    );
+    // The attempts stay with the release that released the reservation (a replay's are the same
+    // rows, (reservation_id, attempt) the key); the reservation's row names organisation and model.
+    if (attempts !== undefined && answer.rows[0]?.result === 'ok') {
+      await tx.query(
+        `INSERT INTO provider_attempts (reservation_id, attempt, organisation_id, model_slug, deployment, outcome,
+           input_tokens, output_tokens, provider_cost_micros)
+         SELECT r.id, a.attempt, r.organisation_id, r.model_slug, a.deployment, a.outcome, a."inputTokens", a."outputTokens",
+           a."providerCostMicros"
+         FROM reservations r, jsonb_to_recordset($2::jsonb) AS a(attempt integer, deployment text, outcome text,
+           "inputTokens" bigint, "outputTokens" bigint, "providerCostMicros" bigint)
+         WHERE r.id = $1 AND r.status = 'released'
+           -- The release that released it keeps its attempts; a replay's (not part of any payload) add none.
+           AND NOT EXISTS (SELECT 1 FROM provider_attempts p WHERE p.reservation_id = r.id)
+         ON CONFLICT (reservation_id, attempt) DO NOTHING`,
+        [input.reservationId, attempts],
+      );
+    }
+    return answer;
+  });
   const row = rows[0];
   if (!row) throw new Error('ledger_release returned no row');
   return { result: row.result, releasedMicros: row.released_micros, availableMicros: row.available_micros, detail: row.detail };

@@ -1,5 +1,6 @@
 import { runnerOf, type LedgerTarget } from './apply-ledger-operations.ts';
 import { fingerprintOf } from './fingerprint.ts';
+import { attemptsJson, attemptsProblem, deploymentProblem, type ProviderAttemptInput } from './provider-attempts.ts';
 import type { UsageSource } from './ledger-types.ts';
 import { tokenClassesJson, tokenClassesProblem, type TokenClassUsage } from './token-classes.ts';
 import { idProblem, nonNegativeAmountProblem, optionalIdProblem, positiveAmountProblem, problemsOf } from './validation.ts';
@@ -33,6 +34,10 @@ export interface SettleInput {
   reservedMicros?: bigint;
   /** The usage by token price class, kept on the record; absent or empty: plain input and output. */
   tokenClasses?: readonly TokenClassUsage[];
+  /** The upstream deployment that answered (its name within the model); absent or '': not known. */
+  deployment?: string;
+  /** Earlier attempts its provider may have billed (analytics only, never charged); absent or empty: none. */
+  failedAttempts?: readonly ProviderAttemptInput[];
 }
 
 /** Results of Settle, in precedence order. */
@@ -87,7 +92,11 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
     input.grantId !== undefined ? positiveAmountProblem('reserved_micros', input.reservedMicros ?? 0n) : undefined,
     input.grantId === undefined && (input.reservedMicros ?? 0n) !== 0n ? 'reserved_micros must be 0 without grant_id' : undefined,
     tokenClassesProblem(input.tokenClasses ?? [], input),
+    deploymentProblem('deployment', input.deployment ?? '', true),
+    attemptsProblem(input.failedAttempts ?? []),
   );
+  const deployment = input.deployment ?? '';
+  const failedAttempts = input.failedAttempts !== undefined && input.failedAttempts.length > 0 ? attemptsJson(input.failedAttempts) : undefined;
   const tokenClasses = input.tokenClasses !== undefined && input.tokenClasses.length > 0 ? tokenClassesJson(input.tokenClasses) : undefined;
   const fingerprint = fingerprintOf('settle', {
     inputTokens: input.inputTokens, outputTokens: input.outputTokens, costMicros: input.costMicros,
@@ -100,6 +109,9 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
     ...(input.grantId !== undefined ? { grantId: input.grantId, reservedMicros: input.reservedMicros ?? 0n } : {}),
     // The classes only when given, so a plain usage keeps the fingerprint it had before prices by token class.
     ...(tokenClasses !== undefined ? { tokenClasses: JSON.stringify(tokenClasses) } : {}),
+    // The deployment and the failed attempts only when given, for the same reason (issue 29).
+    ...(deployment !== '' ? { deployment } : {}),
+    ...(failedAttempts !== undefined ? { failedAttempts } : {}),
   });
 
   const answer = problems.length > 0
@@ -115,6 +127,9 @@ export async function settle(target: LedgerTarget, input: SettleInput): Promise<
         ...(input.grantId !== undefined ? { grantId: input.grantId, reservedMicros: (input.reservedMicros ?? 0n).toString() } : {}),
         // A JSON text like every other field (the SQL reads (op->>'tokenClasses')::jsonb).
         ...(tokenClasses !== undefined ? { tokenClasses: JSON.stringify(tokenClasses) } : {}),
+        ...(deployment !== '' ? { deployment } : {}),
+        // sql/ledger_record_attempts.sql keeps them once this Settle has settled the reservation.
+        ...(failedAttempts !== undefined ? { failedAttempts } : {}),
       },
     });
   return {

@@ -44,6 +44,8 @@ export interface TestLedger {
   /** ListProjectSpends for one organisation (admin role). */
   listProjectSpends(organisationId: string): Promise<ledgerV1.ListProjectSpendsResponse>;
   summarizeUsage(request: Partial<ledgerV1.SummarizeUsageRequest>): Promise<ledgerV1.SummarizeUsageResponse>;
+  /** SummarizeDeployments over a window (admin role). */
+  summarizeDeployments(request: Partial<ledgerV1.SummarizeDeploymentsRequest>): Promise<ledgerV1.SummarizeDeploymentsResponse>;
   listBudgetAlerts(request: Partial<ledgerV1.ListBudgetAlertsRequest>): Promise<ledgerV1.ListBudgetAlertsResponse>;
   verify(): Promise<ledgerV1.VerifyResponse>;
   acquireGrant(request: Partial<ledgerV1.AcquireGrantRequest>): Promise<ledgerV1.AcquireGrantResponse>;
@@ -150,6 +152,7 @@ export async function startTestLedger(backend: TestBackend, options: TestLedgerO
     summarizeUsage: (request) => callUnary(admin.summarizeUsage, admin, {
       organisationId: '', projectId: '', fromMs: 0n, toMs: 0n, groupByProject: false, allOrganisations: false, ...request,
     }, callDeadlineMs),
+    summarizeDeployments: (request) => callUnary(admin.summarizeDeployments, admin, { fromMs: 0n, toMs: 0n, ...request }, callDeadlineMs),
     listBudgetAlerts: (request) => callUnary(admin.listBudgetAlerts, admin, {
       afterId: '', organisationId: '', limit: 0, ...request,
     }, callDeadlineMs),

@@ -21,6 +21,7 @@ import { createListProjectSpendsHandler } from './list-project-spends-handler.ts
 import { createOperateStreams } from './operate-stream.ts';
 import { createRecallPush } from './recall-push.ts';
 import { createRecordRequestsHandler } from './record-requests-handler.ts';
+import { createSummarizeDeploymentsHandler } from './summarize-deployments-handler.ts';
 import type { RpcMetrics } from './rpc-metrics.ts';
 
 /** How a budget alert watch behaves. */
@@ -80,9 +81,7 @@ export function createLedgerGrpcService(
     ...createRecordRequestsHandler(db, handle),
     ...createRequestLogReadHandlers(db, handle),
     ...createListProjectSpendsHandler(db, handle),
-    // Placeholder of the issue-29 contract: replaced by the deployment analytics handler.
-    summarizeDeployments: handle<ledgerV1.SummarizeDeploymentsRequest, ledgerV1.SummarizeDeploymentsResponse>('SummarizeDeployments', () =>
-      Promise.resolve({ response: { rows: [] }, outcome: 'ok', subject: {} })),
+    ...createSummarizeDeploymentsHandler(db, handle),
 
     openAccount: handle<ledgerV1.OpenAccountRequest, ledgerV1.OpenAccountResponse>('OpenAccount', async (request) => {
       const outcome = await openAccount(db, request.organisationId);

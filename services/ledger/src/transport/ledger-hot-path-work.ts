@@ -89,6 +89,8 @@ export function createHotPathWork(db: Database, batcher: LedgerOperationRunner, 
         overrunOutputTokens: request.overrunOutputTokens,
         ...(request.grantId !== undefined ? { grantId: request.grantId, reservedMicros: request.reservedMicros ?? 0n } : {}),
         tokenClasses: request.tokenClasses,
+        deployment: request.deployment,
+        failedAttempts: request.failedAttempts,
       });
       return {
         response: { ...outcome, result: settleResults[outcome.result] },
@@ -96,7 +98,9 @@ export function createHotPathWork(db: Database, batcher: LedgerOperationRunner, 
       };
     },
     async release(request) {
-      const outcome = await release(db, { reservationId: request.reservationId, reason: request.reason });
+      const outcome = await release(db, {
+        reservationId: request.reservationId, reason: request.reason, failedAttempts: request.failedAttempts,
+      });
       return {
         response: { ...outcome, result: releaseResults[outcome.result] },
         outcome: outcome.result, subject: { reservationId: request.reservationId },

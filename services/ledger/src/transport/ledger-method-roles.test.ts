@@ -13,7 +13,7 @@ describe('ledgerMethodRoles', () => {
     expect(byRole('proxy')).toEqual(['acquireGrant', 'adjustGrant', 'checkpoint', 'operate', 'recordRequests', 'release', 'reserve', 'settle']);
     expect(byRole('admin')).toEqual([
       'credit', 'getBalance', 'getProjectSpend', 'getRequest', 'listBudgetAlerts', 'listProjectSpends', 'listRequests', 'listUsage', 'openAccount', 'refundCredit',
-      'reverseRefund', 'setProjectBudget', 'summarizeUsage', 'verify', 'watchBudgetAlerts',
+      'reverseRefund', 'setProjectBudget', 'summarizeDeployments', 'summarizeUsage', 'verify', 'watchBudgetAlerts',
     ]);
     expect(byRole('ledger')).toEqual([]);
   });

@@ -96,7 +96,7 @@ const usageSourcesToProto: Record<UsageSource, ledgerV1.UsageSource> = {
 
 /** A usage record as the proto carries it. */
 export function usageRecordToProto(record: UsageRecordView): ledgerV1.UsageRecord {
-  return { deployment: '', ...record, billingMode: billingModesToProto[record.billingMode], usageSource: usageSourcesToProto[record.usageSource] };
+  return { ...record, billingMode: billingModesToProto[record.billingMode], usageSource: usageSourcesToProto[record.usageSource] };
 }
 
 /** A balance difference as the proto carries it; a project's month, or an orphan row, names itself in `balance`. */
