@@ -192,6 +192,8 @@ const requiredAlerts: readonly [string, string][] = [
   ['GatewayRpmRefusalSpike', 'gateway_proxy_rpm_refusals_total'],
   // Redis lost: the proxies admit a share of each limit for a bounded time, then refuse (docs/operations.md "When Redis is down").
   ['GatewayRedisDown', 'gateway_proxy_redis_up'],
+  // Request-log records given up (display only, so a ticket): the ledger away past the buffer, or refusing batches.
+  ['GatewayRequestLogDropping', 'gateway_proxy_request_log_dropped_total'],
   ['GatewayEventLoopLagHigh', 'nodejs_eventloop_lag_p99_seconds'],
   // A refund the provider refused for good, and money returned outside the gateway that the balance could not cover.
   ['GatewayRefundFailed', 'gateway_admin_refund_outcomes_total'],
@@ -241,7 +243,7 @@ const requiredDashboardMetrics: readonly string[] = [
   'gateway_http_request_duration_seconds_count', 'gateway_http_requests_total', 'gateway_http_request_duration_seconds_bucket',
   'gateway_proxy_time_to_first_byte_seconds_bucket', 'gateway_proxy_upstream_duration_seconds_bucket', 'gateway_proxy_upstream_requests_total',
   'gateway_proxy_ledger_call_duration_seconds_bucket', 'gateway_proxy_tokens_total', 'gateway_proxy_charged_micros_total', 'gateway_proxy_rpm_refusals_total',
-  'gateway_proxy_settle_outbox_depth', 'gateway_proxy_settle_outbox_oldest_age_seconds', 'gateway_proxy_config_version', 'gateway_proxy_config_staleness_seconds',
+  'gateway_proxy_settle_outbox_depth', 'gateway_proxy_settle_outbox_oldest_age_seconds', 'gateway_proxy_request_log_dropped_total', 'gateway_proxy_config_version', 'gateway_proxy_config_staleness_seconds',
   'gateway_ledger_batch_size_bucket', 'gateway_ledger_commit_duration_seconds_bucket', 'gateway_ledger_sweeper_expired_total', 'gateway_ledger_holds_past_deadline',
   'gateway_ledger_verify_differences', 'nodejs_eventloop_lag_p99_seconds', 'nodejs_heap_size_used_bytes',
 ];

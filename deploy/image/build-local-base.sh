@@ -7,6 +7,10 @@
 # Needs root (mmdebstrap, podman), mmdebstrap, podman, npm, and Debian's mirror.
 set -eu
 repo_root=$(cd "$(dirname "$0")/../.." && pwd)
+# podman itself must work first (its OCI runtime and settings: CONTAINERS_CONF): otherwise every
+# `podman image exists` below fails as if the image were missing, and the failure comes only after
+# the downloads ('default OCI runtime "runc" not found' without Debian's runc).
+podman info >/dev/null
 # The Node version is the one the tests run on (the root package.json's `node` devDependency).
 node_version=$(sed -n 's/^ *"node": "\([0-9.]*\)",\{0,1\}$/\1/p' "$repo_root/package.json")
 [ -n "$node_version" ] || { echo "no node devDependency in package.json" >&2; exit 1; }

@@ -5,6 +5,10 @@
 #   deploy/image/build-local-datastores.sh >> .env
 set -eu
 repo_root=$(cd "$(dirname "$0")/../.." && pwd)
+# podman itself must work first (its OCI runtime and settings: CONTAINERS_CONF): otherwise every
+# `podman image exists` below fails as if the image were missing, and the failure comes only after
+# the downloads ('default OCI runtime "runc" not found' without Debian's runc).
+podman info >/dev/null
 debian_image=localhost/debian:bookworm-minbase
 podman image exists "$debian_image" || sh "$repo_root/deploy/image/build-local-base.sh" >/dev/null
 for target in postgres redis; do

@@ -7,6 +7,10 @@
 # needs settings, export CONTAINERS_CONF=deploy/image/containers.conf first (docs/deploy.md).
 set -eu
 repo_root=$(cd "$(dirname "$0")/../.." && pwd)
+# podman itself must work first (its OCI runtime and settings: CONTAINERS_CONF): otherwise every
+# `podman image exists` below fails as if the image were missing, and the failure comes only after
+# the downloads ('default OCI runtime "runc" not found' without Debian's runc).
+podman info >/dev/null
 image=${IMAGE:-localhost/inr-gateway:dev}
 if [ -z "${NODE_IMAGE:-}" ]; then
   node_version=$(sed -n 's/^ *"node": "\([0-9.]*\)",\{0,1\}$/\1/p' "$repo_root/package.json")

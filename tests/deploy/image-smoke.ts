@@ -11,7 +11,7 @@
  * Environment: IMAGE (default localhost/inr-gateway:dev), SMOKE_POSTGRES_URL (default
  * postgres://postgres@127.0.0.1:5432), SMOKE_REDIS_URL (default redis://127.0.0.1:6379),
  * SMOKE_PORT_BASE (default 18000: ports base..base+9 on loopback), SMOKE_KEEP=1 keeps the
- * containers and the database for a look afterwards.
+ * containers, the database and the Redis keys for a look afterwards.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -40,6 +40,8 @@ const adminToken = issueSecret('adminToken').secret;
 const workDir = mkdtempSync(join(tmpdir(), 'gw-image-smoke-'));
 const databaseName = `gw_smoke_${runId}`;
 const databaseUrl = Object.assign(new URL(postgresUrl), { pathname: `/${databaseName}` }).toString();
+/** The proxy container's Redis keys (PROXY_REDIS_PREFIX): the RPM pools and the shared outbox's stream. */
+const redisPrefix = `gw-smoke-${runId}:`;
 const started: string[] = [];
 /** What the smoke measured, printed at the end. */
 const timings: Record<string, number> = {};
@@ -52,6 +54,12 @@ function check(condition: boolean, message: string): asserts condition {
 /** The postgres client tools' connection arguments for SMOKE_POSTGRES_URL. */
 function pgArguments(): string[] {
   return ['-h', postgresUrl.hostname, '-p', postgresUrl.port || '5432', '-U', decodeURIComponent(postgresUrl.username || 'postgres')];
+}
+
+/** Deletes the smoke's keys from the machine's Redis (the shared outbox's stream has no expiry, so it would stay). */
+function dropRedisKeys(): void {
+  const keys = execFileSync('redis-cli', ['-u', redisUrl, '--scan', '--pattern', `${redisPrefix}*`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  if (keys.length > 0) execFileSync('redis-cli', ['-u', redisUrl, 'DEL', ...keys]);
 }
 
 /** The migration Jobs (deploy/kubernetes/base/migrations): the same commands, DATABASE_URL only. */
@@ -88,7 +96,7 @@ const services: Array<ContainerSpec & { readyUrl: string }> = [
       PROXY_HTTP_PORT: String(ports.proxyHttp), PROXY_METRICS_PORT: String(ports.proxyMetrics), PROXY_ID: `gw-smoke-${runId}-proxy`,
       NODE_OPTIONS: '--max-semi-space-size=8 --max-old-space-size=512', MALLOC_ARENA_MAX: '2',
       ADMIN_GRPC_URL: `127.0.0.1:${ports.adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ports.ledgerGrpc}`,
-      REDIS_URL: redisUrl, PROXY_REDIS_PREFIX: `gw-smoke-${runId}:rpm:`,
+      REDIS_URL: redisUrl, PROXY_REDIS_PREFIX: `${redisPrefix}rpm:`,
     },
   },
 ];
@@ -218,6 +226,7 @@ async function main(): Promise<void> {
     if (!keep) {
       for (const name of started.reverse()) await podman(['rm', '--force', '--time', '35', name]).catch(() => '');
       execFileSync('dropdb', [...pgArguments(), '--force', databaseName]);
+      dropRedisKeys();
       rmSync(workDir, { recursive: true, force: true });
     }
     await payments.close();

@@ -139,6 +139,8 @@ export async function createProxyApp(config: ProxyConfig, deps: ProxyAppDeps = {
       onDropped: (reason, count) => { metrics.proxyRequestLogDropped.inc({ reason }, count); },
     })
     : undefined;
+  // Both reasons' series start at 0: rate() (the GatewayRequestLogDropping alert) cannot see the first increment of a series that appears with it.
+  if (requestLog !== undefined) for (const reason of ['buffer_full', 'refused'] as const) metrics.proxyRequestLogDropped.inc({ reason }, 0);
   // State gauges are read at scrape time, not kept up to date on every change.
   let abandonedCounted = 0;
   metrics.onCollect(() => {

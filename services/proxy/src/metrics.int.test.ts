@@ -138,6 +138,9 @@ describe('the proxy\'s /metrics', () => {
     expect(sumSamples(samples, 'gateway_proxy_settle_outbox_depth')).toBe(0);
     expect(sumSamples(samples, 'gateway_proxy_settle_outbox_oldest_age_seconds')).toBe(0);
     expect(sumSamples(samples, 'gateway_proxy_settle_outbox_abandoned_total')).toBe(0);
+    // Both reasons' series exist from the start at 0, so the alert's rate() sees the first drop.
+    const dropped = samples.filter((sample) => sample.name === 'gateway_proxy_request_log_dropped_total');
+    expect(dropped.map((sample) => [sample.labels.reason, sample.value]).sort()).toEqual([['buffer_full', 0], ['refused', 0]]);
     expect(sumSamples(samples, 'gateway_proxy_config_fresh')).toBe(1);
     expect(sumSamples(samples, 'gateway_proxy_config_version')).toBeGreaterThan(0);
     expect(sumSamples(samples, 'gateway_proxy_config_staleness_seconds')).toBeGreaterThanOrEqual(0);
