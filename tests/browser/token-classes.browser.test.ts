@@ -153,7 +153,7 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('usage by token clas
   }, 90_000);
 
   it('platform analytics shows each class at customer price and provider cost, in total and per model', async () => {
-    const { names, classes, unclassified } = await ledgerFigures();
+    const { records, names, classes, unclassified } = await ledgerFigures();
     const page = await personPage();
     const created = await admin('POST', '/people', { email: 'classes.analyst@example.test', platform_admin: true });
     await acceptLink(page, created.link as string, 'Analyst Person');
@@ -174,5 +174,15 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('usage by token clas
     await page.getByRole('button', { name: 'Show' }).click();
     const byModel = page.getByRole('table', { name: 'Commercial usage by token class, in total and by gateway model' });
     expect(await bodyCells(byModel, 2 * names.length)).toEqual([...expectedLines('All commercial usage'), ...expectedLines(modelSlug)]);
+
+    // By upstream deployment (issue 29): the model's one deployment, "primary", answered every
+    // request; its customer price, provider cost and margin are the records' sums, to the µ₹.
+    const cost = records.reduce((sum, record) => sum + BigInt(record.cost_micros as string), 0n);
+    const provider = records.reduce((sum, record) => sum + BigInt(record.provider_cost_micros as string), 0n);
+    const byDeployment = page.getByRole('table', { name: 'Requests, customer price, provider cost and margin by gateway model and upstream deployment' });
+    expect(await bodyCells(byDeployment, 1)).toEqual([[
+      modelSlug, 'primary', indianDigits(String(records.length)), expectedRupees(cost), expectedRupees(provider), expectedRupees(cost - provider),
+      `0 (${expectedRupees(0n)})`,
+    ]]);
   }, 90_000);
 });

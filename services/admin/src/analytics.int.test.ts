@@ -7,7 +7,7 @@ import { parse } from 'csv-parse/sync';
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { csvResponse, marginReportResponse } from './platform/http/analytics-schemas.ts';
+import { csvResponse, deploymentReportResponse, marginReportResponse } from './platform/http/analytics-schemas.ts';
 import { errorResponse } from './common/http/response-schemas.ts';
 import { adminTokenCreatedResponse, organisationResponse, projectCreatedResponse } from './tenancy/http/tenancy-schemas.ts';
 import { usageListResponse, usageSummaryResponse } from './platform/http/platform-schemas.ts';
@@ -345,5 +345,40 @@ describe.skipIf(!serverUrl)('platform margin report', () => {
     expect(empty.totals).toEqual({
       requests: 0, input_tokens: 0, output_tokens: 0, customer_price_micros: '0', provider_cost_micros: '0', margin_micros: '0', token_classes: [], unclassified_requests: 0,
     });
+  });
+
+  it('reports requests, customer price, provider cost and margin per model and upstream deployment to platform admins only', async () => {
+    const commercial = await createOrganisation('Deployments commercial');
+    const internal = await createOrganisation('Deployments internal', 'internal');
+    const project = await createProject(commercial.id, 'p');
+    const internalProject = await createProject(internal.id, 'p');
+    const seeded = [
+      usageRecord({ id: 'd1', organisationId: commercial.id, projectId: project.id, deployment: 'primary', costMicros: 1_500n, providerCostMicros: 600n }),
+      usageRecord({ id: 'd2', organisationId: commercial.id, projectId: project.id, deployment: 'primary', costMicros: 700n, providerCostMicros: 900n }),
+      usageRecord({ id: 'd3', organisationId: commercial.id, projectId: project.id, deployment: 'backup-eu', costMicros: 1_000n, providerCostMicros: 250n }),
+      // Internal usage earns nothing: its provider cost counts, its customer price does not.
+      usageRecord({ id: 'd4', organisationId: internal.id, projectId: internalProject.id, deployment: 'backup-eu', billingMode: ledgerV1.BillingMode.BILLING_MODE_INTERNAL, costMicros: 5_000n, providerCostMicros: 100n, debitedMicros: 0n }),
+      usageRecord({ id: 'd5', organisationId: commercial.id, projectId: project.id, deployment: '', modelSlug: 'older', costMicros: 10n, providerCostMicros: 3n, createdAtMs: baseMs + 10n }),
+    ];
+    admin.ledger.usage.push(...seeded);
+    const response = await admin.request('GET', '/admin/v1/analytics/deployments');
+    expect(response.status, response.text).toBe(200);
+    expect(deploymentReportResponse.parse(response.json).data).toEqual([
+      { gateway_model: 'chat', deployment: 'backup-eu', requests: 2, customer_price_micros: '1000', provider_cost_micros: '350', failed_attempt_provider_cost_micros: '0', margin_micros: '650', failed_attempts: 0 },
+      { gateway_model: 'chat', deployment: 'primary', requests: 2, customer_price_micros: '2200', provider_cost_micros: '1500', failed_attempt_provider_cost_micros: '0', margin_micros: '700', failed_attempts: 0 },
+      { gateway_model: 'older', deployment: '', requests: 1, customer_price_micros: '10', provider_cost_micros: '3', failed_attempt_provider_cost_micros: '0', margin_micros: '7', failed_attempts: 0 },
+    ]);
+    // The window: only the later record.
+    const later = deploymentReportResponse.parse((await admin.request('GET', `/admin/v1/analytics/deployments?from=${baseMs + 5n}`)).json);
+    expect(later.data.map((row) => [row.gateway_model, row.deployment])).toEqual([['older', '']]);
+
+    // Organisations never see a deployment: not in the report, not in their usage listing.
+    const token = await organisationToken(commercial.id);
+    expectError(await admin.request('GET', '/admin/v1/analytics/deployments', undefined, { authorization: `Bearer ${token}` }), 403, 'permission_denied');
+    const listed = await admin.request('GET', `/admin/v1/organisations/${commercial.id}/usage`, undefined, { authorization: `Bearer ${token}` });
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.text).not.toContain('backup-eu');
+    expect(listed.text).not.toContain('deployment');
+    expectError(await admin.request('GET', '/admin/v1/analytics/deployments?from=2026-11-02T00:00:00%2B05:30&to=2026-11-01T00:00:00%2B05:30'), 400, 'invalid_request', 'to');
   });
 });

@@ -44,7 +44,7 @@ function toProjectSpend(projectId: string, response: ledgerV1.GetProjectSpendRes
 /** The ledger calls that read balances, usage, spend and alerts, mapped to the admin's records. */
 export function ledgerReads(
   client: ledgerV1.LedgerServiceClient, call: LedgerCall,
-): Pick<LedgerPort, 'getBalance' | 'listUsage' | 'getProjectSpend' | 'listProjectSpends' | 'summarizeUsage' | 'listBudgetAlerts'> {
+): Pick<LedgerPort, 'getBalance' | 'listUsage' | 'getProjectSpend' | 'listProjectSpends' | 'summarizeUsage' | 'summarizeDeployments' | 'listBudgetAlerts'> {
   return {
     async getBalance(organisationId) {
       const response = await call(client.getBalance, ledgerV1.GetBalanceRequest.fromPartial({ organisationId }));
@@ -103,6 +103,13 @@ export function ledgerReads(
         organisationId: row.organisationId, projectId: row.projectId, billingMode: billingModeOf(row.billingMode),
         tokenClasses: row.tokenClasses.map((entry) => ({ ...entry })), unclassifiedRequests: row.unclassifiedRequests,
       }));
+    },
+
+    async summarizeDeployments(request) {
+      const response = await call(client.summarizeDeployments, ledgerV1.SummarizeDeploymentsRequest.fromPartial({
+        fromMs: BigInt(request.fromMs ?? 0), toMs: BigInt(request.toMs ?? 0),
+      }));
+      return response.rows.map((row) => ({ ...row }));
     },
 
     async listBudgetAlerts(request) {

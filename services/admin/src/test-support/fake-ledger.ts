@@ -292,7 +292,22 @@ export async function startFakeLedger(): Promise<FakeLedger> {
       });
     }),
     recordRequests: unimplemented,
-    summarizeDeployments: unimplemented,
+    summarizeDeployments: unary('summarizeDeployments', (request: ledgerV1.SummarizeDeploymentsRequest) => {
+      // As the ledger sums them (the fake records no failed attempts): commercial cost, every record's provider cost.
+      const rows = new Map<string, ledgerV1.DeploymentSummaryRow>();
+      for (const record of usage) {
+        if (request.fromMs !== 0n && record.createdAtMs < request.fromMs) continue;
+        if (request.toMs !== 0n && record.createdAtMs >= request.toMs) continue;
+        const key = `${record.modelSlug} ${record.deployment}`;
+        const row = rows.get(key) ?? ledgerV1.DeploymentSummaryRow.fromPartial({ modelSlug: record.modelSlug, deployment: record.deployment });
+        row.requests += 1n;
+        if (record.billingMode === ledgerV1.BillingMode.BILLING_MODE_COMMERCIAL) row.costMicros += record.costMicros;
+        row.providerCostMicros += record.providerCostMicros;
+        rows.set(key, row);
+      }
+      const ordered = [...rows.values()].sort((a, b) => (a.modelSlug === b.modelSlug ? (a.deployment < b.deployment ? -1 : 1) : a.modelSlug < b.modelSlug ? -1 : 1));
+      return ledgerV1.SummarizeDeploymentsResponse.fromPartial({ rows: ordered });
+    }),
     ...fakeRequestLogHandlers(requests, unary),
     watchBudgetAlerts: (call) => {
       call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details: 'not in the fake' });

@@ -10,7 +10,7 @@ export interface DeploymentSummaryView {
   deployment: string;
   /** Usage records the deployment answered. */
   requests: bigint;
-  /** Customer cost of those records, µ₹. */
+  /** Customer cost of those records in commercial billing (internal usage earns nothing), µ₹. */
   costMicros: bigint;
   /** Provider cost of those records, µ₹. */
   providerCostMicros: bigint;
@@ -35,7 +35,8 @@ export async function summarizeDeployments(db: Queryable, window: { fromMs: bigi
   }>(
     `WITH answered AS (
        SELECT model_slug, coalesce(deployment, '') AS deployment, count(*)::bigint AS requests,
-         sum(cost_micros)::bigint AS cost_micros, sum(provider_cost_micros)::bigint AS provider_cost_micros
+         coalesce(sum(cost_micros) FILTER (WHERE billing_mode = 'commercial'), 0)::bigint AS cost_micros,
+         sum(provider_cost_micros)::bigint AS provider_cost_micros
        FROM usage_records
        WHERE ($1::bigint = 0 OR created_at >= timestamptz 'epoch' + $1::bigint * interval '1 millisecond')
          AND ($2::bigint = 0 OR created_at < timestamptz 'epoch' + $2::bigint * interval '1 millisecond')

@@ -67,6 +67,26 @@ export interface LedgerPort extends RequestLogPort {
     organisationId: string | undefined; projectId?: string | undefined; fromMs?: number | undefined; toMs?: number | undefined;
     groupByProject?: boolean | undefined;
   }): Promise<UsageSummaryRow[]>;
+  /**
+   * Platform analytics per model and upstream deployment over a window (ms since the epoch,
+   * undefined = unbounded): records answered, commercial customer cost, provider cost, failed attempts.
+   */
+  summarizeDeployments(request: { fromMs?: number | undefined; toMs?: number | undefined }): Promise<DeploymentSummaryRow[]>;
   /** Soft budget alerts raised after `afterId` ('' for the first), oldest first, at most `limit` (1..500). */
   listBudgetAlerts(request: { afterId: string; limit: number }): Promise<LedgerBudgetAlert[]>;
+}
+
+/** One model and upstream deployment's figures over a window, as the ledger sums them; money µ₹. */
+export interface DeploymentSummaryRow {
+  modelSlug: string;
+  /** '' for usage settled without a deployment (before deployments existed, or an expiry charge). */
+  deployment: string;
+  requests: bigint;
+  /** Customer cost of its commercial records, µ₹. */
+  costMicros: bigint;
+  /** Provider cost of its records, µ₹. */
+  providerCostMicros: bigint;
+  /** Failed attempts its provider may have billed, and their provider cost, µ₹. */
+  failedAttempts: bigint;
+  failedAttemptProviderCostMicros: bigint;
 }

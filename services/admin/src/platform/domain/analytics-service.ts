@@ -3,7 +3,7 @@ import { GatewayError } from '@gateway/errors';
 import { requirePlatformAdmin, type Actor } from '../../common/domain/actor.ts';
 import type { UsageSummaryRow } from '../../common/domain/admin-records.ts';
 import { toCsv, type CsvCell } from '../../common/domain/csv.ts';
-import type { LedgerPort } from '../../common/domain/ledger-port.ts';
+import type { DeploymentSummaryRow, LedgerPort } from '../../common/domain/ledger-port.ts';
 import type { ResourceAccess } from '../../common/domain/resource-access.ts';
 import { organisationNamesById } from '../../tenancy/domain/organisation-store.ts';
 import { collectUsageForExport, istDay, maxUsageExportRows, usageExportCells, usageExportColumns, type UsageExportQuery } from './usage-export.ts';
@@ -40,6 +40,14 @@ export interface MarginReport {
   totals: UsageFigures & { marginMicros: bigint };
   /** Internal (sponsored) organisations' usage at customer price and at provider cost; their margin is not revenue. */
   internal: { data: MarginRow[]; totals: UsageFigures };
+}
+
+/** One model and upstream deployment over a window, as platform admins see it; money µ₹. */
+export interface DeploymentReportRow extends DeploymentSummaryRow {
+  /** The answers' provider cost plus the failed attempts', µ₹. */
+  totalProviderCostMicros: bigint;
+  /** Commercial customer cost − total provider cost, µ₹ (negative: the deployment costs more than it earns). */
+  marginMicros: bigint;
 }
 
 /** The key of a summary row under a grouping. */
@@ -134,6 +142,20 @@ export function createAnalyticsService({ db, ledger, access }: AnalyticsServiceD
 
     /** Platform analytics: customer price, provider cost and margin by day, model or organisation over a window (platform admins only). */
     marginReport,
+
+    /**
+     * Platform analytics per model and upstream deployment over a window (platform admins only):
+     * the records each answered, their commercial customer cost, provider cost including the
+     * failed attempts its provider may have billed, and the margin. Never shown to organisations.
+     */
+    async deploymentReport(actor: Actor, query: { fromMs?: number | undefined; toMs?: number | undefined }): Promise<DeploymentReportRow[]> {
+      requirePlatformAdmin(actor);
+      const rows = await ledger.summarizeDeployments(query);
+      return rows.map((row) => {
+        const totalProviderCostMicros = row.providerCostMicros + row.failedAttemptProviderCostMicros;
+        return { ...row, totalProviderCostMicros, marginMicros: row.costMicros - totalProviderCostMicros };
+      });
+    },
 
     /** The margin report as an RFC 4180 CSV: commercial rows, then internal ones (empty margin), with its download file name. */
     async exportMarginReport(actor: Actor, query: { fromMs?: number | undefined; toMs?: number | undefined; groupBy: MarginGroupBy }): Promise<{ csv: string; fileName: string }> {

@@ -1,6 +1,6 @@
-import type { MarginReport, MarginRow } from '../domain/analytics-service.ts';
+import type { DeploymentReportRow, MarginReport, MarginRow } from '../domain/analytics-service.ts';
 import type { UsageFigures } from '../domain/usage-figures.ts';
-import { csvResponse, marginQuery, marginReportResponse, usageExportQuery } from './analytics-schemas.ts';
+import { csvResponse, deploymentReportQuery, deploymentReportResponse, marginQuery, marginReportResponse, usageExportQuery } from './analytics-schemas.ts';
 import { defineRoute, routeErrors, type AdminRoute } from '../../common/http/route-definition.ts';
 
 /** The content type of the CSV downloads. */
@@ -51,6 +51,20 @@ function marginReportJson(report: MarginReport) {
   };
 }
 
+/** The JSON of one row of the report per upstream deployment: counts as numbers, money as decimal strings. */
+function deploymentRowJson(row: DeploymentReportRow) {
+  return {
+    gateway_model: row.modelSlug,
+    deployment: row.deployment,
+    requests: Number(row.requests),
+    customer_price_micros: row.costMicros.toString(),
+    provider_cost_micros: row.totalProviderCostMicros.toString(),
+    failed_attempt_provider_cost_micros: row.failedAttemptProviderCostMicros.toString(),
+    margin_micros: row.marginMicros.toString(),
+    failed_attempts: Number(row.failedAttempts),
+  };
+}
+
 /** The analytics routes of the admin API: the usage export and the platform's margin report. */
 export function analyticsRoutes(): AdminRoute[] {
   return [
@@ -84,6 +98,19 @@ export function analyticsRoutes(): AdminRoute[] {
       async handle({ service }, { actor, query }) {
         const report = await service.platform.marginReport(actor, { fromMs: query.from, toMs: query.to, groupBy: query.group_by ?? 'day' });
         return { status: 200, body: marginReportJson(report) };
+      },
+    }),
+    defineRoute({
+      method: 'get', path: '/admin/v1/analytics/deployments', operationId: 'getDeploymentReport', tag: 'analytics', authenticated: true, access: 'platform',
+      summary: 'Requests, customer price, provider cost and margin per gateway model and upstream deployment (platform admins).',
+      description: 'Which deployment answered each request, and the provider cost of attempts that failed over but that their provider may have '
+        + 'billed (never charged to customers), from the ledger. Sums are exact (µ₹). Deployment names are never shown to organisations.',
+      query: deploymentReportQuery,
+      success: { status: 200, description: 'The report.', schema: deploymentReportResponse },
+      errors: [...routeErrors.read, ...routeErrors.platform, ...routeErrors.ledger],
+      async handle({ service }, { actor, query }) {
+        const rows = await service.platform.deploymentReport(actor, { fromMs: query.from, toMs: query.to });
+        return { status: 200, body: { object: 'list' as const, data: rows.map(deploymentRowJson) } };
       },
     }),
     defineRoute({

@@ -62,3 +62,24 @@ export const marginReportResponse = z.strictObject({
     totals: z.strictObject(usageFiguresShape),
   }).meta({ description: 'Internal (sponsored) organisations\' usage at customer price and at provider cost; never debited, so not revenue.' }),
 });
+
+/** Query of GET /admin/v1/analytics/deployments. */
+export const deploymentReportQuery = z.strictObject({
+  from: instantMs('Start of the window (inclusive): ms since the epoch or ISO-8601; default: unbounded.'),
+  to: instantMs('End of the window (exclusive): ms since the epoch or ISO-8601; default: unbounded.'),
+}).superRefine(windowInOrder);
+
+/** The report per upstream deployment (platform admins only). */
+export const deploymentReportResponse = z.strictObject({
+  object: z.literal('list'),
+  data: z.array(z.strictObject({
+    gateway_model: z.string().meta({ description: 'The gateway model slug.' }),
+    deployment: z.string().meta({ description: 'The deployment\'s name within the model ("primary": the model\'s own upstream); "" for usage settled before deployments were recorded.' }),
+    requests: z.int().meta({ description: 'Requests the deployment answered (usage records).' }),
+    customer_price_micros: money('What customers were charged for those requests in commercial billing (internal usage earns nothing).'),
+    provider_cost_micros: money('What the provider charges for those requests plus the failed attempts it may have billed.'),
+    failed_attempt_provider_cost_micros: money('The part of provider_cost_micros from failed attempts (timeouts after sending, streams broken before anything reached the client).'),
+    margin_micros: money('customer_price − provider_cost; negative when the deployment costs more than it earns.'),
+    failed_attempts: z.int().meta({ description: 'Attempts that failed over but that the provider may have billed.' }),
+  })).meta({ description: 'Ordered by gateway model, then deployment.' }),
+});

@@ -85,6 +85,19 @@ function figureColumns(groupBy: GroupBy): Column<MarginRow>[] {
   ];
 }
 
+/** One row of GET /admin/v1/analytics/deployments: a gateway model's upstream deployment over the window (µ₹ as decimal strings). */
+interface DeploymentRow {
+  gateway_model: string;
+  /** "" for usage settled before deployments were recorded. */
+  deployment: string;
+  requests: number;
+  customer_price_micros: string;
+  provider_cost_micros: string;
+  failed_attempt_provider_cost_micros: string;
+  margin_micros: string;
+  failed_attempts: number;
+}
+
 /** The bar chart of the commercial rows: customer price, provider cost and margin per group (₹, exact in tooltips). */
 function marginChart(rows: MarginRow[]): ChartConfiguration {
   const scale = moneyScale(rows.flatMap((row) => [BigInt(row.customer_price_micros), BigInt(row.provider_cost_micros), BigInt(row.margin_micros ?? '0')])).scale;
@@ -132,6 +145,7 @@ export function AnalyticsPage(_props: PageProps) {
   const [applied, setApplied] = useState<Record<string, string> | undefined>(undefined);
   const [problem, setProblem] = useState<string | undefined>(undefined);
   const [report, setReport] = useState<MarginReport | undefined>(undefined);
+  const [deployments, setDeployments] = useState<DeploymentRow[] | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [exporting, setExporting] = useState(false);
 
@@ -155,6 +169,9 @@ export function AnalyticsPage(_props: PageProps) {
       setReport(answer);
       setError(undefined);
     }, setError);
+    // The same window by upstream deployment (the grouping does not apply to it).
+    const { group_by: _groupBy, ...window } = applied;
+    api.get<{ data: DeploymentRow[] }>('/admin/v1/analytics/deployments', window).then((answer) => setDeployments(answer.data), setError);
   }, [applied]);
 
   const chart = useMemo(() => (report === undefined ? undefined : marginChart(report.data)), [report]);
@@ -203,6 +220,7 @@ export function AnalyticsPage(_props: PageProps) {
       {report === undefined || chart === undefined ? (error === undefined ? <p role="status">Loading…</p> : null) : (
         <MarginReportView report={report} chart={chart} groupBy={reportGroup} />
       )}
+      {deployments === undefined ? null : <DeploymentsView rows={deployments} />}
     </section>
   );
 }
@@ -269,6 +287,38 @@ function MarginReportView(props: { report: MarginReport; chart: ChartConfigurati
         rowKey={(row) => row.key}
         empty="No internal usage in this window."
         columns={figureColumns(reportGroup)}
+      />
+    </>
+  );
+}
+
+/**
+ * Each gateway model's upstream deployments over the window: the requests each answered, what
+ * customers paid for them, what its provider charges (failed attempts it may have billed
+ * included) and the margin, exact to the µ₹. Platform admins only: organisations never see deployments.
+ */
+function DeploymentsView(props: { rows: DeploymentRow[] }) {
+  return (
+    <>
+      <h2>By upstream deployment</h2>
+      <p class="hint">
+        Which deployment answered, and what failover cost: provider cost includes attempts that failed over but that the
+        provider may have billed (never charged to customers). Customer price counts commercial usage only.
+      </p>
+      <Table
+        caption="Requests, customer price, provider cost and margin by gateway model and upstream deployment"
+        rows={props.rows}
+        rowKey={(row) => `${row.gateway_model} ${row.deployment}`}
+        empty="No usage in this window."
+        columns={[
+          { header: 'Gateway model', cell: (row) => row.gateway_model },
+          { header: 'Deployment', cell: (row) => (row.deployment === '' ? '(before deployments)' : row.deployment) },
+          { header: 'Requests', numeric: true, cell: (row) => formatCount(row.requests) },
+          { header: 'Customer price', numeric: true, cell: (row) => formatRupees(row.customer_price_micros) },
+          { header: 'Provider cost', numeric: true, cell: (row) => formatRupees(row.provider_cost_micros) },
+          { header: 'Margin', numeric: true, cell: (row) => formatRupees(row.margin_micros) },
+          { header: 'Failed attempts', numeric: true, cell: (row) => `${formatCount(row.failed_attempts)} (${formatRupees(row.failed_attempt_provider_cost_micros)})` },
+        ]}
       />
     </>
   );

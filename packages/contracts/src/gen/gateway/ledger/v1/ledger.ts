@@ -1179,9 +1179,9 @@ export interface DeploymentSummaryRow {
   deployment: string;
   /** Usage records the deployment answered. */
   requests: bigint;
-  /** Customer cost of those records, µ₹. */
+  /** Customer cost of those records in commercial billing mode (internal usage earns nothing), µ₹. */
   costMicros: bigint;
-  /** Provider cost of those records, µ₹. */
+  /** Provider cost of those records (both billing modes), µ₹. */
   providerCostMicros: bigint;
   /** Failed attempts recorded for the deployment (ProviderAttempt) and their provider cost, µ₹. */
   failedAttempts: bigint;
