@@ -18,17 +18,17 @@
  * that reads and drops them: what tracing on costs the proxy; OTEL_TRACES_SAMPLER and
  * OTEL_TRACES_SAMPLER_ARG are passed on, e.g. `parentbased_traceidratio` and `0.1`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { startConfigPeer } from '../services/proxy/src/test-support/config-peer.ts';
 import { startLedgerPeer } from '../services/proxy/src/test-support/ledger-peer.ts';
 import { gatewayModel, stateOf, tenant } from '../services/proxy/src/test-support/proxy-world.ts';
+import { startHelper, waitForReady } from './support/proxy-process.ts';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
@@ -43,16 +43,6 @@ const bodies = {
   streaming: { model: 'chat', stream: true, messages: [{ role: 'user', content: 'Benchmark stream [[fake:reply_words=64]]' }] },
 } as const;
 
-/** A helper process that prints `{"port":N}` first. */
-async function startHelper(script: string): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, [script], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
-  const firstLine = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-  });
-  return { child, port: (JSON.parse(firstLine) as { port: number }).port };
-}
-
 /** CPU time (user + system) a process has used so far, ms (clock ticks of 10 ms). */
 function cpuTimeMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -64,19 +54,6 @@ function cpuTimeMs(pid: number): number {
 function peakRssMb(pid: number): number {
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return match ? Math.round(Number(match[1]) / 1024) : 0;
-}
-
-async function waitForReady(url: string, proxy: ChildProcess): Promise<void> {
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
-    if (proxy.exitCode !== null) throw new Error(`proxy exited with ${proxy.exitCode}`);
-    try {
-      if ((await fetch(url)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`proxy not ready at ${url}`);
 }
 
 async function main(): Promise<void> {
