@@ -22,7 +22,7 @@ const model: GatewayModelJson = {
   provider_reasoning_cost_micros_per_mtok: null,
   provider_audio_input_cost_micros_per_mtok: '125',
   provider_image_input_cost_micros_per_mtok: '125',
-  upstream: { provider_kind: 'openai', base_url: 'https://api.openai.com/v1', model: 'gpt-4o-mini', has_api_key: true, allow_private_network: false },
+  upstream: { provider_kind: 'openai', base_url: 'https://api.openai.com/v1', model: 'gpt-4o-mini', has_api_key: true, allow_private_network: false, priority: 0, weight: 1 },
   created_at: '2026-11-01T00:00:00.000Z',
 };
 
@@ -43,7 +43,7 @@ describe('createModelBody', () => {
         provider_input_cost_micros_per_mtok: '0',
         provider_output_cost_micros_per_mtok: '0',
         reasoning_efforts: [], thinking_modes: [], max_thinking_budget_tokens: 0, returns_reasoning: false,
-        upstream: { provider_kind: 'vllm', base_url: 'https://llm.example.com/v1', model: 'llama', allow_private_network: false },
+        upstream: { provider_kind: 'vllm', base_url: 'https://llm.example.com/v1', model: 'llama', allow_private_network: false, priority: 0, weight: 1 },
       },
     });
   });
@@ -91,6 +91,11 @@ describe('updateModelBody', () => {
 
   it('sends the private-network flag when it changes', () => {
     expect(updateModelBody(model, { ...modelFormOf(model), allowPrivateNetwork: true })).toEqual({ ok: true, body: { upstream: { allow_private_network: true } } });
+  });
+
+  it('sends the upstream\'s priority and weight among the deployments when they change, and names a bad one', () => {
+    expect(updateModelBody(model, { ...modelFormOf(model), priority: '2', weight: '30' })).toEqual({ ok: true, body: { upstream: { priority: 2, weight: 30 } } });
+    expect(updateModelBody(model, { ...modelFormOf(model), weight: 'lots' })).toEqual({ ok: false, param: 'upstream.weight', problem: 'Enter a whole number.' });
   });
 });
 

@@ -1,4 +1,4 @@
-import { rupeesToMicros } from '../../format.ts';
+import { bodyOrProblem, FieldProblem, microsOf, rankOf, type FormBody } from './form-values.ts';
 import { rupeeInput } from '../common/rupee-text.ts';
 
 /** A gateway model as the admin API shows it (prices in µ₹ per million tokens; the upstream credential never, only whether one is set). */
@@ -35,6 +35,9 @@ export interface GatewayModelJson {
     model: string;
     has_api_key: boolean;
     allow_private_network: boolean;
+    /** The model's own upstream among its deployments (docs/proxy.md "Routing"): lower is tried first; share within a priority. */
+    priority: number;
+    weight: number;
   };
   created_at: string;
 }
@@ -61,6 +64,9 @@ export interface ModelForm {
   /** Whether to remove the stored credential (edit only; ignored when apiKey is given). */
   removeApiKey: boolean;
   allowPrivateNetwork: boolean;
+  /** The upstream's priority (0..100) and weight (1..1000) among the model's deployments, as typed. */
+  priority: string;
+  weight: string;
   /** Rupees per million tokens of each token class, as typed, by API name ('' on create: the input price; '' for reasoning: as output). */
   classPrices: Record<TokenClassPriceField, string>;
   /** Effort levels, comma-separated as typed (e.g. `low, medium, high`). */
@@ -88,9 +94,7 @@ function nullableClassField(field: TokenClassPriceField): boolean {
 }
 
 /** The request body a form makes, or the field (API name) it cannot make and why. */
-export type ModelBody =
-  | { ok: true; body: Record<string, unknown> }
-  | { ok: false; param: string; problem: string };
+export type ModelBody = FormBody;
 
 /** The form for a new model (empty) or for editing `model` (its values; never its credential). */
 export function modelFormOf(model?: GatewayModelJson): ModelForm {
@@ -98,7 +102,7 @@ export function modelFormOf(model?: GatewayModelJson): ModelForm {
     return {
       slug: '', displayName: '', defaultMaxTokens: '1024', maxContextTokens: '8192', inputPrice: '', outputPrice: '',
       providerInputCost: '0', providerOutputCost: '0', providerKind: 'openai_compatible', baseUrl: '', upstreamModel: '',
-      apiKey: '', removeApiKey: false, allowPrivateNetwork: false,
+      apiKey: '', removeApiKey: false, allowPrivateNetwork: false, priority: '0', weight: '1',
       classPrices: Object.fromEntries(tokenClassPriceFields.map((field) => [field, ''])) as Record<TokenClassPriceField, string>,
       reasoningEfforts: '', thinkingModes: '', maxThinkingBudgetTokens: '0', returnsReasoning: false,
     };
@@ -118,6 +122,8 @@ export function modelFormOf(model?: GatewayModelJson): ModelForm {
     apiKey: '',
     removeApiKey: false,
     allowPrivateNetwork: model.upstream.allow_private_network,
+    priority: String(model.upstream.priority),
+    weight: String(model.upstream.weight),
     classPrices: Object.fromEntries(tokenClassPriceFields.map((field) => {
       const price = model[field];
       return [field, price === null || price === undefined ? '' : rupeeInput(price)];
@@ -144,27 +150,10 @@ function parsedReasoning(form: ModelForm) {
   };
 }
 
-/** Thrown inside the builders to name the field at fault. */
-class FieldProblem extends Error {
-  readonly param: string;
-  constructor(param: string, message: string) {
-    super(message);
-    this.param = param;
-  }
-}
-
 function wholeNumber(text: string, param: string): number {
   const trimmed = text.trim();
   if (!/^\d{1,9}$/.test(trimmed)) throw new FieldProblem(param, 'Enter a whole number of tokens.');
   return Number(trimmed);
-}
-
-function micros(text: string, param: string): string {
-  try {
-    return rupeesToMicros(text);
-  } catch (caught) {
-    throw new FieldProblem(param, (caught as Error).message);
-  }
 }
 
 /** The numbers and prices of the form in API terms (µ₹ strings, integers). */
@@ -172,10 +161,10 @@ function parsedFigures(form: ModelForm) {
   return {
     default_max_tokens: wholeNumber(form.defaultMaxTokens, 'default_max_tokens'),
     max_context_tokens: wholeNumber(form.maxContextTokens, 'max_context_tokens'),
-    input_price_micros_per_mtok: micros(form.inputPrice, 'input_price_micros_per_mtok'),
-    output_price_micros_per_mtok: micros(form.outputPrice, 'output_price_micros_per_mtok'),
-    provider_input_cost_micros_per_mtok: micros(form.providerInputCost, 'provider_input_cost_micros_per_mtok'),
-    provider_output_cost_micros_per_mtok: micros(form.providerOutputCost, 'provider_output_cost_micros_per_mtok'),
+    input_price_micros_per_mtok: microsOf(form.inputPrice, 'input_price_micros_per_mtok'),
+    output_price_micros_per_mtok: microsOf(form.outputPrice, 'output_price_micros_per_mtok'),
+    provider_input_cost_micros_per_mtok: microsOf(form.providerInputCost, 'provider_input_cost_micros_per_mtok'),
+    provider_output_cost_micros_per_mtok: microsOf(form.providerOutputCost, 'provider_output_cost_micros_per_mtok'),
   };
 }
 
@@ -188,24 +177,15 @@ function classPriceFigures(form: ModelForm, editing: boolean): Record<string, st
   const figures: Record<string, string | null> = {};
   for (const field of tokenClassPriceFields) {
     const typed = form.classPrices[field].trim();
-    if (typed !== '') figures[field] = micros(typed, field);
+    if (typed !== '') figures[field] = microsOf(typed, field);
     else if (editing && nullableClassField(field)) figures[field] = null;
   }
   return figures;
 }
 
-function attempt(build: () => Record<string, unknown>): ModelBody {
-  try {
-    return { ok: true, body: build() };
-  } catch (caught) {
-    if (caught instanceof FieldProblem) return { ok: false, param: caught.param, problem: caught.message };
-    throw caught;
-  }
-}
-
 /** The body of POST /admin/v1/gateway-models from the form (the credential only when typed; the display name only when given). */
 export function createModelBody(form: ModelForm): ModelBody {
-  return attempt(() => {
+  return bodyOrProblem(() => {
     const apiKey = form.apiKey.trim();
     const displayName = form.displayName.trim();
     return {
@@ -220,6 +200,8 @@ export function createModelBody(form: ModelForm): ModelBody {
         model: form.upstreamModel.trim(),
         ...(apiKey === '' ? {} : { api_key: apiKey }),
         allow_private_network: form.allowPrivateNetwork,
+        priority: rankOf(form.priority, 'upstream.priority'),
+        weight: rankOf(form.weight, 'upstream.weight'),
       },
     };
   });
@@ -231,7 +213,7 @@ export function createModelBody(form: ModelForm): ModelBody {
  * an empty credential field keeps the stored one.
  */
 export function updateModelBody(model: GatewayModelJson, form: ModelForm): ModelBody {
-  return attempt(() => {
+  return bodyOrProblem(() => {
     const body: Record<string, unknown> = {};
     const displayName = form.displayName.trim();
     if (displayName !== model.display_name) body.display_name = displayName;
@@ -255,6 +237,10 @@ export function updateModelBody(model: GatewayModelJson, form: ModelForm): Model
     if (apiKey !== '') upstream.api_key = apiKey;
     else if (form.removeApiKey && model.upstream.has_api_key) upstream.api_key = null;
     if (form.allowPrivateNetwork !== model.upstream.allow_private_network) upstream.allow_private_network = form.allowPrivateNetwork;
+    const priority = rankOf(form.priority, 'upstream.priority');
+    if (priority !== model.upstream.priority) upstream.priority = priority;
+    const weight = rankOf(form.weight, 'upstream.weight');
+    if (weight !== model.upstream.weight) upstream.weight = weight;
     if (Object.keys(upstream).length > 0) body.upstream = upstream;
     return body;
   });

@@ -10,6 +10,7 @@ import {
   createModelBody, modelFormOf, providerKinds, tokenClassPriceFields, updateModelBody, type GatewayModelJson, type ModelForm, type TokenClassPriceField,
 } from './model-form.ts';
 import { exactRupees } from '../common/rupee-text.ts';
+import { DeploymentsSection } from './deployments.tsx';
 
 /** Every gateway model, following the slug-cursor pages (100 a page). */
 export async function listGatewayModels(): Promise<GatewayModelJson[]> {
@@ -28,6 +29,8 @@ export function PlatformModels() {
   const [models, setModels] = useState<GatewayModelJson[] | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [editing, setEditing] = useState<GatewayModelJson | 'new' | undefined>(undefined);
+  /** The slug whose deployments are shown below the table. */
+  const [deploymentsOf, setDeploymentsOf] = useState<string | undefined>(undefined);
 
   const reload = useCallback(async () => {
     try {
@@ -83,12 +86,19 @@ export function PlatformModels() {
             },
             {
               header: 'Actions', cell: (model) => (
-                <button type="button" class="secondary" onClick={() => setEditing(model)} aria-label={`Edit ${model.slug}`}>Edit</button>
+                <div class="row-actions">
+                  <button type="button" class="secondary" onClick={() => setEditing(model)} aria-label={`Edit ${model.slug}`}>Edit</button>
+                  <button type="button" class="secondary" onClick={() => setDeploymentsOf(model.slug)} aria-label={`Deployments of ${model.slug}`}>Deployments</button>
+                </div>
               ),
             },
           ]}
         />
       )}
+      {deploymentsOf === undefined || models === undefined ? null : (() => {
+        const shown = models.find((model) => model.slug === deploymentsOf);
+        return shown === undefined ? null : <DeploymentsSection model={shown} onClose={() => setDeploymentsOf(undefined)} />;
+      })()}
       {editing === undefined ? null : (
         <ModelDialog model={editing === 'new' ? undefined : editing} onClose={() => setEditing(undefined)}
           onDone={() => { setEditing(undefined); void reload(); }} />
@@ -101,6 +111,7 @@ export function PlatformModels() {
 const formParams = [
   'slug', 'display_name', 'default_max_tokens', 'max_context_tokens', 'input_price_micros_per_mtok', 'output_price_micros_per_mtok',
   'provider_input_cost_micros_per_mtok', 'provider_output_cost_micros_per_mtok', ...tokenClassPriceFields, 'upstream.base_url', 'upstream.model', 'upstream.api_key',
+  'upstream.priority', 'upstream.weight',
   'reasoning_efforts', 'thinking_modes', 'max_thinking_budget_tokens',
 ];
 
@@ -215,6 +226,8 @@ function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): vo
           <input type="checkbox" checked={form.allowPrivateNetwork} onChange={(event) => setForm({ ...form, allowPrivateNetwork: event.currentTarget.checked })} />
           <span>Allow a private-network upstream (http, private or loopback address): an audited SSRF exception</span>
         </label>
+        {text('priority', 'upstream.priority', 'Upstream priority', { inputMode: 'numeric', hint: 'Among the model\'s deployments: lower is tried first (0..100)' })}
+        {text('weight', 'upstream.weight', 'Upstream weight', { inputMode: 'numeric', hint: 'Its share of requests within its priority (1..1000)' })}
         {text('reasoningEfforts', 'reasoning_efforts', 'Reasoning efforts', {
           required: false, hint: 'Comma-separated levels the upstream takes: none, minimal, low, medium, high, xhigh (OpenAI-compatible) or low, medium, high, max (anthropic). Empty: none',
         })}
