@@ -74,6 +74,8 @@ export type FaultUsageRecord = ListedUsageRecord;
 /** A running fault gateway. */
 export interface FaultGateway {
   upstream: FakeUpstream;
+  /** The credential the fake upstream requires (a scenario's own deployments of it need it too). */
+  upstreamCredential: string;
   security: GrpcSecurity;
   modelSlug: string;
   ledgerGrpcAddress: string;
@@ -183,7 +185,7 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
 
   const modelSlug = 'fault-chat';
   const gateway: FaultGateway = {
-    upstream, security, modelSlug, ledgerGrpcAddress,
+    upstream, upstreamCredential, security, modelSlug, ledgerGrpcAddress,
     proxyBases: proxyPorts.map((port) => `http://127.0.0.1:${port}/v1`),
     ledger: undefined as unknown as ServiceProcess,
     admin: undefined as unknown as ServiceProcess,
