@@ -3,7 +3,8 @@
  * (Debian's Chromium via playwright-core) against the real ledger, admin, proxy and the local
  * payment provider, with rows in the tables (a project with usage, a paid and invoiced top-up,
  * members and invitations). For an owner, a developer, a viewer and a platform admin, every page
- * their navigation lists (pages added later are found the same way) and every platform section:
+ * their navigation lists (pages added later are found the same way) and every platform section
+ * (and a gateway model's upstream deployments with the form that adds one):
  * nothing scrolls sideways, every navigation entry can be reached, and every button and link in
  * the page (Create, Rotate, Budget, Buy, Download, Invite…) lies within the screen's width once
  * scrolled into view. Dark mode (prefers-color-scheme: dark) is checked on the overview.
@@ -250,7 +251,18 @@ describe.skipIf(!serverUrl || browserMissing !== undefined)('the dashboard on a 
     const visited = await visitEveryPage(page, 'platform admin');
     expect(visited).toEqual(expect.arrayContaining(['Platform', 'Analytics']));
     expect(visited.filter((name) => name.startsWith('Platform › ')).length).toBeGreaterThan(1);
-  });
+
+    // A view no navigation lists: a gateway model's upstream deployments, and the form that adds one.
+    await page.goto('/#/platform?tab=models');
+    await settled(page);
+    await page.getByRole('button', { name: `Deployments of ${stack.gateway.modelSlug}` }).click();
+    await page.getByRole('table', { name: `Upstream deployments of ${stack.gateway.modelSlug}` }).getByText('primary', { exact: true }).waitFor();
+    await expectFits(page, 'platform admin Platform › Gateway models › Deployments');
+    await expectReachable(page.getByRole('button', { name: 'Add deployment' }), 'Add deployment');
+    await page.getByRole('button', { name: 'Add deployment' }).click();
+    await page.getByRole('form', { name: 'Deployment' }).waitFor();
+    await expectFits(page, 'platform admin Platform › Gateway models › New deployment');
+  }, 60_000);
 
   it('signed out, the sign-in form fits the phone', async () => {
     const page = await phonePage();
