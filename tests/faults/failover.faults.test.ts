@@ -4,7 +4,8 @@
  * request ([[fake:delay_ms]]). The first attempt fails over, the second is in flight at the
  * upstream, and then the proxy is killed (SIGKILL) or stopped (SIGTERM). One Reserve covers both
  * attempts, so the request has exactly one outcome whatever the stop: after a SIGKILL nothing was
- * delivered and nothing is charged (the hold expires or returns with its grant), after a SIGTERM
+ * delivered and nothing is charged (a durable Reserve expires once; a carved one returns with its
+ * grant), after a SIGTERM
  * the drain lets the second attempt finish and it is billed once, from the upstream's usage. Then
  * the suite's common checks (support/money-checks.ts): nothing held past its deadline, Verify
  * clean, CONSERVATION for every organisation, no request with two usage records.
@@ -48,7 +49,10 @@ async function secondAttemptInFlight(requestId: string, refusedBefore: number): 
   await waitFor(`the second attempt of ${requestId} at the upstream`, () => refused > refusedBefore && gateway.upstream.requests.some((r) => r.tag === requestId), 15_000, 10);
 }
 
-describe.skipIf(missing && process.env.CI !== 'true')('a proxy stopped between the attempts of a request: exactly one outcome', () => {
+// With credit grants (the default: the Reserve is carved in memory, and a killed request's money
+// comes back with its grant) and without (PROXY_CREDIT_GRANTS=off: a durable Reserve at the ledger,
+// which the sweeper expires once).
+describe.skipIf(missing && process.env.CI !== 'true').each(['on', 'off'] as const)('a proxy stopped between the attempts of a request, credit grants %s: exactly one outcome', (grants) => {
   beforeAll(async () => {
     if (missing) throw new Error(`CI=true and the fault suite's binaries are missing: ${binaries.problems.join('; ')}`);
     refuser = createServer((request, response) => {
@@ -59,7 +63,7 @@ describe.skipIf(missing && process.env.CI !== 'true')('a proxy stopped between t
     await new Promise<void>((resolve) => refuser.listen(0, '127.0.0.1', resolve));
     postgres = await startLocalPostgres(binaries);
     redis = await startLocalRedis(binaries);
-    gateway = await startFaultGateway({ postgres, redis, proxyCount: 1 });
+    gateway = await startFaultGateway({ postgres, redis, proxyCount: 1, proxyEnv: { PROXY_CREDIT_GRANTS: grants } });
     await gateway.adminCall('POST', '/gateway-models', {
       slug, display_name: 'Failover Chat', default_max_tokens: 64, max_context_tokens: 4096,
       input_price_micros_per_mtok: faultPrices.inputPriceMicrosPerMtok.toString(),
@@ -82,7 +86,7 @@ describe.skipIf(missing && process.env.CI !== 'true')('a proxy stopped between t
 
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
     it(`${signal} while the second attempt is at the upstream`, async () => {
-      const prefix = `failover-${signal.toLowerCase()}`;
+      const prefix = `failover-${grants}-${signal.toLowerCase()}`;
       const organisation = await gateway.createOrganisation(prefix, 2_000_000n);
       await gateway.adminCall('PATCH', `/organisations/${organisation.id}`, { allowed_gateway_models: [gateway.modelSlug, slug] });
       const monitor = monitorBalance(gateway, organisation.id);
@@ -114,10 +118,15 @@ describe.skipIf(missing && process.env.CI !== 'true')('a proxy stopped between t
         else if (BigInt(records[0]!.costMicros) !== balance.debitedMicros) problems.push(`debited ${balance.debitedMicros} µ₹, its record cost ${records[0]!.costMicros} µ₹`);
       }
       if (balance.heldMicros !== 0n) problems.push(`${balance.heldMicros} µ₹ still held`);
-      figures = `first attempt 503, second at the upstream; ${signal} (exit ${exitCode}); client ${status}; ${records.length} usage record(s); ` +
+      // ONE_OUTCOME at the ledger: a durable Reserve (grants off) expired (SIGKILL) or settled
+      // (SIGTERM) once; a carve (grants on) has no reservation until it settles.
+      const outcomes = await postgres.query(`SELECT coalesce(string_agg(status, ',' ORDER BY status), '') FROM ledger.reservations WHERE organisation_id = '${organisation.id}'`);
+      const expected = signal === 'SIGTERM' ? 'settled' : grants === 'off' ? 'expired' : '';
+      if (outcomes !== expected) problems.push(`the organisation's reservations are "${outcomes}", expected "${expected}"`);
+      figures = `first attempt 503, second at the upstream; ${signal} (exit ${exitCode}); client ${status}; reservations [${outcomes}]; ${records.length} usage record(s); ` +
         `debited ${balance.debitedMicros} µ₹, held ${balance.heldMicros}; ${report.figures}`;
       recordFault({
-        scenario: `${signal} a proxy between the attempts of a request`,
+        scenario: `${signal} a proxy between the attempts of a request (credit grants ${grants})`,
         injected: `${signal} of proxy 0 while its request's second deployment held the answer (the first had answered 503)`,
         checked: [figures, ...problems.map((p) => `FAILED: ${p}`)].join('; '),
         passed: problems.length === 0,

@@ -116,6 +116,8 @@ export interface FaultGatewayOptions {
   postgres: LocalPostgres;
   redis: LocalRedis;
   proxyCount: number;
+  /** Extra environment of every proxy (e.g. PROXY_CREDIT_GRANTS=off), after the suite's own. */
+  proxyEnv?: Record<string, string>;
 }
 
 /** Starts ledger, admin and proxies over the suite's own PostgreSQL and Redis, plus the fake upstream. */
@@ -167,6 +169,7 @@ export async function startFaultGateway(options: FaultGatewayOptions): Promise<F
       RESERVE_TTL_MS: String(faultTimings.reserveTtlMs), PROXY_CHECKPOINT_INTERVAL_MS: String(faultTimings.checkpointIntervalMs),
       PROXY_STREAM_LEASE_MS: String(faultTimings.streamLeaseMs),
       PROXY_CONFIG_STALENESS_MS: String(faultTimings.stalenessMs), SHUTDOWN_GRACE_MS: String(faultTimings.proxyShutdownGraceMs),
+      ...options.proxyEnv,
     }, `http://127.0.0.1:${proxyPorts[index]}/readyz`);
   };
 
