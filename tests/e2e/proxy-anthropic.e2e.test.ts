@@ -45,7 +45,7 @@ describe.skipIf(!serverUrl)('an anthropic gateway model end to end', () => {
       output_price_micros_per_mtok: e2ePrices.outputPriceMicrosPerMtok.toString(),
       upstream: { provider_kind: 'anthropic', base_url: anthropic.baseUrl, model: upstreamModel, api_key: anthropicCredential },
     });
-    expect(created.upstream).toEqual({ provider_kind: 'anthropic', base_url: anthropic.baseUrl, model: upstreamModel, has_api_key: true, allow_private_network: false });
+    expect(created.upstream).toEqual({ provider_kind: 'anthropic', base_url: anthropic.baseUrl, model: upstreamModel, has_api_key: true, allow_private_network: false, priority: 0, weight: 1 });
     // Returns once the proxy acknowledged the version that lets the organisation use the model.
     await gateway.admin('PATCH', `/organisations/${gateway.organisationId}`, { allowed_gateway_models: [gateway.modelSlug, slug] });
   }, 120_000);
