@@ -3,7 +3,7 @@ import type { Hold } from '../billing/hold.ts';
 import type { GatewayModelEntry, UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
 import { DeploymentRouter } from '../routing/deployment-router.ts';
 import type { UpstreamRequest } from '../upstreams/upstream-adapter.ts';
-import { attemptFailureOf, planRoute, runAttempts, type AttemptResult, type Routing } from './attempts.ts';
+import { failedCallResult, planRoute, runAttempts, type AttemptResult, type Routing } from './attempts.ts';
 
 /** A model with deployments a, b, c at priorities 0, 1, 2. */
 function threeDeploymentModel(): GatewayModelEntry {
@@ -112,11 +112,24 @@ describe('runAttempts', () => {
   });
 
   it('classifies transport failures: connect errors, timeouts, 429 and 5xx are retried, other statuses and broken answers are not', () => {
-    expect(attemptFailureOf({ kind: 'unreachable', reason: 'x' })).toEqual({ outcome: 'connect_error', retryable: true });
-    expect(attemptFailureOf({ kind: 'timeout', reason: 'x' })).toEqual({ outcome: 'timeout', retryable: true });
-    expect(attemptFailureOf({ kind: 'http_error', statusCode: 429 })).toEqual({ outcome: 'http_429', retryable: true });
-    expect(attemptFailureOf({ kind: 'http_error', statusCode: 502 })).toEqual({ outcome: 'http_5xx', retryable: true });
-    expect(attemptFailureOf({ kind: 'http_error', statusCode: 400 })).toEqual({ outcome: 'http_error', retryable: false });
-    expect(attemptFailureOf({ kind: 'failed', reason: 'x' })).toEqual({ outcome: 'bad_response', retryable: false });
+    /** What failedCallResult says of a failure: its outcome and whether the next deployment may be tried. */
+    const classified = (failed: Parameters<typeof failedCallResult>[0], stopped = false) => {
+      const result = failedCallResult(failed, 7, stopped, () => Promise.resolve());
+      return result.kind === 'failed' ? { outcome: result.outcome, retryable: result.retryable } : undefined;
+    };
+    expect(classified({ kind: 'unreachable', reason: 'x' })).toEqual({ outcome: 'connect_error', retryable: true });
+    expect(classified({ kind: 'timeout', reason: 'x' })).toEqual({ outcome: 'timeout', retryable: true });
+    expect(classified({ kind: 'http_error', statusCode: 429 })).toEqual({ outcome: 'http_429', retryable: true });
+    expect(classified({ kind: 'http_error', statusCode: 502 })).toEqual({ outcome: 'http_5xx', retryable: true });
+    expect(classified({ kind: 'http_error', statusCode: 400 })).toEqual({ outcome: 'http_error', retryable: false });
+    expect(classified({ kind: 'failed', reason: 'x' })).toEqual({ outcome: 'bad_response', retryable: false });
+  });
+
+  it('keeps a 429\'s Retry-After, bills a timeout\'s prompt as its provider may have, and never retries a stopped request', () => {
+    expect(failedCallResult({ kind: 'http_error', statusCode: 429, retryAfterMs: 1500 }, 7, false, () => Promise.resolve()))
+      .toMatchObject({ outcome: 'http_429', retryAfterMs: 1500, billable: undefined });
+    expect(failedCallResult({ kind: 'timeout', reason: 'x' }, 7, false, () => Promise.resolve()))
+      .toMatchObject({ billable: { outcome: 'timeout', usage: { promptTokens: 7, completionTokens: 0 } } });
+    expect(failedCallResult({ kind: 'unreachable', reason: 'x' }, 7, true, () => Promise.resolve())).toMatchObject({ retryable: false });
   });
 });

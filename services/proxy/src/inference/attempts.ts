@@ -116,7 +116,7 @@ type AttemptRunner<Answer> = (
 ) => Promise<AttemptResult<Answer>>;
 
 /** The attempt outcome of a transport outcome that produced no answer, and whether another deployment may be tried. */
-export function attemptFailureOf(outcome: Exclude<UpstreamOutcome, { kind: 'response' }>): { outcome: Exclude<AttemptOutcome, 'ok'>; retryable: boolean } {
+function attemptFailureOf(outcome: Exclude<UpstreamOutcome, { kind: 'response' }>): { outcome: Exclude<AttemptOutcome, 'ok'>; retryable: boolean } {
   switch (outcome.kind) {
     case 'unreachable': return { outcome: 'connect_error', retryable: true };
     case 'timeout': return { outcome: 'timeout', retryable: true };
@@ -127,6 +127,25 @@ export function attemptFailureOf(outcome: Exclude<UpstreamOutcome, { kind: 'resp
       // The request itself is wrong: another deployment would refuse it the same way.
       return { outcome: 'http_error', retryable: false };
   }
+}
+
+/**
+ * The attempt result of a call that produced no answer (a transport outcome), for every surface:
+ * its outcome and whether the next deployment may be tried (never once the request was stopped:
+ * client gone or shutdown), an upstream's Retry-After, and, for a timeout after the request was
+ * sent, the prompt (`promptTokens`) its provider may have billed. `giveUp` answers it as the
+ * request's last failure.
+ */
+export function failedCallResult<Answer>(
+  failed: Exclude<UpstreamOutcome, { kind: 'response' }>, promptTokens: number, stopped: boolean, giveUp: () => Promise<Answer>,
+): AttemptResult<Answer> {
+  const { outcome, retryable } = attemptFailureOf(failed);
+  return {
+    kind: 'failed', outcome, retryable: retryable && !stopped,
+    retryAfterMs: failed.kind === 'http_error' ? failed.retryAfterMs : undefined,
+    billable: failed.kind === 'timeout' ? { outcome: 'timeout', usage: { promptTokens, completionTokens: 0 } } : undefined,
+    giveUp,
+  };
 }
 
 /**

@@ -10,7 +10,7 @@ import type { UpstreamOutcome, UpstreamStreamOutcome } from '../upstreams/upstre
 import { Hold, type BillingInput, type HoldDeps } from '../billing/hold.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
 import type { UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
-import { adapterOfDeployment, attemptFailureOf, runAttempts, type AttemptResult, type RoutePlan, type Routing } from './attempts.ts';
+import { adapterOfDeployment, failedCallResult, runAttempts, type AttemptResult, type RoutePlan, type Routing } from './attempts.ts';
 import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
 
 /**
@@ -62,13 +62,7 @@ export async function callUpstream<Answer>(
     if (outcome.kind !== 'response') {
       observer.upstreamEnded(upstreamFailureOutcome(outcome.kind));
       const failed = outcome;
-      const { outcome: attemptOutcome, retryable } = attemptFailureOf(failed);
-      return {
-        kind: 'failed', outcome: attemptOutcome, retryable,
-        retryAfterMs: failed.kind === 'http_error' ? failed.retryAfterMs : undefined,
-        billable: failed.kind === 'timeout' ? { outcome: 'timeout', usage: { promptTokens, completionTokens: 0 } } : undefined,
-        giveUp: () => Promise.reject(hold.fail(failed)),
-      };
+      return failedCallResult(failed, promptTokens, false, () => Promise.reject(hold.fail(failed)));
     }
     log.upstreamStatus = outcome.statusCode;
     let answer: Answer;

@@ -11,7 +11,7 @@ import type { StreamChoice, StreamEvent, UpstreamAdapter } from '../upstreams/up
 import type { UpstreamStream, UpstreamStreamOutcome } from '../upstreams/upstream-outcome.ts';
 import { elapsedMs } from '../telemetry/elapsed-ms.ts';
 import { planChat, type ChatInput, type ChatPlan } from './plan-chat.ts';
-import { adapterOfDeployment, attemptFailureOf, runAttempts, type AttemptResult } from './attempts.ts';
+import { adapterOfDeployment, failedCallResult, runAttempts, type AttemptResult } from './attempts.ts';
 import { upstreamFailureOutcome, type CompleteChatDeps } from './complete-chat.ts';
 
 /** Where a stream's frames go: the HTTP response, behind a port so the relay has no transport in it. */
@@ -102,13 +102,7 @@ export async function streamChat(deps: StreamChatDeps, input: StreamChatInput): 
       const stopped = opened.kind === 'failed' && input.stop.aborted;
       observer.upstreamEnded(stopped ? 'aborted' : upstreamFailureOutcome(opened.kind));
       const failed = opened;
-      const { outcome, retryable } = attemptFailureOf(failed);
-      return {
-        kind: 'failed', outcome, retryable: retryable && !input.stop.aborted,
-        retryAfterMs: failed.kind === 'http_error' ? failed.retryAfterMs : undefined,
-        billable: failed.kind === 'timeout' ? { outcome: 'timeout', usage: { promptTokens: plan.promptTokens, completionTokens: 0 } } : undefined,
-        giveUp: () => Promise.reject(hold.fail(failed)),
-      };
+      return failedCallResult(failed, plan.promptTokens, input.stop.aborted, () => Promise.reject(hold.fail(failed)));
     }
     log.upstreamOutcome = 'stream';
     log.upstreamStatus = opened.stream.statusCode;
