@@ -53,16 +53,11 @@ export async function release(db: Database, input: ReleaseInput): Promise<Releas
     // rows, (reservation_id, attempt) the key); the reservation's row names organisation and model.
     if (attempts !== undefined && answer.rows[0]?.result === 'ok') {
       await tx.query(
-        `INSERT INTO provider_attempts (reservation_id, attempt, organisation_id, model_slug, deployment, outcome,
-           input_tokens, output_tokens, provider_cost_micros)
-         SELECT r.id, a.attempt, r.organisation_id, r.model_slug, a.deployment, a.outcome, a."inputTokens", a."outputTokens",
-           a."providerCostMicros"
-         FROM reservations r, jsonb_to_recordset($2::jsonb) AS a(attempt integer, deployment text, outcome text,
-           "inputTokens" bigint, "outputTokens" bigint, "providerCostMicros" bigint)
+        `SELECT ledger_keep_attempts(r.id, r.organisation_id, r.model_slug, $2::jsonb)
+         FROM reservations r
          WHERE r.id = $1 AND r.status = 'released'
            -- The release that released it keeps its attempts; a replay's (not part of any payload) add none.
-           AND NOT EXISTS (SELECT 1 FROM provider_attempts p WHERE p.reservation_id = r.id)
-         ON CONFLICT (reservation_id, attempt) DO NOTHING`,
+           AND NOT EXISTS (SELECT 1 FROM provider_attempts p WHERE p.reservation_id = r.id)`,
         [input.reservationId, attempts],
       );
     }
