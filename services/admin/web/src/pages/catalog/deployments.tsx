@@ -9,6 +9,7 @@ import { useAction } from '../../components/use-action.ts';
 import { exactRupees } from '../common/rupee-text.ts';
 import { createDeploymentBody, deploymentFormOf, updateDeploymentBody, type DeploymentForm, type DeploymentJson } from './deployment-form.ts';
 import { providerKinds, type GatewayModelJson } from './model-form.ts';
+import { UpstreamAccessFields } from './upstream-access-fields.tsx';
 
 /** Every further deployment of a gateway model, following the cursor pages (100 a page). */
 async function listDeployments(slug: string): Promise<DeploymentJson[]> {
@@ -173,24 +174,8 @@ function DeploymentDialog(props: { model: GatewayModelJson; deployment: Deployme
         </Field>
         {text('baseUrl', 'upstream.base_url', 'Upstream base URL', { inputMode: 'url', hint: 'e.g. https://api.openai.com/v1' })}
         {text('upstreamModel', 'upstream.model', 'Upstream model name', { hint: "The provider's name for it; never shown to customers" })}
-        <Field id={credentialId} label="Upstream credential"
-          hint={deployment === undefined ? 'Optional. Stored encrypted and never shown again' : `${deployment.upstream.has_api_key ? 'A credential is set. ' : ''}Leave empty to keep the stored one; a new one replaces it`}
-          error={credentialError}>
-          <input id={credentialId} type="password" value={form.apiKey} autoComplete="new-password" spellcheck={false}
-            aria-describedby={describedBy(credentialId, { hint: true, error: credentialError })}
-            onInput={(event) => setForm({ ...form, apiKey: event.currentTarget.value })} />
-        </Field>
-        {deployment?.upstream.has_api_key === true ? (
-          <label class="checkbox">
-            <input type="checkbox" checked={form.removeApiKey} disabled={form.apiKey !== ''}
-              onChange={(event) => setForm({ ...form, removeApiKey: event.currentTarget.checked })} />
-            <span>Remove the stored credential</span>
-          </label>
-        ) : null}
-        <label class="checkbox">
-          <input type="checkbox" checked={form.allowPrivateNetwork} onChange={(event) => setForm({ ...form, allowPrivateNetwork: event.currentTarget.checked })} />
-          <span>Allow a private-network upstream (http, private or loopback address): an audited SSRF exception</span>
-        </label>
+        <UpstreamAccessFields id={credentialId} stored={deployment?.upstream} values={form} error={credentialError}
+          onChange={(change) => setForm({ ...form, ...change })} />
         {text('priority', 'priority', 'Priority', { inputMode: 'numeric', hint: 'Lower is tried first (0..100); the primary has ' + String(model.upstream.priority) })}
         {text('weight', 'weight', 'Weight', { inputMode: 'numeric', hint: 'Its share of requests within its priority (1..1000)' })}
         {text('providerInputCost', 'provider_input_cost_micros_per_mtok', 'Provider cost, input (₹ per million tokens)', { inputMode: 'decimal' })}

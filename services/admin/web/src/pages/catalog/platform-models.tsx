@@ -11,6 +11,7 @@ import {
 } from './model-form.ts';
 import { exactRupees } from '../common/rupee-text.ts';
 import { DeploymentsSection } from './deployments.tsx';
+import { UpstreamAccessFields } from './upstream-access-fields.tsx';
 
 /** Every gateway model, following the slug-cursor pages (100 a page). */
 export async function listGatewayModels(): Promise<GatewayModelJson[]> {
@@ -208,24 +209,8 @@ function ModelDialog(props: { model: GatewayModelJson | undefined; onClose(): vo
         </Field>
         {text('baseUrl', 'upstream.base_url', 'Upstream base URL', { inputMode: 'url', hint: 'e.g. https://api.openai.com/v1' })}
         {text('upstreamModel', 'upstream.model', 'Upstream model name', { hint: "The provider's name for it; never shown to customers" })}
-        <Field id={credentialId} label="Upstream credential"
-          hint={model === undefined ? 'Optional. Stored encrypted and never shown again' : `${model.upstream.has_api_key ? 'A credential is set. ' : ''}Leave empty to keep the stored one; a new one replaces it`}
-          error={credentialError}>
-          <input id={credentialId} type="password" value={form.apiKey} autoComplete="new-password" spellcheck={false}
-            aria-describedby={describedBy(credentialId, { hint: true, error: credentialError })}
-            onInput={(event) => setForm({ ...form, apiKey: event.currentTarget.value })} />
-        </Field>
-        {model?.upstream.has_api_key === true ? (
-          <label class="checkbox">
-            <input type="checkbox" checked={form.removeApiKey} disabled={form.apiKey !== ''}
-              onChange={(event) => setForm({ ...form, removeApiKey: event.currentTarget.checked })} />
-            <span>Remove the stored credential</span>
-          </label>
-        ) : null}
-        <label class="checkbox">
-          <input type="checkbox" checked={form.allowPrivateNetwork} onChange={(event) => setForm({ ...form, allowPrivateNetwork: event.currentTarget.checked })} />
-          <span>Allow a private-network upstream (http, private or loopback address): an audited SSRF exception</span>
-        </label>
+        <UpstreamAccessFields id={credentialId} stored={model?.upstream} values={form} error={credentialError}
+          onChange={(change) => setForm({ ...form, ...change })} />
         {text('priority', 'upstream.priority', 'Upstream priority', { inputMode: 'numeric', hint: 'Among the model\'s deployments: lower is tried first (0..100)' })}
         {text('weight', 'upstream.weight', 'Upstream weight', { inputMode: 'numeric', hint: 'Its share of requests within its priority (1..1000)' })}
         {text('reasoningEfforts', 'reasoning_efforts', 'Reasoning efforts', {
