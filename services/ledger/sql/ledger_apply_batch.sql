@@ -7,11 +7,16 @@
 -- ledger_apply_batch_set, which falls back to the loop when the batch is not of its shape.
 -- After the operations, the failed upstream attempts their Settles carried are kept
 -- (sql/ledger_record_attempts.sql), in the same transaction.
+-- Generic plans (plan_cache_mode, for this call and every function it calls): the statements of
+-- the functions below take their operations as arrays and jsonb, whose custom plans PostgreSQL
+-- would otherwise re-plan on every call (about 0.4 ms of a batch's CPU; `pnpm bench batch-cost`
+-- with BENCH_TRACK_FUNCTIONS, docs/ledger.md "What a Settle costs"); every statement here finds
+-- its rows by key, so the generic plan is the custom one.
 -- Decides: no law; it only routes (the results are ledger_reserve_decision's and ledger_settle's).
 CREATE OR REPLACE FUNCTION ledger_apply_batch(ops jsonb, p_isolate boolean)
 RETURNS TABLE (ordinal integer, result text, available_micros bigint, expires_at_ms bigint, debited_micros bigint,
   released_micros bigint, overrun_micros bigint, detail text, error_state text, error_message text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   v_outcome ledger_op_result;
 BEGIN

@@ -115,7 +115,7 @@ export async function createLedgerApp(config: LedgerConfig, deps: LedgerAppDeps 
 
     // Group commit for Reserve and Settle: closed after the gRPC drain (steps close in reverse),
     // so every call that was let in gets its answer.
-    const batcher = createLedgerBatcher(database, { metrics });
+    const batcher = createLedgerBatcher(database, { metrics, settleLingerMs: config.LEDGER_SETTLE_LINGER_MS });
     lifecycle.defer('batcher', () => batcher.close());
     // The request log's day partitions: today and two days ahead, strays moved, days past retention
     // dropped. The first pass ends before the gRPC server listens (see firstPass).

@@ -43,6 +43,13 @@ export const ledgerConfigSchema = z.object({
   LEDGER_SWEEP_INTERVAL_MS: commonEnv.durationMs(5_000),
   /** How often a WatchBudgetAlerts stream looks for new alerts, ms. */
   LEDGER_ALERT_POLL_INTERVAL_MS: commonEnv.durationMs(1_000),
+  /**
+   * Longest a batch of Settles alone waits for more before it goes to PostgreSQL, ms (0: never
+   * waits). No client waits for a Settle, and a batch costs a fixed round of database work, so
+   * at low concurrency a few ms turn batches of one into batches of several (docs/ledger.md,
+   * "What a Settle costs"). A Reserve never waits.
+   */
+  LEDGER_SETTLE_LINGER_MS: z.coerce.number().int().min(0).max(1_000).default(5),
   /** Connections in the PostgreSQL pool (ignored with PGlite). */
   LEDGER_DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /** Largest share of an organisation's available balance (and of a project's budget headroom) one credit grant may hold, percent. */

@@ -195,4 +195,49 @@ describe.skipIf(!serverUrl)('ledger batches (group commit) over PostgreSQL', () 
       .find((value) => value.metricName === 'gateway_ledger_commit_duration_seconds_count' && value.labels.operation === 'reserve');
     expect(durations?.value).toBe(3);
   }, 60_000);
+  it('lets Settles alone wait for company (settleLingerMs): they leave together, at once when a Reserve or close() comes, else when the linger ends', async () => {
+    const org = 'org-linger';
+    await openAccount(db, org);
+    await credit(db, { creditId: 'fund-linger', organisationId: org, amountMicros: 10_000_000n, reason: '' });
+    for (const id of ['r-l-1', 'r-l-2', 'r-l-3', 'r-l-4', 'r-l-5']) expect((await reserve(db, reserveInput(id, org, 100_000n))).result).toBe('ok');
+    const batchSizes: number[] = [];
+    let batchesSent = 0;
+    const counting: Database = {
+      ...db,
+      query: (text, params) => {
+        if (text.includes('ledger_apply_batch')) batchesSent += 1;
+        return db.query(text, params);
+      },
+    };
+    // A linger far longer than the test: only a Reserve or close() can end it here.
+    const batcher = createLedgerBatcher(counting, { settleLingerMs: 600_000, onBatch: (size) => batchSizes.push(size) });
+    const settled = [];
+    for (const id of ['r-l-1', 'r-l-2', 'r-l-3']) {
+      settled.push(settle(batcher, settleInput(id, 40_000n)));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(batchesSent).toBe(0);
+    // A Reserve has a client waiting: it leaves at once, with the Settles queued before it.
+    const reserved = reserve(batcher, reserveInput('r-l-6', org, 100_000n));
+    expect((await reserved).result).toBe('ok');
+    for (const outcome of await Promise.all(settled)) expect(outcome.result).toBe('ok');
+    expect(batchSizes).toEqual([4]);
+    // Settles alone again: close() sends them rather than waiting out the linger.
+    const last = [settle(batcher, settleInput('r-l-4', 40_000n)), settle(batcher, settleInput('r-l-5', 40_000n))];
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(batchSizes).toEqual([4]);
+    await batcher.close();
+    for (const outcome of await Promise.all(last)) expect(outcome.result).toBe('ok');
+    expect(batchSizes).toEqual([4, 2]);
+
+    // A short linger ends by itself: the Settle is answered with no Reserve and no close().
+    expect((await reserve(db, reserveInput('r-l-7', org, 100_000n))).result).toBe('ok');
+    const shortLinger = createLedgerBatcher(db, { settleLingerMs: 5 });
+    expect((await settle(shortLinger, settleInput('r-l-7', 40_000n))).result).toBe('ok');
+    await shortLinger.close();
+    const balance = await readBalances(db, org);
+    expect(balance!.debitedMicros).toBe(6n * 40_000n);
+    expect(balance!.heldMicros).toBe(100_000n);
+    expect(await findBalanceDifferences(db)).toEqual([]);
+  }, 60_000);
 });

@@ -20,6 +20,15 @@ export interface LedgerBatcherOptions {
    * per operation. Default 16.
    */
   minExtraBatchOperations?: number;
+  /**
+   * Longest a batch of Settles alone waits for company before it starts, ms; default 0 (none).
+   * A Settle is sent after its request was answered, so no client waits for it, while every
+   * batch costs PostgreSQL a fixed round of work (about 1 ms of CPU, `pnpm bench batch-cost`):
+   * at low concurrency, where batches are of one or two, that round is paid per request. A
+   * Reserve (a request is waiting) never waits: one queued ends the wait at once, and so does a
+   * full batch.
+   */
+  settleLingerMs?: number;
   /** Called after each batch with how many operations it held (tests, metrics). */
   onBatch?: (operations: number) => void;
   /** Where each transaction's size and duration are recorded (`ledgerBatchSize`, `ledgerCommitDuration`); none: not recorded. */
@@ -67,6 +76,10 @@ const defaultMinExtraBatchOperations = 16;
  * (e.g. the database went away, or deadlock retries ran out), each of its operations is tried
  * once more on its own, so one operation can never fail another.
  *
+ * With `settleLingerMs`, a queue of Settles alone waits up to that long for more before its
+ * batch starts (no client waits for a Settle; every batch costs PostgreSQL a fixed round of
+ * work), ended at once by a Reserve, a full batch or close().
+ *
  * The batcher is per process and only groups work: correctness (locks, constraints) is the
  * database's, so any number of replicas, each with its own batcher, share one database.
  */
@@ -74,9 +87,16 @@ export function createLedgerBatcher(db: Database, options: LedgerBatcherOptions 
   const maxBatchOperations = options.maxBatchOperations ?? defaultMaxBatchOperations;
   const maxBatchesInFlight = Math.max(1, options.maxBatchesInFlight ?? defaultMaxBatchesInFlight);
   const minExtraBatchOperations = Math.max(1, options.minExtraBatchOperations ?? defaultMinExtraBatchOperations);
+  const settleLingerMs = Math.max(0, options.settleLingerMs ?? 0);
   const queue: Pending[] = [];
   let inFlight = 0;
   let closed = false;
+  /** Reserves in the queue: while there is one, nothing lingers. */
+  let queuedReserves = 0;
+  /** When the oldest queued operation arrived (performance.now(), ms), for the linger. */
+  let oldestQueuedAtMs = 0;
+  /** The timer that ends a linger; undefined while none runs. */
+  let lingerTimer: NodeJS.Timeout | undefined;
   let idle: Promise<void> = Promise.resolve();
   let markIdle: () => void = () => undefined;
 
@@ -117,10 +137,26 @@ export function createLedgerBatcher(db: Database, options: LedgerBatcherOptions 
     }
   };
 
+  /**
+   * Whether the queue should wait for more before its next batch starts (SETTLE_LINGER): only
+   * Settles queued, fewer than a full batch, the oldest younger than the linger, not closing.
+   * Starts the timer that ends the wait when it is due.
+   */
+  const lingering = (): boolean => {
+    if (settleLingerMs === 0 || closed || queuedReserves > 0 || queue.length >= maxBatchOperations) return false;
+    const waitMs = oldestQueuedAtMs + settleLingerMs - performance.now();
+    if (waitMs <= 0) return false;
+    lingerTimer ??= setTimeout(() => { lingerTimer = undefined; drain(); }, waitMs);
+    return true;
+  };
+
   const drain = () => {
-    while (queue.length > 0 && (inFlight === 0 || (inFlight < maxBatchesInFlight && queue.length >= minExtraBatchOperations))) {
+    while (queue.length > 0 && (inFlight === 0 || (inFlight < maxBatchesInFlight && queue.length >= minExtraBatchOperations)) && !lingering()) {
+      if (lingerTimer !== undefined) { clearTimeout(lingerTimer); lingerTimer = undefined; }
       inFlight++;
       const batch = queue.splice(0, maxBatchOperations);
+      // What stays queued (past a full batch) arrived after oldestQueuedAtMs: it lingers no longer than it should.
+      for (const pending of batch) if (pending.operation.kind === 'reserve') queuedReserves--;
       void runBatch(batch).finally(() => {
         options.onBatch?.(batch.length);
         inFlight--;
@@ -135,12 +171,16 @@ export function createLedgerBatcher(db: Database, options: LedgerBatcherOptions 
       if (closed) return Promise.reject(new Error('ledger batcher is closed'));
       if (inFlight === 0 && queue.length === 0) idle = new Promise((resolve) => { markIdle = resolve; });
       return new Promise((resolve, reject) => {
+        if (queue.length === 0) oldestQueuedAtMs = performance.now();
+        if (operation.kind === 'reserve') queuedReserves++;
         queue.push({ operation, resolve, reject });
         drain();
       });
     },
     async close() {
       closed = true;
+      // Whatever lingers leaves now.
+      drain();
       await idle;
     },
   };

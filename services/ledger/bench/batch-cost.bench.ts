@@ -1,0 +1,177 @@
+/**
+ * `pnpm bench batch-cost`: what one carved Settle costs PostgreSQL as a function of the size of
+ * the batch it rides in (services/ledger/sql/ledger_apply_batch.sql). The proxy's common request
+ * since credit grants is a carved Settle (its Reserve was carved from a grant in memory), and at
+ * low concurrency the ledger's group commit sends them one or two at a time: a fixed cost per
+ * batch (the commit, the statement's planning) then lands on each Settle. For batch sizes 1 to
+ * 256 it applies batches of carved Settles on one connection, back to back (one hot
+ * organisation, four grants: four proxy replicas), and reports per Settle: the wall time, and
+ * the CPU the PostgreSQL backend used (its /proc stat: the server must run on this machine;
+ * 10-ms clock ticks, so each size runs for BENCH_SECONDS). The baseline, in the same run, is a
+ * single-row autocommit UPDATE's. Afterwards the grants are closed and the ledger verified; the
+ * process exits 1 if a Settle was refused or the money does not add up.
+ *
+ * Environment: TEST_DATABASE_URL or DATABASE_URL (a server URL; a fresh database is created and
+ * dropped), BENCH_SECONDS (per batch size, default 3), BENCH_BATCH_SIZES (comma-separated,
+ * default 1,2,4,8,16,32,64,128,256), BENCH_TRACK_FUNCTIONS=1 (also prints, per batch size, the
+ * ledger's SQL functions by their own time per Settle, from pg_stat_user_functions: where a
+ * batch's fixed cost goes).
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openDatabase, type Database } from '@gateway/db';
+import { createBenchDatabase } from './bench-database.ts';
+import { applyLedgerOperations, type LedgerOperation, type LedgerOperationRunner } from '../src/domain/apply-ledger-operations.ts';
+import { credit } from '../src/domain/credit.ts';
+import { verifyLedger } from '../src/domain/find-balance-differences.ts';
+import { acquireGrant, adjustGrant } from '../src/domain/grants.ts';
+import { openAccount } from '../src/domain/open-account.ts';
+import { settle } from '../src/domain/settle.ts';
+import { prepareLedgerSchema } from '../src/ledger-schema.ts';
+
+const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+const secondsPerSize = Number(process.env.BENCH_SECONDS ?? '3');
+const batchSizes = (process.env.BENCH_BATCH_SIZES ?? '1,2,4,8,16,32,64,128,256').split(',').map(Number);
+const reserveMicros = 1_000n;
+const costMicros = 400n;
+const grantIds = ['bench-grant-0', 'bench-grant-1', 'bench-grant-2', 'bench-grant-3'];
+
+/** CPU (user + system) a local process has used so far, ms (10-ms clock ticks). */
+function cpuTimeMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** One measured batch size. */
+interface Row {
+  batchSize: number;
+  settles: number;
+  /** Wall time per Settle, µs. */
+  wallUsPerSettle: number;
+  /** PostgreSQL backend CPU per Settle, µs. */
+  pgCpuUsPerSettle: number;
+}
+
+/**
+ * A runner that applies exactly the operations it is given as one batch: `settle()` builds and
+ * validates each operation as the gRPC handler does, and `flush` sends the batch.
+ */
+function collectingRunner(): LedgerOperationRunner & { flush(db: Database): Promise<void> } {
+  let pending: Array<{ operation: LedgerOperation; resolve: (value: never) => void; reject: (error: Error) => void }> = [];
+  return {
+    run(operation) {
+      return new Promise((resolve, reject) => { pending.push({ operation, resolve: resolve as (value: never) => void, reject }); });
+    },
+    async flush(db) {
+      const batch = pending;
+      pending = [];
+      const answers = await applyLedgerOperations(db, batch.map((entry) => entry.operation));
+      batch.forEach((entry, index) => {
+        const answer = answers[index]!;
+        if (answer.ok) entry.resolve(answer as never);
+        else entry.reject(answer.error);
+      });
+    },
+  };
+}
+
+const benchDatabase = await createBenchDatabase();
+let failed = false;
+let database: Database | undefined;
+const rows: Row[] = [];
+try {
+  // One connection: every batch goes through the same backend, whose CPU is read from /proc.
+  database = await openDatabase({ url: benchDatabase.url, schema: 'ledger', poolSize: 1 });
+  await prepareLedgerSchema(database);
+  const db = database;
+  const organisationId = 'bench-hot';
+  await openAccount(db, organisationId);
+  await credit(db, { creditId: 'fund', organisationId, amountMicros: 10n ** 13n, reason: 'bench funding' });
+  for (const grantId of grantIds) {
+    const granted = await acquireGrant(db, {
+      grantId, organisationId, projectId: `${organisationId}-project`, billingMode: 'commercial', minMicros: 1n,
+      wantMicros: 10n ** 12n, ttlMs: 3_600_000n, ownerId: grantId,
+    }, 25);
+    if (granted.result !== 'ok') throw new Error(`bench grant refused: ${granted.result} ${granted.detail}`);
+  }
+  await db.exec('CREATE TABLE bench_counter (id integer PRIMARY KEY, n bigint NOT NULL); INSERT INTO bench_counter VALUES (0, 0);');
+  const trackFunctions = process.env.BENCH_TRACK_FUNCTIONS === '1';
+  if (trackFunctions) await db.exec("SET track_functions = 'all'");
+  /** Each function's own time so far, ms (this backend's, flushed first). */
+  const functionTimes = async (): Promise<Map<string, number>> => {
+    await db.query('SELECT pg_stat_force_next_flush()');
+    await db.query('SELECT pg_stat_clear_snapshot()');
+    const { rows: stats } = await db.query<{ name: string; self: number }>('SELECT funcname AS name, self_time AS self FROM pg_stat_user_functions');
+    return new Map(stats.map((row) => [row.name, Number(row.self)]));
+  };
+  const backendPid = Number((await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+
+  const timed = async (work: () => Promise<number>): Promise<{ count: number; wallMs: number; cpuMs: number }> => {
+    const cpuBefore = cpuTimeMs(backendPid);
+    const startedAt = performance.now();
+    let count = 0;
+    while (performance.now() - startedAt < secondsPerSize * 1000) count += await work();
+    return { count, wallMs: performance.now() - startedAt, cpuMs: cpuTimeMs(backendPid) - cpuBefore };
+  };
+
+  const baseline = await timed(async () => { await db.query('UPDATE bench_counter SET n = n + 1 WHERE id = 0'); return 1; });
+  const baselineRow = { wallUs: (baseline.wallMs * 1000) / baseline.count, cpuUs: (baseline.cpuMs * 1000) / baseline.count };
+
+  let serial = 0;
+  for (const batchSize of batchSizes) {
+    const runner = collectingRunner();
+    const functionsBefore = trackFunctions ? await functionTimes() : undefined;
+    const run = await timed(async () => {
+      const settled = Array.from({ length: batchSize }, (_, index) => {
+        const reservationId = `bench-carve-${serial++}`;
+        return settle(runner, {
+          reservationId, inputTokens: 100n, outputTokens: 20n, costMicros, providerCostMicros: 100n, modelSlug: 'bench-model',
+          usageSource: 'upstream', requestId: reservationId, overrunOutputTokens: 0n, grantId: grantIds[index % grantIds.length]!, reservedMicros: reserveMicros,
+        });
+      });
+      // settle() validates before it queues: let every operation reach the runner, then send the batch.
+      await new Promise<void>((resolve) => { setImmediate(resolve); });
+      await runner.flush(db);
+      for (const outcome of await Promise.all(settled)) {
+        if (outcome.result !== 'ok' || outcome.debitedMicros !== costMicros) throw new Error(`carved settle failed: ${outcome.result} ${outcome.detail}`);
+      }
+      return batchSize;
+    });
+    if (functionsBefore !== undefined) {
+      const after = await functionTimes();
+      const top = [...after].map(([name, ms]) => [name, ((ms - (functionsBefore.get(name) ?? 0)) * 1000) / run.count] as const)
+        .filter(([, us]) => us >= 1).sort((a, b) => b[1] - a[1]).slice(0, 8);
+      console.log(`batch ${batchSize}: own time per Settle ${top.map(([name, us]) => `${name} ${us.toFixed(0)} µs`).join(', ')}`);
+    }
+    rows.push({
+      batchSize, settles: run.count,
+      wallUsPerSettle: Math.round((run.wallMs * 1000) / run.count), pgCpuUsPerSettle: Math.round((run.cpuMs * 1000) / run.count),
+    });
+  }
+
+  console.table(rows.map((row) => ({
+    'batch size': row.batchSize, settles: row.settles, 'wall µs/Settle': row.wallUsPerSettle, 'PostgreSQL CPU µs/Settle': row.pgCpuUsPerSettle,
+    'CPU ÷ baseline UPDATE': Number((row.pgCpuUsPerSettle / Math.max(1, baselineRow.cpuUs)).toFixed(2)),
+  })));
+  console.log(`baseline: single-row autocommit UPDATE ${Math.round(baselineRow.wallUs)} µs wall, ${Math.round(baselineRow.cpuUs)} µs PostgreSQL CPU`);
+
+  for (const grantId of grantIds) await adjustGrant(db, { adjustmentId: `close-${grantId}`, grantId, returnMicros: 0n, close: true, extendTtlMs: 0n, reason: 'bench done' });
+  const settles = BigInt(rows.reduce((sum, row) => sum + row.settles, 0));
+  const sums = await db.query<{ debited: string; held: string }>('SELECT sum(debited_micros)::text AS debited, sum(held_micros)::text AS held FROM accounts');
+  const { accountsChecked, differences } = await verifyLedger(db);
+  const debitedOk = BigInt(sums.rows[0]!.debited) === settles * costMicros;
+  const heldOk = BigInt(sums.rows[0]!.held) === 0n;
+  console.log(`verify: ${accountsChecked} accounts, ${differences.length} difference(s); debited ${sums.rows[0]!.debited} µ₹ for ${settles} Settles (${debitedOk ? 'exact' : 'WRONG'}); held ${sums.rows[0]!.held} µ₹`);
+  failed = differences.length > 0 || !debitedOk || !heldOk;
+  mkdirSync(join(repoRoot, 'bench-results'), { recursive: true });
+  writeFileSync(join(repoRoot, 'bench-results', 'batch-cost.json'), `${JSON.stringify({ measuredAt: new Date().toISOString(), secondsPerSize, baseline: baselineRow, rows }, null, 2)}\n`);
+} catch (error) {
+  failed = true;
+  console.error('benchmark failed:', error);
+} finally {
+  await database?.close();
+  await benchDatabase.drop();
+}
+process.exit(failed ? 1 : 0);
