@@ -430,6 +430,26 @@ describe('models and routes', () => {
     expect(traffic()).toEqual(before);
   });
 
+  it('is done with a request once its Settle is queued: the log line is written at the response while the Settle still waits for the ledger', async () => {
+    world.ledger.delayNext('settle', 3_000);
+    const settlesAnswered = world.ledger.answers.settle.length;
+    const response = await fetch(`${proxy.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${acme.apiKey}`, 'content-type': 'application/json', 'x-request-id': 'client-req-queued-settle' },
+      body: JSON.stringify({ model: 'chat', messages: userMessage('[[fake:reply_words=3]]') }),
+    });
+    expect(response.status).toBe(200);
+    const shownCost = ((await response.json()) as { usage: { cost_micros: string } }).usage.cost_micros;
+    await waitFor(() => proxy.logs.some((line) => line.includes('"requestId":"client-req-queued-settle"')));
+    // The request's work is over (its line is out) and its Settle is still unanswered.
+    expect(world.ledger.answers.settle.length).toBe(settlesAnswered);
+    const line = JSON.parse(proxy.logs.find((entry) => entry.includes('"requestId":"client-req-queued-settle"'))!) as Record<string, unknown>;
+    expect(line).toMatchObject({ msg: 'request', status: 200, costMicros: shownCost });
+    await proxy.idle();
+    expect(world.ledger.answers.settle.length).toBe(settlesAnswered + 1);
+    expect(world.ledger.calls.settle.at(-1)).toMatchObject({ requestId: 'client-req-queued-settle', costMicros: BigInt(shownCost) });
+  });
+
   it('echoes a sane x-request-id and logs one line per request with money as strings, never a secret', async () => {
     const response = await fetch(`${proxy.baseUrl}/chat/completions`, {
       method: 'POST',
@@ -448,7 +468,7 @@ describe('models and routes', () => {
     expect(lines[0]).toMatchObject({
       msg: 'request', status: 200, organisationId: 'acme', projectId: 'acme-project', model: 'chat',
       reservedMicros: world.ledger.calls.reserve.at(-1)!.amountMicros.toString(),
-      debitedMicros: world.ledger.calls.settle.at(-1)!.costMicros.toString(),
+      costMicros: world.ledger.calls.settle.at(-1)!.costMicros.toString(),
     });
     const allLogs = world.proxies.flatMap((p) => p.logs).join('\n');
     for (const secret of [acme.apiKey, poor.apiKey, frozen.apiKey, upstreamCredential]) expect(allLogs).not.toContain(secret);

@@ -2,7 +2,7 @@ import { GatewayError, type ErrorCode } from '@gateway/errors';
 import type { Logger } from '@gateway/logger';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { GatewayModelEntry, UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
-import type { BillingOwner, FailedAttempt, Ledger, ReserveAnswer, ReserveOrder, UsageSource } from '../domain/ledger-port.ts';
+import type { BillingOwner, FailedAttempt, Ledger, ReserveAnswer, ReserveOrder, SettleAnswer, UsageSource } from '../domain/ledger-port.ts';
 import { costByClass, usageCostMicros, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
 import type { ClassUsage } from '../domain/token-classes.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
@@ -43,8 +43,6 @@ const recallFirstWaitMs = 5;
 export interface BillingLogFields {
   /** The Reserve held, µ₹. */
   reservedMicros?: bigint;
-  /** What the Settle debited from the wallet, µ₹. */
-  debitedMicros?: bigint;
   /** The customer-price cost the Settle carried (the usage record's cost), µ₹; for the request log. */
   settledCostMicros?: bigint;
   /** The token classes the Settle carried (undefined: plain input and output); for the request log. */
@@ -67,8 +65,6 @@ export interface BillingLogFields {
   grantId?: string;
   /** A carved stream made its carve its own reservation (EXPIRY). */
   promoted?: boolean;
-  /** How long the Settle took until the ledger's final answer (outbox retries included), ms. */
-  settleMs?: number;
   /** Output tokens the upstream produced beyond what the client got (a non-streaming reply cut at its Reserve). */
   overrunOutputTokens?: number;
   /** How long the upstream took to answer (non-streaming) or to open its stream, ms (its last attempt's). */
@@ -240,11 +236,14 @@ export class Hold {
    */
   settle(usage: TokenUsage, source: UsageSource, overrun?: SettleOverrun): Promise<void> {
     if (!this.#resolve('settle')) return Promise.resolve();
-    return this.#settleOnce(usage, source, overrun).catch((error: unknown) => {
+    try {
+      this.#settleOnce(usage, source, overrun);
+    } catch (error) {
       this.#deps.logger.error({
         requestId: this.#input.requestId, reservationId: this.reservationId, err: { message: (error as Error).message },
       }, 'settle failed');
-    });
+    }
+    return Promise.resolve();
   }
 
   /**
@@ -298,7 +297,7 @@ export class Hold {
     return false;
   }
 
-  async #settleOnce(usage: TokenUsage, source: UsageSource, overrun: SettleOverrun | undefined): Promise<void> {
+  #settleOnce(usage: TokenUsage, source: UsageSource, overrun: SettleOverrun | undefined): void {
     const { ledger, grants, logger } = this.#deps;
     const input = this.#input;
     const { log, model } = input;
@@ -314,7 +313,6 @@ export class Hold {
     log.promptTokens = usage.promptTokens;
     log.completionTokens = usage.completionTokens;
     if (overrun !== undefined) log.overrunOutputTokens = overrun.overrunOutputTokens;
-    const startedAtMs = performance.now();
     // Counted as sent, from the very numbers the Settle carries (the ledger's answer is the record).
     input.observer.settleStarted(usage.promptTokens, usage.completionTokens, costMicros);
     const carve = this.#carve;
@@ -325,9 +323,11 @@ export class Hold {
     const atLedger = carve === undefined || carve.state === 'promoted' || carve.state === 'promoting';
     const owner: BillingOwner = { ...ownerOf(input), freesAvailable: atLedger && costMicros < this.amountMicros };
     if (carve !== undefined) grants?.settleSent(carve, costMicros);
-    let settled;
-    try {
-      settled = await ledger.settle({
+    // The request is done with its Settle once it is in the outbox (ledger.settle queues it before
+    // it returns): its answer is awaited by background work that holds only what it needs, so a
+    // ledger that falls behind keeps outbox entries in memory, not whole requests (their bodies,
+    // their responses), and the request's log line is written at its response.
+    const answered = ledger.settle({
         reservationId: this.reservationId,
         usage,
         costMicros,
@@ -341,20 +341,9 @@ export class Hold {
         deployment: this.#deployment,
         failedAttempts: this.#failedAttempts,
       }, owner);
-    } finally {
-      if (carve !== undefined) grants?.settleAnswered(carve);
-      input.observer.settleEnded();
-    }
-    log.settleMs = elapsedMs(startedAtMs);
-    if (settled === undefined) return; // abandoned at shutdown: the outbox logged it for replay
-    if (settled.outcome === 'ok') {
-      log.debitedMicros = settled.debitedMicros;
-    } else {
-      logger.error({
-        requestId: input.requestId, reservationId: this.reservationId, costMicros: costMicros.toString(),
-        result: settled.outcome, detail: settled.detail,
-      }, 'settle refused by the ledger');
-    }
+    this.#deps.background(awaitSettleAnswer(answered, {
+      logger, grants, carve, observer: input.observer, requestId: input.requestId, reservationId: this.reservationId, costMicros,
+    }));
   }
 
   /**
@@ -392,6 +381,40 @@ export class Hold {
 }
 
 /** The reservation id of a request: `res_<request uuid>`. */
+/** What the answer of a queued Settle needs once its request is over: no request body, no response. */
+interface SettleFollowUp {
+  logger: Logger;
+  grants: GrantBook | undefined;
+  carve: Carve | undefined;
+  observer: RequestObserver;
+  requestId: string;
+  reservationId: string;
+  /** µ₹ */
+  costMicros: bigint;
+}
+
+/**
+ * Waits for the ledger's final answer to a queued Settle (outbox retries included; undefined:
+ * abandoned or handed over at shutdown) and does what follows it: the grant book learns the
+ * carve's Settle was answered, the observer ends its timing, a refusal or failure is logged.
+ */
+async function awaitSettleAnswer(answered: Promise<SettleAnswer | undefined>, followUp: SettleFollowUp): Promise<void> {
+  const { logger, grants, carve, observer, requestId, reservationId, costMicros } = followUp;
+  let settled: SettleAnswer | undefined;
+  try {
+    settled = await answered;
+  } catch (error) {
+    logger.error({ requestId, reservationId, err: { message: (error as Error).message } }, 'settle failed');
+    return;
+  } finally {
+    if (carve !== undefined) grants?.settleAnswered(carve);
+    observer.settleEnded();
+  }
+  if (settled !== undefined && settled.outcome !== 'ok') {
+    logger.error({ requestId, reservationId, costMicros: costMicros.toString(), result: settled.outcome, detail: settled.detail }, 'settle refused by the ledger');
+  }
+}
+
 function reservationIdOf(input: BillingInput): string {
   return `res_${input.requestUuid}`;
 }

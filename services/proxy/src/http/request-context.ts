@@ -97,13 +97,13 @@ export function requestContext(
           requestId, method: req.method, path: req.path, status,
           durationMs: Math.round(performance.now() - startedAtMs),
           organisationId: log.organisationId, projectId: log.projectId, model: log.model,
-          reservedMicros: bigintText(log.reservedMicros), debitedMicros: bigintText(log.debitedMicros),
+          reservedMicros: bigintText(log.reservedMicros), costMicros: bigintText(log.settledCostMicros),
           usageSource: log.usageSource, promptTokens: log.promptTokens, completionTokens: log.completionTokens,
           upstreamOutcome: log.upstreamOutcome, upstreamStatus: log.upstreamStatus, deployment: log.deployment, attempts: log.attempts,
           streamOutcome: log.streamOutcome, checkpoints: log.checkpoints,
           errorCode: log.errorCode, errorDetail: log.errorDetail,
           clientClosedEarly: responseFinished ? undefined : true,
-          rateLimitMs: log.rateLimitMs, reserveMs: log.reserveMs, upstreamMs: log.upstreamMs, settleMs: log.settleMs,
+          rateLimitMs: log.rateLimitMs, reserveMs: log.reserveMs, upstreamMs: log.upstreamMs,
         };
         logger[level](line, 'request');
       });
