@@ -16,12 +16,19 @@
  * the gateway bench runs it; `info` writes the per-request log line, to /dev/null),
  * BENCH_PROXY_TRACING=1 (the proxy exports its traces over OTLP/HTTP to a sink in this process
  * that reads and drops them: what tracing on costs the proxy; OTEL_TRACES_SAMPLER and
- * OTEL_TRACES_SAMPLER_ARG are passed on, e.g. `parentbased_traceidratio` and `0.1`).
+ * OTEL_TRACES_SAMPLER_ARG are passed on, e.g. `parentbased_traceidratio` and `0.1`),
+ * After the load it measures in process what routing (one deployment) adds to a request
+ * (support/routing-overhead.ts) and gives it as a share of the proxy's CPU per request.
+ * BENCH_PROXY_CALLGRIND=1 (the proxy runs under `valgrind --tool=callgrind` with instrumentation
+ * off until the warm-up (BENCH_WARMUP_REQUESTS, 4000) is over; each mode then sends BENCH_REQUESTS
+ * (5000: fewer let one major garbage collection more or less move the count by 30%) and the table
+ * gives the proxy's instructions per request: a count, not a time, so an A/B of two builds can
+ * resolve a 1-2% difference that CPU time on a shared machine cannot; the proxy is ~50x slower there).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
@@ -29,6 +36,7 @@ import { startConfigPeer } from '../services/proxy/src/test-support/config-peer.
 import { startLedgerPeer } from '../services/proxy/src/test-support/ledger-peer.ts';
 import { gatewayModel, stateOf, tenant } from '../services/proxy/src/test-support/proxy-world.ts';
 import { startHelper, waitForReady } from './support/proxy-process.ts';
+import { measureRoutingOverhead } from './support/routing-overhead.ts';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
@@ -38,6 +46,20 @@ const profileDir = `${repoRoot}bench-results/profiles`;
 const logLevel = process.env.BENCH_PROXY_LOG_LEVEL ?? 'warn';
 const deployedNodeOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8'))?.[1] ?? '';
 const profileOptions = process.env.BENCH_PROXY_CPU_PROF === '1' ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '';
+const callgrind = process.env.BENCH_PROXY_CALLGRIND === '1';
+const callgrindRequests = Number(process.env.BENCH_REQUESTS ?? 5000);
+const callgrindWarmUpRequests = Number(process.env.BENCH_WARMUP_REQUESTS ?? 4000);
+const callgrindDir = `${repoRoot}bench-results/callgrind`;
+/**
+ * Under callgrind the proxy runs ~50x slower: its clocks are stretched to match, so a request
+ * does there what it does at full speed (no ledger call times out, no stream lives long enough
+ * to checkpoint, no grant expires mid-run).
+ */
+const slowProxyEnv = {
+  LEDGER_CALL_TIMEOUT_MS: '60000', PROXY_CHECKPOINT_INTERVAL_MS: '100000', PROXY_STREAM_LEASE_MS: '300000',
+  PROXY_GRANT_WINDOW_MS: '60000', PROXY_GRANT_TTL_MS: '600000', PROXY_GRANT_IDLE_RETURN_MS: '600000', PROXY_CONFIG_STALENESS_MS: '600000',
+  UPSTREAM_CONNECT_TIMEOUT_MS: '600000', UPSTREAM_FIRST_BYTE_TIMEOUT_MS: '600000', UPSTREAM_IDLE_TIMEOUT_MS: '600000',
+};
 const bodies = {
   'non-streaming': { model: 'chat', messages: [{ role: 'user', content: 'Benchmark request [[fake:reply_words=16]]' }] },
   streaming: { model: 'chat', stream: true, messages: [{ role: 'user', content: 'Benchmark stream [[fake:reply_words=64]]' }] },
@@ -50,6 +72,38 @@ function cpuTimeMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/**
+ * Instructions the proxy (running under callgrind) executes while `work` runs: instrumentation
+ * is switched on and the counters zeroed before, and a dump taken after; the dump's total is
+ * the count (every thread of the process, JIT-compiled code, the garbage collector and the
+ * kernel-call wrappers included; the kernel's own work is not counted).
+ */
+async function instructionsDuring(pid: number, work: () => Promise<void>): Promise<number> {
+  const control = (...args: string[]) => {
+    const result = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`callgrind_control ${args.join(' ')}: ${result.stderr}`);
+  };
+  // Dumps of earlier runs go: the one read below is this run's.
+  for (const name of readdirSync(callgrindDir)) rmSync(`${callgrindDir}/${name}`);
+  control('--instr=on');
+  control('--zero');
+  await work();
+  control('--dump=measured');
+  // The dump is written by the proxy's own thread, after callgrind_control returns: wait for it.
+  let total: bigint | undefined;
+  for (const deadline = Date.now() + 120_000; total === undefined && Date.now() < deadline;) {
+    for (const name of readdirSync(callgrindDir).filter((file) => file.startsWith(`callgrind.out.${pid}.`))) {
+      const text = readFileSync(`${callgrindDir}/${name}`, 'utf8');
+      const match = /\ntotals: (\d+)/.exec(text);
+      if (text.includes('Trigger: dump measured') && match) total = BigInt(match[1]!);
+    }
+    if (total === undefined) await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  control('--instr=off');
+  if (total === undefined) throw new Error(`no callgrind dump of the measured requests in ${callgrindDir}`);
+  return Number(total);
+}
+
 /** Peak resident memory of a process so far, MB (VmHWM). */
 function peakRssMb(pid: number): number {
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -57,6 +111,7 @@ function peakRssMb(pid: number): number {
 }
 
 async function main(): Promise<void> {
+  if (callgrind) process.env.FAKE_UPSTREAM_KEEP_ALIVE_MS = '600000';
   const upstream = await startHelper('bench/support/fake-upstream-process.ts');
   const ledger = await startLedgerPeer();
   const buyer = tenant('org-bench', { rpmLimit: 1_000_000_000 });
@@ -65,6 +120,7 @@ async function main(): Promise<void> {
   // The peer records every call; a benchmark needs none of them.
   const forget = setInterval(() => { for (const list of Object.values(ledger.calls)) list.length = 0; for (const list of Object.values(ledger.answers)) list.length = 0; }, 1000);
   if (profileOptions !== '') mkdirSync(profileDir, { recursive: true });
+  if (callgrind) mkdirSync(callgrindDir, { recursive: true });
 
   // Tracing on: an OTLP endpoint that reads each export and drops it (the receiver's cost is not the proxy's).
   const traceSink = process.env.BENCH_PROXY_TRACING === '1'
@@ -78,19 +134,23 @@ async function main(): Promise<void> {
   };
 
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const proxy = spawn(process.execPath, ['services/proxy/src/main.ts'], {
+  // Under callgrind: nothing counted until the warm-up is over (instructionsDuring switches it on).
+  const [command, args] = callgrind
+    ? ['valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrindDir}/callgrind.out.%p`, process.execPath, 'services/proxy/src/main.ts']]
+    : [process.execPath, ['services/proxy/src/main.ts']];
+  const proxy = spawn(command, args, {
     cwd: repoRoot,
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_PROXY_STDOUT === '1' ? 'inherit' : 'ignore', 'inherit'],
     env: {
       PATH: process.env.PATH ?? '', ...serviceTlsEnv(await sharedTestPki(), 'proxy'),
       NODE_OPTIONS: [profileOptions, deployedNodeOptions].filter((o) => o !== '').join(' '),
       LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: 'bench-proxy',
-      ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, ...tracingEnv,
+      ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, ...tracingEnv, ...(callgrind ? slowProxyEnv : {}),
     },
   });
   const exited = new Promise((resolve) => proxy.once('exit', resolve));
   try {
-    await waitForReady(`http://127.0.0.1:${port}/readyz`, proxy);
+    await waitForReady(`http://127.0.0.1:${port}/readyz`, proxy, callgrind ? 300_000 : 20_000);
     const rows: string[] = [];
     for (const mode of ['non-streaming', 'streaming'] as const) {
       if (onlyMode !== undefined && onlyMode !== mode) continue;
@@ -98,6 +158,24 @@ async function main(): Promise<void> {
         url: `http://127.0.0.1:${port}/v1/chat/completions`, method: 'POST' as const, connections, pipelining: 1,
         headers: { 'content-type': 'application/json', authorization: `Bearer ${buyer.apiKey}` }, body: JSON.stringify(bodies[mode]),
       };
+      if (callgrind) {
+        // About the requests 2 s give at full speed, so the JIT has settled.
+        await autocannon({ ...options, amount: callgrindWarmUpRequests, timeout: 120 });
+        let answered = 0;
+        let failed = 0;
+        let failures: unknown;
+        const instructions = await instructionsDuring(proxy.pid!, async () => {
+          const result = await autocannon({ ...options, amount: callgrindRequests, timeout: 120 });
+          answered = result['2xx'];
+          failed = result.non2xx + result.errors + result.timeouts;
+          failures = { non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, statusCodes: result.statusCodeStats };
+        });
+        if (failed > 0 || answered === 0) throw new Error(`${mode}: ${failed} requests failed (${JSON.stringify(failures)}), ${answered} answered`);
+        const row = `${mode.padEnd(14)} c=${connections}  proxy ${Math.round(instructions / answered).toLocaleString('en')} instructions/request (callgrind, ${answered} requests)`;
+        process.stdout.write(`${row}\n`);
+        rows.push(row);
+        continue;
+      }
       await autocannon({ ...options, duration: 2 });
       const before = cpuTimeMs(proxy.pid!);
       const result = await autocannon({ ...options, duration: durationS });
@@ -109,6 +187,17 @@ async function main(): Promise<void> {
       rows.push(row);
     }
     process.stdout.write(`proxy peak RSS ${peakRssMb(proxy.pid!)} MB\n`);
+    if (!callgrind) {
+      // Routing's share of a request, in process (a whole-proxy A/B cannot resolve 2% here): after the load, so the two do not share the cores.
+      const routingOverhead = await measureRoutingOverhead();
+      const shares = rows.map((row) => {
+        const cpuMs = Number(/proxy CPU ([\d.]+) ms/.exec(row)?.[1]);
+        return `${row.trim().split(/\s+/)[0]} ${((routingOverhead.addedUsPerRequest / 1000 / cpuMs) * 100).toFixed(2)}%`;
+      });
+      const line = `routing, one deployment: +${routingOverhead.addedUsPerRequest} µs CPU per request (routed ${routingOverhead.routedUsPerRequest}, direct ${routingOverhead.directUsPerRequest}; in process), of the proxy's CPU per request: ${shares.join(', ')}`;
+      process.stdout.write(`${line}\n`);
+      rows.push(line);
+    }
     mkdirSync(`${repoRoot}bench-results`, { recursive: true });
     writeFileSync(`${repoRoot}bench-results/proxy-cpu.json`, `${JSON.stringify({ date: new Date().toISOString(), rows }, null, 2)}\n`);
   } finally {

@@ -18,9 +18,9 @@ export async function startHelper(script: string): Promise<{ child: ChildProcess
   return { child, port: (JSON.parse(firstLine) as { port: number }).port };
 }
 
-/** Resolves once `url` (a proxy's /readyz) answers 200; throws if the proxy exits or 20 s pass. */
-export async function waitForReady(url: string, proxy: ChildProcess): Promise<void> {
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
+/** Resolves once `url` (a proxy's /readyz) answers 200; throws if the proxy exits or `timeoutMs` (20 s) pass. */
+export async function waitForReady(url: string, proxy: ChildProcess, timeoutMs = 20_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline;) {
     if (proxy.exitCode !== null) throw new Error(`proxy exited with ${proxy.exitCode}`);
     try {
       if ((await fetch(url)).status === 200) return;

@@ -22,6 +22,8 @@ export interface FakeUpstreamOptions {
   name?: string;
   /** The prompt caches' minimum prefix and clock (prefix-cache.ts); default 1024 tokens and Date.now. */
   promptCache?: PrefixCacheOptions;
+  /** How long an idle keep-alive connection stays open, ms; default node:http's (5 s). */
+  keepAliveTimeoutMs?: number;
 }
 
 /** One request the fake upstream received, as tests inspect it. */
@@ -121,6 +123,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
       else res.destroy();
     });
   });
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
