@@ -22,7 +22,8 @@ function benchFilesIn(directory: string): string[] {
 const files = [
   ...readdirSync(join(repoRoot, 'services')).flatMap((service) => benchFilesIn(join(repoRoot, 'services', service, 'bench'))),
   ...benchFilesIn(join(repoRoot, 'bench')),
-].filter((file) => !filter || file.includes(filter)).sort();
+  // Matched on the path inside the checkout: a checkout's own folder name (e.g. wt-soak) must not select every benchmark.
+].filter((file) => !filter || relative(repoRoot, file).includes(filter)).sort();
 
 if (files.length === 0) {
   process.stderr.write(`no benchmark matches ${filter ?? '(any)'}\n`);

@@ -40,6 +40,7 @@ class ScriptedLedger implements Ledger {
     return { outcome: 'ok', detail: '' };
   }
   settlesBacklogged(): boolean { return false; }
+  async waitForSettleRoom(): Promise<boolean> { return true; }
   async waitForSettlesOf(): Promise<boolean> { return this.settlesInFlight; }
   async acquireGrant(): Promise<AcquireGrantAnswer> { throw new Error('no grants in this test'); }
   async adjustGrant(): Promise<AdjustGrantAnswer> { throw new Error('no grants in this test'); }

@@ -36,6 +36,13 @@ export interface HoldDeps {
  */
 const settlesInFlightWaitMs = 5_000;
 
+/**
+ * Longest a new request waits for the settle outbox to have room before its Reserve, ms: long
+ * enough for a lagging ledger to answer a few batches, short of clients' usual timeouts. When it
+ * runs out the request goes on (refused only if the outbox is at its bound).
+ */
+const settleRoomWaitMs = 10_000;
+
 /** First wait before a Reserve refused while grants are recalled is tried again, ms; doubled per try up to PROXY_RECALL_WAIT_MS in all. */
 const recallFirstWaitMs = 5;
 
@@ -166,6 +173,9 @@ export class Hold {
    */
   static async open(deps: HoldDeps, input: BillingInput, amountMicros: bigint): Promise<Hold> {
     const { caller } = input;
+    // A ledger that falls behind sets the pace: a new request waits while the outbox is deep
+    // (a tenth of its bound), so requests start as fast as Settles are answered.
+    await deps.ledger.waitForSettleRoom(settleRoomWaitMs);
     // Nothing is dropped when the ledger falls behind: the proxy stops taking work instead, before
     // any money moves (the outbox is not ready, so a load balancer steers traffic elsewhere).
     if (deps.ledger.settlesBacklogged()) {

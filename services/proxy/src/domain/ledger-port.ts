@@ -238,6 +238,11 @@ export interface Ledger {
   release(order: ReleaseOrder, owner: BillingOwner): Promise<ReleaseAnswer | undefined>;
   /** True while Settles and Releases wait in numbers at the bound: no new request may start. */
   settlesBacklogged(): boolean;
+  /**
+   * Waits (up to timeoutMs) while Settles and Releases wait in numbers short of the bound, so that
+   * new requests start at the pace the ledger answers; true at once when they do not; false when the wait ran out.
+   */
+  waitForSettleRoom(timeoutMs: number): Promise<boolean>;
   /** Waits (up to timeoutMs) for the organisation's Settles and Releases queued so far; false when it had none. */
   waitForSettlesOf(organisationId: string, timeoutMs: number): Promise<boolean>;
   /** One attempt at holding a credit grant; a failed call throws. */

@@ -34,6 +34,7 @@ class RecordingLedger implements Ledger {
     return { outcome: 'ok', detail: '' };
   }
   settlesBacklogged(): boolean { return false; }
+  async waitForSettleRoom(): Promise<boolean> { return true; }
   async waitForSettlesOf(): Promise<boolean> { return false; }
   async acquireGrant(): Promise<AcquireGrantAnswer> { throw new Error('no grants in this test'); }
   async adjustGrant(): Promise<AdjustGrantAnswer> { throw new Error('no grants in this test'); }

@@ -34,6 +34,7 @@ const outbox: LedgerOutbox = {
   },
   async release() { return { result: ReleaseResult.RELEASE_RESULT_RESERVATION_UNKNOWN, releasedMicros: 0n, availableMicros: 0n, detail: 'tombstone' }; },
   outboxFull: () => true,
+  waitForRoom: () => Promise.resolve(true),
   waitForOrganisation: async () => true,
 };
 

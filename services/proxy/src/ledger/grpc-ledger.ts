@@ -16,7 +16,7 @@ export interface LedgerCalls {
 }
 
 /** The outbox operations the port needs (SettleOutbox in production). */
-export type LedgerOutbox = Pick<SettleOutbox, 'settle' | 'release' | 'outboxFull' | 'waitForOrganisation'>;
+export type LedgerOutbox = Pick<SettleOutbox, 'settle' | 'release' | 'outboxFull' | 'waitForRoom' | 'waitForOrganisation'>;
 
 /** Proto result -> domain outcome, read from the contract's name tables; a value missing (UNSPECIFIED, UNRECOGNIZED) is `unrecognized`. */
 const reserveOutcomes: ReadonlyMap<number, ReserveOutcome> = resultNamesByValue(ledgerResultNames.reserve);
@@ -193,6 +193,10 @@ export class GrpcLedger implements Ledger {
   /** The outbox is at its bound. */
   settlesBacklogged(): boolean {
     return this.#outbox.outboxFull();
+  }
+
+  waitForSettleRoom(timeoutMs: number): Promise<boolean> {
+    return this.#outbox.waitForRoom(timeoutMs);
   }
 
   /** Waits for the organisation's outbox entries queued so far. */

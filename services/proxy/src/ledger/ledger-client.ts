@@ -28,6 +28,18 @@ type OperationKind = 'reserve' | 'release' | 'checkpoint' | 'acquireGrant' | 'ad
  */
 const maxSettlesPerBatch = 512;
 
+/**
+ * How long a settle_batch message waits for its answer, ms: at least a minute. A batch the ledger
+ * is slow to answer is being applied, so sending its Settles again after LEDGER_CALL_TIMEOUT_MS
+ * only makes replays, which the ledger applies one by one at several times the cost of the set-based
+ * batch (sql/ledger_apply_batch_set.sql takes no replay): a ledger a few seconds behind then fell
+ * further behind (issue 30's soak: throughput halved, the oldest Settle 27 s old). A broken stream
+ * still fails the message at once, and the outbox sends it again.
+ */
+function settleBatchDeadlineMs(callTimeoutMs: number): number {
+  return Math.max(callTimeoutMs, 60_000);
+}
+
 /** A Settle waiting for the next settle_batch message. */
 interface QueuedSettle {
   request: ledgerV1.SettleRequest;
@@ -64,12 +76,12 @@ export class LedgerClient {
    * step span, docs/tracing.md) unless `traced` is false; with tracing off there is none.
    */
   async #operate<Kind extends OperationKind>(
-    kind: Kind, request: NonNullable<ledgerV1.OperationRequest[Kind]>, traced = true,
+    kind: Kind, request: NonNullable<ledgerV1.OperationRequest[Kind]>, traced = true, deadlineMs = this.#callTimeoutMs,
   ): Promise<NonNullable<ledgerV1.OperationResponse[Kind]>> {
     const operation: Operation = { requestId: '', [kind]: request };
     const traceparent = traced ? activeTraceparent() : undefined;
     if (traceparent !== undefined) operation.traceparent = traceparent;
-    const response = await this.#operations.send(operation, this.#callTimeoutMs);
+    const response = await this.#operations.send(operation, deadlineMs);
     if (response.error !== undefined) throw operationError(response.error.code, response.error.message, response.error.errorCode);
     const answer = response[kind];
     if (answer === undefined) throw operationError(GrpcStatus.INTERNAL, `ledger answered a ${kind} with another operation`);
@@ -117,7 +129,7 @@ export class LedgerClient {
       const batch = this.#queuedSettles.splice(0, maxSettlesPerBatch);
       try {
         // The message itself is no one request's: its Settles carry their own contexts.
-        const answer = await this.#operate('settleBatch', { settles: batch.map((queued) => queued.request) }, false);
+        const answer = await this.#operate('settleBatch', { settles: batch.map((queued) => queued.request) }, false, settleBatchDeadlineMs(this.#callTimeoutMs));
         if (answer.settles.length !== batch.length) {
           throw operationError(GrpcStatus.INTERNAL, `ledger answered ${answer.settles.length} of a batch of ${batch.length} settles`);
         }

@@ -115,6 +115,10 @@ export class SettleOutbox {
   readonly #retryMaxMs: number;
   readonly #random: () => number;
   readonly #entries = new Set<Entry>();
+  /** The depth from which new requests wait for room (waitForRoom): a tenth of maxEntries. */
+  readonly #pacingDepth: number;
+  /** Requests waiting for room, oldest first. */
+  readonly #roomWaiters = new Set<{ resolve: (room: boolean) => void; timer: NodeJS.Timeout }>();
   readonly #byOrganisation = new Map<string, Set<Entry>>();
   #abandonedCount = 0;
 
@@ -123,6 +127,7 @@ export class SettleOutbox {
     this.#ledger = options.ledger;
     this.#logger = options.logger;
     this.#maxEntries = options.maxEntries;
+    this.#pacingDepth = Math.max(1, Math.floor(options.maxEntries / 10));
     this.#retryInitialMs = options.retryInitialMs;
     this.#retryMaxMs = options.retryMaxMs;
     this.#random = options.random ?? Math.random;
@@ -148,6 +153,26 @@ export class SettleOutbox {
   /** True while the unanswered entries are at the bound: the proxy is not ready and takes no new request. */
   outboxFull(): boolean {
     return this.#entries.size >= this.#maxEntries;
+  }
+
+  /**
+   * Waits, up to `timeoutMs`, until fewer entries than the pacing depth (a tenth of the bound)
+   * are unanswered; at once when there are. A new request waits here before its Reserve: when
+   * the ledger settles more slowly than this proxy admits, requests are admitted at the rate
+   * Settles are answered (clients see latency), instead of the outbox climbing to its bound and
+   * every request after that being refused (issue 30's soak: the outbox full within a minute,
+   * then 503s). True when there is room; false when the wait ran out (the request goes on: the
+   * bound still refuses it when full).
+   */
+  waitForRoom(timeoutMs: number): Promise<boolean> {
+    if (this.#entries.size < this.#pacingDepth) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = { resolve, timer: setTimeout(() => {
+        this.#roomWaiters.delete(waiter);
+        resolve(false);
+      }, timeoutMs) };
+      this.#roomWaiters.add(waiter);
+    });
   }
 
   /** Entries not yet answered (in their first attempt or waiting to be sent again). */
@@ -277,6 +302,15 @@ export class SettleOutbox {
     if (ofOrganisation?.size === 0) this.#byOrganisation.delete(entry.owner.organisationId);
     (entry.resolve as (answer: typeof response) => void)(response);
     entry.markDone();
+    // One waiting request per answered entry: admission follows the ledger's pace.
+    if (this.#roomWaiters.size > 0 && this.#entries.size < this.#pacingDepth) {
+      for (const waiter of this.#roomWaiters) {
+        this.#roomWaiters.delete(waiter);
+        clearTimeout(waiter.timer);
+        waiter.resolve(true);
+        break;
+      }
+    }
   }
 
   async #run(entry: Entry): Promise<void> {
