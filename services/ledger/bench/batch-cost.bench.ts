@@ -7,7 +7,8 @@
  * 256 it applies batches of carved Settles on one connection, back to back (one hot
  * organisation, four grants: four proxy replicas), and reports per Settle: the wall time, and
  * the CPU the PostgreSQL backend used (its /proc stat: the server must run on this machine;
- * 10-ms clock ticks, so each size runs for BENCH_SECONDS). The baseline, in the same run, is a
+ * 10-ms clock ticks, so each size runs for BENCH_SECONDS), and the WAL written (the whole
+ * server's: other work on it counts too). The baseline, in the same run, is a
  * single-row autocommit UPDATE's. Afterwards the grants are closed and the ledger verified; the
  * process exits 1 if a Settle was refused or the money does not add up.
  *
@@ -52,6 +53,8 @@ interface Row {
   wallUsPerSettle: number;
   /** PostgreSQL backend CPU per Settle, µs. */
   pgCpuUsPerSettle: number;
+  /** WAL written per Settle, bytes (the server's whole WAL: run it on a quiet server). */
+  walBytesPerSettle: number;
 }
 
 /**
@@ -108,12 +111,17 @@ try {
   };
   const backendPid = Number((await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
 
-  const timed = async (work: () => Promise<number>): Promise<{ count: number; wallMs: number; cpuMs: number }> => {
+  const walLsn = async () => (await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+  const timed = async (work: () => Promise<number>): Promise<{ count: number; wallMs: number; cpuMs: number; walBytes: number }> => {
+    const walBefore = await walLsn();
     const cpuBefore = cpuTimeMs(backendPid);
     const startedAt = performance.now();
     let count = 0;
     while (performance.now() - startedAt < secondsPerSize * 1000) count += await work();
-    return { count, wallMs: performance.now() - startedAt, cpuMs: cpuTimeMs(backendPid) - cpuBefore };
+    const wallMs = performance.now() - startedAt;
+    const cpuMs = cpuTimeMs(backendPid) - cpuBefore;
+    const walBytes = Number((await db.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS bytes', [walBefore])).rows[0]!.bytes);
+    return { count, wallMs, cpuMs, walBytes };
   };
 
   const baseline = await timed(async () => { await db.query('UPDATE bench_counter SET n = n + 1 WHERE id = 0'); return 1; });
@@ -148,12 +156,13 @@ try {
     rows.push({
       batchSize, settles: run.count,
       wallUsPerSettle: Math.round((run.wallMs * 1000) / run.count), pgCpuUsPerSettle: Math.round((run.cpuMs * 1000) / run.count),
+      walBytesPerSettle: Math.round(run.walBytes / run.count),
     });
   }
 
   console.table(rows.map((row) => ({
     'batch size': row.batchSize, settles: row.settles, 'wall µs/Settle': row.wallUsPerSettle, 'PostgreSQL CPU µs/Settle': row.pgCpuUsPerSettle,
-    'CPU ÷ baseline UPDATE': Number((row.pgCpuUsPerSettle / Math.max(1, baselineRow.cpuUs)).toFixed(2)),
+    'CPU ÷ baseline UPDATE': Number((row.pgCpuUsPerSettle / Math.max(1, baselineRow.cpuUs)).toFixed(2)), 'WAL bytes/Settle': row.walBytesPerSettle,
   })));
   console.log(`baseline: single-row autocommit UPDATE ${Math.round(baselineRow.wallUs)} µs wall, ${Math.round(baselineRow.cpuUs)} µs PostgreSQL CPU`);
 
