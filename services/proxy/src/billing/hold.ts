@@ -173,14 +173,13 @@ export class Hold {
    */
   static async open(deps: HoldDeps, input: BillingInput, amountMicros: bigint): Promise<Hold> {
     const { caller } = input;
-    // A ledger that falls behind sets the pace: a new request waits while the outbox is deep
-    // (a tenth of its bound), so requests start as fast as Settles are answered.
-    await deps.ledger.waitForSettleRoom(settleRoomWaitMs);
     // Nothing is dropped when the ledger falls behind: the proxy stops taking work instead, before
-    // any money moves (the outbox is not ready, so a load balancer steers traffic elsewhere).
-    if (deps.ledger.settlesBacklogged()) {
-      throw new GatewayError('service_unavailable', { internalMessage: 'settle outbox full: the ledger is not answering Settles' });
-    }
+    // any money moves (the outbox is not ready, so a load balancer steers traffic elsewhere). A
+    // full outbox refuses at once; a deep one sets the pace: a new request waits (a tenth of the
+    // bound), so requests start as fast as Settles are answered, and is refused if it fills meanwhile.
+    refuseWhenBacklogged(deps.ledger);
+    await deps.ledger.waitForSettleRoom(settleRoomWaitMs);
+    refuseWhenBacklogged(deps.ledger);
     const startedAtMs = performance.now();
     input.observer.reserveStarted();
     const { grants } = deps;
@@ -391,6 +390,13 @@ export class Hold {
 }
 
 /** The reservation id of a request: `res_<request uuid>`. */
+/** Throws 503 while the settle outbox is at its bound (no new request may start). */
+function refuseWhenBacklogged(ledger: Ledger): void {
+  if (ledger.settlesBacklogged()) {
+    throw new GatewayError('service_unavailable', { internalMessage: 'settle outbox full: the ledger is not answering Settles' });
+  }
+}
+
 /** What the answer of a queued Settle needs once its request is over: no request body, no response. */
 interface SettleFollowUp {
   logger: Logger;
