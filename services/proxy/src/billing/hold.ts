@@ -240,8 +240,9 @@ export class Hold {
 
   /**
    * Settles a usage at the model's prices through the outbox, which repeats it until the ledger
-   * answers. Never throws (it may run after the response has gone out); the outbox entry counts
-   * as a Settle in flight of the organisation from the moment this returns, before its promise settles.
+   * answers. Never throws (it may run after the response has gone out). Resolves once the Settle
+   * is queued: the outbox entry counts as a Settle in flight of the organisation from then on,
+   * and its answer is awaited as background work (deps.background: shutdown still waits for it).
    */
   settle(usage: TokenUsage, source: UsageSource, overrun?: SettleOverrun): Promise<void> {
     if (!this.#resolve('settle')) return Promise.resolve();
@@ -389,7 +390,6 @@ export class Hold {
   }
 }
 
-/** The reservation id of a request: `res_<request uuid>`. */
 /** Throws 503 while the settle outbox is at its bound (no new request may start). */
 function refuseWhenBacklogged(ledger: Ledger): void {
   if (ledger.settlesBacklogged()) {
@@ -431,6 +431,7 @@ async function awaitSettleAnswer(answered: Promise<SettleAnswer | undefined>, fo
   }
 }
 
+/** The reservation id of a request: `res_<request uuid>`. */
 function reservationIdOf(input: BillingInput): string {
   return `res_${input.requestUuid}`;
 }
