@@ -21,15 +21,12 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openDatabase, type Database } from '@gateway/db';
-import { createBenchDatabase } from './bench-database.ts';
+import type { Database } from '@gateway/db';
+import { checkBenchMoney, holdBenchGrants, openBenchLedger } from './bench-database.ts';
 import { applyLedgerOperations, type LedgerOperation, type LedgerOperationRunner } from '../src/domain/apply-ledger-operations.ts';
 import { credit } from '../src/domain/credit.ts';
-import { verifyLedger } from '../src/domain/find-balance-differences.ts';
-import { acquireGrant, adjustGrant } from '../src/domain/grants.ts';
 import { openAccount } from '../src/domain/open-account.ts';
 import { settle } from '../src/domain/settle.ts';
-import { prepareLedgerSchema } from '../src/ledger-schema.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const secondsPerSize = Number(process.env.BENCH_SECONDS ?? '3');
@@ -80,25 +77,16 @@ function collectingRunner(): LedgerOperationRunner & { flush(db: Database): Prom
   };
 }
 
-const benchDatabase = await createBenchDatabase();
+const ledger = await openBenchLedger(1);
 let failed = false;
-let database: Database | undefined;
 const rows: Row[] = [];
 try {
   // One connection: every batch goes through the same backend, whose CPU is read from /proc.
-  database = await openDatabase({ url: benchDatabase.url, schema: 'ledger', poolSize: 1 });
-  await prepareLedgerSchema(database);
-  const db = database;
+  const { db } = ledger;
   const organisationId = 'bench-hot';
   await openAccount(db, organisationId);
   await credit(db, { creditId: 'fund', organisationId, amountMicros: 10n ** 13n, reason: 'bench funding' });
-  for (const grantId of grantIds) {
-    const granted = await acquireGrant(db, {
-      grantId, organisationId, projectId: `${organisationId}-project`, billingMode: 'commercial', minMicros: 1n,
-      wantMicros: 10n ** 12n, ttlMs: 3_600_000n, ownerId: grantId,
-    }, 25);
-    if (granted.result !== 'ok') throw new Error(`bench grant refused: ${granted.result} ${granted.detail}`);
-  }
+  await holdBenchGrants(db, organisationId, grantIds, 10n ** 12n, 25);
   await db.exec('CREATE TABLE bench_counter (id integer PRIMARY KEY, n bigint NOT NULL); INSERT INTO bench_counter VALUES (0, 0);');
   const trackFunctions = process.env.BENCH_TRACK_FUNCTIONS === '1';
   if (trackFunctions) await db.exec("SET track_functions = 'all'");
@@ -166,21 +154,15 @@ try {
   })));
   console.log(`baseline: single-row autocommit UPDATE ${Math.round(baselineRow.wallUs)} µs wall, ${Math.round(baselineRow.cpuUs)} µs PostgreSQL CPU`);
 
-  for (const grantId of grantIds) await adjustGrant(db, { adjustmentId: `close-${grantId}`, grantId, returnMicros: 0n, close: true, extendTtlMs: 0n, reason: 'bench done' });
   const settles = BigInt(rows.reduce((sum, row) => sum + row.settles, 0));
-  const sums = await db.query<{ debited: string; held: string }>('SELECT sum(debited_micros)::text AS debited, sum(held_micros)::text AS held FROM accounts');
-  const { accountsChecked, differences } = await verifyLedger(db);
-  const debitedOk = BigInt(sums.rows[0]!.debited) === settles * costMicros;
-  const heldOk = BigInt(sums.rows[0]!.held) === 0n;
-  console.log(`verify: ${accountsChecked} accounts, ${differences.length} difference(s); debited ${sums.rows[0]!.debited} µ₹ for ${settles} Settles (${debitedOk ? 'exact' : 'WRONG'}); held ${sums.rows[0]!.held} µ₹`);
-  failed = differences.length > 0 || !debitedOk || !heldOk;
+  const money = await checkBenchMoney(db, grantIds, settles * costMicros, settles, 'Settles');
+  failed = money.differences > 0 || !money.debitedExact || !money.heldZero;
   mkdirSync(join(repoRoot, 'bench-results'), { recursive: true });
   writeFileSync(join(repoRoot, 'bench-results', 'batch-cost.json'), `${JSON.stringify({ measuredAt: new Date().toISOString(), secondsPerSize, baseline: baselineRow, rows }, null, 2)}\n`);
 } catch (error) {
   failed = true;
   console.error('benchmark failed:', error);
 } finally {
-  await database?.close();
-  await benchDatabase.drop();
+  await ledger.close();
 }
 process.exit(failed ? 1 : 0);

@@ -18,16 +18,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openDatabase, type Database } from '@gateway/db';
-import { createBenchDatabase } from './bench-database.ts';
+import { checkBenchMoney, holdBenchGrants, openBenchLedger } from './bench-database.ts';
 import { credit } from '../src/domain/credit.ts';
-import { verifyLedger } from '../src/domain/find-balance-differences.ts';
-import { acquireGrant, adjustGrant } from '../src/domain/grants.ts';
 import { createLedgerBatcher } from '../src/domain/ledger-batcher.ts';
 import { openAccount } from '../src/domain/open-account.ts';
 import { reserve, type ReserveInput } from '../src/domain/reserve.ts';
 import { settle, type SettleInput } from '../src/domain/settle.ts';
-import { prepareLedgerSchema } from '../src/ledger-schema.ts';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const secondsPerMeasurement = Number(process.env.BENCH_SECONDS ?? '4');
@@ -67,14 +63,11 @@ async function runFor(concurrency: number, seconds: number, worker: (loop: numbe
 }
 
 
-const benchDatabase = await createBenchDatabase();
+const ledger = await openBenchLedger(16);
 let failed = false;
-let database: Database | undefined;
 const measurements: Measurement[] = [];
 try {
-  database = await openDatabase({ url: benchDatabase.url, schema: 'ledger', poolSize: 16 });
-  await prepareLedgerSchema(database);
-  const db = database;
+  const { db } = ledger;
   const hot = 'bench-hot';
   const spread = Array.from({ length: spreadOrganisations }, (_, index) => `bench-org-${index}`);
   for (const organisationId of [hot, ...spread]) {
@@ -128,13 +121,7 @@ try {
 
   // Credit grants: carved settles (one operation each, no Reserve call) on the hot organisation.
   const grantIds = ['bench-grant-0', 'bench-grant-1', 'bench-grant-2', 'bench-grant-3'];
-  for (const grantId of grantIds) {
-    const granted = await acquireGrant(db, {
-      grantId, organisationId: hot, projectId: `${hot}-project`, billingMode: 'commercial', minMicros: 1n,
-      wantMicros: 10_000_000_000n, ttlMs: 3_600_000n, ownerId: grantId,
-    }, 10);
-    if (granted.result !== 'ok') throw new Error(`bench grant refused: ${granted.result} ${granted.detail}`);
-  }
+  await holdBenchGrants(db, hot, grantIds, 10_000_000_000n, 10);
   let carveSerial = 0;
   const carvedSettle = async (loop: number) => {
     const reservationId = `bench-carve-${process.pid}-${carveSerial++}`;
@@ -164,19 +151,11 @@ try {
   })));
 
   await batcher.close();
-  // The grants give back what they still hold, so nothing stays held.
-  for (const grantId of grantIds) await adjustGrant(db, { adjustmentId: `close-${grantId}`, grantId, returnMicros: 0n, close: true, extendTtlMs: 0n, reason: 'bench done' });
   // Correctness owned by this benchmark: every pair and every carve debited exactly its cost, nothing stays held,
   // and every balance agrees with the rows.
   const totalPairs = BigInt(measurements.reduce((sum, m) => sum + m.pairs, 0));
-  const sums = await db.query<{ debited: string; held: string }>(
-    'SELECT sum(debited_micros)::text AS debited, sum(held_micros)::text AS held FROM accounts');
-  const { accountsChecked, differences } = await verifyLedger(db);
-  const debitedOk = BigInt(sums.rows[0]!.debited) === totalPairs * costMicros;
-  const heldOk = BigInt(sums.rows[0]!.held) === 0n;
-  console.log(`verify: ${accountsChecked} accounts, ${differences.length} difference(s); debited ${sums.rows[0]!.debited} µ₹ for ${totalPairs} pairs and carves (${debitedOk ? 'exact' : 'WRONG'}); held ${sums.rows[0]!.held} µ₹`);
-  for (const difference of differences) console.log('DIFFERENCE', difference);
-  failed = differences.length > 0 || !debitedOk || !heldOk;
+  const money = await checkBenchMoney(db, grantIds, totalPairs * costMicros, totalPairs, 'pairs and carves');
+  failed = money.differences > 0 || !money.debitedExact || !money.heldZero;
 
   const hot64 = measurements.find((m) => m.scenario === 'one hot organisation' && m.concurrency === 64);
   console.log(`target: 5000 pairs/s on one hot organisation at concurrency 64; measured ${hot64?.pairsPerSecond ?? '?'} (group commit)`);
@@ -184,13 +163,12 @@ try {
   writeFileSync(join(repoRoot, 'bench-results', 'reserve-settle.json'), JSON.stringify({
     measuredAt: new Date().toISOString(), secondsPerMeasurement, measurements,
     targetHotConcurrency64PairsPerSecond: 5_000, hotConcurrency64PairsPerSecond: hot64?.pairsPerSecond ?? null,
-    verify: { accountsChecked: accountsChecked.toString(), differences: differences.length, debitedExact: debitedOk, heldZero: heldOk },
+    verify: { accountsChecked: money.accountsChecked.toString(), differences: money.differences, debitedExact: money.debitedExact, heldZero: money.heldZero },
   }, null, 2));
 } catch (error) {
   failed = true;
   console.error('benchmark failed:', error);
 } finally {
-  await database?.close();
-  await benchDatabase.drop();
+  await ledger.close();
 }
 process.exit(failed ? 1 : 0);
