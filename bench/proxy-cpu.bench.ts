@@ -32,6 +32,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
+import { processCpuMs, processPeakRssMb } from '@gateway/testkit/outside-vitest';
 import { startConfigPeer } from '../services/proxy/src/test-support/config-peer.ts';
 import { startLedgerPeer } from '../services/proxy/src/test-support/ledger-peer.ts';
 import { gatewayModel, stateOf, tenant } from '../services/proxy/src/test-support/proxy-world.ts';
@@ -65,13 +66,6 @@ const bodies = {
   streaming: { model: 'chat', stream: true, messages: [{ role: 'user', content: 'Benchmark stream [[fake:reply_words=64]]' }] },
 } as const;
 
-/** CPU time (user + system) a process has used so far, ms (clock ticks of 10 ms). */
-function cpuTimeMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
 /**
  * Instructions the proxy (running under callgrind) executes while `work` runs: instrumentation
  * is switched on and the counters zeroed before, and a dump taken after; the dump's total is
@@ -102,12 +96,6 @@ async function instructionsDuring(pid: number, work: () => Promise<void>): Promi
   control('--instr=off');
   if (total === undefined) throw new Error(`no callgrind dump of the measured requests in ${callgrindDir}`);
   return Number(total);
-}
-
-/** Peak resident memory of a process so far, MB (VmHWM). */
-function peakRssMb(pid: number): number {
-  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Math.round(Number(match[1]) / 1024) : 0;
 }
 
 async function main(): Promise<void> {
@@ -177,16 +165,16 @@ async function main(): Promise<void> {
         continue;
       }
       await autocannon({ ...options, duration: 2 });
-      const before = cpuTimeMs(proxy.pid!);
+      const before = processCpuMs(proxy.pid!);
       const result = await autocannon({ ...options, duration: durationS });
-      const cpuMs = cpuTimeMs(proxy.pid!) - before;
+      const cpuMs = processCpuMs(proxy.pid!) - before;
       const answered = result['2xx'] + result.non2xx;
       if (result.non2xx > 0) throw new Error(`${mode}: ${result.non2xx} answers were not 2xx`);
       const row = `${mode.padEnd(14)} c=${connections}  ${String(Math.round(result.requests.average)).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms  proxy CPU ${(cpuMs / Math.max(1, answered)).toFixed(3)} ms/request (${answered} requests)`;
       process.stdout.write(`${row}\n`);
       rows.push(row);
     }
-    process.stdout.write(`proxy peak RSS ${peakRssMb(proxy.pid!)} MB\n`);
+    process.stdout.write(`proxy peak RSS ${processPeakRssMb(proxy.pid!)} MB\n`);
     if (!callgrind) {
       // Routing's share of a request, in process (a whole-proxy A/B cannot resolve 2% here): after the load, so the two do not share the cores.
       const routingOverhead = await measureRoutingOverhead();

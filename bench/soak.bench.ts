@@ -39,7 +39,7 @@ import { openDatabase } from '@gateway/db';
 import { findBalanceDifferences } from '@gateway/ledger';
 import { issueSecret } from '@gateway/secrets';
 import { scrapeMetrics, sumSamples } from '@gateway/testkit';
-import { createTestDatabase, createTestPki, resolveTestInfrastructure, serviceTlsEnv, startServiceProcess } from '@gateway/testkit/outside-vitest';
+import { createTestDatabase, createTestPki, processRssMb, resolveTestInfrastructure, serviceTlsEnv, startServiceProcess } from '@gateway/testkit/outside-vitest';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../tests/support/service-processes.ts';
 import { startHelper } from './support/proxy-process.ts';
 
@@ -89,12 +89,6 @@ interface Sample {
   outboxDepth: number;
   outboxOldestAgeS: number;
   rssMb: number;
-}
-
-/** Resident memory of a process now, MB (VmRSS). */
-function rssMb(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Math.round(Number(match[1]) / 1024) : 0;
 }
 
 /** Calls the admin API with the platform-admin token; throws on a non-2xx. */
@@ -238,7 +232,7 @@ async function soak(gateway: Gateway, topology: string): Promise<Sample[]> {
       rps: Math.round(taken.ok / ((nowMs - lastAtMs) / 1000)), unavailable503: taken.unavailable503, otherFailures: taken.other,
       outboxDepth: sumSamples(metrics, 'gateway_proxy_settle_outbox_depth'),
       outboxOldestAgeS: Number(sumSamples(metrics, 'gateway_proxy_settle_outbox_oldest_age_seconds').toFixed(1)),
-      rssMb: rssMb(gateway.proxyPid),
+      rssMb: processRssMb(gateway.proxyPid),
     };
     lastAtMs = nowMs;
     samples.push(sample);

@@ -6,3 +6,4 @@ export { createTestDatabase, uniqueRedisPrefix, type TestDatabase } from './data
 export { resolveTestInfrastructure, type TestInfrastructure } from './infrastructure.ts';
 export { freePort, startServiceProcess, waitUntilReady, type ServiceProcess } from './service-processes.ts';
 export { createTestPki, serviceTlsEnv, type TestIdentity, type TestPki } from './test-pki.ts';
+export { processCpuMs, processPeakRssMb, processRssMb } from './process-stats.ts';

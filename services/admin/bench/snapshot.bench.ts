@@ -16,10 +16,10 @@
  * Environment: TEST_DATABASE_URL (or the local server). Bounded to under 3 minutes.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { issueSecret } from '@gateway/secrets';
-import { createTestDatabase, createTestPki, resolveTestInfrastructure, serviceTlsEnv, type TestDatabase } from '@gateway/testkit/outside-vitest';
+import { createTestDatabase, createTestPki, processRssMb, resolveTestInfrastructure, serviceTlsEnv, type TestDatabase } from '@gateway/testkit/outside-vitest';
 import { migrate, openDatabase } from '@gateway/db';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../../../tests/support/service-processes.ts';
 
@@ -35,9 +35,7 @@ runDeadline.unref();
 
 /** Resident memory of a process now, MB. */
 function rssMb(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Math.round(Number(match[1]) / 1024) : 0;
+  return pid === undefined ? 0 : processRssMb(pid);
 }
 
 /** The pino lines a process printed, parsed. */

@@ -18,10 +18,11 @@
  * ledger's SQL functions by their own time per Settle, from pg_stat_user_functions: where a
  * batch's fixed cost goes).
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Database } from '@gateway/db';
+import { processCpuMs } from '@gateway/testkit/outside-vitest';
 import { checkBenchMoney, holdBenchGrants, openBenchLedger } from './bench-database.ts';
 import { applyLedgerOperations, type LedgerOperation, type LedgerOperationRunner } from '../src/domain/apply-ledger-operations.ts';
 import { credit } from '../src/domain/credit.ts';
@@ -34,13 +35,6 @@ const batchSizes = (process.env.BENCH_BATCH_SIZES ?? '1,2,4,8,16,32,64,128,256')
 const reserveMicros = 1_000n;
 const costMicros = 400n;
 const grantIds = ['bench-grant-0', 'bench-grant-1', 'bench-grant-2', 'bench-grant-3'];
-
-/** CPU (user + system) a local process has used so far, ms (10-ms clock ticks). */
-function cpuTimeMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 /** One measured batch size. */
 interface Row {
@@ -102,12 +96,12 @@ try {
   const walLsn = async () => (await db.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
   const timed = async (work: () => Promise<number>): Promise<{ count: number; wallMs: number; cpuMs: number; walBytes: number }> => {
     const walBefore = await walLsn();
-    const cpuBefore = cpuTimeMs(backendPid);
+    const cpuBefore = processCpuMs(backendPid);
     const startedAt = performance.now();
     let count = 0;
     while (performance.now() - startedAt < secondsPerSize * 1000) count += await work();
     const wallMs = performance.now() - startedAt;
-    const cpuMs = cpuTimeMs(backendPid) - cpuBefore;
+    const cpuMs = processCpuMs(backendPid) - cpuBefore;
     const walBytes = Number((await db.query<{ bytes: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS bytes', [walBefore])).rows[0]!.bytes);
     return { count, wallMs, cpuMs, walBytes };
   };
