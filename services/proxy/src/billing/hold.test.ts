@@ -183,7 +183,7 @@ describe('Hold: one outcome per request, and the grant book behind it', () => {
     const error = hold.fail({ kind: 'unreachable', reason: 'ECONNREFUSED' });
     expect(error.code).toBe('upstream_error');
     await Promise.all(background);
-    await hold.settle({ promptTokens: 1, completionTokens: 1 }, 'upstream');
+    await hold.settle(hold.price({ promptTokens: 1, completionTokens: 1 }), 'upstream');
     await hold.release('again');
     await hold.checkpoint({ sequence: 1n, usage: { promptTokens: 1, completionTokens: 1 } } as CheckpointDue, 60_000);
     expect(ledger.releases).toEqual([{ reservationId: 'res_uuid-1', reason: 'upstream_unreachable' }]);
@@ -205,7 +205,7 @@ describe('Hold: one outcome per request, and the grant book behind it', () => {
     await released.release('upstream_unreachable');
     expect(grants.uncarvedMicros()).toBe(heldBefore + plan.amountMicros);
     const settled = await Hold.open(carved, input, plan.amountMicros);
-    await settled.settle({ promptTokens: 10, completionTokens: 0 }, 'upstream');
+    await settled.settle(settled.price({ promptTokens: 10, completionTokens: 0 }), 'upstream');
     expect(ledger.reserves).toHaveLength(0);
     expect(ledger.releases).toHaveLength(0);
     expect(ledger.settles).toMatchObject([{ reservationId: 'res_uuid-1', carve: { reservedMicros: 20n } }]);

@@ -3,7 +3,7 @@ import type { Logger } from '@gateway/logger';
 import type { AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { GatewayModelEntry, UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
 import type { BillingOwner, FailedAttempt, Ledger, ReserveAnswer, ReserveOrder, SettleAnswer, UsageSource } from '../domain/ledger-port.ts';
-import { costByClass, usageCostMicros, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
+import { priceUsage, usageCostMicros, type PricedUsage, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
 import type { ClassUsage } from '../domain/token-classes.ts';
 import type { CheckpointDue } from '../domain/stream-meter.ts';
 import { failedCall, type UpstreamFailure } from '../domain/upstream-failure.ts';
@@ -239,15 +239,24 @@ export class Hold {
   }
 
   /**
-   * Settles a usage at the model's prices through the outbox, which repeats it until the ledger
+   * Prices a usage as the deployment that answered serves the model (the model's customer prices,
+   * that deployment's provider costs), µ₹: the one pricing of a request's answer, shown by its
+   * response and carried by its Settle.
+   */
+  price(usage: TokenUsage, overrun?: SettleOverrun): PricedUsage {
+    return priceUsage(usage, this.#served, overrun);
+  }
+
+  /**
+   * Settles a usage priced by `price` (the figures the response shows) through the outbox, which repeats it until the ledger
    * answers. Never throws (it may run after the response has gone out). Resolves once the Settle
    * is queued: the outbox entry counts as a Settle in flight of the organisation from then on,
    * and its answer is awaited as background work (deps.background: shutdown still waits for it).
    */
-  settle(usage: TokenUsage, source: UsageSource, overrun?: SettleOverrun): Promise<void> {
+  settle(priced: PricedUsage, source: UsageSource): Promise<void> {
     if (!this.#resolve('settle')) return Promise.resolve();
     try {
-      this.#settleOnce(usage, source, overrun);
+      this.#settleOnce(priced, source);
     } catch (error) {
       this.#deps.logger.error({
         requestId: this.#input.requestId, reservationId: this.reservationId, err: { message: (error as Error).message },
@@ -265,7 +274,7 @@ export class Hold {
     // A carve the ledger never saw has no Release to carry failed attempts: it settles at zero
     // usage instead (the same money: nothing debited, the carve's amount stays in its grant).
     if (carve !== undefined && this.#failedAttempts !== undefined) {
-      await this.settle(noUsage, 'gateway_estimate');
+      await this.settle(this.price(noUsage), 'gateway_estimate');
       return;
     }
     if (!this.#resolve('release')) return;
@@ -293,7 +302,7 @@ export class Hold {
   fail(failure: UpstreamFailure): GatewayError {
     if (failure.kind === 'http_error') this.#input.log.upstreamStatus = failure.statusCode;
     const { error, money } = failedCall(failure);
-    this.#deps.background(money.kind === 'release' ? this.release(money.reason) : this.settle(noUsage, 'gateway_estimate'));
+    this.#deps.background(money.kind === 'release' ? this.release(money.reason) : this.settle(this.price(noUsage), 'gateway_estimate'));
     return error;
   }
 
@@ -307,16 +316,12 @@ export class Hold {
     return false;
   }
 
-  #settleOnce(usage: TokenUsage, source: UsageSource, overrun: SettleOverrun | undefined): void {
+  #settleOnce(priced: PricedUsage, source: UsageSource): void {
     const { ledger, grants, logger } = this.#deps;
     const input = this.#input;
     const { log, model } = input;
-    // Priced as the deployment that answered serves the model: the model's customer prices, its provider costs.
-    const served = this.#served;
-    const { costMicros } = usageCostMicros(usage, served);
-    // The provider is paid for everything it produced, delivered or not.
-    const { providerCostMicros } = usageCostMicros(overrun?.producedUsage ?? usage, served);
-    const tokenClasses = costByClass(usage, served);
+    // The provider is paid for everything it produced, delivered or not (priced.providerCostMicros).
+    const { usage, costMicros, providerCostMicros, costByClass: tokenClasses, overrun } = priced;
     log.usageSource = source;
     log.settledCostMicros = costMicros;
     log.settledClasses = tokenClasses;

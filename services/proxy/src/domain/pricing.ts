@@ -130,6 +130,35 @@ export function usageCostMicros(usage: TokenUsage, model: GatewayModelEntry): { 
   return { costMicros: costAt(usage, sheet.customer), providerCostMicros: costAt(usage, sheet.provider) };
 }
 
+/**
+ * A usage priced once, µ₹: the figures a response shows (`costMicros`, `costByClass`) are the
+ * ones its Settle carries, so the two cannot disagree. The customer side is priced on `usage`
+ * (what was delivered), the provider side on everything produced (`overrun.producedUsage`).
+ */
+export interface PricedUsage {
+  usage: TokenUsage;
+  /** Customer cost, µ₹: what the Settle debits and the response's `usage.cost_micros`. */
+  costMicros: bigint;
+  /** Provider cost of everything produced, µ₹. */
+  providerCostMicros: bigint;
+  /** The customer cost by token class, when the usage has a class besides plain input and output (costByClass). */
+  costByClass: ClassUsage[] | undefined;
+  /** What was produced beyond the delivered usage (BOUNDED_OVERRUN), if anything. */
+  overrun: SettleOverrun | undefined;
+}
+
+/** Prices a usage at the prices of the model as its deployment serves it (one price sheet, one pass per side), µ₹. */
+export function priceUsage(usage: TokenUsage, served: GatewayModelEntry, overrun?: SettleOverrun): PricedUsage {
+  const sheet = sheetOf(served);
+  return {
+    usage,
+    costMicros: costAt(usage, sheet.customer),
+    providerCostMicros: costAt(overrun?.producedUsage ?? usage, sheet.provider),
+    costByClass: hasClasses(usage) ? usageByClass(usage, sheet) : undefined,
+    overrun,
+  };
+}
+
 /** µ₹ in one rupee. */
 const microsPerRupee = 1_000_000n;
 

@@ -1,6 +1,6 @@
 import { cutCompletion, estimateCompletionTokens } from '../domain/completion-response.ts';
 import type { NormalizedCompletion } from '../domain/normalized-completion.ts';
-import { costByClass, outputTokensWithin, usageCostMicros, type ClassUsage, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
+import { outputTokensWithin, usageCostMicros, type ClassUsage, type SettleOverrun, type TokenUsage } from '../domain/pricing.ts';
 import { sealCompletionReasoning } from '../domain/reasoning-blocks.ts';
 import { concealCompletionToolCallIds } from '../domain/tool-call-ids.ts';
 import type { UpstreamMetricOutcome } from '../telemetry/request-labels.ts';
@@ -83,9 +83,9 @@ export interface CompletedChat {
   completion: NormalizedCompletion;
   /** The usage the Settle carries. */
   usage: TokenUsage;
-  /** Its cost at the model's prices, µ₹: the Settle's own figure (usageCostMicros). */
+  /** Its cost at the model's prices, µ₹: the Settle's own figure (Hold.price). */
   costMicros: bigint;
-  /** The same by token class, when the usage has classes (pricing.ts costByClass). */
+  /** The same by token class, when the usage has classes (Hold.price). */
   costByClass?: readonly ClassUsage[] | undefined;
   /** When the answer was made, Unix seconds (a response's `created`). */
   createdS: number;
@@ -122,16 +122,18 @@ export async function completeChat(deps: CompleteChatDeps, input: ChatInput, res
   const produced: TokenUsage = completion.usage
     ?? { promptTokens: plan.promptTokens, completionTokens: estimateCompletionTokens(completion, model.tokenizer) };
   const delivered = withinReserve(completion, produced, plan, input);
+  // Priced once: the response shows the figures its Settle carries.
+  const priced = hold.price(delivered.usage, delivered.overrun);
   const completed: CompletedChat = {
     completion: sealCompletionReasoning(concealCompletionToolCallIds(delivered.completion, input.toolCallIds), input.toolCallIds),
     usage: delivered.usage,
-    costMicros: usageCostMicros(delivered.usage, model).costMicros,
-    costByClass: costByClass(delivered.usage, model),
+    costMicros: priced.costMicros,
+    costByClass: priced.costByClass,
     createdS: Math.floor(Date.now() / 1000),
   };
   // The settle starts before the response is written, so it is in the outbox (a Settle in flight
   // of the organisation) before the client can possibly send its next request.
-  const settled = hold.settle(delivered.usage, delivered.source, delivered.overrun);
+  const settled = hold.settle(priced, delivered.source);
   respond(completed);
   await settled;
 }

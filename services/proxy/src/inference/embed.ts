@@ -1,7 +1,7 @@
 import { Hold, type BillingInput } from '../billing/hold.ts';
 import { inputItems, type EmbeddingsRequest } from '../domain/embeddings-request.ts';
 import { billedEmbeddingsUsage, reserveInputTokens } from '../domain/embeddings-pricing.ts';
-import { reserveMicros, usageCostMicros, type TokenUsage } from '../domain/pricing.ts';
+import { reserveMicros, type TokenUsage } from '../domain/pricing.ts';
 import type { UpstreamDeploymentEntry } from '../domain/config-snapshot.ts';
 import { adapterFor } from '../upstreams/upstream-adapters.ts';
 import type { NormalizedEmbeddings, UpstreamEmbeddingsAdapter, UpstreamEmbeddingsRequest } from '../upstreams/upstream-adapter.ts';
@@ -35,7 +35,7 @@ export interface CompletedEmbeddings {
   vectors: number[][];
   /** The usage the Settle carries (no completion tokens). */
   usage: TokenUsage;
-  /** Its cost at the model's prices, µ₹: the Settle's own figure (usageCostMicros). */
+  /** Its cost at the model's prices, µ₹: the Settle's own figure (Hold.price). */
   costMicros: bigint;
 }
 
@@ -101,10 +101,12 @@ export async function embed(deps: CompleteChatDeps, input: EmbedInput, respond: 
       requestId: input.requestId, upstreamInputTokens: answer.promptTokens, billedInputTokens: billed.usage.promptTokens,
     }, 'embeddings: the upstream counted more input tokens than the Reserve covers; the difference is provider cost');
   }
-  const completed: CompletedEmbeddings = { vectors, usage: billed.usage, costMicros: usageCostMicros(billed.usage, model).costMicros };
+  // Priced once: the response shows the figure its Settle carries.
+  const priced = hold.price(billed.usage, billed.overrun);
+  const completed: CompletedEmbeddings = { vectors, usage: billed.usage, costMicros: priced.costMicros };
   // The settle starts before the response is written, so it is in the outbox (a Settle in flight
   // of the organisation) before the client can possibly send its next request.
-  const settled = hold.settle(billed.usage, billed.source, billed.overrun);
+  const settled = hold.settle(priced, billed.source);
   respond(completed);
   await settled;
 }

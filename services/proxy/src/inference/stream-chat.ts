@@ -1,5 +1,5 @@
 import { Hold } from '../billing/hold.ts';
-import { costByClass, usageCostMicros, type SettleOverrun } from '../domain/pricing.ts';
+import type { SettleOverrun } from '../domain/pricing.ts';
 import { StreamMeter, type BilledUsage, type StreamEnding } from '../domain/stream-meter.ts';
 import type { StreamRenderer } from '../domain/stream-renderer.ts';
 import { sealStreamReasoning } from '../domain/reasoning-blocks.ts';
@@ -293,29 +293,29 @@ interface RelayLeftover {
  * once, at the usage the meter bills (NOTHING_FREE; ONE_OUTCOME).
  */
 async function endStream(input: StreamChatInput, hold: Hold, ending: StreamEnding, billed: BilledUsage, left: RelayLeftover): Promise<void> {
-  const { model, log, sink, renderer } = input;
+  const { log, sink, renderer } = input;
   switch (ending) {
     case 'completed':
     case 'cost_stop': {
       // The frames of the last read and the ending's own frames go out in one write with the
       // end of the response (one pass through the HTTP framing instead of several).
-      const last = left.frames + renderer.close({
-        ending, usage: billed.usage, costMicros: usageCostMicros(billed.usage, model).costMicros, costByClass: costByClass(billed.usage, model),
-      });
+      // Priced once: the closing usage frame shows the figures its Settle carries.
+      const priced = hold.price(billed.usage, overrunOf(billed));
+      const last = left.frames + renderer.close({ ending, usage: billed.usage, costMicros: priced.costMicros, costByClass: priced.costByClass });
       // Settled after the response (as completions are): the client does not wait for the commit.
-      const settled = hold.settle(billed.usage, billed.source, overrunOf(billed));
+      const settled = hold.settle(priced, billed.source);
       sink.end(last);
       await settled;
       return;
     }
     case 'client_closed':
-      await hold.settle(billed.usage, billed.source, overrunOf(billed));
+      await hold.settle(hold.price(billed.usage, overrunOf(billed)), billed.source);
       return;
     case 'shutdown':
     case 'upstream_failed':
     case 'upstream_timeout': {
       const error = streamFailureError(ending, left.failureReason);
-      const settled = hold.settle(billed.usage, billed.source, overrunOf(billed));
+      const settled = hold.settle(hold.price(billed.usage, overrunOf(billed)), billed.source);
       if (!left.opened) {
         await settled;
         throw error; // nothing sent yet: an ordinary HTTP error
