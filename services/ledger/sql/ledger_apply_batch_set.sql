@@ -335,8 +335,11 @@ BEGIN
       WHERE m.amount_micros > 0
       ORDER BY m.g, m.step;
 
-      -- One usage record per settled reservation (NOTHING_FREE).
+      -- One usage record per settled reservation (NOTHING_FREE). Their class roll-ups are this
+      -- batch's own per-key upserts below: the setting tells the row trigger to skip them
+      -- (migration 0019; its WHEN is read as each row is inserted).
       IF cardinality(v_settle_ids) > 0 THEN
+        PERFORM set_config('ledger.rollups_written', 'on', true);
         INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
           cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens,
           token_classes, deployment)
@@ -346,6 +349,7 @@ BEGIN
         FROM generate_series(1, v_count) AS g
         WHERE v_kind[g] = 'settle'
         ORDER BY g;
+        PERFORM set_config('ledger.rollups_written', 'off', true);
       END IF;
 
       -- Now the hot rows: the accounts, locked in sorted order (one UPDATE of one row locks
@@ -427,13 +431,15 @@ BEGIN
   ON CONFLICT (project_id, month) DO UPDATE SET settled_micros = project_month_spend.settled_micros + EXCLUDED.settled_micros;
 
   -- Today's roll-ups of the batch's usage records, aggregated per key (each row locked once per
-  -- batch, in key order), after the spend rows.
+  -- batch, in key order), after the spend rows: the totals and the records without classes,
+  -- then the tokens and costs by class (what the row trigger of migration 0016 adds per record,
+  -- here once per key and class).
   IF cardinality(v_settle_ids) > 0 THEN
     INSERT INTO usage_daily AS d (day, organisation_id, project_id, model_slug, billing_mode, requests, input_tokens,
-      output_tokens, cost_micros, provider_cost_micros, debited_micros)
+      output_tokens, cost_micros, provider_cost_micros, debited_micros, unclassified_requests)
     SELECT v_day, v_res_organisation[g], v_res_project[g], v_model[g], v_res_billing_mode[g], count(*),
       sum(v_input_tokens[g])::bigint, sum(v_output_tokens[g])::bigint, sum(v_cost[g])::bigint,
-      sum(v_provider_cost[g])::bigint, sum(v_debit[g])::bigint
+      sum(v_provider_cost[g])::bigint, sum(v_debit[g])::bigint, count(*) FILTER (WHERE v_token_classes[g] IS NULL)
     FROM generate_series(1, v_count) AS g
     WHERE v_kind[g] = 'settle'
     GROUP BY v_res_organisation[g], v_res_project[g], v_model[g], v_res_billing_mode[g]
@@ -442,7 +448,21 @@ BEGIN
       requests = d.requests + EXCLUDED.requests, input_tokens = d.input_tokens + EXCLUDED.input_tokens,
       output_tokens = d.output_tokens + EXCLUDED.output_tokens, cost_micros = d.cost_micros + EXCLUDED.cost_micros,
       provider_cost_micros = d.provider_cost_micros + EXCLUDED.provider_cost_micros,
-      debited_micros = d.debited_micros + EXCLUDED.debited_micros;
+      debited_micros = d.debited_micros + EXCLUDED.debited_micros,
+      unclassified_requests = d.unclassified_requests + EXCLUDED.unclassified_requests;
+    INSERT INTO usage_daily_classes AS c (day, organisation_id, project_id, model_slug, billing_mode, token_class, tokens,
+      cost_micros, provider_cost_micros)
+    SELECT v_day, v_res_organisation[g], v_res_project[g], v_model[g], v_res_billing_mode[g], e->>'tokenClass',
+      sum((e->>'tokens')::bigint)::bigint, sum((e->>'costMicros')::bigint)::bigint,
+      sum((e->>'providerCostMicros')::bigint)::bigint
+    FROM generate_series(1, v_count) AS g
+    CROSS JOIN LATERAL jsonb_array_elements(v_token_classes[g]) AS e
+    WHERE v_kind[g] = 'settle' AND v_token_classes[g] IS NOT NULL
+    GROUP BY v_res_organisation[g], v_res_project[g], v_model[g], v_res_billing_mode[g], e->>'tokenClass'
+    ORDER BY v_res_organisation[g], v_res_project[g], v_model[g], v_res_billing_mode[g], e->>'tokenClass'
+    ON CONFLICT (day, organisation_id, project_id, model_slug, billing_mode, token_class) DO UPDATE SET
+      tokens = c.tokens + EXCLUDED.tokens, cost_micros = c.cost_micros + EXCLUDED.cost_micros,
+      provider_cost_micros = c.provider_cost_micros + EXCLUDED.provider_cost_micros;
   END IF;
 
   RETURN QUERY

@@ -1,8 +1,10 @@
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
 import { describe, expect, it } from 'vitest';
+import { applyLedgerOperations, type LedgerOperation } from './domain/apply-ledger-operations.ts';
 import { expireDueReservations } from './domain/expire-due-reservations.ts';
 import { findBalanceDifferences } from './domain/find-balance-differences.ts';
+import { settle, type SettleInput } from './domain/settle.ts';
 import { balancesOf, fundedOrganisation, uniqueId } from './testing/start-test-ledger.ts';
 import { useTestLedger } from './testing/ledger-test-setup.ts';
 
@@ -132,6 +134,39 @@ describe.skipIf(!serverUrl)('token classes on usage records', () => {
       // CONSERVATION: the classes' cost plus the unclassified records' cost is the row's cost.
       expect(rows[0]!.tokenClasses.reduce((sum, c) => sum + c.costMicros, 0n) + 10n + 1_000n).toBe(rows[0]!.costMicros);
     }
+  });
+
+  it('rolls up a set-based batch of classed, plain and carved Settles once per key and class (the row trigger skips its records)', async () => {
+    const organisationId = await fundedOrganisation(ledger, 1_000_000n);
+    const held = [uniqueId('batch'), uniqueId('batch'), uniqueId('batch'), uniqueId('batch')];
+    for (const reservationId of held) await ledger.reserve({ reservationId, organisationId, amountMicros: 10_000n });
+    const grantId = uniqueId('grant');
+    await ledger.acquireGrant({ grantId, organisationId, minMicros: 1_000n, wantMicros: 50_000n });
+    const base = { modelSlug: 'test-model', usageSource: 'upstream', requestId: 'req-batch', overrunOutputTokens: 0n } as const;
+    const classed = { ...base, inputTokens: 100n, outputTokens: 30n, costMicros: 618n, providerCostMicros: 412n, tokenClasses: classes };
+    const plain = { ...base, inputTokens: 5n, outputTokens: 5n, costMicros: 10n, providerCostMicros: 7n };
+    const inputs: SettleInput[] = [
+      { ...classed, reservationId: held[0]! }, { ...plain, reservationId: held[1]! }, { ...classed, reservationId: held[2]! },
+      { ...plain, reservationId: held[3]! }, { ...classed, reservationId: uniqueId('carve'), grantId, reservedMicros: 10_000n },
+    ];
+    // The five Settles as one batch, the way the batcher sends them (operations collected, then one call).
+    const collected: LedgerOperation[] = [];
+    const runner = { run: (operation: LedgerOperation) => { collected.push(operation); return new Promise<never>(() => {}); } };
+    for (const input of inputs) void settle(runner, input);
+    const { rows: [before] } = await ledger.database.query<{ calls: string }>("SELECT count(*)::text AS calls FROM usage_records WHERE request_id = 'req-batch'");
+    expect(before?.calls).toBe('0');
+    const answers = await applyLedgerOperations(ledger.database, collected);
+    expect(answers.map((answer) => answer.ok && answer.result)).toEqual(['ok', 'ok', 'ok', 'ok', 'ok']);
+
+    const { rows } = await ledger.database.query<{ requests: string; unclassified: string; classes: string }>(
+      `SELECT d.requests::text, d.unclassified_requests::text AS unclassified,
+         (SELECT string_agg(c.token_class || ':' || c.tokens || ':' || c.cost_micros || ':' || c.provider_cost_micros, ',' ORDER BY c.token_class)
+          FROM usage_daily_classes c WHERE c.organisation_id = d.organisation_id AND c.day = d.day) AS classes
+       FROM usage_daily d WHERE d.organisation_id = $1`, [organisationId]);
+    const tripled = [...classes].sort((a, b) => a.tokenClass.localeCompare(b.tokenClass))
+      .map((c) => `${c.tokenClass}:${c.tokens * 3n}:${c.costMicros * 3n}:${c.providerCostMicros * 3n}`).join(',');
+    expect(rows).toEqual([{ requests: '5', unclassified: '2', classes: tripled }]);
+    expect(await findBalanceDifferences(ledger.database)).toEqual([]);
   });
 
   it('Verify reports a roll-up whose class figure is not its records\' sum (CONSERVATION by token class)', async () => {
