@@ -11,12 +11,18 @@
 -- the functions below take their operations as arrays and jsonb, whose custom plans PostgreSQL
 -- would otherwise re-plan on every call (about 0.4 ms of a batch's CPU; `pnpm bench batch-cost`
 -- with BENCH_TRACK_FUNCTIONS, docs/ledger.md "What a Settle costs"); every statement here finds
--- its rows by key, so the generic plan is the custom one.
+-- its rows by key, so the generic plan is the custom one. And no sequential scans (enable_seqscan
+-- off, for the same scope), which keeps that true: a connection builds its generic plans once, on
+-- the statistics of that moment, and on a young database (a new install, every bench) the
+-- reservations table is tiny then, so the plan was a sequential scan that each connection kept
+-- while the table grew (auto_explain in a 1-minute `pnpm bench soak`: 190 scans of up to 25,213
+-- rows per batch, the soak's throughput falling minute by minute). A table without an index on
+-- the key is still scanned: the setting only prices the scan out where an index serves.
 -- Decides: no law; it only routes (the results are ledger_reserve_decision's and ledger_settle's).
 CREATE OR REPLACE FUNCTION ledger_apply_batch(ops jsonb, p_isolate boolean)
 RETURNS TABLE (ordinal integer, result text, available_micros bigint, expires_at_ms bigint, debited_micros bigint,
   released_micros bigint, overrun_micros bigint, detail text, error_state text, error_message text)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 DECLARE
   v_outcome ledger_op_result;
 BEGIN
