@@ -311,27 +311,39 @@ BEGIN
         WHERE gr.id = d.id AND gr.remaining_micros <> d.remaining;
       END IF;
 
-      -- Movements: a Reserve's hold; a Settle's debit, then its unused hold. Internal billing
-      -- mode moves no wallet money and writes none; amounts of zero write nothing.
+      -- Movements: a Reserve's hold; a Settle's debit, then its unused hold; a batch's carves, one
+      -- debit per grant (migration 0020: their sums, from the grant's hold and beyond it from
+      -- available; each carve's own figures are on its usage record), at its first carve's place.
+      -- Internal billing mode moves no wallet money and writes none; amounts of zero write nothing.
       INSERT INTO movements (organisation_id, kind, amount_micros, credited_delta_micros, available_delta_micros,
         held_delta_micros, debited_delta_micros, reservation_id, grant_id, detail)
       SELECT m.organisation_id, m.kind, m.amount_micros, 0, m.available_delta_micros, m.held_delta_micros,
-        m.debited_delta_micros, v_id[m.g], CASE WHEN m.kind = 'settle' AND v_carve[m.g] THEN v_grant_ref[m.g] END, m.detail
-      FROM generate_series(1, v_count) AS g
-      CROSS JOIN LATERAL (VALUES
-        (g, 0, v_organisation[g], 'reserve', CASE WHEN v_kind[g] = 'reserve' AND v_result[g] = 'ok'
-            AND v_billing_mode[g] = 'commercial' THEN v_amount[g] ELSE 0 END,
-          -v_amount[g], v_amount[g], 0::bigint,
-          jsonb_build_object('projectId', v_project[g], 'modelSlug', v_model[g])),
-        (g, 1, v_res_organisation[g], 'settle', CASE WHEN v_kind[g] = 'settle' THEN v_debit[g] ELSE 0 END,
-          -v_from_available[g], -(v_debit[g] - v_from_available[g]), v_debit[g],
-          jsonb_build_object('usageSource', v_usage_source[g], 'requestId', v_request_id[g])
-            || CASE WHEN v_carve[g] THEN jsonb_build_object('carvedFrom', v_grant_ref[g]) ELSE '{}'::jsonb END),
-        (g, 2, v_res_organisation[g], 'release', CASE WHEN v_kind[g] = 'settle' THEN v_release[g] ELSE 0 END,
-          v_release[g], -v_release[g], 0::bigint,
-          jsonb_build_object('reason', 'unused reserve returned at settlement'))
-      ) AS m (g, step, organisation_id, kind, amount_micros, available_delta_micros, held_delta_micros,
-        debited_delta_micros, detail)
+        m.debited_delta_micros, m.reservation_id, m.grant_id, m.detail
+      FROM (
+        SELECT m.g, m.step, m.organisation_id, m.kind, m.amount_micros, m.available_delta_micros, m.held_delta_micros,
+          m.debited_delta_micros, v_id[m.g] AS reservation_id, NULL::text AS grant_id, m.detail
+        FROM generate_series(1, v_count) AS g
+        CROSS JOIN LATERAL (VALUES
+          (g, 0, v_organisation[g], 'reserve', CASE WHEN v_kind[g] = 'reserve' AND v_result[g] = 'ok'
+              AND v_billing_mode[g] = 'commercial' THEN v_amount[g] ELSE 0 END,
+            -v_amount[g], v_amount[g], 0::bigint,
+            jsonb_build_object('projectId', v_project[g], 'modelSlug', v_model[g])),
+          (g, 1, v_res_organisation[g], 'settle', CASE WHEN v_kind[g] = 'settle' AND NOT v_carve[g] THEN v_debit[g] ELSE 0 END,
+            -v_from_available[g], -(v_debit[g] - v_from_available[g]), v_debit[g],
+            jsonb_build_object('usageSource', v_usage_source[g], 'requestId', v_request_id[g])),
+          (g, 2, v_res_organisation[g], 'release', CASE WHEN v_kind[g] = 'settle' THEN v_release[g] ELSE 0 END,
+            v_release[g], -v_release[g], 0::bigint,
+            jsonb_build_object('reason', 'unused reserve returned at settlement'))
+        ) AS m (g, step, organisation_id, kind, amount_micros, available_delta_micros, held_delta_micros,
+          debited_delta_micros, detail)
+        UNION ALL
+        SELECT min(g), 1, v_res_organisation[g], 'settle', sum(v_debit[g])::bigint, -sum(v_from_available[g])::bigint,
+          -sum(v_debit[g] - v_from_available[g])::bigint, sum(v_debit[g])::bigint, NULL, v_grant_ref[g],
+          jsonb_build_object('carvedFrom', v_grant_ref[g], 'carves', count(*))
+        FROM generate_series(1, v_count) AS g
+        WHERE v_carve[g]
+        GROUP BY v_grant_ref[g], v_res_organisation[g]
+      ) AS m
       WHERE m.amount_micros > 0
       ORDER BY m.g, m.step;
 

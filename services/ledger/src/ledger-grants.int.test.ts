@@ -269,6 +269,15 @@ for (const backend of ['postgres', 'pglite'] as TestBackend[]) {
       // Carves cost 0+10+…+190 = 1,900 against a grant of 1,000: 1,000 from the grant, 900 from available.
       expect(await grantRow(ledger, grantId)).toMatchObject({ remaining_micros: 0n });
       expect(await balancesOf(ledger, organisationId)).toEqual({ creditedMicros: 100_000n, availableMicros: 100_000n - 1_900n - 600n, heldMicros: 0n, debitedMicros: 2_500n });
+      // One settle movement for the batch's carves of the grant (their sums), none per carve; the ordinary Settle keeps its own.
+      const { rows: settleMovements } = await ledger.database.query<{ reservation_id: string | null; grant_id: string | null; amount: string; available: string; held: string; carves: string | null }>(
+        `SELECT reservation_id, grant_id, amount_micros::text AS amount, available_delta_micros::text AS available,
+           held_delta_micros::text AS held, detail->>'carves' AS carves
+         FROM movements WHERE organisation_id = $1 AND kind = 'settle' ORDER BY id`, [organisationId]);
+      expect(settleMovements).toEqual([
+        { reservation_id: null, grant_id: grantId, amount: '1900', available: '-900', held: '-1000', carves: '20' },
+        { reservation_id: held, grant_id: null, amount: '600', available: '-100', held: '-500', carves: null },
+      ]);
       const last = answers[answers.length - 1]!;
       expect(last.ok && [last.debitedMicros, last.overrunMicros]).toEqual([600n, 100n]);
       // A replay of the whole batch answers the same and moves nothing.
