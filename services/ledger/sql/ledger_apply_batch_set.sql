@@ -5,8 +5,8 @@
 -- the per-operation path (ledger_reserve, ledger_settle) asks, so the two paths cannot disagree.
 --
 -- It takes the common shape only: valid Reserves of new ids (no promotion), valid Settles of held
--- reservations and carved Settles of held grants (a carve's reservation is written settled at
--- once; see ledger_settle_carved), all ids distinct, no project with a budget cap. Any other batch (replays,
+-- reservations and carved Settles of held grants (a carve writes no reservation, its usage
+-- record keeps the settlement; see ledger_settle_carved), all ids distinct, no project with a budget cap. Any other batch (replays,
 -- conflicts, invalid input, late settles after expiry, budgeted projects, an id twice) goes to
 -- ledger_apply_batch_each. The batch decides every operation in arrival order in memory and
 -- writes each table once (one multi-row INSERT or UPDATE per table). It reads the balances
@@ -106,6 +106,8 @@ DECLARE
   v_grants text[] := '{}';
   v_grant_remaining bigint[] := '{}';
   v_grant_index integer;
+  -- When the oldest of those grants was created: a carve's usage record is never older.
+  v_grants_since timestamptz := 'infinity';
 BEGIN
   SELECT array_agg(x.kind ORDER BY x.ord), array_agg(x."reservationId" ORDER BY x.ord),
     array_agg(x.fingerprint ORDER BY x.ord), array_agg(x."organisationId" ORDER BY x.ord),
@@ -181,9 +183,10 @@ BEGIN
     IF cardinality(v_carve_grant_ids) > 0 THEN
       -- The carves' grants, locked sorted; each must be held (a settle after its grant was
       -- closed or expired, or of an unknown grant, takes the loop).
-      FOR res IN SELECT gr.id, gr.organisation_id, gr.project_id, gr.billing_mode, gr.remaining_micros, gr.status
+      FOR res IN SELECT gr.id, gr.organisation_id, gr.project_id, gr.billing_mode, gr.remaining_micros, gr.status, gr.created_at
         FROM grants gr WHERE gr.id = ANY (v_carve_grant_ids) ORDER BY gr.id FOR UPDATE LOOP
         IF res.status <> 'held' THEN v_eligible := false; END IF;
+        v_grants_since := least(v_grants_since, res.created_at);
         v_grants := v_grants || res.id;
         v_grant_remaining := v_grant_remaining || res.remaining_micros;
         FOR v_index IN 1 .. v_count LOOP
@@ -196,6 +199,14 @@ BEGIN
         END LOOP;
       END LOOP;
       IF NOT v_eligible OR cardinality(v_grants) <> cardinality(v_carve_grant_ids) THEN
+        RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, false);
+        RETURN;
+      END IF;
+      -- A carve that settled already (a replay: its usage record, written since its grant was
+      -- created, under the grant lock now held; migration 0021) takes the loop, which answers it.
+      IF EXISTS (SELECT 1 FROM usage_records u
+          WHERE u.reservation_id = ANY (ARRAY(SELECT v_id[g] FROM generate_series(1, v_count) AS g WHERE v_carve[g]))
+            AND u.created_at >= v_grants_since) THEN
         RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, false);
         RETURN;
       END IF;
@@ -294,18 +305,9 @@ BEGIN
         WHERE r.id = s.id AND NOT v_carve[s.g];
       END IF;
 
-      -- Carves: their reservation rows, settled at once (NOTHING_FREE), and each grant's hold
-      -- less what they took from it, one UPDATE.
+      -- Carves: no reservation rows (their usage records below carry the settlement; migration
+      -- 0021), and each grant's hold less what they took from it, one UPDATE.
       IF cardinality(v_grants) > 0 THEN
-        INSERT INTO reservations (id, organisation_id, project_id, billing_mode, amount_micros, model_slug, status,
-          expires_at, request_fingerprint, resolved_at, settle_fingerprint, settle_debited_micros, settle_released_micros,
-          settle_overrun_micros, settle_detail, grant_id)
-        SELECT v_id[g], v_res_organisation[g], v_res_project[g], v_res_billing_mode[g], v_reserved[g], v_model[g],
-          'settled', now(), 'carved:' || v_grant_ref[g], now(), v_fingerprint[g], v_debit[g], 0, v_overrun[g], '',
-          v_grant_ref[g]
-        FROM generate_series(1, v_count) AS g
-        WHERE v_carve[g]
-        ORDER BY g;
         UPDATE grants gr SET remaining_micros = d.remaining
         FROM unnest(v_grants, v_grant_remaining) AS d (id, remaining)
         WHERE gr.id = d.id AND gr.remaining_micros <> d.remaining;
@@ -354,10 +356,12 @@ BEGIN
         PERFORM set_config('ledger.rollups_written', 'on', true);
         INSERT INTO usage_records (reservation_id, organisation_id, project_id, model_slug, input_tokens, output_tokens,
           cost_micros, provider_cost_micros, debited_micros, billing_mode, usage_source, request_id, overrun_output_tokens,
-          token_classes, deployment)
+          token_classes, deployment, grant_id, settle_fingerprint, settle_overrun_micros, settle_detail)
         SELECT v_id[g], v_res_organisation[g], v_res_project[g], v_model[g], v_input_tokens[g], v_output_tokens[g],
           v_cost[g], v_provider_cost[g], v_debit[g], v_res_billing_mode[g], v_usage_source[g], v_request_id[g],
-          v_overrun_tokens[g], v_token_classes[g], v_deployment[g]
+          v_overrun_tokens[g], v_token_classes[g], v_deployment[g],
+          CASE WHEN v_carve[g] THEN v_grant_ref[g] END, CASE WHEN v_carve[g] THEN v_fingerprint[g] END,
+          CASE WHEN v_carve[g] THEN v_overrun[g] END, CASE WHEN v_carve[g] THEN '' END
         FROM generate_series(1, v_count) AS g
         WHERE v_kind[g] = 'settle'
         ORDER BY g;

@@ -3,7 +3,8 @@
 -- platform analytics (provider cost per deployment), through ledger_keep_attempts. Called by
 -- ledger_apply_batch after the batch's operations, in the same transaction.
 -- Decides: no law; it moves no money. IDEMPOTENCY: attempts are kept only for a reservation that
--- this very Settle settled (its settle fingerprint; a late settle after expiry included), so a
+-- this very Settle settled (its settle fingerprint, on the reservation or a carve's usage record;
+-- a late settle after expiry included), so a
 -- conflicting payload records nothing, and ledger_keep_attempts's key makes a replay write nothing twice.
 CREATE OR REPLACE FUNCTION ledger_record_attempts(ops jsonb)
 RETURNS void LANGUAGE plpgsql AS $$
@@ -13,5 +14,12 @@ BEGIN
   FROM jsonb_array_elements(ops) AS o
   JOIN reservations r ON r.id = o->>'reservationId' AND r.settle_fingerprint = o->>'fingerprint'
   WHERE o->>'kind' = 'settle' AND o->>'failedAttempts' IS NOT NULL;
+  -- A carve has no reservation: its usage record keeps the fingerprint (migration 0021).
+  PERFORM ledger_keep_attempts(u.reservation_id, u.organisation_id, u.model_slug, (o->>'failedAttempts')::jsonb)
+  FROM jsonb_array_elements(ops) AS o
+  JOIN grants gr ON gr.id = o->>'grantId'
+  JOIN usage_records u ON u.reservation_id = o->>'reservationId' AND u.created_at >= gr.created_at
+    AND u.grant_id IS NOT NULL AND u.settle_fingerprint = o->>'fingerprint'
+  WHERE o->>'kind' = 'settle' AND o->>'failedAttempts' IS NOT NULL AND o ? 'grantId';
 END
 $$;

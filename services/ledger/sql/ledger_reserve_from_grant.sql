@@ -8,7 +8,8 @@
 -- PROJECT_BUDGET are not checked again: the grant passed them and the amount moves from the
 -- grant's hold to the reservation's (the account's held is unchanged: a `grant_return` and a
 -- `reserve` movement of the amount, CONSERVATION (history) and (holds) both keep).
--- INTERNAL_MODE: no movement. Lock order: grant row (the reservation is new).
+-- INTERNAL_MODE: no movement. ONE_OUTCOME: a carve already settled is refused (idempotency_conflict).
+-- Lock order: grant row (the reservation is new).
 CREATE OR REPLACE FUNCTION ledger_reserve_from_grant(op jsonb) RETURNS ledger_op_result LANGUAGE plpgsql AS $$
 DECLARE
   v_id text := op->>'reservationId';
@@ -17,10 +18,15 @@ DECLARE
   g record;
   v_expires_at_ms bigint;
 BEGIN
-  SELECT gr.organisation_id, gr.project_id, gr.billing_mode, gr.remaining_micros, gr.status
+  SELECT gr.organisation_id, gr.project_id, gr.billing_mode, gr.remaining_micros, gr.status, gr.created_at
   INTO g FROM grants gr WHERE gr.id = v_grant FOR UPDATE;
   IF NOT FOUND THEN
     RETURN ledger_refusal('grant_not_held', 'no grant has this grant_id', 0);
+  END IF;
+  -- ONE_OUTCOME: a carve that settled already (its usage record since the grant was created, no
+  -- reservation row: migration 0021) is not promoted; as a Reserve of an id already used, a conflict.
+  IF EXISTS (SELECT 1 FROM usage_records u WHERE u.reservation_id = v_id AND u.created_at >= g.created_at) THEN
+    RETURN ledger_refusal('idempotency_conflict', 'this carve was already settled', 0);
   END IF;
   IF g.status <> 'held' OR g.organisation_id <> op->>'organisationId' OR g.project_id <> op->>'projectId'
      OR g.billing_mode <> op->>'billingMode' OR g.remaining_micros < v_amount THEN

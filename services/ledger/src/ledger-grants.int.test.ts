@@ -150,14 +150,29 @@ for (const backend of ['postgres', 'pglite'] as TestBackend[]) {
       expect((await carvedSettle(ledger, grantId, 200n, 151n, carveId)).result).toBe(SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT);
       expect((await carvedSettle(ledger, grantId, 201n, 150n, carveId)).result).toBe(SettleResult.SETTLE_RESULT_IDEMPOTENCY_CONFLICT);
       expect(await ledger.countRows()).toEqual(before);
+      // No reservation row for a carve: its usage record names the grant and keeps the settlement (migration 0021).
+      expect((await ledger.database.query('SELECT 1 FROM reservations WHERE id = $1', [carveId])).rowCount).toBe(0);
+      const { rows: [record] } = await ledger.database.query<{ grant_id: string; fingerprint: boolean; overrun: string; detail: string }>(
+        `SELECT grant_id, settle_fingerprint IS NOT NULL AS fingerprint, settle_overrun_micros::text AS overrun, settle_detail AS detail
+         FROM usage_records WHERE reservation_id = $1`, [carveId]);
+      expect(record).toEqual({ grant_id: grantId, fingerprint: true, overrun: '0', detail: '' });
+      // ONE_OUTCOME: a settled carve cannot be promoted afterwards (a Reserve of a used id), and nothing moves.
+      const promoted = await ledger.reserve({ reservationId: carveId, organisationId, amountMicros: 200n, grantId });
+      expect(promoted.result).toBe(ReserveResult.RESERVE_RESULT_IDEMPOTENCY_CONFLICT);
+      expect(await ledger.countRows()).toEqual(before);
+      expect(await grantRow(ledger, grantId)).toMatchObject({ remaining_micros: 350n });
       // Cost 400 on a carve of 300 with 350 left in the grant: 350 from the grant, 50 from available; overrun = 400 − 300.
       const beyond = await carvedSettle(ledger, grantId, 300n, 400n);
       expect(beyond).toMatchObject({ debitedMicros: 400n, overrunMicros: 100n, releasedMicros: 0n, availableMicros: 9_450n });
       expect(await grantRow(ledger, grantId)).toMatchObject({ remaining_micros: 0n, status: 'held' });
       // Closed grant: the cost comes from available, all of it recorded as overrun.
       await ledger.adjustGrant({ grantId, close: true, reason: 'idle' });
-      const late = await carvedSettle(ledger, grantId, 100n, 70n);
+      const lateId = uniqueId('carve');
+      const late = await carvedSettle(ledger, grantId, 100n, 70n, lateId);
       expect(late).toMatchObject({ result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 70n, overrunMicros: 70n, availableMicros: 9_380n });
+      // Its replay answers the recorded settlement (overrun and detail from the record, not recomputed on a grant that moved on).
+      expect(await carvedSettle(ledger, grantId, 100n, 70n, lateId)).toMatchObject({ result: SettleResult.SETTLE_RESULT_OK, debitedMicros: 70n, overrunMicros: 70n, detail: late.detail });
+      expect(late.detail).toMatch(/settled after its grant was closed/);
       expect(await balancesOf(ledger, organisationId)).toEqual({ creditedMicros: 10_000n, availableMicros: 9_380n, heldMicros: 0n, debitedMicros: 620n });
       const usage = await ledger.listUsage({ organisationId });
       expect(usage.records.map((record) => record.costMicros).sort()).toEqual([150n, 400n, 70n].sort());

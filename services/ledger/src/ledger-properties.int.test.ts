@@ -348,12 +348,12 @@ describe.skipIf(!serverUrl)('ledger properties with credit grants', () => {
     // their costs less what the settle movements naming the project's grants took from those grants.
     const { rows } = await ledger.database.query<{ excess: bigint }>(
       `SELECT coalesce(sum(CASE
-           WHEN r.request_fingerprint LIKE 'carved:%' THEN u.cost_micros
+           WHEN u.grant_id IS NOT NULL OR r.request_fingerprint LIKE 'carved:%' THEN u.cost_micros
            WHEN r.status = 'expired' THEN greatest(u.cost_micros - least(coalesce(r.expiry_charged_micros, 0), r.amount_micros), 0)
            ELSE greatest(u.cost_micros - r.amount_micros, 0) END), 0)::bigint
          + (SELECT coalesce(sum(m.held_delta_micros), 0) FROM movements m JOIN grants g ON g.id = m.grant_id
             WHERE m.kind = 'settle' AND g.project_id = $1)::bigint AS excess
-       FROM usage_records u JOIN reservations r ON r.id = u.reservation_id WHERE u.project_id = $1`, [budgetedProject]);
+       FROM usage_records u LEFT JOIN reservations r ON r.id = u.reservation_id WHERE u.project_id = $1`, [budgetedProject]);
     // A lowered cap leaves what was admitted before it (ceilingMicros: settled + held when the change answered).
     const capMicros = budget.capMicros;
     const bound = (budget.ceilingMicros > capMicros ? budget.ceilingMicros : capMicros) + rows[0]!.excess;

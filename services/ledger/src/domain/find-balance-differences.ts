@@ -19,10 +19,11 @@ export type BalanceName = 'credited' | 'available' | 'held' | 'debited' | 'proje
  * - `usage_rollups`: a daily roll-up differs from the raw usage records it adds up (checked for
  *   every day whose raw records are kept: from usage_retention's day on, or every day);
  * - `duplicates`: a reservation has more than one usage record (NOTHING_FREE: each month's
- *   partition refuses a second one; across months the reservation row is the guard, and this proves it held);
+ *   partition refuses a second one; across months the reservation row is the guard, or for a carve its
+ *   grant's row lock and the record itself (migration 0021), and this proves it held);
  * - `project_spend`: a project's settled spend of a month differs from the cost on its daily roll-ups;
- * - `orphans`: a reservation, movement or usage record names an account, reservation, credit or refund
- *   that does not exist (the hot tables have no foreign keys since migration 0005: the ledger
+ * - `orphans`: a reservation, movement or usage record names an account, reservation, credit, refund
+ *   or grant that does not exist (the hot tables have no foreign keys since migration 0005: the ledger
  *   functions that write them lock the parent first, and this check proves it held).
  */
 export type BalanceCheck = 'conservation' | 'movements' | 'credits' | 'holds' | 'usage' | 'usage_rollups' | 'duplicates'
@@ -371,8 +372,9 @@ interface OrphanSqlRow {
 const maxOrphansReported = 1_000;
 
 /**
- * Every reservation, movement and usage record whose account, reservation, credit or refund does not
- * exist (anti-joins on primary keys; one pass over each table, as the sums above already do).
+ * Every reservation, movement and usage record whose account, reservation, credit, refund or grant
+ * does not exist (anti-joins on primary keys; one pass over each table, as the sums above already
+ * do). A carve's usage record has no reservation (migration 0021): its parent is its grant.
  */
 async function orphanDifferences(tx: Queryable): Promise<BalanceDifference[]> {
   const { rows } = await tx.query<OrphanSqlRow>(
@@ -402,7 +404,10 @@ async function orphanDifferences(tx: Queryable): Promise<BalanceDifference[]> {
      FROM usage_records u WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.organisation_id = u.organisation_id)
      UNION ALL
      SELECT 'usage_records', u.id::text, 'reservation', u.organisation_id, u.cost_micros
-     FROM usage_records u WHERE NOT EXISTS (SELECT 1 FROM reservations r WHERE r.id = u.reservation_id)
+     FROM usage_records u WHERE u.grant_id IS NULL AND NOT EXISTS (SELECT 1 FROM reservations r WHERE r.id = u.reservation_id)
+     UNION ALL
+     SELECT 'usage_records', u.id::text, 'grant', u.organisation_id, u.cost_micros
+     FROM usage_records u WHERE u.grant_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM grants g WHERE g.id = u.grant_id)
      LIMIT ${maxOrphansReported}`,
   );
   return rows.map((row) => ({
