@@ -13,9 +13,10 @@
  * fail the run. Every gateway request is real: key check, RPM tokens leased from the Redis pool
  * (limit above the load), its Reserve carved from the proxy's credit grant (or, without one, a
  * durable Reserve at the ledger), upstream call, Settle and usage record, with credit grants on
- * as deployed. Then the low-balance case: a second organisation credited exactly `lowBalanceCapacity` Reserves of a request whose
- * cost equals its Reserve, and three times as many requests over 3 proxy processes; it reports
- * how many were admitted against that exact capacity. Afterwards, once both organisations hold
+ * as deployed. Then the low-balance case: a second organisation credited exactly
+ * `lowBalanceCapacity` Reserves of a request whose cost equals its Reserve, and three times as
+ * many requests over 3 proxy processes; it reports how many were admitted against that exact
+ * capacity. Afterwards, once both organisations hold
  * nothing (every Settle applied and every grant returned: idle return, or the sweeper at the
  * grant's deadline), the ledger's balances must verify, the debited total must equal the priced
  * usage the upstream reported for every request the gateway answered, and the low-balance
