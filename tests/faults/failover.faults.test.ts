@@ -119,9 +119,10 @@ describe.skipIf(missing && process.env.CI !== 'true').each(['on', 'off'] as cons
       }
       if (balance.heldMicros !== 0n) problems.push(`${balance.heldMicros} µ₹ still held`);
       // ONE_OUTCOME at the ledger: a durable Reserve (grants off) expired (SIGKILL) or settled
-      // (SIGTERM) once; a carve (grants on) has no reservation until it settles.
+      // (SIGTERM) once; a carve (grants on) never has a reservation: its Settle writes only its
+      // usage record (migration 0021), checked above.
       const outcomes = await postgres.query(`SELECT coalesce(string_agg(status, ',' ORDER BY status), '') FROM ledger.reservations WHERE organisation_id = '${organisation.id}'`);
-      const expected = signal === 'SIGTERM' ? 'settled' : grants === 'off' ? 'expired' : '';
+      const expected = grants === 'on' ? '' : signal === 'SIGTERM' ? 'settled' : 'expired';
       if (outcomes !== expected) problems.push(`the organisation's reservations are "${outcomes}", expected "${expected}"`);
       figures = `first attempt 503, second at the upstream; ${signal} (exit ${exitCode}); client ${status}; reservations [${outcomes}]; ${records.length} usage record(s); ` +
         `debited ${balance.debitedMicros} µ₹, held ${balance.heldMicros}; ${report.figures}`;
