@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '@gateway/errors';
-import { frameworkRequestError, pathProblem } from './request-guard.ts';
+import type { IncomingMessage } from 'node:http';
+import { frameworkRequestError, pathProblem, requestProblem } from './request-guard.ts';
 
 describe('pathProblem', () => {
   it('refuses broken percent-escapes and NUL, accepts encoded UTF-8', () => {
@@ -21,5 +22,16 @@ describe('frameworkRequestError', () => {
     expect((decoded as GatewayError).publicMessage).not.toContain('%E0');
     const bug = new Error('boom');
     expect(frameworkRequestError(bug)).toBe(bug);
+  });
+});
+
+describe('requestProblem', () => {
+  const message = (major: number, minor: number, headers: Record<string, string>) => ({ httpVersionMajor: major, httpVersionMinor: minor, headers }) as unknown as IncomingMessage;
+
+  it('refuses a malformed path, then an HTTP/1.1 request without Host, as 400 invalid_request', () => {
+    expect(requestProblem(message(1, 1, { host: 'proxy' }), '/v1/models/%ZZ')?.publicMessage).toMatch(/percent-encoded/);
+    expect(requestProblem(message(1, 1, {}), '/v1/models')).toMatchObject({ code: 'invalid_request', publicMessage: 'An HTTP/1.1 request needs a Host header.' });
+    expect(requestProblem(message(1, 0, {}), '/v1/models')).toBeUndefined();
+    expect(requestProblem(message(1, 1, { host: 'proxy' }), '/v1/models')).toBeUndefined();
   });
 });

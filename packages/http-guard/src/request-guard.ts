@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { GatewayError } from '@gateway/errors';
 
@@ -19,23 +20,28 @@ export function pathProblem(path: string): string | undefined {
 }
 
 /**
- * express middleware put before authentication and routing: a malformed path gets 400
+ * The refusal of a request before authentication and routing, or undefined when it may go on: a
+ * malformed path (`path`: the request target's path, without its query) gets 400
  * `invalid_request` without any credential (and the path is not echoed, so nothing is revealed);
- * an HTTP/1.1 request without Host gets the 400 RFC 9112 asks for, in the error shape (the server
- * is created with requireHostHeader off, because Node's own answer has no body).
+ * an HTTP/1.1 request without Host gets the 400 RFC 9112 asks for (the server is created with
+ * requireHostHeader off, because Node's own answer has no body). A plain function of node's
+ * request, so a service that routes without express answers the refusal in its own error shape.
  */
+export function requestProblem(req: IncomingMessage, path: string): GatewayError | undefined {
+  const problem = pathProblem(path);
+  if (problem !== undefined) return new GatewayError('invalid_request', { publicMessage: problem });
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
+    return new GatewayError('invalid_request', { publicMessage: 'An HTTP/1.1 request needs a Host header.' });
+  }
+  return undefined;
+}
+
+/** requestProblem as express middleware (the admin's): a refusal goes to `next`, for the app's error handler to answer. */
 export function createRequestGuard(): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
-    const problem = pathProblem(req.path);
-    if (problem !== undefined) {
-      next(new GatewayError('invalid_request', { publicMessage: problem }));
-      return;
-    }
-    if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
-      next(new GatewayError('invalid_request', { publicMessage: 'An HTTP/1.1 request needs a Host header.' }));
-      return;
-    }
-    next();
+    const problem = requestProblem(req, req.path);
+    if (problem !== undefined) next(problem);
+    else next();
   };
 }
 

@@ -1,6 +1,6 @@
-import type { Request, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { GatewayError } from '@gateway/errors';
-import { createJsonBodyParser } from '@gateway/http-guard';
+import { createJsonBodyReader } from '@gateway/http-guard';
 import { authenticate, type AuthenticatedCaller } from '../domain/authenticate.ts';
 import type { ConfigSnapshot, OrganisationEntry } from '../domain/config-snapshot.ts';
 import { rateLimitHeaders, retryAfterSeconds, type RateLimitDecision } from '../domain/rate-limit.ts';
@@ -8,6 +8,7 @@ import { elapsedMs } from '../telemetry/elapsed-ms.ts';
 import { BodyByteBudget } from './body-byte-budget.ts';
 import type { ApiKeySource, HttpAppServices, InferenceRouteKit } from './route-kit.ts';
 import type { RequestContext } from './request-context.ts';
+import type { RoutedRequest } from './router.ts';
 
 /** The steps that admit a request to an inference route, in their order: snapshot → key → RPM (→ body). */
 type Admission = Pick<InferenceRouteKit, 'identify' | 'admit' | 'readBodyWithinRateLimit'>;
@@ -20,18 +21,9 @@ type Admission = Pick<InferenceRouteKit, 'identify' | 'admit' | 'readBodyWithinR
 export function createAdmission(services: HttpAppServices): Admission {
   // NUL is legal in message text and goes to the upstream (the proxy stores no content); a lone
   // surrogate is not Unicode and is refused (docs/proxy.md, "Bad input").
-  const parseJson = createJsonBodyParser({ limitBytes: services.maxBodyBytes, text: 'unicode' });
+  // Read only for a caller whose key has passed (see readBodyWithinRateLimit for why not after RPM).
+  const readJsonBody = createJsonBodyReader({ limitBytes: services.maxBodyBytes, text: 'unicode' });
   const bodyBudget = new BodyByteBudget(services.maxInflightBodyBytes, services.maxBodyBytes);
-
-  /** Reads the JSON body; only for a caller whose key has passed (see readBodyWithinRateLimit for why not after RPM). */
-  function readJsonBody(req: Request, res: Response): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      parseJson(req, res, (error?: unknown) => {
-        if (error !== undefined && error !== null) reject(error);
-        else resolve(req.body);
-      });
-    });
-  }
 
   function requireSnapshot(): ConfigSnapshot {
     // A request that reaches us on a kept-alive connection after SIGTERM is refused, not started.
@@ -44,7 +36,7 @@ export function createAdmission(services: HttpAppServices): Admission {
   }
 
   /** Sets the x-ratelimit-* headers of a decision; throws the 429 of a refusal. */
-  function answerRateLimit(decision: RateLimitDecision, res: Response, context: RequestContext, startedAtMs: number): void {
+  function answerRateLimit(decision: RateLimitDecision, res: ServerResponse, context: RequestContext, startedAtMs: number): void {
     context.log.rateLimitMs = elapsedMs(startedAtMs);
     context.observer?.rpmChecked(startedAtMs, decision.allowed);
     const headers = rateLimitHeaders(decision);
@@ -61,7 +53,7 @@ export function createAdmission(services: HttpAppServices): Admission {
    * the in-process pool); consume() only when decideNow has no answer, or the request would be
    * counted twice.
    */
-  function applyRateLimit(organisation: OrganisationEntry, res: Response, context: RequestContext): Promise<void> | undefined {
+  function applyRateLimit(organisation: OrganisationEntry, res: ServerResponse, context: RequestContext): Promise<void> | undefined {
     if (organisation.rpmLimit === 0) return undefined; // 0: the organisation has no RPM limit
     const startedAtMs = performance.now();
     const decided = services.rateLimiter.decideNow?.(organisation.id, organisation.rpmLimit);
@@ -74,7 +66,7 @@ export function createAdmission(services: HttpAppServices): Admission {
   }
 
   /** Snapshot and key: what every inference route checks first, synchronously. */
-  function identify(req: Request, context: RequestContext, keySource: ApiKeySource = 'bearer'): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller } {
+  function identify(req: RoutedRequest, context: RequestContext, keySource: ApiKeySource = 'bearer'): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller } {
     const snapshot = requireSnapshot();
     // Anthropic's clients send the key as x-api-key; Authorization wins when both are present.
     const xApiKey = req.headers['x-api-key'];
@@ -91,7 +83,7 @@ export function createAdmission(services: HttpAppServices): Admission {
   }
 
   /** Snapshot, key and RPM: the common start of the routes that read no body. */
-  async function admit(req: Request, res: Response, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }> {
+  async function admit(req: RoutedRequest, res: ServerResponse, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }> {
     const identified = identify(req, context);
     await applyRateLimit(identified.caller.organisation, res, context);
     return identified;
@@ -107,7 +99,7 @@ export function createAdmission(services: HttpAppServices): Admission {
       // The body is read while the RPM check's Redis round trip is in flight rather than after it
       // (that round trip is on every request's latency). Only callers with a valid key get this
       // far, the body is bounded by PROXY_MAX_BODY_BYTES, and a refusal still answers 429 first.
-      const body = readJsonBody(req, res).then((json) => ({ json }), (error: unknown) => ({ error })).finally(giveBack);
+      const body = readJsonBody(req.message).then((json) => ({ json }), (error: unknown) => ({ error })).finally(giveBack);
       const limited = applyRateLimit(caller.organisation, res, context);
       if (limited !== undefined) await limited;
       const read = await body;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { toAnthropicHttpError, toGatewayError, toHttpError } from '@gateway/errors';
 import { frameworkRequestError } from '@gateway/http-guard';
 import { requestIdFrom, type Logger } from '@gateway/logger';
@@ -36,11 +36,6 @@ export interface RequestContext {
   observer: RequestObserver | undefined;
 }
 
-/** The context of a request (set by requestContext()). */
-export function contextOf(res: Response): RequestContext {
-  return res.locals.context as RequestContext;
-}
-
 const quietPaths = new Set(['/healthz', '/readyz']);
 
 /**
@@ -54,6 +49,9 @@ function bigintText(value: bigint | undefined): string | undefined {
   return value === undefined ? undefined : value.toString();
 }
 
+/** Starts a request's context: `path` is its target's path (without the query), for the log line and the metrics. */
+export type RequestContextStarter = (req: IncomingMessage, res: ServerResponse, path: string) => RequestContext;
+
 /**
  * Gives each request its id (echoed as `x-request-id`) and writes exactly one log line per
  * request once both the response and the handler's work are done. Headers and bodies are
@@ -63,14 +61,13 @@ function bigintText(value: bigint | undefined): string | undefined {
  */
 export function requestContext(
   logger: Logger, isShuttingDown: () => boolean, telemetry: ProxyTelemetry, requestLog?: RequestLogSink,
-): RequestHandler {
-  return (req: Request, res: Response, next: NextFunction) => {
+): RequestContextStarter {
+  return (req, res, path) => {
     const startedAtMs = performance.now();
     const header = req.headers['x-request-id'];
     const requestId = requestIdFrom(header);
     const requestUuid = typeof header === 'string' && header === requestId ? randomUUID() : requestId;
     const context: RequestContext = { requestId, requestUuid, log: {}, work: undefined, startedAtMs, observer: undefined };
-    res.locals.context = context;
     res.setHeader('x-request-id', requestId);
     // Keep-alive connections are not reused once shutdown starts, so the drain can finish.
     if (isShuttingDown()) res.setHeader('connection', 'close');
@@ -81,20 +78,21 @@ export function requestContext(
       // A client gone before the answer's head left: Node's statusCode is then its default 200,
       // which would count a hang-up as a success. nginx's 499 says what happened instead.
       const status = res.headersSent ? res.statusCode : clientClosedStatus;
+      const method = req.method ?? '';
       // Counted when the response is over (a stream: at its end), before its Settle may have been answered.
       if (context.observer !== undefined) context.observer.finish(status, context.log.errorCode);
-      else if (!quietPaths.has(req.path)) telemetry.unmatchedRequest(req.method, status, context.log.errorCode, startedAtMs);
+      else if (!quietPaths.has(path)) telemetry.unmatchedRequest(method, status, context.log.errorCode, startedAtMs);
       void (context.work ?? Promise.resolve()).then(() => {
         const { log } = context;
         // After the work: a Settle's figures are known once it was sent (the request log's copy of them).
         if (requestLog !== undefined) recordFinished(requestLog, context, status, endedAtMs);
-        const level = quietPaths.has(req.path) ? 'debug'
+        const level = quietPaths.has(path) ? 'debug'
           : log.errorCode === 'internal_error' ? 'error' : status >= 500 ? 'warn' : 'info';
         // Built only when it will be written: at a level above info (as the bench runs) the
         // line of every successful request was a dozen fields of garbage.
         if (!logger.isLevelEnabled(level)) return;
         const line = {
-          requestId, method: req.method, path: req.path, status,
+          requestId, method, path, status,
           durationMs: Math.round(performance.now() - startedAtMs),
           organisationId: log.organisationId, projectId: log.projectId, model: log.model,
           reservedMicros: bigintText(log.reservedMicros), costMicros: bigintText(log.settledCostMicros),
@@ -108,7 +106,7 @@ export function requestContext(
         logger[level](line, 'request');
       });
     });
-    next();
+    return context;
   };
 }
 
@@ -135,37 +133,44 @@ function recordFinished(requestLog: RequestLogSink, context: RequestContext, sta
 }
 
 /** Notes a thrown error's code and internal detail for the request's log line; returns it as the gateway's error. */
-function noteError(res: Response, error: unknown): ReturnType<typeof toGatewayError> {
+function noteError(context: RequestContext, error: unknown): ReturnType<typeof toGatewayError> {
   const gatewayError = toGatewayError(frameworkRequestError(error));
-  const context = res.locals.context as RequestContext | undefined;
-  if (context !== undefined) {
-    context.log.errorCode = gatewayError.code;
-    if (gatewayError.message !== gatewayError.publicMessage) context.log.errorDetail = gatewayError.message;
-  }
+  context.log.errorCode = gatewayError.code;
+  if (gatewayError.message !== gatewayError.publicMessage) context.log.errorDetail = gatewayError.message;
   return gatewayError;
 }
 
-/** Answers a request with the error of anything thrown, in the shape one of the error mappings of @gateway/errors gives it. */
-function sendErrorAs(res: Response, error: unknown, mapping: typeof toHttpError | typeof toAnthropicHttpError): void {
-  const gatewayError = noteError(res, error);
+/**
+ * Answers a request with the error of anything thrown, in the shape one of the error mappings of
+ * @gateway/errors gives it. The bytes are those express's res.set/res.status/res.json wrote (the
+ * clients' contract): the error's headers, then `Content-Type` (one already set is kept, as
+ * res.json kept it) and `Content-Length`, with those names' capitals.
+ */
+function sendErrorAs(res: ServerResponse, context: RequestContext, error: unknown, mapping: typeof toHttpError | typeof toAnthropicHttpError): void {
+  const gatewayError = noteError(context, error);
   if (res.headersSent) {
     res.destroy();
     return;
   }
   const response = mapping(gatewayError);
-  res.set(response.headers);
-  res.status(response.status).json(response.body);
+  for (const name in response.headers) res.setHeader(name, String(response.headers[name]));
+  res.statusCode = response.status;
+  const json = JSON.stringify(response.body);
+  res.setHeader('Content-Type', res.getHeader('content-type') ?? 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', String(Buffer.byteLength(json)));
+  // A HEAD request's answer has no body: Node drops it.
+  res.end(json);
 }
 
 /**
  * Answers a request with the OpenAI-shaped error of anything thrown, through the one mapping
  * of @gateway/errors, and notes the code and internal detail for the log line.
  */
-export function sendError(res: Response, error: unknown): void {
-  sendErrorAs(res, error, toHttpError);
+export function sendError(res: ServerResponse, context: RequestContext, error: unknown): void {
+  sendErrorAs(res, context, error, toHttpError);
 }
 
 /** sendError in Anthropic's error shape (`{"type":"error","error":{"type","message"}}`), for `/v1/messages`: the same status and message. */
-export function sendAnthropicError(res: Response, error: unknown): void {
-  sendErrorAs(res, error, toAnthropicHttpError);
+export function sendAnthropicError(res: ServerResponse, context: RequestContext, error: unknown): void {
+  sendErrorAs(res, context, error, toAnthropicHttpError);
 }

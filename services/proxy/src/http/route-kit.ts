@@ -1,4 +1,4 @@
-import type { Request, RequestHandler, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { Logger } from '@gateway/logger';
 import type { HealthProbes } from '@gateway/service-runtime';
 import type { CacheScoping } from '../domain/cache-scope.ts';
@@ -18,6 +18,7 @@ import type { ProxyTelemetry, RequestObserver } from '../telemetry/request-obser
 import type { ProxyRoute } from '../telemetry/request-labels.ts';
 import type { UpstreamAdapter } from '../upstreams/upstream-adapter.ts';
 import type { RequestContext, RequestLogSink } from './request-context.ts';
+import type { RouteHandler, RoutedRequest } from './router.ts';
 
 // What the HTTP app hands each route module (http/routes/) and its admission steps: the services
 // it was built with and the kit of common steps. Apart from http-app.ts, so that the routes and
@@ -67,7 +68,7 @@ export interface HttpAppServices {
 }
 
 /** A handler of an inference route: gets the request's context and observer; whatever it throws becomes the error response. */
-export type InferenceHandler = (req: Request, res: Response, context: RequestContext, observer: RequestObserver) => Promise<void>;
+export type InferenceHandler = (req: RoutedRequest, res: ServerResponse, context: RequestContext, observer: RequestObserver) => Promise<void>;
 
 /** The error shape an inference route answers in: OpenAI's (every route but one) or Anthropic's (`/v1/messages`). */
 export type ErrorShape = 'openai' | 'anthropic';
@@ -82,16 +83,16 @@ export interface InferenceRouteKit {
   /** What the inference functions (inference/) need: ledger, upstream, logger, TTLs, background work. */
   readonly inferenceDeps: StreamChatDeps;
   /** Wraps a handler as tracked work with its route's observer; whatever it throws is answered in `errorShape` (default OpenAI's). */
-  inference(route: ProxyRoute, handler: InferenceHandler, errorShape?: ErrorShape): RequestHandler;
+  inference(route: ProxyRoute, handler: InferenceHandler, errorShape?: ErrorShape): RouteHandler;
   /** Fresh snapshot (else 503) and API key (401/403), synchronously; `keySource` default `bearer`. */
-  identify(req: Request, context: RequestContext, keySource?: ApiKeySource): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller };
+  identify(req: RoutedRequest, context: RequestContext, keySource?: ApiKeySource): { snapshot: ConfigSnapshot; caller: AuthenticatedCaller };
   /** Snapshot, key and the organisation's RPM check: the start of a route that reads no body. */
-  admit(req: Request, res: Response, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }>;
+  admit(req: RoutedRequest, res: ServerResponse, context: RequestContext): Promise<{ snapshot: ConfigSnapshot; caller: AuthenticatedCaller }>;
   /**
    * The organisation's RPM check (429, x-ratelimit-* headers) with the JSON body read while the
    * check's round trip is in flight; resolves to the parsed body.
    */
-  readBodyWithinRateLimit(req: Request, res: Response, context: RequestContext, caller: AuthenticatedCaller): Promise<unknown>;
+  readBodyWithinRateLimit(req: RoutedRequest, res: ServerResponse, context: RequestContext, caller: AuthenticatedCaller): Promise<unknown>;
   /**
    * The gateway model a request names (its slug, or an alias of it: domain/model-aliases.ts), when
    * it exists, the organisation may use it and it is of `kind` (a 400 naming the endpoint to use
@@ -107,9 +108,11 @@ export interface InferenceRouteKit {
     context: RequestContext, snapshot: ConfigSnapshot, caller: AuthenticatedCaller, model: GatewayModelEntry, request: ChatRequest, observer: RequestObserver,
   ): ChatInput;
   /** Answers 200 with a JSON body in one write. */
-  sendJson(res: Response, body: unknown, observer: RequestObserver): void;
+  sendJson(res: ServerResponse, body: unknown, observer: RequestObserver): void;
+  /** Answers 200 with a JSON body in the bytes express's res.json wrote (/v1/models: its capitals, and its 304 to `If-None-Match: *`). */
+  sendExpressJson(req: RoutedRequest, res: ServerResponse, body: unknown): void;
   /** The SSE response of a stream, with backpressure. */
-  sseSink(res: Response, observer: RequestObserver): StreamSink;
+  sseSink(res: ServerResponse, observer: RequestObserver): StreamSink;
   /** Runs a stream's relay with its stop signal: aborted when the client goes away, or by shutdown once the grace runs out. */
-  withStreamStop(res: Response, relay: (stop: AbortSignal) => Promise<void>): Promise<void>;
+  withStreamStop(res: ServerResponse, relay: (stop: AbortSignal) => Promise<void>): Promise<void>;
 }

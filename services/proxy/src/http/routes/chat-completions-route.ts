@@ -1,4 +1,4 @@
-import type { Express } from 'express';
+import type { Router } from '../router.ts';
 import { parseChatRequest } from '../../domain/chat-request.ts';
 import { buildChatCompletionBody, createChatStreamRenderer } from '../../domain/completion-response.ts';
 import { completeChat } from '../../inference/complete-chat.ts';
@@ -10,8 +10,8 @@ import type { InferenceRouteKit } from '../route-kit.ts';
  * gateway's internal completion (the id `chatcmpl-<uuid>`, the slug as `model`, the billed
  * usage with its cost).
  */
-export function mountChatCompletionsRoute(app: Express, kit: InferenceRouteKit): void {
-  app.post('/v1/chat/completions', kit.inference('/v1/chat/completions', async (req, res, context, observer) => {
+export function mountChatCompletionsRoute(router: Router, kit: InferenceRouteKit): void {
+  router.add('POST', '/v1/chat/completions', kit.inference('/v1/chat/completions', async (req, res, context, observer) => {
     const { snapshot, caller } = kit.identify(req, context);
     const json = await kit.readBodyWithinRateLimit(req, res, context, caller);
     const request = parseChatRequest(json, { maxMessageChars: kit.services.maxMessageChars });

@@ -1,4 +1,4 @@
-import type { Express } from 'express';
+import type { Router } from '../router.ts';
 import { GatewayError } from '@gateway/errors';
 import { countEmbeddingsTokens, parseEmbeddingsRequest, type EmbeddingsEncoding } from '../../domain/embeddings-request.ts';
 import { usageCostFields, type UsageCostFields } from '../../domain/pricing.ts';
@@ -39,8 +39,8 @@ function embeddingsBody(completed: CompletedEmbeddings, modelSlug: string, encod
  * upstream was asked for (base64 where its provider documents it, else floats), its vectors
  * arrive here as numbers, and the encoding the client asked for is made here.
  */
-export function mountEmbeddingsRoute(app: Express, kit: InferenceRouteKit): void {
-  app.post('/v1/embeddings', kit.inference('/v1/embeddings', async (req, res, context, observer) => {
+export function mountEmbeddingsRoute(router: Router, kit: InferenceRouteKit): void {
+  router.add('POST', '/v1/embeddings', kit.inference('/v1/embeddings', async (req, res, context, observer) => {
     const { snapshot, caller } = kit.identify(req, context);
     const json = await kit.readBodyWithinRateLimit(req, res, context, caller);
     const request = parseEmbeddingsRequest(json, { maxInputChars: kit.services.maxMessageChars });

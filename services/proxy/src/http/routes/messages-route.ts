@@ -1,4 +1,4 @@
-import type { Express, Request, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { GatewayError } from '@gateway/errors';
 import { checkMediaParts } from '../../domain/chat-request.ts';
 import { messageIdOf, buildMessagesBody } from '../../domain/messages/messages-response.ts';
@@ -9,13 +9,14 @@ import { estimatePromptTokens } from '../../domain/token-estimate.ts';
 import { completeChat } from '../../inference/complete-chat.ts';
 import { streamChat } from '../../inference/stream-chat.ts';
 import type { RequestContext } from '../request-context.ts';
+import type { Router, RoutedRequest } from '../router.ts';
 import type { InferenceRouteKit } from '../route-kit.ts';
 
 /**
  * The 401 of a request with no key at all, naming Anthropic's header first: Anthropic's clients
  * (and Claude Code) send `x-api-key`, and the generic answer names only `Authorization`.
  */
-function refuseMissingKey(req: Request): void {
+function refuseMissingKey(req: RoutedRequest): void {
   if (req.headers.authorization === undefined && req.headers['x-api-key'] === undefined) {
     throw new GatewayError('invalid_api_key', {
       publicMessage: 'Missing API key. Send it in the "x-api-key" header (or as "Authorization: Bearer <key>").',
@@ -24,7 +25,7 @@ function refuseMissingKey(req: Request): void {
 }
 
 /** Snapshot, key (x-api-key or Bearer), RPM and body: the start both Messages routes share. */
-async function admitMessagesCall(kit: InferenceRouteKit, req: Request, res: Response, context: RequestContext) {
+async function admitMessagesCall(kit: InferenceRouteKit, req: RoutedRequest, res: ServerResponse, context: RequestContext) {
   refuseMissingKey(req);
   const { snapshot, caller } = kit.identify(req, context, 'bearer_or_x_api_key');
   const json = await kit.readBodyWithinRateLimit(req, res, context, caller);
@@ -44,10 +45,10 @@ async function admitMessagesCall(kit: InferenceRouteKit, req: Request, res: Resp
  * (what a Reserve is sized on, images at the most the model's family bills), after the same key,
  * RPM, model and media checks; no Reserve, no upstream.
  */
-export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
+export function mountMessagesRoute(router: Router, kit: InferenceRouteKit): void {
   const limits = { maxMessageChars: kit.services.maxMessageChars };
 
-  app.post('/v1/messages', kit.inference('/v1/messages', async (req, res, context, observer) => {
+  router.add('POST', '/v1/messages', kit.inference('/v1/messages', async (req, res, context, observer) => {
     const { snapshot, caller, json } = await admitMessagesCall(kit, req, res, context);
     const parsed = parseMessagesRequest(json, 'create', limits);
     const request = parsed.chat;
@@ -79,7 +80,7 @@ export function mountMessagesRoute(app: Express, kit: InferenceRouteKit): void {
     }
   }, 'anthropic'));
 
-  app.post('/v1/messages/count_tokens', kit.inference('/v1/messages/count_tokens', async (req, res, context, observer) => {
+  router.add('POST', '/v1/messages/count_tokens', kit.inference('/v1/messages/count_tokens', async (req, res, context, observer) => {
     const { snapshot, caller, json } = await admitMessagesCall(kit, req, res, context);
     const parsed = parseMessagesRequest(json, 'count_tokens', limits);
     const request = parsed.chat;

@@ -1,4 +1,4 @@
-import type { Express } from 'express';
+import type { Router } from '../router.ts';
 import type { GatewayModelEntry, GatewayModelKind } from '../../domain/config-snapshot.ts';
 import type { InferenceRouteKit } from '../route-kit.ts';
 import { endpointsOfKind, modelAllowed } from '../model-resolution.ts';
@@ -23,21 +23,23 @@ function modelObject(model: GatewayModelEntry): ModelObject {
   };
 }
 
-/** `GET /v1/models` and `GET /v1/models/{slug}`: the models the caller's organisation may use, after the key and RPM checks. */
-export function mountModelsRoutes(app: Express, kit: InferenceRouteKit): void {
-  app.get('/v1/models', kit.inference('/v1/models', async (req, res, context) => {
+/**
+ * `GET /v1/models` and `GET /v1/models/{slug}`: the models the caller's organisation may use, after
+ * the key and RPM checks. The slug is the rest of the path, decoded (so it may hold a `/`).
+ */
+export function mountModelsRoutes(router: Router, kit: InferenceRouteKit): void {
+  router.add('GET', '/v1/models', kit.inference('/v1/models', async (req, res, context) => {
     const { snapshot, caller } = await kit.admit(req, res, context);
     const data = [...caller.organisation.allowedModelSlugs]
       .map((slug) => snapshot.modelsBySlug.get(slug))
       .filter((model): model is GatewayModelEntry => model !== undefined)
       .sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0))
       .map(modelObject);
-    res.json({ object: 'list', data });
+    kit.sendExpressJson(req, res, { object: 'list', data });
   }));
 
-  app.get('/v1/models/*slug', kit.inference('/v1/models/:slug', async (req, res, context) => {
+  router.add('GET', '/v1/models/*slug', kit.inference('/v1/models/:slug', async (req, res, context) => {
     const { snapshot, caller } = await kit.admit(req, res, context);
-    const segments = (req.params as { slug?: string[] }).slug ?? [];
-    res.json(modelObject(modelAllowed(snapshot, caller.organisation, segments.join('/'))));
+    kit.sendExpressJson(req, res, modelObject(modelAllowed(snapshot, caller.organisation, req.param)));
   }));
 }

@@ -1,4 +1,4 @@
-import type { Express, Request, RequestHandler, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { GatewayError } from '@gateway/errors';
 import type { ConfigSnapshot, OrganisationEntry } from '../../domain/config-snapshot.ts';
 import { attachEncryptedReasoning } from '../../domain/responses/responses-reasoning.ts';
@@ -11,6 +11,7 @@ import { completeChat } from '../../inference/complete-chat.ts';
 import { streamChat, type StreamSink } from '../../inference/stream-chat.ts';
 import type { InferenceRouteKit } from '../route-kit.ts';
 import type { RequestContext } from '../request-context.ts';
+import type { RouteHandler, Router, RoutedRequest } from '../router.ts';
 import { sendError } from '../request-context.ts';
 
 /** Most input items one input_items page lists (OpenAI's bound), and the default. */
@@ -34,10 +35,10 @@ function responseNotFound(id: string): GatewayError {
  * `store: false` in its body (the stream's end has already said true: the log says it) and a warning.
  * `GET`/`DELETE /v1/responses/{id}` and `GET /v1/responses/{id}/input_items` read the store.
  */
-export function mountResponsesRoute(app: Express, kit: InferenceRouteKit): void {
+export function mountResponsesRoute(router: Router, kit: InferenceRouteKit): void {
   const stored = kit.services.storedResponses;
 
-  app.post('/v1/responses', kit.inference('/v1/responses', async (req, res, context, observer) => {
+  router.add('POST', '/v1/responses', kit.inference('/v1/responses', async (req, res, context, observer) => {
     const { snapshot, caller } = kit.identify(req, context);
     const json = await kit.readBodyWithinRateLimit(req, res, context, caller);
     const organisation = caller.organisation;
@@ -112,43 +113,44 @@ export function mountResponsesRoute(app: Express, kit: InferenceRouteKit): void 
   }));
 
   /** The organisation's stored record of `:id`, or the 404 every absent one gets. */
-  const recordOf = async (req: Request, res: Response, context: RequestContext): Promise<{ record: StoredResponseRecord; organisation: OrganisationEntry; snapshot: ConfigSnapshot }> => {
+  const recordOf = async (req: RoutedRequest, res: ServerResponse, context: RequestContext): Promise<{ record: StoredResponseRecord; organisation: OrganisationEntry; snapshot: ConfigSnapshot }> => {
     const { snapshot, caller } = await kit.admit(req, res, context);
-    const id = String(req.params.id);
+    const id = req.param;
     const record = await stored.load(snapshot, caller.organisation, id);
     if (record === undefined) throw responseNotFound(id);
     return { record, organisation: caller.organisation, snapshot };
   };
 
-  app.get('/v1/responses/:id', kit.inference('/v1/responses/:id', async (req, res, context, observer) => {
+  router.add('GET', '/v1/responses/:id', kit.inference('/v1/responses/:id', async (req, res, context, observer) => {
     // A stream replay would change the answer's shape; it is not served, so it is refused rather than ignored.
-    if (req.query.stream !== undefined && req.query.stream !== 'false') {
+    const { stream } = req.query();
+    if (stream !== undefined && stream !== 'false') {
       throw new GatewayError('invalid_request', { param: 'stream', publicMessage: 'Streaming a stored response again is not supported by this gateway; omit stream.' });
     }
     const { record } = await recordOf(req, res, context);
     kit.sendJson(res, record.response, observer);
   }));
 
-  app.delete('/v1/responses/:id', kit.inference('/v1/responses/:id', async (req, res, context, observer) => {
+  router.add('DELETE', '/v1/responses/:id', kit.inference('/v1/responses/:id', async (req, res, context, observer) => {
     const { caller } = await kit.admit(req, res, context);
-    const id = String(req.params.id);
+    const id = req.param;
     if (!await stored.remove(caller.organisation, id)) throw responseNotFound(id);
     kit.sendJson(res, { id, object: 'response', deleted: true }, observer);
   }));
 
-  app.get('/v1/responses/:id/input_items', kit.inference('/v1/responses/:id/input_items', async (req, res, context, observer) => {
-    const page = readItemsPage(req.query as Record<string, unknown>);
+  router.add('GET', '/v1/responses/:id/input_items', kit.inference('/v1/responses/:id/input_items', async (req, res, context, observer) => {
+    const page = readItemsPage(req.query());
     const { record } = await recordOf(req, res, context);
     kit.sendJson(res, itemsPage(record.inputItems, page), observer);
   }));
 
   // Background responses are not run (docs/surfaces/responses.md), so none can be cancelled.
-  const notCancellable: RequestHandler = (req, res) => {
-    sendError(res, new GatewayError('not_found', {
+  const notCancellable: RouteHandler = (req, res, context) => {
+    sendError(res, context, new GatewayError('not_found', {
       publicMessage: `Background responses are not run by this gateway, so ${req.method} ${req.path.slice(0, 200)} has nothing to cancel.`,
     }));
   };
-  app.post('/v1/responses/:id/cancel', notCancellable);
+  router.add('POST', '/v1/responses/:id/cancel', notCancellable);
 }
 
 /** An input_items page request: `limit` 1..100 (default 20), `order` asc|desc (default desc, newest first), `after`/`before` item ids. */
