@@ -209,6 +209,10 @@ export function createJsonBodyReader(options: JsonBodyReaderOptions): JsonBodyRe
       stream.off('end', onEnd);
       stream.off('error', onError);
       stream.off('close', cleanup);
+      if (decoder !== undefined) {
+        req.off('aborted', onAborted);
+        req.off('close', onRequestClose);
+      }
     };
     const fail = (error: GatewayError) => {
       complete = true;
@@ -218,6 +222,12 @@ export function createJsonBodyReader(options: JsonBodyReaderOptions): JsonBodyRe
     function onAborted() {
       if (complete) return;
       fail(new GatewayError('invalid_request', { publicMessage: 'The request body ended before it was complete.' }));
+    }
+    // A compressed body is read from its decoder, which never hears that the client went away: the
+    // request's own abort (or a close before its end) ends the read, or it would wait forever and
+    // keep its share of the proxy's in-flight body budget (every later large body a 503).
+    function onRequestClose() {
+      if (!req.complete) onAborted();
     }
     function onData(chunk: Buffer) {
       if (complete) return;
@@ -257,6 +267,10 @@ export function createJsonBodyReader(options: JsonBodyReaderOptions): JsonBodyRe
     }
     stream.on('aborted', onAborted);
     stream.on('close', cleanup);
+    if (decoder !== undefined) {
+      req.on('aborted', onAborted);
+      req.on('close', onRequestClose);
+    }
     stream.on('data', onData);
     stream.on('end', onEnd);
     stream.on('error', onError);

@@ -45,11 +45,11 @@ async function postGzip(path = '/v1/chat/completions'): Promise<Response> {
  * (which takes the share synchronously, before its first await) in the same turn, so the client's
  * `continue` event is the state to wait for.
  */
-async function startSlowBody(): Promise<{ request: ClientRequest; response: Promise<IncomingMessage> }> {
+async function startSlowBody(extraHeaders: Record<string, string> = {}): Promise<{ request: ClientRequest; response: Promise<IncomingMessage> }> {
   const url = new URL(`${proxy.baseUrl}/chat/completions`);
   const request = httpRequest({
     host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
-    headers: { authorization: `Bearer ${acme.apiKey}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked', expect: '100-continue' },
+    headers: { authorization: `Bearer ${acme.apiKey}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked', expect: '100-continue', ...extraHeaders },
   });
   const response = new Promise<IncomingMessage>((resolve, reject) => { request.once('response', resolve); request.once('error', reject); });
   const continued = new Promise<void>((resolve) => request.once('continue', resolve));
@@ -108,5 +108,29 @@ describe('the budget of body bytes being read at once', () => {
     expect(settled).toBeGreaterThan(0n);
     expect(account.debitedMicros).toBe(settled);
     expect(account.availableMicros).toBe(creditMicros - settled); // CONSERVATION
+  });
+
+  it('gives back the share of a compressed body whose client went away before its end (it was held for good: every later large body a 503)', async () => {
+    const cut = await startSlowBody({ 'content-encoding': 'gzip' });
+    cut.response.catch(() => {});
+    cut.request.on('error', () => {});
+    cut.request.write(gzipSync(chatBody(2000)).subarray(0, 100));
+    // While it is held, a second large body does not fit.
+    expect((await postGzip()).status).toBe(503);
+    const before = traffic();
+    cut.request.destroy();
+    // The state to wait for: a large body fits again (a 503 until the aborted read has given its share back).
+    let served: Response | undefined;
+    const deadline = Date.now() + 5_000;
+    while (served === undefined) {
+      const attempt = await postGzip();
+      if (attempt.status === 200) served = attempt;
+      else if (Date.now() > deadline) throw new Error(`a large body is still refused (${attempt.status}) after the cut one's client went away`);
+      else { await attempt.body?.cancel(); await new Promise((resolve) => setTimeout(resolve, 20)); }
+    }
+    await served.text();
+    await proxy.idle();
+    // The cut request reached neither the upstream nor the ledger; the served one once each.
+    expect(traffic()).toEqual({ upstream: before.upstream + 1, reserve: before.reserve + 1, settle: before.settle + 1 });
   });
 });
