@@ -176,11 +176,11 @@ async function slowSocketsRss(pid: number, port: number, apiKey: string): Promis
   const before = processRssMb(pid);
   const sockets: Socket[] = [];
   let errors = 0;
-  let answered = 0;
+  const early = new Map<string, number>();
   for (let i = 0; i < slowSockets; i++) {
     const socket = connect(port, '127.0.0.1');
     socket.on('error', () => { errors++; });
-    socket.once('data', () => { answered++; });
+    socket.once('data', (chunk: Buffer) => { const status = chunk.toString('latin1', 9, 12); early.set(status, (early.get(status) ?? 0) + 1); });
     socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${bodyBytes}\r\n\r\n${body}`);
     sockets.push(socket);
   }
@@ -204,9 +204,9 @@ async function slowSocketsRss(pid: number, port: number, apiKey: string): Promis
     // What a full collection gives back: garbage not collected yet, against memory still held.
     process.kill(pid, 'SIGURG');
     await sleep(5000);
-    breakdown += `; after a full GC and 5 s: ${await memoryBreakdown(pid, memoryFile, '', 'now')}`;
+    breakdown += `; ${await memoryBreakdown(pid, memoryFile, 'after a full GC and 5 s,', 'now')}`;
   }
-  return `${slowSockets} slow sockets of ${bodyBytes / 1024} KiB bodies (${open} still open after ${slowSocketsHoldS} s, ${answered} answered early, ${errors} errors): proxy RSS before ${before} MB, at most ${during} MB while held, after closing ${after.join(', ')} MB (peak ${processPeakRssMb(pid)})${breakdown}`;
+  return `${slowSockets} slow sockets of ${bodyBytes / 1024} KiB bodies (${open} still open after ${slowSocketsHoldS} s, answered before the close: ${[...early].map(([status, count]) => `${count} × ${status}`).join(', ') || 'none'}, ${errors} errors): proxy RSS before ${before} MB, at most ${during} MB while held, after closing ${after.join(', ')} MB (peak ${processPeakRssMb(pid)})${breakdown}`;
 }
 
 async function main(): Promise<void> {
