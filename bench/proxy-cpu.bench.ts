@@ -130,12 +130,12 @@ async function memoryBreakdown(pid: number, file: string, label: string, which: 
   for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
     const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l !== '') : [];
     if (lines.length <= linesBefore) continue;
-    const peak = (JSON.parse(lines.at(-1)!) as { peak?: MemoryBreakdown; now?: MemoryBreakdown })[which];
-    if (peak === undefined) return `${label} memory: no peak sampled`;
-    const spaces = Object.entries(peak.v8.spaces).map(([name, space]) => `${name.replace(/_space$/, '')} ${space.usedMb}/${space.physicalMb}`).join(', ');
-    const maps = Object.entries(peak.mappings).map(([name, value]) => `${name} ${value}`).join(', ');
-    return `${label} memory at ${which === 'peak' ? 'peak ' : ''}RSS ${peak.rssMb} MB: V8 heap ${peak.v8.heapPhysicalMb} MB resident (used ${peak.v8.heapUsedMb}; per space used/resident: ${spaces}), `
-      + `V8 malloced ${peak.v8.mallocedMb}, ArrayBuffers ${peak.arrayBuffersMb}, external ${peak.externalMb}; mappings: ${maps}`;
+    const sample = (JSON.parse(lines.at(-1)!) as { peak?: MemoryBreakdown; now?: MemoryBreakdown })[which];
+    if (sample === undefined) return `${label} memory: no peak sampled`;
+    const spaces = Object.entries(sample.v8.spaces).map(([name, space]) => `${name.replace(/_space$/, '')} ${space.usedMb}/${space.physicalMb}`).join(', ');
+    const maps = Object.entries(sample.mappings).map(([name, value]) => `${name} ${value}`).join(', ');
+    return `${label} memory at ${which === 'peak' ? 'peak ' : ''}RSS ${sample.rssMb} MB: V8 heap ${sample.v8.heapPhysicalMb} MB resident (used ${sample.v8.heapUsedMb}; per space used/resident: ${spaces}), `
+      + `V8 malloced ${sample.v8.mallocedMb}, ArrayBuffers ${sample.arrayBuffersMb}, external ${sample.externalMb}; mappings: ${maps}`;
   }
   return `${label} memory: the probe did not answer`;
 }
@@ -165,8 +165,8 @@ async function heapSnapshot(pid: number): Promise<string> {
 /**
  * What BENCH_SLOW_SOCKETS idle slow clients do to the proxy's RSS: each opens a connection and
  * sends a chat request's headers (a valid key, a Content-Length of BENCH_SLOW_SOCKETS_BODY_KB,
- * default 1 KiB) and all of its body but the last 8 bytes at once, then one more byte every 5 s,
- * for BENCH_SLOW_SOCKETS_HOLD_S; then all close, and the RSS is read again over
+ * default 1 KiB) and all of its body but the last 8 bytes at once, then one more byte every 5 s
+ * (never the last), for BENCH_SLOW_SOCKETS_HOLD_S; then all close, and the RSS is read again over
  * BENCH_SLOW_SOCKETS_AFTER_S. Figures in MB (VmRSS).
  */
 async function slowSocketsRss(pid: number, port: number, apiKey: string): Promise<string> {
@@ -184,7 +184,12 @@ async function slowSocketsRss(pid: number, port: number, apiKey: string): Promis
     socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${bodyBytes}\r\n\r\n${body}`);
     sockets.push(socket);
   }
-  const trickle = setInterval(() => { for (const socket of sockets) if (!socket.destroyed) socket.write('a'); }, 5000);
+  // At most 7 of the 8 bytes held back: a body that completed would be answered, and its socket freed.
+  let trickled = 0;
+  const trickle = setInterval(() => {
+    if (trickled++ >= 7) return;
+    for (const socket of sockets) if (!socket.destroyed) socket.write('a');
+  }, 5000);
   let during = 0;
   for (let s = 0; s < slowSocketsHoldS; s++) {
     await sleep(1000);
