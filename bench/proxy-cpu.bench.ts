@@ -12,7 +12,19 @@
  * Environment: BENCH_MODE (`non-streaming` or `streaming`: only that one), BENCH_PROXY_CPU_PROF=1
  * (a `--cpu-prof` profile of the proxy under bench-results/profiles; summarise it with
  * `node bench/support/cpu-profile-summary.ts <file>`), BENCH_PROXY_NODE_OPTIONS (replaces the
- * manifest's flags), BENCH_PROXY_LOG_LEVEL (default `warn`, as
+ * manifest's flags; the manifest's MALLOC_* variables are passed on too, and
+ * BENCH_PROXY_MALLOC_ENV, `NAME=value …` or empty, replaces them), BENCH_PROXY_MEMORY=1 (the
+ * proxy loads support/memory-probe.ts: after each mode a line gives its memory at that mode's
+ * peak RSS, V8's spaces, ArrayBuffers, glibc's arenas and file-backed pages; the JSON is in
+ * bench-results/proxy-memory.jsonl; the probe's sampling adds a little CPU and memory itself),
+ * BENCH_PROXY_HEAP_SNAPSHOT=1 (a heap snapshot of the proxy after the load under
+ * bench-results/profiles; summarise it with `node bench/support/heap-snapshot-summary.ts <file>`;
+ * writing it takes the RSS up by the snapshot's size, so the figures after it mean nothing),
+ * BENCH_SLOW_SOCKETS=N (after everything else, N clients that send a request's headers and all
+ * but the last bytes of its body (BENCH_SLOW_SOCKETS_BODY_KB, 1), then a byte every 5 s for
+ * BENCH_SLOW_SOCKETS_HOLD_S (30), then close: the proxy's RSS before, while they are held and
+ * over BENCH_SLOW_SOCKETS_AFTER_S (60) after; with BENCH_PROXY_MEMORY=1 also its breakdown then
+ * and after a forced full GC), BENCH_PROXY_LOG_LEVEL (default `warn`, as
  * the gateway bench runs it; `info` writes the per-request log line, to /dev/null),
  * BENCH_PROXY_TRACING=1 (the proxy exports its traces over OTLP/HTTP to a sink in this process
  * that reads and drops them: what tracing on costs the proxy; OTEL_TRACES_SAMPLER and
@@ -27,12 +39,12 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
-import { processCpuMs, processPeakRssMb } from '@gateway/testkit/outside-vitest';
+import { processCpuMs, processPeakRssMb, processRssMb } from '@gateway/testkit/outside-vitest';
 import { startConfigPeer } from '../services/proxy/src/test-support/config-peer.ts';
 import { startLedgerPeer } from '../services/proxy/src/test-support/ledger-peer.ts';
 import { gatewayModel, stateOf, tenant } from '../services/proxy/src/test-support/proxy-world.ts';
@@ -45,7 +57,18 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const onlyMode = process.env.BENCH_MODE;
 const profileDir = `${repoRoot}bench-results/profiles`;
 const logLevel = process.env.BENCH_PROXY_LOG_LEVEL ?? 'warn';
-const deployedNodeOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8'))?.[1] ?? '';
+const manifest = readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8');
+const deployedNodeOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? /name: NODE_OPTIONS, value: "([^"]*)"/.exec(manifest)?.[1] ?? '';
+/** glibc's malloc tuning of the manifest (MALLOC_ARENA_MAX, …): part of the proxy's memory as deployed. BENCH_PROXY_MALLOC_ENV (`NAME=value …`, or empty) replaces it. */
+const deployedMallocEnv: Record<string, string> = process.env.BENCH_PROXY_MALLOC_ENV === undefined
+  ? Object.fromEntries([...manifest.matchAll(/name: (MALLOC_[A-Z_]+), value: "([^"]*)"/g)].map((match) => [match[1]!, match[2]!]))
+  : Object.fromEntries(process.env.BENCH_PROXY_MALLOC_ENV.split(/\s+/).filter((pair) => pair !== '').map((pair) => pair.split('=', 2) as [string, string]));
+const memoryFile = process.env.BENCH_PROXY_MEMORY === '1' ? `${repoRoot}bench-results/proxy-memory.jsonl` : undefined;
+const memoryOptions = memoryFile === undefined ? '' : `--expose-gc --import=${new URL('./support/memory-probe.ts', import.meta.url).href}`;
+const heapSnapshotOptions = process.env.BENCH_PROXY_HEAP_SNAPSHOT === '1' ? `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${profileDir}` : '';
+const slowSockets = Number(process.env.BENCH_SLOW_SOCKETS ?? 0);
+const slowSocketsHoldS = Number(process.env.BENCH_SLOW_SOCKETS_HOLD_S ?? 30);
+const slowSocketsAfterS = Number(process.env.BENCH_SLOW_SOCKETS_AFTER_S ?? 60);
 const profileOptions = process.env.BENCH_PROXY_CPU_PROF === '1' ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '';
 const callgrind = process.env.BENCH_PROXY_CALLGRIND === '1';
 const callgrindRequests = Number(process.env.BENCH_REQUESTS ?? 5000);
@@ -98,6 +121,99 @@ async function instructionsDuring(pid: number, work: () => Promise<void>): Promi
   return Number(total);
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The probe's breakdown at the proxy's peak since the last one (bench/support/memory-probe.ts), as one line; the full JSON stays in `file`. */
+async function memoryBreakdown(pid: number, file: string, label: string, which: 'peak' | 'now' = 'peak'): Promise<string> {
+  const linesBefore = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').length : 0;
+  process.kill(pid, 'SIGWINCH');
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
+    const lines = existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter((l) => l !== '') : [];
+    if (lines.length <= linesBefore) continue;
+    const sample = (JSON.parse(lines.at(-1)!) as { peak?: MemoryBreakdown; now?: MemoryBreakdown })[which];
+    if (sample === undefined) return `${label} memory: no peak sampled`;
+    const spaces = Object.entries(sample.v8.spaces).map(([name, space]) => `${name.replace(/_space$/, '')} ${space.usedMb}/${space.physicalMb}`).join(', ');
+    const maps = Object.entries(sample.mappings).map(([name, value]) => `${name} ${value}`).join(', ');
+    return `${label} memory at ${which === 'peak' ? 'peak ' : ''}RSS ${sample.rssMb} MB: V8 heap ${sample.v8.heapPhysicalMb} MB resident (used ${sample.v8.heapUsedMb}; per space used/resident: ${spaces}), `
+      + `V8 malloced ${sample.v8.mallocedMb}, ArrayBuffers ${sample.arrayBuffersMb}, external ${sample.externalMb}; mappings: ${maps}`;
+  }
+  return `${label} memory: the probe did not answer`;
+}
+
+interface MemoryBreakdown {
+  rssMb: number; mappings: Record<string, number>; arrayBuffersMb: number; externalMb: number;
+  v8: { heapPhysicalMb: number; heapUsedMb: number; mallocedMb: number; spaces: Record<string, { usedMb: number; physicalMb: number }> };
+}
+
+/** Has the proxy write a heap snapshot (`--heapsnapshot-signal`); resolves with its file once written. */
+async function heapSnapshot(pid: number): Promise<string> {
+  const before = new Set(readdirSync(profileDir));
+  process.kill(pid, 'SIGUSR2');
+  for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(500)) {
+    const written = readdirSync(profileDir).find((name) => !before.has(name) && name.endsWith('.heapsnapshot'));
+    // Written in pieces by the proxy's main thread: done once its size stops changing.
+    if (written !== undefined) {
+      const size = () => statSync(`${profileDir}/${written}`).size;
+      const first = size();
+      await sleep(1000);
+      if (size() === first) return `${profileDir}/${written}`;
+    }
+  }
+  return 'not written within 120 s';
+}
+
+/**
+ * What BENCH_SLOW_SOCKETS idle slow clients do to the proxy's RSS: each opens a connection and
+ * sends a chat request's headers (a valid key, a Content-Length of BENCH_SLOW_SOCKETS_BODY_KB,
+ * default 1 KiB) and all of its body but the last 8 bytes at once, then one more byte every 5 s
+ * (never the last), for BENCH_SLOW_SOCKETS_HOLD_S; then all close, and the RSS is read again over
+ * BENCH_SLOW_SOCKETS_AFTER_S. Figures in MB (VmRSS).
+ */
+async function slowSocketsRss(pid: number, port: number, apiKey: string): Promise<string> {
+  const bodyBytes = Number(process.env.BENCH_SLOW_SOCKETS_BODY_KB ?? 1) * 1024;
+  const prefix = '{"model":"chat","messages":[{"role":"user","content":"';
+  const body = `${prefix}${'a'.repeat(bodyBytes - prefix.length - 8)}`;
+  const before = processRssMb(pid);
+  const sockets: Socket[] = [];
+  let errors = 0;
+  const early = new Map<string, number>();
+  for (let i = 0; i < slowSockets; i++) {
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => { errors++; });
+    socket.once('data', (chunk: Buffer) => { const status = chunk.toString('latin1', 9, 12); early.set(status, (early.get(status) ?? 0) + 1); });
+    socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${apiKey}\r\ncontent-type: application/json\r\ncontent-length: ${bodyBytes}\r\n\r\n${body}`);
+    sockets.push(socket);
+  }
+  // At most 7 of the 8 bytes held back: a body that completed would be answered, and its socket freed.
+  let trickled = 0;
+  const trickle = setInterval(() => {
+    if (trickled++ >= 7) return;
+    for (const socket of sockets) if (!socket.destroyed) socket.write('a');
+  }, 5000);
+  let during = 0;
+  for (let s = 0; s < slowSocketsHoldS; s++) {
+    await sleep(1000);
+    during = Math.max(during, processRssMb(pid));
+  }
+  clearInterval(trickle);
+  const open = sockets.filter((socket) => !socket.destroyed).length;
+  for (const socket of sockets) socket.destroy();
+  const after: string[] = [];
+  for (let s = 1; s <= slowSocketsAfterS; s++) {
+    await sleep(1000);
+    if (s % 10 === 0 || s === 1) after.push(`+${s}s ${processRssMb(pid)}`);
+  }
+  let breakdown = '';
+  if (memoryFile !== undefined) {
+    breakdown = `; ${await memoryBreakdown(pid, memoryFile, 'after the slow sockets', 'now')}`;
+    // What a full collection gives back: garbage not collected yet, against memory still held.
+    process.kill(pid, 'SIGURG');
+    await sleep(5000);
+    breakdown += `; ${await memoryBreakdown(pid, memoryFile, 'after a full GC and 5 s,', 'now')}`;
+  }
+  return `${slowSockets} slow sockets of ${bodyBytes / 1024} KiB bodies (${open} still open after ${slowSocketsHoldS} s, answered before the close: ${[...early].map(([status, count]) => `${count} × ${status}`).join(', ') || 'none'}, ${errors} errors): proxy RSS before ${before} MB, at most ${during} MB while held, after closing ${after.join(', ')} MB (peak ${processPeakRssMb(pid)})${breakdown}`;
+}
+
 async function main(): Promise<void> {
   if (callgrind) process.env.FAKE_UPSTREAM_KEEP_ALIVE_MS = '600000';
   const upstream = await startHelper('bench/support/fake-upstream-process.ts');
@@ -107,7 +223,11 @@ async function main(): Promise<void> {
   ledger.credit(buyer.organisation.id, 10n ** 15n);
   // The peer records every call; a benchmark needs none of them.
   const forget = setInterval(() => { for (const list of Object.values(ledger.calls)) list.length = 0; for (const list of Object.values(ledger.answers)) list.length = 0; }, 1000);
-  if (profileOptions !== '') mkdirSync(profileDir, { recursive: true });
+  if (profileOptions !== '' || heapSnapshotOptions !== '') mkdirSync(profileDir, { recursive: true });
+  if (memoryFile !== undefined) {
+    mkdirSync(`${repoRoot}bench-results`, { recursive: true });
+    rmSync(memoryFile, { force: true });
+  }
   if (callgrind) mkdirSync(callgrindDir, { recursive: true });
 
   // Tracing on: an OTLP endpoint that reads each export and drops it (the receiver's cost is not the proxy's).
@@ -131,7 +251,8 @@ async function main(): Promise<void> {
     stdio: ['ignore', process.env.BENCH_PROXY_STDOUT === '1' ? 'inherit' : 'ignore', 'inherit'],
     env: {
       PATH: process.env.PATH ?? '', ...serviceTlsEnv(await sharedTestPki(), 'proxy'),
-      NODE_OPTIONS: [profileOptions, deployedNodeOptions].filter((o) => o !== '').join(' '),
+      NODE_OPTIONS: [profileOptions, memoryOptions, heapSnapshotOptions, deployedNodeOptions].filter((o) => o !== '').join(' '),
+      ...deployedMallocEnv, ...(memoryFile === undefined ? {} : { BENCH_PROXY_MEMORY_FILE: memoryFile }),
       LOG_LEVEL: logLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: 'bench-proxy',
       ADMIN_GRPC_URL: admin.address, LEDGER_GRPC_URL: ledger.address, ...tracingEnv, ...(callgrind ? slowProxyEnv : {}),
     },
@@ -140,6 +261,7 @@ async function main(): Promise<void> {
   try {
     await waitForReady(`http://127.0.0.1:${port}/readyz`, proxy, callgrind ? 300_000 : 20_000);
     const rows: string[] = [];
+    if (memoryFile !== undefined) process.stdout.write(`${await memoryBreakdown(proxy.pid!, memoryFile, 'ready, before any request:')}\n`);
     for (const mode of ['non-streaming', 'streaming'] as const) {
       if (onlyMode !== undefined && onlyMode !== mode) continue;
       const options = {
@@ -173,8 +295,11 @@ async function main(): Promise<void> {
       const row = `${mode.padEnd(14)} c=${connections}  ${String(Math.round(result.requests.average)).padStart(6)} req/s  p50 ${result.latency.p50} ms  p99 ${result.latency.p99} ms  proxy CPU ${(cpuMs / Math.max(1, answered)).toFixed(3)} ms/request (${answered} requests)`;
       process.stdout.write(`${row}\n`);
       rows.push(row);
+      if (memoryFile !== undefined) process.stdout.write(`${await memoryBreakdown(proxy.pid!, memoryFile, mode)}\n`);
     }
     process.stdout.write(`proxy peak RSS ${processPeakRssMb(proxy.pid!)} MB\n`);
+    if (heapSnapshotOptions !== '') process.stdout.write(`heap snapshot: ${await heapSnapshot(proxy.pid!)}\n`);
+
     if (!callgrind) {
       // Routing's share of a request, in process (a whole-proxy A/B cannot resolve 2% here): after the load, so the two do not share the cores.
       const routingOverhead = await measureRoutingOverhead();
@@ -183,6 +308,12 @@ async function main(): Promise<void> {
         return `${row.trim().split(/\s+/)[0]} ${((routingOverhead.addedUsPerRequest / 1000 / cpuMs) * 100).toFixed(2)}%`;
       });
       const line = `routing, one deployment: +${routingOverhead.addedUsPerRequest} µs CPU per request (routed ${routingOverhead.routedUsPerRequest}, direct ${routingOverhead.directUsPerRequest}; in process), of the proxy's CPU per request: ${shares.join(', ')}`;
+      process.stdout.write(`${line}\n`);
+      rows.push(line);
+    }
+    // After the load and the routing measurement, so the sockets meet a warmed proxy that is otherwise idle.
+    if (slowSockets > 0) {
+      const line = await slowSocketsRss(proxy.pid!, port, buyer.apiKey);
       process.stdout.write(`${line}\n`);
       rows.push(line);
     }
