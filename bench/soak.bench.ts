@@ -27,7 +27,8 @@
  *
  * Environment: BENCH_SOAK_MINUTES (default 10; fractions allowed), BENCH_SOAK_IDLE_S (60),
  * BENCH_SOAK_SAMPLE_S (10), BENCH_SOAK_CONNECTIONS (16), BENCH_SOAK_TOPOLOGY, TEST_DATABASE_URL,
- * TEST_REDIS_URL.
+ * TEST_REDIS_URL, BENCH_SOAK_COMBINED_NODE_OPTIONS (Node flags for `combined`'s process, to profile it:
+ * `--heapsnapshot-signal=SIGUSR2`, or a heap cap to tell garbage V8 has not collected from a leak).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -57,6 +58,8 @@ const outboxBound = 10_000;
  * bound, ledger/settle-outbox.ts): a ledger slower than the load holds the outbox there, level.
  */
 const outboxPacingDepth = outboxBound / 10;
+/** Node flags for `pnpm start`'s one process (BENCH_SOAK_COMBINED_NODE_OPTIONS, e.g. `--heapsnapshot-signal=SIGUSR2`); unset: none, as `pnpm start` runs. */
+const combinedNodeOptions = process.env.BENCH_SOAK_COMBINED_NODE_OPTIONS;
 const proxyNodeOptions = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8'))?.[1] ?? '';
 const bodies = {
   'non-streaming': (model: string) => ({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Soak request [[fake:reply_words=16]]' }] }),
@@ -164,6 +167,7 @@ async function startCombined(databaseUrl: string, redisUrl: string): Promise<Gat
     DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ADMIN_BOOTSTRAP_TOKEN: token,
     PROXY_HTTP_PORT: String(proxyHttp), PROXY_METRICS_PORT: String(proxyMetrics), ADMIN_HTTP_PORT: String(adminHttp),
     DEMO_UPSTREAM_PORT: String(demoUpstream), LOCAL_PAYMENTS_PORT: String(localPayments),
+    ...(combinedNodeOptions === undefined ? {} : { NODE_OPTIONS: combinedNodeOptions }),
   }, repoRoot);
   const stop = async () => {
     await gateway.stop();

@@ -196,7 +196,8 @@ async function main(): Promise<void> {
   const proxyPort = orDefault('PROXY_HTTP_PORT', '8080') === '0' ? String(await freePort()) : orDefault('PROXY_HTTP_PORT', '8080');
   const proxyUrl = `http://${shownHost}:${proxyPort}/v1`;
 
-  const demoUpstream = await startFakeUpstream({ host: '127.0.0.1', port: demoUpstreamPort, name: 'demo' });
+  // It runs as long as the gateway does: it keeps no record of the requests it answers.
+  const demoUpstream = await startFakeUpstream({ host: '127.0.0.1', port: demoUpstreamPort, name: 'demo', recordRequests: false });
   running.push({ name: 'demo upstream', close: () => demoUpstream.close() });
 
   // The local payment provider, unless the operator chose a provider (PAYMENT_PROVIDER=razorpay

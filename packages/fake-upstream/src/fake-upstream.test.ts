@@ -296,3 +296,22 @@ describe('fake upstream usage_classes: token price classes in each wire format\'
     expect(events.at(-1)!.usage).toEqual(body.usage);
   });
 });
+
+describe('fake upstream without a record of requests (pnpm start\'s demo)', () => {
+  it('answers as usual and keeps nothing of what it answered', async () => {
+    const quiet = await startFakeUpstream({ recordRequests: false });
+    try {
+      for (let index = 0; index < 3; index += 1) {
+        const response = await fetch(`${quiet.baseUrl}/chat/completions`, {
+          method: 'POST', headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'tiny', messages: [{ role: 'user', content: 'hello there' }] }),
+        });
+        expect(response.status).toBe(200);
+        expect(((await response.json()) as Completion).choices[0]!.message.content).toContain('hello there');
+      }
+      expect(quiet.requests).toEqual([]);
+    } finally {
+      await quiet.close();
+    }
+  });
+});

@@ -24,6 +24,12 @@ export interface FakeUpstreamOptions {
   promptCache?: PrefixCacheOptions;
   /** How long an idle keep-alive connection stays open, ms; default node:http's (5 s). */
   keepAliveTimeoutMs?: number;
+  /**
+   * Whether `requests` records what arrives; default true (tests read it). A long-running upstream
+   * (`pnpm start`'s demo) passes false: every request kept, with its headers and parsed body, grew
+   * the process without bound (~300 MB of live heap after ~400,000 requests in `pnpm bench soak`).
+   */
+  recordRequests?: boolean;
 }
 
 /** One request the fake upstream received, as tests inspect it. */
@@ -45,7 +51,7 @@ export interface FakeUpstream {
   /** OpenAI-style base URL, e.g. `http://127.0.0.1:PORT/v1`. */
   baseUrl: string;
   port: number;
-  /** Every request received, oldest first (tests may clear it with `requests.length = 0`). */
+  /** Every request received, oldest first (tests may clear it with `requests.length = 0`); empty with `recordRequests: false`. */
   requests: RecordedRequest[];
   /** Stops listening and cuts every open socket, including hung requests. */
   close(): Promise<void>;
@@ -65,6 +71,7 @@ export interface FakeUpstream {
 export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Promise<FakeUpstream> {
   const host = options.host ?? '127.0.0.1';
   const name = options.name ?? 'fake';
+  const recordRequests = options.recordRequests ?? true;
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   let requestCount = 0;
@@ -84,7 +91,7 @@ export async function startFakeUpstream(options: FakeUpstreamOptions = {}): Prom
     const messages = typeof body === 'object' && body !== null && Array.isArray((body as { messages?: unknown }).messages)
       ? (body as { messages: ChatMessageLike[] }).messages : [];
     const { tag } = parseDirectives(lastUserText(messages));
-    requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, ...(tag === undefined ? {} : { tag }), receivedAtMs: Date.now() });
+    if (recordRequests) requests.push({ method: req.method ?? 'GET', path, headers: req.headers, body, ...(tag === undefined ? {} : { tag }), receivedAtMs: Date.now() });
 
     const route = `${req.method} ${path.split('?')[0]}`;
     if (route === 'POST /v1/messages') {
