@@ -5,8 +5,8 @@
  * more than 3% between runs on a shared machine).
  *
  * Per request the proxy resolves the requested model name (resolveModelName), prices its Reserve
- * (reserveMicros), prices the usage for the Settle (usageCostMicros, usageByClass for the Settle's
- * token classes) and renders the response's cost fields (costByClass, usageCostFields). The run
+ * (reserveMicros), prices the usage once for the response and the Settle (priceUsage: cost, provider
+ * cost and the token classes) and renders the response's cost fields (usageCostFields). The run
  * times that sequence for the hardest case per-class prices and aliases added — an alias resolved through the
  * organisation's and the platform's maps, a model with its own price sheet, a usage with every
  * token class — and for the plain case (a slug, a flat-priced model, a usage with no classes),
@@ -15,8 +15,7 @@
  * run: an upper bound of what pricing and aliases can add.
  */
 import { resolveModelName } from '../../services/proxy/src/domain/model-aliases.ts';
-import { costByClass, priceSheet, reserveMicros, sheetOf, usageCostFields, usageCostMicros, type TokenUsage } from '../../services/proxy/src/domain/pricing.ts';
-import { usageByClass } from '../../services/proxy/src/domain/token-classes.ts';
+import { priceSheet, priceUsage, reserveMicros, usageCostFields, type TokenUsage } from '../../services/proxy/src/domain/pricing.ts';
 import type { ConfigSnapshot, GatewayModelEntry, OrganisationEntry } from '../../services/proxy/src/domain/config-snapshot.ts';
 
 /** CPU µs per request of the pricing-and-lookup sequence, classed (alias, price sheet, every class) and plain. */
@@ -77,10 +76,9 @@ export function measurePricingOverhead(iterations = 200_000): PricingOverhead {
     const model = resolveModelName(snapshot, organisation, name)!;
     const reserve = reserveMicros(usage.promptTokens + (i & 7), 1024, model);
     const billed = { ...usage, completionTokens: usage.completionTokens + (i & 3) };
-    const { costMicros, providerCostMicros } = usageCostMicros(billed, model);
-    const settleClasses = usageByClass(billed, sheetOf(model));
-    const fields = usageCostFields(costMicros, costByClass(billed, model));
-    return reserve + providerCostMicros > 0n && settleClasses.length > 0 ? fields : undefined;
+    const priced = priceUsage(billed, model);
+    const fields = usageCostFields(priced.costMicros, priced.costByClass);
+    return reserve + priced.providerCostMicros > 0n ? fields : undefined;
   };
   const median = (samples: number[]) => samples.sort((a, b) => a - b)[1]!;
   const classed: number[] = [];

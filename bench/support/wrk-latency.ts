@@ -27,7 +27,7 @@ export function wrkAvailable(): boolean {
 }
 
 /** The q-quantile (0..1) in µs of a histogram of [latency µs, requests] by the nearest-rank method; 0 when it is empty. */
-export function histogramQuantileUs(histogram: ReadonlyArray<readonly [number, number]>, q: number): number {
+function histogramQuantileUs(histogram: ReadonlyArray<readonly [number, number]>, q: number): number {
   const sorted = [...histogram].sort((a, b) => a[0] - b[0]);
   const total = sorted.reduce((sum, [, count]) => sum + count, 0);
   const rank = Math.max(1, Math.ceil(q * total));

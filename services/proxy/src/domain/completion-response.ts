@@ -111,7 +111,7 @@ export function buildChatCompletionBody(input: {
   billedUsage: TokenUsage;
   /** Cost of billedUsage at the model's prices, µ₹ (the Settle's figure). */
   costMicros: bigint;
-  /** The same by token class, when it has classes (pricing.ts costByClass). */
+  /** The same by token class, when it has classes (pricing.ts priceUsage). */
   costByClass?: readonly ClassUsage[] | undefined;
 }): ChatCompletionBody {
   return {

@@ -141,7 +141,7 @@ export interface PricedUsage {
   costMicros: bigint;
   /** Provider cost of everything produced, µ₹. */
   providerCostMicros: bigint;
-  /** The customer cost by token class, when the usage has a class besides plain input and output (costByClass). */
+  /** The customer cost by token class, when the usage has a class besides plain input and output; undefined otherwise (the Settle itemises it anyway). */
   costByClass: ClassUsage[] | undefined;
   /** What was produced beyond the delivered usage (BOUNDED_OVERRUN), if anything. */
   overrun: SettleOverrun | undefined;
@@ -183,14 +183,14 @@ export interface UsageCostFields {
   cost_inr: string;
   /**
    * The usage by token class, classes with tokens only, whose `cost_micros` sum to the
-   * total's; present when the usage has a class besides plain input and output (costByClass).
+   * total's; present when the usage has a class besides plain input and output (priceUsage).
    */
   cost_by_class?: Partial<Record<TokenClass, ClassCostField>>;
 }
 
 /**
  * The `usage` cost fields of an amount µ₹ (usageCostMicros's costMicros: the Settle's own
- * figure) and, when given, its classes (costByClass): customer cost only, never the provider's.
+ * figure) and, when given, its classes (priceUsage): customer cost only, never the provider's.
  */
 export function usageCostFields(costMicros: bigint, byClass?: readonly ClassUsage[]): UsageCostFields {
   const fields: UsageCostFields = { cost_micros: costMicros.toString(), cost_inr: rupeesText(costMicros) };
@@ -200,12 +200,4 @@ export function usageCostFields(costMicros: bigint, byClass?: readonly ClassUsag
     fields.cost_by_class = classes;
   }
   return fields;
-}
-
-/**
- * A usage by class for a response to show, or undefined when it has no class besides plain input
- * and output (such a response keeps its usage as before prices by token class; the Settle itemises it anyway).
- */
-export function costByClass(usage: TokenUsage, model: GatewayModelEntry): ClassUsage[] | undefined {
-  return hasClasses(usage) ? usageByClass(usage, sheetOf(model)) : undefined;
 }

@@ -109,7 +109,7 @@ export function buildMessagesBody(input: {
   billedUsage: TokenUsage;
   /** Cost of billedUsage at the model's prices, µ₹ (the Settle's figure). */
   costMicros: bigint;
-  /** The same by token class, when it has classes (pricing.ts costByClass). */
+  /** The same by token class, when it has classes (pricing.ts priceUsage). */
   costByClass?: readonly ClassUsage[] | undefined;
   /** The request's `thinking.display` was "omitted": thinking blocks keep their signature, not their text. */
   thinkingOmitted?: boolean;
