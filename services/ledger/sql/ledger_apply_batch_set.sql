@@ -108,6 +108,8 @@ DECLARE
   v_grant_index integer;
   -- When the oldest of those grants was created: a carve's usage record is never older.
   v_grants_since timestamptz := 'infinity';
+  -- The carves' reservation ids.
+  v_carve_ids text[];
 BEGIN
   SELECT array_agg(x.kind ORDER BY x.ord), array_agg(x."reservationId" ORDER BY x.ord),
     array_agg(x.fingerprint ORDER BY x.ord), array_agg(x."organisationId" ORDER BY x.ord),
@@ -202,11 +204,13 @@ BEGIN
         RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, false);
         RETURN;
       END IF;
-      -- A carve that settled already (a replay: its usage record, written since its grant was
-      -- created, under the grant lock now held; migration 0021) takes the loop, which answers it.
-      IF EXISTS (SELECT 1 FROM usage_records u
-          WHERE u.reservation_id = ANY (ARRAY(SELECT v_id[g] FROM generate_series(1, v_count) AS g WHERE v_carve[g]))
-            AND u.created_at >= v_grants_since) THEN
+      -- Under the grant locks now held (migration 0021), a carve that settled already (a replay:
+      -- its usage record, written since its grant was created) or that a promotion made a
+      -- reservation while this batch waited for the grant (ONE_OUTCOME: it is then an ordinary
+      -- Settle of that reservation) takes the loop, which answers it as ledger_settle does.
+      v_carve_ids := ARRAY(SELECT v_id[g] FROM generate_series(1, v_count) AS g WHERE v_carve[g]);
+      IF EXISTS (SELECT 1 FROM usage_records u WHERE u.reservation_id = ANY (v_carve_ids) AND u.created_at >= v_grants_since)
+        OR EXISTS (SELECT 1 FROM reservations r WHERE r.id = ANY (v_carve_ids)) THEN
         RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, false);
         RETURN;
       END IF;

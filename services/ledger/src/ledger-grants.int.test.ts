@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { ledgerV1 } from '@gateway/contracts';
 import { testPostgresUrl } from '@gateway/testkit';
-import { applyLedgerOperations } from './domain/apply-ledger-operations.ts';
+import { applyLedgerOperations, type LedgerOperation } from './domain/apply-ledger-operations.ts';
+import { reserve } from './domain/reserve.ts';
 import { settle } from './domain/settle.ts';
 import { balancesOf, fundedOrganisation, uniqueId, type TestBackend, type TestLedger } from './testing/start-test-ledger.ts';
 import { useTestLedger } from './testing/ledger-test-setup.ts';
@@ -263,6 +264,52 @@ for (const backend of ['postgres', 'pglite'] as TestBackend[]) {
         .toEqual([[1, 10n, 0n], [1, 20n, 0n], [1, 30n, 5n], [1, 0n, 0n]]);
       expect(await grantRow(ledger, grantId)).toMatchObject({ remaining_micros: 940n });
       stream.end();
+    });
+
+    // Two connections at once: PostgreSQL only (PGlite has one).
+    if (backend === 'postgres') it('ONE_OUTCOME: a carve promoted while its set-based batch waited for the grant is settled as the promoted reservation, not as a carve', async () => {
+      const organisationId = await fundedOrganisation(ledger, 100_000n);
+      const grantId = uniqueId('grant');
+      await ledger.acquireGrant({ grantId, organisationId, minMicros: 1_000n, wantMicros: 1_000n });
+      const { rows: [grant] } = await ledger.database.query<{ project_id: string; billing_mode: string }>('SELECT project_id, billing_mode FROM grants WHERE id = $1', [grantId]);
+      const [promotedId, carvedId] = [uniqueId('promoted'), uniqueId('carve')];
+      // The operations as the domain builds them (validated and fingerprinted), sent as the batcher sends them.
+      const collect = (into: LedgerOperation[]) => ({ run: (operation: LedgerOperation) => { into.push(operation); return new Promise<never>(() => {}); } });
+      const payload = (operations: LedgerOperation[]) => JSON.stringify(operations.map((operation) => ({
+        ...operation.fields, kind: operation.kind, reservationId: operation.reservationId, fingerprint: operation.fingerprint,
+      })));
+      const settles: LedgerOperation[] = [];
+      for (const reservationId of [promotedId, carvedId]) {
+        void settle(collect(settles), { reservationId, inputTokens: 1n, outputTokens: 1n, costMicros: 100n, providerCostMicros: 0n, modelSlug: 'm', usageSource: 'upstream', requestId: '', overrunOutputTokens: 0n, grantId, reservedMicros: 300n });
+      }
+      const promotion: LedgerOperation[] = [];
+      void reserve(collect(promotion), { reservationId: promotedId, organisationId, projectId: grant!.project_id, billingMode: grant!.billing_mode as 'commercial', amountMicros: 300n, ttlMs: 60_000n, modelSlug: 'm', grantId });
+
+      // The promotion holds the grant's row lock while the batch of Settles reaches it (having found no reservation of either id), then commits.
+      let batch: Promise<unknown> | undefined;
+      await ledger.database.transaction(async (tx) => {
+        await tx.query('SELECT 1 FROM grants WHERE id = $1 FOR UPDATE', [grantId]);
+        batch = applyLedgerOperations(ledger.database, settles);
+        for (let waited = 0; ; waited += 10) {
+          const { rows } = await ledger.database.query<{ waiting: string }>(
+            "SELECT count(*)::text AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%ledger_apply_batch%'");
+          if (rows[0]!.waiting !== '0') break;
+          if (waited > 10_000) throw new Error('the batch never waited for the grant lock');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        const { rows } = await tx.query<{ result: string }>('SELECT result FROM ledger_apply_batch($1::jsonb, false)', [payload(promotion)]);
+        expect(rows.map((row) => row.result)).toEqual(['ok']);
+      });
+      const answers = await batch! as Array<{ ok: boolean; result?: string }>;
+      expect(answers.map((answer) => answer.ok && answer.result)).toEqual(['ok', 'ok']);
+      // The promoted one is settled as its reservation (one outcome, one record), the other as a carve.
+      const { rows: reservations } = await ledger.database.query<{ id: string; status: string }>('SELECT id, status FROM reservations WHERE id = ANY ($1)', [[promotedId, carvedId]]);
+      expect(reservations).toEqual([{ id: promotedId, status: 'settled' }]);
+      const { rows: records } = await ledger.database.query<{ reservation_id: string; grant_id: string | null }>(
+        'SELECT reservation_id, grant_id FROM usage_records WHERE reservation_id = ANY ($1) ORDER BY reservation_id = $2 DESC', [[promotedId, carvedId], promotedId]);
+      expect(records).toEqual([{ reservation_id: promotedId, grant_id: null }, { reservation_id: carvedId, grant_id: grantId }]);
+      expect((await balancesOf(ledger, organisationId)).debitedMicros).toBe(200n);
+      expect((await ledger.verify()).differences).toEqual([]);
     });
 
     it('the set-based batch takes carved settles (and mixes them with Reserves and ordinary Settles) with exact money', async () => {
