@@ -209,7 +209,7 @@ BEGIN
       -- reservation while this batch waited for the grant (ONE_OUTCOME: it is then an ordinary
       -- Settle of that reservation) takes the loop, which answers it as ledger_settle does.
       v_carve_ids := ARRAY(SELECT v_id[g] FROM generate_series(1, v_count) AS g WHERE v_carve[g]);
-      IF EXISTS (SELECT 1 FROM usage_records u WHERE u.reservation_id = ANY (v_carve_ids) AND u.created_at >= v_grants_since)
+      IF EXISTS (SELECT 1 FROM ledger_carve_records(v_carve_ids, v_grants_since))
         OR EXISTS (SELECT 1 FROM reservations r WHERE r.id = ANY (v_carve_ids)) THEN
         RETURN QUERY SELECT * FROM ledger_apply_batch_each(ops, false);
         RETURN;

@@ -18,8 +18,7 @@ BEGIN
   PERFORM ledger_keep_attempts(u.reservation_id, u.organisation_id, u.model_slug, (o->>'failedAttempts')::jsonb)
   FROM jsonb_array_elements(ops) AS o
   JOIN grants gr ON gr.id = o->>'grantId'
-  JOIN usage_records u ON u.reservation_id = o->>'reservationId' AND u.created_at >= gr.created_at
-    AND u.grant_id IS NOT NULL AND u.settle_fingerprint = o->>'fingerprint'
-  WHERE o->>'kind' = 'settle' AND o->>'failedAttempts' IS NOT NULL AND o ? 'grantId';
+  CROSS JOIN LATERAL ledger_carve_records(ARRAY[o->>'reservationId'], gr.created_at) AS u
+  WHERE u.settle_fingerprint = o->>'fingerprint' AND o->>'kind' = 'settle' AND o->>'failedAttempts' IS NOT NULL AND o ? 'grantId';
 END
 $$;

@@ -25,7 +25,7 @@ BEGIN
   END IF;
   -- ONE_OUTCOME: a carve that settled already (its usage record since the grant was created, no
   -- reservation row: migration 0021) is not promoted; as a Reserve of an id already used, a conflict.
-  IF EXISTS (SELECT 1 FROM usage_records u WHERE u.reservation_id = v_id AND u.created_at >= g.created_at) THEN
+  IF EXISTS (SELECT 1 FROM ledger_carve_records(ARRAY[v_id], g.created_at)) THEN
     RETURN ledger_refusal('idempotency_conflict', 'this carve was already settled', 0);
   END IF;
   IF g.status <> 'held' OR g.organisation_id <> op->>'organisationId' OR g.project_id <> op->>'projectId'

@@ -48,7 +48,7 @@ BEGIN
   IF EXISTS (SELECT 1 FROM reservations r WHERE r.id = v_id) THEN RETURN ledger_settle(op); END IF;
   -- IDEMPOTENCY: this carve settled already (a replay, or a concurrent copy that committed first).
   SELECT u.settle_fingerprint, u.debited_micros, u.settle_overrun_micros, u.settle_detail INTO v_recorded
-  FROM usage_records u WHERE u.reservation_id = v_id AND u.created_at >= g.created_at;
+  FROM ledger_carve_records(ARRAY[v_id], g.created_at) AS u;
   IF FOUND THEN
     IF v_recorded.settle_fingerprint IS DISTINCT FROM op->>'fingerprint' THEN
       RETURN ledger_refusal('idempotency_conflict', 'reservation was already settled with a different payload', 0);
