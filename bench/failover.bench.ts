@@ -21,7 +21,7 @@
  * Environment: BENCH_REQUESTS (400 per fast row), BENCH_HANG_REQUESTS (20), BENCH_ATTEMPT_TIMEOUT_MS (200).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -29,13 +29,14 @@ import { serviceTlsEnv, sharedTestPki } from '@gateway/testkit';
 import { startConfigPeer } from '../services/proxy/src/test-support/config-peer.ts';
 import { startLedgerPeer } from '../services/proxy/src/test-support/ledger-peer.ts';
 import { gatewayDeployment, gatewayModel, stateOf, tenant } from '../services/proxy/src/test-support/proxy-world.ts';
+import { deployedProxyEnv } from './support/deployed-proxy-env.ts';
 import { startHelper, waitForReady } from './support/proxy-process.ts';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const fastRequests = Number(process.env.BENCH_REQUESTS ?? 400);
 const hangRequests = Number(process.env.BENCH_HANG_REQUESTS ?? 20);
 const attemptTimeoutMs = Number(process.env.BENCH_ATTEMPT_TIMEOUT_MS ?? 200);
-const deployedNodeOptions = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8'))?.[1] ?? '';
+const deployedNodeOptions = deployedProxyEnv().nodeOptions;
 
 /** A failing deployment: answers every request with `status` at once, or (status 0) never; counts what it saw. */
 async function startFailing(status: number): Promise<{ server: Server; url: string; seen: () => number }> {

@@ -52,6 +52,7 @@ import { createTestDatabase, createTestPki, resolveTestInfrastructure, serviceTl
 import { findBalanceDifferences } from '@gateway/ledger';
 import { openDatabase } from '@gateway/db';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../tests/support/service-processes.ts';
+import { deployedProxyEnv } from './support/deployed-proxy-env.ts';
 import { measurePricingOverhead, type PricingOverhead } from './support/pricing-overhead.ts';
 import { measureRequestLogOverhead, type RequestLogOverhead } from './support/request-log-overhead.ts';
 import { wrkAvailable, wrkLatency, type WrkLatency } from './support/wrk-latency.ts';
@@ -60,18 +61,9 @@ const repoRoot = fileURLToPath(new URL('../', import.meta.url));
 const durationS = Number(process.env.BENCH_DURATION_S ?? 8);
 const ttfbSamples = Number(process.env.BENCH_TTFB_SAMPLES ?? 200);
 const profileDir = `${repoRoot}bench-results/profiles`;
-/**
- * The proxy's deployed process settings, read from its Kubernetes manifest so that the benchmark
- * measures the proxy as it runs in production and the two cannot drift: its Node flags (heap
- * sizing; required) and glibc's malloc arena cap (when the manifest sets one).
- */
-function deployedProxyEnv(): { nodeOptions: string; mallocArenaMax: string | undefined } {
-  const manifest = readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8');
-  const nodeOptions = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(manifest)?.[1];
-  if (nodeOptions === undefined) throw new Error('deploy/kubernetes/base/proxy.yaml sets no NODE_OPTIONS for the proxy');
-  return { nodeOptions, mallocArenaMax: /name: MALLOC_ARENA_MAX, value: "([^"]*)"/.exec(manifest)?.[1] };
-}
-const { nodeOptions: deployedNodeOptions, mallocArenaMax } = deployedProxyEnv();
+// The proxy's deployed process settings (its manifest's Node flags and malloc tuning).
+const { nodeOptions: deployedNodeOptions, mallocEnv: deployedMallocEnv } = deployedProxyEnv();
+const deployedMallocText = Object.entries(deployedMallocEnv).map(([name, value]) => `${name}=${value}`).join(' ');
 /** Node flags of the proxy process: the deployed ones unless an experiment replaces them, plus an opt-in CPU profile. */
 const proxyProfileOptions = process.env.BENCH_PROXY_CPU_PROF === '1' ? `--cpu-prof --cpu-prof-dir=${profileDir}` : '';
 const proxyHeapOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? deployedNodeOptions;
@@ -388,7 +380,7 @@ async function main(): Promise<void> {
         LOG_LEVEL: proxyLogLevel, BIND_HOST: '127.0.0.1', PROXY_HTTP_PORT: String(port), PROXY_METRICS_PORT: '0', PROXY_ID: `bench-proxy-${index}`,
         ADMIN_GRPC_URL: `127.0.0.1:${adminGrpc}`, LEDGER_GRPC_URL: `127.0.0.1:${ledgerGrpc}`,
         REDIS_URL: infrastructure.redisUrl!, PROXY_REDIS_PREFIX: redisPrefix,
-        NODE_OPTIONS: proxyNodeOptions, ...(mallocArenaMax === undefined ? {} : { MALLOC_ARENA_MAX: mallocArenaMax }), ...extraEnv,
+        NODE_OPTIONS: proxyNodeOptions, ...deployedMallocEnv, ...extraEnv,
       });
       services.push(started);
       await waitUntilReady(started, `http://127.0.0.1:${port}/readyz`);
@@ -697,7 +689,7 @@ function updateBenchmarksDoc(summary: {
     'CPU ms / request: CPU time of the target\'s own process per answered request (for the gateway the proxy alone), 10 ms clock ticks over the measurement; machine CPU: every process on the machine, the load generator included.',
     `Gateway CPU by component, ms / request (proxy, ledger, admin, PostgreSQL, Redis): ${summary.rows.filter((r) => r.breakdown).map((r) => `${r.mode} c=${r.connections}: ${Object.values(r.breakdown!).join(' / ')}`).join('; ')}.`,
     `Deepest settle outbox of the proxy during each gateway measurement (its /readyz, every 100 ms; what a SIGKILL would lose at that moment): ${summary.rows.filter((r) => r.settleOutboxMax !== undefined).map((r) => `${r.mode} c=${r.connections}: ${r.settleOutboxMax}`).join('; ')}.`,
-    `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`${mallocArenaMax === undefined ? '' : ` and \`MALLOC_ARENA_MAX=${mallocArenaMax}\``}): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
+    `Peak RSS (the proxy with its deployed flags, \`${deployedNodeOptions}\`${deployedMallocText === '' ? '' : ` and \`${deployedMallocText}\``}): proxy ${summary.rss.proxyMb} MB, ledger ${summary.rss.ledgerMb} MB, admin ${summary.rss.adminMb} MB, baseline ${summary.rss.baselineMb} MB.`,
     `Low balance over ${summary.lowBalance.proxies} proxies: a balance of exactly ${summary.lowBalance.capacity} Reserves, ${summary.lowBalance.sent} requests at 32 connections: **admitted ${summary.lowBalance.admitted} (exact capacity ${summary.lowBalance.capacity})**, refused 402 ${summary.lowBalance.refused} (each answered in p50 ${summary.lowBalance.refusalP50Ms} ms, p99 ${summary.lowBalance.refusalP99Ms} ms), other ${summary.lowBalance.other}; ${summary.lowBalance.rps} req/s over the case.`,
     `Then, with the balance spent and nothing held (no refusal that a recall or a Settle could lift), ${summary.lowBalanceExhausted.sent} more requests: refused 402 ${summary.lowBalanceExhausted.refused}, each in p50 ${summary.lowBalanceExhausted.refusalP50Ms} ms, p99 ${summary.lowBalanceExhausted.refusalP99Ms} ms; admitted ${summary.lowBalanceExhausted.admitted}.`,
     `Per-class pricing and model alias lookup (bench/support/pricing-overhead.ts, the proxy's own functions in process, ${summary.pricingOverhead.iterations} requests): an alias resolved through both alias maps, a model with its own price sheet and a usage with every token class cost **${summary.pricingOverhead.classedUsPerRequest} µs of CPU per request** (a slug, flat prices and no classes: ${summary.pricingOverhead.plainUsPerRequest} µs), that is ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC1}% of the proxy's CPU per request at non-streaming c=1 and ${summary.pricingOverhead.percentOfProxyCpuNonStreamingC32}% at c=32 (bound: 3%).`,

@@ -48,6 +48,7 @@ import { processCpuMs, processPeakRssMb, processRssMb } from '@gateway/testkit/o
 import { startConfigPeer } from '../services/proxy/src/test-support/config-peer.ts';
 import { startLedgerPeer } from '../services/proxy/src/test-support/ledger-peer.ts';
 import { gatewayModel, stateOf, tenant } from '../services/proxy/src/test-support/proxy-world.ts';
+import { deployedProxyEnv } from './support/deployed-proxy-env.ts';
 import { startHelper, waitForReady } from './support/proxy-process.ts';
 import { measureRoutingOverhead } from './support/routing-overhead.ts';
 
@@ -57,11 +58,11 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const onlyMode = process.env.BENCH_MODE;
 const profileDir = `${repoRoot}bench-results/profiles`;
 const logLevel = process.env.BENCH_PROXY_LOG_LEVEL ?? 'warn';
-const manifest = readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8');
-const deployedNodeOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? /name: NODE_OPTIONS, value: "([^"]*)"/.exec(manifest)?.[1] ?? '';
+const deployed = deployedProxyEnv();
+const deployedNodeOptions = process.env.BENCH_PROXY_NODE_OPTIONS ?? deployed.nodeOptions;
 /** glibc's malloc tuning of the manifest (MALLOC_ARENA_MAX, …): part of the proxy's memory as deployed. BENCH_PROXY_MALLOC_ENV (`NAME=value …`, or empty) replaces it. */
 const deployedMallocEnv: Record<string, string> = process.env.BENCH_PROXY_MALLOC_ENV === undefined
-  ? Object.fromEntries([...manifest.matchAll(/name: (MALLOC_[A-Z_]+), value: "([^"]*)"/g)].map((match) => [match[1]!, match[2]!]))
+  ? deployed.mallocEnv
   : Object.fromEntries(process.env.BENCH_PROXY_MALLOC_ENV.split(/\s+/).filter((pair) => pair !== '').map((pair) => pair.split('=', 2) as [string, string]));
 const memoryFile = process.env.BENCH_PROXY_MEMORY === '1' ? `${repoRoot}bench-results/proxy-memory.jsonl` : undefined;
 const memoryOptions = memoryFile === undefined ? '' : `--expose-gc --import=${new URL('./support/memory-probe.ts', import.meta.url).href}`;

@@ -31,7 +31,7 @@
  * `--heapsnapshot-signal=SIGUSR2`, or a heap cap to tell garbage V8 has not collected from a leak).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +42,7 @@ import { issueSecret } from '@gateway/secrets';
 import { scrapeMetrics, sumSamples } from '@gateway/testkit';
 import { createTestDatabase, createTestPki, processRssMb, resolveTestInfrastructure, serviceTlsEnv, startServiceProcess } from '@gateway/testkit/outside-vitest';
 import { freePort, startService, waitUntilReady, type ServiceProcess } from '../tests/support/service-processes.ts';
+import { deployedProxyEnv } from './support/deployed-proxy-env.ts';
 import { startHelper } from './support/proxy-process.ts';
 
 const repoRoot = fileURLToPath(new URL('../', import.meta.url));
@@ -60,7 +61,7 @@ const outboxBound = 10_000;
 const outboxPacingDepth = outboxBound / 10;
 /** Node flags for `pnpm start`'s one process (BENCH_SOAK_COMBINED_NODE_OPTIONS, e.g. `--heapsnapshot-signal=SIGUSR2`); unset: none, as `pnpm start` runs. */
 const combinedNodeOptions = process.env.BENCH_SOAK_COMBINED_NODE_OPTIONS;
-const proxyNodeOptions = /name: NODE_OPTIONS, value: "([^"]*)"/.exec(readFileSync(`${repoRoot}deploy/kubernetes/base/proxy.yaml`, 'utf8'))?.[1] ?? '';
+const proxyNodeOptions = deployedProxyEnv().nodeOptions;
 const bodies = {
   'non-streaming': (model: string) => ({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Soak request [[fake:reply_words=16]]' }] }),
   streaming: (model: string) => ({ model, max_tokens: 128, stream: true, messages: [{ role: 'user', content: 'Soak stream [[fake:reply_words=64]]' }] }),
